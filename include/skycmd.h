@@ -1,0 +1,336 @@
+/*
+ * skycmd.h - the public, stable C ABI of libskycmd.
+ *
+ * libskycmd runs "System One" decision models (ModernBERT encoders with a Laya decision
+ * head) stored in GGUF files: it converts Laya checkpoints, inspects and quantizes GGUF
+ * files, tokenizes, and answers /v1/systemone requests in one forward pass.
+ *
+ * Contract (read this before using any function):
+ *
+ *  - Every function that can fail returns a skycmd_status. SKYCMD_OK is 0; the other values
+ *    are pinned and never renumbered. skycmd_status_name() and skycmd_strerror() return
+ *    static strings.
+ *  - Details of a failure live with the object that failed, never in a global:
+ *      * calls on a handle (session, request, tokenizer) leave a message in that handle,
+ *        read with skycmd_<handle>_errmsg(); it stays valid until the next call on it;
+ *      * calls without a handle (open, convert, inspect, quantize, random) take an optional
+ *        skycmd_error object, made by skycmd_error_new(), that receives the status and
+ *        message. Pass NULL when you only want the status.
+ *  - Ownership: a pointer returned through an `out` parameter of a *_new / *_open call is
+ *    yours and is released with the matching *_free. Strings the library allocates for you
+ *    (char **) are released with skycmd_string_free(). `const char *` results are borrowed
+ *    from their handle and live as long as it does (or until the next call on it when said).
+ *    Every *_free accepts NULL.
+ *  - Threads: a skycmd_model is immutable once open and may be shared by any number of
+ *    threads. A skycmd_session, skycmd_request, skycmd_response or skycmd_error belongs to
+ *    one thread at a time (use one session per thread). Tokenizers are immutable.
+ *    A model must outlive its sessions: skycmd_model_free() on a model that still has
+ *    sessions returns SKYCMD_E_BUSY and frees nothing.
+ *  - Misuse (NULL handle, freed or wrong handle, out-of-range index) returns
+ *    SKYCMD_E_MISUSE or SKYCMD_E_INVALID_ARGUMENT instead of crashing where it can be
+ *    detected.
+ *  - Options are set through setters keyed by the skycmd_option enum; there are no structs
+ *    in this ABI. Callbacks always take a `void *user_data` given with the callback.
+ *  - Strings are UTF-8. Sizes are size_t; token ids are int32_t.
+ *
+ * Versioning: SKYCMD_VERSION_* describe this header; skycmd_version_number() the library
+ * that is running. SKYCMD_ABI_VERSION is the soname major: it changes only when a stable
+ * symbol is removed or changed. skycmd_check_version(SKYCMD_VERSION_NUMBER) lets a program
+ * (or a binding) refuse a library older than the header it was built against.
+ */
+#ifndef SKYCMD_H
+#define SKYCMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- export macro ---- */
+#if defined(SKYCMD_BUILD) && defined(SKYCMD_USE_DLL)
+#  error "SKYCMD_BUILD and SKYCMD_USE_DLL are mutually exclusive"
+#endif
+#ifndef SKYCMD_API
+#  if defined(_WIN32)
+#    if defined(SKYCMD_BUILD) && defined(SKYCMD_SHARED)
+#      define SKYCMD_API __declspec(dllexport)
+#    elif defined(SKYCMD_USE_DLL)
+#      define SKYCMD_API __declspec(dllimport)
+#    else
+#      define SKYCMD_API
+#    endif
+#  elif defined(__GNUC__) && __GNUC__ >= 4
+#    define SKYCMD_API __attribute__((visibility("default")))
+#  else
+#    define SKYCMD_API
+#  endif
+#endif
+
+/* ---------------------------------------------------------------- versions -------- */
+#define SKYCMD_VERSION_MAJOR 0
+#define SKYCMD_VERSION_MINOR 1
+#define SKYCMD_VERSION_PATCH 0
+#define SKYCMD_VERSION_NUMBER \
+    (SKYCMD_VERSION_MAJOR * 10000 + SKYCMD_VERSION_MINOR * 100 + SKYCMD_VERSION_PATCH)
+#define SKYCMD_VERSION_STRING "0.1.0"
+/* The ABI (soname) major. */
+#define SKYCMD_ABI_VERSION 1
+
+SKYCMD_API unsigned    skycmd_version_number(void);
+SKYCMD_API const char *skycmd_version_string(void);
+SKYCMD_API unsigned    skycmd_abi_version(void);
+/* The commit and configuration the library was built from, e.g. "git 1a2b3c4 Release". */
+SKYCMD_API const char *skycmd_build_id(void);
+/* The CPU features the kernels dispatch to at run time, e.g. "avx2 fma f16c". */
+SKYCMD_API const char *skycmd_cpu_features(void);
+/* SKYCMD_OK when the running library is at least `header_version_number` with the same
+ * major version; SKYCMD_E_VERSION otherwise. Bindings call it when they load. */
+struct skycmd_error;
+SKYCMD_API int skycmd_check_version(unsigned header_version_number, struct skycmd_error *err);
+
+/* ---------------------------------------------------------------- status ---------- */
+/* Pinned values. New values are only appended; retired ones become SKYCMD_E_OBSOLETE_nn. */
+typedef enum skycmd_status {
+    SKYCMD_OK                 = 0,
+    SKYCMD_E_INVALID_ARGUMENT = 1,  /* a parameter is out of its documented range     */
+    SKYCMD_E_MISUSE           = 2,  /* NULL/freed/wrong handle, call out of order     */
+    SKYCMD_E_NOMEM            = 3,  /* an allocation failed                           */
+    SKYCMD_E_IO               = 4,  /* a file could not be opened, read or written    */
+    SKYCMD_E_FORMAT           = 5,  /* a file's bytes are damaged or inconsistent      */
+    SKYCMD_E_UNSUPPORTED      = 6,  /* valid, but not something this build can do     */
+    SKYCMD_E_BUSY             = 7,  /* the object is still in use (e.g. open sessions)*/
+    SKYCMD_E_JSON             = 8,  /* a request body is not well-formed JSON (400)   */
+    SKYCMD_E_REQUEST          = 9,  /* a well-formed request is invalid (422)         */
+    SKYCMD_E_TOO_LARGE        = 10, /* a size, count or depth limit was exceeded (413)*/
+    SKYCMD_E_VERSION          = 11, /* library older than the header a caller needs   */
+    SKYCMD_E_NOT_FOUND        = 12, /* a named key, tensor, model or index is absent  */
+    SKYCMD_E_INTERNAL         = 13, /* an invariant failed: a bug, please report      */
+    SKYCMD_E_CANCELLED        = 14  /* a callback asked to stop                       */
+} skycmd_status;
+#define SKYCMD_STATUS_COUNT 15
+
+/* "SKYCMD_E_FORMAT"; "unknown status" for values outside the enum. Static strings. */
+SKYCMD_API const char *skycmd_status_name(int status);
+/* A short English description, e.g. "damaged or inconsistent file". Static strings. */
+SKYCMD_API const char *skycmd_strerror(int status);
+
+/* ---------------------------------------------------------------- handles --------- */
+typedef struct skycmd_error     skycmd_error;     /* status + message of a handle-less call */
+typedef struct skycmd_options   skycmd_options;   /* a bag of option values               */
+typedef struct skycmd_model     skycmd_model;     /* immutable weights + tokenizer        */
+typedef struct skycmd_tokenizer skycmd_tokenizer; /* immutable byte-level BPE tokenizer   */
+typedef struct skycmd_session   skycmd_session;   /* per-thread scratch and options       */
+typedef struct skycmd_request   skycmd_request;   /* a parsed /v1/systemone request       */
+typedef struct skycmd_response  skycmd_response;  /* answers of one decide call           */
+
+/* ---------------------------------------------------------------- errors ---------- */
+SKYCMD_API skycmd_error *skycmd_error_new(void);          /* NULL only when out of memory */
+SKYCMD_API void          skycmd_error_free(skycmd_error *err);
+SKYCMD_API int           skycmd_error_status(const skycmd_error *err);   /* SKYCMD_OK if none */
+/* The message of the last failure recorded in err ("" if none); never NULL. */
+SKYCMD_API const char   *skycmd_error_message(const skycmd_error *err);
+SKYCMD_API void          skycmd_error_clear(skycmd_error *err);
+
+/* Releases a string the library returned through a char ** parameter. NULL is a no-op. */
+SKYCMD_API void skycmd_string_free(char *s);
+
+/* ---------------------------------------------------------------- options --------- */
+/* Option keys. Pinned values. Each key is either an integer or a string option; using the
+ * wrong setter returns SKYCMD_E_INVALID_ARGUMENT. skycmd_option_bounds() gives the range. */
+typedef enum skycmd_option {
+    /* integer options */
+    SKYCMD_OPT_THREADS        = 1,  /* compute threads of a session (0 = one per core)     */
+    SKYCMD_OPT_WEIGHTS        = 2,  /* skycmd_weights: how a model keeps its matrices      */
+    SKYCMD_OPT_ACTIVATIONS    = 3,  /* skycmd_activations: int8 activation mode            */
+    SKYCMD_OPT_TYPE           = 4,  /* skycmd_type of encoder matrices (convert, quantize) */
+    SKYCMD_OPT_HEAD_TYPE      = 5,  /* skycmd_type of the decision head                    */
+    SKYCMD_OPT_SEED           = 6,  /* seed of random models                              */
+    SKYCMD_OPT_MASSIVE        = 7,  /* random models: number of planted massive channels  */
+    SKYCMD_OPT_MAX_ARRAY      = 8,  /* inspect: array items shown (default 8)             */
+    SKYCMD_OPT_JSON           = 9,  /* inspect: 1 = one JSON document                     */
+    SKYCMD_OPT_MAX_TOKENS     = 10, /* override decision.max_tokens (sequence budget)     */
+    SKYCMD_OPT_LAYOUT         = 11, /* skycmd_layout of a random model                    */
+    /* string options */
+    SKYCMD_OPT_NAME           = 100, /* general.name written by convert                   */
+    SKYCMD_OPT_PRE            = 101, /* tokenizer.ggml.pre written by convert             */
+    SKYCMD_OPT_MODEL_NAME     = 102  /* "model" reported in responses                     */
+} skycmd_option;
+
+/* GGUF element types, with ggml's numbering. */
+typedef enum skycmd_type {
+    SKYCMD_TYPE_F32  = 0,
+    SKYCMD_TYPE_F16  = 1,
+    SKYCMD_TYPE_Q8_0 = 8,
+    SKYCMD_TYPE_BF16 = 30
+} skycmd_type;
+
+typedef enum skycmd_weights {
+    SKYCMD_WEIGHTS_F32      = 0, /* matrices widened to f32 at load (exact; default)        */
+    SKYCMD_WEIGHTS_Q8       = 1, /* Q8_0 at load, calibrated outlier columns kept in f32    */
+    SKYCMD_WEIGHTS_Q8_PLAIN = 2  /* Q8_0 at load without calibration (--no-calib)           */
+} skycmd_weights;
+
+typedef enum skycmd_activations {
+    SKYCMD_ACT_Q8X2 = 0,  /* two int8 passes: ~15-bit activations (default)               */
+    SKYCMD_ACT_Q8   = 1   /* one int8 pass: fastest                                      */
+} skycmd_activations;
+
+typedef enum skycmd_layout {
+    SKYCMD_LAYOUT_GGUF = 0,  /* one GGUF file                                            */
+    SKYCMD_LAYOUT_LAYA = 1   /* a Laya checkpoint directory (safetensors + configs)       */
+} skycmd_layout;
+
+/* Progress of long work: done/total in units the call chooses (bytes or tensors).
+ * Return non-zero to cancel; the call then fails with SKYCMD_E_CANCELLED and leaves no
+ * partial output. */
+typedef int (*skycmd_progress_fn)(void *user_data, uint64_t done, uint64_t total);
+
+/* Events worth knowing about (e.g. a weight relayout with its byte count). `level` is
+ * 0 debug, 1 info, 2 warning. The message is valid during the call only. */
+typedef void (*skycmd_log_fn)(void *user_data, int level, const char *message);
+
+SKYCMD_API skycmd_options *skycmd_options_new(void);
+SKYCMD_API void            skycmd_options_free(skycmd_options *opts);
+SKYCMD_API int skycmd_options_set_int(skycmd_options *opts, int option, int64_t value);
+SKYCMD_API int skycmd_options_set_string(skycmd_options *opts, int option, const char *value);
+SKYCMD_API int skycmd_options_get_int(const skycmd_options *opts, int option, int64_t *value);
+SKYCMD_API int skycmd_options_set_progress(skycmd_options *opts, skycmd_progress_fn fn,
+                                           void *user_data);
+SKYCMD_API int skycmd_options_set_log(skycmd_options *opts, skycmd_log_fn fn, void *user_data);
+/* Range of an integer option; SKYCMD_E_INVALID_ARGUMENT for unknown or string options. */
+SKYCMD_API int skycmd_option_bounds(int option, int64_t *min_value, int64_t *max_value);
+
+/* ---------------------------------------------------------------- files ----------- */
+/* Print a GGUF file's header, metadata and tensor table (SKYCMD_OPT_MAX_ARRAY,
+ * SKYCMD_OPT_JSON). *out is a NUL-terminated string for skycmd_string_free(). */
+SKYCMD_API int skycmd_inspect(const char *gguf_path, const skycmd_options *opts, char **out,
+                              skycmd_error *err);
+
+/* Convert a Laya checkpoint directory to one GGUF file (SKYCMD_OPT_TYPE, _HEAD_TYPE, _NAME,
+ * _PRE, progress). The output is written to a temporary file and renamed: on failure no
+ * partial output exists. */
+SKYCMD_API int skycmd_convert(const char *laya_dir, const char *out_path,
+                              const skycmd_options *opts, skycmd_error *err);
+
+/* Write a random model ("s1-pico", "s1-nano", "s1-micro", "base", "large"), deterministic
+ * from SKYCMD_OPT_SEED, as a GGUF file or a Laya directory (SKYCMD_OPT_LAYOUT). */
+SKYCMD_API int skycmd_random_model(const char *preset, const char *out_path,
+                                   const skycmd_options *opts, skycmd_error *err);
+
+/* Re-type the tensors of a GGUF file (SKYCMD_OPT_TYPE, _HEAD_TYPE, progress); every
+ * metadata key is kept. */
+SKYCMD_API int skycmd_quantize(const char *in_path, const char *out_path,
+                               const skycmd_options *opts, skycmd_error *err);
+
+/* ---------------------------------------------------------------- model ----------- */
+/* Open a GGUF decision model (SKYCMD_OPT_WEIGHTS, SKYCMD_OPT_MAX_TOKENS,
+ * SKYCMD_OPT_MODEL_NAME, log). The file is memory-mapped; *out is NULL on failure. */
+SKYCMD_API int skycmd_model_open(const char *gguf_path, const skycmd_options *opts,
+                                 skycmd_model **out, skycmd_error *err);
+/* Same, from a caller's buffer that must outlive the model (nothing is copied). */
+SKYCMD_API int skycmd_model_open_buffer(const void *data, size_t size,
+                                        const skycmd_options *opts, skycmd_model **out,
+                                        skycmd_error *err);
+/* SKYCMD_E_BUSY (and nothing freed) while sessions of the model exist. NULL is OK. */
+SKYCMD_API int skycmd_model_free(skycmd_model *model);
+SKYCMD_API const char *skycmd_model_name(const skycmd_model *model);
+/* Borrowed; lives as long as the model. */
+SKYCMD_API const skycmd_tokenizer *skycmd_model_tokenizer(const skycmd_model *model);
+/* Hyper-parameters by GGUF-style name without the architecture prefix, e.g.
+ * "embedding_length", "block_count", "decision.block_count", "decision.max_head_tokens",
+ * "decision.max_tokens", "vocab_size", "parameters". */
+SKYCMD_API int skycmd_model_get_int(const skycmd_model *model, const char *name,
+                                    int64_t *value);
+
+/* ---------------------------------------------------------------- tokenizer ------- */
+/* Load a Hugging Face tokenizer.json (byte-level BPE). */
+SKYCMD_API int skycmd_tokenizer_open_json(const char *tokenizer_json_path,
+                                          skycmd_tokenizer **out, skycmd_error *err);
+/* Free a tokenizer from skycmd_tokenizer_open_json(); one borrowed from a model must not
+ * be freed (SKYCMD_E_MISUSE). NULL is OK. */
+SKYCMD_API int skycmd_tokenizer_free(skycmd_tokenizer *tok);
+/* Encode UTF-8 text exactly as HF `tokenizers` does with add_special_tokens=False.
+ * Writes at most `capacity` ids and sets *n_ids to the full count: call with capacity 0
+ * to size the buffer. Invalid UTF-8 is SKYCMD_E_INVALID_ARGUMENT. */
+SKYCMD_API int skycmd_tokenizer_encode(const skycmd_tokenizer *tok, const char *text,
+                                       size_t text_len, int32_t *ids, size_t capacity,
+                                       size_t *n_ids);
+/* Decode ids to UTF-8 (byte-level decoding); *out for skycmd_string_free(). */
+SKYCMD_API int skycmd_tokenizer_decode(const skycmd_tokenizer *tok, const int32_t *ids,
+                                       size_t n_ids, char **out);
+/* The vocabulary entry of an id (byte-level form, e.g. "Ġthe"), or NULL if out of range. */
+SKYCMD_API const char *skycmd_tokenizer_token(const skycmd_tokenizer *tok, int32_t id);
+SKYCMD_API size_t      skycmd_tokenizer_vocab_size(const skycmd_tokenizer *tok);
+
+typedef enum skycmd_special {
+    SKYCMD_SPECIAL_CLS  = 0,
+    SKYCMD_SPECIAL_SEP  = 1,
+    SKYCMD_SPECIAL_MASK = 2,
+    SKYCMD_SPECIAL_PAD  = 3,
+    SKYCMD_SPECIAL_UNK  = 4
+} skycmd_special;
+/* The id of a special token, or -1 if the vocabulary has none. */
+SKYCMD_API int32_t skycmd_tokenizer_special_id(const skycmd_tokenizer *tok, int which);
+
+/* ---------------------------------------------------------------- requests -------- */
+/* Parse a /v1/systemone body. On failure *out is still set (unless out of memory) and
+ * carries the message, e.g. `questions.action: "criteria" must be a non-empty object`;
+ * the status is SKYCMD_E_JSON (malformed), SKYCMD_E_REQUEST (invalid) or
+ * SKYCMD_E_TOO_LARGE (limits). Free it with skycmd_request_free() either way. */
+SKYCMD_API int skycmd_request_parse(const char *json, size_t len, skycmd_request **out);
+SKYCMD_API void        skycmd_request_free(skycmd_request *req);
+SKYCMD_API const char *skycmd_request_errmsg(const skycmd_request *req);
+SKYCMD_API size_t      skycmd_request_question_count(const skycmd_request *req);
+
+/* ---------------------------------------------------------------- sessions -------- */
+/* A session holds the scratch memory of one thread (SKYCMD_OPT_THREADS,
+ * SKYCMD_OPT_ACTIVATIONS). */
+SKYCMD_API int  skycmd_session_new(skycmd_model *model, skycmd_session **out);
+SKYCMD_API void skycmd_session_free(skycmd_session *session);
+SKYCMD_API int  skycmd_session_set_int(skycmd_session *session, int option, int64_t value);
+SKYCMD_API const char *skycmd_session_errmsg(const skycmd_session *session);
+
+/* Answer every question of a request. *out receives a response to free with
+ * skycmd_response_free(). Errors leave their message in the session. */
+SKYCMD_API int skycmd_decide(skycmd_session *session, const skycmd_request *req,
+                             skycmd_response **out);
+/* Convenience: parse + decide + JSON in one call; *response_json for skycmd_string_free().
+ * On a request error the message is in the session. */
+SKYCMD_API int skycmd_decide_json(skycmd_session *session, const char *request_json,
+                                  size_t len, char **response_json);
+
+/* ---------------------------------------------------------------- responses ------- */
+typedef enum skycmd_qtype {
+    SKYCMD_QTYPE_CHOICE = 0,
+    SKYCMD_QTYPE_SCORE  = 1,
+    SKYCMD_QTYPE_NOUL   = 2
+} skycmd_qtype;
+
+SKYCMD_API void skycmd_response_free(skycmd_response *resp);
+/* {"model", "answers", "usage": {"input_tokens", "output_tokens": 0}}; borrowed. */
+SKYCMD_API const char *skycmd_response_json(const skycmd_response *resp);
+SKYCMD_API size_t      skycmd_response_answer_count(const skycmd_response *resp);
+SKYCMD_API int64_t     skycmd_response_input_tokens(const skycmd_response *resp);
+/* Answer i (request order). Out-of-range i: NULL / -1 / NaN. */
+SKYCMD_API const char *skycmd_response_answer_id(const skycmd_response *resp, size_t i);
+SKYCMD_API int         skycmd_response_answer_type(const skycmd_response *resp, size_t i);
+/* choice: the chosen key; NULL for other types. */
+SKYCMD_API const char *skycmd_response_answer_choice(const skycmd_response *resp, size_t i);
+/* score: expected level; noul: P(true); choice: probability of the chosen key. */
+SKYCMD_API double      skycmd_response_answer_value(const skycmd_response *resp, size_t i);
+/* choice/score: confidence; noul: NaN (the wire has none). */
+SKYCMD_API double      skycmd_response_answer_confidence(const skycmd_response *resp,
+                                                         size_t i);
+SKYCMD_API size_t      skycmd_response_option_count(const skycmd_response *resp, size_t i);
+/* Option j of answer i: key ("0".."n-1" for score, "false"/"true" for noul) and p. */
+SKYCMD_API const char *skycmd_response_option_key(const skycmd_response *resp, size_t i,
+                                                  size_t j);
+SKYCMD_API double      skycmd_response_option_probability(const skycmd_response *resp,
+                                                          size_t i, size_t j);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SKYCMD_H */

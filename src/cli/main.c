@@ -1,0 +1,63 @@
+/* main.c - `skycmd`: dispatch to subcommands; --version and --help. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+    const char *name;
+    cli_cmd_fn fn;
+    const char *summary;
+} k_cmds[] = {
+    {"inspect", cmd_inspect, "print a GGUF file's metadata and tensors"},
+    {"convert", cmd_convert, "convert a Laya checkpoint directory (or a random model) to GGUF"},
+    {"random", cmd_random, "write a random model as GGUF or as a Laya checkpoint directory"},
+    {"quantize", cmd_quantize, "re-type the tensors of a GGUF file (q8_0, f16, bf16, f32)"},
+    {"decide", cmd_decide, "answer a /v1/systemone request with a model"},
+    {"tokenize", cmd_tokenize, "show the token ids of a text"},
+    {"bench", cmd_bench, "measure load time, latency and throughput"},
+    {"serve", cmd_serve, "serve POST /v1/systemone over HTTP"},
+};
+#define N_CMDS (sizeof k_cmds / sizeof k_cmds[0])
+
+static void usage(FILE *out) {
+    fprintf(out, "usage: skycmd <command> [options]\n       skycmd --version | --help\n\ncommands:\n");
+    for (size_t i = 0; i < N_CMDS; i++) fprintf(out, "  %-10s %s\n", k_cmds[i].name, k_cmds[i].summary);
+    fprintf(out, "\nRun 'skycmd <command> --help' for the options of a command.\n");
+}
+
+static void version(void) {
+    printf("skycmd %s (library %s, ABI %u)\n", SKYCMD_VERSION_STRING, skycmd_version_string(),
+           skycmd_abi_version());
+    printf("build: %s\n", skycmd_build_id());
+    printf("cpu features: %s\n", skycmd_cpu_features());
+}
+
+int main(int argc, char **argv) {
+    skycmd_error *err = skycmd_error_new();
+    int st = skycmd_check_version(SKYCMD_VERSION_NUMBER, err);
+    if (st != SKYCMD_OK) {
+        fprintf(stderr, "skycmd: %s\n", skycmd_error_message(err));
+        skycmd_error_free(err);
+        return 1;
+    }
+    skycmd_error_free(err);
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (cli_is_help(argv[1]) || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0 ||
+        strcmp(argv[1], "version") == 0) {
+        version();
+        return 0;
+    }
+    for (size_t i = 0; i < N_CMDS; i++)
+        if (strcmp(argv[1], k_cmds[i].name) == 0) return k_cmds[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "skycmd: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,117 @@
+/*
+ * util.h - small internal helpers shared by every module: the error record that
+ * internal calls fill, overflow-checked size arithmetic, a growable byte buffer, and
+ * read-only file mapping. Nothing here is exported from the library.
+ *
+ * Contract: internal functions return an skycmd_status (0 = OK) and, on failure, describe
+ * the problem in an sk_err given by the caller (which may be NULL). Messages name what is
+ * wrong and where (file, key, offset).
+ */
+#ifndef SK_UTIL_H
+#define SK_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "skycmd.h"
+
+#define SK_ERR_MSG_MAX 512
+
+typedef struct sk_err {
+    int status;
+    char msg[SK_ERR_MSG_MAX];
+} sk_err;
+
+#if defined(__GNUC__)
+#define SK_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define SK_PRINTF(a, b)
+#endif
+
+/* Record a failure in e (if non-NULL) and return status, so that callers can write
+ * `return sk_fail(e, SKYCMD_E_FORMAT, "...", ...);`. */
+int sk_fail(sk_err *e, int status, const char *fmt, ...) SK_PRINTF(3, 4);
+/* Prefix an existing message with context: "file.gguf: <old message>". */
+void sk_err_prefix(sk_err *e, const char *fmt, ...) SK_PRINTF(2, 3);
+void sk_err_clear(sk_err *e);
+
+/* Overflow-checked arithmetic: return 0 on success, -1 on overflow. */
+static inline int sk_add_size(size_t a, size_t b, size_t *out) {
+    if (a > SIZE_MAX - b) return -1;
+    *out = a + b;
+    return 0;
+}
+static inline int sk_mul_size(size_t a, size_t b, size_t *out) {
+    if (a != 0 && b > SIZE_MAX / a) return -1;
+    *out = a * b;
+    return 0;
+}
+static inline int sk_add_u64(uint64_t a, uint64_t b, uint64_t *out) {
+    if (a > UINT64_MAX - b) return -1;
+    *out = a + b;
+    return 0;
+}
+static inline int sk_mul_u64(uint64_t a, uint64_t b, uint64_t *out) {
+    if (a != 0 && b > UINT64_MAX / a) return -1;
+    *out = a * b;
+    return 0;
+}
+
+/* Allocation helpers: NULL on overflow or failure. sk_malloc_array(n, size). */
+void *sk_malloc_array(size_t n, size_t size);
+void *sk_calloc_array(size_t n, size_t size);
+char *sk_strdup(const char *s);
+char *sk_strndup(const char *s, size_t n);
+
+/* A growable byte buffer. On allocation failure `failed` is set and later appends are
+ * no-ops, so a sequence of appends needs one check at the end. */
+typedef struct sk_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+    int failed;
+} sk_buf;
+
+void sk_buf_init(sk_buf *b);
+void sk_buf_free(sk_buf *b);
+int sk_buf_reserve(sk_buf *b, size_t extra);
+void sk_buf_append(sk_buf *b, const void *data, size_t n);
+void sk_buf_puts(sk_buf *b, const char *s);
+void sk_buf_putc(sk_buf *b, char c);
+void sk_buf_printf(sk_buf *b, const char *fmt, ...) SK_PRINTF(2, 3);
+/* Give up ownership of a NUL-terminated copy of the contents (NULL if failed). */
+char *sk_buf_detach(sk_buf *b);
+
+/* A read-only mapping of a whole file (mmap; an empty file maps to a valid empty range). */
+typedef struct sk_map {
+    const uint8_t *data;
+    size_t size;
+    void *base_;   /* what to munmap */
+    size_t mapped_;
+} sk_map;
+
+int sk_map_file(const char *path, sk_map *m, sk_err *e);
+void sk_unmap(sk_map *m);
+
+/* Read a whole (small) file into a NUL-terminated malloc'ed buffer. */
+int sk_read_file(const char *path, char **out, size_t *len, size_t max_len, sk_err *e);
+
+/* Write `data` to path atomically: a temporary file beside it, fsync'ed and renamed, so
+ * that a failure leaves no partial output. */
+typedef struct sk_atomic_file {
+    char *final_path;
+    char *tmp_path;
+    void *fp;      /* FILE * */
+} sk_atomic_file;
+
+int sk_atomic_open(sk_atomic_file *f, const char *path, sk_err *e);
+int sk_atomic_write(sk_atomic_file *f, const void *data, size_t n, sk_err *e);
+/* Commit (rename into place) when status == 0, else remove the temporary file. Returns
+ * the final status. */
+int sk_atomic_close(sk_atomic_file *f, int status, sk_err *e);
+
+/* Validate UTF-8 (strict: no overlongs, surrogates or values past U+10FFFF). */
+int sk_utf8_valid(const char *s, size_t n);
+
+#endif /* SK_UTIL_H */
