@@ -1,0 +1,65 @@
+/*
+ * model.h - the System One decision model (ModernBERT encoder + Laya decision head) in f32.
+ *
+ * Contract:
+ *  - sk_model_load() reads hyper-parameters and weights from an open GGUF reader (borrowed;
+ *    it must outlive the model). Every required tensor is checked for presence, type and
+ *    shape; a failure names the tensor or key. Matrices of type F16/BF16/Q8_0 are widened to
+ *    f32 at load (SKYCMD_WEIGHTS_F32), so compute is always f32.
+ *  - An sk_model is immutable after load and may be shared by any number of threads.
+ *  - An sk_scratch holds per-thread buffers; it grows to the longest sequence seen and is
+ *    reused, so a warm forward call allocates nothing. One scratch per thread.
+ *  - sk_model_forward() runs one sequence (positions 0..n-1, no padding) and writes the raw
+ *    scorer logit (before temperature) of each marker position. It matches PyTorch fp32
+ *    (transformers ModernBertModel + laya DecisionModel) to about 1e-5 relative.
+ */
+#ifndef SK_MODEL_H
+#define SK_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../gguf/gguf.h"
+
+typedef struct sk_hparams {
+    uint32_t n_embd;          /* d */
+    uint32_t n_head;          /* encoder attention heads */
+    uint32_t n_layer;         /* encoder layers */
+    uint32_t n_head_layers;   /* decision blocks */
+    uint32_t n_ff;            /* encoder intermediate size I (ffn_up has 2I rows) */
+    uint32_t n_ff_head;       /* decision FFN size (4d) */
+    uint32_t n_vocab;
+    uint32_t n_swa;           /* local_attention window W (keys with |i-j| <= W/2) */
+    uint32_t swa_pattern;     /* layer l is global when l % P == 0 */
+    uint32_t max_head_tokens;
+    uint32_t max_tokens;      /* decision.max_tokens, 0 if absent */
+    uint32_t n_head_dec;      /* max(1, n_embd/64): Python's head count for decision blocks */
+    float eps;
+    float rope_base;          /* global layers */
+    float rope_base_swa;      /* local (sliding-window) layers */
+} sk_hparams;
+
+typedef struct sk_model sk_model;      /* immutable after load, shareable by threads */
+typedef struct sk_scratch sk_scratch;  /* per-thread buffers, grown on demand and reused */
+
+/* Load weights from an open GGUF (g is borrowed and must outlive the model). weights_mode is
+ * a skycmd_weights value; only SKYCMD_WEIGHTS_F32 is supported for now (others give
+ * SKYCMD_E_UNSUPPORTED). */
+int sk_model_load(const sk_gguf *g, int weights_mode, sk_model **out, sk_err *e);
+void sk_model_free(sk_model *m);
+const sk_hparams *sk_model_hparams(const sk_model *m);
+/* Number of parameters stored in the file's model tensors. */
+uint64_t sk_model_n_params(const sk_model *m);
+
+sk_scratch *sk_scratch_new(const sk_model *m);   /* NULL when out of memory */
+void sk_scratch_free(sk_scratch *s);
+
+/* One sequence: ids[0..n) (positions 0..n-1), question type qtype (0 choice, 1 score,
+ * 2 noul), markers = positions of the [MASK] tokens (each < n); writes n_markers raw scorer
+ * logits (float32, before temperature) to logits. Errors: SKYCMD_E_INVALID_ARGUMENT for an
+ * id outside the vocabulary, a marker outside [0, n), qtype outside [0, 2] or n == 0;
+ * SKYCMD_E_NOMEM when the scratch cannot grow. */
+int sk_model_forward(const sk_model *m, sk_scratch *s, const int32_t *ids, size_t n, int qtype,
+                     const int32_t *markers, size_t n_markers, float *logits, sk_err *e);
+
+#endif /* SK_MODEL_H */
