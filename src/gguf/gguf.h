@@ -122,6 +122,18 @@ size_t sk_gguf_n_tensors(const sk_gguf *g);
 const sk_gguf_tensor *sk_gguf_tensor_at(const sk_gguf *g, size_t i);
 const sk_gguf_tensor *sk_gguf_find_tensor(const sk_gguf *g, const char *name);
 
+/* PyTorch order (outermost first) of a tensor's dims into shape[0..n_dims-1]; the rest
+ * are 1. Returns n_dims. */
+uint32_t sk_gguf_tensor_shape(const sk_gguf_tensor *t, uint64_t shape[4]);
+/* "u8", "string", "array", ... ("unknown" outside the enum). */
+const char *sk_gguf_value_type_name(uint32_t type);
+
+/* The `skycmd inspect` description of an open file (gguf_describe.c): text like the book's
+ * gguf-inspect, or one JSON document when json != 0. Arrays show at most max_array items.
+ * *out is malloc'ed and NUL-terminated. `label` names the file in the first line. */
+int sk_gguf_describe(const sk_gguf *g, const char *label, uint64_t max_array, int json,
+                     char **out, sk_err *e);
+
 /* Compare an sk_str to a C string. */
 int sk_str_eq(sk_str s, const char *c);
 

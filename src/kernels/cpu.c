@@ -5,6 +5,10 @@
 #include "skycmd.h"
 #include "cpu.h"
 
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__clang__)
+#include <cpuid.h>
+#endif
+
 static int g_features = -1;
 
 int sk_cpu_features(void) {
@@ -15,7 +19,16 @@ int sk_cpu_features(void) {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2")) f |= SK_CPU_AVX2;
     if (__builtin_cpu_supports("fma")) f |= SK_CPU_FMA;
+#if defined(__clang__) && __clang_major__ < 16
+    /* clang < 16 does not know "f16c" in __builtin_cpu_supports: ask CPUID (leaf 1,
+     * ECX bit 29) instead. */
+    {
+        unsigned a, b, c, d;
+        if (__get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29))) f |= SK_CPU_F16C;
+    }
+#else
     if (__builtin_cpu_supports("f16c")) f |= SK_CPU_F16C;
+#endif
     if (__builtin_cpu_supports("avx512f")) f |= SK_CPU_AVX512F;
     if (__builtin_cpu_supports("avx512bw")) f |= SK_CPU_AVX512BW;
     if (__builtin_cpu_supports("avx512vnni")) f |= SK_CPU_AVX512VNNI;

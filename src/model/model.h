@@ -5,7 +5,9 @@
  *  - sk_model_load() reads hyper-parameters and weights from an open GGUF reader (borrowed;
  *    it must outlive the model). Every required tensor is checked for presence, type and
  *    shape; a failure names the tensor or key. Matrices of type F16/BF16/Q8_0 are widened to
- *    f32 at load (SKYCMD_WEIGHTS_F32), so compute is always f32.
+ *    f32 at load (SKYCMD_WEIGHTS_F32) and prepacked for the GEMM kernels, so compute is
+ *    always f32. token_embd.weight stays in the file: the rows a sequence uses are widened
+ *    at lookup (the reader must therefore outlive the model).
  *  - An sk_model is immutable after load and may be shared by any number of threads.
  *  - An sk_scratch holds per-thread buffers; it grows to the longest sequence seen and is
  *    reused, so a warm forward call allocates nothing. One scratch per thread.
@@ -53,6 +55,11 @@ uint64_t sk_model_n_params(const sk_model *m);
 
 sk_scratch *sk_scratch_new(const sk_model *m);   /* NULL when out of memory */
 void sk_scratch_free(sk_scratch *s);
+/* Let forward calls on this scratch split their matrix products over the threads of pool
+ * (src/kernels/pool.h; borrowed, it must outlive its use; NULL = one thread, the default).
+ * The logits are bitwise identical for any thread count. */
+struct sk_pool;
+void sk_scratch_set_pool(sk_scratch *s, struct sk_pool *pool);
 
 /* One sequence: ids[0..n) (positions 0..n-1), question type qtype (0 choice, 1 score,
  * 2 noul), markers = positions of the [MASK] tokens (each < n); writes n_markers raw scorer
@@ -61,5 +68,20 @@ void sk_scratch_free(sk_scratch *s);
  * SKYCMD_E_NOMEM when the scratch cannot grow. */
 int sk_model_forward(const sk_model *m, sk_scratch *s, const int32_t *ids, size_t n, int qtype,
                      const int32_t *markers, size_t n_markers, float *logits, sk_err *e);
+
+/* A batch: several sequences run together (their rows share every matrix product;
+ * attention, RoPE positions and the decision head stay within each sequence). Each sequence
+ * gets exactly the logits sk_model_forward() would give it alone (bitwise). A sequence
+ * with n_markers == 0 is validated and skipped. Errors name the sequence index. */
+typedef struct sk_seq {
+    const int32_t *ids;
+    size_t n;
+    int qtype;
+    const int32_t *markers;
+    size_t n_markers;
+    float *logits;        /* n_markers outputs */
+} sk_seq;
+int sk_model_forward_batch(const sk_model *m, sk_scratch *s, const sk_seq *seqs, size_t n_seqs,
+                           sk_err *e);
 
 #endif /* SK_MODEL_H */

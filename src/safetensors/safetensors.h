@@ -66,7 +66,8 @@ typedef struct sk_st_writer sk_st_writer;
 sk_st_writer *sk_st_writer_new(void);
 void sk_st_writer_free(sk_st_writer *w);
 /* `type` is SK_GGML_F32/F16/BF16; `data` is borrowed until the write (nbytes must equal
- * product(shape) * element size). Shape in PyTorch order. */
+ * product(shape) * element size). Shape in PyTorch order. With write_mem, data may be NULL:
+ * the bytes are zeroed, for the caller to fill in place (no second copy of a big model). */
 int sk_st_writer_add(sk_st_writer *w, const char *name, uint32_t type, uint32_t n_dims,
                      const uint64_t *shape, const void *data, uint64_t nbytes, sk_err *e);
 int sk_st_writer_write_mem(sk_st_writer *w, uint8_t **out, size_t *size, sk_err *e);

@@ -1,0 +1,3 @@
+module github.com/skycmd/libskycmd/bindings/go
+
+go 1.22

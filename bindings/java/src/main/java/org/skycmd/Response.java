@@ -1,0 +1,43 @@
+package org.skycmd;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Optional;
+import org.skycmd.internal.SkyResponse;
+
+/** The answers of one decide call, copied out of the C response (which is freed at once). */
+public final class Response {
+    private final List<Answer> answers;
+    private final long inputTokens;
+    private final String json;
+
+    Response(SkyResponse b) {
+        long n = b.answerCount();
+        List<Answer> list = new ArrayList<>();
+        for (long i = 0; i < n; i++) {
+            AnswerType t = AnswerType.of(b.answerType(i));
+            List<Probability> ps = new ArrayList<>();
+            long m = b.optionCount(i);
+            for (long j = 0; j < m; j++) ps.add(new Probability(b.optionKey(i, j), b.optionProbability(i, j)));
+            list.add(new Answer(b.answerId(i), t, t == AnswerType.CHOICE ? b.answerChoice(i) : null,
+                                b.answerValue(i), b.answerConfidence(i), Collections.unmodifiableList(ps)));
+        }
+        this.answers = Collections.unmodifiableList(list);
+        this.inputTokens = b.inputTokens();
+        this.json = b.json();
+    }
+
+    /** The answers in request order. */
+    public List<Answer> answers() { return answers; }
+
+    /** The answer to question {@code id}, if any. */
+    public Optional<Answer> answer(String id) {
+        return answers.stream().filter(a -> a.id().equals(id)).findFirst();
+    }
+
+    public long inputTokens() { return inputTokens; }
+
+    /** The library's wire JSON: {"model", "answers", "usage"}. */
+    public String json() { return json; }
+}

@@ -1,0 +1,94 @@
+package org.skycmd;
+
+import java.nio.file.Path;
+import org.skycmd.internal.SkyCall;
+import org.skycmd.internal.SkyOptions;
+import org.skycmd.internal.skycmd;
+import org.skycmd.internal.skycmdConstants;
+
+/**
+ * Entry points of libskycmd that need no model: versions and the file tools. When this
+ * class loads, it checks that the running library is at least the header version the
+ * binding was built against; if not, every call throws a {@link SkycmdException} with
+ * {@link Status#VERSION}.
+ */
+public final class Skycmd {
+    /** SKYCMD_VERSION_NUMBER of the header this binding was compiled with. */
+    public static final long HEADER_VERSION_NUMBER = skycmdConstants.SKYCMD_HEADER_VERSION_NUMBER;
+
+    static volatile SkycmdException loadError = versionError(HEADER_VERSION_NUMBER);
+
+    private Skycmd() {}
+
+    private static SkycmdException versionError(long headerVersionNumber) {
+        SkyCall c = new SkyCall();
+        try {
+            int st = c.checkVersion(headerVersionNumber);
+            return st == 0 ? null : new SkycmdException("check version", st, c.message());
+        } finally {
+            c.delete();
+        }
+    }
+
+    /** Throws {@link Status#VERSION} unless the running library is at least
+     *  {@code headerVersionNumber} (MAJOR*10000 + MINOR*100 + PATCH) with the same major. */
+    public static void checkVersion(long headerVersionNumber) {
+        SkycmdException e = versionError(headerVersionNumber);
+        if (e != null) throw e;
+    }
+
+    static void ensureUsable() {
+        SkycmdException e = loadError;
+        if (e != null) throw new SkycmdException("load", e.code(), e.libraryMessage());
+    }
+
+    public static String version() { return skycmd.skycmd_version_string(); }
+    public static long versionNumber() { return skycmd.skycmd_version_number(); }
+    public static String buildId() { return skycmd.skycmd_build_id(); }
+    public static String cpuFeatures() { return skycmd.skycmd_cpu_features(); }
+
+    @FunctionalInterface
+    interface CallBody { int run(SkyCall c, SkyOptions o); }
+
+    static SkyCall call(String operation, Options options, CallBody body) {
+        ensureUsable();
+        SkyOptions o = (options == null ? new Options() : options).toNative(operation);
+        SkyCall c = new SkyCall();
+        try {
+            int st = body.run(c, o);
+            if (st != 0) {
+                SkycmdException e = new SkycmdException(operation, st, c.message());
+                c.delete();
+                throw e;
+            }
+            return c;
+        } finally {
+            o.delete();
+        }
+    }
+
+    /** Converts a Laya checkpoint directory to one GGUF file (type, headType, name, pre). */
+    public static void convert(Path layaDir, Path out, Options options) {
+        call("convert", options, (c, o) -> c.convert(layaDir.toString(), out.toString(), o)).delete();
+    }
+
+    /** Writes a deterministic random model of a preset (seed, massive, layout). */
+    public static void randomModel(String preset, Path out, Options options) {
+        call("random model", options, (c, o) -> c.randomModel(preset, out.toString(), o)).delete();
+    }
+
+    /** Re-types the tensors of a GGUF file (type, headType). */
+    public static void quantize(Path in, Path out, Options options) {
+        call("quantize", options, (c, o) -> c.quantize(in.toString(), out.toString(), o)).delete();
+    }
+
+    /** The printed header, metadata and tensor table of a GGUF file (maxArray, json). */
+    public static String inspect(Path gguf, Options options) {
+        SkyCall c = call("inspect", options, (cc, o) -> cc.inspect(gguf.toString(), o));
+        try {
+            return c.takeOutput();
+        } finally {
+            c.delete();
+        }
+    }
+}

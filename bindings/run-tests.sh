@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# run-tests.sh - build libskycmd's build tree and run the Go, Java, Node and Rust binding suites,
+# then the cross-check of the four bindings against the C CLI and the valgrind leak loop.
+#
+# usage: bindings/run-tests.sh [--build-dir DIR] [--no-build] [SUITE...]
+#   SUITE: go java node rust crosscheck valgrind (default: all). The cross-check needs the
+#   dumps of all four suites from the same run.
+# env: SWIG (default /opt/swigvenv/bin/swig if present, else swig on PATH; must be >= 4.2),
+#      JAVA_HOME (default from javac), MVN_FLAGS (extra Maven flags, e.g. -o).
+# Each runner's own summary line is printed, then one line per suite; exit status 1 if any failed.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+build="$root/build-bindings"
+do_build=1
+suites=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --build-dir) build=$(realpath -m "$2"); shift 2 ;;
+        --no-build) do_build=0; shift ;;
+        -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+        *) suites+=("$1"); shift ;;
+    esac
+done
+[ ${#suites[@]} -eq 0 ] && suites=(go java node rust crosscheck valgrind)
+want() { local s; for s in "${suites[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
+
+if [ -z "${SWIG:-}" ]; then
+    if [ -x /opt/swigvenv/bin/swig ]; then SWIG=/opt/swigvenv/bin/swig; else SWIG=swig; fi
+fi
+export SWIG
+: "${JAVA_HOME:=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")}"
+export JAVA_HOME
+
+if [ $do_build -eq 1 ]; then
+    if [ ! -f "$build/CMakeCache.txt" ]; then
+        cmake -S "$root" -B "$build" -G Ninja >/dev/null || exit 1
+    fi
+    cmake --build "$build" --target skycmd skycmd_cli || exit 1
+fi
+
+export PKG_CONFIG_PATH="$build/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+export LD_LIBRARY_PATH="$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export SKYCMD_REQUIRE_MODEL=1
+export SKYCMD_EXAMPLE_REQUEST="$root/examples/flappy-drone.json"
+export GOTOOLCHAIN=local GOFLAGS=-mod=mod GOPROXY=off
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/skycmd-bindings.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/dumps"
+export SKYCMD_DUMP_DIR="$work/dumps"
+export SKYCMD_TEST_MODEL="$work/s1-pico.gguf"
+"$build/skycmd" random s1-pico "$SKYCMD_TEST_MODEL" || { echo "cannot make the random s1-pico model"; exit 1; }
+"$build/skycmd" decide "$SKYCMD_TEST_MODEL" "$SKYCMD_EXAMPLE_REQUEST" > "$work/dumps/cli.json" || exit 1
+
+declare -A result
+summary() { echo "== $1: $2"; result[$1]=$2; }
+
+run_go() {
+    echo "== go test -race (bindings/go)"
+    (cd "$here/go" && PATH="$(dirname "$SWIG"):$PATH" go generate ./internal/raw &&
+        go test -race -count=1 -v ./... > "$work/go.log" 2>&1)
+    local rc=$?
+    grep -E '^(--- FAIL|panic:)' -A5 "$work/go.log"
+    grep -E 'go loop:' "$work/go.log"
+    local pass fail
+    pass=$(grep -c '^--- PASS' "$work/go.log"); fail=$(grep -c '^--- FAIL' "$work/go.log")
+    grep -E '^(ok|FAIL)\s' "$work/go.log"
+    summary go "$([ $rc -eq 0 ] && echo PASS || echo FAIL) ($pass passed, $fail failed)"
+}
+
+run_java() {
+    echo "== mvn test (bindings/java, Surefire)"
+    (cd "$here/java" && mvn -B ${MVN_FLAGS:-} -Dswig="$SWIG" test > "$work/java.log" 2>&1)
+    local rc=$?
+    grep -E 'java loop:|<<< (FAIL|ERROR)|^\[ERROR\]   ' "$work/java.log"
+    local line
+    line=$(grep -E '^\[(INFO|WARNING|ERROR)\] Tests run: [0-9]+, Failures' "$work/java.log" | tail -n1)
+    echo "$line"
+    [ -z "$line" ] && tail -n 30 "$work/java.log"
+    summary java "$([ $rc -eq 0 ] && echo PASS || echo FAIL) (${line#*] })"
+}
+
+run_node() {
+    echo "== node --test (bindings/node)"
+    (cd "$here/node" && { [ -d node_modules/node-addon-api ] || npm ci --no-audit --no-fund >/dev/null; } &&
+        bash build.sh && node --test test/ > "$work/node.log" 2>&1)
+    local rc=$?
+    grep -E '^not ok|node loop:|^# (tests|pass|fail) ' "$work/node.log"
+    [ $rc -ne 0 ] && grep -E '^\s+(error|expected|actual):' "$work/node.log" | head -20
+    summary node "$([ $rc -eq 0 ] && echo PASS || echo FAIL) ($(grep -E '^# pass ' "$work/node.log" | cut -c3-), $(grep -E '^# fail ' "$work/node.log" | cut -c3-))"
+}
+
+run_rust() {
+    echo "== cargo test (bindings/rust)"
+    (cd "$here/rust" && { cargo test --offline --no-fail-fast > "$work/rust.log" 2>&1 ||
+        { grep -q 'offline' "$work/rust.log" && cargo test --no-fail-fast > "$work/rust.log" 2>&1; }; })
+    local rc=$?
+    grep -E 'rust loop:|^test .* FAILED|panicked' "$work/rust.log"
+    grep -E '^test result:' "$work/rust.log"
+    local pass fail
+    pass=$(grep -E '^test result:' "$work/rust.log" | awk '{s+=$4} END {print s+0}')
+    fail=$(grep -E '^test result:' "$work/rust.log" | awk '{s+=$6} END {print s+0}')
+    summary rust "$([ $rc -eq 0 ] && echo PASS || echo FAIL) ($pass passed, $fail failed)"
+}
+
+run_crosscheck() {
+    echo "== cross-check against 'skycmd decide'"
+    node "$here/tools/crosscheck.js" "$work/dumps"
+    summary crosscheck "$([ $? -eq 0 ] && echo PASS || echo FAIL)"
+}
+
+run_valgrind() {
+    echo "== valgrind C-level open/decide/close loop (bindings/tools/leak_loop.c)"
+    if ! command -v valgrind >/dev/null; then summary valgrind "SKIPPED (no valgrind)"; return; fi
+    ${CC:-cc} -O1 -g -Wall -Werror $(pkg-config --cflags skycmd) "$here/tools/leak_loop.c" \
+        -o "$work/leak_loop" $(pkg-config --libs skycmd) || { summary valgrind FAIL; return; }
+    valgrind --quiet --leak-check=full --show-leak-kinds=all --errors-for-leak-kinds=all --error-exitcode=9 \
+        "$work/leak_loop" "$SKYCMD_TEST_MODEL" "$SKYCMD_EXAMPLE_REQUEST" 20 > "$work/valgrind.log" 2>&1
+    local rc=$?
+    cat "$work/valgrind.log"
+    summary valgrind "$([ $rc -eq 0 ] && echo 'PASS (0 errors, no leaks, 20 rounds)' || echo FAIL)"
+}
+
+for s in go java node rust crosscheck valgrind; do
+    want "$s" && "run_$s"
+done
+
+echo "== bindings summary"
+status=0
+for s in go java node rust crosscheck valgrind; do
+    want "$s" || continue
+    echo "$s: ${result[$s]}"
+    case "${result[$s]}" in PASS*|SKIPPED*) ;; *) status=1 ;; esac
+done
+exit $status

@@ -1,0 +1,592 @@
+//! Safe Rust API of libskycmd: open GGUF "System One" decision models and answer
+//! `/v1/systemone` requests; convert, inspect, quantize and make random models.
+//!
+//! Contract (mirrors `skycmd.h`):
+//! - Every fallible call returns `Result<_, Error>`; an [`Error`] carries the library's
+//!   [`Status`] (pinned numbers) and message.
+//! - [`Model`] is immutable once open: it is `Send + Sync` and [`Model::decide`] may be called
+//!   from many threads at once (each call borrows a pooled session).
+//! - [`Session`] holds per-thread scratch: `Send` but not `Sync`, and it borrows its model,
+//!   so a model cannot be dropped while one of its sessions lives (the C library would
+//!   refuse with `SKYCMD_E_BUSY`).
+//! - Drop frees everything; [`Model::close`] frees explicitly and reports errors.
+//! - Before the first call the crate checks that the running library is at least the header
+//!   version it was built against ([`HEADER_VERSION_NUMBER`]); otherwise every call fails
+//!   with [`Status::VERSION`].
+use std::ffi::{CStr, CString};
+use std::fmt;
+use std::marker::PhantomData;
+use std::os::raw::{c_char, c_int};
+use std::path::Path;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
+
+use skycmd_sys as sys;
+
+/// `SKYCMD_VERSION_NUMBER` of the header these declarations were written against.
+pub const HEADER_VERSION_NUMBER: u32 = sys::SKYCMD_VERSION_NUMBER;
+
+/// A libskycmd status (pinned C values).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Status(pub i32);
+
+impl Status {
+    pub const OK: Status = Status(sys::SKYCMD_OK);
+    pub const INVALID_ARGUMENT: Status = Status(sys::SKYCMD_E_INVALID_ARGUMENT);
+    pub const MISUSE: Status = Status(sys::SKYCMD_E_MISUSE);
+    pub const NOMEM: Status = Status(sys::SKYCMD_E_NOMEM);
+    pub const IO: Status = Status(sys::SKYCMD_E_IO);
+    pub const FORMAT: Status = Status(sys::SKYCMD_E_FORMAT);
+    pub const UNSUPPORTED: Status = Status(sys::SKYCMD_E_UNSUPPORTED);
+    pub const BUSY: Status = Status(sys::SKYCMD_E_BUSY);
+    pub const JSON: Status = Status(sys::SKYCMD_E_JSON);
+    pub const REQUEST: Status = Status(sys::SKYCMD_E_REQUEST);
+    pub const TOO_LARGE: Status = Status(sys::SKYCMD_E_TOO_LARGE);
+    pub const VERSION: Status = Status(sys::SKYCMD_E_VERSION);
+    pub const NOT_FOUND: Status = Status(sys::SKYCMD_E_NOT_FOUND);
+    pub const INTERNAL: Status = Status(sys::SKYCMD_E_INTERNAL);
+    pub const CANCELLED: Status = Status(sys::SKYCMD_E_CANCELLED);
+
+    /// The C name, e.g. "SKYCMD_E_IO".
+    pub fn name(self) -> &'static str {
+        unsafe { static_str(sys::skycmd_status_name(self.0)) }
+    }
+
+    /// The library's English description.
+    pub fn description(self) -> &'static str {
+        unsafe { static_str(sys::skycmd_strerror(self.0)) }
+    }
+}
+
+impl fmt::Debug for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}({})", self.name(), self.0)
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A failed call: operation, status and the library's message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    pub op: &'static str,
+    pub status: Status,
+    pub message: String,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let msg = if self.message.is_empty() { self.status.description() } else { &self.message };
+        write!(f, "skycmd {}: {}: {}", self.op, self.status.name(), msg)
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+fn err(op: &'static str, status: c_int, message: impl Into<String>) -> Error {
+    Error { op, status: Status(status), message: message.into() }
+}
+
+/// # Safety
+/// `p` must be NULL or a NUL-terminated static string.
+unsafe fn static_str(p: *const c_char) -> &'static str {
+    if p.is_null() {
+        ""
+    } else {
+        CStr::from_ptr(p).to_str().unwrap_or("")
+    }
+}
+
+/// # Safety
+/// `p` must be NULL or a NUL-terminated string valid for the call.
+unsafe fn owned_str(p: *const c_char) -> String {
+    if p.is_null() {
+        String::new()
+    } else {
+        CStr::from_ptr(p).to_string_lossy().into_owned()
+    }
+}
+
+fn cstring(op: &'static str, s: &str) -> Result<CString> {
+    CString::new(s).map_err(|_| err(op, sys::SKYCMD_E_INVALID_ARGUMENT, "string contains a NUL byte"))
+}
+
+fn cpath(op: &'static str, p: &Path) -> Result<CString> {
+    let s = p.to_str().ok_or_else(|| err(op, sys::SKYCMD_E_INVALID_ARGUMENT, "path is not UTF-8"))?;
+    cstring(op, s)
+}
+
+/// An owned skycmd_error (handle-less calls report through it).
+struct ErrorBox(NonNull<sys::skycmd_error>);
+
+impl ErrorBox {
+    fn new(op: &'static str) -> Result<Self> {
+        NonNull::new(unsafe { sys::skycmd_error_new() }).map(ErrorBox).ok_or_else(|| err(op, sys::SKYCMD_E_NOMEM, ""))
+    }
+    fn check(&self, op: &'static str, status: c_int) -> Result<()> {
+        if status == sys::SKYCMD_OK {
+            Ok(())
+        } else {
+            Err(err(op, status, unsafe { owned_str(sys::skycmd_error_message(self.0.as_ptr())) }))
+        }
+    }
+}
+
+impl Drop for ErrorBox {
+    fn drop(&mut self) {
+        unsafe { sys::skycmd_error_free(self.0.as_ptr()) }
+    }
+}
+
+/// The version the crate requires of the running library; tests may raise it to simulate an
+/// older library.
+static REQUIRED_VERSION: AtomicU32 = AtomicU32::new(HEADER_VERSION_NUMBER);
+
+/// Ok when the running library is at least `header_version_number` (MAJOR*10000 + MINOR*100
+/// + PATCH) with the same major; `Status::VERSION` otherwise.
+pub fn check_version(header_version_number: u32) -> Result<()> {
+    let e = ErrorBox::new("check version")?;
+    e.check("check version", unsafe { sys::skycmd_check_version(header_version_number, e.0.as_ptr()) })
+}
+
+fn ensure_usable() -> Result<()> {
+    check_version(REQUIRED_VERSION.load(Ordering::Relaxed))
+}
+
+#[doc(hidden)]
+/// Test hook: pretend this crate was built against header version `n`.
+pub fn __require_version_for_tests(n: u32) {
+    REQUIRED_VERSION.store(n, Ordering::Relaxed);
+}
+
+/// The running library's version string, e.g. "0.1.0".
+pub fn version() -> &'static str {
+    unsafe { static_str(sys::skycmd_version_string()) }
+}
+
+/// The running library's MAJOR*10000 + MINOR*100 + PATCH.
+pub fn version_number() -> u32 {
+    unsafe { sys::skycmd_version_number() }
+}
+
+/// GGUF element types (ggml numbering).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Type {
+    F32 = 0,
+    F16 = 1,
+    Q8_0 = 8,
+    BF16 = 30,
+}
+
+/// How an open model keeps its matrices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Weights {
+    F32 = 0,
+    Q8 = 1,
+    Q8Plain = 2,
+}
+
+/// int8 activation mode of sessions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activations {
+    Q8x2 = 0,
+    Q8 = 1,
+}
+
+/// Output layout of a random model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    Gguf = 0,
+    Laya = 1,
+}
+
+/// Settings of a call (skycmd_option keys); a call ignores options it does not use.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    ints: Vec<(c_int, i64)>,
+    strs: Vec<(c_int, String)>,
+    session: Vec<(c_int, i64)>,
+}
+
+impl Options {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    fn int(mut self, k: c_int, v: i64) -> Self {
+        self.ints.push((k, v));
+        self
+    }
+    fn string(mut self, k: c_int, v: &str) -> Self {
+        self.strs.push((k, v.to_string()));
+        self
+    }
+    pub fn weights(self, w: Weights) -> Self {
+        self.int(sys::SKYCMD_OPT_WEIGHTS, w as i64)
+    }
+    pub fn max_tokens(self, n: i64) -> Self {
+        self.int(sys::SKYCMD_OPT_MAX_TOKENS, n)
+    }
+    pub fn model_name(self, s: &str) -> Self {
+        self.string(sys::SKYCMD_OPT_MODEL_NAME, s)
+    }
+    pub fn threads(mut self, n: i64) -> Self {
+        self.session.push((sys::SKYCMD_OPT_THREADS, n));
+        self
+    }
+    pub fn activations(mut self, a: Activations) -> Self {
+        self.session.push((sys::SKYCMD_OPT_ACTIVATIONS, a as i64));
+        self
+    }
+    pub fn tensor_type(self, t: Type) -> Self {
+        self.int(sys::SKYCMD_OPT_TYPE, t as i64)
+    }
+    pub fn head_type(self, t: Type) -> Self {
+        self.int(sys::SKYCMD_OPT_HEAD_TYPE, t as i64)
+    }
+    pub fn seed(self, s: i64) -> Self {
+        self.int(sys::SKYCMD_OPT_SEED, s)
+    }
+    pub fn massive(self, n: i64) -> Self {
+        self.int(sys::SKYCMD_OPT_MASSIVE, n)
+    }
+    pub fn layout(self, l: Layout) -> Self {
+        self.int(sys::SKYCMD_OPT_LAYOUT, l as i64)
+    }
+    pub fn max_array(self, n: i64) -> Self {
+        self.int(sys::SKYCMD_OPT_MAX_ARRAY, n)
+    }
+    pub fn json(self, on: bool) -> Self {
+        self.int(sys::SKYCMD_OPT_JSON, on as i64)
+    }
+    pub fn name(self, s: &str) -> Self {
+        self.string(sys::SKYCMD_OPT_NAME, s)
+    }
+    pub fn pre(self, s: &str) -> Self {
+        self.string(sys::SKYCMD_OPT_PRE, s)
+    }
+
+    fn to_native(&self, op: &'static str) -> Result<NativeOptions> {
+        let p = NonNull::new(unsafe { sys::skycmd_options_new() }).ok_or_else(|| err(op, sys::SKYCMD_E_NOMEM, ""))?;
+        let o = NativeOptions(p);
+        for &(k, v) in &self.ints {
+            let st = unsafe { sys::skycmd_options_set_int(p.as_ptr(), k, v) };
+            if st != sys::SKYCMD_OK {
+                return Err(err(op, st, format!("option {k} = {v} is out of range")));
+            }
+        }
+        for (k, v) in &self.strs {
+            let c = cstring(op, v)?;
+            let st = unsafe { sys::skycmd_options_set_string(p.as_ptr(), *k, c.as_ptr()) };
+            if st != sys::SKYCMD_OK {
+                return Err(err(op, st, format!("option {k} is invalid")));
+            }
+        }
+        Ok(o)
+    }
+}
+
+struct NativeOptions(NonNull<sys::skycmd_options>);
+
+impl Drop for NativeOptions {
+    fn drop(&mut self) {
+        unsafe { sys::skycmd_options_free(self.0.as_ptr()) }
+    }
+}
+
+fn handle_less(op: &'static str, opts: &Options, f: impl FnOnce(*const sys::skycmd_options, *mut sys::skycmd_error) -> c_int) -> Result<()> {
+    ensure_usable()?;
+    let o = opts.to_native(op)?;
+    let e = ErrorBox::new(op)?;
+    e.check(op, f(o.0.as_ptr(), e.0.as_ptr()))
+}
+
+/// Converts a Laya checkpoint directory to one GGUF file (type, head type, name, pre).
+pub fn convert(laya_dir: impl AsRef<Path>, out: impl AsRef<Path>, opts: &Options) -> Result<()> {
+    let (d, o) = (cpath("convert", laya_dir.as_ref())?, cpath("convert", out.as_ref())?);
+    handle_less("convert", opts, |op, e| unsafe { sys::skycmd_convert(d.as_ptr(), o.as_ptr(), op, e) })
+}
+
+/// Writes a deterministic random model of a preset (seed, massive, layout).
+pub fn random_model(preset: &str, out: impl AsRef<Path>, opts: &Options) -> Result<()> {
+    let (p, o) = (cstring("random model", preset)?, cpath("random model", out.as_ref())?);
+    handle_less("random model", opts, |op, e| unsafe { sys::skycmd_random_model(p.as_ptr(), o.as_ptr(), op, e) })
+}
+
+/// Re-types the tensors of a GGUF file (type, head type).
+pub fn quantize(input: impl AsRef<Path>, out: impl AsRef<Path>, opts: &Options) -> Result<()> {
+    let (i, o) = (cpath("quantize", input.as_ref())?, cpath("quantize", out.as_ref())?);
+    handle_less("quantize", opts, |op, e| unsafe { sys::skycmd_quantize(i.as_ptr(), o.as_ptr(), op, e) })
+}
+
+/// The printed header, metadata and tensor table of a GGUF file (max array, json).
+pub fn inspect(gguf: impl AsRef<Path>, opts: &Options) -> Result<String> {
+    let g = cpath("inspect", gguf.as_ref())?;
+    let mut out: *mut c_char = ptr::null_mut();
+    handle_less("inspect", opts, |op, e| unsafe { sys::skycmd_inspect(g.as_ptr(), op, &mut out, e) })?;
+    let s = unsafe { owned_str(out) };
+    unsafe { sys::skycmd_string_free(out) };
+    Ok(s)
+}
+
+/// The type of a question.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnswerType {
+    Choice,
+    Score,
+    Noul,
+}
+
+/// One option of an answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Probability {
+    /// "0".."n-1" for score, "false"/"true" for noul, the criteria key for choice.
+    pub key: String,
+    pub p: f64,
+}
+
+/// The answer to one question.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answer {
+    pub id: String,
+    pub kind: AnswerType,
+    /// The chosen key (choice questions only).
+    pub choice: Option<String>,
+    /// Expected level (score), P(true) (noul), the chosen key's probability (choice).
+    pub value: f64,
+    /// Confidence of choice/score; NaN for noul (the wire has none).
+    pub confidence: f64,
+    pub probabilities: Vec<Probability>,
+}
+
+/// The answers of one decide call, copied out of the C response.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Response {
+    pub answers: Vec<Answer>,
+    pub input_tokens: i64,
+    /// The library's wire JSON: {"model", "answers", "usage"}.
+    pub json: String,
+}
+
+impl Response {
+    /// The answer to question `id`.
+    pub fn answer(&self, id: &str) -> Option<&Answer> {
+        self.answers.iter().find(|a| a.id == id)
+    }
+
+    /// # Safety
+    /// `r` must be a valid response.
+    unsafe fn copy_from(r: *const sys::skycmd_response) -> Response {
+        let n = sys::skycmd_response_answer_count(r);
+        let mut answers = Vec::with_capacity(n);
+        for i in 0..n {
+            let kind = match sys::skycmd_response_answer_type(r, i) {
+                sys::SKYCMD_QTYPE_CHOICE => AnswerType::Choice,
+                sys::SKYCMD_QTYPE_SCORE => AnswerType::Score,
+                _ => AnswerType::Noul,
+            };
+            let m = sys::skycmd_response_option_count(r, i);
+            let probabilities = (0..m)
+                .map(|j| Probability { key: owned_str(sys::skycmd_response_option_key(r, i, j)), p: sys::skycmd_response_option_probability(r, i, j) })
+                .collect();
+            let c = sys::skycmd_response_answer_choice(r, i);
+            answers.push(Answer {
+                id: owned_str(sys::skycmd_response_answer_id(r, i)),
+                kind,
+                choice: if c.is_null() { None } else { Some(owned_str(c)) },
+                value: sys::skycmd_response_answer_value(r, i),
+                confidence: sys::skycmd_response_answer_confidence(r, i),
+                probabilities,
+            });
+        }
+        Response { answers, input_tokens: sys::skycmd_response_input_tokens(r), json: owned_str(sys::skycmd_response_json(r)) }
+    }
+}
+
+/// An open decision model.
+pub struct Model {
+    ptr: NonNull<sys::skycmd_model>,
+    session_opts: Vec<(c_int, i64)>,
+    /// Idle sessions for `Model::decide`; each is used by one call at a time.
+    pool: Mutex<Vec<NonNull<sys::skycmd_session>>>,
+}
+
+// SAFETY: skycmd.h: "a skycmd_model is immutable once open and may be shared by any number of
+// threads". The pool is behind a Mutex and each pooled session is used by one call at a time.
+unsafe impl Send for Model {}
+unsafe impl Sync for Model {}
+
+impl Model {
+    /// Opens a GGUF decision model (weights, max tokens, model name, threads, activations).
+    pub fn open(path: impl AsRef<Path>, opts: &Options) -> Result<Model> {
+        ensure_usable()?;
+        let p = cpath("open", path.as_ref())?;
+        let o = opts.to_native("open")?;
+        let e = ErrorBox::new("open")?;
+        let mut m: *mut sys::skycmd_model = ptr::null_mut();
+        e.check("open", unsafe { sys::skycmd_model_open(p.as_ptr(), o.0.as_ptr(), &mut m, e.0.as_ptr()) })?;
+        let ptr = NonNull::new(m).ok_or_else(|| err("open", sys::SKYCMD_E_INTERNAL, "open returned no model"))?;
+        Ok(Model { ptr, session_opts: opts.session.clone(), pool: Mutex::new(Vec::new()) })
+    }
+
+    /// The model name reported in responses.
+    pub fn name(&self) -> String {
+        unsafe { owned_str(sys::skycmd_model_name(self.ptr.as_ptr())) }
+    }
+
+    /// A hyper-parameter by GGUF-style name ("embedding_length", "decision.max_tokens", ...).
+    pub fn int_parameter(&self, name: &str) -> Result<i64> {
+        let n = cstring("model int", name)?;
+        let mut v = 0i64;
+        let st = unsafe { sys::skycmd_model_get_int(self.ptr.as_ptr(), n.as_ptr(), &mut v) };
+        if st != sys::SKYCMD_OK {
+            return Err(err("model int", st, format!("no hyper-parameter {name}")));
+        }
+        Ok(v)
+    }
+
+    /// A session of this model for one thread (it borrows the model).
+    pub fn session(&self) -> Result<Session<'_>> {
+        let ptr = self.new_session()?;
+        Ok(Session { ptr, _model: PhantomData })
+    }
+
+    fn new_session(&self) -> Result<NonNull<sys::skycmd_session>> {
+        let mut s: *mut sys::skycmd_session = ptr::null_mut();
+        let st = unsafe { sys::skycmd_session_new(self.ptr.as_ptr(), &mut s) };
+        if st != sys::SKYCMD_OK {
+            return Err(err("session", st, Status(st).description()));
+        }
+        let s = NonNull::new(s).ok_or_else(|| err("session", sys::SKYCMD_E_INTERNAL, "no session"))?;
+        for &(k, v) in &self.session_opts {
+            let st = unsafe { sys::skycmd_session_set_int(s.as_ptr(), k, v) };
+            if st != sys::SKYCMD_OK {
+                let m = unsafe { owned_str(sys::skycmd_session_errmsg(s.as_ptr())) };
+                unsafe { sys::skycmd_session_free(s.as_ptr()) };
+                return Err(err("session option", st, m));
+            }
+        }
+        Ok(s)
+    }
+
+    /// Answers a request; callable from many threads at once (a pooled session per call).
+    pub fn decide(&self, request_json: &str) -> Result<Response> {
+        let s = match self.pool.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+            Some(s) => s,
+            None => self.new_session()?,
+        };
+        let r = unsafe { decide_raw(s, request_json) };
+        self.pool.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+        r
+    }
+
+    /// Frees the model now, reporting an error from the library if any. The model is
+    /// consumed, so a closed handle cannot be used:
+    ///
+    /// ```compile_fail,E0382
+    /// let m = skycmd::Model::open("m.gguf", &skycmd::Options::new()).unwrap();
+    /// m.close().unwrap();
+    /// m.decide("{}").unwrap(); // error: use of moved value `m`
+    /// ```
+    pub fn close(self) -> Result<()> {
+        let mut m = std::mem::ManuallyDrop::new(self);
+        let r = m.free();
+        // SAFETY: m is never used again; drop the non-native fields in place.
+        unsafe {
+            ptr::drop_in_place(&mut m.session_opts);
+            ptr::drop_in_place(&mut m.pool);
+        }
+        r
+    }
+
+    fn free(&mut self) -> Result<()> {
+        for s in self.pool.get_mut().unwrap_or_else(|e| e.into_inner()).drain(..) {
+            unsafe { sys::skycmd_session_free(s.as_ptr()) };
+        }
+        let st = unsafe { sys::skycmd_model_free(self.ptr.as_ptr()) };
+        if st != sys::SKYCMD_OK {
+            return Err(err("close", st, "the model still has sessions"));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Model {
+    fn drop(&mut self) {
+        let _ = self.free();
+    }
+}
+
+/// # Safety
+/// `s` must be a valid session not used by another thread during the call.
+unsafe fn decide_raw(s: NonNull<sys::skycmd_session>, request_json: &str) -> Result<Response> {
+    let mut req: *mut sys::skycmd_request = ptr::null_mut();
+    let st = sys::skycmd_request_parse(request_json.as_ptr() as *const c_char, request_json.len(), &mut req);
+    if st != sys::SKYCMD_OK {
+        let m = if req.is_null() { Status(st).description().to_string() } else { owned_str(sys::skycmd_request_errmsg(req)) };
+        sys::skycmd_request_free(req);
+        return Err(err("decide", st, m));
+    }
+    let mut resp: *mut sys::skycmd_response = ptr::null_mut();
+    let st = sys::skycmd_decide(s.as_ptr(), req, &mut resp);
+    sys::skycmd_request_free(req);
+    if st != sys::SKYCMD_OK {
+        return Err(err("decide", st, owned_str(sys::skycmd_session_errmsg(s.as_ptr()))));
+    }
+    let r = Response::copy_from(resp);
+    sys::skycmd_response_free(resp);
+    Ok(r)
+}
+
+/// Per-thread scratch of a model: `Send` (it may move to another thread) but not `Sync`
+/// (skycmd.h: a session belongs to one thread at a time).
+///
+/// ```compile_fail,E0277
+/// fn needs_sync<T: Sync>() {}
+/// needs_sync::<skycmd::Session<'static>>(); // a session is not Sync
+/// ```
+///
+/// A session borrows its model, so the model cannot be closed while the session lives:
+///
+/// ```compile_fail,E0505
+/// let m = skycmd::Model::open("m.gguf", &skycmd::Options::new()).unwrap();
+/// let s = m.session().unwrap();
+/// m.close().unwrap(); // error: cannot move out of `m` because it is borrowed
+/// drop(s);
+/// ```
+pub struct Session<'m> {
+    ptr: NonNull<sys::skycmd_session>,
+    _model: PhantomData<&'m Model>,
+}
+
+// SAFETY: a session may be used by any one thread at a time; &mut self on decide makes the
+// use exclusive. No `Sync`: the raw pointer field already opts out of it.
+unsafe impl Send for Session<'_> {}
+
+impl Session<'_> {
+    /// Answers a request with this session.
+    pub fn decide(&mut self, request_json: &str) -> Result<Response> {
+        unsafe { decide_raw(self.ptr, request_json) }
+    }
+
+    /// Sets a session option (threads, activations).
+    pub fn set_threads(&mut self, n: i64) -> Result<()> {
+        let st = unsafe { sys::skycmd_session_set_int(self.ptr.as_ptr(), sys::SKYCMD_OPT_THREADS, n) };
+        if st != sys::SKYCMD_OK {
+            return Err(err("session option", st, unsafe { owned_str(sys::skycmd_session_errmsg(self.ptr.as_ptr())) }));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Session<'_> {
+    fn drop(&mut self) {
+        unsafe { sys::skycmd_session_free(self.ptr.as_ptr()) }
+    }
+}

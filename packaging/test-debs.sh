@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# test-debs.sh [BUILD_DIR] - build the three Debian packages with CPack, install them into
+# this machine with dpkg -i, build and run a consumer with `pkg-config --cflags --libs skycmd`
+# and with find_package(skycmd), run `skycmd --version` and a random model end to end, check
+# ldconfig and the man pages, then remove the packages again (also on failure).
+# Needs root (dpkg) and: cmake, ninja or make, dpkg-dev (dpkg-shlibdeps), pkg-config,
+# libcjson-dev, libutf8proc-dev, libmicrohttpd-dev. Slow-ish (a full Release build), so it
+# is not a ctest test; .ci/run calls it. Exit 0 when every check passed.
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$src/build-deb}
+pkgs=(skycmd libskycmd-dev)
+[ "$(id -u)" = 0 ] || { echo "test-debs.sh: needs root for dpkg -i"; exit 1; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/skycmd-debs.XXXXXX")
+cleanup() {
+  dpkg -r skycmd libskycmd-dev "libskycmd$abi" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+abi=$(awk '/^#define SKYCMD_ABI_VERSION /{print $3}' "$src/include/skycmd.h")
+pkgs+=("libskycmd$abi")
+trap cleanup EXIT
+for p in "${pkgs[@]}"; do
+  if dpkg -s "$p" >/dev/null 2>&1; then echo "test-debs.sh: $p is already installed; remove it first"; exit 1; fi
+done
+
+gen=()
+command -v ninja >/dev/null && gen=(-G Ninja)
+echo "== configure + build ($build)"
+cmake -S "$src" -B "$build" "${gen[@]}" -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DBUILD_TESTING=OFF >/dev/null
+cmake --build "$build" >/dev/null
+echo "== cpack"
+rm -f "$build"/*.deb
+(cd "$build" && cpack -G DEB >/dev/null)
+version=$(awk '/^#define SKYCMD_VERSION_STRING /{gsub(/"/, "", $3); print $3}' "$src/include/skycmd.h")
+arch=$(dpkg --print-architecture)
+debs=("$build/libskycmd${abi}_${version}_${arch}.deb" "$build/libskycmd-dev_${version}_${arch}.deb"
+      "$build/skycmd_${version}_${arch}.deb")
+for d in "${debs[@]}"; do
+  [ -f "$d" ] || { echo "missing package $d"; ls "$build"/*.deb; exit 1; }
+  echo "-- $(basename "$d"): $(dpkg-deb -f "$d" Depends)"
+done
+dpkg-deb -c "${debs[0]}" | grep -q "libskycmd.so.$abi "   # the soname link
+dpkg-deb -e "${debs[0]}" "$work/ctrl"
+grep -q "^libskycmd $abi libskycmd$abi" "$work/ctrl/shlibs"
+dpkg-deb -c "${debs[1]}" | grep -q "usr/include/skycmd.h"
+dpkg-deb -c "${debs[1]}" | grep -q "pkgconfig/skycmd.pc"
+dpkg-deb -c "${debs[1]}" | grep -q "cmake/skycmd/skycmdConfig.cmake"
+dpkg-deb -c "${debs[1]}" | grep -q "libskycmd.a"
+dpkg-deb -c "${debs[2]}" | grep -q "usr/bin/skycmd"
+dpkg-deb -c "${debs[2]}" | grep -q "man1/skycmd-inspect.1"
+
+echo "== dpkg -i"
+dpkg -i "${debs[@]}" >/dev/null
+ldconfig -p | grep -q "libskycmd.so.$abi "
+
+echo "== consumer via pkg-config: $(pkg-config --cflags --libs skycmd)"
+cc -std=c99 -Wall -Werror "$src/tests/consumer/consumer.c" -o "$work/consumer" $(pkg-config --cflags --libs skycmd)
+"$work/consumer"
+"$work/consumer" "$src/tests/fixtures/gguf/basic.gguf" | tail -n 1
+"$work/consumer" "$src/tests/fixtures/gguf/basic.gguf" | grep -q '^total: 302 parameters, 550 bytes of tensor data$'
+ldd "$work/consumer" | grep -q "/libskycmd.so.$abi"
+
+echo "== consumer via find_package(skycmd)"
+cmake -S "$src/tests/consumer" -B "$work/cm" >/dev/null
+cmake --build "$work/cm" >/dev/null
+"$work/cm/consumer" >/dev/null
+
+echo "== skycmd --version"
+/usr/bin/skycmd --version
+/usr/bin/skycmd --version | grep -q "library $version, ABI $abi"
+/usr/bin/skycmd random s1-pico "$work/pico.gguf"
+/usr/bin/skycmd inspect "$work/pico.gguf" | tail -n 1
+printf '%s' '{"state": "vy 0 dx 36", "questions": {"action": {"type": "choice",
+  "instructions": "Which input?", "criteria": {"thrust": "go up", "glide": "go down"}}}}' > "$work/req.json"
+/usr/bin/skycmd decide "$work/pico.gguf" "$work/req.json" | grep -q '"answers"'
+man -w skycmd-inspect >/dev/null 2>&1 || [ -f /usr/share/man/man1/skycmd-inspect.1 ]
+
+echo "== dpkg -r"
+dpkg -r skycmd libskycmd-dev "libskycmd$abi" >/dev/null
+[ ! -e /usr/bin/skycmd ] && [ ! -e /usr/include/skycmd.h ]
+if pkg-config --exists skycmd 2>/dev/null; then echo "skycmd.pc still installed"; exit 1; fi
+echo "test-debs.sh: all checks passed"

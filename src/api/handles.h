@@ -1,0 +1,91 @@
+/*
+ * handles.h - definitions of the decide-side public handles: model, session, request and
+ * response (model.c, session.c, request.c, response.c).
+ *
+ *  - skycmd_model: immutable after open (weights, tokenizer, temperatures, limits, name);
+ *    the only mutable field is the atomic session count, so skycmd_model_free can refuse
+ *    (SKYCMD_E_BUSY) while sessions exist.
+ *  - skycmd_session: one thread's scratch, prompt work buffers and error message. Buffers
+ *    grow to the largest request seen and are reused: a warm session allocates only the
+ *    response it returns.
+ *  - skycmd_response owns copies of everything it reports, so it outlives its request.
+ */
+#ifndef SK_HANDLES_H
+#define SK_HANDLES_H
+
+#include <stdatomic.h>
+
+#include "api.h"
+#include "../decide/decide.h"
+#include "../decide/request.h"
+#include "../gguf/gguf.h"
+#include "../model/model.h"
+#include "../prompt/prompt.h"
+#include "../tokenizer/tokenizer.h"
+
+#define SK_DEFAULT_MAX_TOKENS 512
+
+struct skycmd_model {
+    uint32_t tag;
+    sk_gguf *g;                 /* the file (mapped or the caller's buffer) */
+    sk_model *m;
+    skycmd_tokenizer *tok;      /* owned_by_model = 1 */
+    sk_temps temps;
+    char *name;
+    size_t max_len;             /* decision.max_tokens or SKYCMD_OPT_MAX_TOKENS */
+    size_t head_max_len;        /* decision.max_head_tokens */
+    int32_t cls, sep, mask;
+    char *mask_text;
+    atomic_size_t sessions;
+};
+
+struct skycmd_session {
+    uint32_t tag;
+    skycmd_model *model;
+    sk_scratch *scratch;
+    int64_t threads, activations;
+    char errmsg[SK_ERR_MSG_MAX];
+    /* reused work buffers */
+    sk_prompt_ws ws;
+    sk_i32v state_ids, ids, markers;
+    sk_ids tokbuf;
+    float *logits;
+    size_t logits_cap;
+    double *probs;              /* every question's probabilities, back to back */
+    size_t probs_cap;
+    sk_answer *answers;
+    size_t answers_cap;
+    sk_buf json;
+};
+
+struct skycmd_request {
+    uint32_t tag;
+    int status;
+    char errmsg[SK_ERR_MSG_MAX];
+    sk_request r;
+};
+
+typedef struct sk_resp_answer {
+    const char *id;
+    int type;
+    size_t best;
+    double value, confidence;
+    size_t n;
+    const char **keys;
+    double *p;
+} sk_resp_answer;
+
+struct skycmd_response {
+    uint32_t tag;
+    char *json;
+    int64_t input_tokens;
+    size_t n;
+    sk_resp_answer *a;
+    sk_arena arena;   /* ids, keys, probabilities */
+};
+
+/* Build a response (copies everything it needs); json is the finished document text. */
+int sk_response_new(const sk_request *r, const sk_answer *a, const char *json, size_t json_len,
+                    int64_t input_tokens, skycmd_response **out, sk_err *e);
+
+#endif

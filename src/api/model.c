@@ -1,0 +1,180 @@
+/* model.c - skycmd_model: open a GGUF decision model (weights, tokenizer, temperatures,
+ * sequence limits, reported name). Immutable after open; see handles.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "handles.h"
+
+static int model_ok(const skycmd_model *m) { return m && m->tag == SK_TAG_MODEL; }
+
+static void model_destroy(skycmd_model *m) {
+    if (!m) return;
+    if (m->tok) {
+        m->tok->owned_by_model = 0;
+        sk_tokenizer_free(m->tok);
+    }
+    sk_model_free(m->m);
+    sk_gguf_close(m->g);
+    free(m->name);
+    free(m->mask_text);
+    m->tag = SK_TAG_DEAD;
+    free(m);
+}
+
+static char *str_dup_sk(sk_str s) { return sk_strndup(s.ptr, (size_t)s.len); }
+
+static int model_init(skycmd_model *mod, const char *path, const skycmd_options *opts, sk_err *e) {
+    int rc;
+    const sk_gguf *g = mod->g;
+    sk_str arch = {0};
+    if (sk_gguf_get_str(g, "general.architecture", &arch) != SKYCMD_OK)
+        return sk_fail(e, SKYCMD_E_FORMAT, "general.architecture is missing: not a decision model GGUF");
+    char archz[64];
+    if (arch.len == 0 || arch.len >= sizeof archz)
+        return sk_fail(e, SKYCMD_E_FORMAT, "general.architecture has an unusable value");
+    memcpy(archz, arch.ptr, (size_t)arch.len);
+    archz[arch.len] = '\0';
+
+    int weights = (int)sk_opt_int(opts, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_F32);
+    if ((rc = sk_model_load(g, weights, &mod->m, e))) return rc;
+    if ((rc = sk_tokenizer_from_gguf(g, &mod->tok, e))) return rc;
+    mod->tok->owned_by_model = 1;
+
+    mod->cls = sk_tokenizer_special(mod->tok, SKYCMD_SPECIAL_CLS);
+    mod->sep = sk_tokenizer_special(mod->tok, SKYCMD_SPECIAL_SEP);
+    mod->mask = sk_tokenizer_special(mod->tok, SKYCMD_SPECIAL_MASK);
+    if (mod->cls < 0 || mod->sep < 0 || mod->mask < 0)
+        return sk_fail(e, SKYCMD_E_FORMAT,
+                       "the tokenizer lacks a [CLS], [SEP] or [MASK] token (ids %d, %d, %d)",
+                       (int)mod->cls, (int)mod->sep, (int)mod->mask);
+    const char *mt = sk_tokenizer_special_text(mod->tok, SKYCMD_SPECIAL_MASK);
+    mod->mask_text = sk_strdup(mt ? mt : "");
+    if (!mod->mask_text) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory opening the model");
+
+    const sk_hparams *hp = sk_model_hparams(mod->m);
+    mod->head_max_len = hp->max_head_tokens;
+    if (mod->head_max_len == 0)
+        return sk_fail(e, SKYCMD_E_FORMAT, "%s.decision.max_head_tokens is missing or zero", archz);
+    int64_t mt_opt = sk_opt_int(opts, SKYCMD_OPT_MAX_TOKENS, 0);
+    mod->max_len = mt_opt > 0 ? (size_t)mt_opt : hp->max_tokens ? hp->max_tokens : SK_DEFAULT_MAX_TOKENS;
+
+    sk_temps_from_gguf(g, archz, &mod->temps);
+
+    const char *name = sk_opt_str(opts, SKYCMD_OPT_MODEL_NAME, NULL);
+    sk_str gname = {0};
+    if (name && name[0] && !sk_utf8_valid(name, strlen(name)))
+        return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "SKYCMD_OPT_MODEL_NAME is not valid UTF-8");
+    if (name && name[0]) mod->name = sk_strdup(name);
+    else if (sk_gguf_get_str(g, "general.name", &gname) == SKYCMD_OK && gname.len > 0 &&
+             sk_utf8_valid(gname.ptr, (size_t)gname.len))
+        mod->name = str_dup_sk(gname);
+    else if (path) {
+        const char *base = strrchr(path, '/');
+        mod->name = sk_strdup(base ? base + 1 : path);
+    } else
+        mod->name = sk_strdup("model");
+    if (!mod->name) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory opening the model");
+    atomic_init(&mod->sessions, 0);
+    sk_opt_log(opts, 1, "model %s: %u encoder + %u decision layers, d=%u, max_tokens=%zu, "
+               "max_head_tokens=%zu", mod->name, hp->n_layer, hp->n_head_layers, hp->n_embd,
+               mod->max_len, mod->head_max_len);
+    return 0;
+}
+
+static int open_common(const char *path, const void *data, size_t size, const skycmd_options *opts,
+                       skycmd_model **out, skycmd_error *err) {
+    if (!out) return sk_api_fail(err, SKYCMD_E_INVALID_ARGUMENT, "model open: out is NULL");
+    *out = NULL;
+    if (!sk_opts_ok(opts)) return sk_api_fail(err, SKYCMD_E_MISUSE, "model open: invalid options handle");
+    sk_err e = {0};
+    skycmd_model *mod = calloc(1, sizeof *mod);
+    if (!mod) return sk_api_fail(err, SKYCMD_E_NOMEM, "out of memory opening the model");
+    mod->tag = SK_TAG_MODEL;
+    int rc = path ? sk_gguf_open_file(path, &mod->g, &e) : sk_gguf_open_buffer(data, size, &mod->g, &e);
+    if (!rc) {
+        rc = model_init(mod, path, opts, &e);
+        if (rc && path) sk_err_prefix(&e, "%s", path);
+    }
+    if (rc) {
+        model_destroy(mod);
+        return sk_api_report(err, &e, rc);
+    }
+    *out = mod;
+    return sk_api_report(err, NULL, SKYCMD_OK);
+}
+
+int skycmd_model_open(const char *gguf_path, const skycmd_options *opts, skycmd_model **out,
+                      skycmd_error *err) {
+    if (!gguf_path) {
+        if (out) *out = NULL;
+        return sk_api_fail(err, SKYCMD_E_INVALID_ARGUMENT, "model open: path is NULL");
+    }
+    return open_common(gguf_path, NULL, 0, opts, out, err);
+}
+
+int skycmd_model_open_buffer(const void *data, size_t size, const skycmd_options *opts,
+                             skycmd_model **out, skycmd_error *err) {
+    if (!data) {
+        if (out) *out = NULL;
+        return sk_api_fail(err, SKYCMD_E_INVALID_ARGUMENT, "model open: buffer is NULL");
+    }
+    return open_common(NULL, data, size, opts, out, err);
+}
+
+int skycmd_model_free(skycmd_model *model) {
+    if (!model) return SKYCMD_OK;
+    if (!model_ok(model)) return SKYCMD_E_MISUSE;
+    if (atomic_load(&model->sessions) != 0) return SKYCMD_E_BUSY;
+    model_destroy(model);
+    return SKYCMD_OK;
+}
+
+const char *skycmd_model_name(const skycmd_model *model) {
+    return model_ok(model) ? model->name : NULL;
+}
+
+const skycmd_tokenizer *skycmd_model_tokenizer(const skycmd_model *model) {
+    return model_ok(model) ? model->tok : NULL;
+}
+
+int skycmd_model_get_int(const skycmd_model *model, const char *name, int64_t *value) {
+    if (!model_ok(model)) return SKYCMD_E_MISUSE;
+    if (!name || !value) return SKYCMD_E_INVALID_ARGUMENT;
+    const sk_hparams *hp = sk_model_hparams(model->m);
+    static const struct { const char *name; int which; } k[] = {
+        {"embedding_length", 0}, {"block_count", 1}, {"decision.block_count", 2},
+        {"decision.max_head_tokens", 3}, {"decision.max_tokens", 4}, {"vocab_size", 5},
+        {"parameters", 6}, {"attention.head_count", 7}, {"feed_forward_length", 8},
+        {"attention.sliding_window", 9}, {"attention.sliding_window_pattern", 10},
+        {"encoder.block_count", 11}, {"decision.head_count", 12},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        if (strcmp(name, k[i].name) != 0) continue;
+        switch (k[i].which) {
+        case 0: *value = hp->n_embd; break;
+        case 1: *value = (int64_t)hp->n_layer + hp->n_head_layers; break;
+        case 2: *value = hp->n_head_layers; break;
+        case 3: *value = (int64_t)model->head_max_len; break;
+        case 4: *value = (int64_t)model->max_len; break;
+        case 5: *value = (int64_t)sk_tokenizer_vocab_size(model->tok); break;
+        case 6: *value = (int64_t)sk_model_n_params(model->m); break;
+        case 7: *value = hp->n_head; break;
+        case 8: *value = hp->n_ff; break;
+        case 9: *value = hp->n_swa; break;
+        case 10: *value = hp->swa_pattern; break;
+        case 11: *value = hp->n_layer; break;
+        case 12: *value = hp->n_head_dec; break;
+        }
+        return SKYCMD_OK;
+    }
+    /* Any other integer key of the architecture, e.g. "context_length". */
+    sk_str arch;
+    if (sk_gguf_get_str(model->g, "general.architecture", &arch) == SKYCMD_OK) {
+        char key[256];
+        int n = snprintf(key, sizeof key, "%.*s.%s", (int)arch.len, arch.ptr, name);
+        if (n > 0 && (size_t)n < sizeof key && sk_gguf_get_i64(model->g, key, value) == SKYCMD_OK)
+            return SKYCMD_OK;
+    }
+    return SKYCMD_E_NOT_FOUND;
+}

@@ -1,0 +1,194 @@
+/* session.c - skycmd_session and the decide calls: build each question's Laya sequence,
+ * run the model once per question, turn the marker logits into answers and the response.
+ * One session per thread; its buffers are reused across calls (see handles.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "handles.h"
+
+static int session_ok(const skycmd_session *s) { return s && s->tag == SK_TAG_SESSION; }
+
+static int set_err(skycmd_session *s, const sk_err *e, int rc) {
+    if (rc == SKYCMD_OK) s->errmsg[0] = '\0';
+    else snprintf(s->errmsg, sizeof s->errmsg, "%s", e && e->msg[0] ? e->msg : skycmd_strerror(rc));
+    return rc;
+}
+
+int skycmd_session_new(skycmd_model *model, skycmd_session **out) {
+    if (!out) return SKYCMD_E_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!model || model->tag != SK_TAG_MODEL) return SKYCMD_E_MISUSE;
+    skycmd_session *s = calloc(1, sizeof *s);
+    if (!s) return SKYCMD_E_NOMEM;
+    s->scratch = sk_scratch_new(model->m);
+    if (!s->scratch) {
+        free(s);
+        return SKYCMD_E_NOMEM;
+    }
+    s->tag = SK_TAG_SESSION;
+    s->model = model;
+    s->threads = 1;
+    s->activations = SKYCMD_ACT_Q8X2;
+    sk_buf_init(&s->json);
+    atomic_fetch_add(&model->sessions, 1);
+    *out = s;
+    return SKYCMD_OK;
+}
+
+void skycmd_session_free(skycmd_session *s) {
+    if (!session_ok(s)) return;
+    sk_scratch_free(s->scratch);
+    sk_prompt_ws_free(&s->ws);
+    sk_i32v_free(&s->state_ids);
+    sk_i32v_free(&s->ids);
+    sk_i32v_free(&s->markers);
+    sk_ids_free(&s->tokbuf);
+    free(s->logits);
+    free(s->probs);
+    free(s->answers);
+    sk_buf_free(&s->json);
+    atomic_fetch_sub(&s->model->sessions, 1);
+    s->tag = SK_TAG_DEAD;
+    free(s);
+}
+
+int skycmd_session_set_int(skycmd_session *s, int option, int64_t value) {
+    if (!session_ok(s)) return SKYCMD_E_MISUSE;
+    int64_t lo, hi;
+    if (skycmd_option_bounds(option, &lo, &hi) != SKYCMD_OK ||
+        (option != SKYCMD_OPT_THREADS && option != SKYCMD_OPT_ACTIVATIONS)) {
+        snprintf(s->errmsg, sizeof s->errmsg, "option %d is not a session option", option);
+        return SKYCMD_E_INVALID_ARGUMENT;
+    }
+    if (value < lo || value > hi) {
+        snprintf(s->errmsg, sizeof s->errmsg, "option %d: %lld is outside [%lld, %lld]", option,
+                 (long long)value, (long long)lo, (long long)hi);
+        return SKYCMD_E_INVALID_ARGUMENT;
+    }
+    if (option == SKYCMD_OPT_THREADS) s->threads = value;
+    else s->activations = value;
+    s->errmsg[0] = '\0';
+    return SKYCMD_OK;
+}
+
+const char *skycmd_session_errmsg(const skycmd_session *s) {
+    if (!session_ok(s)) return "invalid skycmd_session handle";
+    return s->errmsg;
+}
+
+/* The prompt builder's tokenizer callback: the model's tokenizer into a reused buffer. */
+static int encode_cb(void *ctx, const char *text, size_t len, sk_i32v *out, sk_err *e) {
+    skycmd_session *s = ctx;
+    s->tokbuf.n = 0;
+    int rc = sk_tokenizer_encode(s->model->tok, text, len, &s->tokbuf, e);
+    if (rc) return rc;
+    if (sk_i32v_append(out, s->tokbuf.ids, s->tokbuf.n))
+        return sk_fail(e, SKYCMD_E_NOMEM, "out of memory tokenizing");
+    return 0;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return 0;
+    size_t n = *cap ? *cap : 16;
+    while (n < need) n *= 2;
+    void *q = sk_malloc_array(n, elem);
+    if (!q) return SKYCMD_E_NOMEM;
+    free(*p);
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+static int id_len(sk_jstr id) {
+    size_t n = id.n;
+    if (n > 96) {
+        n = 96;
+        while (n > 0 && ((unsigned char)id.s[n] & 0xC0) == 0x80) n--;
+    }
+    return (int)n;
+}
+
+/* Answer every question of r; the JSON lands in s->json. */
+static int decide_core(skycmd_session *s, const sk_request *r, int64_t *input_tokens, sk_err *e) {
+    const skycmd_model *m = s->model;
+    int rc;
+    size_t total_opts = 0;
+    for (size_t i = 0; i < r->nq; i++) total_opts += r->q[i].n_opts;
+    if (grow((void **)&s->probs, &s->probs_cap, total_opts ? total_opts : 1, sizeof(double)) ||
+        grow((void **)&s->logits, &s->logits_cap, r->max_opts ? r->max_opts : 1, sizeof(float)) ||
+        grow((void **)&s->answers, &s->answers_cap, r->nq ? r->nq : 1, sizeof(sk_answer)))
+        return sk_fail(e, SKYCMD_E_NOMEM, "out of memory answering the request");
+    sk_prompt_tok pt = {encode_cb, s, m->cls, m->sep, m->mask, m->mask_text};
+    if ((rc = sk_prompt_state_ids(&pt, r->state.s, r->state.n, &s->ws, &s->state_ids, e))) {
+        sk_err_prefix(e, "state");
+        return rc;
+    }
+    int64_t ntok = 0;
+    size_t off = 0;
+    for (size_t i = 0; i < r->nq; i++) {
+        const sk_rquestion *q = &r->q[i];
+        rc = sk_prompt_build(&pt, sk_qtype_names[q->type], q->ins.s, q->ins.n, &q->opts[0].text,
+                             sizeof(sk_roption), q->n_opts, s->state_ids.v, s->state_ids.n,
+                             r->state_is_list, m->max_len, m->head_max_len, &s->ws, &s->ids,
+                             &s->markers, e);
+        if (!rc)
+            rc = sk_model_forward(m->m, s->scratch, s->ids.v, s->ids.n, q->type, s->markers.v,
+                                  s->markers.n, s->logits, e);
+        double *p = s->probs + off;
+        if (!rc) {
+            double T = sk_temp_for(&m->temps, q->type, s->markers.n);
+            sk_softmax(s->logits, s->markers.n, T, p);
+            rc = sk_answer_from_probs(q->type, p, q->n_opts, &s->answers[i], e);
+        }
+        if (rc) {
+            int n = id_len(q->id);
+            sk_err_prefix(e, "questions.%.*s", n, q->id.s);
+            return rc;
+        }
+        ntok += (int64_t)s->ids.n;
+        off += q->n_opts;
+    }
+    s->json.len = 0;
+    s->json.failed = 0;
+    sk_response_json_write(&s->json, m->name, r, s->answers, ntok);
+    if (s->json.failed) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory writing the response");
+    *input_tokens = ntok;
+    return 0;
+}
+
+int skycmd_decide(skycmd_session *s, const skycmd_request *req, skycmd_response **out) {
+    if (out) *out = NULL;
+    if (!session_ok(s)) return SKYCMD_E_MISUSE;
+    sk_err e = {0};
+    if (!out) return set_err(s, &e, sk_fail(&e, SKYCMD_E_INVALID_ARGUMENT, "decide: out is NULL"));
+    if (!req || req->tag != SK_TAG_REQUEST)
+        return set_err(s, &e, sk_fail(&e, SKYCMD_E_MISUSE, "decide: invalid skycmd_request handle"));
+    if (req->status)
+        return set_err(s, &e, sk_fail(&e, SKYCMD_E_MISUSE, "decide: the request did not parse: %s",
+                                      req->errmsg));
+    int64_t ntok = 0;
+    int rc = decide_core(s, &req->r, &ntok, &e);
+    if (!rc) rc = sk_response_new(&req->r, s->answers, s->json.data, s->json.len, ntok, out, &e);
+    return set_err(s, &e, rc);
+}
+
+int skycmd_decide_json(skycmd_session *s, const char *request_json, size_t len,
+                       char **response_json) {
+    if (response_json) *response_json = NULL;
+    if (!session_ok(s)) return SKYCMD_E_MISUSE;
+    sk_err e = {0};
+    if (!response_json)
+        return set_err(s, &e, sk_fail(&e, SKYCMD_E_INVALID_ARGUMENT, "decide: response_json is NULL"));
+    sk_request r;
+    int rc = sk_request_parse(request_json, len, &r, &e);
+    if (rc) return set_err(s, &e, rc);
+    int64_t ntok = 0;
+    rc = decide_core(s, &r, &ntok, &e);
+    if (!rc) {
+        *response_json = sk_strndup(s->json.data, s->json.len);
+        if (!*response_json) rc = sk_fail(&e, SKYCMD_E_NOMEM, "out of memory writing the response");
+    }
+    sk_request_free(&r);
+    return set_err(s, &e, rc);
+}

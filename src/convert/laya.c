@@ -1,0 +1,521 @@
+/*
+ * laya.c - reading and validating a Laya checkpoint (see laya.h). Config parsing follows
+ * what the Python reference and llama.cpp's converter read, with their defaults; the
+ * tensors are checked against the table of laya_specs.c (names and exact shapes), as
+ * `load_state_dict(strict=True)` would.
+ */
+#include "laya.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "laya_specs.h"
+
+#define SK_CONFIG_MAX ((size_t)4 << 20)
+#define SK_TOKENIZER_MAX ((size_t)256 << 20)
+
+/* ---------------------------------------------------------------- JSON helpers ---- */
+
+static cJSON *parse_json(const char *json, size_t len, const char *label, sk_err *e, int *st) {
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
+    if (!root) {
+        const char *ep = cJSON_GetErrorPtr();
+        size_t at = (ep && ep >= json && ep <= json + len) ? (size_t)(ep - json) : 0;
+        *st = sk_fail(e, SKYCMD_E_FORMAT, "%s: not valid JSON (near byte %zu)", label, at);
+        return NULL;
+    }
+    for (const char *q = end; q && q < json + len; q++)
+        if (*q != ' ' && *q != '\t' && *q != '\n' && *q != '\r' && *q != '\0') {
+            cJSON_Delete(root);
+            *st = sk_fail(e, SKYCMD_E_FORMAT, "%s: not valid JSON (trailing data at byte %zu)",
+                          label, (size_t)(q - json));
+            return NULL;
+        }
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        *st = sk_fail(e, SKYCMD_E_FORMAT, "%s: top level is not a JSON object", label);
+        return NULL;
+    }
+    *st = SKYCMD_OK;
+    return root;
+}
+
+/* An unsigned integer key in [lo, hi]; absent => dflt (or an error when required). */
+static int get_u32(const cJSON *o, const char *key, int required, uint32_t dflt, uint32_t lo,
+                   uint32_t hi, const char *label, uint32_t *out, sk_err *e) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!v || cJSON_IsNull(v)) {
+        if (required) return sk_fail(e, SKYCMD_E_FORMAT, "%s: missing key \"%s\"", label, key);
+        *out = dflt;
+        return SKYCMD_OK;
+    }
+    double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (!cJSON_IsNumber(v) || floor(d) != d || d < (double)lo || d > (double)hi)
+        return sk_fail(e, SKYCMD_E_FORMAT, "%s: \"%s\" must be an integer in [%u, %u]", label,
+                       key, lo, hi);
+    *out = (uint32_t)d;
+    return SKYCMD_OK;
+}
+
+static int get_num(const cJSON *v, const char *what, const char *label, double *out, sk_err *e) {
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+        return sk_fail(e, SKYCMD_E_FORMAT, "%s: \"%s\" must be a finite number", label, what);
+    *out = v->valuedouble;
+    return SKYCMD_OK;
+}
+
+static int get_temp(const cJSON *v, const char *what, const char *label, float *out, sk_err *e) {
+    double d = 0.0;
+    int s = get_num(v, what, label, &d, e);
+    if (s) return s;
+    /* llama.cpp refuses temperatures <= 0 at load; Python would clamp them. */
+    if (!(d > 0.0) || d > 3.0e38)
+        return sk_fail(e, SKYCMD_E_FORMAT, "%s: \"%s\" = %g is not a positive temperature", label,
+                       what, d);
+    *out = (float)d;
+    return SKYCMD_OK;
+}
+
+int sk_laya_bucket_key(const char *laya, char *key, size_t key_size) {
+    static const char *types[] = {"choice", "score", "noul"};
+    static const char *buckets[] = {"2", "3-5", "6-10", "11+"};
+    const char *colon = strchr(laya, ':');
+    if (!colon) return -1;
+    size_t tl = (size_t)(colon - laya);
+    int ok = 0;
+    for (int i = 0; i < 3; i++)
+        if (strlen(types[i]) == tl && strncmp(types[i], laya, tl) == 0) ok = 1;
+    if (!ok) return -1;
+    ok = 0;
+    for (int i = 0; i < 4; i++)
+        if (strcmp(colon + 1, buckets[i]) == 0) ok = 1;
+    if (!ok) return -1;
+    /* name.replace(":", ".").replace("-", "_").rstrip("+") */
+    size_t n = 0;
+    for (const char *p = laya; *p; p++) {
+        char c = *p == ':' ? '.' : *p == '-' ? '_' : *p;
+        if (n + 1 >= key_size) return -1;
+        key[n++] = c;
+    }
+    while (n > 0 && key[n - 1] == '+') n--;
+    key[n] = '\0';
+    return 0;
+}
+
+int sk_laya_parse_rl_config(const char *json, size_t len, const char *label, sk_laya_config *c,
+                            sk_err *e) {
+    int st;
+    cJSON *root = parse_json(json, len, label, e, &st);
+    if (!root) return st;
+    st = get_u32(root, "head_layers", 1, 0, 1, 64, label, &c->head_layers, e);
+    if (!st) st = get_u32(root, "max_len", 0, 512, 8, 1u << 20, label, &c->max_len, e);
+    /* The converter's default when the key is absent (the Python runtime uses 192). */
+    if (!st) st = get_u32(root, "head_max_len", 0, 256, 1, 1u << 20, label, &c->head_max_len, e);
+    if (!st) {
+        const cJSON *ac = cJSON_GetObjectItemCaseSensitive(root, "act_costs");
+        if (ac && !cJSON_IsNull(ac) && !cJSON_IsObject(ac))
+            st = sk_fail(e, SKYCMD_E_FORMAT, "%s: \"act_costs\" must be an object", label);
+        else
+            c->n_act = (uint32_t)(ac ? cJSON_GetArraySize(ac) : 0) + 1;
+        if (!st && c->n_act > 1024)
+            st = sk_fail(e, SKYCMD_E_FORMAT, "%s: \"act_costs\" has too many entries", label);
+    }
+    if (!st) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "temperature");
+        c->temperature[0] = c->temperature[1] = c->temperature[2] = 1.0f;
+        if (t && !cJSON_IsNull(t)) {
+            if (!cJSON_IsArray(t) || cJSON_GetArraySize(t) != 3) {
+                st = sk_fail(e, SKYCMD_E_FORMAT,
+                             "%s: \"temperature\" must be a list of 3 numbers [choice, score, noul]",
+                             label);
+            } else {
+                static const char *names[3] = {"temperature[0]", "temperature[1]",
+                                               "temperature[2]"};
+                int i = 0;
+                for (const cJSON *v = t->child; v && !st; v = v->next, i++)
+                    st = get_temp(v, names[i], label, &c->temperature[i], e);
+            }
+        }
+    }
+    if (!st) {
+        const cJSON *tb = cJSON_GetObjectItemCaseSensitive(root, "temperature_by_options");
+        c->n_buckets = 0;
+        if (tb && !cJSON_IsNull(tb)) {
+            if (!cJSON_IsObject(tb)) {
+                st = sk_fail(e, SKYCMD_E_FORMAT, "%s: \"temperature_by_options\" must be an object",
+                             label);
+            } else {
+                for (const cJSON *v = tb->child; v && !st; v = v->next) {
+                    const char *k = v->string ? v->string : "";
+                    if (c->n_buckets >= SK_LAYA_MAX_BUCKETS) {
+                        st = sk_fail(e, SKYCMD_E_FORMAT,
+                                     "%s: \"temperature_by_options\" has more than %d entries",
+                                     label, SK_LAYA_MAX_BUCKETS);
+                        break;
+                    }
+                    sk_laya_bucket *b = &c->buckets[c->n_buckets];
+                    if (strlen(k) >= sizeof b->laya ||
+                        sk_laya_bucket_key(k, b->key, sizeof b->key) != 0) {
+                        st = sk_fail(e, SKYCMD_E_FORMAT,
+                                     "%s: \"temperature_by_options\" key \"%.40s\" is not "
+                                     "<choice|score|noul>:<2|3-5|6-10|11+>",
+                                     label, k);
+                        break;
+                    }
+                    for (size_t j = 0; j < c->n_buckets && !st; j++)
+                        if (strcmp(c->buckets[j].key, b->key) == 0)
+                            st = sk_fail(e, SKYCMD_E_FORMAT,
+                                         "%s: \"temperature_by_options\" repeats \"%s\"", label, k);
+                    if (st) break;
+                    snprintf(b->laya, sizeof b->laya, "%s", k);
+                    char what[64];
+                    snprintf(what, sizeof what, "temperature_by_options.%s", k);
+                    st = get_temp(v, what, label, &b->value, e);
+                    if (!st) c->n_buckets++;
+                }
+            }
+        }
+    }
+    cJSON_Delete(root);
+    return st;
+}
+
+static int get_theta(const cJSON *v, const char *what, const char *label, float *out,
+                     sk_err *e) {
+    double d = 0.0;
+    int s = get_num(v, what, label, &d, e);
+    if (s) return s;
+    if (!(d > 0.0) || d > 1e30)
+        return sk_fail(e, SKYCMD_E_FORMAT, "%s: \"%s\" must be positive", label, what);
+    *out = (float)d;
+    return SKYCMD_OK;
+}
+
+int sk_laya_parse_enc_config(const char *json, size_t len, const char *label, sk_laya_config *c,
+                             sk_err *e) {
+    int st;
+    cJSON *root = parse_json(json, len, label, e, &st);
+    if (!root) return st;
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    if (mt && (!cJSON_IsString(mt) || strcmp(mt->valuestring, "modernbert") != 0))
+        st = sk_fail(e, SKYCMD_E_UNSUPPORTED,
+                     "%s: \"model_type\" is %s%.40s%s, only \"modernbert\" is supported", label,
+                     cJSON_IsString(mt) ? "\"" : "", cJSON_IsString(mt) ? mt->valuestring : "not a string",
+                     cJSON_IsString(mt) ? "\"" : "");
+    if (!st) st = get_u32(root, "hidden_size", 1, 0, 1, 65536, label, &c->hidden, e);
+    if (!st) st = get_u32(root, "num_hidden_layers", 1, 0, 1, 1024, label, &c->n_layers, e);
+    if (!st) st = get_u32(root, "num_attention_heads", 1, 0, 1, 4096, label, &c->n_heads, e);
+    if (!st) st = get_u32(root, "intermediate_size", 1, 0, 1, 1u << 20, label, &c->intermediate, e);
+    if (!st) st = get_u32(root, "vocab_size", 1, 0, 1, 1u << 24, label, &c->vocab_size, e);
+    if (!st)
+        st = get_u32(root, "max_position_embeddings", 0, 8192, 1, 1u << 24, label,
+                     &c->max_position, e);
+    if (!st)
+        st = get_u32(root, "local_attention", 0, 128, 0, 1u << 24, label, &c->local_attention, e);
+    if (!st && c->hidden % c->n_heads != 0)
+        st = sk_fail(e, SKYCMD_E_FORMAT,
+                     "%s: \"hidden_size\" %u is not a multiple of \"num_attention_heads\" %u",
+                     label, c->hidden, c->n_heads);
+    if (!st && (c->hidden / c->n_heads) % 2 != 0)
+        st = sk_fail(e, SKYCMD_E_FORMAT, "%s: the head size %u is odd (RoPE needs pairs)", label,
+                     c->hidden / c->n_heads);
+    /* Biases ModernBERT can have but Laya checkpoints never do: refuse them rather than
+     * silently dropping weights. */
+    static const char *no_bias[] = {"norm_bias", "attention_bias", "mlp_bias"};
+    for (int i = 0; i < 3 && !st; i++) {
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(root, no_bias[i]);
+        if (b && !cJSON_IsFalse(b) && !cJSON_IsNull(b))
+            st = sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s: \"%s\" must be false", label, no_bias[i]);
+    }
+    /* norm_eps (ModernBERT) or layer_norm_eps */
+    c->norm_eps = 1e-5f;
+    if (!st) {
+        const cJSON *ne = cJSON_GetObjectItemCaseSensitive(root, "norm_eps");
+        const char *nk = "norm_eps";
+        if (!ne) {
+            ne = cJSON_GetObjectItemCaseSensitive(root, "layer_norm_eps");
+            nk = "layer_norm_eps";
+        }
+        double d = 0.0;
+        if (ne) {
+            st = get_num(ne, nk, label, &d, e);
+            if (!st && !(d > 0.0 && d < 1.0))
+                st = sk_fail(e, SKYCMD_E_FORMAT, "%s: \"%s\" must be in (0, 1)", label, nk);
+            if (!st) c->norm_eps = (float)d;
+        }
+    }
+    snprintf(c->hidden_activation, sizeof c->hidden_activation, "gelu");
+    if (!st) {
+        const cJSON *ha = cJSON_GetObjectItemCaseSensitive(root, "hidden_activation");
+        if (ha) {
+            if (!cJSON_IsString(ha) || !ha->valuestring[0] ||
+                strlen(ha->valuestring) >= sizeof c->hidden_activation)
+                st = sk_fail(e, SKYCMD_E_FORMAT, "%s: \"hidden_activation\" must be a short string",
+                             label);
+            else
+                snprintf(c->hidden_activation, sizeof c->hidden_activation, "%s", ha->valuestring);
+        }
+    }
+    /* RoPE: transformers 4.x flat keys, overridden by the 5.x rope_parameters form. */
+    c->global_theta = 160000.0f;
+    c->local_theta = 10000.0f;
+    if (!st) {
+        const cJSON *g = cJSON_GetObjectItemCaseSensitive(root, "global_rope_theta");
+        const cJSON *l = cJSON_GetObjectItemCaseSensitive(root, "local_rope_theta");
+        if (g) st = get_theta(g, "global_rope_theta", label, &c->global_theta, e);
+        if (!st && l) st = get_theta(l, "local_rope_theta", label, &c->local_theta, e);
+    }
+    if (!st) {
+        const cJSON *rp = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
+        if (rp && !cJSON_IsNull(rp)) {
+            if (!cJSON_IsObject(rp)) {
+                st = sk_fail(e, SKYCMD_E_FORMAT, "%s: \"rope_parameters\" must be an object", label);
+            } else {
+                const cJSON *flat = cJSON_GetObjectItemCaseSensitive(rp, "rope_theta");
+                static const char *lt[2] = {"full_attention", "sliding_attention"};
+                float *dst[2] = {&c->global_theta, &c->local_theta};
+                for (int i = 0; i < 2 && !st; i++) {
+                    const cJSON *p = cJSON_GetObjectItemCaseSensitive(rp, lt[i]);
+                    const cJSON *th = NULL;
+                    if (p && cJSON_IsObject(p)) th = cJSON_GetObjectItemCaseSensitive(p, "rope_theta");
+                    else if (p && !cJSON_IsNull(p))
+                        st = sk_fail(e, SKYCMD_E_FORMAT,
+                                     "%s: \"rope_parameters.%s\" must be an object", label, lt[i]);
+                    else th = flat;
+                    if (!st && th) {
+                        char what[64];
+                        snprintf(what, sizeof what, "rope_parameters.%s.rope_theta", lt[i]);
+                        st = get_theta(th, what, label, dst[i], e);
+                    }
+                    if (!st && p && cJSON_IsObject(p)) {
+                        const cJSON *rt = cJSON_GetObjectItemCaseSensitive(p, "rope_type");
+                        if (rt && (!cJSON_IsString(rt) || strcmp(rt->valuestring, "default") != 0))
+                            st = sk_fail(e, SKYCMD_E_UNSUPPORTED,
+                                         "%s: \"rope_parameters.%s.rope_type\" must be \"default\"",
+                                         label, lt[i]);
+                    }
+                }
+            }
+        }
+    }
+    /* Global layers: every P-th (transformers 4.x key), or as layer_types lists them. */
+    const cJSON *lt = st ? NULL : cJSON_GetObjectItemCaseSensitive(root, "layer_types");
+    const cJSON *ge = st ? NULL : cJSON_GetObjectItemCaseSensitive(root, "global_attn_every_n_layers");
+    if (!st && lt && !cJSON_IsNull(lt) &&
+        (!cJSON_IsArray(lt) || (uint32_t)cJSON_GetArraySize(lt) != c->n_layers))
+        st = sk_fail(e, SKYCMD_E_FORMAT,
+                     "%s: \"layer_types\" must be a list of num_hidden_layers (%u) strings", label,
+                     c->n_layers);
+    if (!st) {
+        if (ge || !lt || cJSON_IsNull(lt)) {
+            st = get_u32(root, "global_attn_every_n_layers", 0, 3, 1, 1024, label,
+                         &c->global_every, e);
+        } else { /* infer P: the first full-attention layer after layer 0 */
+            c->global_every = c->n_layers;
+            uint32_t i = 0;
+            for (const cJSON *v = lt->child; v; v = v->next, i++)
+                if (i > 0 && cJSON_IsString(v) && strcmp(v->valuestring, "full_attention") == 0) {
+                    c->global_every = i;
+                    break;
+                }
+        }
+    }
+    if (!st && lt && cJSON_IsArray(lt)) {
+        uint32_t i = 0;
+        for (const cJSON *v = lt->child; v && !st; v = v->next, i++) {
+            const char *want = (i % c->global_every == 0) ? "full_attention" : "sliding_attention";
+            if (!cJSON_IsString(v) || strcmp(v->valuestring, want) != 0)
+                st = sk_fail(e, SKYCMD_E_UNSUPPORTED,
+                             "%s: \"layer_types[%u]\" should be \"%s\" (global attention every %u "
+                             "layers); other patterns cannot be stored in GGUF",
+                             label, i, want, c->global_every);
+        }
+    }
+    cJSON_Delete(root);
+    return st;
+}
+
+/* ---------------------------------------------------------------- checkpoint ------ */
+
+void sk_laya_free(sk_laya *l) {
+    if (!l) return;
+    sk_st_close(l->st);
+    free(l->tokenizer);
+    free(l->tok_config);
+    free(l->dir_name);
+    free(l->label);
+    free(l);
+}
+
+/* Tensors: exactly the expected names with exactly the expected shapes and float dtypes. */
+static int check_tensors(sk_laya *l, const char *file, sk_err *e) {
+    sk_laya_spec *sp;
+    size_t n;
+    int s = sk_laya_specs(&l->cfg, &sp, &n, e);
+    if (s) return s;
+    for (size_t i = 0; i < n && !s; i++) {
+        const sk_st_tensor *t = sk_st_find(l->st, sp[i].hf);
+        if (!t) {
+            s = sk_fail(e, SKYCMD_E_FORMAT, "%s: missing tensor \"%s\"", file, sp[i].hf);
+            break;
+        }
+        int same = t->n_dims == sp[i].n_dims;
+        for (uint32_t d = 0; same && d < sp[i].n_dims; d++) same = t->shape[d] == sp[i].shape[d];
+        if (!same) {
+            char got[96] = "", want[64];
+            size_t p = 0;
+            for (uint32_t d = 0; d < t->n_dims && p < sizeof got - 24; d++)
+                p += (size_t)snprintf(got + p, sizeof got - p, "%s%llu", d ? ", " : "",
+                                      (unsigned long long)t->shape[d]);
+            if (sp[i].n_dims == 2)
+                snprintf(want, sizeof want, "%llu, %llu", (unsigned long long)sp[i].shape[0],
+                         (unsigned long long)sp[i].shape[1]);
+            else
+                snprintf(want, sizeof want, "%llu", (unsigned long long)sp[i].shape[0]);
+            s = sk_fail(e, SKYCMD_E_FORMAT,
+                        "%s: tensor \"%s\" has shape [%s], the configs give [%s]", file,
+                        sp[i].hf, got, want);
+            break;
+        }
+        if (!t->supported)
+            s = sk_fail(e, SKYCMD_E_UNSUPPORTED,
+                        "%s: tensor \"%s\" has dtype %s; only F32, F16 and BF16 are supported",
+                        file, sp[i].hf, t->dtype);
+    }
+    /* Anything else would make the Python load (strict=True) fail as well. */
+    for (size_t i = 0; i < sk_st_n_tensors(l->st) && !s; i++) {
+        const sk_st_tensor *t = sk_st_tensor_at(l->st, i);
+        int known = 0;
+        for (size_t j = 0; j < n && !known; j++) known = strcmp(sp[j].hf, t->name) == 0;
+        if (!known)
+            s = sk_fail(e, SKYCMD_E_FORMAT,
+                        "%s: unexpected tensor \"%s\" (not part of a Laya model with this config)",
+                        file, t->name);
+    }
+    free(sp);
+    return s;
+}
+
+static int cross_check(const sk_laya_config *c, const char *label, sk_err *e) {
+    uint64_t x;
+    if (sk_mul_u64((uint64_t)c->vocab_size, c->hidden, &x) || x > ((uint64_t)1 << 40))
+        return sk_fail(e, SKYCMD_E_FORMAT, "%sencoder/config.json: vocab_size x hidden_size too large",
+                       label);
+    if ((uint64_t)c->n_layers + c->head_layers > 4096)
+        return sk_fail(e, SKYCMD_E_FORMAT, "%s: too many layers", label);
+    if (c->head_max_len > c->max_len)
+        return sk_fail(e, SKYCMD_E_FORMAT,
+                       "%srl_agent_config.json: \"head_max_len\" (%u) exceeds \"max_len\" (%u)", label,
+                       c->head_max_len, c->max_len);
+    return SKYCMD_OK;
+}
+
+static int open_common(sk_laya *l, const sk_laya_sources *src, sk_err *e) {
+    char lab[600];
+    snprintf(lab, sizeof lab, "%srl_agent_config.json", l->label);
+    int s = sk_laya_parse_rl_config(src->rl_config, src->rl_config_len, lab, &l->cfg, e);
+    if (s) return s;
+    snprintf(lab, sizeof lab, "%sencoder/config.json", l->label);
+    s = sk_laya_parse_enc_config(src->enc_config, src->enc_config_len, lab, &l->cfg, e);
+    if (s) return s;
+    s = cross_check(&l->cfg, l->label, e);
+    if (s) return s;
+    /* Tokenizer files must at least be JSON objects here; the tokenizer module validates
+     * their content during conversion. */
+    static const char *tn[2] = {"tokenizer/tokenizer.json", "tokenizer/tokenizer_config.json"};
+    const char *tj[2] = {src->tokenizer, src->tok_config};
+    size_t tl[2] = {src->tokenizer_len, src->tok_config_len};
+    for (int i = 0; i < 2; i++) {
+        snprintf(lab, sizeof lab, "%s%s", l->label, tn[i]);
+        cJSON *r = parse_json(tj[i], tl[i], lab, e, &s);
+        if (!r) return s;
+        cJSON_Delete(r);
+    }
+    l->tokenizer = sk_strndup(src->tokenizer, src->tokenizer_len);
+    l->tok_config = sk_strndup(src->tok_config, src->tok_config_len);
+    if (!l->tokenizer || !l->tok_config) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+    l->tokenizer_len = src->tokenizer_len;
+    l->tok_config_len = src->tok_config_len;
+    snprintf(lab, sizeof lab, "%smodel.safetensors", l->label);
+    if (!l->st) {
+        s = sk_st_open_buffer(src->safetensors, src->safetensors_len, lab, &l->st, e);
+        if (s) return s;
+    }
+    return check_tensors(l, lab, e);
+}
+
+int sk_laya_open_mem(const sk_laya_sources *src, sk_laya **out, sk_err *e) {
+    *out = NULL;
+    sk_laya *l = calloc(1, sizeof *l);
+    if (!l) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+    l->dir_name = sk_strdup("");
+    l->label = sk_strdup("");
+    if (!l->dir_name || !l->label) {
+        sk_laya_free(l);
+        return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+    }
+    int s = open_common(l, src, e);
+    if (s) {
+        sk_laya_free(l);
+        return s;
+    }
+    *out = l;
+    return SKYCMD_OK;
+}
+
+int sk_laya_open_dir(const char *dir, sk_laya **out, sk_err *e) {
+    *out = NULL;
+    if (!dir || !dir[0]) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "no checkpoint directory given");
+    sk_laya *l = calloc(1, sizeof *l);
+    if (!l) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+    size_t dl = strlen(dir);
+    while (dl > 1 && dir[dl - 1] == '/') dl--;
+    const char *base = dir + dl;
+    while (base > dir && base[-1] != '/') base--;
+    l->dir_name = sk_strndup(base, (size_t)(dir + dl - base));
+    l->label = malloc(dl + 2);
+    if (!l->dir_name || !l->label) {
+        sk_laya_free(l);
+        return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+    }
+    memcpy(l->label, dir, dl);
+    l->label[dl] = '/';
+    l->label[dl + 1] = '\0';
+
+    static const char *files[4] = {"rl_agent_config.json", "encoder/config.json",
+                                   "tokenizer/tokenizer.json", "tokenizer/tokenizer_config.json"};
+    char *buf[4] = {0};
+    size_t len[4] = {0};
+    int s = SKYCMD_OK;
+    char path[4200];
+    for (int i = 0; i < 4 && !s; i++) {
+        if (snprintf(path, sizeof path, "%s%s", l->label, files[i]) >= (int)sizeof path) {
+            s = sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "checkpoint path too long");
+            break;
+        }
+        s = sk_read_file(path, &buf[i], &len[i], i >= 2 ? SK_TOKENIZER_MAX : SK_CONFIG_MAX, e);
+        if (s == SKYCMD_E_IO)
+            s = sk_fail(e, SKYCMD_E_IO, "%s: missing or unreadable (a Laya checkpoint needs %s)",
+                        path, files[i]);
+    }
+    if (!s) {
+        snprintf(path, sizeof path, "%smodel.safetensors", l->label);
+        s = sk_st_open_file(path, &l->st, e);
+    }
+    if (!s) {
+        sk_laya_sources src = {buf[0], len[0], buf[1], len[1], buf[2], len[2], buf[3], len[3],
+                               NULL, 0};
+        s = open_common(l, &src, e);
+    }
+    for (int i = 0; i < 4; i++) free(buf[i]);
+    if (s) {
+        sk_laya_free(l);
+        return s;
+    }
+    *out = l;
+    return SKYCMD_OK;
+}

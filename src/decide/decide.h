@@ -1,0 +1,66 @@
+/*
+ * decide.h - from raw scorer logits to answers and the response JSON.
+ *
+ *  - Temperatures: the GGUF keys <arch>.decision.temperature.<type>[.<bucket>] with the
+ *    buckets "2" (k <= 2), "3_5", "6_10" and "11" (k >= 11), k being the number of markers.
+ *    Lookup is Python's: the bucket, else the type, else 1.0; every stored value goes through
+ *    laya's clamp_temperature (confined to [0.5, 5]; non-finite or non-number -> 1.0).
+ *  - Probabilities: softmax(z / T), max-subtracted, in double.
+ *  - Answers follow llama-server's format_answer (no rounding): choice = first argmax,
+ *    score = sum i*p_i, noul = p[1] (options are [false, true]); confidences are the TypeSafe
+ *    formulas llama.cpp uses (choice and score; noul has none: NaN).
+ *  - The envelope is {"model", "answers", "usage": {"input_tokens", "output_tokens": 0}},
+ *    answers in request order, numbers printed with the shortest round-trip digits.
+ */
+#ifndef SK_DECIDE_H
+#define SK_DECIDE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../gguf/gguf.h"
+#include "request.h"
+
+#define SK_TEMP_BUCKETS 5 /* [0] = the type's own, [1..4] = "2", "3_5", "6_10", "11" */
+
+typedef struct sk_temps {
+    double t[3][SK_TEMP_BUCKETS]; /* clamped values; NAN = key absent */
+} sk_temps;
+
+extern const char *const sk_temp_bucket_names[SK_TEMP_BUCKETS];
+
+/* laya.common.clamp_temperature. */
+double sk_clamp_temperature(double t);
+/* 1..4 for k markers (laya.common.temp_bucket). */
+int sk_temp_bucket(size_t k);
+/* Read every <arch>.decision.temperature.* key (unknown suffixes are ignored). */
+void sk_temps_from_gguf(const sk_gguf *g, const char *arch, sk_temps *out);
+void sk_temps_init(sk_temps *t);
+double sk_temp_for(const sk_temps *t, int qtype, size_t k);
+
+/* p[i] = softmax(z / T) in double. */
+void sk_softmax(const float *z, size_t k, double T, double *p);
+/* decision_confidence_choice / _score of llama.cpp (TypeSafe's definitions). */
+double sk_conf_choice(const double *p, size_t n);
+double sk_conf_score(const double *p, size_t n);
+
+typedef struct sk_answer {
+    int type;          /* skycmd_qtype */
+    size_t n;          /* options */
+    const double *p;   /* n probabilities, request order (borrowed) */
+    size_t best;       /* first argmax */
+    double value;      /* choice: p[best]; score: expected level; noul: P(true) */
+    double confidence; /* choice/score; NaN for noul */
+} sk_answer;
+
+/* Fill a from probabilities p (already softmaxed). SKYCMD_E_INTERNAL if p holds a NaN
+ * (llama-server: "the model could not evaluate the decision"). */
+int sk_answer_from_probs(int type, const double *p, size_t n, sk_answer *a, sk_err *e);
+
+/* The response JSON for answers a[0..r->nq). */
+void sk_response_json_write(sk_buf *b, const char *model_name, const sk_request *r,
+                            const sk_answer *a, int64_t input_tokens);
+/* A double as JSON (shortest round-trip digits, Python repr style). Non-finite -> null. */
+void sk_json_put_double(sk_buf *b, double x);
+
+#endif

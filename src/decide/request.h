@@ -1,0 +1,51 @@
+/*
+ * request.h - a parsed and validated /v1/systemone body, with every text the prompt needs
+ * already rendered the way the Python Laya runtime renders it.
+ *
+ * Validation follows llama-server's parse_questions (rules and wording, every question
+ * message prefixed "questions.<id>: "), with the Laya runtime's leniencies: choice criteria
+ * may be an array of labels, score criteria any non-empty array. Limits (body bytes, depth,
+ * question count) give SKYCMD_E_TOO_LARGE; malformed JSON SKYCMD_E_JSON; anything else
+ * SKYCMD_E_REQUEST (or SKYCMD_E_UNSUPPORTED for media). docs/compat.md lists every choice.
+ *
+ * Texts are stored BEFORE the "[MASK]" text is removed: that text belongs to the model's
+ * tokenizer, so the decide step removes it (sk_prompt_unmask).
+ */
+#ifndef SK_REQUEST_H
+#define SK_REQUEST_H
+
+#include "../prompt/pyjson.h"
+
+#define SK_REQUEST_MAX_BYTES ((size_t)16 << 20)
+#define SK_REQUEST_MAX_QUESTIONS 4096
+#define SK_REQUEST_MAX_OPTIONS 255
+
+typedef struct sk_roption {
+    sk_jstr key;       /* answer key: choice key, "0".."n-1", "false"/"true" */
+    sk_jstr text;      /* option text as render_options makes it */
+    const sk_jv *desc; /* the request's description value (score legend), may be NULL */
+} sk_roption;
+
+typedef struct sk_rquestion {
+    sk_jstr id;
+    int type;           /* skycmd_qtype */
+    sk_jstr ins;        /* instructions: the string, or json.dumps of the value */
+    sk_roption *opts;
+    size_t n_opts;
+} sk_rquestion;
+
+typedef struct sk_request {
+    sk_jdoc doc;              /* owns every string below (its arena) */
+    sk_jstr state;            /* the state text (string as-is, else json.dumps) */
+    int state_is_list;        /* Python cuts list states from the left */
+    sk_rquestion *q;
+    size_t nq;
+    size_t max_opts;          /* largest option count of any question */
+} sk_request;
+
+extern const char *const sk_qtype_names[3];
+
+int sk_request_parse(const char *json, size_t len, sk_request *r, sk_err *e);
+void sk_request_free(sk_request *r);
+
+#endif

@@ -1,0 +1,152 @@
+/* kernels.c - run-time dispatch of the kernels in kernels.h to the best implementation the
+ * CPU supports. The level is computed once (CPU features, capped by SKYCMD_KERNELS=scalar|
+ * avx2 in the environment) and cached; tests may cap it with sk_kernels_force_level(). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "cpu.h"
+#include "pool.h"
+
+static int g_auto = -1;   /* cached automatic level */
+static int g_force = -1;  /* test override */
+
+static int auto_level(void) {
+    int lv = __atomic_load_n(&g_auto, __ATOMIC_ACQUIRE);
+    if (lv >= 0) return lv;
+    int f = sk_cpu_features();
+    lv = SK_LEVEL_SCALAR;
+    if ((f & SK_CPU_AVX2) && (f & SK_CPU_FMA) && (f & SK_CPU_F16C)) lv = SK_LEVEL_AVX2;
+    if (lv == SK_LEVEL_AVX2 && (f & SK_CPU_AVX512F)) lv = SK_LEVEL_AVX512;
+    const char *env = getenv("SKYCMD_KERNELS");
+    if (env && strcmp(env, "scalar") == 0) lv = SK_LEVEL_SCALAR;
+    if (env && strcmp(env, "avx2") == 0 && lv > SK_LEVEL_AVX2) lv = SK_LEVEL_AVX2;
+    __atomic_store_n(&g_auto, lv, __ATOMIC_RELEASE);
+    return lv;
+}
+
+int sk_kernels_level(void) {
+    int lv = auto_level();
+    int f = __atomic_load_n(&g_force, __ATOMIC_RELAXED);
+    return (f >= 0 && f < lv) ? f : lv;
+}
+
+void sk_kernels_force_level(int level) { __atomic_store_n(&g_force, level, __ATOMIC_RELAXED); }
+
+const char *sk_kernels_level_name(int level) {
+    switch (level) {
+    case SK_LEVEL_SCALAR: return "scalar";
+    case SK_LEVEL_AVX2: return "avx2";
+    case SK_LEVEL_AVX512: return "avx512";
+    default: return "unknown";
+    }
+}
+
+void sk_gemm(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y, size_t ldy) {
+    switch (sk_kernels_level()) {
+    case SK_LEVEL_AVX512: sk_gemm_avx512(x, ldx, n_rows, w, y, ldy); break;
+    case SK_LEVEL_AVX2: sk_gemm_avx2(x, ldx, n_rows, w, y, ldy); break;
+    default: sk_gemm_scalar(x, ldx, n_rows, w, y, ldy); break;
+    }
+}
+
+void sk_layernorm(const float *x, size_t n_rows, size_t d, const float *w, const float *b,
+                  float eps, float *y) {
+    if (sk_kernels_level() >= SK_LEVEL_AVX2)
+        sk_layernorm_avx2(x, n_rows, d, w, b, eps, y);
+    else
+        sk_layernorm_ref(x, n_rows, d, w, b, eps, y);
+}
+
+void sk_geglu(const float *a, const float *g, float *y, size_t n) {
+    int lv = sk_kernels_level();
+    if (lv >= SK_LEVEL_AVX512)
+        sk_geglu_avx512(a, g, y, n);
+    else if (lv >= SK_LEVEL_AVX2)
+        sk_geglu_avx2(a, g, y, n);
+    else
+        sk_geglu_ref(a, g, y, n);
+}
+
+void sk_gelu(float *x, size_t n) {
+    int lv = sk_kernels_level();
+    if (lv >= SK_LEVEL_AVX512)
+        sk_gelu_avx512(x, n);
+    else if (lv >= SK_LEVEL_AVX2)
+        sk_gelu_avx2(x, n);
+    else
+        sk_gelu_ref(x, n);
+}
+
+void sk_attn_softmax(float *x, size_t n, float scale) {
+    int lv = sk_kernels_level();
+    if (lv >= SK_LEVEL_AVX512)
+        sk_attn_softmax_avx512(x, n, scale);
+    else if (lv >= SK_LEVEL_AVX2)
+        sk_attn_softmax_avx2(x, n, scale);
+    else
+        sk_attn_softmax_ref(x, n, scale);
+}
+
+/* Products below this many multiply-adds stay on one thread: the hand-off costs about a
+ * microsecond. */
+#define SK_GEMM_MT_MIN 262144.0
+
+typedef struct gemm_job {
+    const float *x;
+    size_t ldx, n_rows;
+    const sk_packed *w;
+    float *y;
+    size_t ldy;
+    int by_rows;
+} gemm_job;
+
+static void gemm_part(void *ctx, int ith, int nth) {
+    const gemm_job *j = ctx;
+    if (j->by_rows) {
+        /* rows in blocks of 8 (the AVX-512 micro-kernel height; a multiple of nothing else
+         * matters for identical results since rows are independent) */
+        size_t blocks = (j->n_rows + 7) / 8;
+        size_t b0 = blocks * (size_t)ith / (size_t)nth, b1 = blocks * (size_t)(ith + 1) / (size_t)nth;
+        size_t r0 = b0 * 8, r1 = b1 * 8 < j->n_rows ? b1 * 8 : j->n_rows;
+        if (r0 < r1) sk_gemm(j->x + r0 * j->ldx, j->ldx, r1 - r0, j->w, j->y + r0 * j->ldy, j->ldy);
+        return;
+    }
+    /* whole pairs of panels, so the AVX-512 kernel pairs them exactly as one thread would */
+    const size_t m = j->w->n_out, pairs = (m + 2 * SK_PANEL - 1) / (2 * SK_PANEL);
+    size_t q0 = pairs * (size_t)ith / (size_t)nth, q1 = pairs * (size_t)(ith + 1) / (size_t)nth;
+    size_t o0 = q0 * 2 * SK_PANEL, o1 = q1 * 2 * SK_PANEL < m ? q1 * 2 * SK_PANEL : m;
+    if (o0 >= o1) return;
+    sk_packed v = *j->w;
+    v.data = (const char *)v.data + (o0 / SK_PANEL) * v.pstride * sk_pack_elem_size(v.wtype);
+    if (v.bias) v.bias += o0;
+    v.n_out = o1 - o0;
+    sk_gemm(j->x, j->ldx, j->n_rows, &v, j->y + o0, j->ldy);
+}
+
+void sk_gemm_pool(struct sk_pool *pool, const float *x, size_t ldx, size_t n_rows,
+                  const sk_packed *w, float *y, size_t ldy) {
+    int nth = sk_pool_size(pool);
+    double work = (double)n_rows * (double)w->n_in * (double)w->n_out;
+    if (nth <= 1 || work < SK_GEMM_MT_MIN) {
+        sk_gemm(x, ldx, n_rows, w, y, ldy);
+        return;
+    }
+    const size_t pairs = (w->n_out + 2 * SK_PANEL - 1) / (2 * SK_PANEL);
+    gemm_job j = {x, ldx, n_rows, w, y, ldy, pairs < (size_t)nth * 2};
+    sk_pool_run(pool, gemm_part, &j);
+}
+
+void sk_rope(float *u, size_t n_heads, size_t D, const float *c, const float *s) {
+    if (sk_kernels_level() >= SK_LEVEL_AVX2)
+        sk_rope_avx2(u, n_heads, D, c, s);
+    else
+        sk_rope_ref(u, n_heads, D, c, s);
+}
+
+void sk_widen16(int wtype, const void *src, float *dst, size_t n) {
+    if (sk_kernels_level() >= SK_LEVEL_AVX2)
+        sk_widen16_avx2(wtype, src, dst, n);
+    else
+        sk_widen16_ref(wtype, src, dst, n);
+}

@@ -1,0 +1,121 @@
+/*
+ * kernels.h - f32 compute kernels of the forward pass.
+ *
+ * Contract:
+ *  - The *_ref functions are the plain scalar reference: straightforward loops, f32
+ *    accumulation (double for LayerNorm statistics). Tests check every SIMD kernel against
+ *    them.
+ *  - The functions without a suffix dispatch, by sk_kernels_level(), to the best
+ *    implementation this CPU supports (AVX-512F, AVX2+FMA or scalar code). The _scalar,
+ *    _avx2 and _avx512 variants exist so that tests can compare them; calling a SIMD variant
+ *    on a CPU without the feature is undefined, so check sk_cpu_features() first.
+ *  - Matrices use PyTorch's order: a Linear weight W is [n_out][n_in] row-major, so
+ *    y = x . W^T + b. Activations are [rows][cols] row-major with explicit row strides.
+ *  - Weights are prepacked once (sk_pack) into panels of SK_PANEL outputs: panel p holds
+ *    W[p*16 + c][i] at [i][c], zero-padded past n_out, so the GEMM streams each panel
+ *    linearly. Packed buffers are 64-byte aligned.
+ *  - No kernel allocates; all are thread-safe (no shared mutable state except the level
+ *    override, which tests set before any concurrent use).
+ */
+#ifndef SK_KERNELS_H
+#define SK_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SK_PANEL 16
+
+/* Kernel levels. */
+enum { SK_LEVEL_SCALAR = 0, SK_LEVEL_AVX2 = 1, SK_LEVEL_AVX512 = 2 };
+/* The level the dispatchers use: the best the CPU supports, lowered by
+ * sk_kernels_force_level() (tests) or the environment variable SKYCMD_KERNELS=scalar|avx2. */
+int sk_kernels_level(void);
+/* Test hook: cap the level (-1 restores automatic choice). Not for concurrent use. */
+void sk_kernels_force_level(int level);
+const char *sk_kernels_level_name(int level);
+
+/* Element types of packed weights. F16 and BF16 panels are widened exactly to f32 as the
+ * GEMM reads them, so they give the same results as f32 panels of the widened values with
+ * half the memory. */
+enum { SK_PACK_F32 = 0, SK_PACK_F16 = 1, SK_PACK_BF16 = 2 };
+
+/* A packed weight matrix (or a view of one). */
+typedef struct sk_packed {
+    const void *data;     /* panels of elements of type wtype */
+    const float *bias;    /* n_out values padded with zeros to a whole panel, or NULL */
+    size_t n_in;          /* k: the reduction length */
+    size_t n_out;         /* m */
+    size_t pstride;       /* elements from one panel to the next (>= n_in * SK_PANEL) */
+    int wtype;            /* SK_PACK_* */
+} sk_packed;
+
+/* Elements needed to pack an [n_out][n_in] matrix (0 on overflow). */
+size_t sk_packed_floats(size_t n_out, size_t n_in);
+/* Pack w ([n_out][n_in], row stride ldw) into out (sk_packed_floats() elements). */
+void sk_pack(const float *w, size_t ldw, size_t n_out, size_t n_in, float *out);
+/* The same for 16-bit elements (F16 or BF16 bits, moved unchanged). */
+void sk_pack_u16(const uint16_t *w, size_t ldw, size_t n_out, size_t n_in, uint16_t *out);
+/* Bytes per element of a SK_PACK_* type. */
+size_t sk_pack_elem_size(int wtype);
+
+/* y[r][o] = sum_i x[r][i] * w[o][i] + (b ? b[o] : 0), for r < n_rows, o < n_out.
+ * ldx/ldy are the row strides of x and y (in floats). Row-major w: the reference. */
+void sk_gemm_ref(const float *x, size_t ldx, size_t n_rows, size_t n_in, const float *w,
+                 const float *b, size_t n_out, float *y, size_t ldy);
+/* The same with a packed matrix (bias from w->bias). */
+void sk_gemm(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y, size_t ldy);
+/* sk_gemm split over the threads of a pool (NULL or 1 thread: plain sk_gemm) when the product
+ * is large enough to pay for the hand-off. Each output is computed by one thread with the
+ * same arithmetic as sk_gemm, so the result is identical for any thread count. */
+struct sk_pool;
+void sk_gemm_pool(struct sk_pool *pool, const float *x, size_t ldx, size_t n_rows,
+                  const sk_packed *w, float *y, size_t ldy);
+void sk_gemm_scalar(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
+                    size_t ldy);
+void sk_gemm_avx2(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
+                  size_t ldy);
+void sk_gemm_avx512(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
+                    size_t ldy);
+
+/* LayerNorm over each row of d values (row stride d): (x - mean) / sqrt(var + eps) * w (+ b),
+ * biased variance. y may alias x. b may be NULL. */
+void sk_layernorm_ref(const float *x, size_t n_rows, size_t d, const float *w, const float *b,
+                      float eps, float *y);
+void sk_layernorm(const float *x, size_t n_rows, size_t d, const float *w, const float *b,
+                  float eps, float *y);
+void sk_layernorm_avx2(const float *x, size_t n_rows, size_t d, const float *w, const float *b,
+                       float eps, float *y);
+
+/* Exact GELU, 0.5 x (1 + erf(x / sqrt 2)). */
+float sk_gelu1(float x);
+/* y[i] = gelu(a[i]) * g[i] for i < n (the GeGLU of ModernBERT's MLP); y may alias a. */
+void sk_geglu_ref(const float *a, const float *g, float *y, size_t n);
+void sk_geglu(const float *a, const float *g, float *y, size_t n);
+void sk_geglu_avx2(const float *a, const float *g, float *y, size_t n);
+void sk_geglu_avx512(const float *a, const float *g, float *y, size_t n);
+/* In place: x[i] = gelu(x[i]). */
+void sk_gelu_ref(float *x, size_t n);
+void sk_gelu(float *x, size_t n);
+void sk_gelu_avx2(float *x, size_t n);
+void sk_gelu_avx512(float *x, size_t n);
+
+/* In-place softmax of n values scaled first: x[i] = exp(s*x[i] - max) / sum. */
+void sk_attn_softmax_ref(float *x, size_t n, float scale);
+void sk_attn_softmax(float *x, size_t n, float scale);
+void sk_attn_softmax_avx2(float *x, size_t n, float scale);
+void sk_attn_softmax_avx512(float *x, size_t n, float scale);
+
+/* NEOX rotary embedding of n_heads head vectors of D values each (u[h*D .. h*D+D)): with
+ * half = D/2, u'[i] = u[i] c[i] - u[i+half] s[i] and u'[i+half] = u[i+half] c[i] + u[i] s[i]
+ * (rotate_half, as transformers), c/s holding D/2 values for the position. */
+void sk_rope_ref(float *u, size_t n_heads, size_t D, const float *c, const float *s);
+void sk_rope(float *u, size_t n_heads, size_t D, const float *c, const float *s);
+void sk_rope_avx2(float *u, size_t n_heads, size_t D, const float *c, const float *s);
+
+/* Widen n 16-bit values (SK_PACK_F16 or SK_PACK_BF16 bits; src need not be aligned) to f32,
+ * exactly. */
+void sk_widen16_ref(int wtype, const void *src, float *dst, size_t n);
+void sk_widen16(int wtype, const void *src, float *dst, size_t n);
+void sk_widen16_avx2(int wtype, const void *src, float *dst, size_t n);
+
+#endif /* SK_KERNELS_H */

@@ -1,0 +1,594 @@
+/*
+ * kernels_x86.c - AVX2+FMA and AVX-512F kernels (see kernels.h). Each function carries its
+ * own target attribute, so the file builds without -mavx2 and the dispatcher only calls a
+ * function when sk_cpu_features() reports the instructions.
+ *
+ * GEMM: the packed matrix is read panel by panel (16 outputs x k); a micro-kernel keeps an
+ * R x 16 (AVX2: 6 x 16) or 8 x 32 (AVX-512: two panels) block of outputs in registers while
+ * it walks k, broadcasting one x value per row per step. k is cut into blocks of SK_KC so a
+ * panel block stays in L1 while every row block of x streams past it. Rows past the end of
+ * a block reuse the last valid row (computed, not stored), so no padding of x is needed.
+ *
+ * exp and erf: vector versions accurate to a few ulp (exp: Cephes-style range reduction and
+ * degree-6 polynomial; erfc: the Numerical Recipes Chebyshev fit, fractional error below
+ * 1.2e-7), so GELU and softmax stay within ~1e-6 relative of the libm-based reference.
+ */
+#include "kernels.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#define SK_KC 256
+
+#define AVX2 __attribute__((target("avx2,fma")))
+#define AVX2F __attribute__((target("avx2,fma,f16c")))
+#define AVX512 __attribute__((target("avx512f,avx2,fma,f16c")))
+
+/* ------------------------------------------------------------------ AVX2 GEMM ---- */
+
+#define R2 6
+#define INLINE __attribute__((always_inline)) static inline
+
+/* 8 panel elements at element index idx, widened to f32 (wt is a compile-time constant
+ * in every caller, so each kernel instance has a single load path). */
+AVX2F INLINE __m256 ld8(const void *base, size_t idx, int wt) {
+    if (wt == SK_PACK_F32) return _mm256_loadu_ps((const float *)base + idx);
+    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)base + idx));
+    if (wt == SK_PACK_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+AVX2F INLINE void kern_avx2(const float *const *xp, const void *panel, size_t pidx, size_t k,
+                            float *y, size_t ldy, size_t nr, size_t nc, const float *bias,
+                            int accumulate, int wt) {
+    __m256 c[R2][2];
+    if (accumulate) {
+#pragma GCC unroll 6
+        for (size_t r = 0; r < R2; r++) {
+            float tmp[16] = {0};
+            if (r < nr) memcpy(tmp, y + r * ldy, nc * sizeof(float));
+            c[r][0] = _mm256_loadu_ps(tmp);
+            c[r][1] = _mm256_loadu_ps(tmp + 8);
+        }
+    } else {
+        __m256 b0 = bias ? _mm256_loadu_ps(bias) : _mm256_setzero_ps();
+        __m256 b1 = bias ? _mm256_loadu_ps(bias + 8) : _mm256_setzero_ps();
+#pragma GCC unroll 6
+        for (size_t r = 0; r < R2; r++) {
+            c[r][0] = b0;
+            c[r][1] = b1;
+        }
+    }
+    const float *x0 = xp[0], *x1 = xp[1], *x2 = xp[2], *x3 = xp[3], *x4 = xp[4], *x5 = xp[5];
+    for (size_t i = 0; i < k; i++) {
+        const __m256 w0 = ld8(panel, pidx + i * 16, wt);
+        const __m256 w1 = ld8(panel, pidx + i * 16 + 8, wt);
+        __m256 a;
+#define STEP(R, X)                                 \
+    a = _mm256_broadcast_ss(X + i);                \
+    c[R][0] = _mm256_fmadd_ps(a, w0, c[R][0]);     \
+    c[R][1] = _mm256_fmadd_ps(a, w1, c[R][1]);
+        STEP(0, x0) STEP(1, x1) STEP(2, x2) STEP(3, x3) STEP(4, x4) STEP(5, x5)
+#undef STEP
+    }
+    if (nc == 16) {
+#pragma GCC unroll 6
+        for (size_t r = 0; r < R2; r++)
+            if (r < nr) {
+                _mm256_storeu_ps(y + r * ldy, c[r][0]);
+                _mm256_storeu_ps(y + r * ldy + 8, c[r][1]);
+            }
+    } else {
+#pragma GCC unroll 6
+        for (size_t r = 0; r < R2; r++)
+            if (r < nr) {
+                float tmp[16];
+                _mm256_storeu_ps(tmp, c[r][0]);
+                _mm256_storeu_ps(tmp + 8, c[r][1]);
+                memcpy(y + r * ldy, tmp, nc * sizeof(float));
+            }
+    }
+}
+
+AVX2F INLINE void gemm_avx2_t(const float *x, size_t ldx, size_t n_rows, const sk_packed *w,
+                              float *y, size_t ldy, int wt) {
+    const size_t k = w->n_in, m = w->n_out, np = (m + 15) / 16;
+    for (size_t k0 = 0; k0 < k; k0 += SK_KC) {
+        const size_t kc = k - k0 < SK_KC ? k - k0 : SK_KC;
+        for (size_t p = 0; p < np; p++) {
+            const size_t pidx = p * w->pstride + k0 * 16;
+            const size_t nc = m - p * 16 < 16 ? m - p * 16 : 16;
+            const float *bias = w->bias ? w->bias + p * 16 : NULL;
+            for (size_t r0 = 0; r0 < n_rows; r0 += R2) {
+                const size_t nr = n_rows - r0 < R2 ? n_rows - r0 : R2;
+                const float *xp[R2];
+                for (size_t r = 0; r < R2; r++)
+                    xp[r] = x + (r0 + (r < nr ? r : nr - 1)) * ldx + k0;
+                kern_avx2(xp, w->data, pidx, kc, y + r0 * ldy + p * 16, ldy, nr, nc, bias,
+                          k0 > 0, wt);
+            }
+        }
+    }
+}
+
+static int gemm_trivial(const float *x, size_t n_rows, const sk_packed *w, float *y, size_t ldy) {
+    (void)x;
+    if (n_rows == 0 || w->n_out == 0) return 1;
+    if (w->n_in == 0) {
+        for (size_t r = 0; r < n_rows; r++)
+            for (size_t o = 0; o < w->n_out; o++) y[r * ldy + o] = w->bias ? w->bias[o] : 0.0f;
+        return 1;
+    }
+    return 0;
+}
+
+AVX2F static void gemm_avx2_f32(const float *x, size_t ldx, size_t n, const sk_packed *w,
+                                float *y, size_t ldy) {
+    gemm_avx2_t(x, ldx, n, w, y, ldy, SK_PACK_F32);
+}
+AVX2F static void gemm_avx2_f16(const float *x, size_t ldx, size_t n, const sk_packed *w,
+                                float *y, size_t ldy) {
+    gemm_avx2_t(x, ldx, n, w, y, ldy, SK_PACK_F16);
+}
+AVX2F static void gemm_avx2_bf16(const float *x, size_t ldx, size_t n, const sk_packed *w,
+                                 float *y, size_t ldy) {
+    gemm_avx2_t(x, ldx, n, w, y, ldy, SK_PACK_BF16);
+}
+
+void sk_gemm_avx2(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
+                  size_t ldy) {
+    if (gemm_trivial(x, n_rows, w, y, ldy)) return;
+    if (w->wtype == SK_PACK_F16)
+        gemm_avx2_f16(x, ldx, n_rows, w, y, ldy);
+    else if (w->wtype == SK_PACK_BF16)
+        gemm_avx2_bf16(x, ldx, n_rows, w, y, ldy);
+    else
+        gemm_avx2_f32(x, ldx, n_rows, w, y, ldy);
+}
+
+/* ------------------------------------------------------------------ AVX-512 GEMM - */
+
+#define R5 8
+
+AVX512 INLINE __m512 ld16(const void *base, size_t idx, int wt) {
+    if (wt == SK_PACK_F32) return _mm512_loadu_ps((const float *)base + idx);
+    __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)base + idx));
+    if (wt == SK_PACK_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* Two panels (32 outputs) at once; pb < 0 for a lone last panel. Indices are in elements. */
+AVX512 INLINE void kern_avx512(const float *const *xp, const void *base, size_t pa, size_t pb,
+                               int two, size_t k, float *y, size_t ldy, size_t nr, size_t nc,
+                               const float *bias, int accumulate, int wt) {
+    __m512 c[R5][2];
+    const __mmask16 m0 = (__mmask16)(nc >= 16 ? 0xFFFF : (1u << nc) - 1);
+    const __mmask16 m1 = (__mmask16)(nc >= 32 ? 0xFFFF : nc <= 16 ? 0 : (1u << (nc - 16)) - 1);
+    if (accumulate) {
+#pragma GCC unroll 8
+        for (size_t r = 0; r < R5; r++) {
+            size_t rr = r < nr ? r : 0;
+            c[r][0] = _mm512_maskz_loadu_ps(m0, y + rr * ldy);
+            c[r][1] = _mm512_maskz_loadu_ps(m1, y + rr * ldy + 16);
+        }
+    } else {
+        __m512 b0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
+        __m512 b1 = (bias && two) ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+        for (size_t r = 0; r < R5; r++) {
+            c[r][0] = b0;
+            c[r][1] = b1;
+        }
+    }
+    const float *x0 = xp[0], *x1 = xp[1], *x2 = xp[2], *x3 = xp[3];
+    const float *x4 = xp[4], *x5 = xp[5], *x6 = xp[6], *x7 = xp[7];
+    if (two) {
+        for (size_t i = 0; i < k; i++) {
+            const __m512 w0 = ld16(base, pa + i * 16, wt);
+            const __m512 w1 = ld16(base, pb + i * 16, wt);
+            __m512 a;
+#define STEP(R, X)                                   \
+    a = _mm512_set1_ps(X[i]);                        \
+    c[R][0] = _mm512_fmadd_ps(a, w0, c[R][0]);       \
+    c[R][1] = _mm512_fmadd_ps(a, w1, c[R][1]);
+            STEP(0, x0) STEP(1, x1) STEP(2, x2) STEP(3, x3)
+            STEP(4, x4) STEP(5, x5) STEP(6, x6) STEP(7, x7)
+#undef STEP
+        }
+    } else {
+        for (size_t i = 0; i < k; i++) {
+            const __m512 w0 = ld16(base, pa + i * 16, wt);
+#define STEP(R, X) c[R][0] = _mm512_fmadd_ps(_mm512_set1_ps(X[i]), w0, c[R][0]);
+            STEP(0, x0) STEP(1, x1) STEP(2, x2) STEP(3, x3)
+            STEP(4, x4) STEP(5, x5) STEP(6, x6) STEP(7, x7)
+#undef STEP
+        }
+    }
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R5; r++)
+        if (r < nr) {
+            _mm512_mask_storeu_ps(y + r * ldy, m0, c[r][0]);
+            if (m1) _mm512_mask_storeu_ps(y + r * ldy + 16, m1, c[r][1]);
+        }
+}
+
+AVX512 INLINE void gemm_avx512_t(const float *x, size_t ldx, size_t n_rows, const sk_packed *w,
+                                 float *y, size_t ldy, int wt) {
+    const size_t k = w->n_in, m = w->n_out, np = (m + 15) / 16;
+    for (size_t k0 = 0; k0 < k; k0 += SK_KC) {
+        const size_t kc = k - k0 < SK_KC ? k - k0 : SK_KC;
+        for (size_t p = 0; p < np; p += 2) {
+            const size_t pa = p * w->pstride + k0 * 16;
+            const int two = p + 1 < np;
+            const size_t pb = two ? (p + 1) * w->pstride + k0 * 16 : 0;
+            const size_t rem = m - p * 16, nc = rem < 32 ? rem : 32;
+            const float *bias = w->bias ? w->bias + p * 16 : NULL;
+            for (size_t r0 = 0; r0 < n_rows; r0 += R5) {
+                const size_t nr = n_rows - r0 < R5 ? n_rows - r0 : R5;
+                const float *xp[R5];
+                for (size_t r = 0; r < R5; r++)
+                    xp[r] = x + (r0 + (r < nr ? r : nr - 1)) * ldx + k0;
+                kern_avx512(xp, w->data, pa, pb, two, kc, y + r0 * ldy + p * 16, ldy, nr, nc,
+                            bias, k0 > 0, wt);
+            }
+        }
+    }
+}
+
+AVX512 static void gemm_avx512_f32(const float *x, size_t ldx, size_t n, const sk_packed *w,
+                                   float *y, size_t ldy) {
+    gemm_avx512_t(x, ldx, n, w, y, ldy, SK_PACK_F32);
+}
+AVX512 static void gemm_avx512_f16(const float *x, size_t ldx, size_t n, const sk_packed *w,
+                                   float *y, size_t ldy) {
+    gemm_avx512_t(x, ldx, n, w, y, ldy, SK_PACK_F16);
+}
+AVX512 static void gemm_avx512_bf16(const float *x, size_t ldx, size_t n, const sk_packed *w,
+                                    float *y, size_t ldy) {
+    gemm_avx512_t(x, ldx, n, w, y, ldy, SK_PACK_BF16);
+}
+
+void sk_gemm_avx512(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
+                    size_t ldy) {
+    if (gemm_trivial(x, n_rows, w, y, ldy)) return;
+    if (w->wtype == SK_PACK_F16)
+        gemm_avx512_f16(x, ldx, n_rows, w, y, ldy);
+    else if (w->wtype == SK_PACK_BF16)
+        gemm_avx512_bf16(x, ldx, n_rows, w, y, ldy);
+    else
+        gemm_avx512_f32(x, ldx, n_rows, w, y, ldy);
+}
+
+/* ------------------------------------------------------------------ AVX2 math ---- */
+
+AVX2 static inline float hsum256(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+AVX2 static inline float hmax256(__m256 v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* exp(x) for x in about [-87.3, 88.7]; smaller x give 0 (flushes below the normal range). */
+AVX2 static inline __m256 exp256(__m256 x) {
+    const __m256 lo = _mm256_set1_ps(-87.3f), hi = _mm256_set1_ps(88.7f);
+    __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+    x = _mm256_max_ps(_mm256_min_ps(x, hi), lo);
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    __m256 res = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+    return _mm256_andnot_ps(under, res);
+}
+
+/* gelu(x) = x * Phi(x), Phi from erfc(|x|/sqrt 2) (relative accuracy in both tails). */
+AVX2 static inline __m256 gelu256(__m256 x) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    __m256 z = _mm256_mul_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x),
+                             _mm256_set1_ps(0.70710678118654752f));
+    __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(0.5f), z, one));
+    __m256 p = _mm256_set1_ps(0.17087277f);
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.82215223f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.48851587f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.13520398f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.27886807f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.18628806f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.09678418f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.37409196f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.00002368f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.26551223f));
+    __m256 arg = _mm256_sub_ps(p, _mm256_mul_ps(z, z));
+    __m256 half_erfc = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), t), exp256(arg));
+    __m256 pos = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ);
+    __m256 phi = _mm256_blendv_ps(half_erfc, _mm256_sub_ps(one, half_erfc), pos);
+    return _mm256_mul_ps(x, phi);
+}
+
+AVX2 void sk_geglu_avx2(const float *a, const float *g, float *y, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(gelu256(_mm256_loadu_ps(a + i)),
+                                              _mm256_loadu_ps(g + i)));
+    if (i < n) {
+        float ta[8] = {0}, tg[8] = {0};
+        memcpy(ta, a + i, (n - i) * sizeof(float));
+        memcpy(tg, g + i, (n - i) * sizeof(float));
+        _mm256_storeu_ps(ta, _mm256_mul_ps(gelu256(_mm256_loadu_ps(ta)), _mm256_loadu_ps(tg)));
+        memcpy(y + i, ta, (n - i) * sizeof(float));
+    }
+}
+
+AVX2 void sk_gelu_avx2(float *x, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, gelu256(_mm256_loadu_ps(x + i)));
+    if (i < n) {
+        float t[8] = {0};
+        memcpy(t, x + i, (n - i) * sizeof(float));
+        _mm256_storeu_ps(t, gelu256(_mm256_loadu_ps(t)));
+        memcpy(x + i, t, (n - i) * sizeof(float));
+    }
+}
+
+AVX2 void sk_attn_softmax_avx2(float *x, size_t n, float scale) {
+    if (n == 0) return;
+    const __m256 vs = _mm256_set1_ps(scale);
+    __m256 vm = _mm256_set1_ps(-INFINITY);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), vs);
+        _mm256_storeu_ps(x + i, v);
+        vm = _mm256_max_ps(vm, v);
+    }
+    float mx = hmax256(vm);
+    for (; i < n; i++) {
+        x[i] *= scale;
+        if (x[i] > mx) mx = x[i];
+    }
+    const __m256 vmx = _mm256_set1_ps(mx);
+    __m256 vsum = _mm256_setzero_ps();
+    for (i = 0; i + 8 <= n; i += 8) {
+        __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmx));
+        _mm256_storeu_ps(x + i, e);
+        vsum = _mm256_add_ps(vsum, e);
+    }
+    float sum = hsum256(vsum);
+    if (i < n) {
+        float t[8];
+        for (size_t j = 0; j < 8; j++) t[j] = i + j < n ? x[i + j] - mx : -INFINITY;
+        __m256 e = exp256(_mm256_loadu_ps(t));
+        _mm256_storeu_ps(t, e);
+        for (size_t j = 0; i + j < n; j++) {
+            x[i + j] = t[j];
+            sum += t[j];
+        }
+    }
+    const __m256 inv = _mm256_set1_ps(1.0f / sum);
+    for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
+    for (; i < n; i++) x[i] *= 1.0f / sum;
+}
+
+/* Products rounded separately (no FMA), like the reference and PyTorch's elementwise ops,
+ * so the rotation is bitwise the same as sk_rope_ref. */
+AVX2 void sk_rope_avx2(float *u, size_t n_heads, size_t D, const float *c, const float *s) {
+    const size_t half = D / 2;
+    if (half % 8 != 0) {
+        sk_rope_ref(u, n_heads, D, c, s);
+        return;
+    }
+    for (size_t h = 0; h < n_heads; h++) {
+        float *v = u + h * D;
+        for (size_t i = 0; i < half; i += 8) {
+            __m256 x1 = _mm256_loadu_ps(v + i), x2 = _mm256_loadu_ps(v + half + i);
+            __m256 vc = _mm256_loadu_ps(c + i), vs = _mm256_loadu_ps(s + i);
+            _mm256_storeu_ps(v + i, _mm256_sub_ps(_mm256_mul_ps(x1, vc), _mm256_mul_ps(x2, vs)));
+            _mm256_storeu_ps(v + half + i,
+                             _mm256_add_ps(_mm256_mul_ps(x2, vc), _mm256_mul_ps(x1, vs)));
+        }
+    }
+}
+
+AVX2F void sk_widen16_avx2(int wtype, const void *src, float *dst, size_t n) {
+    const uint16_t *h = src;
+    size_t i = 0;
+    if (wtype == SK_PACK_F16)
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
+    else
+        for (; i + 8 <= n; i += 8) {
+            __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(h + i)));
+            _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+        }
+    if (i < n) sk_widen16_ref(wtype, h + i, dst + i, n - i);
+}
+
+/* ------------------------------------------------------------------ AVX-512 math - */
+
+AVX512 static inline __m512 exp512(__m512 x) {
+    const __m512 lo = _mm512_set1_ps(-87.3f), hi = _mm512_set1_ps(88.7f);
+    __mmask16 keep = _mm512_cmp_ps_mask(x, lo, _CMP_GE_OQ);
+    x = _mm512_max_ps(_mm512_min_ps(x, hi), lo);
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return _mm512_maskz_mul_ps(keep, p, _mm512_castsi512_ps(e));
+}
+
+/* The same formulas as gelu256 (see there). */
+AVX512 static inline __m512 gelu512(__m512 x) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    __m512 z = _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(0.70710678118654752f));
+    __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), z, one));
+    __m512 p = _mm512_set1_ps(0.17087277f);
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.82215223f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.48851587f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.13520398f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.27886807f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.18628806f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.09678418f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.37409196f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.00002368f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.26551223f));
+    __m512 arg = _mm512_sub_ps(p, _mm512_mul_ps(z, z));
+    __m512 half_erfc = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), t), exp512(arg));
+    __mmask16 pos = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ);
+    __m512 phi = _mm512_mask_sub_ps(half_erfc, pos, one, half_erfc);
+    return _mm512_mul_ps(x, phi);
+}
+
+AVX512 void sk_geglu_avx512(const float *a, const float *g, float *y, size_t n) {
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_mul_ps(gelu512(_mm512_loadu_ps(a + i)),
+                                              _mm512_loadu_ps(g + i)));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_mul_ps(gelu512(_mm512_maskz_loadu_ps(m, a + i)),
+                                 _mm512_maskz_loadu_ps(m, g + i));
+        _mm512_mask_storeu_ps(y + i, m, v);
+    }
+}
+
+AVX512 void sk_gelu_avx512(float *x, size_t n) {
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, gelu512(_mm512_loadu_ps(x + i)));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(x + i, m, gelu512(_mm512_maskz_loadu_ps(m, x + i)));
+    }
+}
+
+AVX512 void sk_attn_softmax_avx512(float *x, size_t n, float scale) {
+    if (n == 0) return;
+    const __m512 vs = _mm512_set1_ps(scale);
+    __m512 vm = _mm512_set1_ps(-INFINITY);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + i), vs);
+        _mm512_storeu_ps(x + i, v);
+        vm = _mm512_max_ps(vm, v);
+    }
+    __mmask16 tail = (__mmask16)((1u << (n - i)) - 1);
+    if (i < n) {
+        __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, x + i), vs);
+        _mm512_mask_storeu_ps(x + i, tail, v);
+        vm = _mm512_mask_max_ps(vm, tail, vm, v);
+    }
+    const __m512 vmx = _mm512_set1_ps(_mm512_reduce_max_ps(vm));
+    __m512 vsum = _mm512_setzero_ps();
+    for (i = 0; i + 16 <= n; i += 16) {
+        __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(x + i), vmx));
+        _mm512_storeu_ps(x + i, e);
+        vsum = _mm512_add_ps(vsum, e);
+    }
+    if (i < n) {
+        __m512 e = _mm512_maskz_mov_ps(tail, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + i), vmx)));
+        _mm512_mask_storeu_ps(x + i, tail, e);
+        vsum = _mm512_add_ps(vsum, e);
+    }
+    const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
+    for (i = 0; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), inv));
+    if (i < n) _mm512_mask_storeu_ps(x + i, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, x + i), inv));
+}
+
+/* Mean in double (the residual stream can carry values near 1e4-1e5, where a float sum
+ * loses the digits that matter); centring with the mean split into two floats (hi + lo),
+ * so x - mean keeps those digits too; variance of the centred values in float lanes. */
+AVX2 void sk_layernorm_avx2(const float *x, size_t n_rows, size_t d, const float *w,
+                            const float *b, float eps, float *y) {
+    for (size_t r = 0; r < n_rows; r++) {
+        const float *xr = x + r * d;
+        float *yr = y + r * d;
+        __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+        size_t i = 0;
+        for (; i + 8 <= d; i += 8) {
+            __m256 v = _mm256_loadu_ps(xr + i);
+            s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+            s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+        }
+        double lanes[4];
+        _mm256_storeu_pd(lanes, _mm256_add_pd(s0, s1));
+        double sum = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+        for (; i < d; i++) sum += xr[i];
+        const double mean = sum / (double)d;
+        const float mhi = (float)mean, mlo = (float)(mean - (double)mhi);
+        const __m256 vhi = _mm256_set1_ps(mhi), vlo = _mm256_set1_ps(mlo);
+        __m256 q0 = _mm256_setzero_ps(), q1 = _mm256_setzero_ps();
+        for (i = 0; i + 16 <= d; i += 16) {
+            __m256 t0 = _mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(xr + i), vhi), vlo);
+            __m256 t1 = _mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(xr + i + 8), vhi), vlo);
+            q0 = _mm256_fmadd_ps(t0, t0, q0);
+            q1 = _mm256_fmadd_ps(t1, t1, q1);
+        }
+        double var = (double)hsum256(_mm256_add_ps(q0, q1));
+        for (; i < d; i++) {
+            double t = (double)xr[i] - mean;
+            var += t * t;
+        }
+        const float rstd = (float)(1.0 / sqrt(var / (double)d + (double)eps));
+        const __m256 vr = _mm256_set1_ps(rstd);
+        for (i = 0; i + 8 <= d; i += 8) {
+            __m256 t = _mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(xr + i), vhi), vlo);
+            __m256 v = _mm256_mul_ps(_mm256_mul_ps(t, vr), _mm256_loadu_ps(w + i));
+            if (b) v = _mm256_add_ps(v, _mm256_loadu_ps(b + i));
+            _mm256_storeu_ps(yr + i, v);
+        }
+        for (; i < d; i++) {
+            float v = ((xr[i] - mhi) - mlo) * rstd * w[i];
+            yr[i] = b ? v + b[i] : v;
+        }
+    }
+}
+
+#else /* not x86-64: the SIMD entry points fall back to the scalar code */
+
+void sk_gemm_avx2(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
+                  size_t ldy) {
+    sk_gemm_scalar(x, ldx, n_rows, w, y, ldy);
+}
+void sk_gemm_avx512(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
+                    size_t ldy) {
+    sk_gemm_scalar(x, ldx, n_rows, w, y, ldy);
+}
+void sk_geglu_avx2(const float *a, const float *g, float *y, size_t n) { sk_geglu_ref(a, g, y, n); }
+void sk_rope_avx2(float *u, size_t n_heads, size_t D, const float *c, const float *s) {
+    sk_rope_ref(u, n_heads, D, c, s);
+}
+void sk_widen16_avx2(int wtype, const void *src, float *dst, size_t n) {
+    sk_widen16_ref(wtype, src, dst, n);
+}
+void sk_geglu_avx512(const float *a, const float *g, float *y, size_t n) { sk_geglu_ref(a, g, y, n); }
+void sk_gelu_avx512(float *x, size_t n) { sk_gelu_ref(x, n); }
+void sk_attn_softmax_avx512(float *x, size_t n, float scale) { sk_attn_softmax_ref(x, n, scale); }
+void sk_gelu_avx2(float *x, size_t n) { sk_gelu_ref(x, n); }
+void sk_attn_softmax_avx2(float *x, size_t n, float scale) { sk_attn_softmax_ref(x, n, scale); }
+void sk_layernorm_avx2(const float *x, size_t n_rows, size_t d, const float *w, const float *b,
+                       float eps, float *y) {
+    sk_layernorm_ref(x, n_rows, d, w, b, eps, y);
+}
+#endif

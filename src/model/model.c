@@ -1,0 +1,1022 @@
+/*
+ * model.c - loading a System One decision model from GGUF and its f32 forward pass.
+ *
+ * Contract (see model.h): the loader validates every hyper-parameter and tensor it uses and
+ * widens matrices to f32; the model is immutable afterwards. The forward pass follows the
+ * PyTorch reference operation by operation:
+ *   encoder (transformers ModernBertModel): LN(emb) -> per layer [pre-LN (none on layer 0),
+ *     fused QKV, NEOX RoPE with the global or local base, softmax attention (symmetric
+ *     window |i-j| <= W/2 on local layers), Wo, residual, LN, GeGLU (erf GELU), Wo,
+ *     residual] -> final LN;
+ *   head (laya DecisionModel): + type_emb[qtype] everywhere, pre-norm TransformerEncoder
+ *     layers (biases, max(1, d/64) heads, ReLU FFN, LayerNorm eps 1e-5), scorer
+ *     LN -> Linear -> GELU -> Linear(d, 1) at the marker rows.
+ * The last head layer only matters at the marker rows (nothing reads the others), so its
+ * queries, output projection and FFN run on those rows only; keys and values still cover
+ * every position, which gives the same numbers.
+ *
+ * Layout: matrices are prepacked at load into 16-output panels (kernels.h), F16/BF16 kept
+ * 16-bit and widened exactly by the kernels, F32/Q8_0 as f32. A batch packs its sequences'
+ * rows one after another so every matrix product runs once over all of them; attention
+ * (one head at a time, K and V^T packed per head, query blocks limited to the union of
+ * their sliding windows), RoPE positions and the head's marker rows stay per sequence.
+ * Every output row is computed by the same arithmetic whatever the batch or thread count,
+ * so results are bitwise independent of both.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "../kernels/kernels.h"
+#include "../kernels/pool.h"
+
+/* Python's nn.TransformerEncoderLayer and nn.LayerNorm default; the head and scorer always
+ * use it whatever the encoder's epsilon is. */
+#define SK_HEAD_EPS 1e-5f
+
+/* Sanity limits on hyper-parameters read from a file (far above any real model). */
+#define SK_MAX_EMBD 65536u
+#define SK_MAX_LAYERS 1024u
+#define SK_MAX_FF (1u << 20)
+#define SK_MAX_VOCAB (1u << 24)
+
+/* A Linear layer, prepacked for sk_gemm (see kernels.h); buf/bias own the memory. */
+typedef struct sk_linear {
+    sk_packed p;
+    void *buf;
+    float *bias;
+} sk_linear;
+
+typedef struct sk_enc_layer {
+    float *attn_norm;   /* NULL on layer 0 */
+    sk_linear qkv, out;
+    float *ffn_norm;
+    sk_linear up, down;
+    int global;         /* full attention, global RoPE base */
+} sk_enc_layer;
+
+typedef struct sk_head_layer {
+    float *norm1_w, *norm1_b;
+    sk_linear q, kv, out;   /* in_proj split: the last block needs K and V on every row but
+                               Q only at the markers */
+    float *norm2_w, *norm2_b;
+    sk_linear up, down;
+} sk_head_layer;
+
+struct sk_model {
+    sk_hparams hp;
+    uint64_t n_params;
+    /* token_embd.weight stays in the file (any supported type): only the rows of a
+     * sequence are widened, at lookup, so a large vocabulary costs no f32 copy. */
+    const sk_gguf_tensor *tok_embd;
+    uint64_t tok_row_bytes;
+    float *embd_norm;
+    sk_enc_layer *enc;
+    float *out_norm;
+    sk_head_layer *head;
+    float *type_emb;     /* [3][d] */
+    float *cls_norm_w, *cls_norm_b;
+    sk_linear cls;       /* d -> d */
+    sk_linear cls_out;   /* d -> 1 */
+    uint32_t head_dim;       /* encoder D */
+    uint32_t head_dim_dec;   /* decision head hd */
+    float inv_freq[2][512];  /* [0] global, [1] local; D/2 entries, as HF computes them */
+};
+
+struct sk_scratch {
+    size_t cap;          /* rows the buffers hold */
+    size_t cap_markers;
+    float *h, *a, *qkv, *att, *ff;
+    float *sc;                         /* attention probabilities [SK_QB][cap] */
+    float *kpack, *vpack;              /* one head's K and V^T, packed for sk_gemm */
+    float *rope_cos[2], *rope_sin[2];  /* [cap][D/2] per base */
+    float *mh, *ma, *mq, *matt, *mff;  /* marker rows */
+    uint32_t d, D, Dmax, n_qkv, n_ff_max, n_ff_head;
+    sk_pool *pool;                     /* borrowed; NULL = one thread */
+    struct seq_rows *seqs;             /* batch layout */
+    size_t cap_seqs, cap_rows;
+    size_t *mrows;                     /* global row of each marker */
+    float *mlogits;                    /* scorer outputs before scattering */
+};
+
+/* ------------------------------------------------------------------ loading ------ */
+
+static int key_name(char *buf, size_t cap, const char *arch, const char *suffix) {
+    int k = snprintf(buf, cap, "%s.%s", arch, suffix);
+    return (k < 0 || (size_t)k >= cap) ? -1 : 0;
+}
+
+/* A required or optional u32 hyper-parameter under the architecture prefix. */
+static int get_u32(const sk_gguf *g, const char *arch, const char *suffix, uint32_t *out,
+                   int required, uint32_t dflt, sk_err *e) {
+    char key[160];
+    if (key_name(key, sizeof key, arch, suffix) != 0)
+        return sk_fail(e, SKYCMD_E_FORMAT, "architecture name too long");
+    int rc = sk_gguf_get_u32(g, key, out);
+    if (rc == SKYCMD_E_NOT_FOUND && !required) {
+        *out = dflt;
+        return SKYCMD_OK;
+    }
+    if (rc == SKYCMD_E_NOT_FOUND) return sk_fail(e, rc, "missing metadata key %s", key);
+    if (rc != SKYCMD_OK)
+        return sk_fail(e, SKYCMD_E_FORMAT, "metadata key %s is not a u32 value", key);
+    return SKYCMD_OK;
+}
+
+static int get_f32(const sk_gguf *g, const char *arch, const char *suffix, float *out,
+                   float dflt, sk_err *e) {
+    char key[160];
+    if (key_name(key, sizeof key, arch, suffix) != 0)
+        return sk_fail(e, SKYCMD_E_FORMAT, "architecture name too long");
+    int rc = sk_gguf_get_f32(g, key, out);
+    if (rc == SKYCMD_E_NOT_FOUND) {
+        *out = dflt;
+        return SKYCMD_OK;
+    }
+    if (rc != SKYCMD_OK) return sk_fail(e, SKYCMD_E_FORMAT, "metadata key %s is not a float", key);
+    if (!isfinite(*out) || *out <= 0.0f)
+        return sk_fail(e, SKYCMD_E_FORMAT, "metadata key %s = %g is not a positive number", key,
+                       (double)*out);
+    return SKYCMD_OK;
+}
+
+/* A per-block u32 key that may be a scalar or an array of block_count values. Fills
+ * vals[0..n). */
+static int get_u32_per_block(const sk_gguf *g, const char *arch, const char *suffix,
+                             uint32_t *vals, uint32_t n, int *is_array, sk_err *e) {
+    char key[160];
+    if (key_name(key, sizeof key, arch, suffix) != 0)
+        return sk_fail(e, SKYCMD_E_FORMAT, "architecture name too long");
+    int64_t idx = sk_gguf_find_key(g, key);
+    if (idx < 0) return sk_fail(e, SKYCMD_E_NOT_FOUND, "missing metadata key %s", key);
+    const sk_gguf_value *v = sk_gguf_kv_value(g, (size_t)idx);
+    *is_array = 0;
+    if (v->type == SK_GGUF_ARRAY) {
+        if (v->v.arr.count != n)
+            return sk_fail(e, SKYCMD_E_FORMAT, "metadata key %s has %llu values, expected %u "
+                           "(one per block)", key, (unsigned long long)v->v.arr.count, n);
+        sk_gguf_iter it;
+        sk_gguf_iter_init(&it, v);
+        sk_gguf_value el;
+        for (uint32_t i = 0; i < n; i++) {
+            if (!sk_gguf_iter_next(&it, &el))
+                return sk_fail(e, SKYCMD_E_FORMAT, "metadata key %s: array too short", key);
+            uint64_t x;
+            if (el.type == SK_GGUF_U8 || el.type == SK_GGUF_U16 || el.type == SK_GGUF_U32 ||
+                el.type == SK_GGUF_U64)
+                x = el.v.u;
+            else if (el.type == SK_GGUF_I8 || el.type == SK_GGUF_I16 || el.type == SK_GGUF_I32 ||
+                     el.type == SK_GGUF_I64) {
+                if (el.v.i < 0)
+                    return sk_fail(e, SKYCMD_E_FORMAT, "metadata key %s[%u] is negative", key, i);
+                x = (uint64_t)el.v.i;
+            } else
+                return sk_fail(e, SKYCMD_E_FORMAT, "metadata key %s is not an integer array", key);
+            if (x > UINT32_MAX)
+                return sk_fail(e, SKYCMD_E_FORMAT, "metadata key %s[%u] is too large", key, i);
+            vals[i] = (uint32_t)x;
+        }
+        *is_array = 1;
+        return SKYCMD_OK;
+    }
+    uint32_t x;
+    if (sk_gguf_get_u32(g, key, &x) != SKYCMD_OK)
+        return sk_fail(e, SKYCMD_E_FORMAT, "metadata key %s is neither a u32 nor an array", key);
+    for (uint32_t i = 0; i < n; i++) vals[i] = x;
+    return SKYCMD_OK;
+}
+
+/* Find a tensor, check its type and shape (ggml order: ne0 innermost; ne1 = 1 for vectors)
+ * and return a freshly allocated f32 copy. *out stays NULL when the tensor is absent and
+ * not required. */
+/* Find a required tensor and check its type, shape and byte size. */
+static int check_tensor(const sk_gguf *g, const char *name, uint64_t ne0, uint64_t ne1,
+                        const sk_gguf_tensor **out, sk_err *e) {
+    const sk_gguf_tensor *t = sk_gguf_find_tensor(g, name);
+    *out = NULL;
+    if (!t) return sk_fail(e, SKYCMD_E_FORMAT, "missing tensor %s", name);
+    if (t->type != SK_GGML_F32 && t->type != SK_GGML_F16 && t->type != SK_GGML_BF16 &&
+        t->type != SK_GGML_Q8_0) {
+        const char *tn = sk_ggml_type_name(t->type);
+        return sk_fail(e, SKYCMD_E_UNSUPPORTED, "tensor %s has type %s; expected F32, F16, BF16 "
+                       "or Q8_0", name, tn ? tn : "unknown");
+    }
+    int shape_ok = t->ne[0] == ne0 && t->ne[1] == ne1 && t->ne[2] == 1 && t->ne[3] == 1;
+    if (shape_ok && t->type == SK_GGML_Q8_0 && ne0 % SK_QK8_0 != 0)
+        return sk_fail(e, SKYCMD_E_FORMAT, "tensor %s is Q8_0 but its rows (%llu) are not a "
+                       "multiple of %d", name, (unsigned long long)ne0, SK_QK8_0);
+    if (!shape_ok)
+        return sk_fail(e, SKYCMD_E_FORMAT, "tensor %s has shape [%llu, %llu, %llu, %llu]; "
+                       "expected [%llu, %llu]", name, (unsigned long long)t->ne[0],
+                       (unsigned long long)t->ne[1], (unsigned long long)t->ne[2],
+                       (unsigned long long)t->ne[3], (unsigned long long)ne0,
+                       (unsigned long long)ne1);
+    size_t n;
+    if (sk_mul_size((size_t)ne0, (size_t)ne1, &n) != 0 || n != t->n_elements)
+        return sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: inconsistent element count", name);
+    if (!t->data || t->nbytes == 0 || t->nbytes != sk_ggml_row_size(t->type, n))
+        return sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: data size does not match its type",
+                       name);
+    *out = t;
+    return SKYCMD_OK;
+}
+
+static int load_tensor(sk_model *m, const sk_gguf *g, const char *name, uint64_t ne0,
+                       uint64_t ne1, int required, float **out, sk_err *e) {
+    *out = NULL;
+    if (!required && !sk_gguf_find_tensor(g, name)) return SKYCMD_OK;
+    const sk_gguf_tensor *t;
+    int rc = check_tensor(g, name, ne0, ne1, &t, e);
+    if (rc) return rc;
+    size_t n = (size_t)t->n_elements;
+    float *buf = sk_malloc_array(n ? n : 1, sizeof(float));
+    if (!buf) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory loading tensor %s", name);
+    if (sk_ggml_to_f32(t->type, t->data, buf, n) != SKYCMD_OK) {
+        free(buf);
+        return sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: cannot convert to f32", name);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(buf[i])) {
+            free(buf);
+            return sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: element %zu is not finite", name, i);
+        }
+    m->n_params += n;
+    *out = buf;
+    return SKYCMD_OK;
+}
+
+/* Pack rows [row0, row0 + n_out) of a weight matrix ([*][n_in]; f32 in w, or the raw 16-bit
+ * elements in w16 with wtype SK_PACK_F16/BF16) and the matching bias entries. */
+static int pack_linear(sk_linear *lin, const float *w, const uint16_t *w16, int wtype,
+                       const float *b, size_t row0, size_t n_out, size_t n_in, const char *name,
+                       sk_err *e) {
+    size_t nf = sk_packed_floats(n_out, n_in), panels = (n_out + SK_PANEL - 1) / SK_PANEL;
+    size_t bytes;
+    if (nf == 0 || sk_mul_size(nf, sk_pack_elem_size(wtype), &bytes) || bytes > SIZE_MAX - 64)
+        return sk_fail(e, SKYCMD_E_FORMAT, "tensor %s is too large", name);
+    bytes = (bytes + 63) / 64 * 64;
+    lin->buf = aligned_alloc(64, bytes);
+    lin->bias = b ? aligned_alloc(64, panels * SK_PANEL * sizeof(float)) : NULL;
+    if (!lin->buf || (b && !lin->bias))
+        return sk_fail(e, SKYCMD_E_NOMEM, "out of memory packing tensor %s", name);
+    if (wtype == SK_PACK_F32)
+        sk_pack(w + row0 * n_in, n_in, n_out, n_in, lin->buf);
+    else
+        sk_pack_u16(w16 + row0 * n_in, n_in, n_out, n_in, lin->buf);
+    if (b) {
+        memset(lin->bias, 0, panels * SK_PANEL * sizeof(float));
+        memcpy(lin->bias, b + row0, n_out * sizeof(float));
+    }
+    lin->p.data = lin->buf;
+    lin->p.bias = lin->bias;
+    lin->p.n_in = n_in;
+    lin->p.n_out = n_out;
+    lin->p.pstride = n_in * SK_PANEL;
+    lin->p.wtype = wtype;
+    return SKYCMD_OK;
+}
+
+/* An F16/BF16 tensor's raw elements (aligned copy), after checking that every one is
+ * finite (exponent not all ones). */
+static int load_u16(const sk_gguf *g, const char *name, uint64_t ne0, uint64_t ne1,
+                    uint16_t **out, sk_err *e) {
+    const sk_gguf_tensor *t;
+    *out = NULL;
+    int rc = check_tensor(g, name, ne0, ne1, &t, e);
+    if (rc) return rc;
+    size_t n = (size_t)t->n_elements;
+    uint16_t *buf = sk_malloc_array(n ? n : 1, sizeof(uint16_t));
+    if (!buf) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory loading tensor %s", name);
+    memcpy(buf, t->data, n * sizeof(uint16_t));
+    const uint16_t mask = t->type == SK_GGML_F16 ? 0x7c00 : 0x7f80;
+    for (size_t i = 0; i < n; i++)
+        if ((buf[i] & mask) == mask) {
+            free(buf);
+            return sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: element %zu is not finite", name, i);
+        }
+    *out = buf;
+    return SKYCMD_OK;
+}
+
+/* Load <prefix>.weight ([n_out][n_in] in PyTorch order) and optionally <prefix>.bias, and
+ * pack it as one Linear, or as two (rows [0, split) and [split, n_out)) when lin2 != NULL.
+ * F16 and BF16 matrices stay 16-bit in the panels (widened exactly by the kernels); F32 and
+ * Q8_0 become f32. */
+static int load_linear2(sk_model *m, const sk_gguf *g, const char *prefix /* < 128 chars */,
+                        uint32_t n_in, uint32_t n_out, int with_bias, sk_linear *lin,
+                        sk_linear *lin2, uint32_t split, sk_err *e) {
+    char name[192], bname[192];
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    snprintf(bname, sizeof bname, "%s.bias", prefix);
+    const sk_gguf_tensor *t = sk_gguf_find_tensor(g, name);
+    int wtype = SK_PACK_F32;
+    if (t && t->type == SK_GGML_F16) wtype = SK_PACK_F16;
+    if (t && t->type == SK_GGML_BF16) wtype = SK_PACK_BF16;
+    float *w = NULL, *b = NULL;
+    uint16_t *w16 = NULL;
+    int rc;
+    if (wtype == SK_PACK_F32) {
+        rc = load_tensor(m, g, name, n_in, n_out, 1, &w, e);
+    } else {
+        rc = load_u16(g, name, n_in, n_out, &w16, e);
+        if (!rc) m->n_params += (uint64_t)n_in * n_out;
+    }
+    if (!rc && with_bias) rc = load_tensor(m, g, bname, n_out, 1, 1, &b, e);
+    if (!rc) {
+        if (lin2) {
+            rc = pack_linear(lin, w, w16, wtype, b, 0, split, n_in, name, e);
+            if (!rc) rc = pack_linear(lin2, w, w16, wtype, b, split, n_out - split, n_in, name, e);
+        } else {
+            rc = pack_linear(lin, w, w16, wtype, b, 0, n_out, n_in, name, e);
+        }
+    }
+    free(w);
+    free(w16);
+    free(b);
+    return rc;
+}
+
+static int load_linear(sk_model *m, const sk_gguf *g, const char *prefix, uint32_t n_in,
+                       uint32_t n_out, int with_bias, sk_linear *lin, sk_err *e) {
+    return load_linear2(m, g, prefix, n_in, n_out, with_bias, lin, NULL, 0, e);
+}
+
+static void free_linear(sk_linear *l) {
+    free(l->buf);
+    free(l->bias);
+}
+
+void sk_model_free(sk_model *m) {
+    if (!m) return;
+    free(m->embd_norm);
+    if (m->enc)
+        for (uint32_t l = 0; l < m->hp.n_layer; l++) {
+            sk_enc_layer *L = &m->enc[l];
+            free(L->attn_norm);
+            free_linear(&L->qkv);
+            free_linear(&L->out);
+            free(L->ffn_norm);
+            free_linear(&L->up);
+            free_linear(&L->down);
+        }
+    free(m->enc);
+    free(m->out_norm);
+    if (m->head)
+        for (uint32_t j = 0; j < m->hp.n_head_layers; j++) {
+            sk_head_layer *H = &m->head[j];
+            free(H->norm1_w);
+            free(H->norm1_b);
+            free_linear(&H->q);
+            free_linear(&H->kv);
+            free_linear(&H->out);
+            free(H->norm2_w);
+            free(H->norm2_b);
+            free_linear(&H->up);
+            free_linear(&H->down);
+        }
+    free(m->head);
+    free(m->type_emb);
+    free(m->cls_norm_w);
+    free(m->cls_norm_b);
+    free_linear(&m->cls);
+    free_linear(&m->cls_out);
+    free(m);
+}
+
+/* inv_freq exactly as transformers computes it in float32:
+ * 1 / (base ** (arange(0, D, 2).float() / D)). */
+static void rope_inv_freq(float base, uint32_t D, float *out) {
+    for (uint32_t i = 0; i < D / 2; i++) {
+        float ex = (float)(2 * i) / (float)D;
+        float p = (float)pow((double)base, (double)ex);
+        out[i] = 1.0f / p;
+    }
+}
+
+static int read_hparams(const sk_gguf *g, sk_hparams *hp, sk_err *e) {
+    sk_str arch_s;
+    if (sk_gguf_get_str(g, "general.architecture", &arch_s) != SKYCMD_OK)
+        return sk_fail(e, SKYCMD_E_FORMAT, "missing metadata key general.architecture");
+    if (!sk_str_eq(arch_s, "modern-bert"))
+        return sk_fail(e, SKYCMD_E_UNSUPPORTED, "general.architecture is \"%.*s\"; only "
+                       "\"modern-bert\" decision models are supported",
+                       (int)(arch_s.len > 64 ? 64 : arch_s.len), arch_s.ptr);
+    const char *a = "modern-bert";
+    uint32_t n_blocks;
+    int rc;
+    memset(hp, 0, sizeof *hp);
+    if ((rc = get_u32(g, a, "block_count", &n_blocks, 1, 0, e))) return rc;
+    if ((rc = get_u32(g, a, "decision.block_count", &hp->n_head_layers, 1, 0, e))) return rc;
+    if (n_blocks > SK_MAX_LAYERS || hp->n_head_layers >= n_blocks)
+        return sk_fail(e, SKYCMD_E_FORMAT, "%s.block_count = %u and %s.decision.block_count = %u"
+                       " leave no encoder layer (or exceed %u)", a, n_blocks, a,
+                       hp->n_head_layers, SK_MAX_LAYERS);
+    hp->n_layer = n_blocks - hp->n_head_layers;
+    if ((rc = get_u32(g, a, "embedding_length", &hp->n_embd, 1, 0, e))) return rc;
+    if (hp->n_embd == 0 || hp->n_embd > SK_MAX_EMBD)
+        return sk_fail(e, SKYCMD_E_FORMAT, "%s.embedding_length = %u is out of range", a,
+                       hp->n_embd);
+    uint32_t *heads = sk_malloc_array(n_blocks, sizeof(uint32_t));
+    uint32_t *ff = sk_malloc_array(n_blocks, sizeof(uint32_t));
+    if (!heads || !ff) {
+        free(heads);
+        free(ff);
+        return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+    }
+    int arr_h, arr_ff;
+    rc = get_u32_per_block(g, a, "attention.head_count", heads, n_blocks, &arr_h, e);
+    if (!rc) rc = get_u32_per_block(g, a, "feed_forward_length", ff, n_blocks, &arr_ff, e);
+    if (rc) {
+        free(heads);
+        free(ff);
+        return rc;
+    }
+    hp->n_head = heads[0];
+    for (uint32_t l = 1; l < hp->n_layer && !rc; l++)
+        if (heads[l] != heads[0])
+            rc = sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s.attention.head_count differs between "
+                         "encoder layers 0 and %u", a, l);
+    hp->n_ff = ff[0];
+    for (uint32_t l = 1; l < hp->n_layer && !rc; l++)
+        if (ff[l] != ff[0])
+            rc = sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s.feed_forward_length differs between "
+                         "encoder layers 0 and %u", a, l);
+    free(heads);
+    if (rc) {
+        free(ff);
+        return rc;
+    }
+    /* The head's FFN is 4d in Python; a per-block array states it, a scalar does not. */
+    hp->n_ff_head = 4 * hp->n_embd;
+    if (arr_ff && hp->n_head_layers > 0) hp->n_ff_head = ff[hp->n_layer];
+    for (uint32_t j = 1; arr_ff && j < hp->n_head_layers && !rc; j++)
+        if (ff[hp->n_layer + j] != hp->n_ff_head)
+            rc = sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s.feed_forward_length differs between "
+                         "decision blocks", a);
+    free(ff);
+    if (rc) return rc;
+    if (hp->n_head == 0 || hp->n_embd % hp->n_head != 0 || (hp->n_embd / hp->n_head) % 2 != 0 ||
+        hp->n_embd / hp->n_head > 1024)
+        return sk_fail(e, SKYCMD_E_FORMAT, "%s.attention.head_count = %u does not split "
+                       "embedding_length %u into even head sizes", a, hp->n_head, hp->n_embd);
+    if (hp->n_ff == 0 || hp->n_ff > SK_MAX_FF || hp->n_ff_head == 0 || hp->n_ff_head > SK_MAX_FF)
+        return sk_fail(e, SKYCMD_E_FORMAT, "%s.feed_forward_length is out of range", a);
+    hp->n_head_dec = hp->n_embd / 64 > 1 ? hp->n_embd / 64 : 1;
+    if (hp->n_embd % hp->n_head_dec != 0)
+        return sk_fail(e, SKYCMD_E_UNSUPPORTED, "embedding_length %u is not divisible by the "
+                       "decision head count max(1, d/64) = %u", hp->n_embd, hp->n_head_dec);
+    if ((rc = get_f32(g, a, "attention.layer_norm_epsilon", &hp->eps, 1e-5f, e))) return rc;
+    if ((rc = get_u32(g, a, "attention.sliding_window", &hp->n_swa, 0, 0, e))) return rc;
+    if ((rc = get_u32(g, a, "attention.sliding_window_pattern", &hp->swa_pattern, 0, 3, e)))
+        return rc;
+    if (hp->swa_pattern == 0)
+        return sk_fail(e, SKYCMD_E_FORMAT, "%s.attention.sliding_window_pattern is 0", a);
+    if ((rc = get_f32(g, a, "rope.freq_base", &hp->rope_base, 160000.0f, e))) return rc;
+    if ((rc = get_f32(g, a, "rope.freq_base_swa", &hp->rope_base_swa, 10000.0f, e))) return rc;
+    if ((rc = get_u32(g, a, "decision.max_head_tokens", &hp->max_head_tokens, 0, 0, e)))
+        return rc;
+    if ((rc = get_u32(g, a, "decision.max_tokens", &hp->max_tokens, 0, 0, e))) return rc;
+    return SKYCMD_OK;
+}
+
+int sk_model_load(const sk_gguf *g, int weights_mode, sk_model **out, sk_err *e) {
+    if (!out) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sk_model_load: out is NULL");
+    *out = NULL;
+    if (!g) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sk_model_load: no GGUF reader");
+    if (weights_mode != SKYCMD_WEIGHTS_F32)
+        return sk_fail(e, SKYCMD_E_UNSUPPORTED, "weights mode %d is not supported yet (only "
+                       "f32)", weights_mode);
+    sk_model *m = calloc(1, sizeof *m);
+    if (!m) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+    int rc = read_hparams(g, &m->hp, e);
+    if (rc) {
+        free(m);
+        return rc;
+    }
+    sk_hparams *hp = &m->hp;
+    const uint32_t d = hp->n_embd;
+    /* The vocabulary size comes from the embedding table; vocab_size must agree if given. */
+    const sk_gguf_tensor *te = sk_gguf_find_tensor(g, "token_embd.weight");
+    if (!te) {
+        free(m);
+        return sk_fail(e, SKYCMD_E_FORMAT, "missing tensor token_embd.weight");
+    }
+    if (te->ne[1] == 0 || te->ne[1] > SK_MAX_VOCAB) {
+        free(m);
+        return sk_fail(e, SKYCMD_E_FORMAT, "tensor token_embd.weight has %llu rows",
+                       (unsigned long long)te->ne[1]);
+    }
+    hp->n_vocab = (uint32_t)te->ne[1];
+    uint32_t vk;
+    if (sk_gguf_get_u32(g, "modern-bert.vocab_size", &vk) == SKYCMD_OK && vk != hp->n_vocab) {
+        uint32_t rows = hp->n_vocab;
+        free(m);
+        return sk_fail(e, SKYCMD_E_FORMAT, "modern-bert.vocab_size = %u but token_embd.weight "
+                       "has %u rows", vk, rows);
+    }
+    m->head_dim = d / hp->n_head;
+    m->head_dim_dec = d / hp->n_head_dec;
+    rope_inv_freq(hp->rope_base, m->head_dim, m->inv_freq[0]);
+    rope_inv_freq(hp->rope_base_swa, m->head_dim, m->inv_freq[1]);
+
+    m->enc = calloc(hp->n_layer, sizeof *m->enc);
+    m->head = calloc(hp->n_head_layers ? hp->n_head_layers : 1, sizeof *m->head);
+    if (!m->enc || !m->head) {
+        sk_model_free(m);
+        return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+    }
+    char name[128];
+    rc = check_tensor(g, "token_embd.weight", d, hp->n_vocab, &m->tok_embd, e);
+    if (!rc) {
+        m->tok_row_bytes = sk_ggml_row_size(m->tok_embd->type, d);
+        m->n_params += m->tok_embd->n_elements;
+    }
+    if (!rc) rc = load_tensor(m, g, "token_embd_norm.weight", d, 1, 1, &m->embd_norm, e);
+    for (uint32_t l = 0; l < hp->n_layer && !rc; l++) {
+        sk_enc_layer *L = &m->enc[l];
+        L->global = (l % hp->swa_pattern == 0) || hp->n_swa == 0;
+        snprintf(name, sizeof name, "blk.%u.attn_norm.weight", l);
+        rc = load_tensor(m, g, name, d, 1, l > 0, &L->attn_norm, e);
+        if (!rc && l == 0 && L->attn_norm)
+            rc = sk_fail(e, SKYCMD_E_FORMAT, "tensor blk.0.attn_norm.weight is present, but "
+                         "ModernBERT's first layer has no attention norm");
+        snprintf(name, sizeof name, "blk.%u.attn_qkv", l);
+        if (!rc) rc = load_linear(m, g, name, d, 3 * d, 0, &L->qkv, e);
+        snprintf(name, sizeof name, "blk.%u.attn_output", l);
+        if (!rc) rc = load_linear(m, g, name, d, d, 0, &L->out, e);
+        snprintf(name, sizeof name, "blk.%u.ffn_norm.weight", l);
+        if (!rc) rc = load_tensor(m, g, name, d, 1, 1, &L->ffn_norm, e);
+        snprintf(name, sizeof name, "blk.%u.ffn_up", l);
+        if (!rc) rc = load_linear(m, g, name, d, 2 * hp->n_ff, 0, &L->up, e);
+        snprintf(name, sizeof name, "blk.%u.ffn_down", l);
+        if (!rc) rc = load_linear(m, g, name, hp->n_ff, d, 0, &L->down, e);
+    }
+    if (!rc) rc = load_tensor(m, g, "output_norm.weight", d, 1, 1, &m->out_norm, e);
+    for (uint32_t j = 0; j < hp->n_head_layers && !rc; j++) {
+        sk_head_layer *H = &m->head[j];
+        uint32_t b = hp->n_layer + j;
+        snprintf(name, sizeof name, "blk.%u.attn_norm.weight", b);
+        rc = load_tensor(m, g, name, d, 1, 1, &H->norm1_w, e);
+        snprintf(name, sizeof name, "blk.%u.attn_norm.bias", b);
+        if (!rc) rc = load_tensor(m, g, name, d, 1, 1, &H->norm1_b, e);
+        snprintf(name, sizeof name, "blk.%u.attn_qkv", b);
+        if (!rc) rc = load_linear2(m, g, name, d, 3 * d, 1, &H->q, &H->kv, d, e);
+        snprintf(name, sizeof name, "blk.%u.attn_output", b);
+        if (!rc) rc = load_linear(m, g, name, d, d, 1, &H->out, e);
+        snprintf(name, sizeof name, "blk.%u.ffn_norm.weight", b);
+        if (!rc) rc = load_tensor(m, g, name, d, 1, 1, &H->norm2_w, e);
+        snprintf(name, sizeof name, "blk.%u.ffn_norm.bias", b);
+        if (!rc) rc = load_tensor(m, g, name, d, 1, 1, &H->norm2_b, e);
+        snprintf(name, sizeof name, "blk.%u.ffn_up", b);
+        if (!rc) rc = load_linear(m, g, name, d, hp->n_ff_head, 1, &H->up, e);
+        snprintf(name, sizeof name, "blk.%u.ffn_down", b);
+        if (!rc) rc = load_linear(m, g, name, hp->n_ff_head, d, 1, &H->down, e);
+    }
+    if (!rc) rc = load_tensor(m, g, "token_types.weight", d, 3, 1, &m->type_emb, e);
+    if (!rc) rc = load_tensor(m, g, "cls.norm.weight", d, 1, 1, &m->cls_norm_w, e);
+    if (!rc) rc = load_tensor(m, g, "cls.norm.bias", d, 1, 1, &m->cls_norm_b, e);
+    if (!rc) rc = load_linear(m, g, "cls", d, d, 1, &m->cls, e);
+    if (!rc) rc = load_linear(m, g, "cls.output", d, 1, 1, &m->cls_out, e);
+    if (rc) {
+        sk_model_free(m);
+        return rc;
+    }
+    *out = m;
+    return SKYCMD_OK;
+}
+
+const sk_hparams *sk_model_hparams(const sk_model *m) { return m ? &m->hp : NULL; }
+uint64_t sk_model_n_params(const sk_model *m) { return m ? m->n_params : 0; }
+
+/* ------------------------------------------------------------------ scratch ------ */
+
+/* Query rows per attention block: the block's keys are the union of its rows' windows. */
+#define SK_QB 32
+
+sk_scratch *sk_scratch_new(const sk_model *m) {
+    if (!m) return NULL;
+    sk_scratch *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->d = m->hp.n_embd;
+    s->D = m->head_dim;
+    s->Dmax = m->head_dim > m->head_dim_dec ? m->head_dim : m->head_dim_dec;
+    s->n_qkv = 3 * s->d;
+    s->n_ff_head = m->hp.n_ff_head;
+    s->n_ff_max = 2 * m->hp.n_ff > m->hp.n_ff_head ? 2 * m->hp.n_ff : m->hp.n_ff_head;
+    return s;
+}
+
+static void scratch_free_rows(sk_scratch *s) {
+    free(s->h);
+    free(s->a);
+    free(s->qkv);
+    free(s->att);
+    free(s->ff);
+    free(s->sc);
+    free(s->kpack);
+    free(s->vpack);
+    for (int b = 0; b < 2; b++) {
+        free(s->rope_cos[b]);
+        free(s->rope_sin[b]);
+        s->rope_cos[b] = s->rope_sin[b] = NULL;
+    }
+    s->h = s->a = s->qkv = s->att = s->ff = s->sc = s->kpack = s->vpack = NULL;
+    s->cap = 0;
+}
+
+static void scratch_free_markers(sk_scratch *s) {
+    free(s->mh);
+    free(s->ma);
+    free(s->mq);
+    free(s->matt);
+    free(s->mff);
+    s->mh = s->ma = s->mq = s->matt = s->mff = NULL;
+    s->cap_markers = 0;
+}
+
+void sk_scratch_free(sk_scratch *s) {
+    if (!s) return;
+    free(s->seqs);
+    free(s->mrows);
+    free(s->mlogits);
+    scratch_free_rows(s);
+    scratch_free_markers(s);
+    free(s);
+}
+
+static float *alloc_rows(size_t rows, size_t cols) {
+    size_t n, bytes;
+    if (sk_mul_size(rows, cols, &n) != 0 || sk_mul_size(n ? n : 1, sizeof(float), &bytes) ||
+        bytes > SIZE_MAX - 64)
+        return NULL;
+    return aligned_alloc(64, (bytes + 63) / 64 * 64);
+}
+
+/* Grow the per-position buffers to hold n rows; fills the RoPE tables for positions below
+ * the new capacity (cos/sin of pos * inv_freq with the angle rounded to f32, as
+ * transformers computes them). */
+static int scratch_reserve(const sk_model *m, sk_scratch *s, size_t n, sk_err *e) {
+    if (n <= s->cap) return SKYCMD_OK;
+    size_t cap = s->cap ? s->cap : 64;
+    while (cap < n) cap = cap > SIZE_MAX / 2 ? n : cap * 2;
+    cap = (cap + SK_PANEL - 1) / SK_PANEL * SK_PANEL;
+    scratch_free_rows(s);
+    const size_t half = s->D / 2, dpad = (s->Dmax + SK_PANEL - 1) / SK_PANEL * SK_PANEL;
+    s->h = alloc_rows(cap, s->d);
+    s->a = alloc_rows(cap, s->d);
+    s->qkv = alloc_rows(cap, s->n_qkv);
+    s->att = alloc_rows(cap, s->d);
+    s->ff = alloc_rows(cap, s->n_ff_max);
+    s->sc = alloc_rows(cap, SK_QB);
+    s->kpack = alloc_rows(cap, s->Dmax);
+    s->vpack = alloc_rows(cap, dpad);
+    int ok = s->h && s->a && s->qkv && s->att && s->ff && s->sc && s->kpack && s->vpack;
+    for (int b = 0; b < 2 && ok; b++) {
+        s->rope_cos[b] = alloc_rows(cap, half);
+        s->rope_sin[b] = alloc_rows(cap, half);
+        ok = s->rope_cos[b] && s->rope_sin[b];
+        for (size_t p = 0; ok && p < cap; p++)
+            for (size_t i = 0; i < half; i++) {
+                float ang = (float)p * m->inv_freq[b][i];
+                s->rope_cos[b][p * half + i] = (float)cos((double)ang);
+                s->rope_sin[b][p * half + i] = (float)sin((double)ang);
+            }
+    }
+    if (!ok) {
+        scratch_free_rows(s);
+        return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for a %zu-token sequence", n);
+    }
+    s->cap = cap;
+    return SKYCMD_OK;
+}
+
+static int scratch_reserve_markers(sk_scratch *s, size_t k, sk_err *e) {
+    if (k <= s->cap_markers) return SKYCMD_OK;
+    size_t cap = s->cap_markers ? s->cap_markers : 16;
+    while (cap < k) cap = cap > SIZE_MAX / 2 ? k : cap * 2;
+    scratch_free_markers(s);
+    s->mh = alloc_rows(cap, s->d);
+    s->ma = alloc_rows(cap, s->d);
+    s->mq = alloc_rows(cap, s->d);
+    s->matt = alloc_rows(cap, s->d);
+    s->mff = alloc_rows(cap, s->n_ff_max > s->d ? s->n_ff_max : s->d);
+    if (!s->mh || !s->ma || !s->mq || !s->matt || !s->mff) {
+        scratch_free_markers(s);
+        return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for %zu markers", k);
+    }
+    s->cap_markers = cap;
+    return SKYCMD_OK;
+}
+
+/* ------------------------------------------------------------------ forward ------ */
+
+void sk_scratch_set_pool(sk_scratch *s, sk_pool *pool) {
+    if (s) s->pool = pool;
+}
+
+static void linear(sk_scratch *s, const sk_linear *L, const float *x, size_t ldx, size_t n_rows,
+                   float *y, size_t ldy) {
+    sk_gemm_pool(s->pool, x, ldx, n_rows, &L->p, y, ldy);
+}
+
+/* Multi-head softmax attention. Queries: nq rows of q (row stride ldq) at positions qpos[r]
+ * (or r when qpos is NULL); keys/values: n rows of k and v (row stride ldkv); head h uses
+ * columns [h*hd, (h+1)*hd). win > 0 limits row t to keys |t - j| <= win (queries must then
+ * be rows 0..n-1 in order); win == 0 is full attention. Output: out (row stride ldo).
+ * Per head, K and V^T are packed once; each block of SK_QB queries multiplies against the
+ * union of its rows' key ranges only, so work outside the window is skipped up to block
+ * granularity. */
+static void attention(sk_scratch *s, const float *q, size_t ldq, size_t nq, const float *k,
+                      const float *v, size_t ldkv, size_t n, size_t H, size_t hd, size_t win,
+                      float scale, float *out, size_t ldo) {
+    const size_t ldsc = s->cap;
+    for (size_t h = 0; h < H; h++) {
+        sk_pack(k + h * hd, ldkv, n, hd, s->kpack);  /* panels of 16 keys x hd */
+        /* V^T packed: panel p holds V[j][h*hd + 16p + c] at [j][c] */
+        const size_t vp = (hd + SK_PANEL - 1) / SK_PANEL;
+        for (size_t p = 0; p < vp; p++) {
+            float *dst = s->vpack + p * n * SK_PANEL;
+            const size_t c0 = p * SK_PANEL, nc = hd - c0 < SK_PANEL ? hd - c0 : SK_PANEL;
+            for (size_t j = 0; j < n; j++) {
+                const float *src = v + j * ldkv + h * hd + c0;
+                float *dr = dst + j * SK_PANEL;
+                for (size_t c = 0; c < nc; c++) dr[c] = src[c];
+                for (size_t c = nc; c < SK_PANEL; c++) dr[c] = 0.0f;
+            }
+        }
+        for (size_t r0 = 0; r0 < nq; r0 += SK_QB) {
+            const size_t nr = nq - r0 < SK_QB ? nq - r0 : SK_QB;
+            size_t lo = 0, hi = n;
+            if (win) {
+                lo = r0 > win ? r0 - win : 0;
+                hi = r0 + nr - 1 + win + 1 < n ? r0 + nr + win : n;
+            }
+            const size_t lo16 = lo / SK_PANEL * SK_PANEL, nk = hi - lo16;
+            sk_packed kw = {s->kpack + (lo16 / SK_PANEL) * hd * SK_PANEL, NULL, hd, nk,
+                            hd * SK_PANEL, SK_PACK_F32};
+            sk_gemm(q + r0 * ldq + h * hd, ldq, nr, &kw, s->sc, ldsc);
+            for (size_t r = 0; r < nr; r++) {
+                float *row = s->sc + r * ldsc;
+                size_t a = lo16, b = hi;
+                if (win) {
+                    const size_t t = r0 + r;
+                    a = t > win ? t - win : 0;
+                    b = t + win + 1 < n ? t + win + 1 : n;
+                }
+                for (size_t j = lo16; j < a; j++) row[j - lo16] = 0.0f;
+                sk_attn_softmax(row + (a - lo16), b - a, scale);
+                for (size_t j = b; j < hi; j++) row[j - lo16] = 0.0f;
+            }
+            sk_packed vw = {s->vpack + lo16 * SK_PANEL, NULL, nk, hd, n * SK_PANEL, SK_PACK_F32};
+            sk_gemm(s->sc, ldsc, nr, &vw, out + r0 * ldo + h * hd, ldo);
+        }
+    }
+}
+
+static void add_rows(float *h, const float *a, size_t n) {
+    for (size_t i = 0; i < n; i++) h[i] += a[i];
+}
+
+/* Sequence boundaries of the rows in the scratch (a batch packs sequences one after
+ * another; attention and RoPE positions stay within a sequence). */
+typedef struct seq_rows {
+    size_t off, n;      /* rows [off, off + n) */
+    size_t koff, k;     /* marker rows [koff, koff + k) */
+} seq_rows;
+
+static void encoder_layer(const sk_model *m, sk_scratch *s, const sk_enc_layer *L,
+                          const seq_rows *sr, size_t ns, size_t N) {
+    const size_t d = m->hp.n_embd, D = m->head_dim, H = m->hp.n_head, half = D / 2;
+    const size_t ld = 3 * d, I = m->hp.n_ff;
+    const float *src = s->h;
+    if (L->attn_norm) {
+        sk_layernorm(s->h, N, d, L->attn_norm, NULL, m->hp.eps, s->a);
+        src = s->a;
+    }
+    linear(s, &L->qkv, src, d, N, s->qkv, ld);
+    const int b = L->global ? 0 : 1;
+    for (size_t q = 0; q < ns; q++)
+        for (size_t t = 0; t < sr[q].n; t++) {
+            const float *c = s->rope_cos[b] + t * half, *sn = s->rope_sin[b] + t * half;
+            float *row = s->qkv + (sr[q].off + t) * ld;
+            sk_rope(row, H, D, c, sn);      /* q */
+            sk_rope(row + d, H, D, c, sn);  /* k */
+        }
+    for (size_t q = 0; q < ns; q++) {
+        const float *base = s->qkv + sr[q].off * ld;
+        attention(s, base, ld, sr[q].n, base + d, base + 2 * d, ld, sr[q].n, H, D,
+                  L->global ? 0 : m->hp.n_swa / 2, 1.0f / sqrtf((float)D),
+                  s->att + sr[q].off * d, d);
+    }
+    linear(s, &L->out, s->att, d, N, s->a, d);
+    add_rows(s->h, s->a, N * d);
+    sk_layernorm(s->h, N, d, L->ffn_norm, NULL, m->hp.eps, s->a);
+    linear(s, &L->up, s->a, d, N, s->ff, 2 * I);
+    for (size_t t = 0; t < N; t++) {
+        float *row = s->ff + t * 2 * I;
+        sk_geglu(row, row + I, row, I);
+    }
+    linear(s, &L->down, s->ff, 2 * I, N, s->a, d);
+    add_rows(s->h, s->a, N * d);
+}
+
+static void relu(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+/* A decision block over all rows (every row's output is needed by the next block). */
+static void head_layer_full(const sk_model *m, sk_scratch *s, const sk_head_layer *Hl,
+                            const seq_rows *sr, size_t ns, size_t N) {
+    const size_t d = m->hp.n_embd, H = m->hp.n_head_dec, hd = m->head_dim_dec, ld = 3 * d;
+    const size_t F = m->hp.n_ff_head;
+    sk_layernorm(s->h, N, d, Hl->norm1_w, Hl->norm1_b, SK_HEAD_EPS, s->a);
+    linear(s, &Hl->q, s->a, d, N, s->qkv, ld);
+    linear(s, &Hl->kv, s->a, d, N, s->qkv + d, ld);
+    for (size_t q = 0; q < ns; q++) {
+        const float *base = s->qkv + sr[q].off * ld;
+        attention(s, base, ld, sr[q].n, base + d, base + 2 * d, ld, sr[q].n, H, hd, 0,
+                  1.0f / sqrtf((float)hd), s->att + sr[q].off * d, d);
+    }
+    linear(s, &Hl->out, s->att, d, N, s->a, d);
+    add_rows(s->h, s->a, N * d);
+    sk_layernorm(s->h, N, d, Hl->norm2_w, Hl->norm2_b, SK_HEAD_EPS, s->a);
+    linear(s, &Hl->up, s->a, d, N, s->ff, F);
+    relu(s->ff, N * F);
+    linear(s, &Hl->down, s->ff, F, N, s->a, d);
+    add_rows(s->h, s->a, N * d);
+}
+
+/* The last decision block evaluated only at the K marker rows (global row indices in
+ * rows[]); the result goes to s->mh. */
+static void head_layer_markers(const sk_model *m, sk_scratch *s, const sk_head_layer *Hl,
+                               const seq_rows *sr, size_t ns, size_t N, const size_t *rows,
+                               size_t K) {
+    const size_t d = m->hp.n_embd, H = m->hp.n_head_dec, hd = m->head_dim_dec;
+    const size_t F = m->hp.n_ff_head;
+    sk_layernorm(s->h, N, d, Hl->norm1_w, Hl->norm1_b, SK_HEAD_EPS, s->a);
+    linear(s, &Hl->kv, s->a, d, N, s->qkv, 2 * d);  /* keys and values for every row */
+    for (size_t r = 0; r < K; r++) memcpy(s->ma + r * d, s->a + rows[r] * d, d * sizeof(float));
+    linear(s, &Hl->q, s->ma, d, K, s->mq, d);
+    for (size_t q = 0; q < ns; q++) {
+        const float *kv = s->qkv + sr[q].off * 2 * d;
+        attention(s, s->mq + sr[q].koff * d, d, sr[q].k, kv, kv + d, 2 * d, sr[q].n, H, hd, 0,
+                  1.0f / sqrtf((float)hd), s->matt + sr[q].koff * d, d);
+    }
+    linear(s, &Hl->out, s->matt, d, K, s->ma, d);
+    for (size_t r = 0; r < K; r++) {
+        const float *hr = s->h + rows[r] * d;
+        for (size_t i = 0; i < d; i++) s->mh[r * d + i] = hr[i] + s->ma[r * d + i];
+    }
+    sk_layernorm(s->mh, K, d, Hl->norm2_w, Hl->norm2_b, SK_HEAD_EPS, s->ma);
+    linear(s, &Hl->up, s->ma, d, K, s->mff, F);
+    relu(s->mff, K * F);
+    linear(s, &Hl->down, s->mff, F, K, s->ma, d);
+    add_rows(s->mh, s->ma, K * d);
+}
+
+static int check_seq(const sk_model *m, const sk_seq *q, size_t qi, sk_err *e) {
+    if (!q->ids || (q->n_markers && (!q->markers || !q->logits)))
+        return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sequence %zu: NULL argument", qi);
+    if (q->n == 0)
+        return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sequence %zu: empty token sequence", qi);
+    if (q->qtype < 0 || q->qtype > 2)
+        return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sequence %zu: question type %d is not 0, "
+                       "1 or 2", qi, q->qtype);
+    for (size_t t = 0; t < q->n; t++)
+        if (q->ids[t] < 0 || (uint32_t)q->ids[t] >= m->hp.n_vocab)
+            return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sequence %zu: token id %d at position "
+                           "%zu is outside the vocabulary (%u)", qi, (int)q->ids[t], t,
+                           m->hp.n_vocab);
+    for (size_t r = 0; r < q->n_markers; r++)
+        if (q->markers[r] < 0 || (size_t)q->markers[r] >= q->n)
+            return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sequence %zu: marker %zu at position "
+                           "%d is outside the %zu-token sequence", qi, r, (int)q->markers[r],
+                           q->n);
+    return SKYCMD_OK;
+}
+
+static int scratch_reserve_seqs(sk_scratch *s, size_t ns, size_t K, sk_err *e) {
+    if (ns > s->cap_seqs) {
+        size_t cap = ns < 8 ? 8 : ns;
+        seq_rows *p = sk_malloc_array(cap, sizeof *p);
+        if (!p) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for %zu sequences", ns);
+        free(s->seqs);
+        s->seqs = p;
+        s->cap_seqs = cap;
+    }
+    if (K > s->cap_rows) {
+        size_t cap = K < 16 ? 16 : K;
+        size_t *r = sk_malloc_array(cap, sizeof *r);
+        float *l = sk_malloc_array(cap, sizeof *l);
+        if (!r || !l) {
+            free(r);
+            free(l);
+            return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for %zu markers", K);
+        }
+        free(s->mrows);
+        free(s->mlogits);
+        s->mrows = r;
+        s->mlogits = l;
+        s->cap_rows = cap;
+    }
+    return SKYCMD_OK;
+}
+
+int sk_model_forward_batch(const sk_model *m, sk_scratch *s, const sk_seq *seqs, size_t n_seqs,
+                           sk_err *e) {
+    if (!m || !s || (n_seqs && !seqs))
+        return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sk_model_forward: NULL argument");
+    if (s->d != m->hp.n_embd || s->D != m->head_dim)
+        return sk_fail(e, SKYCMD_E_MISUSE, "sk_model_forward: scratch made for another model");
+    size_t N = 0, K = 0, ns = 0;
+    for (size_t i = 0; i < n_seqs; i++) {
+        int rc = check_seq(m, &seqs[i], i, e);
+        if (rc) return rc;
+        if (seqs[i].n_markers == 0) continue;  /* nothing reads it */
+        if (sk_add_size(N, seqs[i].n, &N) || sk_add_size(K, seqs[i].n_markers, &K))
+            return sk_fail(e, SKYCMD_E_TOO_LARGE, "batch too large");
+        ns++;
+    }
+    int rc = scratch_reserve(m, s, N ? N : 1, e);
+    if (!rc) rc = scratch_reserve_markers(s, K ? K : 1, e);
+    if (!rc) rc = scratch_reserve_seqs(s, ns ? ns : 1, K ? K : 1, e);
+    if (rc) return rc;
+    if (ns == 0) return SKYCMD_OK;
+    const size_t d = m->hp.n_embd;
+    seq_rows *sr = s->seqs;
+    size_t *rows = s->mrows;
+    {
+        size_t off = 0, koff = 0, q = 0;
+        for (size_t i = 0; i < n_seqs; i++) {
+            const sk_seq *sq = &seqs[i];
+            if (sq->n_markers == 0) continue;
+            sr[q] = (seq_rows){off, sq->n, koff, sq->n_markers};
+            for (size_t r = 0; r < sq->n_markers; r++) rows[koff + r] = off + (size_t)sq->markers[r];
+            for (size_t t = 0; t < sq->n; t++) {
+                float *row = s->h + (off + t) * d;
+                const uint8_t *src = m->tok_embd->data + (size_t)sq->ids[t] * m->tok_row_bytes;
+                if (m->tok_embd->type == SK_GGML_F16)
+                    sk_widen16(SK_PACK_F16, src, row, d);
+                else if (m->tok_embd->type == SK_GGML_BF16)
+                    sk_widen16(SK_PACK_BF16, src, row, d);
+                else
+                    sk_ggml_to_f32(m->tok_embd->type, src, row, d);
+                for (size_t c = 0; c < d; c++)
+                    if (!isfinite(row[c]))
+                        return sk_fail(e, SKYCMD_E_FORMAT, "tensor token_embd.weight: row %d "
+                                       "has a non-finite value", (int)sq->ids[t]);
+            }
+            off += sq->n;
+            koff += sq->n_markers;
+            q++;
+        }
+    }
+    sk_layernorm(s->h, N, d, m->embd_norm, NULL, m->hp.eps, s->h);
+    for (uint32_t l = 0; l < m->hp.n_layer; l++) encoder_layer(m, s, &m->enc[l], sr, ns, N);
+    sk_layernorm(s->h, N, d, m->out_norm, NULL, m->hp.eps, s->h);
+
+    {
+        size_t q = 0;
+        for (size_t i = 0; i < n_seqs; i++) {
+            if (seqs[i].n_markers == 0) continue;
+            const float *te = m->type_emb + (size_t)seqs[i].qtype * d;
+            for (size_t t = 0; t < sr[q].n; t++) add_rows(s->h + (sr[q].off + t) * d, te, d);
+            q++;
+        }
+    }
+    const uint32_t L = m->hp.n_head_layers;
+    for (uint32_t j = 0; j + 1 < L; j++) head_layer_full(m, s, &m->head[j], sr, ns, N);
+    if (L > 0) {
+        head_layer_markers(m, s, &m->head[L - 1], sr, ns, N, rows, K);
+    } else {
+        for (size_t r = 0; r < K; r++) memcpy(s->mh + r * d, s->h + rows[r] * d, d * sizeof(float));
+    }
+    /* scorer: LN -> Linear -> GELU -> Linear(d, 1) */
+    sk_layernorm(s->mh, K, d, m->cls_norm_w, m->cls_norm_b, SK_HEAD_EPS, s->ma);
+    linear(s, &m->cls, s->ma, d, K, s->mff, d);
+    sk_gelu(s->mff, K * d);
+    linear(s, &m->cls_out, s->mff, d, K, s->mlogits, 1);
+    for (size_t r = 0; r < K; r++)
+        if (!isfinite(s->mlogits[r]))
+            return sk_fail(e, SKYCMD_E_INTERNAL, "the model produced a non-finite score");
+    {
+        size_t koff = 0;
+        for (size_t i = 0; i < n_seqs; i++) {
+            if (seqs[i].n_markers == 0) continue;
+            memcpy(seqs[i].logits, s->mlogits + koff, seqs[i].n_markers * sizeof(float));
+            koff += seqs[i].n_markers;
+        }
+    }
+    return SKYCMD_OK;
+}
+
+int sk_model_forward(const sk_model *m, sk_scratch *s, const int32_t *ids, size_t n, int qtype,
+                     const int32_t *markers, size_t n_markers, float *logits, sk_err *e) {
+    sk_seq q = {ids, n, qtype, markers, n_markers, logits};
+    int rc = sk_model_forward_batch(m, s, &q, 1, e);
+    if (rc && e && strncmp(e->msg, "sequence 0: ", 12) == 0)
+        memmove(e->msg, e->msg + 12, strlen(e->msg + 12) + 1);
+    return rc;
+}

@@ -1,0 +1,194 @@
+/* prompt.c - the Laya token sequence (Python build_head + build_sequence). See prompt.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "prompt.h"
+
+int sk_i32v_reserve(sk_i32v *a, size_t extra) {
+    size_t need;
+    if (sk_add_size(a->n, extra, &need)) return SKYCMD_E_NOMEM;
+    if (need <= a->cap) return 0;
+    size_t cap = a->cap ? a->cap : 64;
+    while (cap < need) {
+        if (cap > SIZE_MAX / 2) { cap = need; break; }
+        cap *= 2;
+    }
+    int32_t *v = sk_malloc_array(cap, sizeof *v);
+    if (!v) return SKYCMD_E_NOMEM;
+    if (a->n) memcpy(v, a->v, a->n * sizeof *v);
+    free(a->v);
+    a->v = v;
+    a->cap = cap;
+    return 0;
+}
+
+int sk_i32v_push(sk_i32v *a, int32_t x) {
+    if (a->n == a->cap && sk_i32v_reserve(a, 1)) return SKYCMD_E_NOMEM;
+    a->v[a->n++] = x;
+    return 0;
+}
+
+int sk_i32v_append(sk_i32v *a, const int32_t *x, size_t n) {
+    if (!n) return 0;
+    if (sk_i32v_reserve(a, n)) return SKYCMD_E_NOMEM;
+    memcpy(a->v + a->n, x, n * sizeof *x);
+    a->n += n;
+    return 0;
+}
+
+void sk_i32v_free(sk_i32v *a) {
+    free(a->v);
+    memset(a, 0, sizeof *a);
+}
+
+void sk_prompt_ws_free(sk_prompt_ws *ws) {
+    sk_buf_free(&ws->text);
+    sk_i32v_free(&ws->head);
+    sk_i32v_free(&ws->opts);
+    free(ws->opt_end);
+    memset(ws, 0, sizeof *ws);
+}
+
+void sk_prompt_unmask(sk_buf *out, const char *s, size_t n, const char *mask_text) {
+    size_t m = mask_text ? strlen(mask_text) : 0;
+    if (m == 0 || n < m) {
+        sk_buf_append(out, s, n);
+        return;
+    }
+    size_t run = 0, i = 0;
+    while (i + m <= n) {
+        const char *hit = memchr(s + i, mask_text[0], n - m + 1 - i);
+        if (!hit) break;
+        i = (size_t)(hit - s);
+        if (memcmp(s + i, mask_text, m) == 0) {
+            sk_buf_append(out, s + run, i - run);
+            sk_buf_putc(out, ' ');
+            i += m;
+            run = i;
+        } else {
+            i++;
+        }
+    }
+    sk_buf_append(out, s + run, n - run);
+}
+
+static void reset_text(sk_buf *b) {
+    b->len = 0;
+    b->failed = 0;
+}
+
+static int encode_text(const sk_prompt_tok *t, sk_prompt_ws *ws, sk_i32v *out, sk_err *e) {
+    if (ws->text.failed) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory building the prompt");
+    return t->encode(t->ctx, ws->text.data ? ws->text.data : "", ws->text.len, out, e);
+}
+
+int sk_prompt_state_ids(const sk_prompt_tok *t, const char *state, size_t n, sk_prompt_ws *ws,
+                        sk_i32v *out, sk_err *e) {
+    out->n = 0;
+    reset_text(&ws->text);
+    sk_prompt_unmask(&ws->text, state, n, t->mask_text);
+    return encode_text(t, ws, out, e);
+}
+
+/* Python's a // b for b > 0. */
+static long floordiv(long a, long b) {
+    long q = a / b;
+    if ((a % b != 0) && (a < 0)) q--;
+    return q;
+}
+
+int sk_prompt_build(const sk_prompt_tok *t, const char *type_name, const char *ins,
+                    size_t ins_len, const sk_jstr *opts, size_t stride, size_t n_opts,
+                    const int32_t *state_ids, size_t n_state, int truncate_left, size_t max_len,
+                    size_t head_max_len, sk_prompt_ws *ws, sk_i32v *ids, sk_i32v *markers,
+                    sk_err *e) {
+    int rc;
+    ids->n = 0;
+    markers->n = 0;
+    /* head: "%s question: %s" % (t, ins.replace(MASK, " ")) */
+    reset_text(&ws->text);
+    sk_buf_puts(&ws->text, type_name);
+    sk_buf_append(&ws->text, " question: ", 11);
+    sk_prompt_unmask(&ws->text, ins, ins_len, t->mask_text);
+    ws->head.n = 0;
+    if ((rc = encode_text(t, ws, &ws->head, e))) return rc;
+
+    /* options: [MASK] + tok(" " + text.replace(MASK, " "))[:48] */
+    if (n_opts > ws->opt_cap) {
+        size_t *oe = sk_malloc_array(n_opts, sizeof *oe);
+        if (!oe) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory building the prompt");
+        free(ws->opt_end);
+        ws->opt_end = oe;
+        ws->opt_cap = n_opts;
+    }
+    ws->opts.n = 0;
+    size_t opt_total = 0;
+    for (size_t i = 0; i < n_opts; i++) {
+        const sk_jstr *o = (const sk_jstr *)((const char *)opts + i * stride);
+        size_t start = ws->opts.n;
+        if (sk_i32v_push(&ws->opts, t->mask))
+            return sk_fail(e, SKYCMD_E_NOMEM, "out of memory building the prompt");
+        reset_text(&ws->text);
+        sk_buf_putc(&ws->text, ' ');
+        sk_prompt_unmask(&ws->text, o->s, o->n, t->mask_text);
+        if ((rc = encode_text(t, ws, &ws->opts, e))) return rc;
+        if (ws->opts.n - start > SK_PROMPT_OPTION_CAP + 1) ws->opts.n = start + SK_PROMPT_OPTION_CAP + 1;
+        ws->opt_end[i] = ws->opts.n;
+        opt_total += ws->opts.n - start;
+    }
+    long hml = (long)head_max_len;
+    long opt_budget = hml - (long)opt_total;
+    size_t per = SIZE_MAX;
+    if (opt_budget < SK_PROMPT_HEAD_RESERVE) {
+        long nn = n_opts > 0 ? (long)n_opts : 1;
+        long p = floordiv(hml - SK_PROMPT_HEAD_RESERVE, nn);
+        per = (size_t)(p > SK_PROMPT_MIN_OPTION ? p : SK_PROMPT_MIN_OPTION);
+        opt_total = 0;
+        size_t start = 0;
+        for (size_t i = 0; i < n_opts; i++) {
+            size_t len = ws->opt_end[i] - start;
+            opt_total += len < per ? len : per;
+            start = ws->opt_end[i];
+        }
+        opt_budget = hml - (long)opt_total;
+    }
+    size_t q_keep = (size_t)(opt_budget > SK_PROMPT_MIN_QUESTION ? opt_budget : SK_PROMPT_MIN_QUESTION);
+    if (q_keep > ws->head.n) q_keep = ws->head.n;
+
+    /* assemble: [CLS] head [SEP] options [SEP] state [SEP], then cut at max_len */
+    size_t head_len = 1 + q_keep + 1 + opt_total + 1;
+    size_t room = max_len > head_len + 1 ? max_len - head_len - 1 : 0;
+    size_t st_n = n_state < room ? n_state : room;
+    const int32_t *st = truncate_left ? state_ids + (n_state - st_n) : state_ids;
+    if (sk_i32v_reserve(ids, head_len + st_n + 1) || sk_i32v_reserve(markers, n_opts))
+        return sk_fail(e, SKYCMD_E_NOMEM, "out of memory building the prompt");
+    ids->v[ids->n++] = t->cls;
+    memcpy(ids->v + ids->n, ws->head.v, q_keep * sizeof(int32_t));
+    ids->n += q_keep;
+    ids->v[ids->n++] = t->sep;
+    size_t start = 0;
+    for (size_t i = 0; i < n_opts; i++) {
+        size_t len = ws->opt_end[i] - start;
+        if (len > per) len = per;
+        markers->v[markers->n++] = (int32_t)ids->n;
+        memcpy(ids->v + ids->n, ws->opts.v + start, len * sizeof(int32_t));
+        ids->n += len;
+        start = ws->opt_end[i];
+    }
+    ids->v[ids->n++] = t->sep;
+    if (st_n) memcpy(ids->v + ids->n, st, st_n * sizeof(int32_t));
+    ids->n += st_n;
+    ids->v[ids->n++] = t->sep;
+    if (ids->n > max_len) ids->n = max_len;
+    size_t kept = 0;
+    for (size_t i = 0; i < markers->n; i++)
+        if ((size_t)markers->v[i] < max_len) markers->v[kept++] = markers->v[i];
+    if (kept != n_opts) {
+        markers->n = kept;
+        return sk_fail(e, SKYCMD_E_REQUEST,
+                       "only %zu of its %zu option markers fit in max_len=%zu with "
+                       "head_max_len=%zu spent on the question; use fewer or shorter options",
+                       kept, n_opts, max_len, head_max_len);
+    }
+    return 0;
+}

@@ -1,0 +1,83 @@
+/*
+ * prompt.h - the Laya token sequence, exactly as the Python reference builds it
+ * (laya.common.build_head + build_sequence, agent._encode_state):
+ *
+ *   [CLS] "<type> question: <ins>" [SEP] ([MASK] " <option>")* [SEP] <state> [SEP]
+ *
+ *  - every piece is tokenized on its own (add_special_tokens=False) and the special ids are
+ *    inserted directly, so BPE never runs across a special token;
+ *  - the tokenizer's mask text ("[MASK]") is replaced by " " in the instructions, each option
+ *    text and the serialized state (after serializing, so JSON keys too);
+ *  - each option keeps at most 48 text tokens after its marker; if the options leave fewer
+ *    than 16 tokens of head_max_len they are all cut to max(4, (head_max_len-16) // n)
+ *    tokens (marker included); the question then keeps max(8, what is left) tokens;
+ *  - the state fills the room left in max_len (list states keep their end), then [SEP],
+ *    then everything is cut at max_len and markers past it are dropped (an error: the
+ *    caller reports it like Python does).
+ *
+ * The tokenizer is reached through a callback so this module depends on no tokenizer
+ * implementation (and tests can drive it with any tokenizer). Work buffers live in an
+ * sk_prompt_ws that a session keeps, so a warm session builds prompts without allocating.
+ */
+#ifndef SK_PROMPT_H
+#define SK_PROMPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../util/util.h"
+#include "pyjson.h"
+
+#define SK_PROMPT_OPTION_CAP 48
+#define SK_PROMPT_MIN_QUESTION 8
+#define SK_PROMPT_MIN_OPTION 4
+#define SK_PROMPT_HEAD_RESERVE 16
+
+typedef struct sk_i32v {
+    int32_t *v;
+    size_t n, cap;
+} sk_i32v;
+
+int sk_i32v_reserve(sk_i32v *a, size_t extra);
+int sk_i32v_push(sk_i32v *a, int32_t x);
+int sk_i32v_append(sk_i32v *a, const int32_t *x, size_t n);
+void sk_i32v_free(sk_i32v *a);
+
+/* Append the ids of `text` (HF tokenizers, add_special_tokens=False) to out. */
+typedef int (*sk_encode_fn)(void *ctx, const char *text, size_t len, sk_i32v *out, sk_err *e);
+
+typedef struct sk_prompt_tok {
+    sk_encode_fn encode;
+    void *ctx;
+    int32_t cls, sep, mask;
+    const char *mask_text; /* e.g. "[MASK]"; NULL or "" = nothing to remove */
+} sk_prompt_tok;
+
+typedef struct sk_prompt_ws {
+    sk_buf text;       /* unmasked text being tokenized */
+    sk_i32v head;      /* question tokens */
+    sk_i32v opts;      /* every option's tokens, marker first, back to back */
+    size_t *opt_end;   /* end offset of option i in opts */
+    size_t opt_cap;
+} sk_prompt_ws;
+
+void sk_prompt_ws_free(sk_prompt_ws *ws);
+
+/* Python's s.replace(mask_text, " ") appended to out. */
+void sk_prompt_unmask(sk_buf *out, const char *s, size_t n, const char *mask_text);
+
+/* The state's ids, tokenized once per request: encode(unmask(state)). out is reset first. */
+int sk_prompt_state_ids(const sk_prompt_tok *t, const char *state, size_t n, sk_prompt_ws *ws,
+                        sk_i32v *out, sk_err *e);
+
+/* One question. The rendered option texts are opts[i * stride bytes] for i < n_opts (so an
+ * array of any struct holding an sk_jstr can be passed). ids and markers are reset
+ * and filled; on success markers->n == n_opts. A question whose markers fall past max_len
+ * fails with SKYCMD_E_REQUEST (Python's message, without the question id). */
+int sk_prompt_build(const sk_prompt_tok *t, const char *type_name, const char *ins,
+                    size_t ins_len, const sk_jstr *opts, size_t stride, size_t n_opts,
+                    const int32_t *state_ids,
+                    size_t n_state, int truncate_left, size_t max_len, size_t head_max_len,
+                    sk_prompt_ws *ws, sk_i32v *ids, sk_i32v *markers, sk_err *e);
+
+#endif

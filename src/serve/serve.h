@@ -1,0 +1,53 @@
+/*
+ * serve.h - `skycmd serve`: the /v1/systemone HTTP server, on the public API only.
+ *
+ * Contract: serve_run() loads the models, listens, answers until SIGTERM/SIGINT, then
+ * drains (finishes the requests it has accepted, refuses new ones) and returns the process
+ * exit status (0 after a clean shutdown, 1 when a model or the socket could not be opened).
+ *
+ * Design (see docs/serve.md): libmicrohttpd runs one internal epoll thread that does all
+ * socket I/O and HTTP parsing for every connection; slow or stalled clients only cost that
+ * thread a connection slot (bounded by --max-connections and cut by --timeout). A request
+ * whose body is complete is suspended and handed to a fixed pool of worker threads through a
+ * bounded queue; each worker owns one skycmd_session per loaded model (models are shared
+ * read-only). When the queue is full the request is refused at once with 429 + Retry-After.
+ */
+#ifndef SKYCMD_SERVE_H
+#define SKYCMD_SERVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SERVE_MAX_MODELS 16
+
+struct serve_model_spec {
+    const char *name; /* NULL: the model's own name */
+    const char *path;
+};
+
+enum serve_log_format { SERVE_LOG_TEXT = 0, SERVE_LOG_JSON = 1 };
+
+struct serve_config {
+    struct serve_model_spec models[SERVE_MAX_MODELS];
+    int n_models;
+    const char *host;          /* "127.0.0.1" */
+    int port;                  /* 8080; 0 = any free port (printed at start) */
+    int workers;               /* worker threads (one session per model each) */
+    int compute_threads;       /* SKYCMD_OPT_THREADS of each session */
+    char *api_key;             /* NULL: no authentication */
+    size_t max_body;           /* bytes */
+    size_t max_questions;      /* per request */
+    unsigned timeout_s;        /* idle connection timeout and queue wait limit */
+    size_t queue;              /* queued requests waiting for a worker */
+    unsigned max_connections;  /* concurrent TCP connections */
+    int weights;               /* skycmd_weights */
+    int activations;           /* skycmd_activations, -1 = library default */
+    int64_t max_tokens;        /* 0 = model default */
+    int log_format;            /* serve_log_format */
+    int access_log;            /* print one line per request */
+    int verbose;               /* also library log events and startup details */
+};
+
+int serve_run(const struct serve_config *cfg);
+
+#endif

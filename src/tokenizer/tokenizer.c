@@ -1,0 +1,822 @@
+/*
+ * tokenizer.c - the tokenizer object (arena, vocabulary and merge tables, added-token
+ * index), encoding and decoding.
+ *
+ * Encoding follows HF tokenizers step by step, because each step changes ids:
+ *  1. non-normalized added tokens are found on the raw text (leftmost-longest, then the
+ *     single_word / lstrip / rstrip rules of AddedVocabulary::find_matches);
+ *  2. every remaining piece is normalized (NFC) on its own, and normalized added tokens are
+ *     found on it with the same rules;
+ *  3. every remaining piece is split by the GPT-2 pattern, each word is byte-mapped and BPE'd
+ *     (ignore_merges: a word that is itself in the vocabulary is emitted directly).
+ * The BPE merge loop is HF's: a min-heap of (rank, position), O(n log n) per word, so that
+ * pathological words need no cap.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <utf8proc.h>
+
+#include "tokenizer.h"
+#include "../api/api.h"
+
+/* ------------------------------------------------------------------ id lists ---- */
+
+int sk_ids_push(sk_ids *v, int32_t id) {
+    if (v->n == v->cap) {
+        size_t nc = v->cap ? v->cap * 2 : 64;
+        if (nc < v->cap || nc > SIZE_MAX / sizeof(int32_t)) return SKYCMD_E_NOMEM;
+        int32_t *p = realloc(v->ids, nc * sizeof(int32_t));
+        if (!p) return SKYCMD_E_NOMEM;
+        v->ids = p;
+        v->cap = nc;
+    }
+    v->ids[v->n++] = id;
+    return SKYCMD_OK;
+}
+
+void sk_ids_free(sk_ids *v) {
+    if (!v) return;
+    free(v->ids);
+    v->ids = NULL;
+    v->n = v->cap = 0;
+}
+
+/* ------------------------------------------------------------------ arena ------- */
+
+skycmd_tokenizer *sk_tok_alloc(void) {
+    skycmd_tokenizer *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->tag = SK_TAG_TOKENIZER;
+    t->bpe_unk_id = -1;
+    for (int i = 0; i < 5; i++) t->special[i] = -1;
+    for (int i = 0; i < 256; i++) t->byte_id[i] = -1;
+    return t;
+}
+
+char *sk_tok_strdup(skycmd_tokenizer *t, const char *s, size_t n) {
+    if (n >= SIZE_MAX / 2) return NULL;
+    if (t->cur_left < n + 1) {
+        size_t bs = n + 1 > 65536 ? n + 1 : 65536;
+        if (t->n_blocks == t->cap_blocks) {
+            size_t nc = t->cap_blocks ? t->cap_blocks * 2 : 16;
+            char **nb = realloc(t->blocks, nc * sizeof *nb);
+            if (!nb) return NULL;
+            t->blocks = nb;
+            t->cap_blocks = nc;
+        }
+        char *b = malloc(bs);
+        if (!b) return NULL;
+        t->blocks[t->n_blocks++] = b;
+        t->cur = b;
+        t->cur_left = bs;
+    }
+    char *r = t->cur;
+    if (n) memcpy(r, s, n);
+    r[n] = 0;
+    t->cur += n + 1;
+    t->cur_left -= n + 1;
+    return r;
+}
+
+void sk_tokenizer_free(skycmd_tokenizer *t) {
+    if (!t) return;
+    for (size_t i = 0; i < t->n_blocks; i++) free(t->blocks[i]);
+    free(t->blocks);
+    free(t->piece);
+    free(t->piece_len);
+    free(t->model_tok);
+    free(t->model_tok_len);
+    free(t->added_of_id);
+    free(t->vocab.slots);
+    free(t->vocab.keys);
+    free(t->vocab.key_len);
+    free(t->vocab.ids);
+    free(t->merges.keys);
+    free(t->merges.rank);
+    free(t->merges.merged);
+    free(t->added);
+    for (int p = 0; p < 2; p++) {
+        free(t->first_start[p]);
+        free(t->first_list[p]);
+    }
+    free(t->bpe_unk);
+    t->tag = SK_TAG_DEAD;
+    free(t);
+}
+
+/* ------------------------------------------------------------------ hashing ----- */
+
+static uint64_t hash_bytes(const char *s, size_t n) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+    }
+    return h ^ (h >> 29);
+}
+
+static uint64_t mix64(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+int32_t sk_strmap_get(const sk_strmap *m, const char *s, size_t n) {
+    if (!m->slots) return -1;
+    uint32_t i = (uint32_t)hash_bytes(s, n) & m->mask;
+    for (;;) {
+        uint32_t k = m->slots[i];
+        if (!k) return -1;
+        k--;
+        if (m->key_len[k] == n && memcmp(m->keys[k], s, n) == 0) return m->ids[k];
+        i = (i + 1) & m->mask;
+    }
+}
+
+/* Insert or replace (later duplicates win, like a serde HashMap). */
+static int strmap_put(sk_strmap *m, const char *s, uint32_t n, int32_t id) {
+    uint32_t i = (uint32_t)hash_bytes(s, n) & m->mask;
+    for (;;) {
+        uint32_t k = m->slots[i];
+        if (!k) break;
+        k--;
+        if (m->key_len[k] == n && memcmp(m->keys[k], s, n) == 0) {
+            m->ids[k] = id;
+            return 0;
+        }
+        i = (i + 1) & m->mask;
+    }
+    if (m->n >= m->cap) return -1;
+    m->keys[m->n] = s;
+    m->key_len[m->n] = n;
+    m->ids[m->n] = id;
+    m->slots[i] = ++m->n;
+    return 0;
+}
+
+static int strmap_init(sk_strmap *m, size_t cap) {
+    size_t sz = 16;
+    while (sz < cap * 2 + 2) sz *= 2;
+    if (sz > UINT32_MAX / 2) return -1;
+    m->slots = calloc(sz, sizeof *m->slots);
+    m->keys = sk_malloc_array(cap + 1, sizeof *m->keys);
+    m->key_len = sk_malloc_array(cap + 1, sizeof *m->key_len);
+    m->ids = sk_malloc_array(cap + 1, sizeof *m->ids);
+    if (!m->slots || !m->keys || !m->key_len || !m->ids) return -1;
+    m->mask = (uint32_t)sz - 1;
+    m->cap = (uint32_t)cap;
+    m->n = 0;
+    return 0;
+}
+
+int sk_tok_merge_init(skycmd_tokenizer *t, size_t n_merges, sk_err *e) {
+    size_t sz = 16;
+    while (sz < n_merges * 2 + 2) sz *= 2;
+    if (n_merges > (1u << 28))
+        return sk_fail(e, SKYCMD_E_TOO_LARGE, "tokenizer: %zu merges is too many", n_merges);
+    sk_merge_map *m = &t->merges;
+    m->keys = calloc(sz, sizeof *m->keys);
+    m->rank = sk_malloc_array(sz, sizeof *m->rank);
+    m->merged = sk_malloc_array(sz, sizeof *m->merged);
+    if (!m->keys || !m->rank || !m->merged)
+        return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory for merges");
+    m->mask = (uint32_t)sz - 1;
+    m->n = 0;
+    return SKYCMD_OK;
+}
+
+static inline int merge_get(const sk_merge_map *m, int32_t a, int32_t b, uint32_t *rank,
+                            int32_t *merged) {
+    if (!m->keys || m->n == 0) return 0;
+    uint64_t key = (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
+    uint32_t i = (uint32_t)mix64(key) & m->mask;
+    for (;;) {
+        uint64_t k = m->keys[i];
+        if (!k) return 0;
+        if (k == key) {
+            *rank = m->rank[i];
+            *merged = m->merged[i];
+            return 1;
+        }
+        i = (i + 1) & m->mask;
+    }
+}
+
+int sk_tok_add_merge(skycmd_tokenizer *t, const char *a, size_t alen, const char *b,
+                     size_t blen, uint32_t rank, sk_err *e) {
+    int32_t ia = sk_strmap_get(&t->vocab, a, alen), ib = sk_strmap_get(&t->vocab, b, blen);
+    if (ia < 0 || ib < 0)
+        return sk_fail(e, SKYCMD_E_FORMAT, "tokenizer: merge %u: token \"%.*s\" is not in the vocabulary",
+                       rank, ia < 0 ? (int)(alen > 64 ? 64 : alen) : (int)(blen > 64 ? 64 : blen),
+                       ia < 0 ? a : b);
+    char stackbuf[256];
+    size_t n = alen + blen;
+    char *buf = n <= sizeof stackbuf ? stackbuf : malloc(n);
+    if (!buf) return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+    memcpy(buf, a, alen);
+    memcpy(buf + alen, b, blen);
+    int32_t im = sk_strmap_get(&t->vocab, buf, n);
+    if (buf != stackbuf) free(buf);
+    if (im < 0)
+        return sk_fail(e, SKYCMD_E_FORMAT, "tokenizer: merge %u: \"%.*s%.*s\" is not in the vocabulary",
+                       rank, (int)(alen > 64 ? 64 : alen), a, (int)(blen > 64 ? 64 : blen), b);
+    sk_merge_map *m = &t->merges;
+    if ((size_t)m->n * 2 + 2 > (size_t)m->mask + 1)
+        return sk_fail(e, SKYCMD_E_INTERNAL, "tokenizer: merge table too small");
+    uint64_t key = (((uint64_t)(uint32_t)ia << 32) | (uint32_t)ib) + 1;
+    uint32_t i = (uint32_t)mix64(key) & m->mask;
+    for (;;) {
+        if (!m->keys[i]) {
+            m->keys[i] = key;
+            m->n++;
+            break;
+        }
+        if (m->keys[i] == key) break; /* later duplicate replaces (HF collects into a map) */
+        i = (i + 1) & m->mask;
+    }
+    m->rank[i] = rank;
+    m->merged[i] = im;
+    if (rank + 1 > t->n_merges) t->n_merges = rank + 1;
+    return SKYCMD_OK;
+}
+
+/* ------------------------------------------------------------------ NFC --------- */
+
+static int is_ascii(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] >= 0x80) return 0;
+    return 1;
+}
+
+#define NFC_OPTS (UTF8PROC_STABLE | UTF8PROC_COMPOSE)
+
+/* Scratch of one encode call: stack first, heap for large inputs. */
+typedef struct enc_scratch {
+    utf8proc_int32_t cps_stack[2048];
+    utf8proc_int32_t *cps;
+    size_t cps_cap;
+    char nfc_stack[8192];
+    char *nfc;
+    size_t nfc_cap;
+} enc_scratch;
+
+static void scratch_init(enc_scratch *s) {
+    s->cps = s->cps_stack;
+    s->cps_cap = sizeof s->cps_stack / sizeof s->cps_stack[0];
+    s->nfc = s->nfc_stack;
+    s->nfc_cap = sizeof s->nfc_stack;
+}
+
+static void scratch_free(enc_scratch *s) {
+    if (s->cps != s->cps_stack) free(s->cps);
+    if (s->nfc != s->nfc_stack) free(s->nfc);
+}
+
+/* NFC of s into the scratch (valid UTF-8 in, valid UTF-8 out). */
+static int nfc_into(enc_scratch *sc, const char *s, size_t n, const char **out, size_t *out_len,
+                    sk_err *e) {
+    for (;;) {
+        utf8proc_ssize_t m = utf8proc_decompose_custom((const utf8proc_uint8_t *)s,
+                                                       (utf8proc_ssize_t)n, sc->cps,
+                                                       (utf8proc_ssize_t)sc->cps_cap, NFC_OPTS,
+                                                       NULL, NULL);
+        if (m < 0) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "tokenizer: NFC failed: %s", utf8proc_errmsg(m));
+        if ((size_t)m <= sc->cps_cap) {
+            m = utf8proc_normalize_utf32(sc->cps, m, NFC_OPTS);
+            if (m < 0) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "tokenizer: NFC failed");
+            size_t need;
+            if (sk_mul_size((size_t)m, 4, &need)) return sk_fail(e, SKYCMD_E_TOO_LARGE, "tokenizer: text too large");
+            if (need > sc->nfc_cap) {
+                char *p = malloc(need);
+                if (!p) return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+                if (sc->nfc != sc->nfc_stack) free(sc->nfc);
+                sc->nfc = p;
+                sc->nfc_cap = need;
+            }
+            size_t o = 0;
+            for (utf8proc_ssize_t i = 0; i < m; i++)
+                o += (size_t)utf8proc_encode_char(sc->cps[i], (utf8proc_uint8_t *)sc->nfc + o);
+            *out = sc->nfc;
+            *out_len = o;
+            return SKYCMD_OK;
+        }
+        utf8proc_int32_t *p = sk_malloc_array((size_t)m, sizeof *p);
+        if (!p) return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+        if (sc->cps != sc->cps_stack) free(sc->cps);
+        sc->cps = p;
+        sc->cps_cap = (size_t)m;
+    }
+}
+
+/* ------------------------------------------------------------------ BPE --------- */
+
+typedef struct sym {
+    int32_t id;
+    int32_t prev, next;
+    int32_t alive;
+} sym;
+
+typedef struct hent {
+    uint32_t rank;
+    uint32_t pos;
+    int32_t merged;
+} hent;
+
+static inline int hless(const hent *a, const hent *b) {
+    return a->rank != b->rank ? a->rank < b->rank : a->pos < b->pos;
+}
+
+static void hpush(hent *h, size_t *n, hent v) {
+    size_t i = (*n)++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!hless(&v, &h[p])) break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = v;
+}
+
+static hent hpop(hent *h, size_t *n) {
+    hent top = h[0];
+    hent last = h[--(*n)];
+    size_t i = 0, m = *n;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= m) break;
+        if (c + 1 < m && hless(&h[c + 1], &h[c])) c++;
+        if (!hless(&h[c], &last)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (m) h[i] = last;
+    return top;
+}
+
+typedef struct enc_ctx {
+    const skycmd_tokenizer *t;
+    sk_ids *out;
+    sk_err *e;
+    enc_scratch *sc;
+    const char *text; /* the string pre-tokens refer to */
+} enc_ctx;
+
+#define BPE_STACK 256
+
+static int emit(enc_ctx *c, int32_t id) {
+    if (sk_ids_push(c->out, id)) return sk_fail(c->e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+    return SKYCMD_OK;
+}
+
+/* BPE one pre-token (raw bytes; the byte-level mapping is implicit via byte_id). */
+static int bpe_word(enc_ctx *c, const unsigned char *w, size_t n) {
+    const skycmd_tokenizer *t = c->t;
+    if (n == 0) return SKYCMD_OK;
+    {
+        /* the byte-level form of the word, for the ignore_merges lookup */
+        if (t->ignore_merges) {
+            char stackw[512];
+            size_t need = n * 2;
+            char *mw = need <= sizeof stackw ? stackw : malloc(need);
+            if (!mw) return sk_fail(c->e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+            size_t o = 0;
+            for (size_t i = 0; i < n; i++) {
+                uint32_t cp = sk_byte_to_cp(w[i]);
+                if (cp < 0x80) mw[o++] = (char)cp;
+                else {
+                    mw[o++] = (char)(0xC0 | (cp >> 6));
+                    mw[o++] = (char)(0x80 | (cp & 0x3F));
+                }
+            }
+            int32_t id = sk_strmap_get(&t->vocab, mw, o);
+            if (mw != stackw) free(mw);
+            if (id >= 0) return emit(c, id);
+        }
+    }
+    sym stack_syms[BPE_STACK];
+    hent stack_heap[BPE_STACK * 2];
+    sym *s = stack_syms;
+    hent *h = stack_heap;
+    size_t hcap = BPE_STACK * 2;
+    if (n > BPE_STACK) {
+        s = sk_malloc_array(n, sizeof *s);
+        if (sk_mul_size(n, 2, &hcap)) hcap = 0;
+        h = hcap ? sk_malloc_array(hcap, sizeof *h) : NULL;
+        if (!s || !h) {
+            free(s);
+            free(h);
+            return sk_fail(c->e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+        }
+    }
+    /* initial symbols, with HF's unknown-char handling */
+    size_t ns = 0;
+    int32_t pend_unk = -1;
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = t->byte_id[w[i]];
+        if (id >= 0) {
+            if (pend_unk >= 0) {
+                s[ns++].id = pend_unk;
+                pend_unk = -1;
+            }
+            s[ns++].id = id;
+        } else if (t->bpe_unk_id >= 0) {
+            if (pend_unk >= 0 && !t->fuse_unk) s[ns++].id = pend_unk;
+            pend_unk = t->bpe_unk_id;
+        }
+    }
+    if (pend_unk >= 0) s[ns++].id = pend_unk;
+    for (size_t i = 0; i < ns; i++) {
+        s[i].prev = (int32_t)i - 1;
+        s[i].next = i + 1 < ns ? (int32_t)i + 1 : -1;
+        s[i].alive = 1;
+    }
+    size_t hn = 0;
+    for (size_t i = 0; i + 1 < ns; i++) {
+        uint32_t r;
+        int32_t m;
+        if (merge_get(&t->merges, s[i].id, s[i + 1].id, &r, &m))
+            hpush(h, &hn, (hent){r, (uint32_t)i, m});
+    }
+    /* Each merge removes one symbol and pushes at most two entries, so the heap never holds
+     * more than 2n entries. */
+    while (hn) {
+        hent top = hpop(h, &hn);
+        sym *a = &s[top.pos];
+        if (!a->alive || a->next < 0) continue;
+        sym *b = &s[a->next];
+        uint32_t r;
+        int32_t m;
+        if (!merge_get(&t->merges, a->id, b->id, &r, &m) || m != top.merged) continue;
+        a->id = top.merged;
+        b->alive = 0;
+        a->next = b->next;
+        if (b->next >= 0) s[b->next].prev = (int32_t)top.pos;
+        if (a->prev >= 0 && merge_get(&t->merges, s[a->prev].id, a->id, &r, &m))
+            hpush(h, &hn, (hent){r, (uint32_t)a->prev, m});
+        if (a->next >= 0 && merge_get(&t->merges, a->id, s[a->next].id, &r, &m))
+            hpush(h, &hn, (hent){r, top.pos, m});
+    }
+    int rc = SKYCMD_OK;
+    for (int32_t i = ns ? 0 : -1; i >= 0 && rc == SKYCMD_OK; i = s[i].next) rc = emit(c, s[i].id);
+    if (s != stack_syms) {
+        free(s);
+        free(h);
+    }
+    return rc;
+}
+
+static int on_pretoken(void *ud, size_t start, size_t end) {
+    enc_ctx *c = ud;
+    return bpe_word(c, (const unsigned char *)c->text + start, end - start);
+}
+
+static int encode_plain(enc_ctx *c, const char *s, size_t n) {
+    if (n == 0) return SKYCMD_OK;
+    const char *saved = c->text;
+    c->text = s;
+    int rc = sk_pretok_gpt2(s, n, on_pretoken, c);
+    c->text = saved;
+    return rc;
+}
+
+/* ------------------------------------------------------------------ added tokens - */
+
+static size_t ws_trailing_start(const char *s, size_t n) {
+    /* start of the maximal run of White_Space at the end of s[0..n) */
+    size_t i = n;
+    while (i > 0) {
+        size_t j = i - 1;
+        while (j > 0 && ((unsigned char)s[j] & 0xC0) == 0x80) j--;
+        uint32_t cp;
+        sk_utf8_next(s, n, j, &cp);
+        if (!sk_uni_is_space(cp)) break;
+        i = j;
+    }
+    return i;
+}
+
+static size_t ws_leading_len(const char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        uint32_t cp;
+        size_t l = sk_utf8_next(s, n, i, &cp);
+        if (!sk_uni_is_space(cp)) break;
+        i += l;
+    }
+    return i;
+}
+
+static int ends_with_word(const char *s, size_t n) {
+    if (n == 0) return 0;
+    size_t j = n - 1;
+    while (j > 0 && ((unsigned char)s[j] & 0xC0) == 0x80) j--;
+    uint32_t cp;
+    sk_utf8_next(s, n, j, &cp);
+    return sk_uni_is_word(cp);
+}
+
+static int starts_with_word(const char *s, size_t n) {
+    if (n == 0) return 0;
+    uint32_t cp;
+    sk_utf8_next(s, n, 0, &cp);
+    return sk_uni_is_word(cp);
+}
+
+/* Longest added-token pattern of pass p matching at s[i]; -1 if none. */
+static int32_t match_at(const skycmd_tokenizer *t, int p, const char *s, size_t n, size_t i) {
+    unsigned b = (unsigned char)s[i];
+    for (uint32_t k = t->first_start[p][b]; k < t->first_start[p][b + 1]; k++) {
+        const sk_added_token *a = &t->added[t->first_list[p][k]];
+        if (a->pattern_len <= n - i && memcmp(a->pattern, s + i, a->pattern_len) == 0)
+            return (int32_t)t->first_list[p][k];
+    }
+    return -1;
+}
+
+typedef int (*piece_fn)(enc_ctx *c, const char *s, size_t n);
+
+/* AddedVocabulary::find_matches + split: non-token pieces go to fn, tokens are emitted. */
+static int split_added(enc_ctx *c, int p, const char *s, size_t n, piece_fn fn) {
+    const skycmd_tokenizer *t = c->t;
+    if (n == 0) return SKYCMD_OK;
+    if (!t->first_start[p] || t->first_start[p][256] == 0) return fn(c, s, n);
+    size_t start_offset = 0, pos = 0;
+    int rc;
+    while (pos < n) {
+        size_t i = pos;
+        int32_t k = -1;
+        for (; i < n; i++)
+            if ((k = match_at(t, p, s, n, i)) >= 0) break;
+        if (k < 0) break;
+        const sk_added_token *a = &t->added[k];
+        size_t start = i, stop = i + a->pattern_len;
+        pos = stop;
+        if (a->flags & SK_ADDED_SINGLE_WORD) {
+            int start_space = start == 0 || !ends_with_word(s, start);
+            int stop_space = stop == n || !starts_with_word(s + stop, n - stop);
+            if (!start_space || !stop_space) continue;
+        }
+        if (a->flags & SK_ADDED_LSTRIP) {
+            size_t ns = ws_trailing_start(s, start);
+            start = ns > start_offset ? ns : start_offset;
+        }
+        if (a->flags & SK_ADDED_RSTRIP) stop += ws_leading_len(s + stop, n - stop);
+        if (start_offset < start && (rc = fn(c, s + start_offset, start - start_offset))) return rc;
+        if ((rc = emit(c, a->id))) return rc;
+        start_offset = stop;
+    }
+    if (start_offset < n) return fn(c, s + start_offset, n - start_offset);
+    return SKYCMD_OK;
+}
+
+static int on_normalized_piece(enc_ctx *c, const char *s, size_t n) {
+    return split_added(c, 1, s, n, encode_plain);
+}
+
+static int on_raw_piece(enc_ctx *c, const char *s, size_t n) {
+    if (!c->t->nfc || is_ascii(s, n)) return on_normalized_piece(c, s, n);
+    const char *ns = NULL;
+    size_t nn = 0;
+    int rc = nfc_into(c->sc, s, n, &ns, &nn, c->e);
+    if (rc) return rc;
+    /* the scratch NFC buffer is reused only by the next raw piece, after this one is done */
+    return on_normalized_piece(c, ns, nn);
+}
+
+int sk_tokenizer_encode(const skycmd_tokenizer *t, const char *text, size_t len, sk_ids *out,
+                        sk_err *e) {
+    if (!t || !out || (!text && len))
+        return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "tokenizer: NULL argument");
+    if (len && !sk_utf8_valid(text, len))
+        return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "tokenizer: text is not valid UTF-8");
+    enc_scratch sc;
+    scratch_init(&sc);
+    enc_ctx c = {t, out, e, &sc, text};
+    size_t n0 = out->n;
+    int rc = split_added(&c, 0, text, len, on_raw_piece);
+    scratch_free(&sc);
+    if (rc) out->n = n0;
+    return rc;
+}
+
+/* ------------------------------------------------------------------ decode ------ */
+
+/* Append bytes to b replacing invalid UTF-8 the way Rust's from_utf8_lossy does (one
+ * U+FFFD per maximal invalid subpart). */
+static void append_lossy(sk_buf *b, const unsigned char *p, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = p[i];
+        size_t need = 0;
+        unsigned lo = 0x80, hi = 0xBF;
+        if (c < 0x80) {
+            sk_buf_putc(b, (char)c);
+            i++;
+            continue;
+        } else if (c >= 0xC2 && c <= 0xDF) need = 1;
+        else if (c >= 0xE0 && c <= 0xEF) {
+            need = 2;
+            if (c == 0xE0) lo = 0xA0;
+            if (c == 0xED) hi = 0x9F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            need = 3;
+            if (c == 0xF0) lo = 0x90;
+            if (c == 0xF4) hi = 0x8F;
+        } else {
+            sk_buf_append(b, "\xEF\xBF\xBD", 3);
+            i++;
+            continue;
+        }
+        size_t j = 1;
+        for (; j <= need; j++) {
+            if (i + j >= n) break;
+            unsigned d = p[i + j];
+            unsigned l = j == 1 ? lo : 0x80, h = j == 1 ? hi : 0xBF;
+            if (d < l || d > h) break;
+        }
+        if (j == need + 1) {
+            sk_buf_append(b, p + i, need + 1);
+            i += need + 1;
+        } else {
+            sk_buf_append(b, "\xEF\xBF\xBD", 3);
+            i += j;
+        }
+    }
+}
+
+int sk_tokenizer_decode(const skycmd_tokenizer *t, const int32_t *ids, size_t n, sk_buf *b,
+                        sk_err *e) {
+    if (!t || (!ids && n) || !b) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "tokenizer: NULL argument");
+    sk_buf raw;
+    sk_buf_init(&raw);
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || (size_t)ids[i] >= t->n_ids || !t->piece[ids[i]]) {
+            sk_buf_free(&raw);
+            return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "tokenizer: id %d at index %zu is not in the vocabulary",
+                           (int)ids[i], i);
+        }
+        const char *p = t->piece[ids[i]];
+        size_t len = t->piece_len[ids[i]];
+        if (t->added_of_id[ids[i]] >= 0) {
+            /* HF decodes a normalized added token from its normalized form */
+            const sk_added_token *a = &t->added[t->added_of_id[ids[i]]];
+            p = a->pattern;
+            len = a->pattern_len;
+        }
+        if (!t->byte_level_decoder) {
+            if (i) sk_buf_putc(&raw, ' '); /* no decoder: HF joins the tokens with spaces */
+            sk_buf_append(&raw, p, len);
+            continue;
+        }
+        /* ByteLevel decoder: a token made only of byte-level chars becomes those bytes;
+         * any other token is kept as its UTF-8 text. */
+        size_t mark = raw.len, j = 0;
+        int ok = 1;
+        while (j < len) {
+            uint32_t cp;
+            j += sk_utf8_next(p, len, j, &cp);
+            int by = sk_cp_to_byte(cp);
+            if (by < 0) {
+                ok = 0;
+                break;
+            }
+            sk_buf_putc(&raw, (char)by);
+        }
+        if (!ok) {
+            raw.len = mark;
+            sk_buf_append(&raw, p, len);
+        }
+    }
+    if (raw.failed) {
+        sk_buf_free(&raw);
+        return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+    }
+    if (t->byte_level_decoder) append_lossy(b, (const unsigned char *)raw.data, raw.len);
+    else sk_buf_append(b, raw.data, raw.len);
+    sk_buf_free(&raw);
+    if (b->failed) return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+    return SKYCMD_OK;
+}
+
+/* ------------------------------------------------------------------ queries ----- */
+
+int32_t sk_tokenizer_special(const skycmd_tokenizer *t, int which) {
+    if (!t || which < 0 || which > 4) return -1;
+    return t->special[which];
+}
+
+const char *sk_tokenizer_special_text(const skycmd_tokenizer *t, int which) {
+    int32_t id = sk_tokenizer_special(t, which);
+    return id >= 0 ? sk_tokenizer_piece(t, id) : NULL;
+}
+
+const char *sk_tokenizer_piece(const skycmd_tokenizer *t, int32_t id) {
+    if (!t || id < 0 || (size_t)id >= t->n_ids) return NULL;
+    return t->piece[id];
+}
+
+size_t sk_tokenizer_vocab_size(const skycmd_tokenizer *t) { return t ? t->n_ids : 0; }
+
+/* ------------------------------------------------------------------ finish ------ */
+
+/* Insertion sort of one first-byte bucket: longest pattern first (buckets are small; no
+ * qsort so that building tokenizers in several threads needs no shared state). */
+static void sort_bucket(const sk_added_token *added, uint32_t *v, size_t n) {
+    for (size_t i = 1; i < n; i++) {
+        uint32_t x = v[i];
+        size_t j = i;
+        while (j > 0) {
+            uint32_t y = v[j - 1];
+            int before = added[x].pattern_len > added[y].pattern_len ||
+                         (added[x].pattern_len == added[y].pattern_len && x < y);
+            if (!before) break;
+            v[j] = y;
+            j--;
+        }
+        v[j] = x;
+    }
+}
+
+int sk_tok_finish(skycmd_tokenizer *t, sk_err *e) {
+    /* byte ids */
+    for (int b = 0; b < 256; b++) {
+        uint32_t cp = sk_byte_to_cp((uint8_t)b);
+        char u[2];
+        size_t l = 0;
+        if (cp < 0x80) u[l++] = (char)cp;
+        else {
+            u[l++] = (char)(0xC0 | (cp >> 6));
+            u[l++] = (char)(0x80 | (cp & 0x3F));
+        }
+        t->byte_id[b] = sk_strmap_get(&t->vocab, u, l);
+    }
+    if (t->bpe_unk) {
+        t->bpe_unk_id = sk_strmap_get(&t->vocab, t->bpe_unk, strlen(t->bpe_unk));
+        if (t->bpe_unk_id < 0) {
+            /* HF fails only when an unknown char is met; we refuse up front if it could be */
+            for (int b = 0; b < 256; b++)
+                if (t->byte_id[b] < 0)
+                    return sk_fail(e, SKYCMD_E_FORMAT, "tokenizer: model.unk_token \"%s\" is not in the vocabulary",
+                                   t->bpe_unk);
+        }
+    }
+    /* added-token indices, one per pass */
+    for (int p = 0; p < 2; p++) {
+        uint32_t *start = calloc(257, sizeof *start);
+        uint32_t *list = sk_malloc_array(t->n_added + 1, sizeof *list);
+        if (!start || !list) {
+            free(start);
+            free(list);
+            return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+        }
+        uint32_t cnt[257] = {0};
+        for (size_t i = 0; i < t->n_added; i++) {
+            const sk_added_token *a = &t->added[i];
+            if (a->pattern_len == 0 || a->id < 0) continue;
+            if (((a->flags & SK_ADDED_NORMALIZED) != 0) != (p == 1)) continue;
+            cnt[(unsigned char)a->pattern[0]]++;
+        }
+        uint32_t acc = 0;
+        for (int b = 0; b < 256; b++) {
+            start[b] = acc;
+            acc += cnt[b];
+        }
+        start[256] = acc;
+        uint32_t fill[256];
+        memcpy(fill, start, sizeof fill);
+        for (size_t i = 0; i < t->n_added; i++) {
+            const sk_added_token *a = &t->added[i];
+            if (a->pattern_len == 0 || a->id < 0) continue;
+            if (((a->flags & SK_ADDED_NORMALIZED) != 0) != (p == 1)) continue;
+            list[fill[(unsigned char)a->pattern[0]]++] = (uint32_t)i;
+        }
+        for (int b = 0; b < 256; b++) {
+            sort_bucket(t->added, list + start[b], start[b + 1] - start[b]);
+            for (uint32_t k = start[b] + 1; k < start[b + 1]; k++) {
+                const sk_added_token *x = &t->added[list[k - 1]], *y = &t->added[list[k]];
+                if (x->pattern_len == y->pattern_len && memcmp(x->pattern, y->pattern, x->pattern_len) == 0)
+                    return free(start), free(list),
+                           sk_fail(e, SKYCMD_E_FORMAT, "tokenizer: added tokens %d and %d match the same text \"%.*s\"",
+                                   x->id, y->id, (int)(x->pattern_len > 64 ? 64 : x->pattern_len), x->pattern);
+            }
+        }
+        t->first_start[p] = start;
+        t->first_list[p] = list;
+    }
+    return SKYCMD_OK;
+}
+
+int sk_tok_build_vocab(skycmd_tokenizer *t, sk_err *e) {
+    size_t cnt = 0;
+    for (size_t i = 0; i < t->n_ids; i++)
+        if (t->model_tok[i]) cnt++;
+    if (strmap_init(&t->vocab, cnt)) return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+    for (size_t i = 0; i < t->n_ids; i++)
+        if (t->model_tok[i] && strmap_put(&t->vocab, t->model_tok[i], t->model_tok_len[i], (int32_t)i))
+            return sk_fail(e, SKYCMD_E_INTERNAL, "tokenizer: vocabulary map overflow");
+    return SKYCMD_OK;
+}

@@ -1,0 +1,176 @@
+/*
+ * tokenizer.h - byte-level BPE tokenizer that reproduces Hugging Face `tokenizers` (0.23.x)
+ * exactly for the configuration ModernBERT uses: NFC normalizer (or none), added tokens
+ * (special or not, normalized or not, lstrip/rstrip/single_word) matched leftmost-longest
+ * before pre-tokenization, the ByteLevel pre-tokenizer with the GPT-2 split pattern, and a
+ * BPE model with merge ranks and optional ignore_merges.
+ *
+ * Contract:
+ *  - A tokenizer is immutable once built; every function taking a const tokenizer is
+ *    reentrant and may be called from any number of threads at once.
+ *  - sk_tokenizer_encode() APPENDS ids to `out` (no reset). It allocates only when `out`
+ *    lacks capacity, when a non-ASCII piece between added tokens needs NFC and exceeds the
+ *    stack scratch (2048 code points), or when one word exceeds 256 bytes; typical prompts
+ *    never allocate once `out` is sized.
+ *  - Text must be valid UTF-8 (NUL bytes are ordinary characters); anything else is
+ *    SKYCMD_E_INVALID_ARGUMENT.
+ *  - Loaders treat their input as hostile: sizes, ids and counts are checked, and a bad
+ *    file gives SKYCMD_E_FORMAT (or _UNSUPPORTED for valid features we do not implement)
+ *    with a message naming the key.
+ */
+#ifndef SK_TOKENIZER_H
+#define SK_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../gguf/gguf.h"
+#include "../util/util.h"
+
+/* Flags of an added token (also the bit layout of skycmd.tokenizer.added_flags). */
+enum {
+    SK_ADDED_SPECIAL = 1,
+    SK_ADDED_NORMALIZED = 2,
+    SK_ADDED_LSTRIP = 4,
+    SK_ADDED_RSTRIP = 8,
+    SK_ADDED_SINGLE_WORD = 16,
+    SK_ADDED_IN_MODEL = 32 /* the BPE model vocabulary also has an entry at this id */
+};
+
+typedef struct sk_added_token {
+    int32_t id;
+    uint32_t flags;
+    const char *content;   /* NUL-terminated, points into the tokenizer's arena */
+    uint32_t len;          /* bytes of content */
+    const char *pattern;   /* what is matched: content, NFC-normalized when normalized */
+    uint32_t pattern_len;
+} sk_added_token;
+
+/* Open-addressing string -> id table (strings live in the tokenizer's arena). */
+typedef struct sk_strmap {
+    uint32_t *slots;  /* index+1 into keys/ids, 0 = empty */
+    uint32_t mask;
+    const char **keys;
+    uint32_t *key_len;
+    int32_t *ids;
+    uint32_t n, cap;
+} sk_strmap;
+
+/* (left id, right id) -> (rank, merged id). */
+typedef struct sk_merge_map {
+    uint64_t *keys;   /* (a << 32 | b) + 1, 0 = empty */
+    uint32_t *rank;
+    int32_t *merged;
+    uint32_t mask;
+    uint32_t n;
+} sk_merge_map;
+
+struct skycmd_tokenizer {
+    uint32_t tag;           /* SK_TAG_TOKENIZER */
+    int owned_by_model;
+
+    /* id space: 0 .. n_ids-1 (holes allowed: piece NULL) */
+    size_t n_ids;
+    const char **piece;       /* id -> what HF's id_to_token gives (added content wins) */
+    uint32_t *piece_len;
+    const char **model_tok;   /* id -> BPE model vocabulary entry, NULL if none */
+    uint32_t *model_tok_len;
+    int32_t *added_of_id;     /* id -> index into added[], -1 if not an added token */
+
+    sk_strmap vocab;          /* BPE model vocabulary */
+    sk_merge_map merges;
+    uint32_t n_merges;
+    int32_t byte_id[256];     /* id of the single byte-level char for each byte, -1 if none */
+
+    sk_added_token *added;    /* in tokenizer.json order */
+    size_t n_added;
+    /* Matching index per pass (0: non-normalized tokens on raw text, 1: normalized tokens on
+     * normalized text): for each first byte, the added[] indices sorted by pattern length,
+     * longest first. */
+    uint32_t *first_start[2]; /* 257 offsets into first_list */
+    uint32_t *first_list[2];
+
+    int nfc;                  /* normalizer NFC (else none) */
+    int ignore_merges;
+    int byte_level_decoder;
+    char *bpe_unk;            /* BPE model unk_token (NULL = none) */
+    int fuse_unk;
+    int32_t bpe_unk_id;
+
+    int32_t special[5];       /* skycmd_special -> id or -1 */
+
+    /* arena of every string above */
+    char **blocks;
+    size_t n_blocks, cap_blocks;
+    char *cur;
+    size_t cur_left;
+};
+
+typedef struct sk_ids {
+    int32_t *ids;
+    size_t n, cap;
+} sk_ids;
+
+int sk_ids_push(sk_ids *v, int32_t id);
+void sk_ids_free(sk_ids *v);
+
+/* tokenizer.json text (+ optional tokenizer_config.json text, may be NULL). */
+int sk_tokenizer_from_json(const char *json, size_t len, const char *config_json,
+                           size_t config_len, skycmd_tokenizer **out, sk_err *e);
+int sk_tokenizer_from_gguf(const sk_gguf *g, skycmd_tokenizer **out, sk_err *e);
+/* Write every tokenizer.ggml.* key llama.cpp needs + skycmd.tokenizer.* keys (not the chat
+ * template). pre NULL = "gpt-2". */
+int sk_tokenizer_write_gguf(const skycmd_tokenizer *t, sk_gguf_writer *w, const char *pre,
+                            sk_err *e);
+void sk_tokenizer_free(skycmd_tokenizer *t);
+
+/* Encode exactly like HF tokenizers (add_special_tokens=False), APPENDING to out. */
+int sk_tokenizer_encode(const skycmd_tokenizer *t, const char *text, size_t len, sk_ids *out,
+                        sk_err *e);
+/* Decode ids (byte-level decoder, invalid UTF-8 replaced by U+FFFD like Rust's
+ * from_utf8_lossy); appends to b. An id out of range is SKYCMD_E_INVALID_ARGUMENT. */
+int sk_tokenizer_decode(const skycmd_tokenizer *t, const int32_t *ids, size_t n, sk_buf *b,
+                        sk_err *e);
+int32_t sk_tokenizer_special(const skycmd_tokenizer *t, int which /* skycmd_special */);
+const char *sk_tokenizer_special_text(const skycmd_tokenizer *t, int which);
+const char *sk_tokenizer_piece(const skycmd_tokenizer *t, int32_t id);
+size_t sk_tokenizer_vocab_size(const skycmd_tokenizer *t);
+
+/* A deterministic small byte-level BPE vocabulary of exactly vocab_size entries, written as
+ * a real HF tokenizer.json + tokenizer_config.json (both malloc'ed, NUL-terminated).
+ * Layout: 0 [PAD], 1 [UNK], 2 [CLS], 3 [SEP], 4 [MASK] (special), 5..260 the 256 byte
+ * tokens, then merged tokens, and the last 7 ids are non-special added tokens for runs of
+ * 8 down to 2 spaces. vocab_size must be in [512, 65536]. */
+int sk_tokenizer_random_json(uint32_t vocab_size, uint64_t seed, char **tokenizer_json,
+                             char **tokenizer_config_json, sk_err *e);
+
+/* ---- internal pieces shared by the tokenizer's files ---- */
+skycmd_tokenizer *sk_tok_alloc(void);
+char *sk_tok_strdup(skycmd_tokenizer *t, const char *s, size_t n);
+/* After piece/model_tok/added are filled: build vocab map, added index, byte ids. Merges
+ * are added with sk_tok_add_merge before calling. */
+int sk_tok_finish(skycmd_tokenizer *t, sk_err *e);
+/* Build the vocabulary map from model_tok[] (first step of every loader). */
+int sk_tok_build_vocab(skycmd_tokenizer *t, sk_err *e);
+/* Fill added[].pattern (NFC of normalized contents when the normalizer is NFC). */
+int sk_tok_set_patterns(skycmd_tokenizer *t, sk_err *e);
+int sk_tok_merge_init(skycmd_tokenizer *t, size_t n_merges, sk_err *e);
+/* Add merge number `rank` (a later duplicate pair replaces the earlier one, like HF). */
+int sk_tok_add_merge(skycmd_tokenizer *t, const char *a, size_t alen, const char *b,
+                     size_t blen, uint32_t rank, sk_err *e);
+int32_t sk_strmap_get(const sk_strmap *m, const char *s, size_t n);
+/* GPT-2 byte <-> char mapping. */
+uint32_t sk_byte_to_cp(uint8_t b);
+int sk_cp_to_byte(uint32_t cp); /* -1 if cp is not a byte-level char */
+/* Split `s` (valid UTF-8) into GPT-2 pre-tokens: calls fn(ud, start, end) for each piece. */
+typedef int (*sk_pretok_fn)(void *ud, size_t start, size_t end);
+int sk_pretok_gpt2(const char *s, size_t n, sk_pretok_fn fn, void *ud);
+/* Unicode helpers matching the regex engines HF tokenizers uses. */
+int sk_uni_is_space(uint32_t cp);   /* White_Space */
+int sk_uni_is_letter(uint32_t cp);  /* \p{L} */
+int sk_uni_is_number(uint32_t cp);  /* \p{N} */
+int sk_uni_is_word(uint32_t cp);    /* \w (Rust regex) */
+/* Decode one code point of valid UTF-8 at s[i]; returns its length. */
+size_t sk_utf8_next(const char *s, size_t n, size_t i, uint32_t *cp);
+
+#endif /* SK_TOKENIZER_H */

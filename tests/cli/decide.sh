@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# CLI behaviour of `skycmd decide`: help, usage errors, the example requests on a random
+# s1-pico model (well-formed response, request order, usage), stdin input, --pretty,
+# --model-name, and request errors that name the field. Usage: decide.sh <cli> <src> <bin>
+set -u
+CLI=$1
+SRC=$2
+BIN=$3
+T=$(mktemp -d "$BIN/cli_decide.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$CLI" decide --help | grep -q "usage: skycmd decide" || fail "decide --help"
+"$CLI" decide >/dev/null 2>&1; [ $? -eq 2 ] || fail "decide without arguments must exit 2"
+"$CLI" decide m.gguf --bogus >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown option must exit 2"
+"$CLI" decide m.gguf --threads x >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad --threads must exit 2"
+
+"$CLI" random s1-pico "$T/pico.gguf" >/dev/null || fail "random s1-pico"
+out=$("$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json") || fail "decide flappy"
+case "$out" in
+  '{"model":"s1-pico","answers":{"action":{"type":"choice","choice":"'*) ;;
+  *) fail "unexpected response start: $out" ;;
+esac
+echo "$out" | grep -q '"danger":{"type":"noul","noul":0\.[0-9]*}' || fail "noul answer: $out"
+echo "$out" | grep -q '"margin":{"type":"score","score":[0-9.e-]*,"legend":{"0":"none","1":"tight","2":"comfortable"},"probabilities":{"0":' \
+  || fail "score answer: $out"
+echo "$out" | grep -qE '"usage":\{"input_tokens":[1-9][0-9]*,"output_tokens":0\}\}$' || fail "usage: $out"
+# answers in request order
+echo "$out" | grep -q '"action".*"danger".*"margin"' || fail "answers out of order"
+
+for f in "$SRC"/examples/*.json; do
+  "$CLI" decide "$T/pico.gguf" "$f" >/dev/null || fail "decide $f"
+done
+# stdin, --pretty, --model-name
+same=$("$CLI" decide "$T/pico.gguf" - < "$SRC/examples/flappy-drone.json") || fail "decide from stdin"
+[ "$same" = "$out" ] || fail "stdin and file answers differ"
+"$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --pretty --model-name fd \
+  | grep -q '^  "model": "fd",$' || fail "--pretty/--model-name"
+
+# request errors name the field and exit 1
+echo '{"state":"s","questions":{"act":{"type":"choice","instructions":"i","criteria":{}}}}' > "$T/bad.json"
+err=$("$CLI" decide "$T/pico.gguf" "$T/bad.json" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 1 ] || fail "invalid request must exit 1 (got $rc)"
+echo "$err" | grep -q 'questions.act: "criteria" must be a non-empty object' || fail "message: $err"
+printf '{"state":' > "$T/trunc.json"
+err=$("$CLI" decide "$T/pico.gguf" "$T/trunc.json" 2>&1 >/dev/null); [ $? -eq 1 ] || fail "bad JSON must exit 1"
+echo "$err" | grep -q 'malformed JSON' || fail "bad JSON message: $err"
+"$CLI" decide "$T/missing.gguf" "$SRC/examples/flappy-drone.json" >/dev/null 2>&1; [ $? -eq 1 ] || fail "missing model must exit 1"
+echo "ok"

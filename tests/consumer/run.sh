@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# run.sh BUILD_DIR SOURCE_DIR - build and run tests/consumer against `cmake --install` of
+# BUILD_DIR into a scratch prefix:
+#   1. pkg-config --cflags --libs skycmd (shared), run with the installed library;
+#   2. pkg-config --static (static library + Libs.private);
+#   3. find_package(skycmd) with skycmd::skycmd and skycmd::skycmd_static;
+#   4. a copy of the header claiming a newer minor version: the library must refuse it
+#      with a clear message (skycmd_check_version).
+set -euo pipefail
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/skycmd-consumer.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+cmake --install "$build" --prefix "$prefix" >/dev/null
+fixture=$src/tests/fixtures/gguf/basic.gguf
+libdir=$(dirname "$(find "$prefix" -name 'skycmd.pc' | head -n1)")
+libdir=$(dirname "$libdir")
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+# The .pc names the configured prefix; point it at the scratch install instead.
+pc() { pkg-config --define-variable=prefix="$prefix" "$@"; }
+export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+cc=${CC:-cc}
+
+echo "== pkg-config (shared): $(pc --cflags --libs skycmd)"
+$cc -std=c99 -Wall -Werror "$src/tests/consumer/consumer.c" -o "$work/c_shared" $(pc --cflags --libs skycmd)
+"$work/c_shared" "$fixture" | grep -q '^total: 302 parameters, 550 bytes of tensor data$'
+ldd "$work/c_shared" | grep -q "$libdir/libskycmd.so"
+
+echo "== pkg-config (static): $(pc --static --libs skycmd)"
+$cc -std=c99 -Wall -Werror "$src/tests/consumer/consumer.c" -o "$work/c_static" \
+    $(pc --cflags skycmd) "$libdir/libskycmd.a" $(pc --static --libs-only-l skycmd | sed 's/-lskycmd//')
+"$work/c_static" "$fixture" | grep -q '^total: 302 parameters'
+if ldd "$work/c_static" | grep -q libskycmd; then echo "static consumer links libskycmd.so"; exit 1; fi
+
+for mode in OFF ON; do
+  echo "== find_package(skycmd), static=$mode"
+  cmake -S "$src/tests/consumer" -B "$work/cm_$mode" -DCMAKE_PREFIX_PATH="$prefix" \
+        -DSKYCMD_CONSUMER_STATIC=$mode >/dev/null
+  cmake --build "$work/cm_$mode" >/dev/null
+  "$work/cm_$mode/consumer" "$fixture" | grep -q '^total: 302 parameters'
+done
+
+echo "== a newer header is refused"
+mkdir -p "$work/newer"
+perl -pe 's/^(#define SKYCMD_VERSION_MINOR )(\d+)/$1.($2+1)/e' \
+    "$prefix/include/skycmd.h" > "$work/newer/skycmd.h"
+if cmp -s "$prefix/include/skycmd.h" "$work/newer/skycmd.h"; then echo "could not bump the header"; exit 1; fi
+$cc -std=c99 -I"$work/newer" "$src/tests/consumer/consumer.c" -o "$work/c_newer" -L"$libdir" -lskycmd
+if "$work/c_newer" 2>"$work/newer.err"; then echo "a newer header was accepted"; exit 1; fi
+cat "$work/newer.err"
+grep -q "older than" "$work/newer.err"
+echo "consumer: all checks passed"

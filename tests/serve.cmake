@@ -1,0 +1,43 @@
+# serve.cmake - HTTP tests of `skycmd serve` (tests/serve/*), run against real started
+# servers on loopback. Included by tests/CMakeLists.txt.
+#
+#   serve_http      endpoints, error statuses, model selection, keep-alive, concurrency,
+#                   auth on/off, graceful shutdown                  (python3, stdlib only)
+#   serve_badinput  hostile HTTP and JSON over raw sockets           (python3, stdlib only)
+#   serve_sdk       the typesafe-sdk 0.7.5 client against the server (skipped, 77, without it)
+#   serve_load      wrk, 5 s at 64 connections, RSS and clean stop   (skipped, 77, without wrk)
+#
+# SKYCMD_SERVE_SDK_PYTHON picks the interpreter that has typesafe-sdk installed.
+if(NOT MHD_FOUND)
+  message(STATUS "skycmd serve tests: libmicrohttpd not found, HTTP tests disabled")
+  return()
+endif()
+find_package(Python3 COMPONENTS Interpreter)
+if(NOT Python3_Interpreter_FOUND)
+  message(STATUS "skycmd serve tests: no python3, HTTP tests disabled")
+  return()
+endif()
+
+if(EXISTS /opt/gvenv/bin/python)
+  set(_sdk_py /opt/gvenv/bin/python)
+else()
+  set(_sdk_py ${Python3_EXECUTABLE})
+endif()
+set(SKYCMD_SERVE_SDK_PYTHON ${_sdk_py} CACHE FILEPATH "Python interpreter with typesafe-sdk for the serve_sdk test")
+
+set(_serve_dir ${CMAKE_CURRENT_SOURCE_DIR}/serve)
+set(_serve_work ${CMAKE_BINARY_DIR}/serve-tests)
+set(_serve_args --cli $<TARGET_FILE:skycmd_cli> --source-dir ${CMAKE_SOURCE_DIR})
+
+add_test(NAME serve_http
+         COMMAND ${Python3_EXECUTABLE} ${_serve_dir}/test_http.py ${_serve_args} --work-dir ${_serve_work}/http)
+add_test(NAME serve_badinput
+         COMMAND ${Python3_EXECUTABLE} ${_serve_dir}/test_badinput.py ${_serve_args} --work-dir ${_serve_work}/badinput)
+add_test(NAME serve_sdk
+         COMMAND ${SKYCMD_SERVE_SDK_PYTHON} ${_serve_dir}/test_sdk.py ${_serve_args} --work-dir ${_serve_work}/sdk)
+add_test(NAME serve_load
+         COMMAND bash ${_serve_dir}/load.sh --ci ${_serve_args} --work-dir ${_serve_work}/load)
+set_tests_properties(serve_http serve_badinput serve_sdk PROPERTIES TIMEOUT 600)
+set_tests_properties(serve_sdk serve_load PROPERTIES SKIP_RETURN_CODE 77)
+# The load test measures; keep it alone on the machine.
+set_tests_properties(serve_load PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)

@@ -1,0 +1,531 @@
+#!/usr/bin/env python3
+"""HTTP tests of `skycmd serve` against started servers: every endpoint, every error
+status, request ids, model selection, keep-alive, concurrent clients, auth on and off, and
+graceful shutdown with requests in flight.
+
+usage: test_http.py --cli build/skycmd [--model m.gguf] [--work-dir DIR]
+"""
+
+import http.client
+import json
+import math
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import threading
+import time
+
+from serve_common import (Failure, Server, check, eq, error_of, example_request, ensure_model, main_guard,
+                          parse_args, request, run_tests, test)
+
+ARGS = parse_args(__doc__)
+BODY = example_request(ARGS)
+REQ = json.loads(BODY)
+
+
+def many_questions(n):
+    q = {}
+    for i in range(n):
+        q[f"q{i}"] = {"type": "noul", "instructions": f"Is statement number {i} about the drone true?"}
+    return {"state": REQ["state"], "questions": q}
+
+
+def check_answer_shapes(doc, req, model_name=None):
+    eq(list(doc), ["model", "answers", "usage"], "top-level keys (in order)")
+    if model_name is not None:
+        eq(doc["model"], model_name, "model")
+    eq(list(doc["usage"]), ["input_tokens", "output_tokens"], "usage keys")
+    check(isinstance(doc["usage"]["input_tokens"], int) and doc["usage"]["input_tokens"] > 0, "input_tokens")
+    eq(doc["usage"]["output_tokens"], 0, "output_tokens")
+    eq(list(doc["answers"]), list(req["questions"]), "answers in request order")
+    for qid, q in req["questions"].items():
+        a = doc["answers"][qid]
+        eq(a["type"], q["type"], f"{qid}.type")
+        if q["type"] == "choice":
+            eq(list(a), ["type", "choice", "probabilities", "confidence"], f"{qid} keys")
+            eq(list(a["probabilities"]), list(q["criteria"]), f"{qid} probability keys")
+            check(a["choice"] == max(a["probabilities"], key=a["probabilities"].get), f"{qid} choice is argmax")
+            check(abs(sum(a["probabilities"].values()) - 1) < 1e-4, f"{qid} probabilities sum")
+            check(0 <= a["confidence"] <= 1, f"{qid} confidence range")
+        elif q["type"] == "score":
+            eq(list(a), ["type", "score", "legend", "probabilities", "confidence"], f"{qid} keys")
+            keys = [str(i) for i in range(len(q["criteria"]))]
+            eq(list(a["legend"]), keys, f"{qid} legend keys")
+            eq(list(a["legend"].values()), q["criteria"], f"{qid} legend values")
+            eq(list(a["probabilities"]), keys, f"{qid} probability keys")
+            p = [a["probabilities"][k] for k in keys]
+            check(abs(sum(p) - 1) < 1e-4, f"{qid} probabilities sum")
+            check(abs(a["score"] - sum(i * x for i, x in enumerate(p))) < 1e-4, f"{qid} score = E[level]")
+        else:
+            eq(list(a), ["type", "noul"], f"{qid} keys")
+            check(0 <= a["noul"] <= 1 and math.isfinite(a["noul"]), f"{qid} noul range")
+
+
+def setup():
+    model = ensure_model(ARGS)
+    # The shared server: two names for the same file, small limits for the limit tests.
+    srv = Server(ARGS, ["--threads", "2", "--max-body", "65536", "--max-questions", "64", "--access-log",
+                        "--log-format", "json"], models=[f"pico={model}", f"second={model}"])
+    return {"model": model, "srv": srv}
+
+
+def teardown(ctx):
+    rc = ctx["srv"].stop()
+    eq(rc, 0, "shared server exit status")
+    text = ctx["srv"].text()
+    # the access log is JSON lines with the documented fields
+    lines = [json.loads(l) for l in text.splitlines() if l.startswith("{")]
+    check(lines, "no JSON access-log lines")
+    for k in ("ts", "request_id", "method", "path", "status", "questions", "tokens", "micros"):
+        check(k in lines[0], f"access log field {k} missing")
+    check(ARGS.only or any(l["path"] == "/v1/systemone" and l["status"] == 200 and l["questions"] == 3 and l["tokens"] > 0
+              for l in lines), "no access-log line of an answered request")
+
+
+# ------------------------------------------------------------------ endpoints --------
+
+@test
+def health_ok(ctx):
+    st, h, body = request(ctx["srv"].port, "GET", "/health")
+    eq(st, 200, "status")
+    eq(json.loads(body), {"status": "ok"}, "body")
+    check(h.get("x-request-id"), "x-request-id")
+    eq(h.get("content-type"), "application/json", "content-type")
+    st, h, body = request(ctx["srv"].port, "HEAD", "/health")
+    eq(st, 200, "HEAD status")
+    eq(body, b"", "HEAD body")
+
+
+@test
+def models_list(ctx):
+    st, h, body = request(ctx["srv"].port, "GET", "/v1/models")
+    eq(st, 200, "status")
+    doc = json.loads(body)
+    eq([m["id"] for m in doc["data"]], ["pico", "second"], "data ids")
+    eq(doc["object"], "list", "object")
+    eq([m["name"] for m in doc["models"]], ["pico", "second"], "models names")
+    for m in doc["models"]:
+        check(isinstance(m["description"], str) and isinstance(m["release_date"], str), "model metadata")
+
+
+@test
+def systemone_example(ctx):
+    st, h, body = request(ctx["srv"].port, "POST", "/v1/systemone", BODY)
+    eq(st, 200, "status")
+    eq(h.get("content-type"), "application/json", "content-type")
+    check(h.get("x-request-id") and h.get("x-request-id") == h.get("x-typesafe-request-id"), "request ids")
+    doc = json.loads(body)
+    check_answer_shapes(doc, REQ, "pico")
+    # deterministic: the same request gives the same bytes
+    st2, _, body2 = request(ctx["srv"].port, "POST", "/v1/systemone", BODY)
+    eq(st2, 200, "second status")
+    eq(body2, body, "same answer twice")
+
+
+@test
+def systemone_same_as_cli_decide(ctx):
+    """The server's body is the library's response JSON: compare with `skycmd decide`."""
+    path = os.path.join(ARGS.work_dir, "example.json")
+    with open(path, "wb") as f:
+        f.write(BODY)
+    p = subprocess.run([ARGS.cli, "decide", ctx["model"], path], capture_output=True)
+    if p.returncode != 0:
+        p = subprocess.run([ARGS.cli, "decide", "--model", ctx["model"], path], capture_output=True)
+    if p.returncode != 0:
+        print(f"  note: `skycmd decide` unavailable ({p.stderr.decode(errors='replace').strip()[:120]}); compared shapes only")
+        return
+    cli = json.loads(p.stdout)
+    st, _, body = request(ctx["srv"].port, "POST", "/v1/systemone", BODY)
+    eq(st, 200, "status")
+    doc = json.loads(body)
+    eq(doc["answers"], cli["answers"], "answers equal to skycmd decide")
+    eq(doc["usage"], cli["usage"], "usage equal to skycmd decide")
+
+
+@test
+def metrics_text(ctx):
+    port = ctx["srv"].port
+    request(port, "POST", "/v1/systemone", BODY)
+    st, h, body = request(port, "GET", "/metrics")
+    eq(st, 200, "status")
+    check(h.get("content-type", "").startswith("text/plain"), "content-type")
+    text = body.decode()
+    for name in ("skycmd_http_requests_total", "skycmd_request_duration_seconds_bucket",
+                 "skycmd_request_duration_seconds_sum", "skycmd_request_duration_seconds_count",
+                 "skycmd_questions_total", "skycmd_input_tokens_total", "skycmd_queue_depth",
+                 "skycmd_workers_busy", "skycmd_http_connections"):
+        check(name in text, f"{name} missing")
+
+    def value(series):
+        for line in text.splitlines():
+            if line.startswith(series + " "):
+                return float(line.split()[-1])
+        return None
+
+    ok = value('skycmd_http_requests_total{endpoint="/v1/systemone",code="200"}')
+    check(ok is not None and ok >= 1, "200 counter")
+    q = value("skycmd_questions_total")
+    check(q is not None and q >= 3, "questions counter")
+    inf = value('skycmd_request_duration_seconds_bucket{le="+Inf"}')
+    cnt = value("skycmd_request_duration_seconds_count")
+    check(inf == cnt and cnt >= 1, "histogram +Inf bucket equals count")
+    # counters move
+    request(port, "POST", "/v1/systemone", BODY)
+    _, _, body2 = request(port, "GET", "/metrics")
+    text = body2.decode()
+    eq(value("skycmd_questions_total"), q + 3, "questions counter after one more request")
+
+
+@test
+def request_id_echo(ctx):
+    st, h, _ = request(ctx["srv"].port, "GET", "/health", headers={"x-request-id": "trace-42.a_b"})
+    eq(h.get("x-request-id"), "trace-42.a_b", "echoed id")
+    st, h, _ = request(ctx["srv"].port, "GET", "/health", headers={"x-request-id": "bad id\x7f"[:6] + "!"})
+    check(h.get("x-request-id", "").startswith("req-"), "unsafe id replaced")
+    ids = {request(ctx["srv"].port, "GET", "/health")[1]["x-request-id"] for _ in range(20)}
+    eq(len(ids), 20, "distinct generated ids")
+
+
+# ------------------------------------------------------------------ model selection --
+
+@test
+def model_field_picks_model(ctx):
+    port = ctx["srv"].port
+    for name, expect in (("second", "second"), ("pico", "pico"), (None, "pico"), ("jev-latest", "pico")):
+        req = dict(REQ)
+        if name is not None:
+            req["model"] = name
+        st, _, body = request(port, "POST", "/v1/systemone", req)
+        eq(st, 200, f"status for model={name}")
+        eq(json.loads(body)["model"], expect, f"answering model for {name}")
+    req = dict(REQ, model=None)
+    st, _, body = request(port, "POST", "/v1/systemone", req)
+    eq(st, 200, "model null")
+
+
+@test
+def model_unknown_names_available(ctx):
+    st, h, body = request(ctx["srv"].port, "POST", "/v1/systemone", dict(REQ, model="jev-9"))
+    err = error_of(st, h, body, 422, "unprocessable_entity_error", "jev-9")
+    check("pico" in err["message"] and "second" in err["message"], "available models named")
+    st, h, body = request(ctx["srv"].port, "POST", "/v1/systemone", dict(REQ, model=7))
+    error_of(st, h, body, 422, "unprocessable_entity_error", '"model"')
+
+
+# ------------------------------------------------------------------ errors -----------
+
+@test
+def error_400_malformed_json(ctx):
+    for bad in (b'{"state": "x", "questions": ', b"not json", b"{}}", b'{"state":"x",}'):
+        st, h, body = request(ctx["srv"].port, "POST", "/v1/systemone", bad)
+        error_of(st, h, body, 400, "invalid_request_error")
+
+
+@test
+def error_400_empty_body(ctx):
+    st, h, body = request(ctx["srv"].port, "POST", "/v1/systemone", b"")
+    error_of(st, h, body, 400, "invalid_request_error")
+
+
+@test
+def error_422_invalid_request_names_field(ctx):
+    port = ctx["srv"].port
+    cases = [
+        ({"questions": REQ["questions"]}, "state"),
+        ({"state": "x"}, "questions"),
+        ({"state": "x", "questions": {}}, "questions"),
+        ({"state": "x", "questions": {"a": {"type": "maybe", "instructions": "?"}}}, "type"),
+        ({"state": "x", "questions": {"a": {"type": "choice", "instructions": "?", "criteria": {}}}}, "criteria"),
+        ({"state": "x", "questions": {"a": {"type": "score", "instructions": "?", "criteria": []}}},
+         "criteria"),
+        ({"state": "x", "questions": {"a": {"type": "noul"}}}, "instructions"),
+    ]
+    for req, field in cases:
+        st, h, body = request(port, "POST", "/v1/systemone", req)
+        err = error_of(st, h, body, 422, "unprocessable_entity_error")
+        check(field in err["message"], f"message {err['message']!r} should name {field!r}")
+
+
+@test
+def error_404_unknown_path(ctx):
+    for method, path in (("GET", "/"), ("GET", "/v2/systemone"), ("POST", "/v1/systemone/x"),
+                         ("GET", "/v1/models/pico")):
+        st, h, body = request(ctx["srv"].port, method, path, b"{}" if method == "POST" else None)
+        error_of(st, h, body, 404, "not_found_error")
+
+
+@test
+def error_405_wrong_method(ctx):
+    for method, path, allow in (("GET", "/v1/systemone", "POST"), ("PUT", "/v1/systemone", "POST"),
+                                ("DELETE", "/v1/systemone", "POST"), ("POST", "/health", "GET, HEAD"),
+                                ("POST", "/metrics", "GET, HEAD"), ("PATCH", "/v1/models", "GET, HEAD")):
+        st, h, body = request(ctx["srv"].port, method, path, b"{}" if method in ("POST", "PUT", "PATCH") else None)
+        error_of(st, h, body, 405)
+        eq(h.get("allow"), allow, f"Allow for {method} {path}")
+
+
+@test
+def error_413_body_over_limit(ctx):
+    big = json.dumps({"state": "x" * 70000, "questions": REQ["questions"]}).encode()
+    st, h, body = request(ctx["srv"].port, "POST", "/v1/systemone", big)
+    error_of(st, h, body, 413, "request_too_large_error", "65536")
+    # the server goes on serving
+    eq(request(ctx["srv"].port, "GET", "/health")[0], 200, "health after 413")
+
+
+@test
+def error_413_too_many_questions(ctx):
+    st, h, body = request(ctx["srv"].port, "POST", "/v1/systemone", many_questions(65))
+    error_of(st, h, body, 413, "request_too_large_error", "64")
+    st, _, body = request(ctx["srv"].port, "POST", "/v1/systemone", many_questions(64))
+    eq(st, 200, "64 questions accepted")
+    eq(len(json.loads(body)["answers"]), 64, "64 answers")
+
+
+@test
+def error_415_content_encoding(ctx):
+    st, h, body = request(ctx["srv"].port, "POST", "/v1/systemone", BODY, headers={"Content-Encoding": "gzip"})
+    error_of(st, h, body, 415)
+
+
+@test
+def error_429_queue_full(ctx):
+    """One worker, a queue of one: a burst of slow requests gets 429 + Retry-After."""
+    heavy = json.dumps(many_questions(48)).encode()
+    with Server(ARGS, ["--threads", "1", "--queue", "1"]) as srv:
+        seen = {}
+        for _round in range(5):
+            results = []
+
+            def one():
+                try:
+                    results.append(request(srv.port, "POST", "/v1/systemone", heavy))
+                except OSError as e:
+                    results.append((0, {}, str(e).encode()))
+
+            ts = [threading.Thread(target=one) for _ in range(12)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            for st, h, body in results:
+                seen.setdefault(st, (h, body))
+            if 429 in seen and 200 in seen:
+                break
+        check(set(seen) <= {200, 429}, f"statuses {sorted(seen)}")
+        check(429 in seen, "no 429 seen")
+        h, body = seen[429]
+        error_of(429, h, body, 429, "rate_limit_error")
+        check(int(h.get("retry-after", "0")) >= 1, "Retry-After >= 1")
+        eq(request(srv.port, "POST", "/v1/systemone", BODY)[0], 200, "serves after the burst")
+
+
+@test
+def error_401_auth(ctx):
+    key = "s3cret-Key_0123456789"
+    with Server(ARGS, ["--api-key", key]) as srv:
+        st, h, body = request(srv.port, "POST", "/v1/systemone", BODY)
+        error_of(st, h, body, 401, "authentication_error")
+        eq(h.get("www-authenticate"), "Bearer", "WWW-Authenticate")
+        for bad in ("Bearer wrong", "Bearer " + key + "x", "Bearer " + key[:-1], "Basic " + key, key, "Bearer"):
+            st, h, body = request(srv.port, "POST", "/v1/systemone", BODY, headers={"Authorization": bad})
+            error_of(st, h, body, 401, "authentication_error")
+        st, _, body = request(srv.port, "POST", "/v1/systemone", BODY, headers={"Authorization": "Bearer " + key})
+        eq(st, 200, "right key")
+        check_answer_shapes(json.loads(body), REQ)
+        # /health is open; models and metrics need the key
+        eq(request(srv.port, "GET", "/health")[0], 200, "health without key")
+        eq(request(srv.port, "GET", "/v1/models")[0], 401, "models without key")
+        eq(request(srv.port, "GET", "/metrics")[0], 401, "metrics without key")
+        eq(request(srv.port, "GET", "/metrics", headers={"Authorization": "Bearer " + key})[0], 200,
+           "metrics with key")
+    # the key from a file, and auth off by default (the shared server) already tested
+    kf = os.path.join(ARGS.work_dir, "key.txt")
+    with open(kf, "w") as f:
+        f.write(key + "\n")
+    with Server(ARGS, ["--api-key-file", kf]) as srv:
+        eq(request(srv.port, "POST", "/v1/systemone", BODY, headers={"Authorization": "Bearer " + key})[0], 200,
+           "key file")
+        eq(request(srv.port, "POST", "/v1/systemone", BODY)[0], 401, "key file, no header")
+
+
+@test
+def auth_off_by_default(ctx):
+    st, _, _ = request(ctx["srv"].port, "POST", "/v1/systemone", BODY, headers={"Authorization": "Bearer anything"})
+    eq(st, 200, "no auth configured: any header accepted")
+
+
+# ------------------------------------------------------------------ connections ------
+
+@test
+def keep_alive_one_connection(ctx):
+    c = ctx["srv"].conn()
+    c.connect()
+    sock = c.sock
+    lat = []
+    first = None
+    for i in range(200):
+        t = time.perf_counter()
+        st, h, body = request(c, "POST", "/v1/systemone", BODY)
+        lat.append(time.perf_counter() - t)
+        eq(st, 200, f"request {i}")
+        check(c.sock is sock, f"connection was not reused at request {i}")
+        if first is None:
+            first = body
+        eq(body, first, "same answer on the same connection")
+    # errors do not close the connection either
+    st, _, _ = request(c, "POST", "/v1/systemone", b"{bad")
+    eq(st, 400, "400 on keep-alive")
+    st, _, _ = request(c, "GET", "/nope")
+    eq(st, 404, "404 on keep-alive")
+    st, _, _ = request(c, "POST", "/v1/systemone", BODY)
+    eq(st, 200, "200 after errors")
+    check(c.sock is sock, "connection survived error responses")
+    c.close()
+    lat.sort()
+    print(f"  example request over one keep-alive connection: median {statistics.median(lat) * 1e3:.3f} ms, "
+          f"p90 {lat[int(len(lat) * 0.9)] * 1e3:.3f} ms (python client, {len(lat)} requests)")
+
+
+@test
+def concurrent_clients(ctx):
+    port = ctx["srv"].port
+    _, _, ref = request(port, "POST", "/v1/systemone", BODY)
+    errors = []
+
+    def client(n):
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            for i in range(n):
+                req = dict(REQ, model="second") if i % 2 else REQ
+                st, _, body = request(c, "POST", "/v1/systemone", req)
+                if st != 200:
+                    errors.append(f"status {st}")
+                    continue
+                doc = json.loads(body)
+                if doc["answers"] != json.loads(ref)["answers"]:
+                    errors.append("answers differ under concurrency")
+            c.close()
+        except Exception as e:  # noqa: BLE001
+            errors.append(repr(e))
+
+    ts = [threading.Thread(target=client, args=(25,)) for _ in range(16)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    eq(errors, [], "errors")
+
+
+@test
+def slow_client_does_not_block_others(ctx):
+    """A client that sends half a request and stalls holds no worker."""
+    with Server(ARGS, ["--threads", "1", "--timeout", "3"]) as srv:
+        stalled = []
+        for _ in range(8):
+            s = socket.create_connection(("127.0.0.1", srv.port))
+            s.sendall(b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"state\":")
+            stalled.append(s)
+        t = time.time()
+        for _ in range(10):
+            eq(request(srv.port, "POST", "/v1/systemone", BODY)[0], 200, "served beside stalled clients")
+        check(time.time() - t < 2.5, "requests waited for stalled clients")
+        # the idle timeout closes the stalled connections
+        for s in stalled:
+            s.settimeout(10)
+            data = s.recv(4096)
+            check(data == b"" or b"HTTP/1.1" in data, "stalled connection closed or answered")
+            s.close()
+
+
+@test
+def graceful_shutdown_finishes_in_flight(ctx):
+    heavy = json.dumps(many_questions(200)).encode()
+    srv = Server(ARGS, ["--threads", "1", "--queue", "64"])
+    try:
+        idle = srv.conn()
+        eq(request(idle, "GET", "/health")[0], 200, "idle keep-alive connection")
+        results = []
+        done_at = []
+        started = threading.Barrier(9)
+
+        def one():
+            c = srv.conn(timeout=60)
+            c.connect()
+            started.wait()
+            try:
+                results.append(request(c, "POST", "/v1/systemone", heavy)[0])
+            except Exception as e:  # noqa: BLE001
+                results.append(repr(e))
+            done_at.append(time.time())
+
+        ts = [threading.Thread(target=one) for _ in range(8)]
+        for t in ts:
+            t.start()
+        started.wait()
+        time.sleep(0.05)  # the requests are sent and queued behind one worker
+        signalled = time.time()
+        srv.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.05)
+        # a new connection is refused (the listener is closed) or gets 503
+        try:
+            st, h, _ = request(srv.port, "POST", "/v1/systemone", BODY, timeout=5)
+            check(st == 503, f"new request during drain got {st}")
+        except OSError:
+            pass
+        for t in ts:
+            t.join()
+        eq(results, [200] * 8, "in-flight requests finished")
+        late = sum(1 for t in done_at if t > signalled)
+        check(late >= 1, "no request was still in flight at SIGTERM (test too fast to mean anything)")
+        print(f"  {late} of 8 requests were answered after SIGTERM")
+        # a new request on an idle keep-alive connection: 503 + close, or the connection is gone
+        try:
+            st, h, _ = request(idle, "POST", "/v1/systemone", BODY, timeout=5)
+            check(st == 503, f"request on idle connection during drain got {st}")
+        except (OSError, http.client.HTTPException):
+            pass
+        rc = srv.proc.wait(timeout=30)
+        eq(rc, 0, "exit status after SIGTERM")
+        text = srv.text()
+        check("finishing requests in flight" in text and "stopped" in text, "shutdown messages")
+    finally:
+        srv.kill()
+
+
+@test
+def sigint_stops_cleanly(ctx):
+    srv = Server(ARGS, [])
+    eq(request(srv.port, "POST", "/v1/systemone", BODY)[0], 200, "answer")
+    eq(srv.stop(signal.SIGINT), 0, "exit status after SIGINT")
+
+
+@test
+def startup_errors(ctx):
+    p = subprocess.run([ARGS.cli, "serve", "--model", os.path.join(ARGS.work_dir, "missing.gguf"), "--port", "0"],
+                       capture_output=True, text=True, timeout=60)
+    eq(p.returncode, 1, "missing model exit status")
+    check("missing.gguf" in p.stderr, "message names the file")
+    p = subprocess.run([ARGS.cli, "serve"], capture_output=True, text=True, timeout=60)
+    eq(p.returncode, 2, "no --model is a usage error")
+    p = subprocess.run([ARGS.cli, "serve", "--help"], capture_output=True, text=True, timeout=60)
+    eq(p.returncode, 0, "--help")
+    check("--api-key" in p.stdout and "--max-body" in p.stdout, "help text")
+    p = subprocess.run([ARGS.cli, "serve", "--model", ctx["model"], "--port", "99999"], capture_output=True,
+                       text=True, timeout=60)
+    eq(p.returncode, 2, "bad port is a usage error")
+    # a port in use
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(1)
+    port = s.getsockname()[1]
+    p = subprocess.run([ARGS.cli, "serve", "--model", ctx["model"], "--port", str(port)], capture_output=True,
+                       text=True, timeout=60)
+    s.close()
+    eq(p.returncode, 1, "port in use")
+
+
+if __name__ == "__main__":
+    main_guard(lambda: run_tests(ARGS, setup, teardown))

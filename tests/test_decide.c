@@ -1,0 +1,357 @@
+/* test_decide.c - temperatures, softmax, answers, confidences, the response envelope, and
+ * the decide ABI end to end on a random model.
+ *
+ * Expected numbers are worked by hand from the definitions (laya.common.temp_bucket /
+ * clamp_temperature, llama.cpp decision_confidence_choice / _score) or computed with
+ * Python's math module (softmax constants); the end-to-end test recomputes every answer
+ * from the model's raw scorer logits independently of the decide path. */
+#include <criterion/criterion.h>
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "skycmd.h"
+#include "decide/decide.h"
+#include "decide/request.h"
+#include "gguf/gguf.h"
+
+#define NEAR(a, b, tol) cr_expect(fabs((a) - (b)) <= (tol), "%s = %.17g, want %.17g", #a, (double)(a), (double)(b))
+
+Test(decide, clamp_and_buckets) {
+    cr_expect_eq(sk_clamp_temperature(0.10058280825614929), 0.5);
+    cr_expect_eq(sk_clamp_temperature(7.5), 5.0);
+    cr_expect_eq(sk_clamp_temperature(1.37), 1.37);
+    cr_expect_eq(sk_clamp_temperature(0.0), 0.5);
+    cr_expect_eq(sk_clamp_temperature(-3.0), 0.5);
+    cr_expect_eq(sk_clamp_temperature(NAN), 1.0);
+    cr_expect_eq(sk_clamp_temperature(INFINITY), 1.0);
+    cr_expect_eq(sk_clamp_temperature(-INFINITY), 1.0);
+    size_t ks[] = {1, 2, 3, 5, 6, 10, 11, 255};
+    int want[] = {1, 1, 2, 2, 3, 3, 4, 4};
+    for (size_t i = 0; i < 8; i++) cr_expect_eq(sk_temp_bucket(ks[i]), want[i], "k=%zu", ks[i]);
+}
+
+Test(decide, temperatures_from_gguf_and_lookup) {
+    sk_gguf_writer *w = sk_gguf_writer_new(0);
+    cr_assert(w);
+    sk_gguf_writer_add_str(w, "general.architecture", "modern-bert");
+    sk_gguf_writer_add_f32(w, "modern-bert.decision.temperature.choice", 0.2f);      /* -> 0.5 */
+    sk_gguf_writer_add_f32(w, "modern-bert.decision.temperature.choice.11", 0.1006f); /* -> 0.5 */
+    sk_gguf_writer_add_f32(w, "modern-bert.decision.temperature.choice.3_5", 2.5f);
+    sk_gguf_writer_add_f32(w, "modern-bert.decision.temperature.score.6_10", 4.99f);
+    sk_gguf_writer_add_f32(w, "modern-bert.decision.temperature.score", 7.5f);        /* -> 5 */
+    sk_gguf_writer_add_str(w, "modern-bert.decision.temperature.noul", "warm");      /* -> 1 */
+    sk_gguf_writer_add_u32(w, "modern-bert.decision.temperature.noul.2", 3);
+    sk_gguf_writer_add_f32(w, "modern-bert.decision.temperature.choice.12", 3.0f);   /* ignored */
+    sk_gguf_writer_add_f32(w, "modern-bert.decision.temperature.choices", 3.0f);     /* ignored */
+    sk_gguf_writer_add_f32(w, "other.decision.temperature.choice.2", 3.0f);          /* ignored */
+    uint8_t *mem = NULL;
+    size_t size = 0;
+    sk_err e = {0};
+    cr_assert_eq(sk_gguf_writer_write_mem(w, &mem, &size, &e), 0, "%s", e.msg);
+    sk_gguf *g = NULL;
+    cr_assert_eq(sk_gguf_open_buffer(mem, size, &g, &e), 0, "%s", e.msg);
+    sk_temps t;
+    sk_temps_from_gguf(g, "modern-bert", &t);
+    cr_expect_eq(sk_temp_for(&t, SKYCMD_QTYPE_CHOICE, 2), 0.5);   /* no choice.2: type value */
+    cr_expect_eq(sk_temp_for(&t, SKYCMD_QTYPE_CHOICE, 4), 2.5);   /* bucket 3_5 */
+    cr_expect_eq(sk_temp_for(&t, SKYCMD_QTYPE_CHOICE, 30), 0.5);  /* bucket 11, clamped */
+    cr_expect_eq(sk_temp_for(&t, SKYCMD_QTYPE_CHOICE, 8), 0.5);   /* 6_10 absent: type */
+    cr_expect_eq(sk_temp_for(&t, SKYCMD_QTYPE_SCORE, 7), (double)4.99f);
+    cr_expect_eq(sk_temp_for(&t, SKYCMD_QTYPE_SCORE, 3), 5.0);
+    cr_expect_eq(sk_temp_for(&t, SKYCMD_QTYPE_NOUL, 2), 3.0);
+    cr_expect_eq(sk_temp_for(&t, SKYCMD_QTYPE_NOUL, 3), 1.0);     /* "warm" is no number */
+    sk_temps none;
+    sk_temps_init(&none);
+    cr_expect_eq(sk_temp_for(&none, SKYCMD_QTYPE_SCORE, 3), 1.0);  /* Python's default */
+    sk_gguf_close(g);
+    free(mem);
+    sk_gguf_writer_free(w);
+}
+
+Test(decide, softmax_values) {
+    float z[3] = {1, 2, 3};
+    double p[3];
+    sk_softmax(z, 3, 1.0, p);
+    NEAR(p[0], 0.09003057317038046, 1e-16);
+    NEAR(p[1], 0.24472847105479764, 1e-16);
+    NEAR(p[2], 0.6652409557748218, 1e-16);
+    sk_softmax(z, 3, 2.0, p);
+    NEAR(p[0], 0.1863237232258476, 1e-16);
+    NEAR(p[1], 0.3071958857184984, 1e-16);
+    NEAR(p[2], 0.506480391055654, 1e-16);
+    float z2[2] = {-0.5f, 0.25f};
+    sk_softmax(z2, 2, 0.5, p);
+    NEAR(p[0], 0.18242552380635632, 1e-16);
+    NEAR(p[1], 0.8175744761936437, 1e-16);
+    /* huge logits do not overflow (max-subtracted) */
+    float z3[2] = {1e30f, 1e30f};
+    sk_softmax(z3, 2, 0.5, p);
+    NEAR(p[0], 0.5, 0);
+}
+
+Test(decide, confidences) {
+    double a[2] = {0.75, 0.25};
+    NEAR(sk_conf_choice(a, 2), 0.5, 1e-15);
+    double one[1] = {1.0};
+    cr_expect_eq(sk_conf_choice(one, 1), 1.0);
+    cr_expect_eq(sk_conf_score(one, 1), 1.0);
+    double u3[3] = {1.0 / 3, 1.0 / 3, 1.0 / 3};
+    NEAR(sk_conf_choice(u3, 3), 0.0, 1e-15);
+    double b[3] = {0.2, 0.5, 0.3};
+    NEAR(sk_conf_choice(b, 3), 0.25, 1e-15);   /* (0.5 - 1/3) / (2/3) */
+    double s1[3] = {0.5, 0.25, 0.25};
+    cr_expect_eq(sk_conf_score(s1, 3), 0.0);   /* 1 - 0.75 / (2/3) < 0 */
+    double s2[3] = {0.1, 0.8, 0.1};
+    NEAR(sk_conf_score(s2, 3), 0.7, 1e-15);    /* 1 - 0.2 / (2/3) */
+    double s3[4] = {1, 0, 0, 0};
+    cr_expect_eq(sk_conf_score(s3, 4), 1.0);
+    double s4[4] = {0.25, 0.25, 0.25, 0.25};
+    cr_expect_eq(sk_conf_score(s4, 4), 0.0);   /* mode 0: 1.5 / 1.0 */
+    double s5[5] = {0.0, 0.1, 0.6, 0.3, 0.0};
+    NEAR(sk_conf_score(s5, 5), 1.0 - 0.4 / 1.2, 1e-15); /* dist .1+.3, dist_u (2+1+0+1+2)/5 */
+}
+
+Test(decide, answers_and_envelope) {
+    const char *j = "{\"state\":\"s\",\"questions\":{"
+                    "\"action\":{\"type\":\"choice\",\"instructions\":\"i\",\"criteria\":{\"thrust\":\"up\",\"glide\":\"down\"}},"
+                    "\"danger\":{\"type\":\"noul\",\"instructions\":\"i\"},"
+                    "\"margin\":{\"type\":\"score\",\"instructions\":\"i\",\"criteria\":[\"none\",\"tight\",{\"x\":1.50}]},"
+                    "\"tie\":{\"type\":\"choice\",\"instructions\":\"i\",\"criteria\":[\"a\",\"b\",\"c\"]}}}";
+    sk_request r;
+    sk_err e = {0};
+    cr_assert_eq(sk_request_parse(j, strlen(j), &r, &e), 0, "%s", e.msg);
+    double pa[2] = {0.75, 0.25}, pd[2] = {0.875, 0.125}, pm[3] = {0.5, 0.25, 0.25},
+           pt[3] = {0.4, 0.4, 0.2};
+    sk_answer an[4];
+    cr_assert_eq(sk_answer_from_probs(SKYCMD_QTYPE_CHOICE, pa, 2, &an[0], &e), 0);
+    cr_assert_eq(sk_answer_from_probs(SKYCMD_QTYPE_NOUL, pd, 2, &an[1], &e), 0);
+    cr_assert_eq(sk_answer_from_probs(SKYCMD_QTYPE_SCORE, pm, 3, &an[2], &e), 0);
+    cr_assert_eq(sk_answer_from_probs(SKYCMD_QTYPE_CHOICE, pt, 3, &an[3], &e), 0);
+    cr_expect_eq(an[0].best, 0);
+    cr_expect_eq(an[0].value, 0.75);
+    cr_expect_eq(an[1].value, 0.125);
+    cr_expect(isnan(an[1].confidence));
+    cr_expect_eq(an[2].value, 0.75);
+    cr_expect_eq(an[3].best, 0); /* first of a tie wins, like std::max_element */
+    sk_buf b;
+    sk_buf_init(&b);
+    sk_response_json_write(&b, "s1-pico", &r, an, 42);
+    char *got = sk_buf_detach(&b);
+    cr_expect_str_eq(got,
+        "{\"model\":\"s1-pico\",\"answers\":{"
+        "\"action\":{\"type\":\"choice\",\"choice\":\"thrust\",\"probabilities\":{\"thrust\":0.75,\"glide\":0.25},\"confidence\":0.5},"
+        "\"danger\":{\"type\":\"noul\",\"noul\":0.125},"
+        "\"margin\":{\"type\":\"score\",\"score\":0.75,\"legend\":{\"0\":\"none\",\"1\":\"tight\",\"2\":{\"x\":1.50}},"
+        "\"probabilities\":{\"0\":0.5,\"1\":0.25,\"2\":0.25},\"confidence\":0.0},"
+        "\"tie\":{\"type\":\"choice\",\"choice\":\"a\",\"probabilities\":{\"a\":0.4,\"b\":0.4,\"c\":0.2},\"confidence\":0.10000000000000005}},"
+        "\"usage\":{\"input_tokens\":42,\"output_tokens\":0}}");
+    cJSON *doc = cJSON_Parse(got);
+    cr_expect(doc != NULL, "the response is valid JSON");
+    cJSON_Delete(doc);
+    free(got);
+    double bad[2] = {NAN, 0.5};
+    cr_expect_eq(sk_answer_from_probs(SKYCMD_QTYPE_CHOICE, bad, 2, &an[0], &e), SKYCMD_E_INTERNAL);
+    cr_expect_str_eq(e.msg, "the model could not evaluate the decision");
+    sk_request_free(&r);
+}
+
+/* ---------------------------------------------------------------- end to end ---- */
+
+static skycmd_model *random_model(const char *path) {
+    skycmd_options *o = skycmd_options_new();
+    skycmd_options_set_int(o, SKYCMD_OPT_SEED, 5);
+    skycmd_error *err = skycmd_error_new();
+    int st = skycmd_random_model("s1-pico", path, o, err);
+    if (st) {
+        cr_log_warn("random model unavailable: %s", skycmd_error_message(err));
+        skycmd_options_free(o);
+        skycmd_error_free(err);
+        return NULL;
+    }
+    skycmd_model *m = NULL;
+    skycmd_options_set_string(o, SKYCMD_OPT_MODEL_NAME, "pico-test");
+    st = skycmd_model_open(path, o, &m, err);
+    cr_assert_eq(st, 0, "%s", skycmd_error_message(err));
+    skycmd_options_free(o);
+    skycmd_error_free(err);
+    return m;
+}
+
+Test(decide, end_to_end_random_model) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/test_decide_pico_%d.gguf", SKYCMD_BINARY_DIR, (int)getpid());
+    skycmd_model *m = random_model(path);
+    if (!m) cr_skip_test("skycmd_random_model is not available in this build");
+    cr_expect_str_eq(skycmd_model_name(m), "pico-test");
+    int64_t v;
+    cr_expect_eq(skycmd_model_get_int(m, "decision.max_head_tokens", &v), 0);
+    cr_expect_gt(v, 0);
+    cr_expect_eq(skycmd_model_get_int(m, "no.such.key", &v), SKYCMD_E_NOT_FOUND);
+    skycmd_session *s = NULL;
+    cr_assert_eq(skycmd_session_new(m, &s), 0);
+    cr_expect_eq(skycmd_model_free(m), SKYCMD_E_BUSY, "a model with sessions is not freed");
+
+    char *body = NULL;
+    {
+        FILE *f = fopen(SKYCMD_SOURCE_DIR "/examples/flappy-drone.json", "rb");
+        cr_assert(f);
+        body = calloc(1, 1 << 16);
+        size_t n = fread(body, 1, (1 << 16) - 1, f);
+        fclose(f);
+        cr_assert_gt(n, 0);
+    }
+    skycmd_request *req = NULL;
+    cr_assert_eq(skycmd_request_parse(body, strlen(body), &req), 0, "%s", skycmd_request_errmsg(req));
+    cr_expect_eq(skycmd_request_question_count(req), 3);
+    skycmd_response *resp = NULL;
+    cr_assert_eq(skycmd_decide(s, req, &resp), 0, "%s", skycmd_session_errmsg(s));
+    skycmd_request_free(req); /* the response must not depend on the request */
+    cr_assert_eq(skycmd_response_answer_count(resp), 3);
+    const char *ids[3] = {"action", "danger", "margin"};
+    int types[3] = {SKYCMD_QTYPE_CHOICE, SKYCMD_QTYPE_NOUL, SKYCMD_QTYPE_SCORE};
+    for (size_t i = 0; i < 3; i++) {
+        cr_expect_str_eq(skycmd_response_answer_id(resp, i), ids[i]);
+        cr_expect_eq(skycmd_response_answer_type(resp, i), types[i]);
+        double sum = 0;
+        size_t n = skycmd_response_option_count(resp, i);
+        for (size_t jj = 0; jj < n; jj++) sum += skycmd_response_option_probability(resp, i, jj);
+        NEAR(sum, 1.0, 1e-12);
+    }
+    cr_expect_str_eq(skycmd_response_option_key(resp, 1, 0), "false");
+    cr_expect_str_eq(skycmd_response_option_key(resp, 1, 1), "true");
+    NEAR(skycmd_response_answer_value(resp, 1), skycmd_response_option_probability(resp, 1, 1), 0);
+    double p0 = skycmd_response_option_probability(resp, 0, 0), p1 = skycmd_response_option_probability(resp, 0, 1);
+    cr_expect_str_eq(skycmd_response_answer_choice(resp, 0), p1 > p0 ? "glide" : "thrust");
+    NEAR(skycmd_response_answer_confidence(resp, 0), fabs(p0 - p1), 1e-12); /* (pmax-1/2)/(1/2) */
+    double exp_score = 0;
+    for (size_t jj = 0; jj < 3; jj++) exp_score += (double)jj * skycmd_response_option_probability(resp, 2, jj);
+    NEAR(skycmd_response_answer_value(resp, 2), exp_score, 1e-15);
+    cr_expect(isnan(skycmd_response_answer_confidence(resp, 1)));
+    cr_expect_null(skycmd_response_answer_id(resp, 3));
+    cr_expect(isnan(skycmd_response_option_probability(resp, 0, 2)));
+    /* the JSON carries the same numbers and shape */
+    cJSON *doc = cJSON_Parse(skycmd_response_json(resp));
+    cr_assert(doc);
+    cr_expect_str_eq(cJSON_GetObjectItem(doc, "model")->valuestring, "pico-test");
+    cJSON *usage = cJSON_GetObjectItem(doc, "usage");
+    cr_expect_eq(cJSON_GetArraySize(doc), 3);
+    cr_expect_eq(cJSON_GetArraySize(usage), 2);
+    cr_expect_eq((int64_t)cJSON_GetObjectItem(usage, "input_tokens")->valuedouble,
+                 skycmd_response_input_tokens(resp));
+    cr_expect_gt(skycmd_response_input_tokens(resp), 30);
+    cJSON *danger = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "answers"), "danger");
+    cr_expect_eq(cJSON_GetObjectItem(danger, "noul")->valuedouble, skycmd_response_answer_value(resp, 1));
+    cJSON_Delete(doc);
+
+    /* decide_json gives the same document; a second call reuses the warm session */
+    char *js = NULL;
+    cr_assert_eq(skycmd_decide_json(s, body, strlen(body), &js), 0, "%s", skycmd_session_errmsg(s));
+    cr_expect_str_eq(js, skycmd_response_json(resp));
+    skycmd_string_free(js);
+    skycmd_response_free(resp);
+
+    /* request errors land in the session */
+    cr_expect_eq(skycmd_decide_json(s, "{\"state\":1}", 11, &js), SKYCMD_E_REQUEST);
+    cr_expect_null(js);
+    cr_expect_str_eq(skycmd_session_errmsg(s), "\"questions\" must be a non-empty object");
+    cr_expect_eq(skycmd_decide_json(s, "{", 1, &js), SKYCMD_E_JSON);
+    /* misuse */
+    cr_expect_eq(skycmd_decide(NULL, NULL, &resp), SKYCMD_E_MISUSE);
+    cr_expect_eq(skycmd_decide(s, NULL, &resp), SKYCMD_E_MISUSE);
+    cr_expect_eq(skycmd_decide(s, (const skycmd_request *)s, &resp), SKYCMD_E_MISUSE);
+    cr_expect_eq(skycmd_session_set_int(s, SKYCMD_OPT_THREADS, 2), 0);
+    cr_expect_eq(skycmd_session_set_int(s, SKYCMD_OPT_SEED, 2), SKYCMD_E_INVALID_ARGUMENT);
+    cr_expect_eq(skycmd_model_free((skycmd_model *)s), SKYCMD_E_MISUSE);
+    skycmd_session_free(s);
+    cr_expect_eq(skycmd_model_free(m), 0);
+    free(body);
+    unlink(path);
+}
+
+Test(decide, null_safety) {
+    cr_expect_eq(skycmd_model_free(NULL), 0);
+    cr_expect_null(skycmd_model_name(NULL));
+    cr_expect_null(skycmd_model_tokenizer(NULL));
+    int64_t v;
+    cr_expect_eq(skycmd_model_get_int(NULL, "x", &v), SKYCMD_E_MISUSE);
+    skycmd_session *s = (skycmd_session *)1;
+    cr_expect_eq(skycmd_session_new(NULL, &s), SKYCMD_E_MISUSE);
+    cr_expect_null(s);
+    skycmd_session_free(NULL);
+    cr_expect_str_eq(skycmd_session_errmsg(NULL), "invalid skycmd_session handle");
+    char *out = (char *)1;
+    cr_expect_eq(skycmd_decide_json(NULL, "{}", 2, &out), SKYCMD_E_MISUSE);
+    cr_expect_null(out);
+    skycmd_response_free(NULL);
+    cr_expect_null(skycmd_response_json(NULL));
+    cr_expect_eq(skycmd_response_answer_count(NULL), 0);
+    cr_expect_eq(skycmd_response_input_tokens(NULL), -1);
+    cr_expect_eq(skycmd_response_answer_type(NULL, 0), -1);
+    cr_expect(isnan(skycmd_response_answer_value(NULL, 0)));
+    skycmd_model *m = (skycmd_model *)1;
+    skycmd_error *err = skycmd_error_new();
+    cr_expect_eq(skycmd_model_open("/nonexistent/x.gguf", NULL, &m, err), SKYCMD_E_IO);
+    cr_expect_null(m);
+    cr_expect(strstr(skycmd_error_message(err), "x.gguf") != NULL, "%s", skycmd_error_message(err));
+    cr_expect_eq(skycmd_model_open_buffer("GGUF", 4, NULL, &m, err), SKYCMD_E_FORMAT);
+    skycmd_error_free(err);
+}
+
+/* One model, several threads, one session each: every thread gets the single-threaded
+ * answer (the model is immutable and shared). */
+#include <pthread.h>
+
+typedef struct thr_arg {
+    skycmd_model *m;
+    const char *body;
+    const char *want;
+    int bad;
+} thr_arg;
+
+static void *thr_main(void *p) {
+    thr_arg *a = p;
+    skycmd_session *s = NULL;
+    if (skycmd_session_new(a->m, &s)) {
+        a->bad = 1000;
+        return NULL;
+    }
+    for (int i = 0; i < 10; i++) {
+        char *js = NULL;
+        if (skycmd_decide_json(s, a->body, strlen(a->body), &js) || strcmp(js, a->want) != 0) a->bad++;
+        skycmd_string_free(js);
+    }
+    skycmd_session_free(s);
+    return NULL;
+}
+
+Test(decide, shared_model_threads) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/test_decide_thr_%d.gguf", SKYCMD_BINARY_DIR, (int)getpid());
+    skycmd_model *m = random_model(path);
+    if (!m) cr_skip_test("skycmd_random_model is not available in this build");
+    const char *body = "{\"state\":{\"k\":[1,2.5,\"x\"]},\"questions\":{"
+                       "\"a\":{\"type\":\"choice\",\"instructions\":\"which\",\"criteria\":[\"p\",\"q\",\"r\"]},"
+                       "\"b\":{\"type\":\"score\",\"instructions\":\"how\",\"criteria\":[\"lo\",\"mid\",\"hi\"]}}}";
+    skycmd_session *s = NULL;
+    cr_assert_eq(skycmd_session_new(m, &s), 0);
+    char *want = NULL;
+    cr_assert_eq(skycmd_decide_json(s, body, strlen(body), &want), 0, "%s", skycmd_session_errmsg(s));
+    skycmd_session_free(s);
+    pthread_t t[4];
+    thr_arg a[4];
+    for (int i = 0; i < 4; i++) {
+        a[i] = (thr_arg){m, body, want, 0};
+        cr_assert_eq(pthread_create(&t[i], NULL, thr_main, &a[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        cr_expect_eq(a[i].bad, 0, "thread %d: %d answers differ", i, a[i].bad);
+    }
+    skycmd_string_free(want);
+    cr_expect_eq(skycmd_model_free(m), 0);
+    unlink(path);
+}

@@ -1,0 +1,462 @@
+/*
+ * test_kernels.c - every SIMD kernel against the scalar reference (kernels.h), on shapes
+ * that hit the edge paths: row counts that are not multiples of the micro-kernel height,
+ * output counts that end in a partial panel, k longer than one cache block, strided x and y.
+ * The GELU and exp approximations are also checked against libm over a wide range.
+ * SIMD variants the CPU lacks are skipped (reported), never called.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cpu.h"
+#include "kernels/kernels.h"
+#include "kernels/pool.h"
+#include "gguf/gguf.h"
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static float frand(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+
+static int have_avx2(void) {
+    int f = sk_cpu_features();
+    return (f & SK_CPU_AVX2) && (f & SK_CPU_FMA) && (f & SK_CPU_F16C);
+}
+static int have_avx512(void) { return have_avx2() && (sk_cpu_features() & SK_CPU_AVX512F); }
+
+typedef void (*gemm_fn)(const float *, size_t, size_t, const sk_packed *, float *, size_t);
+
+/* max |got - ref| / (sum_i |x_i w_i| + |b|): the error relative to the magnitude of the sum,
+ * which is what reordering a float sum can change. */
+static double gemm_check(gemm_fn fn, size_t n, size_t k, size_t m, int with_bias, size_t ldx_pad,
+                         size_t ldy_pad) {
+    size_t ldx = k + ldx_pad, ldy = m + ldy_pad;
+    float *x = malloc(n * ldx * sizeof(float));
+    float *w = malloc(m * k * sizeof(float));
+    float *b = malloc((m + SK_PANEL) * sizeof(float));
+    float *y = malloc(n * ldy * sizeof(float));
+    float *yr = malloc(n * m * sizeof(float));
+    size_t nf = sk_packed_floats(m, k);
+    float *pk = aligned_alloc(64, (nf * sizeof(float) + 63) / 64 * 64);
+    float *bp = aligned_alloc(64, ((m + SK_PANEL) / SK_PANEL * SK_PANEL) * sizeof(float) + 64);
+    cr_assert(x && w && b && y && yr && pk && bp);
+    for (size_t i = 0; i < n * ldx; i++) x[i] = frand();
+    for (size_t i = 0; i < m * k; i++) w[i] = frand();
+    for (size_t i = 0; i < m; i++) b[i] = frand();
+    for (size_t i = 0; i < n * ldy; i++) y[i] = 12345.0f;  /* sentinel in the padding */
+    sk_pack(w, k, m, k, pk);
+    memset(bp, 0, ((m + SK_PANEL) / SK_PANEL * SK_PANEL) * sizeof(float));
+    memcpy(bp, b, m * sizeof(float));
+    sk_packed P = {pk, with_bias ? bp : NULL, k, m, k * SK_PANEL, SK_PACK_F32};
+    sk_gemm_ref(x, ldx, n, k, w, with_bias ? b : NULL, m, yr, m);
+    fn(x, ldx, n, &P, y, ldy);
+    double worst = 0;
+    for (size_t r = 0; r < n; r++) {
+        for (size_t o = 0; o < m; o++) {
+            double mag = with_bias ? fabs(b[o]) : 0;
+            for (size_t i = 0; i < k; i++) mag += fabs((double)x[r * ldx + i] * w[o * k + i]);
+            double err = fabs((double)y[r * ldy + o] - yr[r * m + o]) / (mag > 0 ? mag : 1);
+            if (err > worst) worst = err;
+        }
+        for (size_t o = m; o < ldy; o++)
+            cr_assert_eq(y[r * ldy + o], 12345.0f, "gemm wrote past n_out (row %zu col %zu)", r, o);
+    }
+    free(x);
+    free(w);
+    free(b);
+    free(y);
+    free(yr);
+    free(pk);
+    free(bp);
+    return worst;
+}
+
+static void gemm_suite(gemm_fn fn, const char *name) {
+    static const size_t shapes[][3] = {
+        {1, 1, 1},   {1, 64, 1},   {5, 64, 16},  {6, 64, 16},  {7, 64, 17},   {8, 33, 31},
+        {9, 100, 33}, {13, 257, 48}, {17, 300, 70}, {40, 600, 40}, {3, 1024, 100}, {33, 64, 192},
+    };
+    double worst = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int bias = 0; bias < 2; bias++) {
+            double err = gemm_check(fn, shapes[i][0], shapes[i][1], shapes[i][2], bias, i % 3,
+                                    (i + 1) % 4);
+            cr_expect(err < 2e-6, "%s n=%zu k=%zu m=%zu bias=%d: relative error %.3g", name,
+                      shapes[i][0], shapes[i][1], shapes[i][2], bias, err);
+            if (err > worst) worst = err;
+        }
+    fprintf(stderr, "%s: worst relative error vs reference %.3g\n", name, worst);
+}
+
+Test(kernels, gemm_scalar_packed) { gemm_suite(sk_gemm_scalar, "gemm_scalar"); }
+
+Test(kernels, gemm_avx2) {
+    if (!have_avx2()) {
+        cr_log_warn("no AVX2+FMA on this CPU: skipped");
+        return;
+    }
+    gemm_suite(sk_gemm_avx2, "gemm_avx2");
+}
+
+Test(kernels, gemm_avx512) {
+    if (!have_avx512()) {
+        cr_log_warn("no AVX-512F on this CPU: skipped");
+        return;
+    }
+    gemm_suite(sk_gemm_avx512, "gemm_avx512");
+}
+
+/* A view into the middle of a packed matrix (what attention uses for key ranges). */
+Test(kernels, gemm_panel_view) {
+    const size_t k = 24, m = 80, n = 7;
+    float w[80 * 24], x[7 * 24], yr[7 * 80], y[7 * 80];
+    for (size_t i = 0; i < m * k; i++) w[i] = frand();
+    for (size_t i = 0; i < n * k; i++) x[i] = frand();
+    float *pk = aligned_alloc(64, sk_packed_floats(m, k) * sizeof(float));
+    sk_pack(w, k, m, k, pk);
+    /* outputs 32..79 only */
+    sk_packed P = {pk + 2 * k * SK_PANEL, NULL, k, m - 32, k * SK_PANEL, SK_PACK_F32};
+    sk_gemm_ref(x, k, n, k, w + 32 * k, NULL, m - 32, yr, m - 32);
+    gemm_fn fns[3] = {sk_gemm_scalar, have_avx2() ? sk_gemm_avx2 : NULL,
+                      have_avx512() ? sk_gemm_avx512 : NULL};
+    for (int f = 0; f < 3; f++) {
+        if (!fns[f]) continue;
+        fns[f](x, k, n, &P, y, m - 32);
+        for (size_t i = 0; i < n * (m - 32); i++)
+            cr_assert_float_eq(y[i], yr[i], 1e-5f, "variant %d, element %zu", f, i);
+    }
+    free(pk);
+}
+
+Test(kernels, pack_layout) {
+    float w[3 * 2] = {1, 2, 3, 4, 5, 6};  /* 3 outputs x 2 inputs */
+    float pk[16 * 2];
+    cr_assert_eq(sk_packed_floats(3, 2), 32);
+    cr_assert_eq(sk_packed_floats(16, 2), 32);
+    cr_assert_eq(sk_packed_floats(17, 2), 64);
+    sk_pack(w, 2, 3, 2, pk);
+    cr_assert_eq(pk[0], 1);
+    cr_assert_eq(pk[1], 3);
+    cr_assert_eq(pk[2], 5);
+    cr_assert_eq(pk[3], 0);
+    cr_assert_eq(pk[16], 2);
+    cr_assert_eq(pk[17], 4);
+    cr_assert_eq(pk[18], 6);
+    cr_assert_eq(pk[31], 0);
+}
+
+Test(kernels, gelu_reference_matches_erf) {
+    /* the reference itself against a double-precision formula */
+    for (double x = -12.0; x <= 12.0; x += 0.01) {
+        double want = 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+        float got = sk_gelu1((float)x);
+        cr_assert(fabs(got - want) <= 2e-7 * fmax(1.0, fabs(want)) + 1e-30,
+                  "gelu(%g) = %.9g, want %.9g", x, got, want);
+    }
+}
+
+typedef void (*geglu_fn)(const float *, const float *, float *, size_t);
+typedef void (*gelu_fn)(float *, size_t);
+typedef void (*softmax_fn)(float *, size_t, float);
+
+static void gelu_check(geglu_fn geglu, gelu_fn gelu, const char *name) {
+    enum { N = 4003 };
+    static float a[N], g[N], y1[N], y2[N], x1[N], x2[N];
+    for (size_t i = 0; i < N; i++) {
+        a[i] = (float)(-15.0 + 30.0 * i / (N - 1));
+        g[i] = frand();
+    }
+    a[7] = 0.0f;
+    a[8] = -0.0f;
+    a[9] = 1e-30f;
+    a[10] = -1e-30f;
+    sk_geglu_ref(a, g, y1, N);
+    geglu(a, g, y2, N);
+    memcpy(x1, a, sizeof a);
+    memcpy(x2, a, sizeof a);
+    sk_gelu_ref(x1, N);
+    gelu(x2, N - 1);  /* odd length: the tail path; last one untouched */
+    cr_assert_eq(x2[N - 1], a[N - 1]);
+    double worst = 0, worst_abs = 0;
+    for (size_t i = 0; i + 1 < N; i++) {
+        double want = 0.5 * (double)a[i] * (1.0 + erf((double)a[i] / sqrt(2.0)));
+        double ea = fabs(x2[i] - want);
+        /* relative to max(|want|, 1e-6): both tails keep relative accuracy */
+        double er = ea / fmax(fabs(want), 1e-6);
+        if (er > worst) worst = er;
+        if (ea > worst_abs) worst_abs = ea;
+        cr_expect(er < 2e-6, "%s(%.9g) = %.9g, want %.9g", name, (double)a[i], (double)x2[i],
+                  want);
+        /* the libm reference rounds 1 + erf to 0 below about -5.9; the SIMD code keeps the
+         * tiny true value, hence the absolute floor */
+        cr_expect(fabs(y2[i] - y1[i]) <= 2e-6 * fabs(y1[i]) + 1e-7,
+                  "geglu at %zu: %.9g vs %.9g", i, (double)y2[i], (double)y1[i]);
+    }
+    fprintf(stderr, "%s: worst relative error %.3g, absolute %.3g\n", name, worst, worst_abs);
+}
+
+Test(kernels, gelu_and_geglu_avx2) {
+    if (!have_avx2()) {
+        cr_log_warn("no AVX2+FMA on this CPU: skipped");
+        return;
+    }
+    gelu_check(sk_geglu_avx2, sk_gelu_avx2, "gelu_avx2");
+}
+
+Test(kernels, gelu_and_geglu_avx512) {
+    if (!have_avx512()) {
+        cr_log_warn("no AVX-512F on this CPU: skipped");
+        return;
+    }
+    gelu_check(sk_geglu_avx512, sk_gelu_avx512, "gelu_avx512");
+}
+
+static void softmax_check(softmax_fn fn) {
+    static const size_t lens[] = {1, 2, 7, 8, 9, 16, 33, 129, 500};
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        size_t n = lens[li];
+        float a[500], b[500];
+        for (size_t i = 0; i < n; i++) a[i] = b[i] = frand() * 40.0f;
+        if (n > 3) a[3] = b[3] = -1e4f;  /* far below the max: exp underflows to 0 */
+        sk_attn_softmax_ref(a, n, 0.125f);
+        fn(b, n, 0.125f);
+        double sum = 0;
+        for (size_t i = 0; i < n; i++) {
+            cr_expect(fabs(a[i] - b[i]) <= 1e-6 * fmax(a[i], 1e-30) + 1e-37,
+                      "n=%zu i=%zu: %.9g vs %.9g", n, i, (double)b[i], (double)a[i]);
+            sum += b[i];
+        }
+        cr_expect(fabs(sum - 1.0) < 1e-5, "n=%zu: probabilities sum to %.9g", n, sum);
+    }
+}
+
+Test(kernels, softmax_avx2) {
+    if (!have_avx2()) {
+        cr_log_warn("no AVX2+FMA on this CPU: skipped");
+        return;
+    }
+    softmax_check(sk_attn_softmax_avx2);
+}
+
+Test(kernels, softmax_avx512) {
+    if (!have_avx512()) {
+        cr_log_warn("no AVX-512F on this CPU: skipped");
+        return;
+    }
+    softmax_check(sk_attn_softmax_avx512);
+}
+
+Test(kernels, layernorm_avx2) {
+    if (!have_avx2()) {
+        cr_log_warn("no AVX2+FMA on this CPU: skipped");
+        return;
+    }
+    static const size_t dims[] = {1, 8, 15, 16, 64, 100, 1024};
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+        size_t d = dims[di], n = 3;
+        float *x = malloc(n * d * sizeof(float)), *w = malloc(d * sizeof(float));
+        float *b = malloc(d * sizeof(float)), *y1 = malloc(n * d * sizeof(float));
+        float *y2 = malloc(n * d * sizeof(float));
+        for (size_t i = 0; i < d; i++) {
+            w[i] = 1.0f + 0.1f * frand();
+            b[i] = 0.1f * frand();
+        }
+        /* row 0 plain, row 1 with a large offset (residual streams reach ~1e4), row 2 with
+         * one massive channel */
+        for (size_t i = 0; i < d; i++) {
+            x[i] = frand();
+            x[d + i] = 2.6e4f + frand();
+            x[2 * d + i] = frand();
+        }
+        x[2 * d + d / 2] = 3000.0f;
+        for (int wb = 0; wb < 2; wb++) {
+            sk_layernorm_ref(x, n, d, w, wb ? b : NULL, 1e-5f, y1);
+            sk_layernorm_avx2(x, n, d, w, wb ? b : NULL, 1e-5f, y2);
+            for (size_t i = 0; i < n * d; i++)
+                cr_expect(fabs(y1[i] - y2[i]) <= 2e-5 * fmax(1.0, fabs(y1[i])),
+                          "d=%zu bias=%d i=%zu: %.9g vs %.9g", d, wb, i, (double)y2[i],
+                          (double)y1[i]);
+        }
+        /* in place */
+        memcpy(y2, x, n * d * sizeof(float));
+        sk_layernorm_avx2(y2, n, d, w, b, 1e-5f, y2);
+        sk_layernorm_ref(x, n, d, w, b, 1e-5f, y1);
+        for (size_t i = 0; i < n * d; i++)
+            cr_expect(fabs(y1[i] - y2[i]) <= 2e-5 * fmax(1.0, fabs(y1[i])));
+        free(x);
+        free(w);
+        free(b);
+        free(y1);
+        free(y2);
+    }
+}
+
+Test(kernels, dispatch_level) {
+    int lv = sk_kernels_level();
+    cr_assert(lv >= SK_LEVEL_SCALAR && lv <= SK_LEVEL_AVX512);
+    if (lv == SK_LEVEL_AVX512) cr_assert(have_avx512());
+    if (lv >= SK_LEVEL_AVX2) cr_assert(have_avx2());
+    sk_kernels_force_level(SK_LEVEL_SCALAR);
+    cr_assert_eq(sk_kernels_level(), SK_LEVEL_SCALAR);
+    sk_kernels_force_level(-1);
+    cr_assert_eq(sk_kernels_level(), lv);
+    cr_assert_str_eq(sk_kernels_level_name(SK_LEVEL_AVX2), "avx2");
+}
+
+static void count_calls(void *ctx, int ith, int nth) {
+    int *hits = ctx;
+    cr_assert(ith >= 0 && ith < nth);
+    __atomic_add_fetch(&hits[ith], 1, __ATOMIC_RELAXED);
+}
+
+Test(kernels, pool_runs_every_thread) {
+    cr_assert_null(sk_pool_new(0));
+    for (int n = 1; n <= 4; n++) {
+        sk_pool *p = sk_pool_new(n);
+        cr_assert(p);
+        cr_assert_eq(sk_pool_size(p), n);
+        int hits[4] = {0};
+        for (int r = 0; r < 200; r++) sk_pool_run(p, count_calls, hits);
+        for (int i = 0; i < n; i++) cr_assert_eq(hits[i], 200, "thread %d ran %d times", i, hits[i]);
+        sk_pool_free(p);
+    }
+    cr_assert_eq(sk_pool_size(NULL), 1);
+    sk_pool_free(NULL);
+}
+
+/* The pooled GEMM (split by panels or by rows) equals the single-thread one bit for bit. */
+Test(kernels, gemm_pool_identical) {
+    static const size_t shapes[][3] = {{128, 64, 192}, {100, 96, 20}, {9, 256, 300}, {64, 300, 33}};
+    sk_pool *p = sk_pool_new(3);
+    cr_assert(p);
+    for (size_t s = 0; s < 4; s++) {
+        size_t n = shapes[s][0], k = shapes[s][1], m = shapes[s][2];
+        float *x = malloc(n * k * sizeof(float)), *w = malloc(m * k * sizeof(float));
+        float *y1 = malloc(n * m * sizeof(float)), *y2 = malloc(n * m * sizeof(float));
+        float *pk = aligned_alloc(64, sk_packed_floats(m, k) * sizeof(float));
+        float *b = aligned_alloc(64, ((m + 15) / 16 * 16) * sizeof(float));
+        for (size_t i = 0; i < n * k; i++) x[i] = frand();
+        for (size_t i = 0; i < m * k; i++) w[i] = frand();
+        for (size_t i = 0; i < (m + 15) / 16 * 16; i++) b[i] = i < m ? frand() : 0.0f;
+        sk_pack(w, k, m, k, pk);
+        sk_packed P = {pk, b, k, m, k * SK_PANEL, SK_PACK_F32};
+        sk_gemm(x, k, n, &P, y1, m);
+        sk_gemm_pool(p, x, k, n, &P, y2, m);
+        cr_assert(memcmp(y1, y2, n * m * sizeof(float)) == 0, "shape %zu differs", s);
+        free(x);
+        free(w);
+        free(y1);
+        free(y2);
+        free(pk);
+        free(b);
+    }
+    sk_pool_free(p);
+}
+
+/* F16 and BF16 panels give exactly the f32-panel result of the widened weights. */
+Test(kernels, gemm_f16_bf16_panels_exact) {
+    static const size_t shapes[][3] = {{7, 64, 17}, {13, 300, 48}, {9, 33, 70}};
+    gemm_fn fns[3] = {sk_gemm_scalar, have_avx2() ? sk_gemm_avx2 : NULL,
+                      have_avx512() ? sk_gemm_avx512 : NULL};
+    for (size_t s = 0; s < 3; s++) {
+        size_t n = shapes[s][0], k = shapes[s][1], m = shapes[s][2], nf = sk_packed_floats(m, k);
+        float *x = malloc(n * k * sizeof(float)), *wf = malloc(m * k * sizeof(float));
+        uint16_t *wh = malloc(m * k * sizeof(uint16_t));
+        float *pf = aligned_alloc(64, nf * sizeof(float));
+        uint16_t *ph = aligned_alloc(64, (nf * sizeof(uint16_t) + 63) / 64 * 64);
+        float *y1 = malloc(n * m * sizeof(float)), *y2 = malloc(n * m * sizeof(float));
+        for (size_t i = 0; i < n * k; i++) x[i] = frand();
+        for (int t = SK_PACK_F16; t <= SK_PACK_BF16; t++) {
+            for (size_t i = 0; i < m * k; i++) {
+                float v = frand() * 3.0f;
+                wh[i] = t == SK_PACK_F16 ? sk_f32_to_f16(v) : sk_f32_to_bf16(v);
+                wf[i] = t == SK_PACK_F16 ? sk_f16_to_f32(wh[i]) : sk_bf16_to_f32(wh[i]);
+            }
+            sk_pack(wf, k, m, k, pf);
+            sk_pack_u16(wh, k, m, k, ph);
+            sk_packed Pf = {pf, NULL, k, m, k * SK_PANEL, SK_PACK_F32};
+            sk_packed Ph = {ph, NULL, k, m, k * SK_PANEL, t};
+            for (int f = 0; f < 3; f++) {
+                if (!fns[f]) continue;
+                fns[f](x, k, n, &Pf, y1, m);
+                fns[f](x, k, n, &Ph, y2, m);
+                cr_assert(memcmp(y1, y2, n * m * sizeof(float)) == 0,
+                          "variant %d, type %d, shape %zu: 16-bit panels differ", f, t, s);
+            }
+        }
+        free(x);
+        free(wf);
+        free(wh);
+        free(pf);
+        free(ph);
+        free(y1);
+        free(y2);
+    }
+}
+
+Test(kernels, rope_avx2) {
+    if (!have_avx2()) {
+        cr_log_warn("no AVX2+FMA on this CPU: skipped");
+        return;
+    }
+    static const size_t Ds[] = {8, 16, 32, 64, 128, 12};
+    for (size_t di = 0; di < 6; di++) {
+        size_t D = Ds[di], H = 3;
+        float u1[3 * 128], u2[3 * 128], c[64], s[64];
+        for (size_t i = 0; i < H * D; i++) u1[i] = u2[i] = frand() * 4.0f;
+        for (size_t i = 0; i < D / 2; i++) {
+            c[i] = cosf(0.37f * (float)i);
+            s[i] = sinf(0.37f * (float)i);
+        }
+        sk_rope_ref(u1, H, D, c, s);
+        sk_rope_avx2(u2, H, D, c, s);
+        /* bitwise with GCC (no contraction in ISO C mode); a compiler that contracts the
+         * reference into FMAs may differ in the last bit */
+        for (size_t i = 0; i < H * D; i++)
+            cr_assert(fabsf(u1[i] - u2[i]) <= 1e-6f * fmaxf(1.0f, fabsf(u1[i])), "D=%zu i=%zu", D, i);
+    }
+    /* the rotation itself: position 0 (cos 1, sin 0) is the identity; a quarter turn swaps */
+    float v[4] = {1, 2, 3, 4}, one[2] = {1, 1}, zero[2] = {0, 0};
+    sk_rope_ref(v, 1, 4, one, zero);
+    cr_assert(v[0] == 1 && v[1] == 2 && v[2] == 3 && v[3] == 4);
+    sk_rope_ref(v, 1, 4, zero, one);
+    cr_assert(v[0] == -3 && v[1] == -4 && v[2] == 1 && v[3] == 2);
+}
+
+Test(kernels, widen16) {
+    enum { N = 1001 };
+    static uint16_t h[N + 1];
+    static float a[N], b[N];
+    for (int t = SK_PACK_F16; t <= SK_PACK_BF16; t++) {
+        for (size_t i = 0; i < N + 1; i++) {
+            frand();
+            h[i] = (uint16_t)(rng >> 7);
+        }
+        h[1] = t == SK_PACK_F16 ? 0x0001 : 0x0001;   /* smallest subnormal */
+        h[2] = t == SK_PACK_F16 ? 0x8000 : 0x8000;   /* -0 */
+        /* from an odd address: the source need not be aligned */
+        const unsigned char *src = (const unsigned char *)h + 1;
+        unsigned char tmp[2 * N];
+        memcpy(tmp, src, sizeof tmp);
+        sk_widen16_ref(t, tmp, a, N);
+        for (size_t i = 0; i < N; i++) {
+            uint16_t v = (uint16_t)(tmp[2 * i] | (tmp[2 * i + 1] << 8));
+            float want = t == SK_PACK_F16 ? sk_f16_to_f32(v) : sk_bf16_to_f32(v);
+            cr_assert(memcmp(&a[i], &want, 4) == 0, "ref %zu", i);
+        }
+        if (have_avx2()) {
+            sk_widen16_avx2(t, src, b, N);
+            /* NaN payloads may be quieted differently; every other value is exact */
+            for (size_t i = 0; i < N; i++)
+                cr_assert((isnan(a[i]) && isnan(b[i])) || memcmp(&a[i], &b[i], 4) == 0,
+                          "type %d: avx2 differs at %zu: %g vs %g", t, i, (double)b[i],
+                          (double)a[i]);
+        }
+    }
+}

@@ -1,0 +1,414 @@
+/*
+ * test_model.c - the f32 forward pass against PyTorch.
+ *
+ * The fixtures in tests/fixtures/model/ come from tools/golden/make_forward_fixtures.py:
+ * two small decision models built with transformers' ModernBertModel and laya's
+ * DecisionModel, saved with the gguf package's GGUFWriter, and the raw scorer logits that
+ * DecisionModel.forward computes in fp32 for sequences of 5 to 200 tokens (longer than the
+ * sliding windows) in every question type. fx-a is all F32 with a per-block
+ * feed_forward_length array and a decision head count (1) that differs from the encoder's
+ * (2); fx-b mixes F16, BF16, Q8_0 and F32 tensors and has 2 decision heads.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf/gguf.h"
+#include "model/model.h"
+#include "kernels/kernels.h"
+#include "kernels/pool.h"
+
+#define MAXN 512
+#define MAXK 64
+
+typedef struct fx_case {
+    int qtype;
+    size_t n, k;
+    int32_t ids[MAXN];
+    int32_t markers[MAXK];
+    double logits[MAXK];
+    double logits64[MAXK];
+} fx_case;
+
+static size_t read_ints(char *line, const char *tag, int32_t *out, size_t max) {
+    size_t taglen = strlen(tag);
+    cr_assert(strncmp(line, tag, taglen) == 0, "expected '%s' line, got: %.40s", tag, line);
+    char *p = line + taglen, *end;
+    size_t n = 0;
+    for (;;) {
+        long v = strtol(p, &end, 10);
+        if (end == p) break;
+        cr_assert(n < max);
+        out[n++] = (int32_t)v;
+        p = end;
+    }
+    return n;
+}
+
+static size_t read_doubles(char *line, const char *tag, double *out, size_t max) {
+    size_t taglen = strlen(tag);
+    cr_assert(strncmp(line, tag, taglen) == 0, "expected '%s' line, got: %.40s", tag, line);
+    char *p = line + taglen, *end;
+    size_t n = 0;
+    for (;;) {
+        double v = strtod(p, &end);
+        if (end == p) break;
+        cr_assert(n < max);
+        out[n++] = v;
+        p = end;
+    }
+    return n;
+}
+
+static size_t load_cases(const char *name, fx_case *cases, size_t max) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/model/%s.txt", SKYCMD_FIXTURES, name);
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "cannot open %s", path);
+    static char line[65536];
+    size_t nc = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#') continue;
+        if (strncmp(line, "case ", 5) != 0) continue;
+        cr_assert(nc < max);
+        fx_case *c = &cases[nc++];
+        unsigned long n, k;
+        cr_assert(sscanf(line, "case %d %lu %lu", &c->qtype, &n, &k) == 3);
+        c->n = n;
+        c->k = k;
+        cr_assert(fgets(line, sizeof line, f));
+        cr_assert_eq(read_ints(line, "ids ", c->ids, MAXN), c->n);
+        cr_assert(fgets(line, sizeof line, f));
+        cr_assert_eq(read_ints(line, "markers ", c->markers, MAXK), c->k);
+        cr_assert(fgets(line, sizeof line, f));
+        cr_assert_eq(read_doubles(line, "logits ", c->logits, MAXK), c->k);
+        cr_assert(fgets(line, sizeof line, f));
+        cr_assert_eq(read_doubles(line, "logits64 ", c->logits64, MAXK), c->k);
+    }
+    fclose(f);
+    cr_assert(nc > 0, "no cases in %s", path);
+    return nc;
+}
+
+static sk_gguf *open_fixture(const char *name) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/model/%s.gguf", SKYCMD_FIXTURES, name);
+    sk_gguf *g = NULL;
+    sk_err e = {0};
+    int rc = sk_gguf_open_file(path, &g, &e);
+    cr_assert_eq(rc, SKYCMD_OK, "open %s: %s", path, e.msg);
+    return g;
+}
+
+/* Tolerance: 1e-5 relative to max(1, |ref|). PyTorch fp32 itself sits ~1e-6 from the
+ * float64 run of the same model on these fixtures. */
+#define TOL 1e-5
+
+static void check_model_level(const char *name, uint32_t want_dec_heads) {
+    static fx_case cases[32];
+    size_t nc = load_cases(name, cases, 32);
+    sk_gguf *g = open_fixture(name);
+    sk_model *m = NULL;
+    sk_err e = {0};
+    int rc = sk_model_load(g, SKYCMD_WEIGHTS_F32, &m, &e);
+    cr_assert_eq(rc, SKYCMD_OK, "load %s: %s", name, e.msg);
+    cr_assert_eq(sk_model_hparams(m)->n_head_dec, want_dec_heads);
+    sk_scratch *s = sk_scratch_new(m);
+    cr_assert(s);
+    double max_abs = 0, max_rel = 0, max_abs64 = 0;
+    for (int pass = 0; pass < 2; pass++)  /* the second pass reuses a warm, larger scratch */
+        for (size_t i = 0; i < nc; i++) {
+            fx_case *c = &cases[i];
+            float out[MAXK];
+            rc = sk_model_forward(m, s, c->ids, c->n, c->qtype, c->markers, c->k, out, &e);
+            cr_assert_eq(rc, SKYCMD_OK, "%s case %zu: %s", name, i, e.msg);
+            for (size_t r = 0; r < c->k; r++) {
+                double diff = fabs((double)out[r] - c->logits[r]);
+                double rel = diff / fmax(1.0, fabs(c->logits[r]));
+                if (diff > max_abs) max_abs = diff;
+                if (rel > max_rel) max_rel = rel;
+                double d64 = fabs((double)out[r] - c->logits64[r]);
+                if (d64 > max_abs64) max_abs64 = d64;
+                cr_expect(rel <= TOL, "%s case %zu (n=%zu, qtype %d) marker %zu: got %.9g, "
+                          "PyTorch %.9g", name, i, c->n, c->qtype, r, (double)out[r],
+                          c->logits[r]);
+            }
+        }
+    fprintf(stderr, "%s [%s kernels]: %zu cases, max |diff| vs PyTorch fp32 %.3g (rel %.3g), "
+            "vs float64 %.3g\n", name, sk_kernels_level_name(sk_kernels_level()), nc, max_abs,
+            max_rel, max_abs64);
+    sk_scratch_free(s);
+    sk_model_free(m);
+    sk_gguf_close(g);
+}
+
+/* Every kernel level this CPU can run: scalar, AVX2, AVX-512. */
+static void check_model(const char *name, uint32_t want_dec_heads) {
+    sk_kernels_force_level(-1);
+    int top = sk_kernels_level();
+    for (int lv = SK_LEVEL_SCALAR; lv <= top; lv++) {
+        sk_kernels_force_level(lv);
+        cr_assert_eq(sk_kernels_level(), lv);
+        check_model_level(name, want_dec_heads);
+    }
+    sk_kernels_force_level(-1);
+}
+
+Test(model, forward_fx_a_f32) { check_model("fx-a", 1); }
+Test(model, forward_fx_b_mixed_types) { check_model("fx-b", 2); }
+
+Test(model, hparams_from_gguf) {
+    sk_gguf *g = open_fixture("fx-a");
+    sk_model *m = NULL;
+    sk_err e = {0};
+    cr_assert_eq(sk_model_load(g, SKYCMD_WEIGHTS_F32, &m, &e), SKYCMD_OK, "%s", e.msg);
+    const sk_hparams *hp = sk_model_hparams(m);
+    cr_assert_eq(hp->n_embd, 64);
+    cr_assert_eq(hp->n_head, 2);
+    cr_assert_eq(hp->n_layer, 4);
+    cr_assert_eq(hp->n_head_layers, 2);
+    cr_assert_eq(hp->n_ff, 64);
+    cr_assert_eq(hp->n_ff_head, 256);
+    cr_assert_eq(hp->n_vocab, 100);
+    cr_assert_eq(hp->n_swa, 16);
+    cr_assert_eq(hp->swa_pattern, 3);
+    cr_assert_eq(hp->max_head_tokens, 96);
+    cr_assert_eq(hp->max_tokens, 0);
+    cr_assert_float_eq(hp->rope_base, 160000.0f, 0.0f);
+    cr_assert_float_eq(hp->rope_base_swa, 10000.0f, 0.0f);
+    cr_assert_float_eq(hp->eps, 1e-5f, 0.0f);
+    /* every tensor of the file is a model tensor */
+    uint64_t total = 0;
+    for (size_t i = 0; i < sk_gguf_n_tensors(g); i++) total += sk_gguf_tensor_at(g, i)->n_elements;
+    cr_assert_eq(sk_model_n_params(m), total);
+    sk_model_free(m);
+    sk_gguf_close(g);
+
+    g = open_fixture("fx-b");  /* scalar feed_forward_length, no freq_base_swa key */
+    cr_assert_eq(sk_model_load(g, SKYCMD_WEIGHTS_F32, &m, &e), SKYCMD_OK, "%s", e.msg);
+    hp = sk_model_hparams(m);
+    cr_assert_eq(hp->n_ff, 64);
+    cr_assert_eq(hp->n_ff_head, 512);
+    cr_assert_eq(hp->n_head, 4);
+    cr_assert_float_eq(hp->rope_base, 80000.0f, 0.0f);
+    cr_assert_float_eq(hp->rope_base_swa, 10000.0f, 0.0f);
+    sk_model_free(m);
+    sk_gguf_close(g);
+}
+
+Test(model, bad_arguments) {
+    sk_gguf *g = open_fixture("fx-a");
+    sk_model *m = NULL;
+    sk_err e = {0};
+    cr_assert_eq(sk_model_load(g, SKYCMD_WEIGHTS_F32, &m, &e), SKYCMD_OK, "%s", e.msg);
+    sk_scratch *s = sk_scratch_new(m);
+    int32_t ids[4] = {1, 5, 6, 2}, mk[1] = {1};
+    float out[2];
+    cr_assert_eq(sk_model_forward(m, s, ids, 4, 3, mk, 1, out, &e), SKYCMD_E_INVALID_ARGUMENT);
+    cr_assert(strstr(e.msg, "question type"));
+    cr_assert_eq(sk_model_forward(m, s, ids, 0, 0, mk, 1, out, &e), SKYCMD_E_INVALID_ARGUMENT);
+    int32_t bad_mk[1] = {4};
+    cr_assert_eq(sk_model_forward(m, s, ids, 4, 0, bad_mk, 1, out, &e),
+                 SKYCMD_E_INVALID_ARGUMENT);
+    cr_assert(strstr(e.msg, "marker"));
+    int32_t bad_ids[4] = {1, 100, 6, 2};
+    cr_assert_eq(sk_model_forward(m, s, bad_ids, 4, 0, mk, 1, out, &e),
+                 SKYCMD_E_INVALID_ARGUMENT);
+    cr_assert(strstr(e.msg, "token id 100"));
+    bad_ids[1] = -1;
+    cr_assert_eq(sk_model_forward(m, s, bad_ids, 4, 0, mk, 1, out, &e),
+                 SKYCMD_E_INVALID_ARGUMENT);
+    cr_assert_eq(sk_model_load(g, 99, &m, &e), SKYCMD_E_UNSUPPORTED);
+    sk_scratch_free(s);
+    sk_model_free(m);
+    sk_gguf_close(g);
+}
+
+/* The same marker twice and markers out of order give the same per-marker logits. */
+Test(model, marker_order_and_duplicates) {
+    sk_gguf *g = open_fixture("fx-a");
+    sk_model *m = NULL;
+    sk_err e = {0};
+    cr_assert_eq(sk_model_load(g, SKYCMD_WEIGHTS_F32, &m, &e), SKYCMD_OK, "%s", e.msg);
+    sk_scratch *s = sk_scratch_new(m);
+    int32_t ids[40];
+    for (int i = 0; i < 40; i++) ids[i] = 3 + (i * 7) % 90;
+    int32_t mk1[3] = {5, 17, 30}, mk2[4] = {30, 5, 17, 5};
+    float o1[3], o2[4];
+    cr_assert_eq(sk_model_forward(m, s, ids, 40, 1, mk1, 3, o1, &e), SKYCMD_OK, "%s", e.msg);
+    cr_assert_eq(sk_model_forward(m, s, ids, 40, 1, mk2, 4, o2, &e), SKYCMD_OK, "%s", e.msg);
+    cr_assert_float_eq(o2[0], o1[2], 1e-6f);
+    cr_assert_float_eq(o2[1], o1[0], 1e-6f);
+    cr_assert_float_eq(o2[2], o1[1], 1e-6f);
+    cr_assert_float_eq(o2[3], o1[0], 1e-6f);
+    sk_scratch_free(s);
+    sk_model_free(m);
+    sk_gguf_close(g);
+}
+
+/* Copy fx-a into memory, dropping tensor `drop` and giving tensor `reshape` (if any) a
+ * transposed shape, or replacing a u32 key's value; then try to load it. */
+static int load_variant(const char *drop, const char *reshape, const char *key, uint32_t val,
+                        char *msg, size_t msg_cap) {
+    sk_gguf *g = open_fixture("fx-a");
+    sk_gguf_writer *w = sk_gguf_writer_new(0);
+    cr_assert(w);
+    sk_err e = {0};
+    for (size_t i = 0; i < sk_gguf_n_kv(g); i++) {
+        sk_str k = sk_gguf_kv_key(g, i);
+        if (sk_str_eq(k, "general.alignment")) continue;
+        if (key && sk_str_eq(k, key)) {
+            cr_assert_eq(sk_gguf_writer_add_u32(w, key, val), SKYCMD_OK);
+            continue;
+        }
+        cr_assert_eq(sk_gguf_writer_add_value(w, k, sk_gguf_kv_value(g, i)), SKYCMD_OK);
+    }
+    for (size_t i = 0; i < sk_gguf_n_tensors(g); i++) {
+        const sk_gguf_tensor *t = sk_gguf_tensor_at(g, i);
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        if (drop && strcmp(name, drop) == 0) continue;
+        uint64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+        if (reshape && strcmp(name, reshape) == 0) {
+            ne[0] = t->ne[1];
+            ne[1] = t->ne[0];
+        }
+        cr_assert_eq(sk_gguf_writer_add_tensor(w, name, t->n_dims < 2 && reshape &&
+                                               strcmp(name, reshape) == 0 ? 2 : t->n_dims,
+                                               ne, t->type, t->data, t->nbytes, 0, &e),
+                     SKYCMD_OK, "%s", e.msg);
+    }
+    uint8_t *buf = NULL;
+    size_t size = 0;
+    cr_assert_eq(sk_gguf_writer_write_mem(w, &buf, &size, &e), SKYCMD_OK, "%s", e.msg);
+    sk_gguf_writer_free(w);
+    sk_gguf_close(g);
+    sk_gguf *g2 = NULL;
+    cr_assert_eq(sk_gguf_open_buffer(buf, size, &g2, &e), SKYCMD_OK, "%s", e.msg);
+    sk_model *m = NULL;
+    int rc = sk_model_load(g2, SKYCMD_WEIGHTS_F32, &m, &e);
+    snprintf(msg, msg_cap, "%s", rc ? e.msg : "");
+    if (rc == SKYCMD_OK) {
+        cr_assert(m);
+        sk_model_free(m);
+    } else {
+        cr_assert_null(m);
+    }
+    sk_gguf_close(g2);
+    free(buf);
+    return rc;
+}
+
+Test(model, load_validates_tensors_and_keys) {
+    char msg[512];
+    /* the unmodified copy loads */
+    cr_assert_eq(load_variant(NULL, NULL, NULL, 0, msg, sizeof msg), SKYCMD_OK, "%s", msg);
+    cr_assert_eq(load_variant("blk.2.ffn_down.weight", NULL, NULL, 0, msg, sizeof msg),
+                 SKYCMD_E_FORMAT);
+    cr_assert(strstr(msg, "blk.2.ffn_down.weight"), "%s", msg);
+    cr_assert_eq(load_variant("blk.5.attn_qkv.bias", NULL, NULL, 0, msg, sizeof msg),
+                 SKYCMD_E_FORMAT);
+    cr_assert(strstr(msg, "blk.5.attn_qkv.bias"), "%s", msg);
+    cr_assert_eq(load_variant("cls.output.bias", NULL, NULL, 0, msg, sizeof msg),
+                 SKYCMD_E_FORMAT);
+    cr_assert(strstr(msg, "cls.output.bias"), "%s", msg);
+    cr_assert_eq(load_variant(NULL, "blk.1.attn_output.weight", NULL, 0, msg, sizeof msg),
+                 SKYCMD_OK, "a square matrix transposed keeps its shape: %s", msg);
+    cr_assert_eq(load_variant(NULL, "blk.1.ffn_up.weight", NULL, 0, msg, sizeof msg),
+                 SKYCMD_E_FORMAT);
+    cr_assert(strstr(msg, "blk.1.ffn_up.weight") && strstr(msg, "shape"), "%s", msg);
+    cr_assert_eq(load_variant(NULL, "token_types.weight", NULL, 0, msg, sizeof msg),
+                 SKYCMD_E_FORMAT);
+    cr_assert(strstr(msg, "token_types.weight"), "%s", msg);
+    /* head count must divide d into even head sizes */
+    cr_assert_eq(load_variant(NULL, NULL, "modern-bert.attention.head_count", 3, msg, sizeof msg),
+                 SKYCMD_E_FORMAT);
+    cr_assert(strstr(msg, "head_count"), "%s", msg);
+    /* a decision block count that leaves no encoder */
+    cr_assert_eq(load_variant(NULL, NULL, "modern-bert.decision.block_count", 6, msg, sizeof msg),
+                 SKYCMD_E_FORMAT);
+    cr_assert(strstr(msg, "decision.block_count"), "%s", msg);
+    /* one more decision block than the file has: the per-block FFN sizes then disagree */
+    cr_assert_eq(load_variant(NULL, NULL, "modern-bert.decision.block_count", 3, msg, sizeof msg),
+                 SKYCMD_E_UNSUPPORTED);
+    cr_assert(strstr(msg, "feed_forward_length"), "%s", msg);
+    cr_assert_eq(load_variant(NULL, NULL, "modern-bert.decision.block_count", 1, msg, sizeof msg),
+                 SKYCMD_E_UNSUPPORTED);
+    cr_assert_eq(load_variant(NULL, NULL, "modern-bert.attention.sliding_window_pattern", 0, msg,
+                              sizeof msg), SKYCMD_E_FORMAT);
+    cr_assert_eq(load_variant(NULL, NULL, "modern-bert.vocab_size", 101, msg, sizeof msg),
+                 SKYCMD_E_FORMAT);
+    cr_assert(strstr(msg, "vocab_size"), "%s", msg);
+}
+
+/* With a thread pool the logits are bitwise identical to one thread. */
+Test(model, threads_give_identical_logits) {
+    static fx_case cases[32];
+    size_t nc = load_cases("fx-b", cases, 32);
+    sk_gguf *g = open_fixture("fx-b");
+    sk_model *m = NULL;
+    sk_err e = {0};
+    cr_assert_eq(sk_model_load(g, SKYCMD_WEIGHTS_F32, &m, &e), SKYCMD_OK, "%s", e.msg);
+    sk_scratch *s1 = sk_scratch_new(m), *s2 = sk_scratch_new(m);
+    for (int nth = 2; nth <= 3; nth++) {
+        sk_pool *pool = sk_pool_new(nth);
+        cr_assert(pool);
+        sk_scratch_set_pool(s2, pool);
+        for (size_t i = 0; i < nc; i++) {
+            fx_case *c = &cases[i];
+            float o1[MAXK], o2[MAXK];
+            cr_assert_eq(sk_model_forward(m, s1, c->ids, c->n, c->qtype, c->markers, c->k, o1,
+                                          &e), SKYCMD_OK, "%s", e.msg);
+            cr_assert_eq(sk_model_forward(m, s2, c->ids, c->n, c->qtype, c->markers, c->k, o2,
+                                          &e), SKYCMD_OK, "%s", e.msg);
+            cr_assert(memcmp(o1, o2, c->k * sizeof(float)) == 0, "case %zu differs with %d "
+                      "threads", i, nth);
+        }
+        sk_scratch_set_pool(s2, NULL);
+        sk_pool_free(pool);
+    }
+    sk_scratch_free(s1);
+    sk_scratch_free(s2);
+    sk_model_free(m);
+    sk_gguf_close(g);
+}
+
+/* A batch gives every sequence exactly its single-sequence logits. */
+Test(model, batch_equals_one_at_a_time) {
+    static fx_case cases[32];
+    size_t nc = load_cases("fx-a", cases, 32);
+    sk_gguf *g = open_fixture("fx-a");
+    sk_model *m = NULL;
+    sk_err e = {0};
+    cr_assert_eq(sk_model_load(g, SKYCMD_WEIGHTS_F32, &m, &e), SKYCMD_OK, "%s", e.msg);
+    sk_scratch *s1 = sk_scratch_new(m), *s2 = sk_scratch_new(m);
+    static float single[32][MAXK], batched[32][MAXK];
+    sk_seq seqs[33];
+    size_t ns = 0;
+    for (size_t i = 0; i < nc; i++) {
+        fx_case *c = &cases[i];
+        cr_assert_eq(sk_model_forward(m, s1, c->ids, c->n, c->qtype, c->markers, c->k,
+                                      single[i], &e), SKYCMD_OK, "%s", e.msg);
+        seqs[ns++] = (sk_seq){c->ids, c->n, c->qtype, c->markers, c->k, batched[i]};
+        if (i == 2) seqs[ns++] = (sk_seq){c->ids, c->n, 1, NULL, 0, NULL};  /* no markers */
+    }
+    cr_assert_eq(sk_model_forward_batch(m, s2, seqs, ns, &e), SKYCMD_OK, "%s", e.msg);
+    for (size_t i = 0; i < nc; i++) {
+        cr_assert(memcmp(single[i], batched[i], cases[i].k * sizeof(float)) == 0,
+                  "case %zu differs in the batch", i);
+        for (size_t r = 0; r < cases[i].k; r++)
+            cr_assert(fabs(batched[i][r] - cases[i].logits[r]) <= TOL * fmax(1.0, fabs(cases[i].logits[r])));
+    }
+    /* errors name the sequence */
+    int32_t bad[1] = {500};
+    seqs[1].markers = bad;
+    cr_assert_eq(sk_model_forward_batch(m, s2, seqs, ns, &e), SKYCMD_E_INVALID_ARGUMENT);
+    cr_assert(strstr(e.msg, "sequence 1") && strstr(e.msg, "marker"), "%s", e.msg);
+    cr_assert_eq(sk_model_forward_batch(m, s2, NULL, 0, &e), SKYCMD_OK);
+    sk_scratch_free(s1);
+    sk_scratch_free(s2);
+    sk_model_free(m);
+    sk_gguf_close(g);
+}

@@ -1,0 +1,617 @@
+/*
+ * test_tokenizer.c - the tokenizer against Hugging Face `tokenizers` 0.23.3.
+ *
+ * Fixtures (tests/fixtures/tokenizer/, made by tools/golden/make_tokenizer_fixtures.py):
+ * tokenizer directories written by our random vocabulary builder (plus two variants that
+ * `tokenizers` derived: ignore_merges and extra added tokens), corpus.txt (hex UTF-8 strings)
+ * and expected_<name>.txt (ids and decode computed by `tokenizers`, special ids by
+ * transformers' AutoTokenizer). Every string is checked with the tokenizer loaded from
+ * tokenizer.json and with the one rebuilt from a GGUF written by sk_tokenizer_write_gguf.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "skycmd.h"
+#include "tokenizer/tokenizer.h"
+
+#define FIX SKYCMD_FIXTURES "/tokenizer"
+
+static char *slurp(const char *path, size_t *len) {
+    char *d = NULL;
+    size_t l = 0;
+    sk_err e;
+    sk_err_clear(&e);
+    if (sk_read_file(path, &d, &l, (size_t)1 << 30, &e)) return NULL;
+    if (len) *len = l;
+    return d;
+}
+
+static skycmd_tokenizer *load_json_dir(const char *name) {
+    char p1[512], p2[512];
+    snprintf(p1, sizeof p1, FIX "/%s/tokenizer.json", name);
+    snprintf(p2, sizeof p2, FIX "/%s/tokenizer_config.json", name);
+    size_t l1 = 0, l2 = 0;
+    char *j = slurp(p1, &l1), *c = slurp(p2, &l2);
+    cr_assert(j && c, "cannot read fixture %s", name);
+    skycmd_tokenizer *t = NULL;
+    sk_err e;
+    sk_err_clear(&e);
+    int rc = sk_tokenizer_from_json(j, l1, c, l2, &t, &e);
+    cr_assert_eq(rc, SKYCMD_OK, "load %s: %s", name, e.msg);
+    free(j);
+    free(c);
+    return t;
+}
+
+/* Write t to an in-memory GGUF and rebuild it from there. */
+static skycmd_tokenizer *via_gguf(const skycmd_tokenizer *t, uint8_t **mem, sk_gguf **g) {
+    sk_err e;
+    sk_err_clear(&e);
+    sk_gguf_writer *w = sk_gguf_writer_new(0);
+    cr_assert(w);
+    cr_assert_eq(sk_tokenizer_write_gguf(t, w, "gpt-2", &e), SKYCMD_OK, "%s", e.msg);
+    size_t sz = 0;
+    cr_assert_eq(sk_gguf_writer_write_mem(w, mem, &sz, &e), SKYCMD_OK, "%s", e.msg);
+    sk_gguf_writer_free(w);
+    cr_assert_eq(sk_gguf_open_buffer(*mem, sz, g, &e), SKYCMD_OK, "%s", e.msg);
+    skycmd_tokenizer *t2 = NULL;
+    cr_assert_eq(sk_tokenizer_from_gguf(*g, &t2, &e), SKYCMD_OK, "%s", e.msg);
+    return t2;
+}
+
+static size_t unhex(const char *h, size_t n, char *out) {
+    size_t k = 0;
+    for (size_t i = 0; i + 1 < n; i += 2) {
+        unsigned v;
+        char tmp[3] = {h[i], h[i + 1], 0};
+        sscanf(tmp, "%2x", &v);
+        out[k++] = (char)v;
+    }
+    return k;
+}
+
+typedef struct counts {
+    size_t strings, ids_ok_json, ids_ok_gguf, decode_ok;
+} counts;
+
+static counts run_corpus(const char *name) {
+    counts c = {0, 0, 0, 0};
+    skycmd_tokenizer *tj = load_json_dir(name);
+    uint8_t *mem = NULL;
+    sk_gguf *g = NULL;
+    skycmd_tokenizer *tg = via_gguf(tj, &mem, &g);
+    char path[512];
+    snprintf(path, sizeof path, FIX "/expected_%s.txt", name);
+    FILE *fe = fopen(path, "r");
+    FILE *fc = fopen(FIX "/corpus.txt", "r");
+    cr_assert(fe && fc, "missing corpus or %s", path);
+    char *le = NULL, *lc = NULL;
+    size_t ce = 0, cc = 0;
+    /* header: specials cls sep mask pad unk vocab_size */
+    cr_assert(getline(&le, &ce, fe) > 0);
+    int sp[5];
+    size_t vs;
+    cr_assert_eq(sscanf(le, "specials %d %d %d %d %d %zu", &sp[0], &sp[1], &sp[2], &sp[3], &sp[4], &vs), 6);
+    for (int w = 0; w < 5; w++) {
+        cr_expect_eq(sk_tokenizer_special(tj, w), sp[w], "%s special %d (json)", name, w);
+        cr_expect_eq(sk_tokenizer_special(tg, w), sp[w], "%s special %d (gguf)", name, w);
+    }
+    cr_expect_eq(sk_tokenizer_vocab_size(tj), vs, "%s vocab size", name);
+    cr_expect_eq(sk_tokenizer_vocab_size(tg), vs, "%s vocab size (gguf)", name);
+    sk_ids a = {0}, b = {0}, exp = {0};
+    sk_buf dec;
+    sk_buf_init(&dec);
+    int reported = 0;
+    ssize_t nc;
+    while ((nc = getline(&lc, &cc, fc)) > 0) {
+        cr_assert(getline(&le, &ce, fe) > 0, "%s: expected file shorter than the corpus", name);
+        while (nc > 0 && (lc[nc - 1] == '\n' || lc[nc - 1] == '\r')) lc[--nc] = 0;
+        char *text = malloc((size_t)nc / 2 + 1);
+        size_t tl = unhex(lc, (size_t)nc, text);
+        exp.n = 0;
+        char *p = le;
+        while (*p && *p != '\t') {
+            char *end;
+            long v = strtol(p, &end, 10);
+            if (end == p) break;
+            sk_ids_push(&exp, (int32_t)v);
+            p = end;
+            while (*p == ' ') p++;
+        }
+        char *dh = strchr(le, '\t');
+        cr_assert(dh, "%s: bad expected line", name);
+        dh++;
+        size_t dl = strcspn(dh, "\r\n");
+        char *dtext = malloc(dl / 2 + 1);
+        size_t dtl = unhex(dh, dl, dtext);
+        a.n = b.n = 0;
+        sk_err e;
+        sk_err_clear(&e);
+        int r1 = sk_tokenizer_encode(tj, text, tl, &a, &e);
+        int r2 = sk_tokenizer_encode(tg, text, tl, &b, &e);
+        int ok1 = r1 == 0 && a.n == exp.n && (exp.n == 0 || memcmp(a.ids, exp.ids, exp.n * 4) == 0);
+        int ok2 = r2 == 0 && b.n == exp.n && (exp.n == 0 || memcmp(b.ids, exp.ids, exp.n * 4) == 0);
+        dec.len = 0;
+        int r3 = sk_tokenizer_decode(tj, exp.ids, exp.n, &dec, &e);
+        int ok3 = r3 == 0 && dec.len == dtl && memcmp(dec.data ? dec.data : "", dtext, dtl) == 0;
+        c.strings++;
+        c.ids_ok_json += ok1;
+        c.ids_ok_gguf += ok2;
+        c.decode_ok += ok3;
+        if ((!ok1 || !ok2 || !ok3) && reported++ < 5)
+            cr_log_error("%s: string %zu (%.60s): json %s gguf %s decode %s (got %zu/%zu ids, expected %zu)",
+                         name, c.strings - 1, lc, ok1 ? "ok" : "DIFF", ok2 ? "ok" : "DIFF",
+                         ok3 ? "ok" : "DIFF", a.n, b.n, exp.n);
+        free(text);
+        free(dtext);
+    }
+    cr_log_info("%s: %zu strings, ids equal to tokenizers: json %zu, gguf %zu; decode equal %zu", name,
+                c.strings, c.ids_ok_json, c.ids_ok_gguf, c.decode_ok);
+    fprintf(stderr, "%s: %zu strings, ids equal to tokenizers: json %zu, gguf %zu; decode equal %zu\n", name,
+            c.strings, c.ids_ok_json, c.ids_ok_gguf, c.decode_ok);
+    free(le);
+    free(lc);
+    fclose(fe);
+    fclose(fc);
+    sk_ids_free(&a);
+    sk_ids_free(&b);
+    sk_ids_free(&exp);
+    sk_buf_free(&dec);
+    sk_tokenizer_free(tj);
+    sk_tokenizer_free(tg);
+    sk_gguf_close(g);
+    free(mem);
+    return c;
+}
+
+static void check_corpus(const char *name) {
+    counts c = run_corpus(name);
+    cr_assert_geq(c.strings, 2000, "%s: corpus has only %zu strings", name, c.strings);
+    cr_expect_eq(c.ids_ok_json, c.strings, "%s: %zu of %zu strings differ (json)", name,
+                 c.strings - c.ids_ok_json, c.strings);
+    cr_expect_eq(c.ids_ok_gguf, c.strings, "%s: %zu of %zu strings differ (gguf)", name,
+                 c.strings - c.ids_ok_gguf, c.strings);
+    cr_expect_eq(c.decode_ok, c.strings, "%s: %zu of %zu decodes differ", name, c.strings - c.decode_ok,
+                 c.strings);
+}
+
+Test(corpus, vocab1024, .timeout = 120) { check_corpus("vocab1024"); }
+Test(corpus, vocab4096, .timeout = 120) { check_corpus("vocab4096"); }
+Test(corpus, vocab1024_ignore_merges, .timeout = 120) { check_corpus("vocab1024_im"); }
+Test(corpus, vocab1024_added_token_rules, .timeout = 120) { check_corpus("vocab1024_edge"); }
+
+/* ---- the random builder ---- */
+
+static const struct {
+    const char *dir;
+    uint32_t size;
+    uint64_t seed;
+} k_random[] = {{"vocab1024", 1024, 1}, {"vocab4096", 4096, 7}};
+
+/* With SKYCMD_WRITE_TOKENIZER_FIXTURES=<dir>, (re)write the builder's vocabularies there
+ * (used by tools/golden/make_tokenizer_fixtures.py --test-bin). Otherwise check that the
+ * committed fixtures are what the builder makes today: the fixtures' expected ids are only
+ * evidence about the builder's output if the two are the same bytes. */
+Test(fixtures, random_builder_matches_fixtures) {
+    const char *wdir = getenv("SKYCMD_WRITE_TOKENIZER_FIXTURES");
+    for (size_t i = 0; i < sizeof k_random / sizeof k_random[0]; i++) {
+        char *j = NULL, *c = NULL;
+        sk_err e;
+        sk_err_clear(&e);
+        cr_assert_eq(sk_tokenizer_random_json(k_random[i].size, k_random[i].seed, &j, &c, &e), SKYCMD_OK, "%s",
+                     e.msg);
+        char p1[600], p2[600];
+        snprintf(p1, sizeof p1, "%s/%s/tokenizer.json", wdir ? wdir : FIX, k_random[i].dir);
+        snprintf(p2, sizeof p2, "%s/%s/tokenizer_config.json", wdir ? wdir : FIX, k_random[i].dir);
+        if (wdir) {
+            char d[600];
+            snprintf(d, sizeof d, "mkdir -p '%s/%s'", wdir, k_random[i].dir);
+            cr_assert_eq(system(d), 0);
+            FILE *f = fopen(p1, "w");
+            cr_assert(f);
+            fputs(j, f);
+            fclose(f);
+            f = fopen(p2, "w");
+            cr_assert(f);
+            fputs(c, f);
+            fclose(f);
+        } else {
+            char *fj = slurp(p1, NULL), *fc = slurp(p2, NULL);
+            cr_assert(fj && fc);
+            cr_expect_str_eq(j, fj, "%s/tokenizer.json differs from the builder's output", k_random[i].dir);
+            cr_expect_str_eq(c, fc, "%s/tokenizer_config.json differs from the builder's output", k_random[i].dir);
+            free(fj);
+            free(fc);
+        }
+        free(j);
+        free(c);
+    }
+}
+
+Test(random, layout_and_sizes) {
+    static const uint32_t sizes[] = {512, 1024, 2048, 4096};
+    for (size_t k = 0; k < 4; k++) {
+        char *j = NULL, *c = NULL;
+        sk_err e;
+        sk_err_clear(&e);
+        cr_assert_eq(sk_tokenizer_random_json(sizes[k], 3, &j, &c, &e), SKYCMD_OK, "%s", e.msg);
+        skycmd_tokenizer *t = NULL;
+        cr_assert_eq(sk_tokenizer_from_json(j, strlen(j), c, strlen(c), &t, &e), SKYCMD_OK, "%s", e.msg);
+        cr_expect_eq(sk_tokenizer_vocab_size(t), sizes[k]);
+        static const char *const sp[5] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+        for (int i = 0; i < 5; i++) cr_expect_str_eq(sk_tokenizer_piece(t, i), sp[i]);
+        cr_expect_eq(sk_tokenizer_special(t, SKYCMD_SPECIAL_CLS), 2);
+        cr_expect_eq(sk_tokenizer_special(t, SKYCMD_SPECIAL_SEP), 3);
+        cr_expect_eq(sk_tokenizer_special(t, SKYCMD_SPECIAL_MASK), 4);
+        cr_expect_eq(sk_tokenizer_special(t, SKYCMD_SPECIAL_PAD), 0);
+        cr_expect_eq(sk_tokenizer_special(t, SKYCMD_SPECIAL_UNK), 1);
+        cr_expect_str_eq(sk_tokenizer_special_text(t, SKYCMD_SPECIAL_MASK), "[MASK]");
+        /* byte tokens in byte order */
+        cr_expect_str_eq(sk_tokenizer_piece(t, 5 + 'a'), "a");
+        cr_expect_str_eq(sk_tokenizer_piece(t, 5 + ' '), "\xC4\xA0"); /* Ġ */
+        /* the last 7 ids are runs of 8..2 spaces */
+        cr_expect_str_eq(sk_tokenizer_piece(t, (int32_t)sizes[k] - 1), "  ");
+        cr_expect_str_eq(sk_tokenizer_piece(t, (int32_t)sizes[k] - 7), "        ");
+        sk_ids v = {0};
+        cr_assert_eq(sk_tokenizer_encode(t, "a  b", 4, &v, &e), SKYCMD_OK);
+        cr_expect_eq(v.n, 3);
+        cr_expect_eq(v.ids[1], (int32_t)sizes[k] - 1);
+        sk_ids_free(&v);
+        sk_tokenizer_free(t);
+        free(j);
+        free(c);
+    }
+    char *j = NULL, *c = NULL;
+    cr_expect_eq(sk_tokenizer_random_json(100, 1, &j, &c, NULL), SKYCMD_E_INVALID_ARGUMENT);
+    cr_expect_null(j);
+}
+
+/* ---- behaviour that the corpus cannot show ---- */
+
+Test(encode, invalid_utf8_and_append) {
+    skycmd_tokenizer *t = load_json_dir("vocab1024");
+    sk_ids v = {0};
+    sk_err e;
+    sk_err_clear(&e);
+    cr_assert_eq(sk_tokenizer_encode(t, "hi", 2, &v, &e), SKYCMD_OK);
+    size_t n0 = v.n;
+    cr_assert_gt(n0, 0);
+    static const char *const bad[] = {"\xff", "a\xc3", "\xed\xa0\x80", "\xc0\xaf", "\xf4\x90\x80\x80", "ok\x80"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_expect_eq(sk_tokenizer_encode(t, bad[i], strlen(bad[i]), &v, &e), SKYCMD_E_INVALID_ARGUMENT);
+        cr_expect_eq(v.n, n0, "a failed encode must leave the list as it was");
+    }
+    /* appends, never resets */
+    cr_assert_eq(sk_tokenizer_encode(t, "hi", 2, &v, &e), SKYCMD_OK);
+    cr_expect_eq(v.n, 2 * n0);
+    cr_expect_eq(v.ids[0], v.ids[n0]);
+    /* NUL bytes are characters: "a\0b" has a token for the NUL byte (Ā) */
+    v.n = 0;
+    cr_assert_eq(sk_tokenizer_encode(t, "a\0b", 3, &v, &e), SKYCMD_OK);
+    cr_expect_eq(v.n, 3);
+    cr_expect_eq(v.ids[1], 5 + 0);
+    /* empty text */
+    v.n = 0;
+    cr_expect_eq(sk_tokenizer_encode(t, "", 0, &v, &e), SKYCMD_OK);
+    cr_expect_eq(sk_tokenizer_encode(t, NULL, 0, &v, &e), SKYCMD_OK);
+    cr_expect_eq(v.n, 0);
+    sk_ids_free(&v);
+    sk_tokenizer_free(t);
+}
+
+Test(encode, long_words_stay_fast_and_exact) {
+    /* 200k-byte words: the heap-based merge loop must finish quickly and agree with the
+     * result of the same word split in two halves at a point no merge can cross (a space). */
+    skycmd_tokenizer *t = load_json_dir("vocab4096");
+    size_t n = 200000;
+    char *s = malloc(n);
+    for (size_t i = 0; i < n; i++) s[i] = "abcdefgh"[(i * 7 + i / 3) % 8];
+    sk_ids v = {0};
+    sk_err e;
+    sk_err_clear(&e);
+    cr_assert_eq(sk_tokenizer_encode(t, s, n, &v, &e), SKYCMD_OK);
+    cr_expect_gt(v.n, 0);
+    sk_buf b;
+    sk_buf_init(&b);
+    cr_assert_eq(sk_tokenizer_decode(t, v.ids, v.n, &b, &e), SKYCMD_OK);
+    cr_expect_eq(b.len, n);
+    cr_expect(memcmp(b.data, s, n) == 0, "decode(encode(x)) == x for ASCII");
+    sk_buf_free(&b);
+    sk_ids_free(&v);
+    free(s);
+    sk_tokenizer_free(t);
+}
+
+Test(decode, bad_ids_and_lossy) {
+    skycmd_tokenizer *t = load_json_dir("vocab1024");
+    sk_buf b;
+    sk_buf_init(&b);
+    int32_t bad[] = {5 + 'a', 99999};
+    cr_expect_eq(sk_tokenizer_decode(t, bad, 2, &b, NULL), SKYCMD_E_INVALID_ARGUMENT);
+    int32_t neg[] = {-1};
+    cr_expect_eq(sk_tokenizer_decode(t, neg, 1, &b, NULL), SKYCMD_E_INVALID_ARGUMENT);
+    /* a lone continuation byte and a truncated 3-byte sequence become U+FFFD each */
+    b.len = 0;
+    int32_t lossy[] = {5 + 0x80, 5 + 'x', 5 + 0xE4, 5 + 0xB8};
+    cr_assert_eq(sk_tokenizer_decode(t, lossy, 4, &b, NULL), SKYCMD_OK);
+    cr_expect_eq(b.len, 7);
+    cr_expect(memcmp(b.data, "\xEF\xBF\xBDx\xEF\xBF\xBD", 7) == 0);
+    sk_buf_free(&b);
+    sk_tokenizer_free(t);
+}
+
+/* ---- GGUF keys: what llama.cpp reads ---- */
+
+Test(gguf, keys_llama_cpp_reads) {
+    skycmd_tokenizer *t = load_json_dir("vocab1024");
+    uint8_t *mem = NULL;
+    sk_gguf *g = NULL;
+    skycmd_tokenizer *t2 = via_gguf(t, &mem, &g);
+    sk_str s;
+    cr_assert_eq(sk_gguf_get_str(g, "tokenizer.ggml.model", &s), SKYCMD_OK);
+    cr_expect(sk_str_eq(s, "gpt2"));
+    cr_assert_eq(sk_gguf_get_str(g, "tokenizer.ggml.pre", &s), SKYCMD_OK);
+    cr_expect(sk_str_eq(s, "gpt-2"));
+    uint32_t u;
+    cr_assert_eq(sk_gguf_get_u32(g, "tokenizer.ggml.mask_token_id", &u), SKYCMD_OK);
+    cr_expect_eq(u, 4);
+    cr_assert_eq(sk_gguf_get_u32(g, "tokenizer.ggml.seperator_token_id", &u), SKYCMD_OK);
+    cr_expect_eq(u, 3);
+    cr_assert_eq(sk_gguf_get_u32(g, "tokenizer.ggml.bos_token_id", &u), SKYCMD_OK);
+    cr_expect_eq(u, 2);
+    cr_assert_eq(sk_gguf_get_u32(g, "tokenizer.ggml.eos_token_id", &u), SKYCMD_OK);
+    cr_expect_eq(u, 3);
+    cr_assert_eq(sk_gguf_get_u32(g, "tokenizer.ggml.padding_token_id", &u), SKYCMD_OK);
+    cr_expect_eq(u, 0);
+    cr_assert_eq(sk_gguf_get_u32(g, "tokenizer.ggml.unknown_token_id", &u), SKYCMD_OK);
+    cr_expect_eq(u, 1);
+    cr_assert_eq(sk_gguf_get_u32(g, "tokenizer.ggml.token_type_count", &u), SKYCMD_OK);
+    cr_expect_eq(u, 3);
+    const sk_gguf_value *tt, *tk, *mg;
+    cr_assert_eq(sk_gguf_get_arr(g, "tokenizer.ggml.token_type", &tt), SKYCMD_OK);
+    cr_assert_eq(sk_gguf_get_arr(g, "tokenizer.ggml.tokens", &tk), SKYCMD_OK);
+    cr_assert_eq(sk_gguf_get_arr(g, "tokenizer.ggml.merges", &mg), SKYCMD_OK);
+    cr_expect_eq(tt->v.arr.count, 1024);
+    cr_expect_eq(tk->v.arr.count, 1024);
+    cr_expect_eq(tt->v.arr.elem_type, SK_GGUF_I32);
+    /* gguf-py's gpt2 rules: specials CONTROL (3), whitespace runs USER_DEFINED (4), rest 1 */
+    sk_gguf_iter it;
+    sk_gguf_iter_init(&it, tt);
+    sk_gguf_value x;
+    for (int i = 0; sk_gguf_iter_next(&it, &x); i++) {
+        int want = i < 5 ? 3 : i >= 1024 - 7 ? 4 : 1;
+        cr_expect_eq((int)x.v.i, want, "token_type[%d]", i);
+    }
+    sk_gguf_iter_init(&it, mg);
+    cr_assert(sk_gguf_iter_next(&it, &x));
+    cr_expect(memchr(x.v.s.ptr, ' ', x.v.s.len) != NULL, "merges are \"a b\" strings");
+    int b;
+    cr_assert_eq(sk_gguf_get_bool(g, "skycmd.tokenizer.ignore_merges", &b), SKYCMD_OK);
+    cr_expect_eq(b, 0);
+    cr_assert_eq(sk_gguf_get_str(g, "skycmd.tokenizer.normalizer", &s), SKYCMD_OK);
+    cr_expect(sk_str_eq(s, "nfc"));
+    const sk_gguf_value *ls;
+    cr_assert_eq(sk_gguf_get_arr(g, "skycmd.tokenizer.lstrip_ids", &ls), SKYCMD_OK);
+    cr_expect_eq(ls->v.arr.count, 1);
+    sk_tokenizer_free(t);
+    sk_tokenizer_free(t2);
+    sk_gguf_close(g);
+    free(mem);
+}
+
+/* ---- hostile tokenizer.json ---- */
+
+Test(json, hostile_inputs_fail_cleanly) {
+    static const char *const bad[] = {
+        "",
+        "[]",
+        "{\"model\": 3}",
+        "{\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false}, \"model\": {\"type\": \"BPE\"}}",
+        "{\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false}, \"model\": {\"type\": \"BPE\", "
+        "\"vocab\": {\"a\": -1}, \"merges\": []}}",
+        "{\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false}, \"model\": {\"type\": \"BPE\", "
+        "\"vocab\": {\"a\": 99999999999}, \"merges\": []}}",
+        "{\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false}, \"model\": {\"type\": \"BPE\", "
+        "\"vocab\": {\"a\": 0, \"b\": 0}, \"merges\": []}}",
+        "{\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false}, \"model\": {\"type\": \"BPE\", "
+        "\"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": [\"a b\"]}}",
+        "{\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false}, \"model\": {\"type\": \"BPE\", "
+        "\"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2}, \"merges\": [\"ab\"]}}",
+        "{\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false}, \"model\": {\"type\": \"BPE\", "
+        "\"vocab\": {\"a\": 0}, \"merges\": [[\"a\"]]}}",
+        "{\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false}, \"model\": {\"type\": \"BPE\", "
+        "\"vocab\": {\"a\": 0}, \"merges\": []}, \"added_tokens\": [{\"id\": 1}]}",
+        "{\"pre_tokenizer\": {\"type\": \"Whitespace\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}}",
+        "{\"normalizer\": {\"type\": \"Lowercase\"}, \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": "
+        "false}, \"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}}",
+        "{\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false}, \"model\": {\"type\": \"WordPiece\"}}",
+        "{\"version\": \"2.0\"}",
+        "{\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false}, \"model\": {\"type\": \"BPE\", "
+        "\"vocab\": {\"a\": 16000000}, \"merges\": []}}",
+        "{\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false}, \"model\": {\"type\": \"BPE\", "
+        "\"vocab\": {\"a\": 0}, \"merges\": [], \"dropout\": 0.1}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        skycmd_tokenizer *t = (skycmd_tokenizer *)1;
+        sk_err e;
+        sk_err_clear(&e);
+        int rc = sk_tokenizer_from_json(bad[i], strlen(bad[i]), NULL, 0, &t, &e);
+        cr_expect_neq(rc, SKYCMD_OK, "case %zu must fail", i);
+        cr_expect_null(t, "case %zu", i);
+        cr_expect(e.msg[0] != 0, "case %zu has a message", i);
+    }
+    /* truncations of a real file never crash */
+    size_t len = 0;
+    char *j = slurp(FIX "/vocab1024/tokenizer.json", &len);
+    cr_assert(j);
+    for (size_t cut = 0; cut < len; cut += len / 97 + 1) {
+        skycmd_tokenizer *t = NULL;
+        int rc = sk_tokenizer_from_json(j, cut, NULL, 0, &t, NULL);
+        cr_expect_neq(rc, SKYCMD_OK);
+    }
+    free(j);
+}
+
+/* ---- the public API ---- */
+
+Test(api, public_functions) {
+    skycmd_error *err = skycmd_error_new();
+    skycmd_tokenizer *t = NULL;
+    cr_assert_eq(skycmd_tokenizer_open_json(FIX "/vocab1024/tokenizer.json", &t, err), SKYCMD_OK, "%s",
+                 skycmd_error_message(err));
+    cr_expect_eq(skycmd_tokenizer_vocab_size(t), 1024);
+    cr_expect_eq(skycmd_tokenizer_special_id(t, SKYCMD_SPECIAL_MASK), 4);
+    cr_expect_eq(skycmd_tokenizer_special_id(t, 99), -1);
+    cr_expect_str_eq(skycmd_tokenizer_token(t, 2), "[CLS]");
+    cr_expect_null(skycmd_tokenizer_token(t, 1024));
+    cr_expect_null(skycmd_tokenizer_token(t, -1));
+    const char *text = "choice question: which gate? [MASK] thrust";
+    size_t n = 0;
+    cr_assert_eq(skycmd_tokenizer_encode(t, text, strlen(text), NULL, 0, &n), SKYCMD_OK);
+    cr_assert_gt(n, 3);
+    int32_t small[2];
+    size_t n2 = 0;
+    cr_assert_eq(skycmd_tokenizer_encode(t, text, strlen(text), small, 2, &n2), SKYCMD_OK);
+    cr_expect_eq(n2, n, "the full count is reported even when the buffer is small");
+    int32_t *ids = malloc(n * sizeof *ids);
+    cr_assert_eq(skycmd_tokenizer_encode(t, text, strlen(text), ids, n, &n2), SKYCMD_OK);
+    cr_expect_eq(ids[0], small[0]);
+    char *dec = NULL;
+    cr_assert_eq(skycmd_tokenizer_decode(t, ids, n, &dec), SKYCMD_OK);
+    /* [MASK] is lstrip: the space before it is absorbed */
+    cr_expect_str_eq(dec, "choice question: which gate?[MASK] thrust");
+    skycmd_string_free(dec);
+    free(ids);
+    cr_expect_eq(skycmd_tokenizer_encode(t, "\xff", 1, NULL, 0, &n), SKYCMD_E_INVALID_ARGUMENT);
+    cr_expect_eq(skycmd_tokenizer_encode(NULL, "a", 1, NULL, 0, &n), SKYCMD_E_MISUSE);
+    /* a tokenizer borrowed from a model cannot be freed by the caller */
+    t->owned_by_model = 1;
+    cr_expect_eq(skycmd_tokenizer_free(t), SKYCMD_E_MISUSE);
+    t->owned_by_model = 0;
+    cr_expect_eq(skycmd_tokenizer_free(t), SKYCMD_OK);
+    cr_expect_eq(skycmd_tokenizer_free(NULL), SKYCMD_OK);
+    cr_expect_neq(skycmd_tokenizer_open_json(FIX "/does-not-exist.json", &t, err), SKYCMD_OK);
+    cr_expect_null(t);
+    cr_expect(strlen(skycmd_error_message(err)) > 0);
+    skycmd_error_free(err);
+}
+
+/* ---- one tokenizer, several threads ---- */
+
+typedef struct thr_arg {
+    const skycmd_tokenizer *t;
+    const char *const *texts;
+    size_t n;
+    uint64_t sum;
+    int rc;
+} thr_arg;
+
+static void *thr_main(void *p) {
+    thr_arg *a = p;
+    sk_ids v = {0};
+    for (int rep = 0; rep < 20; rep++)
+        for (size_t i = 0; i < a->n; i++) {
+            v.n = 0;
+            if (sk_tokenizer_encode(a->t, a->texts[i], strlen(a->texts[i]), &v, NULL)) a->rc = 1;
+            for (size_t k = 0; k < v.n; k++) a->sum = a->sum * 31 + (uint64_t)v.ids[k];
+        }
+    sk_ids_free(&v);
+    return NULL;
+}
+
+Test(encode, concurrent_threads_agree) {
+    skycmd_tokenizer *t = load_json_dir("vocab4096");
+    static const char *const texts[] = {
+        "The drone hovers above the river.", "caf\xC3\xA9 cafe\xCC\x81 na\xC3\xAFve", "a  [MASK]  b\t\t\n",
+        "\xD0\x94\xD1\x80\xD0\xBE\xD0\xBD \xE4\xB8\xAD\xE6\x96\x87 \xF0\x9F\x98\x80", "{\"vy\": -2.5, \"gap\": [120, 180]}"};
+    thr_arg ref = {t, texts, 5, 0, 0};
+    thr_main(&ref);
+    pthread_t th[4];
+    thr_arg args[4];
+    for (int i = 0; i < 4; i++) {
+        args[i] = ref;
+        args[i].sum = 0;
+        cr_assert_eq(pthread_create(&th[i], NULL, thr_main, &args[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        cr_expect_eq(args[i].rc, 0);
+        cr_expect_eq(args[i].sum, ref.sum, "thread %d got other ids", i);
+    }
+    sk_tokenizer_free(t);
+}
+
+/* ---- GGUF metadata against what llama.cpp's converter (gguf-py) would write ---- */
+
+static void check_gguf_expectation(const char *name) {
+    char path[512];
+    snprintf(path, sizeof path, FIX "/expected_gguf_%s.json", name);
+    size_t len = 0;
+    char *txt = slurp(path, &len);
+    cr_assert(txt, "missing %s", path);
+    cJSON *x = cJSON_ParseWithLength(txt, len);
+    cr_assert(x);
+    skycmd_tokenizer *t = load_json_dir(name);
+    uint8_t *mem = NULL;
+    sk_gguf *g = NULL;
+    skycmd_tokenizer *t2 = via_gguf(t, &mem, &g);
+    static const char *const keys[3] = {"tokens", "token_type", "merges"};
+    static const char *const gkeys[3] = {"tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
+                                         "tokenizer.ggml.merges"};
+    for (int k = 0; k < 3; k++) {
+        const cJSON *want = cJSON_GetObjectItemCaseSensitive(x, keys[k]);
+        const sk_gguf_value *arr;
+        cr_assert_eq(sk_gguf_get_arr(g, gkeys[k], &arr), SKYCMD_OK);
+        cr_assert_eq(arr->v.arr.count, (uint64_t)cJSON_GetArraySize(want), "%s: %s count", name, gkeys[k]);
+        sk_gguf_iter it;
+        sk_gguf_iter_init(&it, arr);
+        sk_gguf_value v;
+        const cJSON *w = want ? want->child : NULL;
+        int bad = 0;
+        for (size_t i = 0; w && sk_gguf_iter_next(&it, &v); i++, w = w->next) {
+            int ok;
+            if (k == 1) ok = v.v.i == (int64_t)w->valuedouble;
+            else ok = v.v.s.len == strlen(w->valuestring) && memcmp(v.v.s.ptr, w->valuestring, v.v.s.len) == 0;
+            if (!ok && bad++ < 3)
+                cr_log_error("%s: %s[%zu] differs from gguf-py's (%s)", name, gkeys[k], i,
+                             k == 1 ? "type" : w->valuestring);
+        }
+        cr_expect_eq(bad, 0, "%s: %d entries of %s differ from gguf-py's", name, bad, gkeys[k]);
+    }
+    static const char *const sk[6][2] = {{"bos", "tokenizer.ggml.bos_token_id"},
+                                         {"eos", "tokenizer.ggml.eos_token_id"},
+                                         {"unk", "tokenizer.ggml.unknown_token_id"},
+                                         {"sep", "tokenizer.ggml.seperator_token_id"},
+                                         {"pad", "tokenizer.ggml.padding_token_id"},
+                                         {"mask", "tokenizer.ggml.mask_token_id"}};
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(x, "special_ids");
+    for (int i = 0; i < 6; i++) {
+        const cJSON *want = cJSON_GetObjectItemCaseSensitive(sp, sk[i][0]);
+        uint32_t got;
+        int rc = sk_gguf_get_u32(g, sk[i][1], &got);
+        if (want) {
+            cr_expect_eq(rc, SKYCMD_OK, "%s: %s missing", name, sk[i][1]);
+            cr_expect_eq(got, (uint32_t)want->valuedouble, "%s: %s", name, sk[i][1]);
+        } else {
+            cr_expect_eq(rc, SKYCMD_E_NOT_FOUND, "%s: %s should be absent", name, sk[i][1]);
+        }
+    }
+    cJSON_Delete(x);
+    free(txt);
+    sk_tokenizer_free(t);
+    sk_tokenizer_free(t2);
+    sk_gguf_close(g);
+    free(mem);
+}
+
+Test(gguf, same_as_gguf_py_vocab1024) { check_gguf_expectation("vocab1024"); }
+Test(gguf, same_as_gguf_py_vocab4096) { check_gguf_expectation("vocab4096"); }
+Test(gguf, same_as_gguf_py_vocab1024_im) { check_gguf_expectation("vocab1024_im"); }
+Test(gguf, same_as_gguf_py_vocab1024_edge) { check_gguf_expectation("vocab1024_edge"); }
