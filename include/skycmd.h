@@ -224,6 +224,24 @@ SKYCMD_API int skycmd_random_model(const char *preset, const char *out_path,
 SKYCMD_API int skycmd_quantize(const char *in_path, const char *out_path,
                                const skycmd_options *opts, skycmd_error *err);
 
+/* ---------------------------------------------------------------- packed layout --- */
+/* Block order of packed (Q8_0) weights, [out, in] logically: a file holds ROW_MAJOR order
+ * (block (o, b) at o * blocks_per_row + b); the int8 kernels read INPUT_BLOCK_MAJOR
+ * (block (o, b) at b * out + o). The library prepacks once at load and reports the
+ * conversion (with its byte count) through the options' log callback.
+ *
+ * A reference matrix of `type` (only SKYCMD_TYPE_Q8_0; else SKYCMD_E_UNSUPPORTED), three
+ * blocks wide so the two orders differ, in file order (kernel_order = 0) or kernel order
+ * (1). The bytes are static and owned by the library. */
+SKYCMD_API int skycmd_packed_fixture(int type, int kernel_order, const uint8_t **bytes,
+                                     size_t *n_bytes, int64_t *rows, int64_t *cols);
+/* Compare bytes that claim to be the fixture of `type` in the given order: SKYCMD_OK with
+ * *message NULL when they agree; SKYCMD_OK with *message (for skycmd_string_free) naming the
+ * first block in the wrong place (or the shape/size mismatch) otherwise. */
+SKYCMD_API int skycmd_packed_disagreement(int type, const void *bytes, size_t n_bytes,
+                                          int64_t rows, int64_t cols, int kernel_order,
+                                          char **message);
+
 /* ---------------------------------------------------------------- model ----------- */
 /* Open a GGUF decision model (SKYCMD_OPT_WEIGHTS, SKYCMD_OPT_MAX_TOKENS,
  * SKYCMD_OPT_MODEL_NAME, log). The file is memory-mapped; *out is NULL on failure. */

@@ -40,26 +40,31 @@ for d in "${debs[@]}"; do
   [ -f "$d" ] || { echo "missing package $d"; ls "$build"/*.deb; exit 1; }
   echo "-- $(basename "$d"): $(dpkg-deb -f "$d" Depends)"
 done
-dpkg-deb -c "${debs[0]}" | grep -q "libskycmd.so.$abi "   # the soname link
+# (listings go to files first: grep -q closing a pipe early would trip pipefail)
+for i in 0 1 2; do dpkg-deb -c "${debs[$i]}" > "$work/list$i"; done
+grep -q "libskycmd.so.$abi " "$work/list0"   # the soname link
 dpkg-deb -e "${debs[0]}" "$work/ctrl"
 grep -q "^libskycmd $abi libskycmd$abi" "$work/ctrl/shlibs"
-dpkg-deb -c "${debs[1]}" | grep -q "usr/include/skycmd.h"
-dpkg-deb -c "${debs[1]}" | grep -q "pkgconfig/skycmd.pc"
-dpkg-deb -c "${debs[1]}" | grep -q "cmake/skycmd/skycmdConfig.cmake"
-dpkg-deb -c "${debs[1]}" | grep -q "libskycmd.a"
-dpkg-deb -c "${debs[2]}" | grep -q "usr/bin/skycmd"
-dpkg-deb -c "${debs[2]}" | grep -q "man1/skycmd-inspect.1"
+grep -q "usr/include/skycmd.h" "$work/list1"
+grep -q "pkgconfig/skycmd.pc" "$work/list1"
+grep -q "cmake/skycmd/skycmdConfig.cmake" "$work/list1"
+grep -q "libskycmd.a" "$work/list1"
+grep -q "usr/bin/skycmd" "$work/list2"
+grep -q "man1/skycmd-inspect.1" "$work/list2"
 
 echo "== dpkg -i"
 dpkg -i "${debs[@]}" >/dev/null
-ldconfig -p | grep -q "libskycmd.so.$abi "
+ldconfig -p > "$work/ldconfig"
+grep -q "libskycmd.so.$abi " "$work/ldconfig"
 
 echo "== consumer via pkg-config: $(pkg-config --cflags --libs skycmd)"
 cc -std=c99 -Wall -Werror "$src/tests/consumer/consumer.c" -o "$work/consumer" $(pkg-config --cflags --libs skycmd)
 "$work/consumer"
-"$work/consumer" "$src/tests/fixtures/gguf/basic.gguf" | tail -n 1
-"$work/consumer" "$src/tests/fixtures/gguf/basic.gguf" | grep -q '^total: 302 parameters, 550 bytes of tensor data$'
-ldd "$work/consumer" | grep -q "/libskycmd.so.$abi"
+"$work/consumer" "$src/tests/fixtures/gguf/basic.gguf" > "$work/inspect.txt"
+tail -n 1 "$work/inspect.txt"
+grep -q '^total: 302 parameters, 550 bytes of tensor data$' "$work/inspect.txt"
+ldd "$work/consumer" > "$work/ldd"
+grep -q "/libskycmd.so.$abi" "$work/ldd"
 
 echo "== consumer via find_package(skycmd)"
 cmake -S "$src/tests/consumer" -B "$work/cm" >/dev/null
@@ -67,13 +72,14 @@ cmake --build "$work/cm" >/dev/null
 "$work/cm/consumer" >/dev/null
 
 echo "== skycmd --version"
-/usr/bin/skycmd --version
-/usr/bin/skycmd --version | grep -q "library $version, ABI $abi"
+/usr/bin/skycmd --version | tee "$work/version"
+grep -q "library $version, ABI $abi" "$work/version"
 /usr/bin/skycmd random s1-pico "$work/pico.gguf"
 /usr/bin/skycmd inspect "$work/pico.gguf" | tail -n 1
 printf '%s' '{"state": "vy 0 dx 36", "questions": {"action": {"type": "choice",
   "instructions": "Which input?", "criteria": {"thrust": "go up", "glide": "go down"}}}}' > "$work/req.json"
-/usr/bin/skycmd decide "$work/pico.gguf" "$work/req.json" | grep -q '"answers"'
+/usr/bin/skycmd decide "$work/pico.gguf" "$work/req.json" > "$work/answer.json"
+grep -q '"answers"' "$work/answer.json"
 man -w skycmd-inspect >/dev/null 2>&1 || [ -f /usr/share/man/man1/skycmd-inspect.1 ]
 
 echo "== dpkg -r"

@@ -1,6 +1,7 @@
 # serve.cmake - HTTP tests of `skycmd serve` (tests/serve/*), run against real started
 # servers on loopback. Included by tests/CMakeLists.txt.
 #
+#   serve_util      the helpers of src/serve (model scanner, escaping)  (Criterion)
 #   serve_http      endpoints, error statuses, model selection, keep-alive, concurrency,
 #                   auth on/off, graceful shutdown                  (python3, stdlib only)
 #   serve_badinput  hostile HTTP and JSON over raw sockets           (python3, stdlib only)
@@ -8,6 +9,13 @@
 #   serve_load      wrk, 5 s at 64 connections, RSS and clean stop   (skipped, 77, without wrk)
 #
 # SKYCMD_SERVE_SDK_PYTHON picks the interpreter that has typesafe-sdk installed.
+# Unit tests of the server's own helpers (no HTTP needed).
+add_executable(test_serve_util ${CMAKE_CURRENT_SOURCE_DIR}/serve/test_serve_util.c
+                               ${CMAKE_SOURCE_DIR}/src/serve/serve_util.c)
+target_include_directories(test_serve_util PRIVATE ${CMAKE_SOURCE_DIR}/src/serve)
+target_link_libraries(test_serve_util PRIVATE PkgConfig::CRITERION)
+add_test(NAME serve_util COMMAND test_serve_util --jobs=1)
+
 if(NOT MHD_FOUND)
   message(STATUS "skycmd serve tests: libmicrohttpd not found, HTTP tests disabled")
   return()

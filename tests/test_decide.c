@@ -252,6 +252,12 @@ Test(decide, end_to_end_random_model) {
     cr_assert_eq(skycmd_decide_json(s, body, strlen(body), &js), 0, "%s", skycmd_session_errmsg(s));
     cr_expect_str_eq(js, skycmd_response_json(resp));
     skycmd_string_free(js);
+    /* more compute threads give the same answers, bit for bit */
+    cr_assert_eq(skycmd_session_set_int(s, SKYCMD_OPT_THREADS, 3), 0, "%s", skycmd_session_errmsg(s));
+    cr_assert_eq(skycmd_decide_json(s, body, strlen(body), &js), 0, "%s", skycmd_session_errmsg(s));
+    cr_expect_str_eq(js, skycmd_response_json(resp));
+    skycmd_string_free(js);
+    cr_expect_eq(skycmd_session_set_int(s, SKYCMD_OPT_THREADS, 1), 0);
     skycmd_response_free(resp);
 
     /* request errors land in the session */

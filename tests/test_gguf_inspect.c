@@ -224,3 +224,32 @@ Test(inspect, cli) {
     cr_assert_eq(run_cli("inspect --bogus " FIX "basic.gguf", &out), 2);
     free(out);
 }
+
+/* Names cannot forge output lines or reach the terminal raw. */
+Test(inspect, control_characters_in_names_are_escaped) {
+    sk_gguf_writer *w = sk_gguf_writer_new(0);
+    float x[2] = {1, 2};
+    uint64_t ne[1] = {2};
+    sk_err e = {0};
+    cr_assert_eq(sk_gguf_writer_add_u32(w, "evil\nkey", 1), 0);
+    cr_assert_eq(sk_gguf_writer_add_tensor(w, "t\x1b[2J", 1, ne, SK_GGML_F32, x, 8, 0, &e), 0);
+    const char *path = SKYCMD_BINARY_DIR "/inspect_ctrl.gguf";
+    cr_assert_eq(sk_gguf_writer_write(w, path, NULL, NULL, &e), 0, "%s", e.msg);
+    sk_gguf_writer_free(w);
+    int st;
+    char *s = inspect(path, 8, 0, &st, NULL);
+    cr_assert_eq(st, SKYCMD_OK);
+    cr_assert(strstr(s, "  evil\\x0akey (u32) = 1\n") != NULL, "%s", s);
+    cr_assert(strstr(s, "  t\\x1b[2J ") != NULL, "%s", s);
+    cr_assert_null(strchr(s, 0x1b), "no raw ESC");
+    cr_assert_null(strstr(s, "evil\n"));
+    skycmd_string_free(s);
+    s = inspect(path, 8, 1, &st, NULL);
+    cJSON *j = cJSON_Parse(s);
+    cr_assert_not_null(j);
+    cr_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "metadata"), 0), "key")->valuestring,
+                     "evil\nkey", "JSON keeps the exact key (escaped by JSON itself)");
+    cJSON_Delete(j);
+    skycmd_string_free(s);
+    remove(path);
+}

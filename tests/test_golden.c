@@ -18,11 +18,14 @@
  *     model's own tokenizer and the request as sk_request_parse renders it), and
  *     usage.input_tokens equal to laya's token count;
  *   - max |p - p_python| <= 1e-4 (F32 GGUF) and <= 1e-3 (F16 GGUF) over every probability;
- *     the same choice everywhere; score and noul values within the same bound (score scaled
- *     by the level count); the llama.cpp (TypeSafe) confidence recomputed from laya's
- *     probabilities within 10x the bound;
+ *     for F16 also <= 1e-4 against laya run on F16-rounded encoder matrices (so the F16
+ *     format's own loss and an error of ours are told apart); the same choice everywhere;
+ *     score and noul values within the same bound (score scaled by the level count); the
+ *     llama.cpp (TypeSafe) confidence recomputed from laya's probabilities within 10x it;
  *   - bodies laya refuses (and llama-server's rules refuse) are refused.
- * The measured maxima are printed and appended to <build>/golden-report.txt.
+ * One test per model and file type. Mismatches are counted (the first 15 printed) and fail
+ * the test at the end of its run; the measured maxima are printed and appended to
+ * <build>/golden-report.txt.
  */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include <criterion/criterion.h>

@@ -250,6 +250,9 @@ Test(model, marker_order_and_duplicates) {
 
 /* Copy fx-a into memory, dropping tensor `drop` and giving tensor `reshape` (if any) a
  * transposed shape, or replacing a u32 key's value; then try to load it. */
+static const char *g_nan_tensor;  /* load_variant: tensor whose element 3 becomes NaN */
+static void (*g_after_load)(sk_model *m);  /* load_variant: run on the loaded model */
+
 static int load_variant(const char *drop, const char *reshape, const char *key, uint32_t val,
                         char *msg, size_t msg_cap) {
     sk_gguf *g = open_fixture("fx-a");
@@ -275,9 +278,18 @@ static int load_variant(const char *drop, const char *reshape, const char *key, 
             ne[0] = t->ne[1];
             ne[1] = t->ne[0];
         }
+        const void *data = t->data;
+        static unsigned char patched[1 << 20];
+        if (g_nan_tensor && strcmp(name, g_nan_tensor) == 0) {
+            cr_assert(t->type == SK_GGML_F32 && t->nbytes <= sizeof patched);
+            memcpy(patched, t->data, t->nbytes);
+            float nanv = NAN;
+            memcpy(patched + 3 * sizeof(float), &nanv, sizeof nanv);
+            data = patched;
+        }
         cr_assert_eq(sk_gguf_writer_add_tensor(w, name, t->n_dims < 2 && reshape &&
                                                strcmp(name, reshape) == 0 ? 2 : t->n_dims,
-                                               ne, t->type, t->data, t->nbytes, 0, &e),
+                                               ne, t->type, data, t->nbytes, 1, &e),
                      SKYCMD_OK, "%s", e.msg);
     }
     uint8_t *buf = NULL;
@@ -292,6 +304,7 @@ static int load_variant(const char *drop, const char *reshape, const char *key, 
     snprintf(msg, msg_cap, "%s", rc ? e.msg : "");
     if (rc == SKYCMD_OK) {
         cr_assert(m);
+        if (g_after_load) g_after_load(m);
         sk_model_free(m);
     } else {
         cr_assert_null(m);
@@ -341,6 +354,36 @@ Test(model, load_validates_tensors_and_keys) {
     cr_assert_eq(load_variant(NULL, NULL, "modern-bert.vocab_size", 101, msg, sizeof msg),
                  SKYCMD_E_FORMAT);
     cr_assert(strstr(msg, "vocab_size"), "%s", msg);
+    /* non-finite weights are refused, naming the tensor and element */
+    g_nan_tensor = "blk.1.ffn_up.weight";
+    cr_assert_eq(load_variant(NULL, NULL, NULL, 0, msg, sizeof msg), SKYCMD_E_FORMAT);
+    cr_assert(strstr(msg, "blk.1.ffn_up.weight") && strstr(msg, "element 3"), "%s", msg);
+    g_nan_tensor = "cls.bias";
+    cr_assert_eq(load_variant(NULL, NULL, NULL, 0, msg, sizeof msg), SKYCMD_E_FORMAT);
+    cr_assert(strstr(msg, "cls.bias"), "%s", msg);
+    g_nan_tensor = NULL;
+}
+
+static void use_row0(sk_model *m) {
+    sk_scratch *s = sk_scratch_new(m);
+    sk_err e = {0};
+    int32_t ok_ids[3] = {1, 5, 2}, bad_ids[3] = {1, 0, 2}, mk[1] = {1};
+    float out[1];
+    cr_assert_eq(sk_model_forward(m, s, ok_ids, 3, 0, mk, 1, out, &e), SKYCMD_OK, "%s", e.msg);
+    cr_assert_eq(sk_model_forward(m, s, bad_ids, 3, 0, mk, 1, out, &e), SKYCMD_E_FORMAT);
+    cr_assert(strstr(e.msg, "token_embd.weight") && strstr(e.msg, "row 0"), "%s", e.msg);
+    sk_scratch_free(s);
+}
+
+/* token_embd is read lazily: a NaN in row 0 loads, and is reported when a sequence uses
+ * row 0 (other rows still work). */
+Test(model, nan_embedding_row) {
+    char msg[512];
+    g_nan_tensor = "token_embd.weight";  /* element 3 = row 0 */
+    g_after_load = use_row0;
+    cr_assert_eq(load_variant(NULL, NULL, NULL, 0, msg, sizeof msg), SKYCMD_OK, "%s", msg);
+    g_nan_tensor = NULL;
+    g_after_load = NULL;
 }
 
 /* With a thread pool the logits are bitwise identical to one thread. */

@@ -19,6 +19,7 @@
 #include "../decide/decide.h"
 #include "../decide/request.h"
 #include "../gguf/gguf.h"
+#include "../kernels/pool.h"
 #include "../model/model.h"
 #include "../prompt/prompt.h"
 #include "../tokenizer/tokenizer.h"
@@ -43,11 +44,20 @@ struct skycmd_session {
     uint32_t tag;
     skycmd_model *model;
     sk_scratch *scratch;
+    sk_pool *pool;              /* SKYCMD_OPT_THREADS > 1: the scratch's compute threads */
     int64_t threads, activations;
     char errmsg[SK_ERR_MSG_MAX];
     /* reused work buffers */
     sk_prompt_ws ws;
     sk_i32v state_ids, ids, markers;
+    sk_i32v batch_ids, batch_markers;  /* several questions' sequences, back to back */
+    sk_seq *seqs;
+    size_t seqs_cap;
+    struct sk_seq_meta {
+        size_t q, ids_off, mk_off;      /* question index, offsets into batch_ids/_markers */
+    } *seq_meta;
+    size_t *p_off;                      /* where each question's probabilities start */
+    size_t p_off_cap;
     sk_ids tokbuf;
     float *logits;
     size_t logits_cap;

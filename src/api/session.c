@@ -1,9 +1,12 @@
 /* session.c - skycmd_session and the decide calls: build each question's Laya sequence,
- * run the model once per question, turn the marker logits into answers and the response.
+ * run the sequences through the model in batches (each gets the logits it would get alone),
+ * turn the marker logits into answers and the response. SKYCMD_OPT_THREADS gives the
+ * session a compute-thread pool (identical logits for any count).
  * One session per thread; its buffers are reused across calls (see handles.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "handles.h"
 
@@ -39,10 +42,16 @@ int skycmd_session_new(skycmd_model *model, skycmd_session **out) {
 void skycmd_session_free(skycmd_session *s) {
     if (!session_ok(s)) return;
     sk_scratch_free(s->scratch);
+    sk_pool_free(s->pool);
     sk_prompt_ws_free(&s->ws);
     sk_i32v_free(&s->state_ids);
     sk_i32v_free(&s->ids);
     sk_i32v_free(&s->markers);
+    sk_i32v_free(&s->batch_ids);
+    sk_i32v_free(&s->batch_markers);
+    free(s->seqs);
+    free(s->seq_meta);
+    free(s->p_off);
     sk_ids_free(&s->tokbuf);
     free(s->logits);
     free(s->probs);
@@ -66,8 +75,22 @@ int skycmd_session_set_int(skycmd_session *s, int option, int64_t value) {
                  (long long)value, (long long)lo, (long long)hi);
         return SKYCMD_E_INVALID_ARGUMENT;
     }
-    if (option == SKYCMD_OPT_THREADS) s->threads = value;
-    else s->activations = value;
+    if (option == SKYCMD_OPT_THREADS) {
+        /* 0 = one thread per online core; the logits are identical for any count */
+        long n = value ? (long)value : sysconf(_SC_NPROCESSORS_ONLN);
+        if (n < 1) n = 1;
+        sk_pool *pool = NULL;
+        if (n > 1 && !(pool = sk_pool_new((int)n))) {
+            snprintf(s->errmsg, sizeof s->errmsg, "cannot start %ld compute threads", n);
+            return SKYCMD_E_NOMEM;
+        }
+        sk_scratch_set_pool(s->scratch, pool);
+        sk_pool_free(s->pool);
+        s->pool = pool;
+        s->threads = value;
+    } else {
+        s->activations = value;
+    }
     s->errmsg[0] = '\0';
     return SKYCMD_OK;
 }
@@ -109,46 +132,103 @@ static int id_len(sk_jstr id) {
     return (int)n;
 }
 
+/* Questions are run in batches (sk_model_forward_batch: their rows share every matrix
+ * product, and each sequence gets exactly the logits it would get alone). A batch closes at
+ * SK_BATCH_SEQS sequences or SK_BATCH_TOKENS tokens so the scratch stays bounded. */
+#define SK_BATCH_SEQS 16
+#define SK_BATCH_TOKENS 4096
+
+static int question_fail(sk_err *e, const sk_rquestion *q, int rc) {
+    int n = id_len(q->id);
+    sk_err_prefix(e, "questions.%.*s", n, q->id.s);
+    return rc;
+}
+
+/* Run the batched sequences and turn their logits into answers. */
+static int flush_batch(skycmd_session *s, const sk_request *r, size_t n_seqs, sk_err *e) {
+    const skycmd_model *m = s->model;
+    if (!n_seqs) return 0;
+    /* pointers are set only now: the batch buffers may have moved while they grew */
+    size_t lo = 0;
+    for (size_t k = 0; k < n_seqs; k++) {
+        sk_seq *q = &s->seqs[k];
+        q->ids = s->batch_ids.v + s->seq_meta[k].ids_off;
+        q->markers = s->batch_markers.v + s->seq_meta[k].mk_off;
+        q->logits = s->logits + lo;
+        lo += q->n_markers;
+    }
+    int rc = sk_model_forward_batch(m->m, s->scratch, s->seqs, n_seqs, e);
+    if (rc) return question_fail(e, &r->q[s->seq_meta[0].q], rc);
+    for (size_t k = 0; k < n_seqs; k++) {
+        size_t qi = s->seq_meta[k].q;
+        const sk_rquestion *q = &r->q[qi];
+        double *p = s->probs + s->p_off[qi];
+        double T = sk_temp_for(&m->temps, q->type, s->seqs[k].n_markers);
+        sk_softmax(s->seqs[k].logits, s->seqs[k].n_markers, T, p);
+        if ((rc = sk_answer_from_probs(q->type, p, q->n_opts, &s->answers[qi], e)))
+            return question_fail(e, q, rc);
+    }
+    return 0;
+}
+
 /* Answer every question of r; the JSON lands in s->json. */
 static int decide_core(skycmd_session *s, const sk_request *r, int64_t *input_tokens, sk_err *e) {
     const skycmd_model *m = s->model;
     int rc;
     size_t total_opts = 0;
     for (size_t i = 0; i < r->nq; i++) total_opts += r->q[i].n_opts;
+    size_t nq1 = r->nq ? r->nq : 1;
     if (grow((void **)&s->probs, &s->probs_cap, total_opts ? total_opts : 1, sizeof(double)) ||
-        grow((void **)&s->logits, &s->logits_cap, r->max_opts ? r->max_opts : 1, sizeof(float)) ||
-        grow((void **)&s->answers, &s->answers_cap, r->nq ? r->nq : 1, sizeof(sk_answer)))
+        grow((void **)&s->logits, &s->logits_cap, SK_BATCH_SEQS * (r->max_opts ? r->max_opts : 1),
+             sizeof(float)) ||
+        grow((void **)&s->answers, &s->answers_cap, nq1, sizeof(sk_answer)) ||
+        grow((void **)&s->p_off, &s->p_off_cap, nq1, sizeof(size_t)) ||
+        grow((void **)&s->seqs, &s->seqs_cap, SK_BATCH_SEQS, sizeof(sk_seq)))
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory answering the request");
+    if (!s->seq_meta && !(s->seq_meta = sk_malloc_array(SK_BATCH_SEQS, sizeof *s->seq_meta)))
+        return sk_fail(e, SKYCMD_E_NOMEM, "out of memory answering the request");
+    size_t off = 0;
+    for (size_t i = 0; i < r->nq; i++) {
+        s->p_off[i] = off;
+        off += r->q[i].n_opts;
+    }
     sk_prompt_tok pt = {encode_cb, s, m->cls, m->sep, m->mask, m->mask_text};
     if ((rc = sk_prompt_state_ids(&pt, r->state.s, r->state.n, &s->ws, &s->state_ids, e))) {
         sk_err_prefix(e, "state");
         return rc;
     }
     int64_t ntok = 0;
-    size_t off = 0;
+    size_t n_seqs = 0;
+    s->batch_ids.n = 0;
+    s->batch_markers.n = 0;
     for (size_t i = 0; i < r->nq; i++) {
         const sk_rquestion *q = &r->q[i];
         rc = sk_prompt_build(&pt, sk_qtype_names[q->type], q->ins.s, q->ins.n, &q->opts[0].text,
                              sizeof(sk_roption), q->n_opts, s->state_ids.v, s->state_ids.n,
                              r->state_is_list, m->max_len, m->head_max_len, &s->ws, &s->ids,
                              &s->markers, e);
-        if (!rc)
-            rc = sk_model_forward(m->m, s->scratch, s->ids.v, s->ids.n, q->type, s->markers.v,
-                                  s->markers.n, s->logits, e);
-        double *p = s->probs + off;
-        if (!rc) {
-            double T = sk_temp_for(&m->temps, q->type, s->markers.n);
-            sk_softmax(s->logits, s->markers.n, T, p);
-            rc = sk_answer_from_probs(q->type, p, q->n_opts, &s->answers[i], e);
+        if (rc) return question_fail(e, q, rc);
+        if (n_seqs && (n_seqs == SK_BATCH_SEQS || s->batch_ids.n + s->ids.n > SK_BATCH_TOKENS)) {
+            if ((rc = flush_batch(s, r, n_seqs, e))) return rc;
+            n_seqs = 0;
+            s->batch_ids.n = 0;
+            s->batch_markers.n = 0;
         }
-        if (rc) {
-            int n = id_len(q->id);
-            sk_err_prefix(e, "questions.%.*s", n, q->id.s);
-            return rc;
-        }
+        sk_seq *sq = &s->seqs[n_seqs];
+        memset(sq, 0, sizeof *sq);
+        sq->n = s->ids.n;
+        sq->n_markers = s->markers.n;
+        sq->qtype = q->type;
+        s->seq_meta[n_seqs].q = i;
+        s->seq_meta[n_seqs].ids_off = s->batch_ids.n;
+        s->seq_meta[n_seqs].mk_off = s->batch_markers.n;
+        n_seqs++;
+        if (sk_i32v_append(&s->batch_ids, s->ids.v, s->ids.n) ||
+            sk_i32v_append(&s->batch_markers, s->markers.v, s->markers.n))
+            return sk_fail(e, SKYCMD_E_NOMEM, "out of memory answering the request");
         ntok += (int64_t)s->ids.n;
-        off += q->n_opts;
     }
+    if ((rc = flush_batch(s, r, n_seqs, e))) return rc;
     s->json.len = 0;
     s->json.failed = 0;
     sk_response_json_write(&s->json, m->name, r, s->answers, ntok);

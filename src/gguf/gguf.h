@@ -15,6 +15,11 @@
  *    still be inspected; only known types are bounds-checked for their byte size.
  *  - The writer always writes general.alignment, pads every tensor and refuses Q8_0 tensors
  *    whose rows (ne[0]) are not a multiple of 32.
+ *  - The reader also refuses (SKYCMD_E_FORMAT): duplicate keys or tensor names, keys and
+ *    tensor names that are empty or not UTF-8, n_dims outside 1..4, zero or >= 2^63 dims,
+ *    bool values other than 0/1, general.alignment that is not a u32 power of two, tensor
+ *    offsets not a multiple of the alignment, data past the end of the file, overlapping
+ *    tensors, arrays nested deeper than 8, versions other than 2 and 3.
  */
 #ifndef SK_GGUF_H
 #define SK_GGUF_H

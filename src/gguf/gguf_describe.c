@@ -132,6 +132,19 @@ static void text_array(sk_buf *b, const sk_gguf_value *arr, uint64_t max) {
     sk_buf_putc(b, ']');
 }
 
+/* A key or tensor name as plain text: valid UTF-8 was checked at open, but control
+ * characters (newline, ESC, NUL) are escaped as \xNN so a name cannot forge lines or
+ * drive the terminal. */
+static void plain_name(sk_buf *b, sk_str s, size_t max_len) {
+    size_t n = s.len < max_len ? (size_t)s.len : max_len;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s.ptr[i];
+        if (c < 0x20 || c == 0x7f || c == '\\') sk_buf_printf(b, "\\x%02x", c);
+        else sk_buf_putc(b, (char)c);
+    }
+    if (n < s.len) sk_buf_puts(b, "...");
+}
+
 static void type_label(sk_buf *b, const sk_gguf_value *v) {
     if (v->type != SK_GGUF_ARRAY) {
         sk_buf_puts(b, sk_gguf_value_type_name(v->type));
@@ -176,7 +189,7 @@ static int describe_text(const sk_gguf *g, const char *label, uint64_t max, sk_b
         sk_str k = sk_gguf_kv_key(g, i);
         const sk_gguf_value *v = sk_gguf_kv_value(g, i);
         sk_buf_puts(b, "  ");
-        sk_buf_append(b, k.ptr, (size_t)k.len); /* keys were checked to be UTF-8 */
+        plain_name(b, k, (size_t)-1);
         sk_buf_puts(b, " (");
         type_label(b, v);
         sk_buf_puts(b, ") = ");
@@ -186,19 +199,24 @@ static int describe_text(const sk_gguf *g, const char *label, uint64_t max, sk_b
     }
     size_t nt = sk_gguf_n_tensors(g);
     sk_buf_printf(b, "%zu tensor%s (ggml dims, ne[0] = innermost):\n", nt, nt == 1 ? "" : "s");
-    char dims[128], ty[32], name[512];
+    char dims[128], ty[32];
+    sk_buf nb;
+    sk_buf_init(&nb);
     for (size_t i = 0; i < nt; i++) {
         const sk_gguf_tensor *t = sk_gguf_tensor_at(g, i);
         dims_text(dims, sizeof dims, t);
         type_text(ty, sizeof ty, t->type);
-        snprintf(name, sizeof name, "%.*s", (int)(t->name.len < 400 ? t->name.len : 400),
-                 t->name.ptr);
+        nb.len = 0;
+        plain_name(&nb, t->name, 400);
+        sk_buf_putc(&nb, '\0');
+        const char *name = nb.failed ? "?" : nb.data;
         if (sk_ggml_type_known(t->type))
             sk_buf_printf(b, "  %-40s %-22s %-6s %10" PRIu64 " bytes\n", name, dims, ty,
                           t->nbytes);
         else
             sk_buf_printf(b, "  %-40s %-22s %-6s %10s bytes\n", name, dims, ty, "?");
     }
+    sk_buf_free(&nb);
     uint64_t p, by;
     totals(g, &p, &by);
     sk_buf_printf(b, "total: %" PRIu64 " parameters, %" PRIu64 " bytes of tensor data\n", p, by);

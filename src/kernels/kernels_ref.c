@@ -81,14 +81,13 @@ void sk_pack(const float *w, size_t ldw, size_t n_out, size_t n_in, float *out) 
     size_t panels = n_out / SK_PANEL + (n_out % SK_PANEL != 0);
     for (size_t p = 0; p < panels; p++) {
         float *dst = out + p * n_in * SK_PANEL;
-        for (size_t c = 0; c < SK_PANEL; c++) {
-            size_t o = p * SK_PANEL + c;
-            if (o < n_out) {
-                const float *src = w + o * ldw;
-                for (size_t i = 0; i < n_in; i++) dst[i * SK_PANEL + c] = src[i];
-            } else {
-                for (size_t i = 0; i < n_in; i++) dst[i * SK_PANEL + c] = 0.0f;
-            }
+        const float *rows[SK_PANEL];
+        size_t nc = n_out - p * SK_PANEL < SK_PANEL ? n_out - p * SK_PANEL : SK_PANEL;
+        for (size_t c = 0; c < nc; c++) rows[c] = w + (p * SK_PANEL + c) * ldw;
+        for (size_t i = 0; i < n_in; i++) {
+            float *d = dst + i * SK_PANEL;
+            for (size_t c = 0; c < nc; c++) d[c] = rows[c][i];
+            for (size_t c = nc; c < SK_PANEL; c++) d[c] = 0.0f;
         }
     }
 }
@@ -97,48 +96,59 @@ void sk_pack_u16(const uint16_t *w, size_t ldw, size_t n_out, size_t n_in, uint1
     size_t panels = n_out / SK_PANEL + (n_out % SK_PANEL != 0);
     for (size_t p = 0; p < panels; p++) {
         uint16_t *dst = out + p * n_in * SK_PANEL;
-        for (size_t c = 0; c < SK_PANEL; c++) {
-            size_t o = p * SK_PANEL + c;
-            const uint16_t *src = o < n_out ? w + o * ldw : NULL;
-            for (size_t i = 0; i < n_in; i++) dst[i * SK_PANEL + c] = src ? src[i] : 0;
+        const uint16_t *rows[SK_PANEL];
+        size_t nc = n_out - p * SK_PANEL < SK_PANEL ? n_out - p * SK_PANEL : SK_PANEL;
+        for (size_t c = 0; c < nc; c++) rows[c] = w + (p * SK_PANEL + c) * ldw;
+        for (size_t i = 0; i < n_in; i++) {
+            uint16_t *d = dst + i * SK_PANEL;
+            for (size_t c = 0; c < nc; c++) d[c] = rows[c][i];
+            for (size_t c = nc; c < SK_PANEL; c++) d[c] = 0;
         }
     }
 }
 
 size_t sk_pack_elem_size(int wtype) { return wtype == SK_PACK_F32 ? 4 : 2; }
 
-/* One panel row (16 elements) widened to f32. */
-static void panel_row(const sk_packed *w, size_t p, size_t i, float *out) {
-    size_t idx = p * w->pstride + i * SK_PANEL;
-    if (w->wtype == SK_PACK_F32) {
-        memcpy(out, (const float *)w->data + idx, SK_PANEL * sizeof(float));
-        return;
-    }
-    const uint16_t *h = (const uint16_t *)w->data + idx;
-    for (size_t c = 0; c < SK_PANEL; c++)
-        out[c] = w->wtype == SK_PACK_F16 ? sk_f16_to_f32(h[c]) : sk_bf16_to_f32(h[c]);
-}
-
 /* Scalar GEMM on the packed layout: each output is one sequential f32 sum over i, like the
- * reference, so the two agree closely (identically without FMA contraction). */
+ * reference, so the two agree closely (identically without FMA contraction). 16-bit panels
+ * are widened a block of SK_SCALAR_KC rows at a time into a stack buffer, so each weight is
+ * converted once per call rather than once per row of x. */
+#define SK_SCALAR_KC 128
+
 void sk_gemm_scalar(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
                     size_t ldy) {
     const size_t k = w->n_in, m = w->n_out;
-    for (size_t r = 0; r < n_rows; r++) {
-        const float *xr = x + r * ldx;
-        float *yr = y + r * ldy;
-        for (size_t p = 0; p * SK_PANEL < m; p++) {
-            float acc[SK_PANEL], pr[SK_PANEL];
-            for (size_t c = 0; c < SK_PANEL; c++) acc[c] = 0.0f;
-            for (size_t i = 0; i < k; i++) {
-                const float xi = xr[i];
-                panel_row(w, p, i, pr);
-                for (size_t c = 0; c < SK_PANEL; c++) acc[c] += xi * pr[c];
+    float tmp[SK_SCALAR_KC * SK_PANEL];
+    for (size_t p = 0; p * SK_PANEL < m; p++) {
+        const size_t nc = m - p * SK_PANEL < SK_PANEL ? m - p * SK_PANEL : SK_PANEL;
+        for (size_t r = 0; r < n_rows; r++)
+            for (size_t c = 0; c < nc; c++) y[r * ldy + p * SK_PANEL + c] = 0.0f;
+        for (size_t k0 = 0; k0 < k; k0 += SK_SCALAR_KC) {
+            const size_t kc = k - k0 < SK_SCALAR_KC ? k - k0 : SK_SCALAR_KC;
+            const size_t idx = p * w->pstride + k0 * SK_PANEL;
+            const float *panel;
+            if (w->wtype == SK_PACK_F32) {
+                panel = (const float *)w->data + idx;
+            } else {
+                sk_widen16_ref(w->wtype, (const uint16_t *)w->data + idx, tmp, kc * SK_PANEL);
+                panel = tmp;
             }
-            size_t nc = m - p * SK_PANEL < SK_PANEL ? m - p * SK_PANEL : SK_PANEL;
-            for (size_t c = 0; c < nc; c++)
-                yr[p * SK_PANEL + c] = w->bias ? acc[c] + w->bias[p * SK_PANEL + c] : acc[c];
+            for (size_t r = 0; r < n_rows; r++) {
+                const float *xr = x + r * ldx + k0;
+                float acc[SK_PANEL];
+                float *yr = y + r * ldy + p * SK_PANEL;
+                for (size_t c = 0; c < SK_PANEL; c++) acc[c] = c < nc ? yr[c] : 0.0f;
+                for (size_t i = 0; i < kc; i++) {
+                    const float xi = xr[i];
+                    const float *pr = panel + i * SK_PANEL;
+                    for (size_t c = 0; c < SK_PANEL; c++) acc[c] += xi * pr[c];
+                }
+                for (size_t c = 0; c < nc; c++) yr[c] = acc[c];
+            }
         }
+        if (w->bias)
+            for (size_t r = 0; r < n_rows; r++)
+                for (size_t c = 0; c < nc; c++) y[r * ldy + p * SK_PANEL + c] += w->bias[p * SK_PANEL + c];
     }
 }
 

@@ -8,6 +8,9 @@
  * it walks k, broadcasting one x value per row per step. k is cut into blocks of SK_KC so a
  * panel block stays in L1 while every row block of x streams past it. Rows past the end of
  * a block reuse the last valid row (computed, not stored), so no padding of x is needed.
+ * Panels may hold f32, F16 or BF16 elements; 16-bit ones are widened exactly (vcvtph2ps or
+ * a 16-bit shift) as they are loaded, so the three give identical results and each kernel
+ * is instantiated once per element type with a single load path.
  *
  * exp and erf: vector versions accurate to a few ulp (exp: Cephes-style range reduction and
  * degree-6 polynomial; erfc: the Numerical Recipes Chebyshev fit, fractional error below

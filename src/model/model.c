@@ -278,25 +278,58 @@ static int pack_linear(sk_linear *lin, const float *w, const uint16_t *w16, int 
     return SKYCMD_OK;
 }
 
-/* An F16/BF16 tensor's raw elements (aligned copy), after checking that every one is
- * finite (exponent not all ones). */
-static int load_u16(const sk_gguf *g, const char *name, uint64_t ne0, uint64_t ne1,
-                    uint16_t **out, sk_err *e) {
+/* A matrix's elements for packing, checked finite: F16/BF16 as their 16-bit values, F32 as
+ * floats (both read in place from the file when suitably aligned, else copied to *owned),
+ * Q8_0 dequantized to f32 (*owned). Sets exactly one of *w32 / *w16. */
+static int load_matrix(const sk_gguf *g, const char *name, uint64_t ne0, uint64_t ne1,
+                       const float **w32, const uint16_t **w16, void **owned, sk_err *e) {
     const sk_gguf_tensor *t;
-    *out = NULL;
+    *w32 = NULL;
+    *w16 = NULL;
+    *owned = NULL;
     int rc = check_tensor(g, name, ne0, ne1, &t, e);
     if (rc) return rc;
-    size_t n = (size_t)t->n_elements;
-    uint16_t *buf = sk_malloc_array(n ? n : 1, sizeof(uint16_t));
-    if (!buf) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory loading tensor %s", name);
-    memcpy(buf, t->data, n * sizeof(uint16_t));
-    const uint16_t mask = t->type == SK_GGML_F16 ? 0x7c00 : 0x7f80;
-    for (size_t i = 0; i < n; i++)
-        if ((buf[i] & mask) == mask) {
+    const size_t n = (size_t)t->n_elements;
+    if (t->type == SK_GGML_F16 || t->type == SK_GGML_BF16) {
+        const uint16_t *src = (const uint16_t *)(const void *)t->data;
+        if ((uintptr_t)t->data % sizeof(uint16_t) != 0) {
+            uint16_t *buf = sk_malloc_array(n ? n : 1, sizeof(uint16_t));
+            if (!buf) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory loading tensor %s", name);
+            memcpy(buf, t->data, n * sizeof(uint16_t));
+            *owned = buf;
+            src = buf;
+        }
+        const uint16_t mask = t->type == SK_GGML_F16 ? 0x7c00 : 0x7f80;
+        for (size_t i = 0; i < n; i++)
+            if ((src[i] & mask) == mask) {
+                free(*owned);
+                *owned = NULL;
+                return sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: element %zu is not finite", name, i);
+            }
+        *w16 = src;
+        return SKYCMD_OK;
+    }
+    const float *src = (const float *)(const void *)t->data;
+    if (t->type != SK_GGML_F32 || (uintptr_t)t->data % sizeof(float) != 0) {
+        float *buf = sk_malloc_array(n ? n : 1, sizeof(float));
+        if (!buf) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory loading tensor %s", name);
+        if (sk_ggml_to_f32(t->type, t->data, buf, n) != SKYCMD_OK) {
             free(buf);
+            return sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: cannot convert to f32", name);
+        }
+        *owned = buf;
+        src = buf;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, &src[i], sizeof bits);
+        if ((bits & 0x7f800000u) == 0x7f800000u) {
+            free(*owned);
+            *owned = NULL;
             return sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: element %zu is not finite", name, i);
         }
-    *out = buf;
+    }
+    *w32 = src;
     return SKYCMD_OK;
 }
 
@@ -310,19 +343,15 @@ static int load_linear2(sk_model *m, const sk_gguf *g, const char *prefix /* < 1
     char name[192], bname[192];
     snprintf(name, sizeof name, "%s.weight", prefix);
     snprintf(bname, sizeof bname, "%s.bias", prefix);
-    const sk_gguf_tensor *t = sk_gguf_find_tensor(g, name);
-    int wtype = SK_PACK_F32;
-    if (t && t->type == SK_GGML_F16) wtype = SK_PACK_F16;
-    if (t && t->type == SK_GGML_BF16) wtype = SK_PACK_BF16;
-    float *w = NULL, *b = NULL;
-    uint16_t *w16 = NULL;
-    int rc;
-    if (wtype == SK_PACK_F32) {
-        rc = load_tensor(m, g, name, n_in, n_out, 1, &w, e);
-    } else {
-        rc = load_u16(g, name, n_in, n_out, &w16, e);
-        if (!rc) m->n_params += (uint64_t)n_in * n_out;
-    }
+    const float *w = NULL;
+    const uint16_t *w16 = NULL;
+    void *owned = NULL;
+    float *b = NULL;
+    int rc = load_matrix(g, name, n_in, n_out, &w, &w16, &owned, e);
+    if (!rc) m->n_params += (uint64_t)n_in * n_out;
+    const int wtype = w16 ? (sk_gguf_find_tensor(g, name)->type == SK_GGML_F16 ? SK_PACK_F16
+                                                                                 : SK_PACK_BF16)
+                          : SK_PACK_F32;
     if (!rc && with_bias) rc = load_tensor(m, g, bname, n_out, 1, 1, &b, e);
     if (!rc) {
         if (lin2) {
@@ -332,8 +361,7 @@ static int load_linear2(sk_model *m, const sk_gguf *g, const char *prefix /* < 1
             rc = pack_linear(lin, w, w16, wtype, b, 0, n_out, n_in, name, e);
         }
     }
-    free(w);
-    free(w16);
+    free(owned);
     free(b);
     return rc;
 }

@@ -4,10 +4,12 @@
  * Contract:
  *  - sk_model_load() reads hyper-parameters and weights from an open GGUF reader (borrowed;
  *    it must outlive the model). Every required tensor is checked for presence, type and
- *    shape; a failure names the tensor or key. Matrices of type F16/BF16/Q8_0 are widened to
- *    f32 at load (SKYCMD_WEIGHTS_F32) and prepacked for the GEMM kernels, so compute is
- *    always f32. token_embd.weight stays in the file: the rows a sequence uses are widened
- *    at lookup (the reader must therefore outlive the model).
+ *    shape; a failure names the tensor or key, and non-finite weights are refused.
+ *    Matrices are prepacked once for the GEMM kernels: F16 and BF16 ones keep their 16 bits
+ *    (the kernels widen them exactly as they read), F32 and Q8_0 ones become f32, so compute
+ *    is always f32 with exactly the file's values (SKYCMD_WEIGHTS_F32). token_embd.weight
+ *    stays in the file: the rows a sequence uses are widened at lookup (the reader must
+ *    therefore outlive the model).
  *  - An sk_model is immutable after load and may be shared by any number of threads.
  *  - An sk_scratch holds per-thread buffers; it grows to the longest sequence seen and is
  *    reused, so a warm forward call allocates nothing. One scratch per thread.

@@ -468,9 +468,11 @@ static void *worker_main(void *arg) {
         atomic_fetch_sub(&S.busy, 1);
         struct MHD_Connection *c = r->conn;
         r->state = RS_DONE;
-        atomic_fetch_sub(&S.in_pool, 1);
         /* After this call the epoll thread owns r again: touch nothing. */
         MHD_resume_connection(c);
+        /* Counted out only once resumed: the drain never stops the daemon while one of its
+         * connections is still suspended (libmicrohttpd forbids that). */
+        atomic_fetch_sub(&S.in_pool, 1);
     }
     return NULL;
 }
@@ -1003,7 +1005,8 @@ int serve_run(const struct serve_config *cfg) {
             deadline = 0;
         }
     }
-    /* Let the epoll thread flush the last responses it was handed. */
+    /* When the deadline cut the wait, give the epoll thread a moment to send the answers
+     * the workers just handed back. */
     for (int i = 0; i < 50 && atomic_load(&S.active) > 0 && atomic_load(&S.in_pool) <= 0; i++) {
         struct timespec ms = {0, 1000000L};
         nanosleep(&ms, NULL);

@@ -9,10 +9,13 @@
  * added tokens for runs of 8 down to 2 spaces (like ModernBERT's whitespace runs).
  * The training is plain BPE: the most frequent adjacent pair wins, ties broken by the
  * smaller ids; the same seed always gives the same files. When every word is one token
- * before the vocabulary is full, more generated text is added without the earlier merges
- * applied to it, so a merge can be listed twice (seen in 4096-token vocabularies). That is
- * valid for tokenizers (the later rank wins) and sk_tokenizer_write_gguf writes each merge
- * once in that order; the output is kept as is because committed fixtures depend on it.
+ * before the vocabulary is full, more generated text is added, and the merges learned so far
+ * are applied to its new words (in merge order, as the training applied them) before pairs
+ * are counted again: every merge is listed exactly once (tokenizers would keep a repeated
+ * merge's later rank and llama.cpp its first, so a repeat would make them disagree) and the
+ * vocabulary is exactly vocab_size. A pair that is already a merge is never listed again
+ * (it could only reappear through a merge whose string an earlier token already spells; it
+ * is then applied without a new entry).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,8 +116,8 @@ typedef struct trainer {
     char **tok;
     uint32_t *tok_len;
     size_t n_tok, cap_tok;
-    /* merges */
-    int32_t (*mg)[2];
+    /* merges: left id, right id, id of the merged token */
+    int32_t (*mg)[3];
     size_t n_mg, cap_mg;
     /* pair counting */
     uint64_t *pk;
@@ -155,6 +158,20 @@ static int tr_add_word(trainer *T, const char *s, size_t n) {
     w->count = 1;
     T->slots[i] = (uint32_t)++T->n_w;
     return 0;
+}
+
+/* One merge over one word, left to right, as the training and BPE encoding apply it. */
+static void merge_word(word *w, int32_t a, int32_t b, int32_t nid) {
+    uint32_t o = 0;
+    for (uint32_t j = 0; j < w->n; j++) {
+        if (j + 1 < w->n && w->sym[j] == a && w->sym[j + 1] == b) {
+            w->sym[o++] = nid;
+            j++;
+        } else {
+            w->sym[o++] = w->sym[j];
+        }
+    }
+    w->n = o;
 }
 
 typedef struct add_ctx {
@@ -281,10 +298,12 @@ int sk_tokenizer_random_json(uint32_t vocab_size, uint64_t seed, char **tokenize
             }
         }
         if (!best_cnt) {
-            /* every word is one token: feed more generated text */
+            /* every word is one token: feed more generated text, its new words merged as
+             * far as the merges learned so far go (else they would be learned again) */
             sk_buf more;
             sk_buf_init(&more);
             for (int i = 0; i < 64; i++) gen_line(&more, &rng);
+            size_t first_new = T.n_w;
             add_ctx c = {&T, more.data, 0};
             if (!more.failed) sk_pretok_gpt2(more.data, more.len, on_word, &c);
             int bad = more.failed || c.fail;
@@ -293,9 +312,24 @@ int sk_tokenizer_random_json(uint32_t vocab_size, uint64_t seed, char **tokenize
                 rc = sk_fail(e, SKYCMD_E_NOMEM, "random tokenizer: out of memory");
                 goto done;
             }
+            for (size_t m = 0; m < T.n_mg; m++)
+                for (size_t wi = first_new; wi < T.n_w; wi++)
+                    merge_word(&T.w[wi], T.mg[m][0], T.mg[m][1], T.mg[m][2]);
             continue;
         }
         int32_t a = (int32_t)((best_key - 1) >> 32), b = (int32_t)((best_key - 1) & 0xffffffffu);
+        /* A pair that is already a merge can only come back next to a token that a later
+         * merge spelled again (same string, other pair): apply it, do not list it twice. */
+        size_t known = T.n_mg;
+        for (size_t m = 0; m < T.n_mg; m++)
+            if (T.mg[m][0] == a && T.mg[m][1] == b) {
+                known = m;
+                break;
+            }
+        if (known < T.n_mg) {
+            for (size_t wi = 0; wi < T.n_w; wi++) merge_word(&T.w[wi], a, b, T.mg[known][2]);
+            continue;
+        }
         /* the merged string; reuse its id if an earlier merge already made it */
         size_t nl = (size_t)T.tok_len[a] + T.tok_len[b];
         char *ns = malloc(nl + 1);
@@ -326,20 +360,9 @@ int sk_tokenizer_random_json(uint32_t vocab_size, uint64_t seed, char **tokenize
         }
         T.mg[T.n_mg][0] = a;
         T.mg[T.n_mg][1] = b;
+        T.mg[T.n_mg][2] = nid;
         T.n_mg++;
-        for (size_t wi = 0; wi < T.n_w; wi++) {
-            word *w = &T.w[wi];
-            uint32_t o = 0;
-            for (uint32_t j = 0; j < w->n; j++) {
-                if (j + 1 < w->n && w->sym[j] == a && w->sym[j + 1] == b) {
-                    w->sym[o++] = nid;
-                    j++;
-                } else {
-                    w->sym[o++] = w->sym[j];
-                }
-            }
-            w->n = o;
-        }
+        for (size_t wi = 0; wi < T.n_w; wi++) merge_word(&T.w[wi], a, b, nid);
     }
 
     /* tokenizer.json */

@@ -203,6 +203,14 @@ def model_field_picks_model(ctx):
     req = dict(REQ, model=None)
     st, _, body = request(port, "POST", "/v1/systemone", req)
     eq(st, 200, "model null")
+    # only the top-level member counts; JSON escapes are decoded before matching
+    qs = json.dumps(REQ["questions"])
+    raw_bodies = (('{"state": {"model": "second"}, "questions": %s}' % qs, "pico"),
+                  ('{"mod\\u0065l": "sec\\u006fnd", "state": "x", "questions": %s}' % qs, "second"))
+    for raw_body, expect in raw_bodies:
+        st, _, body = request(port, "POST", "/v1/systemone", raw_body.encode())
+        eq(st, 200, f"status for {raw_body[:40]}")
+        eq(json.loads(body)["model"], expect, f"answering model for {raw_body[:40]}")
 
 
 @test

@@ -314,8 +314,8 @@ def gguf_expectation(d, at):
     sv = gguf.SpecialVocab(d, load_merges=True, n_vocab=n)
     special = {typ: tid for typ, tid in sv.special_token_ids.items()
                if hasattr(gguf.GGUFWriter, "add_%s_token_id" % typ)}
-    # A merge listed twice (the random builder can do that when it feeds more text late in
-    # training) counts with its LAST rank in tokenizers (the merges become a map), while
+    # A merge listed twice (valid in a tokenizer.json; the random builder no longer writes
+    # one) counts with its LAST rank in tokenizers (the merges become a map), while
     # llama.cpp keeps the first. skycmd writes each merge once, in tokenizers' rank order, so
     # that llama.cpp reading our GGUF ranks merges as tokenizers does: expect that list.
     last = {m: i for i, m in enumerate(sv.merges)}

@@ -1,0 +1,95 @@
+/*
+ * q8.h - int8 x int8 -> int32 matrix products on Q8_0 weights (the int8 path of the model).
+ *
+ * Contract:
+ *  - Weights: standard 34-byte Q8_0 blocks (f16 scale, 32 int8) of an [n_out][n_in] matrix
+ *    in INPUT_BLOCK_MAJOR order: block (o, b) at (b * n_out + o) * 34. That is the order
+ *    these kernels declare they read; file bytes (ROW_MAJOR) are converted once at load by
+ *    sk_q8_to_kernel_order (src/quant/quant.h). Weight quants may be -128..127.
+ *  - Activations are quantized per row in blocks of 32 (sk_q8_quantize_act): Q8 keeps one
+ *    int8 block (x ~ d q, |q| <= 127); Q8x2 adds a second int8 pass on the rounding residual
+ *    at 1/128 of the scale (x ~ d (q + r / 128)), and the kernels sum 128 dot(q, w) +
+ *    dot(r, w) in int32. The scale stored per block (xs) is d for Q8 and d / 128 for Q8x2,
+ *    so every kernel computes sum_b xs_b * wd_b * isum_b.
+ *  - Arithmetic (fixed, so that every implementation is bit-identical to the reference):
+ *    per block the 32 int8 products are summed in int32 in 8 lanes of 4 consecutive values;
+ *    lane j accumulates acc[j] = fmaf(xs * wd, (float)isum_j, acc[j]) over the blocks in
+ *    order; the output is ((acc0 + acc4) + (acc2 + acc6)) + ((acc1 + acc5) + (acc3 + acc7))
+ *    plus the bias. sk_q8_gemm_ref is that definition in plain C; the AVX2 and AVX-512 VNNI
+ *    kernels are tested against it bit for bit.
+ *  - Outlier columns: channels listed in an sk_q8_weights are zeroed in the activations
+ *    before quantization and added back afterwards in f32 with their exact weights.
+ *  - No kernel allocates; sk_q8_act buffers belong to the caller (one per thread).
+ */
+#ifndef SK_Q8_H
+#define SK_Q8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { SK_Q8_ACT_Q8X2 = 0, SK_Q8_ACT_Q8 = 1 };  /* = skycmd_activations */
+
+/* Quantized activations: n_rows rows of n_blocks blocks. */
+typedef struct sk_q8_act {
+    size_t n_rows, n_blocks, cap_rows, cap_blocks;
+    float *xs;     /* [n_rows][n_blocks] scale of the integer sum */
+    int8_t *q;     /* [n_rows][n_blocks * 32] */
+    int8_t *r;     /* residual pass (Q8x2) or unused */
+    int two_pass;
+} sk_q8_act;
+
+/* Grow a to hold n_rows x k (k % 32 == 0) activations; 0 or SKYCMD_E_NOMEM. */
+int sk_q8_act_reserve(sk_q8_act *a, size_t n_rows, size_t k);
+void sk_q8_act_free(sk_q8_act *a);
+/* Quantize x ([n_rows][k], row stride ldx) into a (reserved). Columns c with zero_cols[c]
+ * (k flags, may be NULL) are taken as 0. mode: SK_Q8_ACT_*. */
+void sk_q8_quantize_act(const float *x, size_t ldx, size_t n_rows, size_t k, int mode,
+                        const uint8_t *zero_cols, sk_q8_act *a);
+
+/* A Q8_0 matrix in kernel order. */
+typedef struct sk_q8_packed {
+    const uint8_t *blocks;  /* (n_in / 32) * n_out blocks, INPUT_BLOCK_MAJOR */
+    size_t n_in, n_out;
+    const float *bias;      /* n_out values or NULL */
+} sk_q8_packed;
+
+/* y[r][o] for r < a->n_rows, o in [o0, o1): the fixed arithmetic above. */
+void sk_q8_gemm_ref(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1, float *y,
+                    size_t ldy);
+void sk_q8_gemm_avx2(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
+                     float *y, size_t ldy);
+void sk_q8_gemm_vnni(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
+                     float *y, size_t ldy);
+/* Best of the above for this CPU (respects sk_kernels_level(): scalar level -> ref). */
+void sk_q8_gemm(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1, float *y,
+                size_t ldy);
+/* "vnni", "avx2" or "scalar": what sk_q8_gemm uses. */
+const char *sk_q8_kernel_name(void);
+/* Test hook: 0 scalar, 1 avx2, 2 vnni, -1 automatic. Not for concurrent use. */
+void sk_q8_force_kernel(int which);
+
+/* A Linear layer on int8 weights, with outlier columns. */
+typedef struct sk_q8_weights {
+    sk_q8_packed p;
+    size_t n_outl;          /* outlier input channels (0 = none) */
+    const uint32_t *outl;   /* their indices, ascending */
+    const uint8_t *is_outl; /* n_in flags, or NULL when n_outl == 0 */
+    const float *w_outl;    /* [n_out][n_outl] exact f32 weights of those columns */
+} sk_q8_weights;
+
+/* Per-thread workspace of sk_q8_linear. */
+typedef struct sk_q8_ws {
+    sk_q8_act act;
+    float *xo;      /* gathered outlier activations [rows][n_outl] */
+    size_t xo_cap;
+} sk_q8_ws;
+void sk_q8_ws_free(sk_q8_ws *ws);
+
+/* y = x . W^T + b on int8 weights (activations quantized with mode, outlier columns in f32),
+ * split over the threads of pool (NULL = one) by output tiles: each output is computed by
+ * the same arithmetic whatever the thread count. 0 or SKYCMD_E_NOMEM (workspace growth). */
+struct sk_pool;
+int sk_q8_linear(struct sk_pool *pool, sk_q8_ws *ws, const sk_q8_weights *w, int mode,
+                 const float *x, size_t ldx, size_t n_rows, float *y, size_t ldy);
+
+#endif /* SK_Q8_H */

@@ -1,0 +1,227 @@
+/* q8_ref.c - activation quantization, the scalar reference int8 GEMM (the definition every
+ * SIMD kernel must reproduce bit for bit), run-time dispatch and the threaded int8 Linear
+ * with outlier columns. See q8.h. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "q8.h"
+#include "cpu.h"
+#include "kernels.h"
+#include "pool.h"
+#include "../gguf/gguf.h"
+#include "../util/util.h"
+
+int sk_q8_act_reserve(sk_q8_act *a, size_t n_rows, size_t k) {
+    const size_t nb = k / SK_QK8_0;
+    if (n_rows <= a->cap_rows && nb <= a->cap_blocks) {
+        a->n_rows = n_rows;
+        a->n_blocks = nb;
+        return 0;
+    }
+    size_t rows = n_rows > a->cap_rows ? n_rows : a->cap_rows;
+    size_t blocks = nb > a->cap_blocks ? nb : a->cap_blocks;
+    size_t nblk, nq;
+    if (sk_mul_size(rows, blocks, &nblk) || sk_mul_size(nblk, SK_QK8_0, &nq))
+        return SKYCMD_E_NOMEM;
+    float *xs = sk_malloc_array(nblk ? nblk : 1, sizeof(float));
+    int8_t *q = malloc(nq ? nq : 1), *r = malloc(nq ? nq : 1);
+    if (!xs || !q || !r) {
+        free(xs);
+        free(q);
+        free(r);
+        return SKYCMD_E_NOMEM;
+    }
+    sk_q8_act_free(a);
+    a->xs = xs;
+    a->q = q;
+    a->r = r;
+    a->cap_rows = rows;
+    a->cap_blocks = blocks;
+    a->n_rows = n_rows;
+    a->n_blocks = nb;
+    return 0;
+}
+
+void sk_q8_act_free(sk_q8_act *a) {
+    if (!a) return;
+    free(a->xs);
+    free(a->q);
+    free(a->r);
+    memset(a, 0, sizeof *a);
+}
+
+static int8_t q8_round(float v) {
+    if (!(v == v)) return 0;  /* NaN: converting it would be undefined */
+    v = roundf(v);
+    if (v > 127.0f) return 127;
+    if (v < -127.0f) return -127;
+    return (int8_t)(int)v;
+}
+
+void sk_q8_quantize_act(const float *x, size_t ldx, size_t n_rows, size_t k, int mode,
+                        const uint8_t *zero_cols, sk_q8_act *a) {
+    const size_t nb = k / SK_QK8_0;
+    const int two = mode == SK_Q8_ACT_Q8X2;
+    a->two_pass = two;
+    a->n_rows = n_rows;
+    a->n_blocks = nb;
+    for (size_t r = 0; r < n_rows; r++) {
+        const float *xr = x + r * ldx;
+        for (size_t b = 0; b < nb; b++) {
+            float v[SK_QK8_0];
+            float amax = 0.0f;
+            for (int j = 0; j < SK_QK8_0; j++) {
+                const size_t c = b * SK_QK8_0 + (size_t)j;
+                v[j] = zero_cols && zero_cols[c] ? 0.0f : xr[c];
+                const float av = fabsf(v[j]);
+                if (av > amax) amax = av;
+            }
+            const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+            int8_t *q = a->q + (r * nb + b) * SK_QK8_0, *rr = a->r + (r * nb + b) * SK_QK8_0;
+            for (int j = 0; j < SK_QK8_0; j++) {
+                const float s = v[j] * id;
+                q[j] = q8_round(s);
+                if (two) rr[j] = q8_round((s - (float)q[j]) * 128.0f);
+            }
+            a->xs[r * nb + b] = two ? d / 128.0f : d;
+        }
+    }
+}
+
+static float wscale(const uint8_t *blk) {
+    return sk_f16_to_f32((uint16_t)(blk[0] | (blk[1] << 8)));
+}
+
+void sk_q8_gemm_ref(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1, float *y,
+                    size_t ldy) {
+    const size_t nb = w->n_in / SK_QK8_0, m = w->n_out;
+    for (size_t r = 0; r < a->n_rows; r++)
+        for (size_t o = o0; o < o1; o++) {
+            float acc[8] = {0};
+            for (size_t b = 0; b < nb; b++) {
+                const uint8_t *blk = w->blocks + (b * m + o) * SK_Q8_0_BLOCK_BYTES;
+                const int8_t *wq = (const int8_t *)(blk + 2);
+                const int8_t *xq = a->q + (r * nb + b) * SK_QK8_0;
+                const int8_t *xr = a->r + (r * nb + b) * SK_QK8_0;
+                const float s = a->xs[r * nb + b] * wscale(blk);
+                for (int j = 0; j < 8; j++) {
+                    int32_t dq = 0, dr = 0;
+                    for (int t = 0; t < 4; t++) {
+                        dq += (int32_t)xq[4 * j + t] * (int32_t)wq[4 * j + t];
+                        if (a->two_pass) dr += (int32_t)xr[4 * j + t] * (int32_t)wq[4 * j + t];
+                    }
+                    const int32_t isum = a->two_pass ? dq * 128 + dr : dq;
+                    acc[j] = fmaf(s, (float)isum, acc[j]);
+                }
+            }
+            float v = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+            y[r * ldy + o] = w->bias ? v + w->bias[o] : v;
+        }
+}
+
+/* ------------------------------------------------------------------ dispatch ---- */
+
+static int g_force = -1;
+
+static int q8_level(void) {
+    int lv = 0;
+    if (sk_kernels_level() >= SK_LEVEL_AVX2) {
+        const int f = sk_cpu_features();
+        lv = 1;
+        if ((f & SK_CPU_AVX512VNNI) && (f & SK_CPU_AVX512BW) && sk_kernels_level() >= SK_LEVEL_AVX512)
+            lv = 2;
+    }
+    const int force = __atomic_load_n(&g_force, __ATOMIC_RELAXED);
+    return force >= 0 && force < lv ? force : lv;
+}
+
+void sk_q8_force_kernel(int which) { __atomic_store_n(&g_force, which, __ATOMIC_RELAXED); }
+
+const char *sk_q8_kernel_name(void) {
+    static const char *names[] = {"scalar", "avx2", "vnni"};
+    return names[q8_level()];
+}
+
+void sk_q8_gemm(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1, float *y,
+                size_t ldy) {
+    switch (q8_level()) {
+#if defined(__x86_64__)
+    case 2: sk_q8_gemm_vnni(a, w, o0, o1, y, ldy); break;
+    case 1: sk_q8_gemm_avx2(a, w, o0, o1, y, ldy); break;
+#endif
+    default: sk_q8_gemm_ref(a, w, o0, o1, y, ldy); break;
+    }
+}
+
+/* ------------------------------------------------------------------ linear ------ */
+
+void sk_q8_ws_free(sk_q8_ws *ws) {
+    if (!ws) return;
+    sk_q8_act_free(&ws->act);
+    free(ws->xo);
+    ws->xo = NULL;
+    ws->xo_cap = 0;
+}
+
+typedef struct q8_job {
+    const sk_q8_act *a;
+    const sk_q8_weights *w;
+    const float *xo;
+    float *y;
+    size_t ldy;
+} q8_job;
+
+/* Outputs [o0, o1): the int8 product, then the outlier columns in f32. */
+static void q8_part_range(const q8_job *j, size_t o0, size_t o1) {
+    if (o0 >= o1) return;
+    sk_q8_gemm(j->a, &j->w->p, o0, o1, j->y, j->ldy);
+    const size_t no = j->w->n_outl;
+    if (!no) return;
+    for (size_t r = 0; r < j->a->n_rows; r++) {
+        const float *xo = j->xo + r * no;
+        float *yr = j->y + r * j->ldy;
+        for (size_t o = o0; o < o1; o++) {
+            const float *wo = j->w->w_outl + o * no;
+            float s = 0.0f;
+            for (size_t c = 0; c < no; c++) s += xo[c] * wo[c];
+            yr[o] += s;
+        }
+    }
+}
+
+static void q8_part(void *ctx, int ith, int nth) {
+    const q8_job *j = ctx;
+    const size_t m = j->w->p.n_out, tiles = (m + 7) / 8;
+    size_t t0 = tiles * (size_t)ith / (size_t)nth, t1 = tiles * (size_t)(ith + 1) / (size_t)nth;
+    size_t o0 = t0 * 8, o1 = t1 * 8 < m ? t1 * 8 : m;
+    q8_part_range(j, o0, o1);
+}
+
+int sk_q8_linear(struct sk_pool *pool, sk_q8_ws *ws, const sk_q8_weights *w, int mode,
+                 const float *x, size_t ldx, size_t n_rows, float *y, size_t ldy) {
+    const size_t k = w->p.n_in, no = w->n_outl;
+    if (n_rows == 0 || w->p.n_out == 0) return 0;
+    if (sk_q8_act_reserve(&ws->act, n_rows, k)) return SKYCMD_E_NOMEM;
+    if (no) {
+        size_t need;
+        if (sk_mul_size(n_rows, no, &need)) return SKYCMD_E_NOMEM;
+        if (need > ws->xo_cap) {
+            float *p = sk_malloc_array(need, sizeof(float));
+            if (!p) return SKYCMD_E_NOMEM;
+            free(ws->xo);
+            ws->xo = p;
+            ws->xo_cap = need;
+        }
+        for (size_t r = 0; r < n_rows; r++)
+            for (size_t c = 0; c < no; c++) ws->xo[r * no + c] = x[r * ldx + w->outl[c]];
+    }
+    sk_q8_quantize_act(x, ldx, n_rows, k, mode, no ? w->is_outl : NULL, &ws->act);
+    q8_job j = {&ws->act, w, ws->xo, y, ldy};
+    const double work = (double)n_rows * (double)k * (double)w->p.n_out;
+    if (sk_pool_size(pool) <= 1 || work < 524288.0 || w->p.n_out < 16)
+        q8_part_range(&j, 0, w->p.n_out);
+    else
+        sk_pool_run(pool, q8_part, &j);
+    return 0;
+}

@@ -1,0 +1,67 @@
+/*
+ * calib.h - calibration of int8 weights (seed: "int8 that keeps its accuracy"): the
+ * built-in prompts, their token sequences for a model, the per-input-channel max |x| record
+ * of every matrix product site, and the Q8_0 weights built from it.
+ *
+ * Contract:
+ *  - sk_calib_sequences tokenizes each built-in prompt with the model's own tokenizer
+ *    (read from the GGUF) as [CLS] text [SEP], truncated to max_len tokens.
+ *  - sk_calib_record keeps, per site and input channel, the largest |x| seen (NaN ignored).
+ *    Not thread-safe: calibration runs on one thread.
+ *  - sk_q8_build quantizes an [n_out][n_in] f32 matrix to Q8_0 (with chan_max: outlier
+ *    columns picked by sk_quant_pick_outliers and scales by sk_quantize_q8_0_exact_cols;
+ *    without: ggml's plain quantizer), then prepacks the ROW_MAJOR bytes into the kernels'
+ *    INPUT_BLOCK_MAJOR order once. sk_q8_from_q8_0 takes a Q8_0 file's ROW_MAJOR bytes as
+ *    they are (no outliers are possible: the exact weights are gone) and prepacks them.
+ *    Both report the relayout's byte count through *relayout_bytes for the caller to log.
+ */
+#ifndef SK_CALIB_H
+#define SK_CALIB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../gguf/gguf.h"
+#include "../kernels/q8.h"
+
+#define SK_CALIB_N_PROMPTS 12
+extern const char *const sk_calib_prompts[SK_CALIB_N_PROMPTS];
+
+typedef struct sk_calib_seq {
+    int32_t *ids;
+    size_t n;
+} sk_calib_seq;
+
+/* seqs[SK_CALIB_N_PROMPTS]; free with sk_calib_sequences_free. */
+int sk_calib_sequences(const sk_gguf *g, size_t max_len, sk_calib_seq *seqs, sk_err *e);
+void sk_calib_sequences_free(sk_calib_seq *seqs);
+
+typedef struct sk_calib {
+    size_t n_sites;
+    size_t *k;        /* channels per site */
+    float **mx;       /* [site][k] max |x| */
+    uint64_t *rows;   /* rows recorded per site */
+} sk_calib;
+
+int sk_calib_init(sk_calib *c, size_t n_sites, const size_t *k);
+void sk_calib_record(sk_calib *c, size_t site, const float *x, size_t ldx, size_t n_rows);
+void sk_calib_free(sk_calib *c);
+
+/* An int8 Linear that owns its memory. */
+typedef struct sk_q8_owned {
+    sk_q8_weights w;
+    uint8_t *blocks;
+    uint32_t *outl;
+    uint8_t *is_outl;
+    float *w_outl;
+    float *bias;
+} sk_q8_owned;
+
+int sk_q8_build(const float *W, size_t n_out, size_t n_in, const float *bias,
+                const float *chan_max, const char *name, sk_q8_owned *out,
+                size_t *relayout_bytes, sk_err *e);
+int sk_q8_from_q8_0(const uint8_t *rowmajor, size_t n_out, size_t n_in, const float *bias,
+                    const char *name, sk_q8_owned *out, size_t *relayout_bytes, sk_err *e);
+void sk_q8_owned_free(sk_q8_owned *q);
+
+#endif /* SK_CALIB_H */

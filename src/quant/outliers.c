@@ -1,0 +1,129 @@
+/*
+ * outliers.c - the seed's "int8 that keeps its accuracy": outlier input channels of a
+ * matrix product picked from calibrated magnitudes, and Q8_0 scales chosen so that those
+ * columns' weights are (near) exact multiples of the block scale. The result is still
+ * standard Q8_0 bytes; the model additionally computes the outlier columns in f32 with the
+ * exact weights (src/kernels/q8.h).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant.h"
+
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct chan {
+    float mag;
+    uint32_t idx;
+} chan;
+
+static int cmp_chan_desc(const void *a, const void *b) {
+    const chan *x = a, *y = b;
+    if (x->mag != y->mag) return x->mag < y->mag ? 1 : -1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static int cmp_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+size_t sk_quant_pick_outliers(const float *chan_max, size_t k, float ratio, uint32_t *idx) {
+    const size_t cap = k / 16;
+    if (cap == 0) return 0;
+    float *s = malloc(k * sizeof(float));
+    chan *c = malloc(k * sizeof(chan));
+    size_t n = 0;
+    if (s && c) {
+        memcpy(s, chan_max, k * sizeof(float));
+        qsort(s, k, sizeof(float), cmp_float);
+        const float median = s[k / 2], thr = ratio * median;
+        for (size_t i = 0; i < k; i++)
+            if (isfinite(chan_max[i]) && chan_max[i] > thr && chan_max[i] > 0.0f)
+                c[n++] = (chan){chan_max[i], (uint32_t)i};
+        qsort(c, n, sizeof(chan), cmp_chan_desc);
+        if (n > cap) n = cap;
+        for (size_t i = 0; i < n; i++) idx[i] = c[i].idx;
+        qsort(idx, n, sizeof(uint32_t), cmp_u32);
+    }
+    free(s);
+    free(c);
+    return n;
+}
+
+static int8_t qround(float v) {
+    if (!(v == v)) return 0;
+    v = roundf(v);
+    if (v > 127.0f) return 127;
+    if (v < -128.0f) return -128;
+    return (int8_t)(int)v;
+}
+
+/* Weighted squared error of block x under the f16 scale bits dh (quants round(x / d)). */
+static double block_err(const float *x, const uint8_t *isout, uint16_t dh, int8_t *q) {
+    const float d = sk_f16_to_f32(dh), id = d != 0.0f ? 1.0f / d : 0.0f;
+    double err = 0.0;
+    for (int j = 0; j < SK_QK8_0; j++) {
+        q[j] = qround(x[j] * id);
+        const double diff = (double)x[j] - (double)d * q[j];
+        err += (isout && isout[j] ? (double)SK_OUTLIER_WEIGHT : 1.0) * diff * diff;
+    }
+    return err;
+}
+
+void sk_quantize_q8_0_exact_cols(const float *x, const uint8_t *is_outlier, uint8_t *out,
+                                 size_t n) {
+    const size_t nb = n / SK_QK8_0;
+    for (size_t b = 0; b < nb; b++) {
+        const float *xb = x + b * SK_QK8_0;
+        const uint8_t *ob_out = is_outlier ? is_outlier + b * SK_QK8_0 : NULL;
+        uint8_t *ob = out + b * SK_Q8_0_BLOCK_BYTES;
+        sk_quantize_q8_0(xb, ob, SK_QK8_0);  /* ggml's choice: always a candidate */
+        int any = 0;
+        float amax = 0.0f;
+        for (int j = 0; j < SK_QK8_0; j++) {
+            if (ob_out && ob_out[j] && xb[j] != 0.0f) any = 1;
+            if (fabsf(xb[j]) > amax) amax = fabsf(xb[j]);
+        }
+        if (!any || !isfinite(amax) || amax == 0.0f) continue;
+        /* ggml's bytes, scored */
+        double best;
+        {
+            const float d = sk_f16_to_f32((uint16_t)(ob[0] | (ob[1] << 8)));
+            best = 0.0;
+            for (int j = 0; j < SK_QK8_0; j++) {
+                const double diff = (double)xb[j] - (double)d * (int8_t)ob[2 + j];
+                best += (ob_out[j] ? (double)SK_OUTLIER_WEIGHT : 1.0) * diff * diff;
+            }
+        }
+        int8_t q[SK_QK8_0], bestq[SK_QK8_0];
+        uint16_t bestd = 0;
+        int found = 0;
+        for (int j = 0; j < SK_QK8_0; j++) {
+            if (!ob_out[j] || xb[j] == 0.0f) continue;
+            const float v = fabsf(xb[j]);
+            for (int m = 1; m <= 127; m++) {
+                const uint16_t dh = sk_f32_to_f16(v / (float)m);
+                const float d = sk_f16_to_f32(dh);
+                if (!(d > 0.0f) || !isfinite(d)) continue;
+                if (roundf(amax / d) > 127.0f) continue;  /* would clip the block */
+                const double err = block_err(xb, ob_out, dh, q);
+                if (err < best) {
+                    best = err;
+                    bestd = dh;
+                    memcpy(bestq, q, sizeof q);
+                    found = 1;
+                }
+            }
+        }
+        if (found) {
+            ob[0] = (uint8_t)(bestd & 0xff);
+            ob[1] = (uint8_t)(bestd >> 8);
+            for (int j = 0; j < SK_QK8_0; j++) ob[2 + j] = (uint8_t)bestq[j];
+        }
+    }
+}
