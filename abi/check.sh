@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# check.sh [LIB] - compare a built libskycmd.so with the committed ABI baseline
+# check.sh [LIB|BUILD_DIR] - compare a built libskycmd.so with the committed ABI baseline
 # (abi/libskycmd.abi, made by abi/update.sh) using abidiff.
 #
 #   abidiff --no-added-syms: added symbols are filtered out (exit 0), so ANY non-zero exit
@@ -11,7 +11,9 @@
 set -uo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 . "$src/abi/common.sh"
-lib=${1:-$src/build/libskycmd.so}
+# LIB may be the library or a build directory holding libskycmd.so.
+lib=${1:-$src/build}
+[ -d "$lib" ] && lib=$lib/libskycmd.so
 baseline=$src/abi/libskycmd.abi
 command -v abidiff >/dev/null || { echo "abidiff not found (apt-get install abigail-tools)"; exit 1; }
 [ -f "$lib" ] || { echo "no library at $lib"; exit 1; }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# test-debs.sh [BUILD_DIR] - build the three Debian packages with CPack, install them into
-# this machine with dpkg -i, build and run a consumer with `pkg-config --cflags --libs skycmd`
+# test-debs.sh [BUILD_DIR] - build the three Debian packages with CPack (in BUILD_DIR/deb, its
+# own /usr-prefixed build tree, so a development build given here is left alone; default
+# ./build-deb), install them into this machine with dpkg -i, build and run a consumer with `pkg-config --cflags --libs skycmd`
 # and with find_package(skycmd), run `skycmd --version` and a random model end to end, check
 # ldconfig and the man pages, then remove the packages again (also on failure).
 # Needs root (dpkg) and: cmake, ninja or make, dpkg-dev (dpkg-shlibdeps), pkg-config,
@@ -8,20 +9,23 @@
 # is not a ctest test; .ci/run calls it. Exit 0 when every check passed.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$src/build-deb}
+if [ -n "${1:-}" ]; then build=$(cd "$1" && pwd)/deb; else build=$src/build-deb; fi
 pkgs=(skycmd libskycmd-dev)
 [ "$(id -u)" = 0 ] || { echo "test-debs.sh: needs root for dpkg -i"; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/skycmd-debs.XXXXXX")
 cleanup() {
-  dpkg -r skycmd libskycmd-dev "libskycmd$abi" >/dev/null 2>&1 || true
+  dpkg -P skycmd libskycmd-dev "libskycmd$abi" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 abi=$(awk '/^#define SKYCMD_ABI_VERSION /{print $3}' "$src/include/skycmd.h")
 pkgs+=("libskycmd$abi")
-trap cleanup EXIT
 for p in "${pkgs[@]}"; do
-  if dpkg -s "$p" >/dev/null 2>&1; then echo "test-debs.sh: $p is already installed; remove it first"; exit 1; fi
+  if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+    echo "test-debs.sh: $p is already installed; remove it first"; rm -rf "$work"; exit 1
+  fi
 done
+# Only now: packages this script installs are the ones it removes.
+trap cleanup EXIT
 
 gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
@@ -82,8 +86,8 @@ printf '%s' '{"state": "vy 0 dx 36", "questions": {"action": {"type": "choice",
 grep -q '"answers"' "$work/answer.json"
 man -w skycmd-inspect >/dev/null 2>&1 || [ -f /usr/share/man/man1/skycmd-inspect.1 ]
 
-echo "== dpkg -r"
-dpkg -r skycmd libskycmd-dev "libskycmd$abi" >/dev/null
+echo "== dpkg -P (remove and purge)"
+dpkg -P skycmd libskycmd-dev "libskycmd$abi" >/dev/null
 [ ! -e /usr/bin/skycmd ] && [ ! -e /usr/include/skycmd.h ]
 if pkg-config --exists skycmd 2>/dev/null; then echo "skycmd.pc still installed"; exit 1; fi
 echo "test-debs.sh: all checks passed"

@@ -7,6 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 export PATH="$root/.venv-ci/bin:/usr/local/go/bin:$HOME/.cargo/bin:$PATH"
+# The tools the suites need, from the pinned CI venv (tools/requirements-ci.txt).
+export SWIG="$root/.venv-ci/bin/swig"
+export SKYCMD_SERVE_SDK_PYTHON="$root/.venv-ci/bin/python"
+export SKYCMD_REQUIRE_SDK=1
 jobs=$(nproc)
 
 stage() { printf '\n===== %s =====\n' "$*"; }
@@ -24,11 +28,10 @@ cmake --build build-asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
 
-for script in bindings/run-tests.sh packaging/test-debs.sh abi/check.sh; do
-  if [ -f "$script" ]; then
-    stage "$script"
-    bash "$script" "$root/build"
-  fi
-done
+stage "bindings: Go, Java, Node, Rust (and the cross-check against the CLI)"
+bindings/run-tests.sh --build-dir build --no-build
+
+stage "Debian packages, installed and used by a pkg-config consumer"
+packaging/test-debs.sh build
 
 stage "all test stages passed"

@@ -37,7 +37,9 @@ static int model_init(skycmd_model *mod, const char *path, const skycmd_options 
     archz[arch.len] = '\0';
 
     int weights = (int)sk_opt_int(opts, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_F32);
-    if ((rc = sk_model_load(g, weights, &mod->m, e))) return rc;
+    if ((rc = sk_model_load_ex(g, weights, opts ? opts->log : NULL, opts ? opts->log_ud : NULL,
+                               &mod->m, e)))
+        return rc;
     if ((rc = sk_tokenizer_from_gguf(g, &mod->tok, e))) return rc;
     mod->tok->owned_by_model = 1;
 

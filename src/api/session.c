@@ -90,6 +90,7 @@ int skycmd_session_set_int(skycmd_session *s, int option, int64_t value) {
         s->threads = value;
     } else {
         s->activations = value;
+        sk_scratch_set_activations(s->scratch, (int)value);
     }
     s->errmsg[0] = '\0';
     return SKYCMD_OK;

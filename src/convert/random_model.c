@@ -34,6 +34,13 @@ static const sk_random_preset k_presets[] = {
 #define R_LOCAL_ATTENTION 64
 #define R_GLOBAL_EVERY 3
 #define R_MASSIVE_SCALE 20.0
+/* Gains of the matrices that read a normalized residual stream (std = gain / sqrt(fan-in)).
+ * EXPERIMENT */
+#ifndef R_GAIN_ATTN
+#define R_GAIN_ATTN 1.0
+#define R_GAIN_MLP 1.5
+#define R_GAIN_HEAD 1.5
+#endif
 
 const sk_random_preset *sk_random_find_preset(const char *name, int *extreme) {
     if (extreme) *extreme = 0;
@@ -75,7 +82,8 @@ static double normal(rng *r) {
 static double inv_sqrt_u(uint64_t n) {
     /* 1/sqrt(n) by Newton iterations from a power-of-two guess: no libm. */
     double x = (double)n, y = 1.0;
-    while (x * y * y > 4.0) y *= 0.5;
+    /* Newton's step y(1.5 - 0.5xy^2) converges only for xy^2 in (0, 3): start in [1/4, 1]. */
+    while (x * y * y > 1.0) y *= 0.5;
     while (x * y * y < 0.25) y *= 2.0;
     for (int i = 0; i < 40; i++) y = y * (1.5 - 0.5 * x * y * y);
     return y;
@@ -118,7 +126,11 @@ static void fill(uint8_t *dst, const sk_laya_spec *s, rng *r, const uint32_t *mc
     case SK_LK_EMBED: std = 1.0; break;
     case SK_LK_NORM: std = 0.1; break;
     case SK_LK_BIAS: std = 0.1; break;
-    case SK_LK_MAT_IN: std = 1.5 * inv_sqrt_u(cols); break;
+    case SK_LK_MAT_IN:
+        if (strncmp(s->hf, "encoder.", 8) != 0) std = R_GAIN_HEAD;
+        else std = strstr(s->hf, ".attn.Wqkv.") ? R_GAIN_ATTN : R_GAIN_MLP;
+        std = std * inv_sqrt_u(cols);
+        break;
     case SK_LK_MAT_OUT: std = 1.0 * inv_sqrt_u(cols); break;
     case SK_LK_TYPE_EMB: std = 1.0; break;
     case SK_LK_SCORER_OUT: std = 3.0 * inv_sqrt_u(cols); break;

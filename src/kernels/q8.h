@@ -2,21 +2,25 @@
  * q8.h - int8 x int8 -> int32 matrix products on Q8_0 weights (the int8 path of the model).
  *
  * Contract:
- *  - Weights: standard 34-byte Q8_0 blocks (f16 scale, 32 int8) of an [n_out][n_in] matrix
- *    in INPUT_BLOCK_MAJOR order: block (o, b) at (b * n_out + o) * 34. That is the order
- *    these kernels declare they read; file bytes (ROW_MAJOR) are converted once at load by
- *    sk_q8_to_kernel_order (src/quant/quant.h). Weight quants may be -128..127.
+ *  - Weights: the kernels declare they read Q8_0 blocks (f16 scale, 32 int8) of an
+ *    [n_out][n_in] matrix in INPUT_BLOCK_MAJOR order: block (o, b) at (b * n_out + o) * 34.
+ *    File bytes (ROW_MAJOR) are converted to it once at load by sk_q8_to_kernel_order
+ *    (src/quant/quant.h); sk_q8_pack_panels then interleaves those blocks, once, into the
+ *    panels the kernels stream: for each panel p of SK_Q8_PANEL outputs and each input block
+ *    b (chunk p * n_blocks + b, SK_Q8_CHUNK bytes): quants [8][16][4] (byte t of group j of
+ *    output 16p + c at (j * 16 + c) * 4 + t), then the 16 scales as f32, then 128 * (sum of
+ *    the output's 32 quants) as int32 (the correction of the biased-activation VNNI product).
+ *    Outputs past n_out are zero. Weight quants may be -128..127.
  *  - Activations are quantized per row in blocks of 32 (sk_q8_quantize_act): Q8 keeps one
  *    int8 block (x ~ d q, |q| <= 127); Q8x2 adds a second int8 pass on the rounding residual
  *    at 1/128 of the scale (x ~ d (q + r / 128)), and the kernels sum 128 dot(q, w) +
  *    dot(r, w) in int32. The scale stored per block (xs) is d for Q8 and d / 128 for Q8x2,
  *    so every kernel computes sum_b xs_b * wd_b * isum_b.
  *  - Arithmetic (fixed, so that every implementation is bit-identical to the reference):
- *    per block the 32 int8 products are summed in int32 in 8 lanes of 4 consecutive values;
- *    lane j accumulates acc[j] = fmaf(xs * wd, (float)isum_j, acc[j]) over the blocks in
- *    order; the output is ((acc0 + acc4) + (acc2 + acc6)) + ((acc1 + acc5) + (acc3 + acc7))
- *    plus the bias. sk_q8_gemm_ref is that definition in plain C; the AVX2 and AVX-512 VNNI
- *    kernels are tested against it bit for bit.
+ *    per output and block the exact int32 sum isum (Q8: dot(q, w); Q8x2: 128 dot(q, w) +
+ *    dot(r, w)); acc = fmaf(xs * wd, (float)isum, acc) over the blocks in order from 0; the
+ *    output is acc + bias. sk_q8_gemm_ref is that definition in plain C; the AVX2 and
+ *    AVX-512 VNNI kernels are tested against it bit for bit.
  *  - Outlier columns: channels listed in an sk_q8_weights are zeroed in the activations
  *    before quantization and added back afterwards in f32 with their exact weights.
  *  - No kernel allocates; sk_q8_act buffers belong to the caller (one per thread).
@@ -35,6 +39,7 @@ typedef struct sk_q8_act {
     float *xs;     /* [n_rows][n_blocks] scale of the integer sum */
     int8_t *q;     /* [n_rows][n_blocks * 32] */
     int8_t *r;     /* residual pass (Q8x2) or unused */
+    uint8_t *qb, *rb;  /* q + 128 and r + 128 as u8 (the VNNI kernel's unsigned operand) */
     int two_pass;
 } sk_q8_act;
 
@@ -46,14 +51,23 @@ void sk_q8_act_free(sk_q8_act *a);
 void sk_q8_quantize_act(const float *x, size_t ldx, size_t n_rows, size_t k, int mode,
                         const uint8_t *zero_cols, sk_q8_act *a);
 
-/* A Q8_0 matrix in kernel order. */
+#define SK_Q8_PANEL 16
+#define SK_Q8_CHUNK (SK_Q8_PANEL * 32 + SK_Q8_PANEL * 4 + SK_Q8_PANEL * 4)
+
+/* A Q8_0 matrix packed into panels (see above). */
 typedef struct sk_q8_packed {
-    const uint8_t *blocks;  /* (n_in / 32) * n_out blocks, INPUT_BLOCK_MAJOR */
+    const uint8_t *panels;  /* ceil(n_out / 16) * (n_in / 32) chunks, 64-byte aligned */
     size_t n_in, n_out;
     const float *bias;      /* n_out values or NULL */
 } sk_q8_packed;
 
-/* y[r][o] for r < a->n_rows, o in [o0, o1): the fixed arithmetic above. */
+/* Bytes of the panels of an [n_out][n_in] matrix (0 on overflow). */
+size_t sk_q8_panel_bytes(size_t n_out, size_t n_in);
+/* Interleave Q8_0 blocks in INPUT_BLOCK_MAJOR order into panels (sk_q8_panel_bytes). */
+void sk_q8_pack_panels(const uint8_t *kernel_order, size_t n_out, size_t n_in, uint8_t *out);
+
+/* y[r][o] for r < a->n_rows, o in [o0, o1) (o0 a multiple of 16): the fixed arithmetic
+ * above. */
 void sk_q8_gemm_ref(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1, float *y,
                     size_t ldy);
 void sk_q8_gemm_avx2(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,

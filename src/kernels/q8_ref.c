@@ -26,16 +26,21 @@ int sk_q8_act_reserve(sk_q8_act *a, size_t n_rows, size_t k) {
         return SKYCMD_E_NOMEM;
     float *xs = sk_malloc_array(nblk ? nblk : 1, sizeof(float));
     int8_t *q = malloc(nq ? nq : 1), *r = malloc(nq ? nq : 1);
-    if (!xs || !q || !r) {
+    uint8_t *qb = malloc(nq ? nq : 1), *rb = malloc(nq ? nq : 1);
+    if (!xs || !q || !r || !qb || !rb) {
         free(xs);
         free(q);
         free(r);
+        free(qb);
+        free(rb);
         return SKYCMD_E_NOMEM;
     }
     sk_q8_act_free(a);
     a->xs = xs;
     a->q = q;
     a->r = r;
+    a->qb = qb;
+    a->rb = rb;
     a->cap_rows = rows;
     a->cap_blocks = blocks;
     a->n_rows = n_rows;
@@ -48,6 +53,8 @@ void sk_q8_act_free(sk_q8_act *a) {
     free(a->xs);
     free(a->q);
     free(a->r);
+    free(a->qb);
+    free(a->rb);
     memset(a, 0, sizeof *a);
 }
 
@@ -78,45 +85,82 @@ void sk_q8_quantize_act(const float *x, size_t ldx, size_t n_rows, size_t k, int
                 if (av > amax) amax = av;
             }
             const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-            int8_t *q = a->q + (r * nb + b) * SK_QK8_0, *rr = a->r + (r * nb + b) * SK_QK8_0;
+            const size_t off = (r * nb + b) * SK_QK8_0;
+            int8_t *q = a->q + off, *rr = a->r + off;
+            uint8_t *qb = a->qb + off, *rb = a->rb + off;
             for (int j = 0; j < SK_QK8_0; j++) {
                 const float s = v[j] * id;
                 q[j] = q8_round(s);
-                if (two) rr[j] = q8_round((s - (float)q[j]) * 128.0f);
+                qb[j] = (uint8_t)(q[j] + 128);
+                if (two) {
+                    rr[j] = q8_round((s - (float)q[j]) * 128.0f);
+                    rb[j] = (uint8_t)(rr[j] + 128);
+                }
             }
             a->xs[r * nb + b] = two ? d / 128.0f : d;
         }
     }
 }
 
-static float wscale(const uint8_t *blk) {
-    return sk_f16_to_f32((uint16_t)(blk[0] | (blk[1] << 8)));
+size_t sk_q8_panel_bytes(size_t n_out, size_t n_in) {
+    size_t panels = n_out / SK_Q8_PANEL + (n_out % SK_Q8_PANEL != 0), r;
+    if (sk_mul_size(panels, n_in / SK_QK8_0, &r) || sk_mul_size(r, SK_Q8_CHUNK, &r)) return 0;
+    return r;
+}
+
+void sk_q8_pack_panels(const uint8_t *kernel_order, size_t n_out, size_t n_in, uint8_t *out) {
+    const size_t nb = n_in / SK_QK8_0, np = (n_out + SK_Q8_PANEL - 1) / SK_Q8_PANEL;
+    for (size_t p = 0; p < np; p++)
+        for (size_t b = 0; b < nb; b++) {
+            uint8_t *ch = out + (p * nb + b) * SK_Q8_CHUNK;
+            float wd[SK_Q8_PANEL];
+            int32_t ws[SK_Q8_PANEL];
+            for (size_t c = 0; c < SK_Q8_PANEL; c++) {
+                const size_t o = p * SK_Q8_PANEL + c;
+                int32_t sum = 0;
+                wd[c] = 0.0f;
+                if (o < n_out) {
+                    /* INPUT_BLOCK_MAJOR: block (o, b) at b * n_out + o */
+                    const uint8_t *blk = kernel_order + (b * n_out + o) * SK_Q8_0_BLOCK_BYTES;
+                    wd[c] = sk_f16_to_f32((uint16_t)(blk[0] | (blk[1] << 8)));
+                    for (int j = 0; j < SK_QK8_0; j++) {
+                        ch[((size_t)(j / 4) * SK_Q8_PANEL + c) * 4 + (size_t)(j % 4)] = blk[2 + j];
+                        sum += (int8_t)blk[2 + j];
+                    }
+                } else {
+                    for (int j = 0; j < SK_QK8_0; j++)
+                        ch[((size_t)(j / 4) * SK_Q8_PANEL + c) * 4 + (size_t)(j % 4)] = 0;
+                }
+                ws[c] = sum * 128;
+            }
+            memcpy(ch + SK_Q8_PANEL * 32, wd, sizeof wd);
+            memcpy(ch + SK_Q8_PANEL * 36, ws, sizeof ws);
+        }
 }
 
 void sk_q8_gemm_ref(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1, float *y,
                     size_t ldy) {
-    const size_t nb = w->n_in / SK_QK8_0, m = w->n_out;
+    const size_t nb = w->n_in / SK_QK8_0;
     for (size_t r = 0; r < a->n_rows; r++)
         for (size_t o = o0; o < o1; o++) {
-            float acc[8] = {0};
+            const size_t p = o / SK_Q8_PANEL, c = o % SK_Q8_PANEL;
+            float acc = 0.0f;
             for (size_t b = 0; b < nb; b++) {
-                const uint8_t *blk = w->blocks + (b * m + o) * SK_Q8_0_BLOCK_BYTES;
-                const int8_t *wq = (const int8_t *)(blk + 2);
+                const uint8_t *ch = w->panels + (p * nb + b) * SK_Q8_CHUNK;
+                float wd;
+                memcpy(&wd, ch + SK_Q8_PANEL * 32 + c * 4, sizeof wd);
                 const int8_t *xq = a->q + (r * nb + b) * SK_QK8_0;
                 const int8_t *xr = a->r + (r * nb + b) * SK_QK8_0;
-                const float s = a->xs[r * nb + b] * wscale(blk);
-                for (int j = 0; j < 8; j++) {
-                    int32_t dq = 0, dr = 0;
-                    for (int t = 0; t < 4; t++) {
-                        dq += (int32_t)xq[4 * j + t] * (int32_t)wq[4 * j + t];
-                        if (a->two_pass) dr += (int32_t)xr[4 * j + t] * (int32_t)wq[4 * j + t];
-                    }
-                    const int32_t isum = a->two_pass ? dq * 128 + dr : dq;
-                    acc[j] = fmaf(s, (float)isum, acc[j]);
+                int32_t dq = 0, dr = 0;
+                for (int j = 0; j < SK_QK8_0; j++) {
+                    const int32_t wq = (int8_t)ch[((size_t)(j / 4) * SK_Q8_PANEL + c) * 4 + (size_t)(j % 4)];
+                    dq += (int32_t)xq[j] * wq;
+                    if (a->two_pass) dr += (int32_t)xr[j] * wq;
                 }
+                const int32_t isum = a->two_pass ? dq * 128 + dr : dq;
+                acc = fmaf(a->xs[r * nb + b] * wd, (float)isum, acc);
             }
-            float v = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
-            y[r * ldy + o] = w->bias ? v + w->bias[o] : v;
+            y[r * ldy + o] = w->bias ? acc + w->bias[o] : acc;
         }
 }
 
@@ -192,9 +236,9 @@ static void q8_part_range(const q8_job *j, size_t o0, size_t o1) {
 
 static void q8_part(void *ctx, int ith, int nth) {
     const q8_job *j = ctx;
-    const size_t m = j->w->p.n_out, tiles = (m + 7) / 8;
+    const size_t m = j->w->p.n_out, tiles = (m + SK_Q8_PANEL - 1) / SK_Q8_PANEL;
     size_t t0 = tiles * (size_t)ith / (size_t)nth, t1 = tiles * (size_t)(ith + 1) / (size_t)nth;
-    size_t o0 = t0 * 8, o1 = t1 * 8 < m ? t1 * 8 : m;
+    size_t o0 = t0 * SK_Q8_PANEL, o1 = t1 * SK_Q8_PANEL < m ? t1 * SK_Q8_PANEL : m;
     q8_part_range(j, o0, o1);
 }
 

@@ -31,6 +31,9 @@
 #include "model.h"
 #include "../kernels/kernels.h"
 #include "../kernels/pool.h"
+#include "../kernels/q8.h"
+#include "../quant/calib.h"
+#include "../quant/quant.h"
 
 /* Python's nn.TransformerEncoderLayer and nn.LayerNorm default; the head and scorer always
  * use it whatever the encoder's epsilon is. */
@@ -47,6 +50,10 @@ typedef struct sk_linear {
     sk_packed p;
     void *buf;
     float *bias;
+    /* int8 weights (SKYCMD_WEIGHTS_Q8*): when set, the product runs on them and buf is freed */
+    sk_q8_owned *q8;
+    const sk_gguf_tensor *src;   /* the file's tensor and the first row this Linear holds */
+    size_t row0;
 } sk_linear;
 
 typedef struct sk_enc_layer {
@@ -99,6 +106,13 @@ struct sk_scratch {
     size_t cap_seqs, cap_rows;
     size_t *mrows;                     /* global row of each marker */
     float *mlogits;                    /* scorer outputs before scattering */
+    /* int8 path */
+    int act_mode;                      /* SK_Q8_ACT_* */
+    sk_q8_ws q8ws;
+    int q8_oom;                        /* a workspace could not grow during a forward call */
+    sk_calib *calib;                   /* load-time calibration record, else NULL */
+    struct sk_linear *const *calib_sites;
+    size_t n_calib_sites;
 };
 
 /* ------------------------------------------------------------------ loading ------ */
@@ -361,6 +375,14 @@ static int load_linear2(sk_model *m, const sk_gguf *g, const char *prefix /* < 1
             rc = pack_linear(lin, w, w16, wtype, b, 0, n_out, n_in, name, e);
         }
     }
+    if (!rc) {
+        lin->src = sk_gguf_find_tensor(g, name);
+        lin->row0 = 0;
+        if (lin2) {
+            lin2->src = lin->src;
+            lin2->row0 = split;
+        }
+    }
     free(owned);
     free(b);
     return rc;
@@ -374,6 +396,10 @@ static int load_linear(sk_model *m, const sk_gguf *g, const char *prefix, uint32
 static void free_linear(sk_linear *l) {
     free(l->buf);
     free(l->bias);
+    if (l->q8) {
+        sk_q8_owned_free(l->q8);
+        free(l->q8);
+    }
 }
 
 void sk_model_free(sk_model *m) {
@@ -509,13 +535,22 @@ static int read_hparams(const sk_gguf *g, sk_hparams *hp, sk_err *e) {
     return SKYCMD_OK;
 }
 
+static int model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log_fn log,
+                         void *log_ud, sk_err *e);
+
 int sk_model_load(const sk_gguf *g, int weights_mode, sk_model **out, sk_err *e) {
+    return sk_model_load_ex(g, weights_mode, NULL, NULL, out, e);
+}
+
+int sk_model_load_ex(const sk_gguf *g, int weights_mode, skycmd_log_fn log, void *log_ud,
+                     sk_model **out, sk_err *e) {
     if (!out) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sk_model_load: out is NULL");
     *out = NULL;
     if (!g) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sk_model_load: no GGUF reader");
-    if (weights_mode != SKYCMD_WEIGHTS_F32)
-        return sk_fail(e, SKYCMD_E_UNSUPPORTED, "weights mode %d is not supported yet (only "
-                       "f32)", weights_mode);
+    if (weights_mode != SKYCMD_WEIGHTS_F32 && weights_mode != SKYCMD_WEIGHTS_Q8 &&
+        weights_mode != SKYCMD_WEIGHTS_Q8_PLAIN)
+        return sk_fail(e, SKYCMD_E_UNSUPPORTED, "weights mode %d is not one of "
+                       "SKYCMD_WEIGHTS_F32, _Q8, _Q8_PLAIN", weights_mode);
     sk_model *m = calloc(1, sizeof *m);
     if (!m) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
     int rc = read_hparams(g, &m->hp, e);
@@ -607,6 +642,8 @@ int sk_model_load(const sk_gguf *g, int weights_mode, sk_model **out, sk_err *e)
     if (!rc) rc = load_tensor(m, g, "cls.norm.bias", d, 1, 1, &m->cls_norm_b, e);
     if (!rc) rc = load_linear(m, g, "cls", d, d, 1, &m->cls, e);
     if (!rc) rc = load_linear(m, g, "cls.output", d, 1, 1, &m->cls_out, e);
+    if (!rc && weights_mode != SKYCMD_WEIGHTS_F32)
+        rc = model_to_int8(m, g, weights_mode, log, log_ud, e);
     if (rc) {
         sk_model_free(m);
         return rc;
@@ -666,6 +703,7 @@ static void scratch_free_markers(sk_scratch *s) {
 
 void sk_scratch_free(sk_scratch *s) {
     if (!s) return;
+    sk_q8_ws_free(&s->q8ws);
     free(s->seqs);
     free(s->mrows);
     free(s->mlogits);
@@ -744,8 +782,20 @@ void sk_scratch_set_pool(sk_scratch *s, sk_pool *pool) {
     if (s) s->pool = pool;
 }
 
+void sk_scratch_set_activations(sk_scratch *s, int mode) {
+    if (s) s->act_mode = mode == SK_Q8_ACT_Q8 ? SK_Q8_ACT_Q8 : SK_Q8_ACT_Q8X2;
+}
+
 static void linear(sk_scratch *s, const sk_linear *L, const float *x, size_t ldx, size_t n_rows,
                    float *y, size_t ldy) {
+    if (s->calib)
+        for (size_t i = 0; i < s->n_calib_sites; i++)
+            if (s->calib_sites[i] == L) sk_calib_record(s->calib, i, x, ldx, n_rows);
+    if (L->q8) {
+        if (sk_q8_linear(s->pool, &s->q8ws, &L->q8->w, s->act_mode, x, ldx, n_rows, y, ldy))
+            s->q8_oom = 1;
+        return;
+    }
     sk_gemm_pool(s->pool, x, ldx, n_rows, &L->p, y, ldy);
 }
 
@@ -1026,6 +1076,10 @@ int sk_model_forward_batch(const sk_model *m, sk_scratch *s, const sk_seq *seqs,
     linear(s, &m->cls, s->ma, d, K, s->mff, d);
     sk_gelu(s->mff, K * d);
     linear(s, &m->cls_out, s->mff, d, K, s->mlogits, 1);
+    if (s->q8_oom) {
+        s->q8_oom = 0;
+        return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for the int8 activations");
+    }
     for (size_t r = 0; r < K; r++)
         if (!isfinite(s->mlogits[r]))
             return sk_fail(e, SKYCMD_E_INTERNAL, "the model produced a non-finite score");
@@ -1046,5 +1100,189 @@ int sk_model_forward(const sk_model *m, sk_scratch *s, const int32_t *ids, size_
     int rc = sk_model_forward_batch(m, s, &q, 1, e);
     if (rc && e && strncmp(e->msg, "sequence 0: ", 12) == 0)
         memmove(e->msg, e->msg + 12, strlen(e->msg + 12) + 1);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ int8 weights --- */
+
+/* Every Linear of the model, encoder first; *n_enc of them belong to the encoder. */
+static size_t model_linears(sk_model *m, sk_linear **list, size_t *n_enc) {
+    size_t n = 0;
+    for (uint32_t l = 0; l < m->hp.n_layer; l++) {
+        sk_enc_layer *L = &m->enc[l];
+        list[n++] = &L->qkv;
+        list[n++] = &L->out;
+        list[n++] = &L->up;
+        list[n++] = &L->down;
+    }
+    *n_enc = n;
+    for (uint32_t j = 0; j < m->hp.n_head_layers; j++) {
+        sk_head_layer *H = &m->head[j];
+        list[n++] = &H->q;
+        list[n++] = &H->kv;
+        list[n++] = &H->out;
+        list[n++] = &H->up;
+        list[n++] = &H->down;
+    }
+    list[n++] = &m->cls;
+    list[n++] = &m->cls_out;
+    return n;
+}
+
+static void mlog(skycmd_log_fn log, void *ud, int level, const char *fmt, ...) SK_PRINTF(4, 5);
+static void mlog(skycmd_log_fn log, void *ud, int level, const char *fmt, ...) {
+    if (!log) return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    log(ud, level, msg);
+}
+
+/* The calibration of the seed: the f32 model on the built-in prompts, every position a
+ * marker (so the last decision block sees every row too), max |x| per input channel at
+ * every matrix product. */
+static int calibrate(sk_model *m, const sk_gguf *g, sk_linear *const *sites, size_t n_sites,
+                     sk_calib *c, sk_err *e) {
+    size_t *k = sk_malloc_array(n_sites, sizeof(size_t));
+    if (!k) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for calibration");
+    for (size_t i = 0; i < n_sites; i++) k[i] = sites[i]->p.n_in;
+    int rc = sk_calib_init(c, n_sites, k);
+    free(k);
+    if (rc) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for calibration");
+    sk_calib_seq seqs[SK_CALIB_N_PROMPTS];
+    const size_t max_len = m->hp.max_tokens ? m->hp.max_tokens : 512;
+    rc = sk_calib_sequences(g, max_len, seqs, e);
+    if (rc) {
+        sk_err_prefix(e, "calibration prompts");
+        return rc;
+    }
+    sk_scratch *s = sk_scratch_new(m);
+    int32_t *marks = NULL;
+    float *logits = NULL;
+    if (!s) rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory for calibration");
+    for (size_t i = 0; i < SK_CALIB_N_PROMPTS && !rc; i++) {
+        const size_t n = seqs[i].n;
+        free(marks);
+        free(logits);
+        marks = sk_malloc_array(n ? n : 1, sizeof(int32_t));
+        logits = sk_malloc_array(n ? n : 1, sizeof(float));
+        if (!marks || !logits) {
+            rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory for calibration");
+            break;
+        }
+        for (size_t t = 0; t < n; t++) marks[t] = (int32_t)t;
+        s->calib = c;
+        s->calib_sites = sites;
+        s->n_calib_sites = n_sites;
+        rc = sk_model_forward(m, s, seqs[i].ids, n, (int)(i % 3), marks, n, logits, e);
+        if (rc) sk_err_prefix(e, "calibration prompt %zu", i);
+    }
+    free(marks);
+    free(logits);
+    sk_scratch_free(s);
+    sk_calib_sequences_free(seqs);
+    return rc;
+}
+
+static int model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log_fn log,
+                         void *log_ud, sk_err *e) {
+    const size_t cap = 4 * (size_t)m->hp.n_layer + 5 * (size_t)m->hp.n_head_layers + 2;
+    sk_linear **all = sk_malloc_array(cap, sizeof *all);
+    uint8_t *to_q8 = calloc(cap, 1);
+    if (!all || !to_q8) {
+        free(all);
+        free(to_q8);
+        return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+    }
+    size_t n_enc, n = model_linears(m, all, &n_enc), n_quant = 0, n_file = 0;
+    /* Which matrices go int8: Q8_0 in the file, or what the converter's policy would make
+     * Q8_0 (encoder matrices whose rows split into 32; the decision head stays f32). */
+    for (size_t i = 0; i < n; i++) {
+        const sk_linear *L = all[i];
+        char name[160];
+        snprintf(name, sizeof name, "%.*s", (int)(L->src->name.len < 150 ? L->src->name.len : 150),
+                 L->src->name.ptr);
+        if (L->src->type == SK_GGML_Q8_0) {
+            to_q8[i] = 2;
+            n_file++;
+        } else if (sk_quant_policy(name, i >= n_enc, 2, L->p.n_in, SK_GGML_Q8_0, SK_GGML_F32) ==
+                   SK_GGML_Q8_0) {
+            to_q8[i] = 1;
+            n_quant++;
+        }
+    }
+    sk_calib c;
+    memset(&c, 0, sizeof c);
+    int rc = SKYCMD_OK;
+    if (weights_mode == SKYCMD_WEIGHTS_Q8 && n_quant > 0) {
+        rc = calibrate(m, g, all, n, &c, e);
+        if (!rc)
+            mlog(log, log_ud, 1, "int8: calibrated %zu matrix products on %d built-in prompts",
+                 n, SK_CALIB_N_PROMPTS);
+    }
+    float *w = NULL;
+    size_t w_cap = 0, total_bytes = 0, total_outl = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (!to_q8[i]) continue;
+        sk_linear *L = all[i];
+        const size_t n_in = L->p.n_in, n_out = L->p.n_out;
+        char name[160];
+        snprintf(name, sizeof name, "%.*s", (int)(L->src->name.len < 150 ? L->src->name.len : 150),
+                 L->src->name.ptr);
+        if ((rc = sk_q8_require_out_in(name, n_out, n_in, e))) break;
+        sk_q8_owned *q = calloc(1, sizeof *q);
+        if (!q) {
+            rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+            break;
+        }
+        const uint64_t row_bytes = sk_ggml_row_size(L->src->type, n_in);
+        const uint8_t *rows = L->src->data + L->row0 * row_bytes;
+        size_t bytes = 0;
+        if (to_q8[i] == 2) {
+            rc = sk_q8_from_q8_0(rows, n_out, n_in, L->bias, name, q, &bytes, e);
+        } else {
+            if (n_out * n_in > w_cap) {
+                free(w);
+                w_cap = n_out * n_in;
+                w = sk_malloc_array(w_cap, sizeof(float));
+                if (!w) {
+                    w_cap = 0;
+                    free(q);
+                    rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory quantizing %s", name);
+                    break;
+                }
+            }
+            rc = sk_ggml_to_f32(L->src->type, rows, w, n_out * n_in);
+            if (rc) rc = sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: cannot widen", name);
+            if (!rc)
+                rc = sk_q8_build(w, n_out, n_in, L->bias, c.mx ? c.mx[i] : NULL, name, q, &bytes, e);
+        }
+        if (rc) {
+            free(q);
+            break;
+        }
+        L->q8 = q;
+        free(L->buf);
+        L->buf = NULL;
+        L->p.data = NULL;
+        total_bytes += bytes;
+        total_outl += q->w.n_outl;
+        mlog(log, log_ud, 0, "int8: %s rows %zu..%zu: %s, %zu outlier columns; relayout "
+             "ROW_MAJOR -> INPUT_BLOCK_MAJOR (kernel order), %zu bytes", name, L->row0,
+             L->row0 + n_out, to_q8[i] == 2 ? "Q8_0 from the file" : "Q8_0 quantized at load",
+             q->w.n_outl, bytes);
+    }
+    if (!rc)
+        mlog(log, log_ud, 1, "int8: %zu matrices Q8_0 (%zu quantized at load%s, %zu from the "
+             "file), %zu outlier columns in f32; prepacked to kernel order: %zu bytes relaid; "
+             "kernel %s", n_quant + n_file, n_quant,
+             weights_mode == SKYCMD_WEIGHTS_Q8 ? " with calibration" : " without calibration",
+             n_file, total_outl, total_bytes, sk_q8_kernel_name());
+    free(w);
+    sk_calib_free(&c);
+    free(all);
+    free(to_q8);
     return rc;
 }

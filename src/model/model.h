@@ -33,7 +33,7 @@ typedef struct sk_hparams {
     uint32_t n_ff;            /* encoder intermediate size I (ffn_up has 2I rows) */
     uint32_t n_ff_head;       /* decision FFN size (4d) */
     uint32_t n_vocab;
-    uint32_t n_swa;           /* local_attention window W (keys with |i-j| <= W/2) */
+    uint32_t n_swa;           /* local_attention window W (keys with |i-j| <= W/2); 0 = none */
     uint32_t swa_pattern;     /* layer l is global when l % P == 0 */
     uint32_t max_head_tokens;
     uint32_t max_tokens;      /* decision.max_tokens, 0 if absent */
@@ -50,6 +50,13 @@ typedef struct sk_scratch sk_scratch;  /* per-thread buffers, grown on demand an
  * a skycmd_weights value; only SKYCMD_WEIGHTS_F32 is supported for now (others give
  * SKYCMD_E_UNSUPPORTED). */
 int sk_model_load(const sk_gguf *g, int weights_mode, sk_model **out, sk_err *e);
+/* The same with a log callback that receives the int8 conversion events (calibration, each
+ * matrix's relayout to kernel order with its byte count, a summary). weights_mode
+ * SKYCMD_WEIGHTS_Q8 / _Q8_PLAIN: encoder matrices the converter's policy makes Q8_0 are
+ * quantized at load (Q8: calibrated outlier columns kept in f32), Q8_0 matrices of the file
+ * are used as they are; the rest stays f32 (src/quant/quant.h, src/kernels/q8.h). */
+int sk_model_load_ex(const sk_gguf *g, int weights_mode, skycmd_log_fn log, void *log_ud,
+                     sk_model **out, sk_err *e);
 void sk_model_free(sk_model *m);
 const sk_hparams *sk_model_hparams(const sk_model *m);
 /* Number of parameters stored in the file's model tensors. */
@@ -62,6 +69,9 @@ void sk_scratch_free(sk_scratch *s);
  * The logits are bitwise identical for any thread count. */
 struct sk_pool;
 void sk_scratch_set_pool(sk_scratch *s, struct sk_pool *pool);
+/* Int8 activation mode of forward calls on this scratch (skycmd_activations: 0 Q8x2, the
+ * default, or 1 Q8); only matters for int8 weights. */
+void sk_scratch_set_activations(sk_scratch *s, int mode);
 
 /* One sequence: ids[0..n) (positions 0..n-1), question type qtype (0 choice, 1 score,
  * 2 noul), markers = positions of the [MASK] tokens (each < n); writes n_markers raw scorer

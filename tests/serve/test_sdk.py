@@ -10,6 +10,7 @@ usage: test_sdk.py --cli build/skycmd [--model m.gguf] [--work-dir DIR]
 """
 
 import json
+import os
 import sys
 
 from serve_common import (Server, check, eq, example_request, ensure_model, main_guard, parse_args, run_tests,
@@ -21,6 +22,11 @@ try:
                               SystemOneResponse, TypeSafeAuthenticationError, TypeSafeClient,
                               TypeSafeUnprocessableEntityError)
 except ImportError as e:  # pragma: no cover - depends on the environment
+    # CI sets SKYCMD_REQUIRE_SDK=1: there a missing client is a failure, not a skip.
+    if os.environ.get("SKYCMD_REQUIRE_SDK") == "1":
+        print(f"typesafe_sdk is required but not installed for {sys.executable} ({e})")
+        print("0 passed, 1 failed")
+        sys.exit(1)
     print(f"typesafe_sdk is not installed for {sys.executable} ({e}); skipped")
     print("0 passed, 0 failed, 1 skipped")
     sys.exit(77)

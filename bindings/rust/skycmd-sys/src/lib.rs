@@ -122,6 +122,9 @@ extern "C" {
     pub fn skycmd_random_model(preset: *const c_char, out_path: *const c_char, opts: *const skycmd_options, err: *mut skycmd_error) -> c_int;
     pub fn skycmd_quantize(in_path: *const c_char, out_path: *const c_char, opts: *const skycmd_options, err: *mut skycmd_error) -> c_int;
 
+    pub fn skycmd_packed_fixture(kind: c_int, kernel_order: c_int, bytes: *mut *const u8, n_bytes: *mut usize, rows: *mut i64, cols: *mut i64) -> c_int;
+    pub fn skycmd_packed_disagreement(kind: c_int, bytes: *const c_void, n_bytes: usize, rows: i64, cols: i64, kernel_order: c_int, message: *mut *mut c_char) -> c_int;
+
     pub fn skycmd_model_open(gguf_path: *const c_char, opts: *const skycmd_options, out: *mut *mut skycmd_model, err: *mut skycmd_error) -> c_int;
     pub fn skycmd_model_open_buffer(data: *const c_void, size: usize, opts: *const skycmd_options, out: *mut *mut skycmd_model, err: *mut skycmd_error) -> c_int;
     pub fn skycmd_model_free(model: *mut skycmd_model) -> c_int;

@@ -40,6 +40,7 @@ fn c_type(rust: &str) -> String {
         "c_uint" => "unsigned",
         "c_void" => "void",
         "usize" => "size_t",
+        "u8" => "uint8_t",
         "i32" => "int32_t",
         "i64" => "int64_t",
         "u64" => "uint64_t",
