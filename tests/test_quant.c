@@ -199,7 +199,9 @@ Test(layout, published_fixtures_and_our_prepack_agree) {
      * numbers, so the kernel reads the order it declares */
     float *deq = malloc((size_t)(r * c) * sizeof(float));
     sk_dequantize_q8_0(canon, deq, (size_t)(r * c));
-    sk_q8_packed p = {kern, (size_t)c, (size_t)r, NULL};
+    uint8_t *pan = aligned_alloc(64, (sk_q8_panel_bytes((size_t)r, (size_t)c) + 63) / 64 * 64);
+    sk_q8_pack_panels(kern, (size_t)r, (size_t)c, pan);
+    sk_q8_packed p = {pan, (size_t)c, (size_t)r, NULL};
     sk_q8_act a = {0};
     cr_assert_eq(sk_q8_act_reserve(&a, (size_t)c, (size_t)c), 0);
     float *x = calloc((size_t)(c * c), sizeof(float)), *y = malloc((size_t)(c * r) * sizeof(float));
@@ -211,6 +213,7 @@ Test(layout, published_fixtures_and_our_prepack_agree) {
             cr_assert_float_eq(y[i * r + o], deq[o * c + i], 1e-6f * (1 + fabsf(deq[o * c + i])),
                                "input %lld output %lld", (long long)i, (long long)o);
     sk_q8_act_free(&a);
+    free(pan);
     free(x);
     free(y);
     free(deq);
@@ -254,7 +257,9 @@ static void kernels_agree(size_t n_rows, size_t n_in, size_t n_out, int mode, in
     float *bias = malloc(n_out * sizeof(float)), *x = malloc(n_rows * n_in * sizeof(float));
     for (size_t o = 0; o < n_out; o++) bias[o] = frand();
     for (size_t i = 0; i < n_rows * n_in; i++) x[i] = frand() * (i % 37 == 0 ? 20.0f : 1.0f);
-    sk_q8_packed p = {w, n_in, n_out, with_bias ? bias : NULL};
+    uint8_t *pan = aligned_alloc(64, (sk_q8_panel_bytes(n_out, n_in) + 63) / 64 * 64);
+    sk_q8_pack_panels(w, n_out, n_in, pan);
+    sk_q8_packed p = {pan, n_in, n_out, with_bias ? bias : NULL};
     sk_q8_act a = {0};
     cr_assert_eq(sk_q8_act_reserve(&a, n_rows, n_in), 0);
     sk_q8_quantize_act(x, n_in, n_rows, n_in, mode, NULL, &a);
@@ -296,6 +301,7 @@ static void kernels_agree(size_t n_rows, size_t n_in, size_t n_out, int mode, in
         cr_log_warn("no AVX-512 VNNI on this CPU: the VNNI kernel was not run");
     }
     sk_q8_act_free(&a);
+    free(pan);
     free(w);
     free(bias);
     free(x);
@@ -305,7 +311,7 @@ static void kernels_agree(size_t n_rows, size_t n_in, size_t n_out, int mode, in
 
 Test(q8_kernels, simd_bit_identical_to_reference) {
     const size_t shapes[][3] = {{1, 32, 1}, {3, 64, 5}, {4, 96, 2}, {7, 128, 33}, {13, 256, 64},
-                                {5, 384, 17}};
+                                {5, 384, 17}, {20, 512, 48}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int mode = 0; mode < 2; mode++)
             for (int b = 0; b < 2; b++) kernels_agree(shapes[i][0], shapes[i][1], shapes[i][2], mode, b);
@@ -403,11 +409,11 @@ Test(outliers, q8_linear_adds_outlier_columns_in_f32) {
     sk_q8_owned with, plain;
     sk_err e = {0};
     size_t nb;
-    cr_assert_eq(sk_q8_build(W, n_out, n_in, NULL, cm, "t", &with, &nb, &e), 0);
+    cr_assert_eq(sk_q8_build(W, n_out, n_in, NULL, cm, NULL, "t", &with, &nb, NULL, &e), 0);
     cr_assert_eq(with.w.n_outl, 1);
     cr_assert_eq(with.w.outl[0], 9);
     cr_assert_eq(nb, n_out * 2 * 34);
-    cr_assert_eq(sk_q8_build(W, n_out, n_in, NULL, NULL, "t", &plain, &nb, &e), 0);
+    cr_assert_eq(sk_q8_build(W, n_out, n_in, NULL, NULL, NULL, "t", &plain, &nb, NULL, &e), 0);
     cr_assert_eq(plain.w.n_outl, 0);
     sk_q8_ws ws = {0};
     float y1[24], y2[24];
@@ -426,4 +432,45 @@ Test(outliers, q8_linear_adds_outlier_columns_in_f32) {
     sk_q8_ws_free(&ws);
     sk_q8_owned_free(&with);
     sk_q8_owned_free(&plain);
+}
+
+Test(q8_kernels, activation_quantizers_bit_identical) {
+    const size_t rows = 5, k = 128;
+    float *x = malloc(rows * k * sizeof(float));
+    for (size_t i = 0; i < rows * k; i++) x[i] = frand() * (i % 29 == 0 ? 40.0f : 1.0f);
+    /* row 1: exact ties after scaling (max 127 -> scale 1), row 2: zeros, row 3: a NaN */
+    for (size_t j = 0; j < k; j++) x[k + j] = (float)((int)(j % 64) - 32) + 0.5f;
+    x[k] = 127.0f;
+    x[k + 32] = 127.0f;
+    x[k + 64] = 127.0f;
+    x[k + 96] = 127.0f;
+    for (size_t j = 0; j < k; j++) x[2 * k + j] = 0.0f;
+    x[3 * k + 7] = NAN;
+    const int f = sk_cpu_features();
+    for (int mode = 0; mode < 2; mode++) {
+        sk_q8_act r = {0}, s = {0};
+        cr_assert_eq(sk_q8_act_reserve(&r, rows, k), 0);
+        cr_assert_eq(sk_q8_act_reserve(&s, rows, k), 0);
+        sk_q8_quantize_act_ref(x, k, rows, k, mode, NULL, &r);
+        /* ties round to even */
+        cr_assert_eq(r.q[k + 1], -30, "%d", r.q[k + 1]);   /* -30.5 -> -30 */
+        cr_assert_eq(r.q[k + 2], -30, "%d", r.q[k + 2]);   /* -29.5 -> -30 */
+        for (int lv = 0; lv < 2; lv++) {
+            if (lv == 0 && !(f & SK_CPU_AVX2)) continue;
+            if (lv == 1 && !((f & SK_CPU_AVX512F) && (f & SK_CPU_AVX512BW))) continue;
+            memset(s.q, 0x55, rows * k);
+            if (lv == 0) sk_q8_quantize_act_avx2(x, k, rows, k, mode, &s);
+            else sk_q8_quantize_act_avx512(x, k, rows, k, mode, &s);
+            cr_assert(memcmp(r.q, s.q, rows * k) == 0, "q differs (level %d, mode %d)", lv, mode);
+            cr_assert(memcmp(r.qb, s.qb, rows * k) == 0, "qb differs (level %d)", lv);
+            cr_assert(memcmp(r.xs, s.xs, rows * (k / 32) * sizeof(float)) == 0, "scales differ");
+            if (mode == SK_Q8_ACT_Q8X2) {
+                cr_assert(memcmp(r.r, s.r, rows * k) == 0, "r differs (level %d)", lv);
+                cr_assert(memcmp(r.rb, s.rb, rows * k) == 0, "rb differs (level %d)", lv);
+            }
+        }
+        sk_q8_act_free(&r);
+        sk_q8_act_free(&s);
+    }
+    free(x);
 }

@@ -27,7 +27,12 @@
 
 #include "skycmd.h"
 
-#define GOLDEN_DIR SKYCMD_FIXTURES "/golden"
+/* SKYCMD_GOLDEN_DIR overrides the fixture directory (e.g. fixtures regenerated elsewhere
+ * with make_golden.py --out DIR while the committed ones are being updated). */
+static const char *golden_dir(void) {
+    const char *d = getenv("SKYCMD_GOLDEN_DIR");
+    return d && d[0] ? d : SKYCMD_FIXTURES "/golden";
+}
 
 static char *read_text(const char *path) {
     FILE *f = fopen(path, "rb");
@@ -73,7 +78,9 @@ typedef struct gm {
 } gm;
 
 static void find_model(const char *name, gm *m) {
-    cJSON *man = load_json(GOLDEN_DIR "/manifest.json");
+    char mpath[1024];
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", golden_dir());
+    cJSON *man = load_json(mpath);
     const cJSON *it;
     int found = 0;
     cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(man, "models")) {
@@ -135,8 +142,10 @@ static void on_log(void *ud, int level, const char *msg) {
     if (level >= 1 && strncmp(msg, "int8:", 5) == 0) snprintf(c->summary, sizeof c->summary, "%s", msg);
 }
 
-/* Max |p - p_python| over every probability of every request laya answers. */
-static double run(const gm *m, const char *gguf, int weights, int act, int expect_relayout) {
+/* Max |p - p_python| over every probability of every request laya answers (and, in *mean,
+ * the mean of |p - p_python|: steadier than the maximum for comparing two paths). */
+static double run(const gm *m, const char *gguf, int weights, int act, int expect_relayout,
+                  double *mean) {
     skycmd_options *o = skycmd_options_new();
     skycmd_error *err = skycmd_error_new();
     logcount lc = {0, ""};
@@ -152,10 +161,12 @@ static double run(const gm *m, const char *gguf, int weights, int act, int expec
     cr_assert_eq(skycmd_session_new(model, &sess), SKYCMD_OK);
     cr_assert_eq(skycmd_session_set_int(sess, SKYCMD_OPT_ACTIVATIONS, act), SKYCMD_OK);
     char fpath[512];
-    snprintf(fpath, sizeof fpath, "%s/%s", GOLDEN_DIR, m->fixture);
-    cJSON *fx = load_json(fpath), *reqs = load_json(GOLDEN_DIR "/requests.json");
+    snprintf(fpath, sizeof fpath, "%s/%s", golden_dir(), m->fixture);
+    char rpath[1024];
+    snprintf(rpath, sizeof rpath, "%s/requests.json", golden_dir());
+    cJSON *fx = load_json(fpath), *reqs = load_json(rpath);
     const cJSON *rq = reqs->child, *cs = cJSON_GetObjectItemCaseSensitive(fx, "cases")->child;
-    double max_dp = 0;
+    double max_dp = 0, sum_dp = 0;
     size_t n_prob = 0, n_req = 0;
     for (; rq && cs; rq = rq->next, cs = cs->next) {
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rq, "expect_error"))) continue;
@@ -175,6 +186,7 @@ static double run(const gm *m, const char *gguf, int weights, int act, int expec
                 double d = fabs(skycmd_response_option_probability(resp, qi, j) -
                                 cJSON_GetArrayItem(probs, (int)j)->valuedouble);
                 if (d > max_dp || d != d) max_dp = d;
+                sum_dp += d;
                 n_prob++;
             }
             qi++;
@@ -190,14 +202,14 @@ static double run(const gm *m, const char *gguf, int weights, int act, int expec
     cr_assert_eq(skycmd_model_free(model), SKYCMD_OK);
     skycmd_options_free(o);
     skycmd_error_free(err);
-    (void)n_prob;
+    if (mean) *mean = n_prob ? sum_dp / (double)n_prob : 0.0;
     return max_dp;
 }
 
-static void report(const char *model, const char *path, double v, double bound) {
+static void report(const char *model, const char *path, double v, double mean, double bound) {
     char line[400];
-    snprintf(line, sizeof line, "quant-golden %-16s %-34s max|dp| %.4g (bound %.0e)\n", model,
-             path, v, bound);
+    snprintf(line, sizeof line, "quant-golden %-16s %-36s max|dp| %.4g (bound %.0e)  mean|dp| %.3g\n",
+             model, path, v, bound, mean);
     fputs(line, stderr);
     FILE *f = fopen(SKYCMD_BINARY_DIR "/quant-golden-report.txt", "a");
     if (f) {
@@ -220,28 +232,34 @@ static void run_model(const char *name) {
     convert(dir, SKYCMD_TYPE_Q8_0, q8, sizeof q8);
     /* The f32 path first: if it already disagrees with the fixture, the model or the fixture
      * changed (test_golden.c names which) and the int8 figures below would mean nothing. */
-    const double base = run(&m, f16, SKYCMD_WEIGHTS_F32, SKYCMD_ACT_Q8X2, 0);
-    report(name, "F16, f32 compute (baseline)", base, 1e-3);
+    double mb, m16, m32, mf, mq, mp;
+    const double base = run(&m, f16, SKYCMD_WEIGHTS_F32, SKYCMD_ACT_Q8X2, 0, &mb);
+    report(name, "F16, f32 compute (baseline)", base, mb, 1e-3);
     cr_assert_leq(base, 1e-3, "%s: the f32 path already differs from the Python reference by %g: "
                   "the regenerated model or the golden fixture changed (see test_golden)", name,
                   base);
-    const double load16 = run(&m, f16, SKYCMD_WEIGHTS_Q8, SKYCMD_ACT_Q8X2, 1);
-    report(name, "F16 -> Q8_0 at load, Q8x2, outliers", load16, TOL_LOAD);
-    const double load32 = run(&m, f32, SKYCMD_WEIGHTS_Q8, SKYCMD_ACT_Q8X2, 1);
-    report(name, "F32 -> Q8_0 at load, Q8x2, outliers", load32, TOL_LOAD);
-    const double file = run(&m, q8, SKYCMD_WEIGHTS_Q8, SKYCMD_ACT_Q8X2, 1);
-    report(name, "Q8_0 file, Q8x2", file, TOL_FILE);
-    const double fast = run(&m, f16, SKYCMD_WEIGHTS_Q8, SKYCMD_ACT_Q8, 1);
-    report(name, "F16 -> Q8_0 at load, Q8 (one pass)", fast, TOL_FAST);
-    const double plain = run(&m, f16, SKYCMD_WEIGHTS_Q8_PLAIN, SKYCMD_ACT_Q8X2, 1);
-    report(name, "F16 -> Q8_0 at load, no outliers", plain, TOL_FILE);
+    const double load16 = run(&m, f16, SKYCMD_WEIGHTS_Q8, SKYCMD_ACT_Q8X2, 1, &m16);
+    report(name, "F16 -> Q8_0 at load, Q8x2, outliers", load16, m16, TOL_LOAD);
+    const double load32 = run(&m, f32, SKYCMD_WEIGHTS_Q8, SKYCMD_ACT_Q8X2, 1, &m32);
+    report(name, "F32 -> Q8_0 at load, Q8x2, outliers", load32, m32, TOL_LOAD);
+    const double file = run(&m, q8, SKYCMD_WEIGHTS_Q8, SKYCMD_ACT_Q8X2, 1, &mf);
+    report(name, "Q8_0 file, Q8x2", file, mf, TOL_FILE);
+    const double fast = run(&m, f16, SKYCMD_WEIGHTS_Q8, SKYCMD_ACT_Q8, 1, &mq);
+    report(name, "F16 -> Q8_0 at load, Q8 (one pass)", fast, mq, TOL_FAST);
+    const double plain = run(&m, f16, SKYCMD_WEIGHTS_Q8_PLAIN, SKYCMD_ACT_Q8X2, 1, &mp);
+    report(name, "F16 -> plain Q8_0 at load, Q8x2", plain, mp, TOL_FILE);
     cr_expect_leq(load16, TOL_LOAD, "%s: F16 quantized at load: %g", name, load16);
     cr_expect_leq(load32, TOL_LOAD, "%s: F32 quantized at load: %g", name, load32);
     cr_expect_leq(file, TOL_FILE, "%s: Q8_0 file: %g", name, file);
     cr_expect_leq(fast, TOL_FAST, "%s: single-pass activations: %g", name, fast);
-    if (m.massive > 0)
-        cr_expect_gt(plain, 1.5 * load16, "%s (massive channels): plain Q8_0 %g should be "
-                     "measurably worse than the outlier path %g", name, plain, load16);
+    if (m.massive > 0) {
+        /* the outlier columns must matter where massive channels exist: plain at-load Q8_0
+         * worse both in the largest and in the mean error */
+        cr_expect_gt(plain, load16, "%s (massive channels): plain Q8_0 max error %g is not above "
+                     "the outlier path's %g", name, plain, load16);
+        cr_expect_gt(mp, 1.25 * m16, "%s (massive channels): plain Q8_0 mean error %g is not "
+                     "measurably above the outlier path's %g", name, mp, m16);
+    }
     cleanup();
 }
 

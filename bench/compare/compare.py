@@ -385,6 +385,9 @@ def main():
     a = ap.parse_args()
     a.skycmd = os.path.abspath(a.skycmd)
     suites = [s for s in a.suite.split(",") if s]
+    for s in suites:
+        if s not in ("inproc", "http", "threads", "thread_scaling", "q8", "int8", "load"):
+            ap.error("unknown suite '%s'" % s)
     work = a.work or tempfile.mkdtemp(prefix="skycmd-compare-")
     os.makedirs(work, exist_ok=True)
     res = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "preset": a.preset, "tokens": a.tokens,
@@ -397,11 +400,11 @@ def main():
             suite_inproc(a, laya_dir, gguf, body, work, res)
         if "http" in suites:
             suite_http(a, gguf, body, work, res)
-        if "threads" in suites:
+        if "threads" in suites or "thread_scaling" in suites:
             suite_pair(a, gguf, "thread_scaling", [("t1", gguf, 1, []),
                                             ("t%d" % a.threads2, gguf, a.threads2, [])],
                        res, a.sky_iters)
-        if "q8" in suites:
+        if "q8" in suites or "int8" in suites:
             suite_pair(a, gguf, "int8", [("f32", gguf, a.threads, []),
                                        ("q8-fast", gguf, a.threads, ["--q8-fast"]),
                                        ("q8", gguf, a.threads, ["--q8"]),

@@ -21,6 +21,7 @@
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -63,6 +64,8 @@ static void usage(FILE *out) {
             "  --tokens N           grow the state so each sequence is about N tokens (default:\n"
             "                       the example's short state)\n"
             "timing:\n"
+            "  --drop-cache         evict the GGUF from the page cache before the load\n"
+            "                       (posix_fadvise DONTNEED): a disk-cold load\n"
             "  --iters N            timed requests (default: as many as fit in --seconds,\n"
             "                       at least 5, at most 1000)\n"
             "  --seconds S          time budget of the automatic --iters (default 3)\n"
@@ -382,11 +385,11 @@ typedef struct bench_args {
     const char *model_path, *preset, *save_request;
     long long seed, questions, tokens, iters, warmup, threads, peak_ms;
     double seconds;
-    int type, q8, q8_fast, no_calib, json, single;
+    int type, q8, q8_fast, no_calib, json, single, drop_cache;
 } bench_args;
 
 static int parse_args(int argc, char **argv, bench_args *a) {
-    *a = (bench_args){NULL, NULL, NULL, 42, 3, 0, 0, 3, 1, 200, 3.0, -1, 0, 0, 0, 0, 1};
+    *a = (bench_args){NULL, NULL, NULL, 42, 3, 0, 0, 3, 1, 200, 3.0, -1, 0, 0, 0, 0, 1, 0};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (cli_is_help(s)) {
@@ -400,6 +403,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
             a->no_calib = 1;
         } else if (!strcmp(s, "--json")) {
             a->json = 1;
+        } else if (!strcmp(s, "--drop-cache")) {
+            a->drop_cache = 1;
         } else if (!strcmp(s, "--no-single")) {
             a->single = 0;
         } else if (!strcmp(s, "--random") || !strcmp(s, "--seed") || !strcmp(s, "--type") ||
@@ -545,6 +550,12 @@ int cmd_bench(int argc, char **argv) {
         goto out;
     }
     long rss_before = rss_kb();
+    if (A.drop_cache) {
+        int fd = open(path, O_RDONLY);
+        int dst = fd < 0 ? errno : posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        if (fd >= 0) close(fd);
+        if (dst) fprintf(stderr, "skycmd bench: warning: --drop-cache: %s\n", strerror(dst));
+    }
 
     /* ---- load: open + first session ---- */
     if ((st = skycmd_options_set_int(opts, SKYCMD_OPT_WEIGHTS, weights))) {
@@ -764,6 +775,7 @@ int cmd_bench(int argc, char **argv) {
         json_num("open_ms", t_open * 1e3, 0);
         json_num("load_ms", t_load * 1e3, 0);
         json_num("first_decide_ms", t_first * 1e3, 0);
+        printf("\"page_cache\":\"%s\",", A.drop_cache ? "dropped" : "as found");
         printf("\"peak_rss_bytes\":%.0f,\"rss_before_load_bytes\":%.0f,", rss_bytes,
                (double)rss_before * 1024.0);
         json_num("rss_over_gguf", rss_bytes / gguf_bytes, 0);
@@ -809,8 +821,8 @@ int cmd_bench(int argc, char **argv) {
                (long long)hp.layers, (long long)hp.head_layers, (long long)hp.ff,
                (long long)hp.window, (long long)hp.pattern);
         if (A.preset) printf("  generate               %.2f s (child process)\n", gen_s);
-        printf("  load                   %.3f ms (open %.3f ms + first session)\n", t_load * 1e3,
-               t_open * 1e3);
+        printf("  load                   %.3f ms (open %.3f ms + first session; page cache %s)\n",
+               t_load * 1e3, t_open * 1e3, A.drop_cache ? "dropped" : "as found");
         printf("  first decide           %.3f ms\n", t_first * 1e3);
         printf("  peak RSS               %.1f MB (%.2fx the GGUF; %.1f MB before the load)\n",
                rss_bytes / 1e6, rss_bytes / gguf_bytes, (double)rss_before * 1024.0 / 1e6);

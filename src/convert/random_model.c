@@ -35,12 +35,14 @@ static const sk_random_preset k_presets[] = {
 #define R_GLOBAL_EVERY 3
 #define R_MASSIVE_SCALE 20.0
 /* Gains of the matrices that read a normalized residual stream (std = gain / sqrt(fan-in)).
- * EXPERIMENT */
-#ifndef R_GAIN_ATTN
-#define R_GAIN_ATTN 1.0
-#define R_GAIN_MLP 1.5
-#define R_GAIN_HEAD 1.5
-#endif
+ * They set how sharp the answers of these small random models are, and how much the models
+ * amplify a perturbation of their weights. At 1.5 everywhere, F16's own rounding of the
+ * encoder matrices moved the golden suite's probabilities by up to 1.9e-3 (bound 1e-3). The
+ * encoder, which `convert --type f16` rounds, gets 1.1 (1.2 still reached 1.3e-3 on other
+ * seeds); the decision head, which stays F32 there, keeps some more sharpness with 1.3. Worst
+ * F16 case then 6.6e-4 over the suite's and six other models (docs/golden.md). */
+#define R_GAIN_ENCODER 1.1
+#define R_GAIN_HEAD 1.3
 
 const sk_random_preset *sk_random_find_preset(const char *name, int *extreme) {
     if (extreme) *extreme = 0;
@@ -127,9 +129,7 @@ static void fill(uint8_t *dst, const sk_laya_spec *s, rng *r, const uint32_t *mc
     case SK_LK_NORM: std = 0.1; break;
     case SK_LK_BIAS: std = 0.1; break;
     case SK_LK_MAT_IN:
-        if (strncmp(s->hf, "encoder.", 8) != 0) std = R_GAIN_HEAD;
-        else std = strstr(s->hf, ".attn.Wqkv.") ? R_GAIN_ATTN : R_GAIN_MLP;
-        std = std * inv_sqrt_u(cols);
+        std = (strncmp(s->hf, "encoder.", 8) == 0 ? R_GAIN_ENCODER : R_GAIN_HEAD) * inv_sqrt_u(cols);
         break;
     case SK_LK_MAT_OUT: std = 1.0 * inv_sqrt_u(cols); break;
     case SK_LK_TYPE_EMB: std = 1.0; break;

@@ -47,9 +47,17 @@ typedef struct sk_q8_act {
 int sk_q8_act_reserve(sk_q8_act *a, size_t n_rows, size_t k);
 void sk_q8_act_free(sk_q8_act *a);
 /* Quantize x ([n_rows][k], row stride ldx) into a (reserved). Columns c with zero_cols[c]
- * (k flags, may be NULL) are taken as 0. mode: SK_Q8_ACT_*. */
+ * (k flags, may be NULL) are taken as 0. mode: SK_Q8_ACT_*. Per block of 32: d = max|x| /
+ * 127, q = round(x / d) (x * (1 / d), half to even, clamped to [-127, 127], NaN -> 0); Q8x2
+ * adds r = round((x / d - q) * 128). The SIMD versions give identical bytes. */
 void sk_q8_quantize_act(const float *x, size_t ldx, size_t n_rows, size_t k, int mode,
                         const uint8_t *zero_cols, sk_q8_act *a);
+void sk_q8_quantize_act_ref(const float *x, size_t ldx, size_t n_rows, size_t k, int mode,
+                            const uint8_t *zero_cols, sk_q8_act *a);
+void sk_q8_quantize_act_avx2(const float *x, size_t ldx, size_t n_rows, size_t k, int mode,
+                             sk_q8_act *a);
+void sk_q8_quantize_act_avx512(const float *x, size_t ldx, size_t n_rows, size_t k, int mode,
+                               sk_q8_act *a);
 
 #define SK_Q8_PANEL 16
 #define SK_Q8_CHUNK (SK_Q8_PANEL * 32 + SK_Q8_PANEL * 4 + SK_Q8_PANEL * 4)

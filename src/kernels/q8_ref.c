@@ -58,16 +58,20 @@ void sk_q8_act_free(sk_q8_act *a) {
     memset(a, 0, sizeof *a);
 }
 
+/* Round half to even (the SIMD conversion's rounding), for |v| < 2^22, in plain float
+ * arithmetic: adding and subtracting 1.5 * 2^23 leaves the nearest integer. Clamped to
+ * [-127, 127]; NaN gives 0. */
 static int8_t q8_round(float v) {
-    if (!(v == v)) return 0;  /* NaN: converting it would be undefined */
-    v = roundf(v);
+    if (!(v == v)) return 0;
     if (v > 127.0f) return 127;
     if (v < -127.0f) return -127;
-    return (int8_t)(int)v;
+    const float magic = 12582912.0f;  /* C11 without fast-math never reassociates this */
+    float r = (v + magic) - magic;
+    return (int8_t)(int)r;
 }
 
-void sk_q8_quantize_act(const float *x, size_t ldx, size_t n_rows, size_t k, int mode,
-                        const uint8_t *zero_cols, sk_q8_act *a) {
+void sk_q8_quantize_act_ref(const float *x, size_t ldx, size_t n_rows, size_t k, int mode,
+                            const uint8_t *zero_cols, sk_q8_act *a) {
     const size_t nb = k / SK_QK8_0;
     const int two = mode == SK_Q8_ACT_Q8X2;
     a->two_pass = two;
@@ -100,6 +104,24 @@ void sk_q8_quantize_act(const float *x, size_t ldx, size_t n_rows, size_t k, int
             a->xs[r * nb + b] = two ? d / 128.0f : d;
         }
     }
+}
+
+void sk_q8_quantize_act(const float *x, size_t ldx, size_t n_rows, size_t k, int mode,
+                        const uint8_t *zero_cols, sk_q8_act *a) {
+#if defined(__x86_64__)
+    if (!zero_cols) {
+        const int lv = sk_kernels_level();
+        if (lv >= SK_LEVEL_AVX512 && (sk_cpu_features() & SK_CPU_AVX512BW)) {
+            sk_q8_quantize_act_avx512(x, ldx, n_rows, k, mode, a);
+            return;
+        }
+        if (lv >= SK_LEVEL_AVX2) {
+            sk_q8_quantize_act_avx2(x, ldx, n_rows, k, mode, a);
+            return;
+        }
+    }
+#endif
+    sk_q8_quantize_act_ref(x, ldx, n_rows, k, mode, zero_cols, a);
 }
 
 size_t sk_q8_panel_bytes(size_t n_out, size_t n_in) {

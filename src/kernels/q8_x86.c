@@ -1,15 +1,18 @@
 /*
- * q8_x86.c - AVX2 and AVX-512 VNNI int8 GEMM kernels (see q8.h for the arithmetic they must
- * reproduce bit for bit). Each function carries its own target attribute; the dispatcher
- * calls one only when sk_cpu_features() reports its instructions.
+ * q8_x86.c - AVX2 and AVX-512 VNNI int8 GEMM kernels on the panel layout of q8.h; they must
+ * reproduce sk_q8_gemm_ref bit for bit. Each function carries its own target attribute; the
+ * dispatcher calls one only when sk_cpu_features() reports its instructions.
  *
- * Per block the products are formed as |w| (unsigned) x sign(x, w) (signed), which is exact
- * for every weight quant including -128 (|-128| = 128 as u8) because activation quants are
- * limited to [-127, 127]: AVX2 uses maddubs (pair sums <= 2 * 128 * 127, no saturation) and
- * madd with ones; VNNI uses vpdpbusd on 256-bit vectors. Either way 32-bit lane j holds the
- * sum of values 4j..4j+3, as the reference defines. A tile of 4 rows x 2 outputs keeps 8
- * accumulators in registers while it walks the blocks; the weight blocks of one input block
- * for consecutive outputs are adjacent in the INPUT_BLOCK_MAJOR order.
+ * Both put one output per 32-bit lane, so a block's integer sum lands in the lane of its
+ * output and the float step (fma of xs * wd with the converted sum) is the reference's, lane
+ * by lane, with no horizontal reduction.
+ *  - VNNI: vpdpbusd multiplies unsigned bytes by signed bytes. The activations are given as
+ *    q + 128 (u8, broadcast 4 at a time) against the signed weights, and the panel's
+ *    128 * sum(w) is subtracted: exact, every weight quant (-128 too) allowed. A tile is
+ *    8 rows x 16 outputs: the block's 8 weight vectors stay in registers for all 8 rows.
+ *  - AVX2: |w| (unsigned; |-128| = 128) times sign(x, w) (signed) with maddubs, then madd
+ *    with ones. Activation quants are within [-127, 127], so each pair sum is at most
+ *    2 * 128 * 127 and never saturates. A tile is 4 rows x 8 outputs.
  */
 #include "q8.h"
 
@@ -19,116 +22,285 @@
 
 #include "../gguf/gguf.h"
 
-#define TR 4
-#define TO 2
 #define INLINE __attribute__((always_inline)) static inline
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 #define VNNI __attribute__((target("avx512vnni,avx512vl,avx512bw,avx512f,avx2,fma,f16c")))
 
-AVX2 INLINE float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));              /* (a0+a4)+(a2+a6), (a1+a5)+(a3+a7) */
-    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-    return _mm_cvtss_f32(s);
+static inline int32_t ld32(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
 }
 
-AVX2 INLINE float wscale(const uint8_t *blk) {
-    uint16_t h;
-    memcpy(&h, blk, 2);
-    return _cvtsh_ss(h);
-}
+/* ------------------------------------------------------------------ AVX-512 VNNI --- */
 
-/* One tile: rows [r0, r0 + nr), outputs [o, o + no) with nr <= TR, no <= TO. */
-#define TILE_BODY(DOT)                                                                        \
-    __m256 acc[TR][TO];                                                                       \
-    for (int r = 0; r < TR; r++)                                                              \
-        for (int t = 0; t < TO; t++) acc[r][t] = _mm256_setzero_ps();                         \
-    for (size_t b = 0; b < nb; b++) {                                                         \
-        const uint8_t *wb = w->blocks + (b * m + o) * SK_Q8_0_BLOCK_BYTES;                    \
-        for (int t = 0; t < TO; t++) {                                                        \
-            if (t >= no) break;                                                               \
-            const uint8_t *blk = wb + (size_t)t * SK_Q8_0_BLOCK_BYTES;                        \
-            const __m256i wq = _mm256_loadu_si256((const __m256i *)(blk + 2));                \
-            const __m256i aw = _mm256_abs_epi8(wq);                                           \
-            const float wd = wscale(blk);                                                     \
-            for (int r = 0; r < TR; r++) {                                                    \
-                if (r >= nr) break;                                                           \
-                const size_t xi = (r0 + (size_t)r) * nb + b;                                  \
-                const __m256i xq = _mm256_loadu_si256((const __m256i *)(a->q + xi * 32));     \
-                __m256i isum = DOT(aw, _mm256_sign_epi8(xq, wq));                             \
-                if (two) {                                                                    \
-                    const __m256i xr = _mm256_loadu_si256((const __m256i *)(a->r + xi * 32)); \
-                    isum = _mm256_add_epi32(_mm256_slli_epi32(isum, 7),                       \
-                                            DOT(aw, _mm256_sign_epi8(xr, wq)));               \
-                }                                                                             \
-                const __m256 s = _mm256_set1_ps(a->xs[xi] * wd);                              \
-                acc[r][t] = _mm256_fmadd_ps(s, _mm256_cvtepi32_ps(isum), acc[r][t]);          \
-            }                                                                                 \
-        }                                                                                     \
-    }                                                                                         \
-    for (int r = 0; r < TR; r++) {                                                            \
-        if (r >= nr) break;                                                                   \
-        for (int t = 0; t < TO; t++) {                                                        \
-            if (t >= no) break;                                                               \
-            const float v = hsum8(acc[r][t]);                                                 \
-            y[(r0 + (size_t)r) * ldy + o + (size_t)t] = w->bias ? v + w->bias[o + t] : v;     \
-        }                                                                                     \
-    }
-
-AVX2 INLINE __m256i dot_avx2(__m256i aw, __m256i sx) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sx), _mm256_set1_epi16(1));
-}
-
-AVX2 INLINE void tile_avx2(const sk_q8_act *a, const sk_q8_packed *w, size_t r0, int nr,
-                           size_t o, int no, float *y, size_t ldy) {
-    const size_t nb = w->n_in / 32, m = w->n_out;
-    const int two = a->two_pass;
-    TILE_BODY(dot_avx2)
-}
-
-AVX2 void sk_q8_gemm_avx2(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
-                          float *y, size_t ldy) {
-    const size_t n = a->n_rows;
-    for (size_t o = o0; o < o1; o += TO) {
-        const int no = o1 - o < TO ? (int)(o1 - o) : TO;
-        for (size_t r0 = 0; r0 < n; r0 += TR) {
-            const int nr = n - r0 < TR ? (int)(n - r0) : TR;
-            if (nr == TR && no == TO)
-                tile_avx2(a, w, r0, TR, o, TO, y, ldy);
-            else
-                tile_avx2(a, w, r0, nr, o, no, y, ldy);
-        }
-    }
-}
-
-VNNI INLINE __m256i dot_vnni(__m256i aw, __m256i sx) {
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), aw, sx);
-}
+#define VR 8
 
 VNNI INLINE void tile_vnni(const sk_q8_act *a, const sk_q8_packed *w, size_t r0, int nr,
-                           size_t o, int no, float *y, size_t ldy) {
-    const size_t nb = w->n_in / 32, m = w->n_out;
+                           size_t p, size_t nc, float *y, size_t ldy) {
+    const size_t nb = w->n_in / 32;
     const int two = a->two_pass;
-    TILE_BODY(dot_vnni)
+    const uint8_t *ch = w->panels + p * nb * SK_Q8_CHUNK;
+    __m512 acc[VR];
+#pragma GCC unroll 8
+    for (int r = 0; r < VR; r++) acc[r] = _mm512_setzero_ps();
+    for (size_t b = 0; b < nb; b++, ch += SK_Q8_CHUNK) {
+        /* one weight vector at a time against every row: VR independent dpbusd chains */
+        __m512i s[VR], t[VR];
+#pragma GCC unroll 8
+        for (int r = 0; r < VR; r++) s[r] = t[r] = _mm512_setzero_si512();
+        const uint8_t *xq = a->qb + (r0 * nb + b) * 32, *xr = a->rb + (r0 * nb + b) * 32;
+        const size_t xstride = nb * 32;
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+            const __m512i W = _mm512_load_si512((const void *)(ch + j * 64));
+#pragma GCC unroll 8
+            for (int r = 0; r < VR; r++) {
+                if (r >= nr) break;
+                s[r] = _mm512_dpbusd_epi32(s[r], _mm512_set1_epi32(ld32(xq + (size_t)r * xstride + 4 * j)), W);
+                if (two)
+                    t[r] = _mm512_dpbusd_epi32(t[r], _mm512_set1_epi32(ld32(xr + (size_t)r * xstride + 4 * j)), W);
+            }
+        }
+        const __m512 wd = _mm512_load_ps((const float *)(ch + 512));
+        const __m512i ws = _mm512_load_si512((const void *)(ch + 576));
+#pragma GCC unroll 8
+        for (int r = 0; r < VR; r++) {
+            if (r >= nr) break;
+            const size_t xi = (r0 + (size_t)r) * nb + b;
+            __m512i is = _mm512_sub_epi32(s[r], ws);
+            if (two) is = _mm512_add_epi32(_mm512_slli_epi32(is, 7), _mm512_sub_epi32(t[r], ws));
+            const __m512 sc = _mm512_mul_ps(_mm512_set1_ps(a->xs[xi]), wd);
+            acc[r] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(is), acc[r]);
+        }
+    }
+    const __mmask16 m = (__mmask16)((1u << nc) - 1u);
+    const size_t o = p * SK_Q8_PANEL;
+    const __m512 bias = w->bias ? _mm512_maskz_loadu_ps(m, w->bias + o) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (int r = 0; r < VR; r++) {
+        if (r >= nr) break;
+        const __m512 v = w->bias ? _mm512_add_ps(acc[r], bias) : acc[r];
+        _mm512_mask_storeu_ps(y + (r0 + (size_t)r) * ldy + o, m, v);
+    }
 }
 
 VNNI void sk_q8_gemm_vnni(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
                           float *y, size_t ldy) {
     const size_t n = a->n_rows;
-    for (size_t o = o0; o < o1; o += TO) {
-        const int no = o1 - o < TO ? (int)(o1 - o) : TO;
-        for (size_t r0 = 0; r0 < n; r0 += TR) {
-            const int nr = n - r0 < TR ? (int)(n - r0) : TR;
-            if (nr == TR && no == TO)
-                tile_vnni(a, w, r0, TR, o, TO, y, ldy);
+    for (size_t p = o0 / SK_Q8_PANEL; p * SK_Q8_PANEL < o1; p++) {
+        const size_t nc = o1 - p * SK_Q8_PANEL < SK_Q8_PANEL ? o1 - p * SK_Q8_PANEL : SK_Q8_PANEL;
+        for (size_t r0 = 0; r0 < n; r0 += VR) {
+            const int nr = n - r0 < VR ? (int)(n - r0) : VR;
+            if (nr == VR)
+                tile_vnni(a, w, r0, VR, p, nc, y, ldy);
             else
-                tile_vnni(a, w, r0, nr, o, no, y, ldy);
+                tile_vnni(a, w, r0, nr, p, nc, y, ldy);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ AVX2 ------------ */
+
+#define AR 4
+
+/* Rows [r0, r0 + nr), outputs 8h..8h+7 of panel p (nc of them valid). */
+AVX2 INLINE void tile_avx2(const sk_q8_act *a, const sk_q8_packed *w, size_t r0, int nr,
+                           size_t p, int h, size_t nc, float *y, size_t ldy) {
+    const size_t nb = w->n_in / 32;
+    const int two = a->two_pass;
+    const uint8_t *ch = w->panels + p * nb * SK_Q8_CHUNK + (size_t)h * 32;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[AR];
+#pragma GCC unroll 4
+    for (int r = 0; r < AR; r++) acc[r] = _mm256_setzero_ps();
+    for (size_t b = 0; b < nb; b++, ch += SK_Q8_CHUNK) {
+        __m256i s[AR], t[AR];
+#pragma GCC unroll 4
+        for (int r = 0; r < AR; r++) s[r] = t[r] = _mm256_setzero_si256();
+        const int8_t *xq = a->q + (r0 * nb + b) * 32, *xr = a->r + (r0 * nb + b) * 32;
+        const size_t xstride = nb * 32;
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+            const __m256i W = _mm256_loadu_si256((const __m256i *)(ch + j * 64));
+            const __m256i aw = _mm256_abs_epi8(W);
+#pragma GCC unroll 4
+            for (int r = 0; r < AR; r++) {
+                if (r >= nr) break;
+                const __m256i xv = _mm256_set1_epi32(ld32(xq + (size_t)r * xstride + 4 * j));
+                s[r] = _mm256_add_epi32(s[r], _mm256_madd_epi16(
+                           _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv, W)), ones));
+                if (two) {
+                    const __m256i rv = _mm256_set1_epi32(ld32(xr + (size_t)r * xstride + 4 * j));
+                    t[r] = _mm256_add_epi32(t[r], _mm256_madd_epi16(
+                               _mm256_maddubs_epi16(aw, _mm256_sign_epi8(rv, W)), ones));
+                }
+            }
+        }
+        const __m256 wd = _mm256_loadu_ps((const float *)(ch + 512));
+#pragma GCC unroll 4
+        for (int r = 0; r < AR; r++) {
+            if (r >= nr) break;
+            const size_t xi = (r0 + (size_t)r) * nb + b;
+            __m256i is = s[r];
+            if (two) is = _mm256_add_epi32(_mm256_slli_epi32(is, 7), t[r]);
+            const __m256 sc = _mm256_mul_ps(_mm256_set1_ps(a->xs[xi]), wd);
+            acc[r] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(is), acc[r]);
+        }
+    }
+    const size_t o = p * SK_Q8_PANEL + (size_t)h * 8;
+    for (int r = 0; r < AR; r++) {
+        if (r >= nr) break;
+        float tmp[8];
+        _mm256_storeu_ps(tmp, acc[r]);
+        float *yr = y + (r0 + (size_t)r) * ldy + o;
+        for (size_t c = 0; c < nc; c++) yr[c] = w->bias ? tmp[c] + w->bias[o + c] : tmp[c];
+    }
+}
+
+AVX2 void sk_q8_gemm_avx2(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
+                          float *y, size_t ldy) {
+    const size_t n = a->n_rows;
+    for (size_t p = o0 / SK_Q8_PANEL; p * SK_Q8_PANEL < o1; p++)
+        for (int h = 0; h < 2; h++) {
+            const size_t base = p * SK_Q8_PANEL + (size_t)h * 8;
+            if (base >= o1) break;
+            const size_t nc = o1 - base < 8 ? o1 - base : 8;
+            for (size_t r0 = 0; r0 < n; r0 += AR) {
+                const int nr = n - r0 < AR ? (int)(n - r0) : AR;
+                if (nr == AR)
+                    tile_avx2(a, w, r0, AR, p, h, nc, y, ldy);
+                else
+                    tile_avx2(a, w, r0, nr, p, h, nc, y, ldy);
+            }
+        }
+}
+
+/* ------------------------------------------------------------------ activations ---- */
+/* The reference's arithmetic lane by lane: the same max, division and product; the
+ * conversion rounds half to even (MXCSR default) as the reference's magic-number rounding;
+ * NaN is zeroed before converting and the result clamped to [-127, 127]. */
+
+VNNI INLINE __m512i q8_cvt512(__m512 s) {
+    s = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(s, s, _CMP_ORD_Q), s);
+    s = _mm512_min_ps(_mm512_max_ps(s, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
+    return _mm512_cvtps_epi32(s);
+}
+
+VNNI void sk_q8_quantize_act_avx512(const float *x, size_t ldx, size_t n_rows, size_t k,
+                                    int mode, sk_q8_act *a) {
+    const size_t nb = k / 32;
+    const int two = mode == SK_Q8_ACT_Q8X2;
+    a->two_pass = two;
+    a->n_rows = n_rows;
+    a->n_blocks = nb;
+    const __m128i bias = _mm_set1_epi8((char)0x80);
+    for (size_t r = 0; r < n_rows; r++) {
+        const float *xr = x + r * ldx;
+        for (size_t b = 0; b < nb; b++) {
+            const __m512 v0 = _mm512_loadu_ps(xr + b * 32), v1 = _mm512_loadu_ps(xr + b * 32 + 16);
+            /* max that ignores NaN like the reference's "a > amax" */
+            __m512 m0 = _mm512_abs_ps(v0), m1 = _mm512_abs_ps(v1);
+            m0 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(m0, m0, _CMP_ORD_Q), m0);
+            m1 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(m1, m1, _CMP_ORD_Q), m1);
+            const float amax = _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
+            const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+            const __m512 vid = _mm512_set1_ps(id);
+            const __m512 s0 = _mm512_mul_ps(v0, vid), s1 = _mm512_mul_ps(v1, vid);
+            const __m512i q0 = q8_cvt512(s0), q1 = q8_cvt512(s1);
+            const size_t off = (r * nb + b) * 32;
+            const __m128i p0 = _mm512_cvtepi32_epi8(q0), p1 = _mm512_cvtepi32_epi8(q1);
+            _mm_storeu_si128((__m128i *)(a->q + off), p0);
+            _mm_storeu_si128((__m128i *)(a->q + off + 16), p1);
+            _mm_storeu_si128((__m128i *)(a->qb + off), _mm_xor_si128(p0, bias));
+            _mm_storeu_si128((__m128i *)(a->qb + off + 16), _mm_xor_si128(p1, bias));
+            if (two) {
+                const __m512 k128 = _mm512_set1_ps(128.0f);
+                const __m512i r0 = q8_cvt512(_mm512_mul_ps(_mm512_sub_ps(s0, _mm512_cvtepi32_ps(q0)), k128));
+                const __m512i r1 = q8_cvt512(_mm512_mul_ps(_mm512_sub_ps(s1, _mm512_cvtepi32_ps(q1)), k128));
+                const __m128i t0 = _mm512_cvtepi32_epi8(r0), t1 = _mm512_cvtepi32_epi8(r1);
+                _mm_storeu_si128((__m128i *)(a->r + off), t0);
+                _mm_storeu_si128((__m128i *)(a->r + off + 16), t1);
+                _mm_storeu_si128((__m128i *)(a->rb + off), _mm_xor_si128(t0, bias));
+                _mm_storeu_si128((__m128i *)(a->rb + off + 16), _mm_xor_si128(t1, bias));
+            }
+            a->xs[r * nb + b] = two ? d / 128.0f : d;
+        }
+    }
+}
+
+AVX2 INLINE __m256i q8_cvt256(__m256 s) {
+    s = _mm256_and_ps(s, _mm256_cmp_ps(s, s, _CMP_ORD_Q));
+    s = _mm256_min_ps(_mm256_max_ps(s, _mm256_set1_ps(-127.0f)), _mm256_set1_ps(127.0f));
+    return _mm256_cvtps_epi32(s);
+}
+
+/* 32 int32 (four vectors) to 32 bytes in order. */
+AVX2 INLINE __m256i pack32(__m256i a, __m256i b, __m256i c, __m256i d) {
+    const __m256i ab = _mm256_packs_epi32(a, b), cd = _mm256_packs_epi32(c, d);
+    const __m256i v = _mm256_packs_epi16(ab, cd);
+    return _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+AVX2 void sk_q8_quantize_act_avx2(const float *x, size_t ldx, size_t n_rows, size_t k,
+                                  int mode, sk_q8_act *a) {
+    const size_t nb = k / 32;
+    const int two = mode == SK_Q8_ACT_Q8X2;
+    a->two_pass = two;
+    a->n_rows = n_rows;
+    a->n_blocks = nb;
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    for (size_t r = 0; r < n_rows; r++) {
+        const float *xr = x + r * ldx;
+        for (size_t b = 0; b < nb; b++) {
+            __m256 v[4], m = _mm256_setzero_ps();
+            for (int i = 0; i < 4; i++) {
+                v[i] = _mm256_loadu_ps(xr + b * 32 + (size_t)i * 8);
+                __m256 av = _mm256_and_ps(v[i], absmask);
+                av = _mm256_and_ps(av, _mm256_cmp_ps(av, av, _CMP_ORD_Q));
+                m = _mm256_max_ps(m, av);
+            }
+            __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+            h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+            h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
+            const float amax = _mm_cvtss_f32(h);
+            const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+            const __m256 vid = _mm256_set1_ps(id);
+            __m256 s[4];
+            __m256i q[4];
+            for (int i = 0; i < 4; i++) {
+                s[i] = _mm256_mul_ps(v[i], vid);
+                q[i] = q8_cvt256(s[i]);
+            }
+            const size_t off = (r * nb + b) * 32;
+            const __m256i pq = pack32(q[0], q[1], q[2], q[3]);
+            _mm256_storeu_si256((__m256i *)(a->q + off), pq);
+            _mm256_storeu_si256((__m256i *)(a->qb + off), _mm256_xor_si256(pq, bias));
+            if (two) {
+                __m256i t[4];
+                for (int i = 0; i < 4; i++)
+                    t[i] = q8_cvt256(_mm256_mul_ps(_mm256_sub_ps(s[i], _mm256_cvtepi32_ps(q[i])),
+                                                   _mm256_set1_ps(128.0f)));
+                const __m256i pr = pack32(t[0], t[1], t[2], t[3]);
+                _mm256_storeu_si256((__m256i *)(a->r + off), pr);
+                _mm256_storeu_si256((__m256i *)(a->rb + off), _mm256_xor_si256(pr, bias));
+            }
+            a->xs[r * nb + b] = two ? d / 128.0f : d;
         }
     }
 }
 
 #else
 /* Not x86-64: the dispatcher never calls these; they exist so that the symbols resolve. */
+void sk_q8_quantize_act_avx2(const float *x, size_t ldx, size_t n_rows, size_t k, int mode,
+                             sk_q8_act *a) {
+    sk_q8_quantize_act_ref(x, ldx, n_rows, k, mode, NULL, a);
+}
+void sk_q8_quantize_act_avx512(const float *x, size_t ldx, size_t n_rows, size_t k, int mode,
+                               sk_q8_act *a) {
+    sk_q8_quantize_act_ref(x, ldx, n_rows, k, mode, NULL, a);
+}
 void sk_q8_gemm_avx2(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
                      float *y, size_t ldy) {
     sk_q8_gemm_ref(a, w, o0, o1, y, ldy);

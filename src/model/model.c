@@ -1223,7 +1223,7 @@ static int model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd
                  n, SK_CALIB_N_PROMPTS);
     }
     float *w = NULL;
-    size_t w_cap = 0, total_bytes = 0, total_outl = 0;
+    size_t w_cap = 0, total_bytes = 0, total_pbytes = 0, total_outl = 0;
     for (size_t i = 0; i < n && !rc; i++) {
         if (!to_q8[i]) continue;
         sk_linear *L = all[i];
@@ -1239,9 +1239,9 @@ static int model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd
         }
         const uint64_t row_bytes = sk_ggml_row_size(L->src->type, n_in);
         const uint8_t *rows = L->src->data + L->row0 * row_bytes;
-        size_t bytes = 0;
+        size_t bytes = 0, pbytes = 0;
         if (to_q8[i] == 2) {
-            rc = sk_q8_from_q8_0(rows, n_out, n_in, L->bias, name, q, &bytes, e);
+            rc = sk_q8_from_q8_0(rows, n_out, n_in, L->bias, name, q, &bytes, &pbytes, e);
         } else {
             if (n_out * n_in > w_cap) {
                 free(w);
@@ -1257,7 +1257,15 @@ static int model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd
             rc = sk_ggml_to_f32(L->src->type, rows, w, n_out * n_in);
             if (rc) rc = sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: cannot widen", name);
             if (!rc)
-                rc = sk_q8_build(w, n_out, n_in, L->bias, c.mx ? c.mx[i] : NULL, name, q, &bytes, e);
+            {
+                float *ms = NULL;
+                if (!rc && c.sq && c.rows[i] > 0 && (ms = sk_malloc_array(n_in, sizeof(float))))
+                    for (size_t j = 0; j < n_in; j++) ms[j] = (float)(c.sq[i][j] / (double)c.rows[i]);
+                if (!rc)
+                    rc = sk_q8_build(w, n_out, n_in, L->bias, c.mx ? c.mx[i] : NULL, ms, name, q,
+                                     &bytes, &pbytes, e);
+                free(ms);
+            }
         }
         if (rc) {
             free(q);
@@ -1268,18 +1276,20 @@ static int model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd
         L->buf = NULL;
         L->p.data = NULL;
         total_bytes += bytes;
+        total_pbytes += pbytes;
         total_outl += q->w.n_outl;
         mlog(log, log_ud, 0, "int8: %s rows %zu..%zu: %s, %zu outlier columns; relayout "
-             "ROW_MAJOR -> INPUT_BLOCK_MAJOR (kernel order), %zu bytes", name, L->row0,
-             L->row0 + n_out, to_q8[i] == 2 ? "Q8_0 from the file" : "Q8_0 quantized at load",
-             q->w.n_outl, bytes);
+             "ROW_MAJOR -> INPUT_BLOCK_MAJOR (kernel order) %zu bytes, then into %d-output "
+             "panels %zu bytes", name, L->row0, L->row0 + n_out,
+             to_q8[i] == 2 ? "Q8_0 from the file" : "Q8_0 quantized at load", q->w.n_outl,
+             bytes, SK_Q8_PANEL, pbytes);
     }
     if (!rc)
         mlog(log, log_ud, 1, "int8: %zu matrices Q8_0 (%zu quantized at load%s, %zu from the "
-             "file), %zu outlier columns in f32; prepacked to kernel order: %zu bytes relaid; "
-             "kernel %s", n_quant + n_file, n_quant,
+             "file), %zu outlier columns in f32; prepacked once: ROW_MAJOR -> INPUT_BLOCK_MAJOR "
+             "%zu bytes, panels %zu bytes; kernel %s", n_quant + n_file, n_quant,
              weights_mode == SKYCMD_WEIGHTS_Q8 ? " with calibration" : " without calibration",
-             n_file, total_outl, total_bytes, sk_q8_kernel_name());
+             n_file, total_outl, total_bytes, total_pbytes, sk_q8_kernel_name());
     free(w);
     sk_calib_free(&c);
     free(all);

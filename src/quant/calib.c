@@ -77,8 +77,9 @@ int sk_calib_init(sk_calib *c, size_t n_sites, const size_t *k) {
     memset(c, 0, sizeof *c);
     c->k = sk_calloc_array(n_sites ? n_sites : 1, sizeof(size_t));
     c->mx = sk_calloc_array(n_sites ? n_sites : 1, sizeof(float *));
+    c->sq = sk_calloc_array(n_sites ? n_sites : 1, sizeof(double *));
     c->rows = sk_calloc_array(n_sites ? n_sites : 1, sizeof(uint64_t));
-    if (!c->k || !c->mx || !c->rows) {
+    if (!c->k || !c->mx || !c->sq || !c->rows) {
         sk_calib_free(c);
         return SKYCMD_E_NOMEM;
     }
@@ -86,7 +87,8 @@ int sk_calib_init(sk_calib *c, size_t n_sites, const size_t *k) {
     for (size_t s = 0; s < n_sites; s++) {
         c->k[s] = k[s];
         c->mx[s] = sk_calloc_array(k[s] ? k[s] : 1, sizeof(float));
-        if (!c->mx[s]) {
+        c->sq[s] = sk_calloc_array(k[s] ? k[s] : 1, sizeof(double));
+        if (!c->mx[s] || !c->sq[s]) {
             sk_calib_free(c);
             return SKYCMD_E_NOMEM;
         }
@@ -97,12 +99,14 @@ int sk_calib_init(sk_calib *c, size_t n_sites, const size_t *k) {
 void sk_calib_record(sk_calib *c, size_t site, const float *x, size_t ldx, size_t n_rows) {
     if (!c || site >= c->n_sites) return;
     float *mx = c->mx[site];
+    double *sq = c->sq[site];
     const size_t k = c->k[site];
     for (size_t r = 0; r < n_rows; r++) {
         const float *xr = x + r * ldx;
         for (size_t i = 0; i < k; i++) {
             const float a = fabsf(xr[i]);
             if (a > mx[i]) mx[i] = a;  /* NaN compares false: ignored */
+            if (a == a && a < INFINITY) sq[i] += (double)a * a;
         }
     }
     c->rows[site] += n_rows;
@@ -112,7 +116,10 @@ void sk_calib_free(sk_calib *c) {
     if (!c) return;
     if (c->mx)
         for (size_t s = 0; s < c->n_sites; s++) free(c->mx[s]);
+    if (c->sq)
+        for (size_t s = 0; s < c->n_sites; s++) free(c->sq[s]);
     free(c->mx);
+    free(c->sq);
     free(c->k);
     free(c->rows);
     memset(c, 0, sizeof *c);
@@ -122,7 +129,7 @@ void sk_calib_free(sk_calib *c) {
 
 void sk_q8_owned_free(sk_q8_owned *q) {
     if (!q) return;
-    free(q->blocks);
+    free(q->panels);
     free(q->outl);
     free(q->is_outl);
     free(q->w_outl);
@@ -131,47 +138,66 @@ void sk_q8_owned_free(sk_q8_owned *q) {
 }
 
 static int alloc_common(size_t n_out, size_t n_in, const float *bias, const char *name,
-                        sk_q8_owned *out, size_t *nbytes, sk_err *e) {
+                        sk_q8_owned *out, size_t *nbytes, size_t *pbytes, sk_err *e) {
     memset(out, 0, sizeof *out);
-    if (n_in == 0 || n_in % SK_QK8_0 != 0)
+    if (n_in == 0 || n_in % SK_QK8_0 != 0 || n_out == 0)
         return sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: %zu inputs do not split into Q8_0 "
                        "blocks of %d", name, n_in, SK_QK8_0);
     size_t nblk;
     if (sk_mul_size(n_out, n_in / SK_QK8_0, &nblk) || sk_mul_size(nblk, SK_Q8_0_BLOCK_BYTES, nbytes))
         return sk_fail(e, SKYCMD_E_FORMAT, "tensor %s is too large", name);
-    out->blocks = malloc(*nbytes ? *nbytes : 1);
+    *pbytes = sk_q8_panel_bytes(n_out, n_in);
+    if (*pbytes == 0 || *pbytes > SIZE_MAX - 64)
+        return sk_fail(e, SKYCMD_E_FORMAT, "tensor %s is too large", name);
+    out->panels = aligned_alloc(64, (*pbytes + 63) / 64 * 64);
     if (bias) {
-        out->bias = sk_malloc_array(n_out ? n_out : 1, sizeof(float));
+        out->bias = sk_malloc_array(n_out, sizeof(float));
         if (out->bias) memcpy(out->bias, bias, n_out * sizeof(float));
     }
-    if (!out->blocks || (bias && !out->bias)) {
+    if (!out->panels || (bias && !out->bias)) {
         sk_q8_owned_free(out);
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory quantizing tensor %s", name);
     }
-    out->w.p.blocks = out->blocks;
+    out->w.p.panels = out->panels;
     out->w.p.n_in = n_in;
     out->w.p.n_out = n_out;
     out->w.p.bias = out->bias;
     return 0;
 }
 
+/* ROW_MAJOR bytes -> INPUT_BLOCK_MAJOR (the kernels' declared order) -> panels. */
+static int prepack(const uint8_t *rowmajor, size_t n_out, size_t n_in, size_t nbytes,
+                   sk_q8_owned *out, const char *name, sk_err *e) {
+    uint8_t *kern = malloc(nbytes);
+    if (!kern) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory packing tensor %s", name);
+    sk_q8_to_kernel_order(rowmajor, kern, n_out, n_in);
+    sk_q8_pack_panels(kern, n_out, n_in, out->panels);
+    free(kern);
+    return 0;
+}
+
 int sk_q8_from_q8_0(const uint8_t *rowmajor, size_t n_out, size_t n_in, const float *bias,
-                    const char *name, sk_q8_owned *out, size_t *relayout_bytes, sk_err *e) {
-    size_t nbytes;
-    int rc = alloc_common(n_out, n_in, bias, name, out, &nbytes, e);
-    if (rc) return rc;
-    sk_q8_to_kernel_order(rowmajor, out->blocks, n_out, n_in);
+                    const char *name, sk_q8_owned *out, size_t *relayout_bytes,
+                    size_t *panel_bytes, sk_err *e) {
+    size_t nbytes, pbytes;
+    int rc = alloc_common(n_out, n_in, bias, name, out, &nbytes, &pbytes, e);
+    if (!rc) rc = prepack(rowmajor, n_out, n_in, nbytes, out, name, e);
+    if (rc) {
+        sk_q8_owned_free(out);
+        return rc;
+    }
     if (relayout_bytes) *relayout_bytes = nbytes;
+    if (panel_bytes) *panel_bytes = pbytes;
     return 0;
 }
 
 int sk_q8_build(const float *W, size_t n_out, size_t n_in, const float *bias,
-                const float *chan_max, const char *name, sk_q8_owned *out,
-                size_t *relayout_bytes, sk_err *e) {
-    size_t nbytes;
-    int rc = alloc_common(n_out, n_in, bias, name, out, &nbytes, e);
+                const float *chan_max, const float *chan_ms, const char *name, sk_q8_owned *out,
+                size_t *relayout_bytes, size_t *panel_bytes, sk_err *e) {
+    size_t nbytes, pbytes;
+    int rc = alloc_common(n_out, n_in, bias, name, out, &nbytes, &pbytes, e);
     if (rc) return rc;
-    uint8_t *canon = malloc(nbytes ? nbytes : 1);
+    uint8_t *canon = malloc(nbytes);
     if (!canon) {
         sk_q8_owned_free(out);
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory quantizing tensor %s", name);
@@ -191,19 +217,33 @@ int sk_q8_build(const float *W, size_t n_out, size_t n_in, const float *bias,
             for (size_t c = 0; c < no; c++) out->w_outl[o * no + c] = W[o * n_in + out->outl[c]];
     }
     const size_t row_bytes = n_in / SK_QK8_0 * SK_Q8_0_BLOCK_BYTES;
+    float *colw = NULL;
+    if (chan_ms) {
+        colw = malloc(n_in * sizeof(float));
+        if (!colw) goto nomem;
+        for (size_t i = 0; i < n_in; i++) colw[i] = isfinite(chan_ms[i]) ? chan_ms[i] : 0.0f;
+    }
     for (size_t o = 0; o < n_out; o++) {
-        if (no)
+        if (colw)
+            sk_quantize_q8_0_weighted(W + o * n_in, no ? out->is_outl : NULL, colw, canon + o * row_bytes, n_in);
+        else if (no)
             sk_quantize_q8_0_exact_cols(W + o * n_in, out->is_outl, canon + o * row_bytes, n_in);
         else
             sk_quantize_q8_0(W + o * n_in, canon + o * row_bytes, n_in);
     }
-    sk_q8_to_kernel_order(canon, out->blocks, n_out, n_in);
+    free(colw);
+    rc = prepack(canon, n_out, n_in, nbytes, out, name, e);
     free(canon);
+    if (rc) {
+        sk_q8_owned_free(out);
+        return rc;
+    }
     out->w.n_outl = no;
     out->w.outl = no ? out->outl : NULL;
     out->w.is_outl = out->is_outl;
     out->w.w_outl = out->w_outl;
     if (relayout_bytes) *relayout_bytes = nbytes;
+    if (panel_bytes) *panel_bytes = pbytes;
     return 0;
 nomem:
     free(canon);

@@ -10,10 +10,13 @@
  *    Not thread-safe: calibration runs on one thread.
  *  - sk_q8_build quantizes an [n_out][n_in] f32 matrix to Q8_0 (with chan_max: outlier
  *    columns picked by sk_quant_pick_outliers and scales by sk_quantize_q8_0_exact_cols;
- *    without: ggml's plain quantizer), then prepacks the ROW_MAJOR bytes into the kernels'
- *    INPUT_BLOCK_MAJOR order once. sk_q8_from_q8_0 takes a Q8_0 file's ROW_MAJOR bytes as
- *    they are (no outliers are possible: the exact weights are gone) and prepacks them.
- *    Both report the relayout's byte count through *relayout_bytes for the caller to log.
+ *    with chan_ms, the calibrated mean square per channel, the other blocks' scales by
+ *    sk_quantize_q8_0_weighted; without either: ggml's plain quantizer), then prepacks the ROW_MAJOR bytes into the kernels'
+ *    INPUT_BLOCK_MAJOR order once, and that into the kernels' panels (src/kernels/q8.h).
+ *    sk_q8_from_q8_0 takes a Q8_0 file's ROW_MAJOR bytes as they are (no outliers are
+ *    possible: the exact weights are gone) and prepacks them the same way. Both report the
+ *    byte counts of the two conversions (*relayout_bytes: ROW_MAJOR -> INPUT_BLOCK_MAJOR;
+ *    *panel_bytes: the panels) for the caller to log.
  */
 #ifndef SK_CALIB_H
 #define SK_CALIB_H
@@ -40,6 +43,7 @@ typedef struct sk_calib {
     size_t n_sites;
     size_t *k;        /* channels per site */
     float **mx;       /* [site][k] max |x| */
+    double **sq;      /* [site][k] sum of x^2 (mean square = sq / rows) */
     uint64_t *rows;   /* rows recorded per site */
 } sk_calib;
 
@@ -50,7 +54,7 @@ void sk_calib_free(sk_calib *c);
 /* An int8 Linear that owns its memory. */
 typedef struct sk_q8_owned {
     sk_q8_weights w;
-    uint8_t *blocks;
+    uint8_t *panels;   /* 64-byte aligned */
     uint32_t *outl;
     uint8_t *is_outl;
     float *w_outl;
@@ -58,10 +62,11 @@ typedef struct sk_q8_owned {
 } sk_q8_owned;
 
 int sk_q8_build(const float *W, size_t n_out, size_t n_in, const float *bias,
-                const float *chan_max, const char *name, sk_q8_owned *out,
-                size_t *relayout_bytes, sk_err *e);
+                const float *chan_max, const float *chan_ms, const char *name, sk_q8_owned *out,
+                size_t *relayout_bytes, size_t *panel_bytes, sk_err *e);
 int sk_q8_from_q8_0(const uint8_t *rowmajor, size_t n_out, size_t n_in, const float *bias,
-                    const char *name, sk_q8_owned *out, size_t *relayout_bytes, sk_err *e);
+                    const char *name, sk_q8_owned *out, size_t *relayout_bytes,
+                    size_t *panel_bytes, sk_err *e);
 void sk_q8_owned_free(sk_q8_owned *q);
 
 #endif /* SK_CALIB_H */

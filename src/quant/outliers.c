@@ -127,3 +127,52 @@ void sk_quantize_q8_0_exact_cols(const float *x, const uint8_t *is_outlier, uint
         }
     }
 }
+
+void sk_quantize_q8_0_weighted(const float *x, const uint8_t *is_outlier, const float *colw,
+                               uint8_t *out, size_t n) {
+    if (is_outlier) sk_quantize_q8_0_exact_cols(x, is_outlier, out, n);
+    else sk_quantize_q8_0(x, out, n);
+    if (!colw) return;
+    const size_t nb = n / SK_QK8_0;
+    for (size_t b = 0; b < nb; b++) {
+        const float *xb = x + b * SK_QK8_0;
+        const float *wb = colw + b * SK_QK8_0;
+        uint8_t *ob = out + b * SK_Q8_0_BLOCK_BYTES;
+        int skip = 0;
+        float amax = 0.0f;
+        for (int j = 0; j < SK_QK8_0; j++) {
+            if (is_outlier && is_outlier[b * SK_QK8_0 + (size_t)j]) skip = 1;
+            if (fabsf(xb[j]) > amax) amax = fabsf(xb[j]);
+        }
+        if (skip || !isfinite(amax) || amax == 0.0f) continue;
+        double best = 0.0;
+        {
+            const float d = sk_f16_to_f32((uint16_t)(ob[0] | (ob[1] << 8)));
+            for (int j = 0; j < SK_QK8_0; j++) {
+                const double diff = (double)xb[j] - (double)d * (int8_t)ob[2 + j];
+                best += (double)wb[j] * diff * diff;
+            }
+        }
+        int8_t q[SK_QK8_0];
+        for (int t = -16; t <= 32; t += 2) {
+            if (t == 0) continue;
+            const uint16_t dh = sk_f32_to_f16(amax / 127.0f * (1.0f - (float)t / 512.0f));
+            const float d = sk_f16_to_f32(dh), id = d > 0.0f ? 1.0f / d : 0.0f;
+            if (!(d > 0.0f)) continue;
+            double err = 0.0;
+            for (int j = 0; j < SK_QK8_0; j++) {
+                q[j] = qround(xb[j] * id);
+                if (q[j] == -128) q[j] = -127;
+                const float diff = xb[j] - d * (float)q[j];
+                err += (double)(wb[j] * diff * diff);
+                if (err >= best) break;  /* cannot win any more */
+            }
+            if (err < best) {
+                best = err;
+                ob[0] = (uint8_t)(dh & 0xff);
+                ob[1] = (uint8_t)(dh >> 8);
+                for (int j = 0; j < SK_QK8_0; j++) ob[2 + j] = (uint8_t)q[j];
+            }
+        }
+    }
+}

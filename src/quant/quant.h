@@ -76,4 +76,13 @@ size_t sk_quant_pick_outliers(const float *chan_max, size_t k, float ratio, uint
 void sk_quantize_q8_0_exact_cols(const float *x, const uint8_t *is_outlier, uint8_t *out,
                                  size_t n);
 
+/* sk_quantize_q8_0_exact_cols (or ggml's quantizer when is_outlier is NULL), then, in every
+ * block without an outlier column, a search over the f16 scales amax / 127 * (1 - t / 512),
+ * t = -16..32 step 2 (quants clamped to [-127, 127]), keeping the one with the lowest error weighted
+ * by colw (the calibrated mean square of each input channel: the expected squared output
+ * error of the column), the first candidate (ggml's scale) winning ties. Still standard
+ * Q8_0 bytes. colw NULL: nothing more. */
+void sk_quantize_q8_0_weighted(const float *x, const uint8_t *is_outlier, const float *colw,
+                               uint8_t *out, size_t n);
+
 #endif /* SK_QUANT_H */

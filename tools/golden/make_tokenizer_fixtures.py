@@ -344,6 +344,11 @@ def main():
         d = os.path.join(FIX, name)
         tk = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
         at = AutoTokenizer.from_pretrained(d, local_files_only=True)
+        with open(os.path.join(d, "tokenizer.json"), encoding="utf-8") as f:
+            raw = json.load(f)["model"]
+        # the random builder lists every merge once and fills the vocabulary exactly
+        assert len({tuple(m) for m in raw["merges"]}) == len(raw["merges"]), (name, "repeated merges")
+        assert name not in ("vocab1024", "vocab4096") or len(raw["vocab"]) == int(name[5:]), name
         sp = [at.cls_token_id, at.sep_token_id, at.mask_token_id, at.pad_token_id, at.unk_token_id]
         with open(os.path.join(FIX, "expected_%s.txt" % name), "w") as f:
             f.write("specials %s %d\n" % (" ".join(str(-1 if x is None else x) for x in sp),

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# CLI behaviour of `skycmd bench`: help, usage errors, a short run on a random s1-pico model
+# whose JSON report agrees with `skycmd decide` on the same request (token counts), and
+# --tokens/--questions shaping the request. No timing is asserted.
+# Usage: bench.sh <cli> <source_dir> <binary_dir>
+set -u
+CLI=$1
+BIN=$3
+T=$(mktemp -d "$BIN/cli_bench.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+# the value of a top-level numeric key of a one-line JSON document
+num() { sed -n "s/.*\"$2\":\([-0-9.e+]*\).*/\1/p" "$1" | head -1; }
+
+"$CLI" bench --help | grep -q "usage: skycmd bench" || fail "bench --help"
+"$CLI" bench >/dev/null 2>&1; [ $? -eq 2 ] || fail "bench without a model must exit 2"
+"$CLI" bench --random nope >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown preset must exit 2"
+"$CLI" bench x.gguf --random s1-pico >/dev/null 2>&1; [ $? -eq 2 ] || fail "file and --random must exit 2"
+"$CLI" bench x.gguf --q8 --q8-fast >/dev/null 2>&1; [ $? -eq 2 ] || fail "--q8 with --q8-fast must exit 2"
+"$CLI" bench x.gguf --iters 0 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--iters 0 must exit 2"
+"$CLI" bench "$T/missing.gguf" >/dev/null 2>&1; [ $? -eq 1 ] || fail "missing file must exit 1"
+echo "not a gguf" > "$T/bad.gguf"
+"$CLI" bench "$T/bad.gguf" >/dev/null 2>"$T/err"; [ $? -eq 1 ] || fail "bad file must exit 1"
+grep -q "skycmd bench:" "$T/err" || fail "bad file: no message"
+
+"$CLI" random s1-pico "$T/p.gguf" --type f32 || fail "random"
+"$CLI" bench "$T/p.gguf" --iters 4 --warmup 1 --peak-ms 5 --json > "$T/b.json" || fail "bench --json"
+[ "$(wc -l < "$T/b.json")" -eq 1 ] || fail "--json is not one line"
+if command -v python3 >/dev/null; then
+  python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/b.json" || fail "invalid JSON"
+fi
+for k in load_ms peak_rss_bytes request per_question single_question questions_per_s \
+         tokens_per_s gflops gflops_1_thread loadavg_start; do
+  grep -q "\"$k\"" "$T/b.json" || fail "JSON lacks $k"
+done
+grep -q '"request":{"n":4,' "$T/b.json" || fail "--iters 4 not honoured"
+grep -q '"gguf_bytes":'"$(stat -c %s "$T/p.gguf")"',' "$T/b.json" || fail "gguf_bytes is not the file size"
+
+# the request bench times is the one it saves; decide must count the same tokens
+"$CLI" bench "$T/p.gguf" --save-request "$T/req.json" || fail "--save-request"
+"$CLI" decide "$T/p.gguf" "$T/req.json" > "$T/resp.json" || fail "decide on the saved request"
+want=$(sed -n 's/.*"input_tokens":\([0-9]*\).*/\1/p' "$T/resp.json")
+[ -n "$want" ] && [ "$want" = "$(num "$T/b.json" request_tokens)" ] ||
+  fail "bench request_tokens $(num "$T/b.json" request_tokens) != decide input_tokens $want"
+
+# --questions N gives N questions; --tokens N makes sequences of about N tokens
+"$CLI" bench "$T/p.gguf" --questions 5 --tokens 160 --save-request "$T/req5.json" || fail "--questions/--tokens"
+[ "$(grep -o '"type":' "$T/req5.json" | wc -l)" -eq 5 ] || fail "--questions 5 did not give 5 questions"
+"$CLI" decide "$T/p.gguf" "$T/req5.json" > "$T/resp5.json" || fail "decide --tokens request"
+n5=$(sed -n 's/.*"input_tokens":\([0-9]*\).*/\1/p' "$T/resp5.json")
+[ "$n5" -ge $((5 * 140)) ] && [ "$n5" -le $((5 * 180)) ] || fail "--tokens 160: $n5 tokens for 5 questions"
+
+# text report
+"$CLI" bench "$T/p.gguf" --iters 2 --warmup 0 --peak-ms 0 --no-single > "$T/b.txt" || fail "bench text"
+grep -q "per question" "$T/b.txt" && grep -q "peak RSS" "$T/b.txt" || fail "text report"
+echo "ok"

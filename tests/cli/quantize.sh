@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# CLI behaviour of `skycmd quantize`: help, usage errors, F16 -> Q8_0 re-typing under the
+# converter's policy (same bytes as `convert --type q8_0` from the same F16 weights is NOT
+# expected; what is checked: the types, that Q8_0 -> Q8_0 copies, that metadata is kept) and
+# a failing call that leaves no file. Usage: quantize.sh <cli> <source_dir> <binary_dir>
+set -u
+CLI=$1
+SRC=$2
+BIN=$3
+T=$(mktemp -d "$BIN/cli_quantize.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$CLI" quantize --help | grep -q "usage: skycmd quantize" || fail "quantize --help"
+"$CLI" quantize >/dev/null 2>&1; [ $? -eq 2 ] || fail "quantize without arguments must exit 2"
+"$CLI" quantize a b --type q4 >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad --type must exit 2"
+"$CLI" quantize a b --bogus >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown option must exit 2"
+
+"$CLI" convert --random s1-pico "$T/f16.gguf" --type f16 || fail "convert --random"
+"$CLI" quantize "$T/f16.gguf" "$T/q8.gguf" 2>/dev/null || fail "quantize to q8_0"
+out=$("$CLI" inspect "$T/q8.gguf") || fail "inspect q8"
+echo "$out" | grep -Eq 'blk\.0\.attn_qkv\.weight +\[64, 192\] +Q8_0' || fail "encoder matrix not Q8_0"
+echo "$out" | grep -Eq 'token_embd\.weight +\[64, [0-9]+\] +F16' || fail "token_embd must stay F16"
+echo "$out" | grep -Eq 'blk\.2\.attn_qkv\.weight +\[64, 192\] +F32' || fail "head block must stay F32"
+echo "$out" | grep -Eq 'token_embd_norm\.weight +\[64\] +F32' || fail "1-D tensor must stay F32"
+echo "$out" | grep -q 'general.file_type (u32) = 7' || fail "general.file_type must say MOSTLY_Q8_0"
+n_in=$("$CLI" inspect "$T/f16.gguf" | grep -c ' = ')
+n_out=$(echo "$out" | grep -c ' = ')
+[ "$n_in" -eq "$n_out" ] || fail "metadata keys: $n_in before, $n_out after"
+"$CLI" quantize "$T/q8.gguf" "$T/q8b.gguf" 2>/dev/null || fail "quantize q8_0 again"
+cmp -s "$T/q8.gguf" "$T/q8b.gguf" || fail "Q8_0 -> Q8_0 must copy the file's tensors unchanged"
+"$CLI" quantize "$T/q8.gguf" "$T/back.gguf" --type f16 2>/dev/null || fail "quantize to f16"
+"$CLI" inspect "$T/back.gguf" | grep -Eq 'blk\.0\.attn_qkv\.weight +\[64, 192\] +F16' || fail "f16 back"
+
+err=$("$CLI" quantize "$T/missing.gguf" "$T/out.gguf" 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "missing input must exit 1 (got $rc)"
+echo "$err" | grep -q "missing.gguf" || fail "message must name the file: $err"
+[ ! -e "$T/out.gguf" ] || fail "a failed quantize left its output"
+head -c 100 "$T/f16.gguf" > "$T/trunc.gguf"
+"$CLI" quantize "$T/trunc.gguf" "$T/out.gguf" >/dev/null 2>&1; [ $? -eq 1 ] || fail "truncated input must exit 1"
+[ ! -e "$T/out.gguf" ] || fail "a failed quantize left its output"
+echo "quantize CLI: ok"
