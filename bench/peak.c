@@ -18,7 +18,7 @@ static void usage(FILE *out) {
             "usage: skycmd-peak [--ms N] [--threads N] [--json]\n"
             "\n"
             "Measure the f32 FMA peak (GFLOP/s) with one thread and with N threads for each\n"
-            "ISA this CPU supports (scalar, avx2, avx512).\n"
+            "ISA this CPU supports (baseline = the compiler's default target, avx2, avx512).\n"
             "  --ms N       wall time per measurement in milliseconds (default 500)\n"
             "  --threads N  threads of the all-core measurement (default: online cores)\n"
             "  --json       one JSON document on stdout\n");

@@ -19,6 +19,7 @@
 #include "skycmd.h"
 #include "gguf/gguf.h"
 #include "kernels/cpu.h"
+#include "kernels/pool.h"
 #include "kernels/q8.h"
 #include "quant/calib.h"
 #include "quant/quant.h"
@@ -473,4 +474,165 @@ Test(q8_kernels, activation_quantizers_bit_identical) {
         sk_q8_act_free(&s);
     }
     free(x);
+}
+
+Test(q8_kernels, threads_give_identical_outputs) {
+    const size_t n_in = 256, n_out = 200, rows = 37;
+    float *W = malloc(n_out * n_in * sizeof(float)), *x = malloc(rows * n_in * sizeof(float));
+    float cm[256];
+    for (size_t i = 0; i < n_out * n_in; i++) W[i] = frand() * 0.1f;
+    for (size_t i = 0; i < rows * n_in; i++) x[i] = frand();
+    for (size_t r = 0; r < rows; r++) x[r * n_in + 17] = 50.0f;
+    for (size_t c = 0; c < n_in; c++) cm[c] = c == 17 ? 50.0f : 1.0f;
+    sk_q8_owned q;
+    sk_err e = {0};
+    cr_assert_eq(sk_q8_build(W, n_out, n_in, NULL, cm, NULL, "t", &q, NULL, NULL, &e), 0, "%s", e.msg);
+    cr_assert_eq(q.w.n_outl, 1);
+    float *y1 = malloc(rows * n_out * sizeof(float)), *y3 = malloc(rows * n_out * sizeof(float));
+    sk_q8_ws ws1 = {0}, ws3 = {0};
+    sk_pool *pool = sk_pool_new(3);
+    cr_assert_not_null(pool);
+    for (int mode = 0; mode < 2; mode++) {
+        cr_assert_eq(sk_q8_linear(NULL, &ws1, &q.w, mode, x, n_in, rows, y1, n_out), 0);
+        cr_assert_eq(sk_q8_linear(pool, &ws3, &q.w, mode, x, n_in, rows, y3, n_out), 0);
+        cr_assert(memcmp(y1, y3, rows * n_out * sizeof(float)) == 0, "mode %d: threads differ", mode);
+    }
+    sk_pool_free(pool);
+    sk_q8_ws_free(&ws1);
+    sk_q8_ws_free(&ws3);
+    sk_q8_owned_free(&q);
+    free(W);
+    free(x);
+    free(y1);
+    free(y3);
+}
+
+Test(q8_weights, file_blocks_with_a_non_finite_scale_are_refused) {
+    float w[2 * 64];
+    for (int i = 0; i < 128; i++) w[i] = frand();
+    uint8_t blocks[4 * 34];
+    sk_quantize_q8_0(w, blocks, 128);
+    sk_q8_owned q;
+    sk_err e = {0};
+    size_t nb = 0, pb = 0;
+    cr_assert_eq(sk_q8_from_q8_0(blocks, 2, 64, NULL, "ok", &q, &nb, &pb, &e), 0, "%s", e.msg);
+    cr_assert_eq(nb, 4 * 34);
+    cr_assert_eq(pb, sk_q8_panel_bytes(2, 64));
+    sk_q8_owned_free(&q);
+    blocks[3 * 34 + 1] = 0x7c;  /* f16 infinity */
+    blocks[3 * 34] = 0x00;
+    cr_assert_eq(sk_q8_from_q8_0(blocks, 2, 64, NULL, "blk.0.ffn_up.weight", &q, &nb, &pb, &e),
+                 SKYCMD_E_FORMAT);
+    cr_assert(strstr(e.msg, "blk.0.ffn_up.weight") && strstr(e.msg, "block 3"), "%s", e.msg);
+    cr_assert_eq(sk_q8_from_q8_0(blocks, 2, 48, NULL, "x", &q, &nb, &pb, &e), SKYCMD_E_FORMAT);
+}
+
+/* ------------------------------------------------------------------ the model ------- */
+
+typedef struct logrec {
+    int relayouts, summary;
+} logrec;
+
+static void on_log(void *ud, int level, const char *msg) {
+    logrec *l = ud;
+    if (strstr(msg, "ROW_MAJOR -> INPUT_BLOCK_MAJOR") && strstr(msg, "bytes")) {
+        if (level == 0) l->relayouts++;
+        else l->summary++;
+    }
+}
+
+static char *decide_with(skycmd_model *m, const char *body, int threads, int act) {
+    skycmd_session *s = NULL;
+    cr_assert_eq(skycmd_session_new(m, &s), SKYCMD_OK);
+    cr_assert_eq(skycmd_session_set_int(s, SKYCMD_OPT_THREADS, threads), SKYCMD_OK);
+    cr_assert_eq(skycmd_session_set_int(s, SKYCMD_OPT_ACTIVATIONS, act), SKYCMD_OK);
+    char *out = NULL;
+    int st = skycmd_decide_json(s, body, strlen(body), &out);
+    cr_assert_eq(st, SKYCMD_OK, "%s", skycmd_session_errmsg(s));
+    skycmd_session_free(s);
+    return out;
+}
+
+Test(q8_model, int8_modes_log_relayouts_and_are_thread_independent) {
+    char dir[] = "/tmp/skq8m-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char path[600];
+    snprintf(path, sizeof path, "%s/m.gguf", dir);
+    skycmd_options *o = skycmd_options_new();
+    skycmd_error *err = skycmd_error_new();
+    skycmd_options_set_int(o, SKYCMD_OPT_TYPE, SKYCMD_TYPE_F16);
+    skycmd_options_set_int(o, SKYCMD_OPT_MASSIVE, 2);
+    cr_assert_eq(skycmd_random_model("s1-nano", path, o, err), SKYCMD_OK, "%s",
+                 skycmd_error_message(err));
+    const char *body =
+        "{\"state\": \"turn 3, two enemies ahead, shield at 40%\", \"questions\": {"
+        "\"act\": {\"type\": \"choice\", \"instructions\": \"what now?\", \"criteria\": "
+        "{\"attack\": \"hit them\", \"hide\": \"take cover\", \"run\": \"leave\"}},"
+        "\"risk\": {\"type\": \"noul\", \"instructions\": \"is it dangerous?\"}}}";
+    char *ref[2] = {NULL, NULL};
+    for (int mode = SKYCMD_WEIGHTS_Q8; mode <= SKYCMD_WEIGHTS_Q8_PLAIN; mode++) {
+        skycmd_options *mo = skycmd_options_new();
+        logrec lr = {0, 0};
+        skycmd_options_set_int(mo, SKYCMD_OPT_WEIGHTS, mode);
+        skycmd_options_set_log(mo, on_log, &lr);
+        skycmd_model *m = NULL;
+        cr_assert_eq(skycmd_model_open(path, mo, &m, err), SKYCMD_OK, "%s", skycmd_error_message(err));
+        int64_t n_enc = 0;
+        cr_assert_eq(skycmd_model_get_int(m, "encoder.block_count", &n_enc), SKYCMD_OK);
+        cr_assert_eq(lr.relayouts, 4 * n_enc, "one relayout event per int8 matrix (%lld layers x "
+                     "4), got %d", (long long)n_enc, lr.relayouts);
+        cr_assert_eq(lr.summary, 1);
+        char *a = decide_with(m, body, 1, SKYCMD_ACT_Q8X2);
+        char *b = decide_with(m, body, 3, SKYCMD_ACT_Q8X2);
+        cr_assert_str_eq(a, b, "threads changed the int8 answers");
+        char *c = decide_with(m, body, 1, SKYCMD_ACT_Q8);
+        cr_assert_str_neq(a, c, "the activation mode has no effect");
+        ref[mode - 1] = a;
+        skycmd_string_free(b);
+        skycmd_string_free(c);
+        cr_assert_eq(skycmd_model_free(m), SKYCMD_OK);
+        skycmd_options_free(mo);
+    }
+    cr_assert_str_neq(ref[0], ref[1], "calibration made no difference on a model with massive channels");
+    skycmd_string_free(ref[0]);
+    skycmd_string_free(ref[1]);
+    skycmd_options *bad = skycmd_options_new();
+    cr_assert_neq(skycmd_options_set_int(bad, SKYCMD_OPT_WEIGHTS, 7), SKYCMD_OK);
+    skycmd_options_free(bad);
+    unlink(path);
+    rmdir(dir);
+    skycmd_options_free(o);
+    skycmd_error_free(err);
+}
+
+Test(layout, file_bytes_through_the_load_path_give_the_fixture_matrix) {
+    /* the canonical (file-order) fixture through sk_q8_from_q8_0, the model's load path for
+     * Q8_0 tensors, and the int8 kernel with one-hot inputs: exactly the dequantized matrix */
+    const uint8_t *canon;
+    size_t n;
+    int64_t r, c;
+    cr_assert_eq(skycmd_packed_fixture(SKYCMD_TYPE_Q8_0, 0, &canon, &n, &r, &c), SKYCMD_OK);
+    sk_q8_owned q;
+    sk_err e = {0};
+    size_t nb = 0, pb = 0;
+    cr_assert_eq(sk_q8_from_q8_0(canon, (size_t)r, (size_t)c, NULL, "fixture", &q, &nb, &pb, &e), 0,
+                 "%s", e.msg);
+    cr_assert_eq(nb, n, "the relayout reports the fixture's byte count");
+    float *deq = malloc((size_t)(r * c) * sizeof(float));
+    sk_dequantize_q8_0(canon, deq, (size_t)(r * c));
+    float *x = calloc((size_t)(c * c), sizeof(float)), *y = malloc((size_t)(c * r) * sizeof(float));
+    for (int64_t i = 0; i < c; i++) x[i * c + i] = 1.0f;
+    sk_q8_ws ws = {0};
+    for (int mode = 0; mode < 2; mode++) {
+        cr_assert_eq(sk_q8_linear(NULL, &ws, &q.w, mode, x, (size_t)c, (size_t)c, y, (size_t)r), 0);
+        for (int64_t i = 0; i < c; i++)
+            for (int64_t o = 0; o < r; o++)
+                cr_assert_float_eq(y[i * r + o], deq[o * c + i], 1e-6f * (1 + fabsf(deq[o * c + i])),
+                                   "mode %d input %lld output %lld", mode, (long long)i, (long long)o);
+    }
+    sk_q8_ws_free(&ws);
+    sk_q8_owned_free(&q);
+    free(x);
+    free(y);
+    free(deq);
 }

@@ -453,14 +453,20 @@ def report(res):
             r = res[label]
             names = [k for k in r if k not in ("rounds", "loadavg")]
             base = r[names[0]]["per_question_s"]
-            L += ["", "| %s | ms/question (3-q request) | single q | GFLOP/s | GFLOP/CPU-s | "
-                  "peak RSS / GGUF | speed-up |" % label, "|---|---|---|---|---|---|---|"]
+            L += ["", "| %s | ms/question (3-q request) | single q | CPU ms/request | GFLOP/s | "
+                  "GFLOP/CPU-s | peak RSS / its GGUF | speed-up (wall) | speed-up (CPU time) |"
+                  % label, "|---|---|---|---|---|---|---|---|---|"]
+            t0 = r[names[0]]["request_cpu_s"]
             for n in names:
                 v = r[n]
-                L.append("| %s | %.2f | %.2f | %.1f | %.1f | %.2f | %.2fx |" % (
-                    n, v["per_question_s"] * 1e3, v["single_median_s"] * 1e3, v["gflops"],
-                    v["gflops_per_cpu_s"], v["peak_rss_bytes"] / v["gguf_bytes"],
-                    base / v["per_question_s"]))
+                # CPU time: for N threads, the wall time the request would take with N free
+                # cores is at least CPU time / N; with 1 thread it is the CPU time itself.
+                nthr = int(n[1:]) if label == "thread_scaling" and n[1:].isdigit() else 1
+                L.append("| %s | %.2f | %.2f | %.1f | %.1f | %.1f | %.2f | %.2fx | %.2fx |" % (
+                    n, v["per_question_s"] * 1e3, v["single_median_s"] * 1e3,
+                    v["request_cpu_s"] * 1e3, v["gflops"], v["gflops_per_cpu_s"],
+                    v["peak_rss_bytes"] / v["gguf_bytes"], base / v["per_question_s"],
+                    t0 / (v["request_cpu_s"] / nthr)))
             L.append("\nmedian load average %.2f" % (r["loadavg"] or -1))
     if "load_micro" in res:
         L += ["", "| s1-micro | load (open + session) | open | peak RSS | GGUF | RSS/GGUF |",

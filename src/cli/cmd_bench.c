@@ -9,8 +9,8 @@
  *    divided by N gives the per-question latency (median/p90/p99 over the iterations),
  *    questions/s, tokens/s and achieved GFLOP/s;
  *  - single-question requests of each kind, interleaved, timed the same way;
- *  - peak RSS (getrusage ru_maxrss) against the GGUF size; a random model is generated in a
- *    child process so its generator's memory does not count;
+ *  - peak RSS (VmHWM, else getrusage ru_maxrss) against the GGUF size; a random model is
+ *    generated in a child process so its generator's memory does not count;
  *  - the machine's f32 FMA peak, measured in-process (bench/peak_probe.h) with 1 thread and
  *    with the session's thread count, for the ISA the library's kernels dispatch to.
  * FLOPs are counted from the hyper-parameters (skycmd_model_get_int) and each question's
@@ -305,7 +305,19 @@ static int timed_decide(skycmd_session *s, const skycmd_request *req, double *dt
     return SKYCMD_OK;
 }
 
+/* Peak RSS in KiB. Linux's VmHWM belongs to this process's own address space; ru_maxrss is
+ * kept across fork + execve, so a bench started by a big parent (a Python driver) would
+ * report the parent's peak. ru_maxrss is the fallback elsewhere. */
 static long rss_kb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f) {
+        char line[256];
+        long kb = -1;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "VmHWM: %ld kB", &kb) == 1) break;
+        fclose(f);
+        if (kb >= 0) return kb;
+    }
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0) return -1;
     return ru.ru_maxrss;

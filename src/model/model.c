@@ -16,8 +16,11 @@
  * every position, which gives the same numbers.
  *
  * Layout: matrices are prepacked at load into 16-output panels (kernels.h), F16/BF16 kept
- * 16-bit and widened exactly by the kernels, F32/Q8_0 as f32. A batch packs its sequences'
- * rows one after another so every matrix product runs once over all of them; attention
+ * 16-bit and widened exactly by the kernels, F32/Q8_0 as f32. With an int8 weights mode the
+ * encoder matrices are then replaced by Q8_0 panels (model_to_int8 at the end of this file:
+ * calibration on the built-in prompts, outlier columns, prepack; src/kernels/q8.h).
+ * A batch packs its sequences' rows one after another so every matrix product runs once
+ * over all of them; attention
  * (one head at a time, K and V^T packed per head, query blocks limited to the union of
  * their sliding windows), RoPE positions and the head's marker rows stay per sequence.
  * Every output row is computed by the same arithmetic whatever the batch or thread count,

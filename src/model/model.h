@@ -7,7 +7,9 @@
  *    shape; a failure names the tensor or key, and non-finite weights are refused.
  *    Matrices are prepacked once for the GEMM kernels: F16 and BF16 ones keep their 16 bits
  *    (the kernels widen them exactly as they read), F32 and Q8_0 ones become f32, so compute
- *    is always f32 with exactly the file's values (SKYCMD_WEIGHTS_F32). token_embd.weight
+ *    is always f32 with exactly the file's values (SKYCMD_WEIGHTS_F32). With
+ *    SKYCMD_WEIGHTS_Q8 / _Q8_PLAIN the encoder matrices run as int8 instead (see
+ *    sk_model_load_ex and docs/quantization.md). token_embd.weight
  *    stays in the file: the rows a sequence uses are widened at lookup (the reader must
  *    therefore outlive the model).
  *  - An sk_model is immutable after load and may be shared by any number of threads.
@@ -47,8 +49,7 @@ typedef struct sk_model sk_model;      /* immutable after load, shareable by thr
 typedef struct sk_scratch sk_scratch;  /* per-thread buffers, grown on demand and reused */
 
 /* Load weights from an open GGUF (g is borrowed and must outlive the model). weights_mode is
- * a skycmd_weights value; only SKYCMD_WEIGHTS_F32 is supported for now (others give
- * SKYCMD_E_UNSUPPORTED). */
+ * a skycmd_weights value (anything else: SKYCMD_E_UNSUPPORTED). */
 int sk_model_load(const sk_gguf *g, int weights_mode, sk_model **out, sk_err *e);
 /* The same with a log callback that receives the int8 conversion events (calibration, each
  * matrix's relayout to kernel order with its byte count, a summary). weights_mode

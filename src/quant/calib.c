@@ -181,6 +181,14 @@ int sk_q8_from_q8_0(const uint8_t *rowmajor, size_t n_out, size_t n_in, const fl
                     size_t *panel_bytes, sk_err *e) {
     size_t nbytes, pbytes;
     int rc = alloc_common(n_out, n_in, bias, name, out, &nbytes, &pbytes, e);
+    /* The file's scales are outside input: an infinite or NaN one would only surface as a
+     * non-finite score much later, so name it here. */
+    for (size_t i = 0; !rc && i < nbytes / SK_Q8_0_BLOCK_BYTES; i++) {
+        const uint8_t *blk = rowmajor + i * SK_Q8_0_BLOCK_BYTES;
+        if ((((unsigned)blk[1] << 8 | blk[0]) & 0x7c00u) == 0x7c00u)
+            rc = sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: Q8_0 block %zu (row %zu) has a "
+                         "non-finite scale", name, i, i / (n_in / SK_QK8_0));
+    }
     if (!rc) rc = prepack(rowmajor, n_out, n_in, nbytes, out, name, e);
     if (rc) {
         sk_q8_owned_free(out);

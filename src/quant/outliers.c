@@ -128,6 +128,14 @@ void sk_quantize_q8_0_exact_cols(const float *x, const uint8_t *is_outlier, uint
     }
 }
 
+/* Nearest integer (ties to even) of v clamped to [-127, 127], in plain float arithmetic
+ * (adding and subtracting 1.5 * 2^23), so the scale search needs no libm call. */
+static inline float round_clamp(float v) {
+    if (!(v == v)) return 0.0f;
+    v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
+    return (v + 12582912.0f) - 12582912.0f;
+}
+
 void sk_quantize_q8_0_weighted(const float *x, const uint8_t *is_outlier, const float *colw,
                                uint8_t *out, size_t n) {
     if (is_outlier) sk_quantize_q8_0_exact_cols(x, is_outlier, out, n);
@@ -145,34 +153,38 @@ void sk_quantize_q8_0_weighted(const float *x, const uint8_t *is_outlier, const 
             if (fabsf(xb[j]) > amax) amax = fabsf(xb[j]);
         }
         if (skip || !isfinite(amax) || amax == 0.0f) continue;
-        double best = 0.0;
+        float best = 0.0f;  /* ggml's bytes, scored the same way as the candidates */
         {
             const float d = sk_f16_to_f32((uint16_t)(ob[0] | (ob[1] << 8)));
             for (int j = 0; j < SK_QK8_0; j++) {
-                const double diff = (double)xb[j] - (double)d * (int8_t)ob[2 + j];
-                best += (double)wb[j] * diff * diff;
+                const float diff = xb[j] - d * (float)(int8_t)ob[2 + j];
+                best += wb[j] * diff * diff;
             }
         }
-        int8_t q[SK_QK8_0];
+        int best_t = 0;
+        uint16_t best_dh = 0;
         for (int t = -16; t <= 32; t += 2) {
             if (t == 0) continue;
             const uint16_t dh = sk_f32_to_f16(amax / 127.0f * (1.0f - (float)t / 512.0f));
-            const float d = sk_f16_to_f32(dh), id = d > 0.0f ? 1.0f / d : 0.0f;
-            if (!(d > 0.0f)) continue;
-            double err = 0.0;
+            const float d = sk_f16_to_f32(dh);
+            if (!(d > 0.0f) || !isfinite(d)) continue;
+            const float id = 1.0f / d;
+            float err = 0.0f;
             for (int j = 0; j < SK_QK8_0; j++) {
-                q[j] = qround(xb[j] * id);
-                if (q[j] == -128) q[j] = -127;
-                const float diff = xb[j] - d * (float)q[j];
-                err += (double)(wb[j] * diff * diff);
-                if (err >= best) break;  /* cannot win any more */
+                const float r = round_clamp(xb[j] * id), diff = xb[j] - d * r;
+                err += wb[j] * diff * diff;
             }
             if (err < best) {
                 best = err;
-                ob[0] = (uint8_t)(dh & 0xff);
-                ob[1] = (uint8_t)(dh >> 8);
-                for (int j = 0; j < SK_QK8_0; j++) ob[2 + j] = (uint8_t)q[j];
+                best_t = t;
+                best_dh = dh;
             }
+        }
+        if (best_t != 0) {
+            const float d = sk_f16_to_f32(best_dh), id = 1.0f / d;
+            ob[0] = (uint8_t)(best_dh & 0xff);
+            ob[1] = (uint8_t)(best_dh >> 8);
+            for (int j = 0; j < SK_QK8_0; j++) ob[2 + j] = (uint8_t)(int8_t)(int)round_clamp(xb[j] * id);
         }
     }
 }
