@@ -314,6 +314,14 @@ SKYCMD_API const char *skycmd_session_errmsg(const skycmd_session *session);
  * skycmd_response_free(). Errors leave their message in the session. */
 SKYCMD_API int skycmd_decide(skycmd_session *session, const skycmd_request *req,
                              skycmd_response **out);
+/* Answer the questions of n requests together: their sequences share the model's batches
+ * (each answer is exactly what skycmd_decide would give for its request alone), which
+ * saves time when many small requests arrive at once. out[i] receives request i's
+ * response (free each with skycmd_response_free). All or nothing: on failure every out[i]
+ * is NULL and the session's message names the failing request ("request 2: ..."). n == 0
+ * is a no-op. Added in 0.1.0. */
+SKYCMD_API int skycmd_decide_batch(skycmd_session *session, const skycmd_request *const *reqs,
+                                   size_t n, skycmd_response **out);
 /* Convenience: parse + decide + JSON in one call; *response_json for skycmd_string_free().
  * On a request error the message is in the session. */
 SKYCMD_API int skycmd_decide_json(skycmd_session *session, const char *request_json,

@@ -322,7 +322,7 @@ Test(kernels, pool_runs_every_thread) {
         cr_assert(p);
         cr_assert_eq(sk_pool_size(p), n);
         int hits[4] = {0};
-        for (int r = 0; r < 200; r++) sk_pool_run(p, count_calls, hits);
+        for (int r = 0; r < 200; r++) sk_pool_run_all(p, count_calls, hits);
         for (int i = 0; i < n; i++) cr_assert_eq(hits[i], 200, "thread %d ran %d times", i, hits[i]);
         sk_pool_free(p);
     }

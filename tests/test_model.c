@@ -220,7 +220,9 @@ Test(model, bad_arguments) {
     bad_ids[1] = -1;
     cr_assert_eq(sk_model_forward(m, s, bad_ids, 4, 0, mk, 1, out, &e),
                  SKYCMD_E_INVALID_ARGUMENT);
-    cr_assert_eq(sk_model_load(g, 99, &m, &e), SKYCMD_E_UNSUPPORTED);
+    sk_model *m2 = NULL;
+    cr_assert_eq(sk_model_load(g, 99, &m2, &e), SKYCMD_E_UNSUPPORTED);
+    cr_assert_null(m2);
     sk_scratch_free(s);
     sk_model_free(m);
     sk_gguf_close(g);

@@ -297,15 +297,19 @@ def suite_http(a, gguf, body, work, res):
             out[name] = {n: median(v) * 1e3 for n, v in per.items()}
             log("http %s median ms: %s" % (name, out[name]))
         if a.wrk_seconds > 0:
-            w = {n: [] for n, _, _ in servers}
-            for r in range(a.wrk_rounds):
-                for n, _, pt in servers:
-                    w[n].append(wrk_run(pt, "/v1/systemone", body, a.wrk_seconds, 64, 2, work))
-            out["wrk64"] = {n: {"requests_per_s": median([x["requests_per_s"] for x in v if x]),
+            # wrk -c1: a C client on one keep-alive connection (no Python in the loop), with
+            # the one-question body; then -c64 with the 3-question request for throughput
+            for key, req, conns, thr in (("wrk1", one, 1, 1), ("wrk64", body, 64, 2)):
+                w = {n: [] for n, _, _ in servers}
+                for r in range(a.wrk_rounds):
+                    for n, _, pt in servers:
+                        w[n].append(wrk_run(pt, "/v1/systemone", req, a.wrk_seconds, conns, thr,
+                                            work))
+                out[key] = {n: {"requests_per_s": median([x["requests_per_s"] for x in v if x]),
                                 "p50_ms": median([x["p50_ms"] for x in v if x]),
                                 "non_2xx": sum(x["non_2xx"] for x in v if x)}
                             for n, v in w.items()}
-            log("wrk -c64: %s" % out["wrk64"])
+                log("wrk %s: %s" % (key, out[key]))
     finally:
         for _, p, _ in servers:
             p.terminate()
@@ -442,6 +446,10 @@ def report(res):
         for what in ("one_question", "request"):
             L.append("| %s median | " % what + " | ".join(
                 "%.3f ms" % v for v in h[what].values()) + " |")
+        if "wrk1" in h:
+            L.append("| wrk -c1 -t1 (one question) p50 | " + " | ".join(
+                "%.3f ms (%.0f req/s)" % (v["p50_ms"] or 0, v["requests_per_s"] or 0)
+                for v in h["wrk1"].values()) + " |")
         if "wrk64" in h:
             L.append("| wrk -c64 -t2 (3-question request) req/s | " + " | ".join(
                 "%.0f (p50 %.2f ms, non-2xx %d)" % (v["requests_per_s"] or 0, v["p50_ms"] or 0,

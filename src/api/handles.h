@@ -54,10 +54,17 @@ struct skycmd_session {
     sk_seq *seqs;
     size_t seqs_cap;
     struct sk_seq_meta {
-        size_t q, ids_off, mk_off;      /* question index, offsets into batch_ids/_markers */
+        size_t r, q, g;                 /* request, question in it, question overall */
+        size_t ids_off, mk_off;         /* offsets into batch_ids/_markers */
     } *seq_meta;
     size_t *p_off;                      /* where each question's probabilities start */
     size_t p_off_cap;
+    size_t *q_off;                      /* each request's first question (overall index) */
+    size_t q_off_cap;
+    int64_t *ntok;                      /* each request's input tokens */
+    size_t ntok_cap;
+    const sk_request **rbatch;          /* skycmd_decide_batch's requests */
+    size_t rbatch_cap;
     sk_ids tokbuf;
     float *logits;
     size_t logits_cap;

@@ -52,6 +52,9 @@ void skycmd_session_free(skycmd_session *s) {
     free(s->seqs);
     free(s->seq_meta);
     free(s->p_off);
+    free(s->q_off);
+    free(s->ntok);
+    free(s->rbatch);
     sk_ids_free(&s->tokbuf);
     free(s->logits);
     free(s->probs);
@@ -135,18 +138,22 @@ static int id_len(sk_jstr id) {
 
 /* Questions are run in batches (sk_model_forward_batch: their rows share every matrix
  * product, and each sequence gets exactly the logits it would get alone). A batch closes at
- * SK_BATCH_SEQS sequences or SK_BATCH_TOKENS tokens so the scratch stays bounded. */
+ * SK_BATCH_SEQS sequences or SK_BATCH_TOKENS tokens so the scratch stays bounded. The
+ * sequences are packed back to back (no padding), so a batch costs exactly the work of its
+ * sequences run one by one. Several requests (skycmd_decide_batch) share the same batches. */
 #define SK_BATCH_SEQS 16
 #define SK_BATCH_TOKENS 4096
 
-static int question_fail(sk_err *e, const sk_rquestion *q, int rc) {
+static int question_fail(sk_err *e, size_t ri, size_t nr, const sk_rquestion *q, int rc) {
     int n = id_len(q->id);
     sk_err_prefix(e, "questions.%.*s", n, q->id.s);
+    if (nr > 1) sk_err_prefix(e, "request %zu", ri);
     return rc;
 }
 
 /* Run the batched sequences and turn their logits into answers. */
-static int flush_batch(skycmd_session *s, const sk_request *r, size_t n_seqs, sk_err *e) {
+static int flush_batch(skycmd_session *s, const sk_request *const *rs, size_t nr, size_t n_seqs,
+                       sk_err *e) {
     const skycmd_model *m = s->model;
     if (!n_seqs) return 0;
     /* pointers are set only now: the batch buffers may have moved while they grew */
@@ -159,82 +166,114 @@ static int flush_batch(skycmd_session *s, const sk_request *r, size_t n_seqs, sk
         lo += q->n_markers;
     }
     int rc = sk_model_forward_batch(m->m, s->scratch, s->seqs, n_seqs, e);
-    if (rc) return question_fail(e, &r->q[s->seq_meta[0].q], rc);
+    if (rc) {
+        const struct sk_seq_meta *mt = &s->seq_meta[0];
+        return question_fail(e, mt->r, nr, &rs[mt->r]->q[mt->q], rc);
+    }
     for (size_t k = 0; k < n_seqs; k++) {
-        size_t qi = s->seq_meta[k].q;
-        const sk_rquestion *q = &r->q[qi];
-        double *p = s->probs + s->p_off[qi];
+        const struct sk_seq_meta *mt = &s->seq_meta[k];
+        const sk_rquestion *q = &rs[mt->r]->q[mt->q];
+        double *p = s->probs + s->p_off[mt->g];
         double T = sk_temp_for(&m->temps, q->type, s->seqs[k].n_markers);
         sk_softmax(s->seqs[k].logits, s->seqs[k].n_markers, T, p);
-        if ((rc = sk_answer_from_probs(q->type, p, q->n_opts, &s->answers[qi], e)))
-            return question_fail(e, q, rc);
+        if ((rc = sk_answer_from_probs(q->type, p, q->n_opts, &s->answers[mt->g], e)))
+            return question_fail(e, mt->r, nr, q, rc);
     }
     return 0;
 }
 
-/* Answer every question of r; the JSON lands in s->json. */
-static int decide_core(skycmd_session *s, const sk_request *r, int64_t *input_tokens, sk_err *e) {
+/* Answer every question of the nr requests rs; request i's answers start at
+ * s->answers[s->q_off[i]] and its input tokens land in s->ntok[i]. */
+static int decide_multi(skycmd_session *s, const sk_request *const *rs, size_t nr, sk_err *e) {
     const skycmd_model *m = s->model;
     int rc;
-    size_t total_opts = 0;
-    for (size_t i = 0; i < r->nq; i++) total_opts += r->q[i].n_opts;
-    size_t nq1 = r->nq ? r->nq : 1;
+    size_t total_opts = 0, total_q = 0, max_opts = 1;
+    for (size_t ri = 0; ri < nr; ri++) {
+        const sk_request *r = rs[ri];
+        total_q += r->nq;
+        if (r->max_opts > max_opts) max_opts = r->max_opts;
+        for (size_t i = 0; i < r->nq; i++) total_opts += r->q[i].n_opts;
+    }
+    size_t nq1 = total_q ? total_q : 1, nr1 = nr ? nr : 1;
     if (grow((void **)&s->probs, &s->probs_cap, total_opts ? total_opts : 1, sizeof(double)) ||
-        grow((void **)&s->logits, &s->logits_cap, SK_BATCH_SEQS * (r->max_opts ? r->max_opts : 1),
-             sizeof(float)) ||
+        grow((void **)&s->logits, &s->logits_cap, SK_BATCH_SEQS * max_opts, sizeof(float)) ||
         grow((void **)&s->answers, &s->answers_cap, nq1, sizeof(sk_answer)) ||
         grow((void **)&s->p_off, &s->p_off_cap, nq1, sizeof(size_t)) ||
+        grow((void **)&s->q_off, &s->q_off_cap, nr1, sizeof(size_t)) ||
+        grow((void **)&s->ntok, &s->ntok_cap, nr1, sizeof(int64_t)) ||
         grow((void **)&s->seqs, &s->seqs_cap, SK_BATCH_SEQS, sizeof(sk_seq)))
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory answering the request");
     if (!s->seq_meta && !(s->seq_meta = sk_malloc_array(SK_BATCH_SEQS, sizeof *s->seq_meta)))
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory answering the request");
-    size_t off = 0;
-    for (size_t i = 0; i < r->nq; i++) {
-        s->p_off[i] = off;
-        off += r->q[i].n_opts;
+    size_t off = 0, g = 0;
+    for (size_t ri = 0; ri < nr; ri++) {
+        s->q_off[ri] = g;
+        for (size_t i = 0; i < rs[ri]->nq; i++, g++) {
+            s->p_off[g] = off;
+            off += rs[ri]->q[i].n_opts;
+        }
     }
     sk_prompt_tok pt = {encode_cb, s, m->cls, m->sep, m->mask, m->mask_text};
-    if ((rc = sk_prompt_state_ids(&pt, r->state.s, r->state.n, &s->ws, &s->state_ids, e))) {
-        sk_err_prefix(e, "state");
-        return rc;
-    }
-    int64_t ntok = 0;
     size_t n_seqs = 0;
     s->batch_ids.n = 0;
     s->batch_markers.n = 0;
-    for (size_t i = 0; i < r->nq; i++) {
-        const sk_rquestion *q = &r->q[i];
-        rc = sk_prompt_build(&pt, sk_qtype_names[q->type], q->ins.s, q->ins.n, &q->opts[0].text,
-                             sizeof(sk_roption), q->n_opts, s->state_ids.v, s->state_ids.n,
-                             r->state_is_list, m->max_len, m->head_max_len, &s->ws, &s->ids,
-                             &s->markers, e);
-        if (rc) return question_fail(e, q, rc);
-        if (n_seqs && (n_seqs == SK_BATCH_SEQS || s->batch_ids.n + s->ids.n > SK_BATCH_TOKENS)) {
-            if ((rc = flush_batch(s, r, n_seqs, e))) return rc;
-            n_seqs = 0;
-            s->batch_ids.n = 0;
-            s->batch_markers.n = 0;
+    g = 0;
+    for (size_t ri = 0; ri < nr; ri++) {
+        const sk_request *r = rs[ri];
+        if ((rc = sk_prompt_state_ids(&pt, r->state.s, r->state.n, &s->ws, &s->state_ids, e))) {
+            sk_err_prefix(e, "state");
+            if (nr > 1) sk_err_prefix(e, "request %zu", ri);
+            return rc;
         }
-        sk_seq *sq = &s->seqs[n_seqs];
-        memset(sq, 0, sizeof *sq);
-        sq->n = s->ids.n;
-        sq->n_markers = s->markers.n;
-        sq->qtype = q->type;
-        s->seq_meta[n_seqs].q = i;
-        s->seq_meta[n_seqs].ids_off = s->batch_ids.n;
-        s->seq_meta[n_seqs].mk_off = s->batch_markers.n;
-        n_seqs++;
-        if (sk_i32v_append(&s->batch_ids, s->ids.v, s->ids.n) ||
-            sk_i32v_append(&s->batch_markers, s->markers.v, s->markers.n))
-            return sk_fail(e, SKYCMD_E_NOMEM, "out of memory answering the request");
-        ntok += (int64_t)s->ids.n;
+        int64_t ntok = 0;
+        for (size_t i = 0; i < r->nq; i++, g++) {
+            const sk_rquestion *q = &r->q[i];
+            rc = sk_prompt_build(&pt, sk_qtype_names[q->type], q->ins.s, q->ins.n,
+                                 &q->opts[0].text, sizeof(sk_roption), q->n_opts, s->state_ids.v,
+                                 s->state_ids.n, r->state_is_list, m->max_len, m->head_max_len,
+                                 &s->ws, &s->ids, &s->markers, e);
+            if (rc) return question_fail(e, ri, nr, q, rc);
+            if (n_seqs &&
+                (n_seqs == SK_BATCH_SEQS || s->batch_ids.n + s->ids.n > SK_BATCH_TOKENS)) {
+                if ((rc = flush_batch(s, rs, nr, n_seqs, e))) return rc;
+                n_seqs = 0;
+                s->batch_ids.n = 0;
+                s->batch_markers.n = 0;
+            }
+            sk_seq *sq = &s->seqs[n_seqs];
+            memset(sq, 0, sizeof *sq);
+            sq->n = s->ids.n;
+            sq->n_markers = s->markers.n;
+            sq->qtype = q->type;
+            s->seq_meta[n_seqs] = (struct sk_seq_meta){ri, i, g, s->batch_ids.n, s->batch_markers.n};
+            n_seqs++;
+            if (sk_i32v_append(&s->batch_ids, s->ids.v, s->ids.n) ||
+                sk_i32v_append(&s->batch_markers, s->markers.v, s->markers.n))
+                return sk_fail(e, SKYCMD_E_NOMEM, "out of memory answering the request");
+            ntok += (int64_t)s->ids.n;
+        }
+        s->ntok[ri] = ntok;
     }
-    if ((rc = flush_batch(s, r, n_seqs, e))) return rc;
+    return flush_batch(s, rs, nr, n_seqs, e);
+}
+
+/* The response JSON of request ri of the last decide_multi, into s->json. */
+static int write_json(skycmd_session *s, const sk_request *r, size_t ri, sk_err *e) {
     s->json.len = 0;
     s->json.failed = 0;
-    sk_response_json_write(&s->json, m->name, r, s->answers, ntok);
+    sk_response_json_write(&s->json, s->model->name, r, s->answers + s->q_off[ri], s->ntok[ri]);
     if (s->json.failed) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory writing the response");
-    *input_tokens = ntok;
+    return 0;
+}
+
+static int check_request(const skycmd_request *req, size_t i, size_t n, sk_err *e) {
+    char at[32] = "";
+    if (n > 1) snprintf(at, sizeof at, " %zu", i);
+    if (!req || req->tag != SK_TAG_REQUEST)
+        return sk_fail(e, SKYCMD_E_MISUSE, "decide: invalid skycmd_request handle%s", at);
+    if (req->status)
+        return sk_fail(e, SKYCMD_E_MISUSE, "decide: the request%s did not parse: %s", at,
+                       req->errmsg);
     return 0;
 }
 
@@ -243,14 +282,42 @@ int skycmd_decide(skycmd_session *s, const skycmd_request *req, skycmd_response 
     if (!session_ok(s)) return SKYCMD_E_MISUSE;
     sk_err e = {0};
     if (!out) return set_err(s, &e, sk_fail(&e, SKYCMD_E_INVALID_ARGUMENT, "decide: out is NULL"));
-    if (!req || req->tag != SK_TAG_REQUEST)
-        return set_err(s, &e, sk_fail(&e, SKYCMD_E_MISUSE, "decide: invalid skycmd_request handle"));
-    if (req->status)
-        return set_err(s, &e, sk_fail(&e, SKYCMD_E_MISUSE, "decide: the request did not parse: %s",
-                                      req->errmsg));
-    int64_t ntok = 0;
-    int rc = decide_core(s, &req->r, &ntok, &e);
-    if (!rc) rc = sk_response_new(&req->r, s->answers, s->json.data, s->json.len, ntok, out, &e);
+    int rc = check_request(req, 0, 1, &e);
+    if (rc) return set_err(s, &e, rc);
+    const sk_request *r = &req->r;
+    rc = decide_multi(s, &r, 1, &e);
+    if (!rc) rc = write_json(s, r, 0, &e);
+    if (!rc) rc = sk_response_new(r, s->answers, s->json.data, s->json.len, s->ntok[0], out, &e);
+    return set_err(s, &e, rc);
+}
+
+int skycmd_decide_batch(skycmd_session *s, const skycmd_request *const *reqs, size_t n,
+                        skycmd_response **out) {
+    if (out)
+        for (size_t i = 0; i < n; i++) out[i] = NULL;
+    if (!session_ok(s)) return SKYCMD_E_MISUSE;
+    sk_err e = {0};
+    if (n && (!out || !reqs))
+        return set_err(s, &e, sk_fail(&e, SKYCMD_E_INVALID_ARGUMENT,
+                                      "decide_batch: reqs or out is NULL"));
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) rc = check_request(reqs[i], i, n, &e);
+    if (rc) return set_err(s, &e, rc);
+    if (grow((void **)&s->rbatch, &s->rbatch_cap, n ? n : 1, sizeof *s->rbatch))
+        return set_err(s, &e, sk_fail(&e, SKYCMD_E_NOMEM, "out of memory answering the requests"));
+    for (size_t i = 0; i < n; i++) s->rbatch[i] = &reqs[i]->r;
+    rc = decide_multi(s, s->rbatch, n, &e);
+    for (size_t i = 0; i < n && !rc; i++) {
+        rc = write_json(s, s->rbatch[i], i, &e);
+        if (!rc)
+            rc = sk_response_new(s->rbatch[i], s->answers + s->q_off[i], s->json.data, s->json.len,
+                                 s->ntok[i], &out[i], &e);
+    }
+    if (rc)
+        for (size_t i = 0; i < n; i++) {
+            skycmd_response_free(out[i]);
+            out[i] = NULL;
+        }
     return set_err(s, &e, rc);
 }
 
@@ -264,8 +331,9 @@ int skycmd_decide_json(skycmd_session *s, const char *request_json, size_t len,
     sk_request r;
     int rc = sk_request_parse(request_json, len, &r, &e);
     if (rc) return set_err(s, &e, rc);
-    int64_t ntok = 0;
-    rc = decide_core(s, &r, &ntok, &e);
+    const sk_request *rp = &r;
+    rc = decide_multi(s, &rp, 1, &e);
+    if (!rc) rc = write_json(s, &r, 0, &e);
     if (!rc) {
         *response_json = sk_strndup(s->json.data, s->json.len);
         if (!*response_json) rc = sk_fail(&e, SKYCMD_E_NOMEM, "out of memory writing the response");

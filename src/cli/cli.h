@@ -1,12 +1,23 @@
 /*
  * cli.h - the `skycmd` command-line program. Every subcommand lives in its own file,
- * uses only the public API (skycmd.h) and follows the same conventions: `--help` prints
- * usage to stdout and exits 0; a usage error prints usage to stderr and returns 2; a
- * library failure prints "skycmd <cmd>: <message>" to stderr and returns 1.
+ * uses only the public API (skycmd.h) and follows the same conventions:
+ *   - `-h`/`--help` prints usage to stdout and exits 0;
+ *   - a usage error (unknown option, missing or bad value, missing or extra argument)
+ *     prints "skycmd <cmd>: <what is wrong>" and the usage to stderr and returns 2;
+ *   - a library failure prints "skycmd <cmd>: <message>" to stderr and returns 1;
+ *   - where a file is read, `-` reads standard input.
+ *
+ * The shared mechanism (cli_util.c): a command describes its options in a table of
+ * cli_opt (a cli_cmd); cli_parse() fills the variables the table points to (a variable
+ * keeps its "not given" value when the option is absent) and the positional arguments;
+ * cli_begin() then makes the command's cli_run (skycmd_options, skycmd_error, progress
+ * bar, temporary file) and copies every given option that names a skycmd_option into
+ * it; cli_end() reports a failed call and releases the run.
  */
 #ifndef SKYCMD_CLI_H
 #define SKYCMD_CLI_H
 
+#include <stddef.h>
 #include <stdio.h>
 #include "skycmd.h"
 
@@ -21,13 +32,136 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 
-/* Shared helpers (cli_util.c). */
+/* ------------------------------------------------------------ small helpers ---- */
 int cli_is_help(const char *arg);
-/* Parse f32|f16|bf16|q8_0 into a skycmd_type; -1 if unknown. */
+/* Parse f32|f16|bf16|q8_0 (either case) into a skycmd_type; -1 if unknown. */
 int cli_parse_type(const char *s);
 /* A progress callback that draws a bar on stderr when it is a terminal (user_data: label). */
 int cli_progress(void *user_data, uint64_t done, uint64_t total);
 /* Print "skycmd <cmd>: <message>" for a failed call and return 1. */
 int cli_fail(const char *cmd, int status, const skycmd_error *err);
+
+/* ------------------------------------------------------------ argument tables -- */
+typedef enum cli_kind {
+    CLI_FLAG,   /* no value; int dest = 1                                        */
+    CLI_STRING, /* const char * dest = the value                                 */
+    CLI_INT,    /* int64_t dest = a decimal integer in range (see cli_opt.range)  */
+    CLI_TYPE,   /* int dest = f32|f16|bf16|q8_0 as a skycmd_type                 */
+    CLI_CHOICE  /* int dest = index of the value in `choices`                    */
+} cli_kind;
+
+/* The "not given" value of int and int64_t dests (NULL for strings, 0 for flags): a dest
+ * keeps what the command stored before cli_parse(), and cli_begin() skips dests that
+ * still hold the "not given" value. */
+#define CLI_UNSET (-1)
+
+typedef struct cli_opt {
+    const char *name;  /* "--seed" (also accepted as "--seed=VALUE")                  */
+    const char *alias; /* "-t", or NULL                                                */
+    cli_kind kind;
+    void *dest;        /* int *, int64_t * or const char ** by kind                    */
+    int option;        /* skycmd_option that cli_begin() sets from dest (0: none)      */
+    int range;         /* CLI_INT: skycmd_option whose bounds apply (0: `option`'s, and
+                          [0, INT64_MAX] when neither is set)                          */
+    const char *const *choices; /* CLI_CHOICE: NULL-terminated names                   */
+} cli_opt;
+
+typedef struct cli_cmd {
+    const char *name;           /* "convert" */
+    void (*usage)(FILE *out);
+    const cli_opt *opts;
+    size_t n_opts;
+    int min_pos, max_pos;       /* how many positional arguments */
+    unsigned empty_ok;          /* bit i: positional i may be "" (else a usage error) */
+} cli_cmd;
+
+/* The options of a model that is written (convert, random, quantize, decide --random).
+ * Each CLI_OPTS_* macro expands to table entries that fill one of these. */
+typedef struct cli_model_args {
+    int type, head_type;    /* skycmd_type, or CLI_UNSET (the call's default) */
+    const char *name, *pre; /* or NULL */
+    int64_t seed, massive;  /* or CLI_UNSET */
+    int layout;             /* skycmd_layout, or CLI_UNSET */
+} cli_model_args;
+#define CLI_MODEL_ARGS_UNSET {CLI_UNSET, CLI_UNSET, NULL, NULL, CLI_UNSET, CLI_UNSET, CLI_UNSET}
+#define CLI_OPTS_TYPE(m)                                                             \
+    {"--type", NULL, CLI_TYPE, &(m).type, SKYCMD_OPT_TYPE, 0, NULL},                  \
+    {"--head-type", NULL, CLI_TYPE, &(m).head_type, SKYCMD_OPT_HEAD_TYPE, 0, NULL}
+#define CLI_OPTS_NAME(m)                                                             \
+    {"--name", NULL, CLI_STRING, &(m).name, SKYCMD_OPT_NAME, 0, NULL},                \
+    {"--pre", NULL, CLI_STRING, &(m).pre, SKYCMD_OPT_PRE, 0, NULL}
+#define CLI_OPTS_SEED(m)                                                             \
+    {"--seed", NULL, CLI_INT, &(m).seed, SKYCMD_OPT_SEED, 0, NULL},                   \
+    {"--massive", NULL, CLI_INT, &(m).massive, SKYCMD_OPT_MASSIVE, 0, NULL}
+/* Whether `name` is a random-model preset (s1-pico, s1-nano, s1-micro, base, large, each
+ * also with -xt). When it is not, a usage error naming the presets is printed (2 returned);
+ * else 0. */
+int cli_check_preset(const cli_cmd *cmd, const char *what, const char *name);
+
+/* cli_parse() result when the command should go on. */
+#define CLI_CONTINUE (-1)
+
+/* Parse argv[1..argc-1]: options of the table anywhere (until "--"), positional arguments
+ * into pos[0..max_pos-1] (*n_pos of them). Returns CLI_CONTINUE, 0 after printing the help
+ * (-h/--help) or 2 after a usage error. */
+int cli_parse(const cli_cmd *cmd, int argc, char **argv, const char **pos, int *n_pos);
+/* Print "skycmd <cmd>: <message>", a blank line and the usage on stderr; return 2. */
+int cli_usage_error(const cli_cmd *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* ------------------------------------------------------------ files ------------ */
+/* Read a whole file, or standard input when path is "-" (at most max bytes). Returns 0 with
+ * *buf (NUL-terminated, for free()) and *len, or 1 after printing why. */
+int cli_read_input(const char *cmd, const char *path, size_t max, char **buf, size_t *len);
+
+/* A private temporary directory ($TMPDIR or /tmp) and one file path inside it, removed by
+ * cli_temp_free(). Start from `cli_temp t = {0}` so cli_temp_free() is always safe. */
+typedef struct cli_temp {
+    char dir[256];
+    char path[320];
+} cli_temp;
+/* Make the directory; `file` names the path inside it. Returns 0, or 1 after printing. */
+int cli_temp_new(cli_temp *t, const char *cmd, const char *file);
+void cli_temp_free(cli_temp *t);
+
+/* ------------------------------------------------------------ library calls ---- */
+/* What one command invocation holds for the library: options, error record, the
+ * temporary file of a `-` input (or of a generated model) and that of a `-` output. */
+typedef struct cli_run {
+    const cli_cmd *spec;
+    const char *cmd;
+    skycmd_options *opts;
+    skycmd_error *err;
+    cli_temp tmp;
+    cli_temp out;
+} cli_run;
+
+/* Allocate the options and the error record, set every given option of cmd's table that
+ * names a skycmd_option and, with a progress label, draw a bar on a terminal. Returns 0,
+ * 1 (out of memory) or 2 (the library refused a value), after printing; on failure the
+ * run is already released. */
+int cli_begin(cli_run *run, const cli_cmd *cmd, const char *progress_label);
+/* When *path is "-", copy standard input to the run's temporary file and point *path at
+ * it (the library's file calls take paths). Returns 0, or 1 after printing (the run is
+ * then released). */
+int cli_stdin_file(cli_run *run, const char **path);
+/* When *path is "-", point it at the run's temporary output file, which cli_end() copies
+ * to stdout after a successful call. Refuses (usage error, 2) when stdout is a terminal.
+ * On failure the run is released.
+ * Returns 0, 1 or 2, after printing. */
+int cli_stdout_file(cli_run *run, const char **path);
+/* Report `status` (from a call that filled run->err) when it is not SKYCMD_OK; after a
+ * success, copy a `-` output to stdout. Free the run (and its temporary files) and return
+ * the exit code: 0 or 1. Messages name the temporary files "<stdin>" and "<stdout>". */
+int cli_end(cli_run *run, int status);
+/* Write text to f with the run's temporary file paths shown as "<stdin>" / "<stdout>". */
+void cli_put_text(const cli_run *run, const char *text, FILE *f);
+/* Free the run without a report and return rc (a failure already printed). */
+int cli_abort(cli_run *run, int rc);
+/* Flush stdout; on failure (e.g. a full disk) print why and return 1, else 0. */
+int cli_flush_stdout(const char *cmd);
 
 #endif

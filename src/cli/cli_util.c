@@ -1,6 +1,15 @@
-/* cli_util.c - helpers shared by the subcommands: type names, progress bar, errors. */
-#include <stdio.h>
+/*
+ * cli_util.c - what the subcommands share: the option-table parser (cli_parse), the
+ * options/error/progress setup and failure report of a library call (cli_run), reading a
+ * file or standard input, and temporary files. Public API only.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -24,9 +33,10 @@ int cli_progress(void *user_data, uint64_t done, uint64_t total) {
     int width = 30;
     int filled = total ? (int)(done * (uint64_t)width / total) : width;
     if (filled > width) filled = width;
+    int percent = total ? (int)(done >= total ? 100 : done * 100 / total) : 100;
     fprintf(stderr, "\r%-10s [", label);
     for (int i = 0; i < width; i++) fputc(i < filled ? '#' : '.', stderr);
-    fprintf(stderr, "] %3d%%", total ? (int)(done * 100 / total) : 100);
+    fprintf(stderr, "] %3d%%", percent);
     if (done >= total) fputc('\n', stderr);
     fflush(stderr);
     return 0;
@@ -36,4 +46,382 @@ int cli_fail(const char *cmd, int status, const skycmd_error *err) {
     const char *msg = err ? skycmd_error_message(err) : "";
     fprintf(stderr, "skycmd %s: %s\n", cmd, (msg && msg[0]) ? msg : skycmd_strerror(status));
     return 1;
+}
+
+/* ------------------------------------------------------------ argument tables -- */
+
+int cli_usage_error(const cli_cmd *cmd, const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "skycmd %s: ", cmd->name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\n\n", stderr);
+    cmd->usage(stderr);
+    return 2;
+}
+
+/* The option `arg` names: "--name", "--name=VALUE" (*inline_value set) or the alias. */
+static const cli_opt *find_opt(const cli_cmd *cmd, const char *arg, const char **inline_value) {
+    *inline_value = NULL;
+    for (size_t k = 0; k < cmd->n_opts; k++) {
+        const cli_opt *o = &cmd->opts[k];
+        size_t n = strlen(o->name);
+        if (strcmp(arg, o->name) == 0 || (o->alias && strcmp(arg, o->alias) == 0)) return o;
+        if (o->kind != CLI_FLAG && strncmp(arg, o->name, n) == 0 && arg[n] == '=') {
+            *inline_value = arg + n + 1;
+            return o;
+        }
+    }
+    return NULL;
+}
+
+/* A decimal integer in [lo, hi], nothing else (no sign games, no trailing bytes). */
+static int parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
+    if (!s || !*s || (*s != '-' && (*s < '0' || *s > '9'))) return -1;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+static int set_value(const cli_cmd *cmd, const cli_opt *o, const char *v) {
+    switch (o->kind) {
+    case CLI_FLAG:
+        *(int *)o->dest = 1;
+        return 0;
+    case CLI_STRING:
+        *(const char **)o->dest = v;
+        return 0;
+    case CLI_TYPE: {
+        int t = cli_parse_type(v);
+        if (t < 0)
+            return cli_usage_error(cmd, "%s: '%s' is not a type (f32, f16, bf16, q8_0)", o->name, v);
+        *(int *)o->dest = t;
+        return 0;
+    }
+    case CLI_CHOICE: {
+        char list[256] = "";
+        for (int k = 0; o->choices[k]; k++) {
+            if (strcmp(v, o->choices[k]) == 0) {
+                *(int *)o->dest = k;
+                return 0;
+            }
+            size_t used = strlen(list);
+            snprintf(list + used, sizeof list - used, "%s%s", k ? ", " : "", o->choices[k]);
+        }
+        return cli_usage_error(cmd, "%s: '%s' is not one of %s", o->name, v, list);
+    }
+    case CLI_INT: {
+        int64_t lo = 0, hi = INT64_MAX;
+        int key = o->range ? o->range : o->option;
+        if (key && skycmd_option_bounds(key, &lo, &hi) != SKYCMD_OK) lo = 0, hi = INT64_MAX;
+        if (parse_int(v, lo, hi, (int64_t *)o->dest))
+            return cli_usage_error(cmd, "%s: '%s' is not an integer in [%lld, %lld]", o->name, v,
+                                   (long long)lo, (long long)hi);
+        return 0;
+    }
+    }
+    return cli_usage_error(cmd, "%s: unsupported option kind", o->name);
+}
+
+int cli_check_preset(const cli_cmd *cmd, const char *what, const char *name) {
+    static const char *const presets[] = {"s1-pico", "s1-nano", "s1-micro", "base", "large"};
+    for (size_t k = 0; k < sizeof presets / sizeof presets[0]; k++) {
+        size_t n = strlen(presets[k]);
+        if (strncmp(name, presets[k], n) == 0 && (!name[n] || strcmp(name + n, "-xt") == 0))
+            return 0;
+    }
+    return cli_usage_error(cmd, "%s: unknown preset '%s' (s1-pico, s1-nano, s1-micro, base, "
+                           "large; add -xt for out-of-range temperatures)", what, name);
+}
+
+int cli_parse(const cli_cmd *cmd, int argc, char **argv, const char **pos, int *n_pos) {
+    int np = 0, only_pos = 0;
+    *n_pos = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!only_pos && cli_is_help(a)) {
+            cmd->usage(stdout);
+            return 0;
+        }
+        if (!only_pos && strcmp(a, "--") == 0) {
+            only_pos = 1;
+            continue;
+        }
+        if (!only_pos && a[0] == '-' && a[1] != '\0') {
+            const char *v = NULL;
+            const cli_opt *o = find_opt(cmd, a, &v);
+            if (!o) return cli_usage_error(cmd, "unknown option '%s'", a);
+            if (o->kind == CLI_FLAG) {
+                set_value(cmd, o, NULL);
+                continue;
+            }
+            if (!v) {
+                if (i + 1 >= argc) return cli_usage_error(cmd, "%s needs a value", o->name);
+                v = argv[++i];
+            }
+            int rc = set_value(cmd, o, v);
+            if (rc) return rc;
+            continue;
+        }
+        if (np >= cmd->max_pos) return cli_usage_error(cmd, "unexpected argument '%s'", a);
+        if (!a[0] && !(cmd->empty_ok & (1u << np)))
+            return cli_usage_error(cmd, "argument %d is empty", np + 1);
+        pos[np++] = a;
+    }
+    *n_pos = np;
+    if (np < cmd->min_pos)
+        return cli_usage_error(cmd, "missing arguments");
+    return CLI_CONTINUE;
+}
+
+/* ------------------------------------------------------------ library calls ---- */
+
+int cli_begin(cli_run *run, const cli_cmd *cmd, const char *progress_label) {
+    memset(run, 0, sizeof *run);
+    run->spec = cmd;
+    run->cmd = cmd->name;
+    run->opts = skycmd_options_new();
+    run->err = skycmd_error_new();
+    int st = run->opts && run->err ? SKYCMD_OK : SKYCMD_E_NOMEM;
+    if (!st && progress_label)
+        st = skycmd_options_set_progress(run->opts, cli_progress, (void *)progress_label);
+    if (st) {
+        fprintf(stderr, "skycmd %s: %s\n", cmd->name, skycmd_strerror(st));
+        return cli_abort(run, 1);
+    }
+    for (size_t k = 0; k < cmd->n_opts; k++) {
+        const cli_opt *o = &cmd->opts[k];
+        if (!o->option) continue;
+        int64_t v = 0;
+        switch (o->kind) {
+        case CLI_FLAG:
+            if (!*(const int *)o->dest) continue;
+            v = 1;
+            break;
+        case CLI_TYPE:
+        case CLI_CHOICE:
+            if (*(const int *)o->dest == CLI_UNSET) continue;
+            v = *(const int *)o->dest;
+            break;
+        case CLI_INT:
+            if (*(const int64_t *)o->dest == CLI_UNSET) continue;
+            v = *(const int64_t *)o->dest;
+            break;
+        case CLI_STRING: {
+            const char *s = *(const char *const *)o->dest;
+            if (!s) continue;
+            if ((st = skycmd_options_set_string(run->opts, o->option, s))) {
+                fprintf(stderr, "skycmd %s: %s '%s': %s\n", cmd->name, o->name, s,
+                        skycmd_strerror(st));
+                return cli_abort(run, 2);
+            }
+            continue;
+        }
+        }
+        if ((st = skycmd_options_set_int(run->opts, o->option, v))) {
+            fprintf(stderr, "skycmd %s: %s %lld: %s\n", cmd->name, o->name, (long long)v,
+                    skycmd_strerror(st));
+            return cli_abort(run, 2);
+        }
+    }
+    return 0;
+}
+
+void cli_put_text(const cli_run *run, const char *text, FILE *f) {
+    const char *from[2] = {run->tmp.path, run->out.path}, *to[2] = {"<stdin>", "<stdout>"};
+    for (;;) {
+        const char *hit = NULL;
+        int which = 0;
+        for (int k = 0; k < 2; k++) {
+            const char *p = from[k][0] ? strstr(text, from[k]) : NULL;
+            if (p && (!hit || p < hit)) hit = p, which = k;
+        }
+        if (!hit) break;
+        fwrite(text, 1, (size_t)(hit - text), f);
+        fputs(to[which], f);
+        text = hit + strlen(from[which]);
+    }
+    fputs(text, f);
+}
+
+/* Copy the finished `-` output file to stdout. */
+static int copy_to_stdout(cli_run *run) {
+    FILE *in = fopen(run->out.path, "rb");
+    if (!in) {
+        fprintf(stderr, "skycmd %s: <stdout>: %s\n", run->cmd, strerror(errno));
+        return 1;
+    }
+    char buf[1 << 16];
+    size_t r;
+    int failed = 0;
+    while (!failed && (r = fread(buf, 1, sizeof buf, in)) > 0) failed = fwrite(buf, 1, r, stdout) != r;
+    failed |= ferror(in);
+    fclose(in);
+    if (failed) {
+        fprintf(stderr, "skycmd %s: cannot write standard output: %s\n", run->cmd, strerror(errno));
+        return 1;
+    }
+    return cli_flush_stdout(run->cmd);
+}
+
+int cli_end(cli_run *run, int status) {
+    int rc = 0;
+    if (status != SKYCMD_OK) {
+        const char *msg = run->err ? skycmd_error_message(run->err) : "";
+        fprintf(stderr, "skycmd %s: ", run->cmd);
+        cli_put_text(run, (msg && msg[0]) ? msg : skycmd_strerror(status), stderr);
+        fputc('\n', stderr);
+        rc = 1;
+    } else if (run->out.path[0]) {
+        rc = copy_to_stdout(run);
+    }
+    skycmd_options_free(run->opts);
+    skycmd_error_free(run->err);
+    run->opts = NULL;
+    run->err = NULL;
+    cli_temp_free(&run->tmp);
+    cli_temp_free(&run->out);
+    return rc;
+}
+
+int cli_abort(cli_run *run, int rc) {
+    cli_temp_free(&run->out); /* nothing to copy */
+    cli_end(run, SKYCMD_OK);
+    return rc;
+}
+
+int cli_stdout_file(cli_run *run, const char **path) {
+    if (strcmp(*path, "-") != 0) return 0;
+    if (isatty(STDOUT_FILENO))
+        return cli_abort(run, cli_usage_error(run->spec, "will not write a binary file to a "
+                                              "terminal (redirect stdout or name a file)"));
+    if (cli_temp_new(&run->out, run->cmd, "stdout")) return cli_abort(run, 1);
+    *path = run->out.path;
+    return 0;
+}
+
+int cli_flush_stdout(const char *cmd) {
+    if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
+    fprintf(stderr, "skycmd %s: cannot write standard output: %s\n", cmd, strerror(errno));
+    return 1;
+}
+
+/* ------------------------------------------------------------ files ------------ */
+
+int cli_read_input(const char *cmd, const char *path, size_t max, char **buf, size_t *len) {
+    int use_stdin = strcmp(path, "-") == 0;
+    const char *shown = use_stdin ? "standard input" : path;
+    FILE *f = use_stdin ? stdin : fopen(path, "rb");
+    *buf = NULL;
+    *len = 0;
+    if (!f) {
+        fprintf(stderr, "skycmd %s: %s: %s\n", cmd, path, strerror(errno));
+        return 1;
+    }
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "skycmd %s: %s: is a directory\n", cmd, shown);
+        if (!use_stdin) fclose(f);
+        return 1;
+    }
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap);
+    int failed = !b, too_big = 0, rd_errno = 0;
+    while (!failed) {
+        if (n + 1 >= cap) {
+            if (cap > max) {
+                too_big = failed = 1;
+                break;
+            }
+            char *nb = realloc(b, cap * 2);
+            if (!nb) {
+                failed = 1;
+                break;
+            }
+            b = nb;
+            cap *= 2;
+        }
+        size_t r = fread(b + n, 1, cap - n - 1, f);
+        n += r;
+        if (r == 0) break;
+    }
+    if (!failed && ferror(f)) {
+        rd_errno = errno;
+        failed = 1;
+    }
+    if (!failed && n > max) too_big = failed = 1;
+    if (!use_stdin) fclose(f);
+    if (failed) {
+        free(b);
+        if (too_big)
+            fprintf(stderr, "skycmd %s: %s: larger than %zu bytes\n", cmd, shown, max);
+        else if (rd_errno)
+            fprintf(stderr, "skycmd %s: %s: %s\n", cmd, shown, strerror(rd_errno));
+        else
+            fprintf(stderr, "skycmd %s: %s: cannot read (out of memory)\n", cmd, shown);
+        return 1;
+    }
+    b[n] = '\0';
+    *buf = b;
+    *len = n;
+    return 0;
+}
+
+int cli_temp_new(cli_temp *t, const char *cmd, const char *file) {
+    const char *base = getenv("TMPDIR");
+    if (!base || !*base || strlen(base) > 200) base = "/tmp";
+    t->path[0] = '\0';
+    int n = snprintf(t->dir, sizeof t->dir, "%s/skycmd-%s-XXXXXX", base, cmd);
+    if (n < 0 || (size_t)n >= sizeof t->dir || !mkdtemp(t->dir)) {
+        fprintf(stderr, "skycmd %s: cannot create a temporary directory in %s: %s\n", cmd, base,
+                strerror(errno));
+        t->dir[0] = '\0';
+        return 1;
+    }
+    n = snprintf(t->path, sizeof t->path, "%s/%s", t->dir, file);
+    if (n < 0 || (size_t)n >= sizeof t->path) {
+        fprintf(stderr, "skycmd %s: temporary file name too long\n", cmd);
+        cli_temp_free(t);
+        return 1;
+    }
+    return 0;
+}
+
+void cli_temp_free(cli_temp *t) {
+    if (t->path[0]) unlink(t->path);
+    if (t->dir[0]) rmdir(t->dir);
+    t->path[0] = t->dir[0] = '\0';
+}
+
+int cli_stdin_file(cli_run *run, const char **path) {
+    if (strcmp(*path, "-") != 0) return 0;
+    cli_temp *t = &run->tmp;
+    const char *cmd = run->cmd;
+    if (cli_temp_new(t, cmd, "stdin")) return cli_abort(run, 1);
+    FILE *out = fopen(t->path, "wb");
+    if (!out) {
+        fprintf(stderr, "skycmd %s: %s: %s\n", cmd, t->path, strerror(errno));
+        return cli_abort(run, 1);
+    }
+    char buf[1 << 16];
+    size_t r;
+    int failed = 0;
+    while ((r = fread(buf, 1, sizeof buf, stdin)) > 0)
+        if (fwrite(buf, 1, r, out) != r) {
+            failed = 1;
+            break;
+        }
+    int rd_err = ferror(stdin);
+    if (fclose(out) != 0) failed = 1;
+    if (failed || rd_err) {
+        fprintf(stderr, "skycmd %s: cannot copy standard input to %s: %s\n", cmd, t->path,
+                strerror(errno));
+        return cli_abort(run, 1);
+    }
+    *path = t->path;
+    return 0;
 }

@@ -1,6 +1,6 @@
 /* cmd_decide.c - `skycmd decide MODEL.gguf [REQUEST.json|-]`: answer one /v1/systemone
- * request and print the response JSON (public API only). */
-#include <errno.h>
+ * request and print the response JSON (public API only). With --random PRESET the model is
+ * a deterministic random one written to a temporary file first (removed once loaded). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,52 +11,38 @@
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: skycmd decide MODEL.gguf [REQUEST.json|-] [options]\n"
+            "usage: skycmd decide <MODEL.gguf | --random PRESET> [REQUEST.json|-] [options]\n"
             "\n"
             "Answer a /v1/systemone request (read from REQUEST.json, or stdin when it is '-'\n"
             "or absent) with a decision model and print the response JSON:\n"
             "  {\"model\", \"answers\", \"usage\": {\"input_tokens\", \"output_tokens\": 0}}\n"
             "\n"
-            "options:\n"
+            "model:\n"
+            "  MODEL.gguf         a GGUF decision model; '-' reads it from stdin (the request\n"
+            "                     then comes from a file)\n"
+            "  --random PRESET    a deterministic random model instead: s1-pico, s1-nano,\n"
+            "                     s1-micro, base or large (-xt variants too), the same bytes as\n"
+            "                     `skycmd random PRESET`, written to a temporary file and removed\n"
+            "  --seed N           seed of --random (default 42)\n"
+            "  --massive N        planted massive channels of --random (default 0)\n"
+            "  --type T           encoder matrix type of --random: f32, f16 (default), bf16, q8_0\n"
+            "  --head-type T      decision head type of --random (default f32)\n"
+            "compute:\n"
+            "  --q8               Q8_0 weights made at load (calibrated outlier columns),\n"
+            "                     two-pass int8 activations\n"
+            "  --q8-fast          Q8_0 weights, single-pass int8 activations (fastest)\n"
+            "  --no-calib         Q8_0 weights without calibration (alone: two-pass activations)\n"
             "  --threads N        compute threads (0 = one per core; default 1)\n"
             "  --max-tokens N     sequence budget instead of the model's decision.max_tokens\n"
+            "output:\n"
             "  --model-name NAME  the \"model\" reported in the response\n"
             "  --pretty           indent the response\n"
             "  -h, --help         show this help\n"
             "\n"
             "exit status: 0 answered, 1 error (message on stderr), 2 usage error\n"
-            "example: skycmd decide s1-pico.gguf examples/flappy-drone.json --pretty\n");
-}
-
-static char *read_all(FILE *f, size_t *len, int *too_big) {
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) return NULL;
-    for (;;) {
-        if (n == cap) {
-            if (cap > DECIDE_MAX_BODY) {
-                *too_big = 1;
-                free(buf);
-                return NULL;
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                return NULL;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (r == 0) break;
-    }
-    if (ferror(f)) {
-        free(buf);
-        return NULL;
-    }
-    *len = n;
-    return buf;
+            "examples:\n"
+            "  skycmd decide s1-pico.gguf examples/flappy-drone.json --pretty\n"
+            "  skycmd decide --random s1-pico examples/flappy-drone.json --q8\n");
 }
 
 /* Re-indent compact JSON without touching any value (number text stays as printed). */
@@ -91,128 +77,99 @@ static void print_pretty(const char *s) {
     putchar('\n');
 }
 
-static int parse_int(const char *s, long long *out) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end) return -1;
-    *out = v;
-    return 0;
-}
-
 int cmd_decide(int argc, char **argv) {
-    const char *model_path = NULL, *req_path = NULL, *name = NULL;
-    long long threads = -1, max_tokens = -1;
-    int pretty = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (cli_is_help(a)) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(a, "--pretty") == 0) {
-            pretty = 1;
-        } else if (strcmp(a, "--threads") == 0 || strcmp(a, "--max-tokens") == 0 ||
-                   strcmp(a, "--model-name") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "skycmd decide: %s needs a value\n", a);
-                usage(stderr);
-                return 2;
-            }
-            const char *v = argv[++i];
-            if (strcmp(a, "--model-name") == 0) {
-                name = v;
-            } else {
-                long long x;
-                if (parse_int(v, &x) || x < 0) {
-                    fprintf(stderr, "skycmd decide: %s: '%s' is not a non-negative integer\n", a, v);
-                    return 2;
-                }
-                if (strcmp(a, "--threads") == 0) threads = x;
-                else max_tokens = x;
-            }
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "skycmd decide: unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        } else if (!model_path) {
-            model_path = a;
-        } else if (!req_path) {
-            req_path = a;
-        } else {
-            fprintf(stderr, "skycmd decide: unexpected argument '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!model_path) {
-        usage(stderr);
-        return 2;
-    }
+    cli_model_args m = CLI_MODEL_ARGS_UNSET;
+    const char *random = NULL, *name = NULL;
+    int64_t threads = CLI_UNSET, max_tokens = CLI_UNSET;
+    int pretty = 0, q8 = 0, q8_fast = 0, no_calib = 0;
+    const cli_opt opts[] = {
+        {"--random", NULL, CLI_STRING, &random, 0, 0, NULL},
+        CLI_OPTS_SEED(m),
+        CLI_OPTS_TYPE(m),
+        {"--q8", NULL, CLI_FLAG, &q8, 0, 0, NULL},
+        {"--q8-fast", NULL, CLI_FLAG, &q8_fast, 0, 0, NULL},
+        {"--no-calib", NULL, CLI_FLAG, &no_calib, 0, 0, NULL},
+        {"--max-tokens", NULL, CLI_INT, &max_tokens, SKYCMD_OPT_MAX_TOKENS, 0, NULL},
+        {"--model-name", NULL, CLI_STRING, &name, SKYCMD_OPT_MODEL_NAME, 0, NULL},
+        /* a session option: range checked here, set on the session below */
+        {"--threads", NULL, CLI_INT, &threads, 0, SKYCMD_OPT_THREADS, NULL},
+        {"--pretty", NULL, CLI_FLAG, &pretty, 0, 0, NULL},
+    };
+    const cli_cmd cmd = {"decide", usage, opts, sizeof opts / sizeof opts[0], 0, 2, 0};
+    const char *pos[2];
+    int n_pos, rc = cli_parse(&cmd, argc, argv, pos, &n_pos);
+    if (rc != CLI_CONTINUE) return rc;
+    const char *model_path = random ? NULL : (n_pos > 0 ? pos[0] : NULL);
+    const char *req_path = random ? (n_pos > 0 ? pos[0] : "-") : (n_pos > 1 ? pos[1] : "-");
+    if (!random && !model_path) return cli_usage_error(&cmd, "give MODEL.gguf or --random PRESET");
+    if (random && n_pos > 1) return cli_usage_error(&cmd, "unexpected argument '%s'", pos[1]);
+    if (random && (rc = cli_check_preset(&cmd, "--random", random))) return rc;
+    if (!random && (m.seed != CLI_UNSET || m.massive != CLI_UNSET || m.type != CLI_UNSET ||
+                    m.head_type != CLI_UNSET))
+        return cli_usage_error(&cmd, "--seed, --massive, --type and --head-type only apply with --random");
+    if (q8 && q8_fast) return cli_usage_error(&cmd, "--q8 and --q8-fast exclude each other");
+    if (model_path && strcmp(model_path, "-") == 0 && strcmp(req_path, "-") == 0)
+        return cli_usage_error(&cmd, "the model and the request cannot both come from stdin");
 
     /* read the request first: a bad path should not cost a model load */
-    FILE *f = (!req_path || strcmp(req_path, "-") == 0) ? stdin : fopen(req_path, "rb");
-    if (!f) {
-        fprintf(stderr, "skycmd decide: %s: %s\n", req_path, strerror(errno));
-        return 1;
-    }
+    char *body = NULL;
     size_t len = 0;
-    int too_big = 0;
-    char *body = read_all(f, &len, &too_big);
-    if (f != stdin) fclose(f);
-    if (!body) {
-        fprintf(stderr, "skycmd decide: %s: %s\n", req_path ? req_path : "stdin",
-                too_big ? "request larger than 16 MiB" : "cannot read the request");
-        return 1;
-    }
+    if (cli_read_input(cmd.name, req_path, DECIDE_MAX_BODY, &body, &len)) return 1;
 
-    int rc = 1;
-    skycmd_error *err = skycmd_error_new();
-    skycmd_options *opts = skycmd_options_new();
+    int weights = SKYCMD_WEIGHTS_F32, acts = CLI_UNSET;
+    if (q8 || q8_fast || no_calib) {
+        weights = no_calib ? SKYCMD_WEIGHTS_Q8_PLAIN : SKYCMD_WEIGHTS_Q8;
+        acts = q8_fast ? SKYCMD_ACT_Q8 : SKYCMD_ACT_Q8X2;
+    }
     skycmd_model *model = NULL;
     skycmd_session *sess = NULL;
     char *resp = NULL;
-    if (!err || !opts) {
-        fprintf(stderr, "skycmd decide: out of memory\n");
-        goto out;
+    cli_run run;
+    if ((rc = cli_begin(&run, &cmd, random ? "random" : NULL))) {
+        free(body);
+        return rc;
     }
-    if (max_tokens >= 0) {
-        int st = skycmd_options_set_int(opts, SKYCMD_OPT_MAX_TOKENS, max_tokens);
-        if (st) {
-            fprintf(stderr, "skycmd decide: --max-tokens %lld: %s\n", max_tokens, skycmd_strerror(st));
-            rc = 2;
+    int st = skycmd_options_set_int(run.opts, SKYCMD_OPT_WEIGHTS, weights);
+    if (!st && random) {
+        if (cli_temp_new(&run.tmp, cmd.name, "model.gguf")) {
+            rc = cli_abort(&run, 1);
             goto out;
         }
-    }
-    if (name) skycmd_options_set_string(opts, SKYCMD_OPT_MODEL_NAME, name);
-    int st = skycmd_model_open(model_path, opts, &model, err);
-    if (st) {
-        rc = cli_fail("decide", st, err);
+        model_path = run.tmp.path;
+        st = skycmd_random_model(random, model_path, run.opts, run.err);
+    } else if (!st && cli_stdin_file(&run, &model_path)) {
+        rc = 1; /* the run is released */
         goto out;
     }
-    st = skycmd_session_new(model, &sess);
+    if (!st) st = skycmd_model_open(model_path, run.opts, &model, run.err);
     if (st) {
+        rc = cli_end(&run, st);
+        goto out;
+    }
+    cli_temp_free(&run.tmp); /* the model keeps its mapping; the name is not needed */
+    rc = 1;
+    if ((st = skycmd_session_new(model, &sess))) {
         fprintf(stderr, "skycmd decide: %s\n", skycmd_strerror(st));
-        goto out;
+    } else if (threads != CLI_UNSET &&
+               (st = skycmd_session_set_int(sess, SKYCMD_OPT_THREADS, threads))) {
+        fprintf(stderr, "skycmd decide: --threads %lld: %s\n", (long long)threads,
+                skycmd_session_errmsg(sess));
+    } else if (acts != CLI_UNSET &&
+               (st = skycmd_session_set_int(sess, SKYCMD_OPT_ACTIVATIONS, acts))) {
+        fprintf(stderr, "skycmd decide: int8 activations: %s\n", skycmd_session_errmsg(sess));
+    } else if ((st = skycmd_decide_json(sess, body, len, &resp))) {
+        fprintf(stderr, "skycmd decide: %s (%s)\n", skycmd_session_errmsg(sess),
+                skycmd_status_name(st));
+    } else {
+        if (pretty) print_pretty(resp);
+        else printf("%s\n", resp);
+        rc = cli_flush_stdout(cmd.name);
     }
-    if (threads >= 0 && (st = skycmd_session_set_int(sess, SKYCMD_OPT_THREADS, threads))) {
-        fprintf(stderr, "skycmd decide: --threads %lld: %s\n", threads, skycmd_session_errmsg(sess));
-        rc = 2;
-        goto out;
-    }
-    st = skycmd_decide_json(sess, body, len, &resp);
-    if (st) {
-        fprintf(stderr, "skycmd decide: %s (%s)\n", skycmd_session_errmsg(sess), skycmd_status_name(st));
-        goto out;
-    }
-    if (pretty) print_pretty(resp);
-    else printf("%s\n", resp);
-    rc = fflush(stdout) == 0 ? 0 : 1;
+    cli_end(&run, SKYCMD_OK);
 out:
     skycmd_string_free(resp);
     skycmd_session_free(sess);
     skycmd_model_free(model);
-    skycmd_options_free(opts);
-    skycmd_error_free(err);
     free(body);
     return rc;
 }

@@ -24,108 +24,68 @@ static void usage(FILE *f) {
             "  --json PATH   use a tokenizer.json instead of a GGUF model\n"
             "  --ids-only    print only the ids\n"
             "  --            what follows is TEXT even if it starts with '-'\n"
-            "  -h, --help    show this help\n");
-}
-
-static char *read_stdin(size_t *len) {
-    size_t cap = 4096, n = 0;
-    char *b = malloc(cap);
-    if (!b) return NULL;
-    for (;;) {
-        if (n == cap) {
-            if (cap > ((size_t)1 << 30)) {
-                free(b);
-                return NULL;
-            }
-            char *nb = realloc(b, cap * 2);
-            if (!nb) {
-                free(b);
-                return NULL;
-            }
-            b = nb;
-            cap *= 2;
-        }
-        size_t r = fread(b + n, 1, cap - n, stdin);
-        if (r == 0) break;
-        n += r;
-    }
-    *len = n;
-    return b;
+            "  -h, --help    show this help\n"
+            "\n"
+            "MODEL.gguf or tokenizer.json '-' reads standard input (TEXT is then required).\n"
+            "exit status: 0 printed, 1 error (message on stderr), 2 usage error\n");
 }
 
 int cmd_tokenize(int argc, char **argv) {
-    const char *json = NULL, *model_path = NULL, *text = NULL;
-    int ids_only = 0, have_text = 0, no_more_opts = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!no_more_opts && strcmp(argv[i], "--") == 0) {
-            no_more_opts = 1; /* everything after is TEXT, even if it starts with '-' */
-        } else if (no_more_opts) {
-            if (!json && !model_path) model_path = argv[i];
-            else if (!have_text) { text = argv[i]; have_text = 1; }
-            else {
-                fprintf(stderr, "skycmd tokenize: too many arguments\n");
-                usage(stderr);
-                return 2;
-            }
-        } else if (cli_is_help(argv[i])) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "skycmd tokenize: --json needs a path\n");
-                usage(stderr);
-                return 2;
-            }
-            json = argv[++i];
-        } else if (strcmp(argv[i], "--ids-only") == 0) {
-            ids_only = 1;
-        } else if (argv[i][0] == '-' && argv[i][1] == '-') {
-            fprintf(stderr, "skycmd tokenize: unknown option %s\n", argv[i]);
-            usage(stderr);
-            return 2;
-        } else if (!json && !model_path) {
-            model_path = argv[i];
-        } else if (!have_text) {
-            text = argv[i];
-            have_text = 1;
-        } else {
-            fprintf(stderr, "skycmd tokenize: too many arguments\n");
-            usage(stderr);
-            return 2;
-        }
+    const char *json = NULL, *model_path = NULL, *text = "-";
+    int ids_only = 0;
+    const cli_opt opts[] = {
+        {"--json", NULL, CLI_STRING, &json, 0, 0, NULL},
+        {"--ids-only", NULL, CLI_FLAG, &ids_only, 0, 0, NULL},
+    };
+    /* TEXT may be empty (zero tokens); an empty MODEL.gguf is refused below */
+    const cli_cmd cmd = {"tokenize", usage, opts, sizeof opts / sizeof opts[0], 0, 2, 3u};
+    const char *pos[2];
+    int n_pos, rc = cli_parse(&cmd, argc, argv, pos, &n_pos);
+    if (rc != CLI_CONTINUE) return rc;
+    if (json) {
+        if (n_pos > 1) return cli_usage_error(&cmd, "too many arguments");
+        if (n_pos == 1) text = pos[0];
+        if (!*json) return cli_usage_error(&cmd, "--json needs a path");
+    } else {
+        if (n_pos == 0) return cli_usage_error(&cmd, "give MODEL.gguf or --json tokenizer.json");
+        model_path = pos[0];
+        if (!*model_path) return cli_usage_error(&cmd, "MODEL.gguf is an empty string");
+        if (n_pos == 2) text = pos[1];
     }
-    if (!json && !model_path) {
-        usage(stderr);
-        return 2;
-    }
-    skycmd_error *err = skycmd_error_new();
+    const char *src = json ? json : model_path;
+    if (strcmp(src, "-") == 0 && strcmp(text, "-") == 0)
+        return cli_usage_error(&cmd, "the tokenizer and the text cannot both come from stdin");
+
+    cli_run run;
+    if ((rc = cli_begin(&run, &cmd, NULL))) return rc;
+    if (cli_stdin_file(&run, &src)) return 1;
     skycmd_tokenizer *own = NULL;
     skycmd_model *model = NULL;
     const skycmd_tokenizer *tok = NULL;
-    int rc, ret = 1;
+    int ret = 1;
+    char *buf = NULL;
+    size_t len = 0;
     if (json) {
-        rc = skycmd_tokenizer_open_json(json, &own, err);
+        rc = skycmd_tokenizer_open_json(src, &own, run.err);
         tok = own;
     } else {
-        rc = skycmd_model_open(model_path, NULL, &model, err);
+        rc = skycmd_model_open(src, NULL, &model, run.err);
         if (rc == SKYCMD_OK) tok = skycmd_model_tokenizer(model);
     }
     if (rc != SKYCMD_OK || !tok) {
-        ret = cli_fail("tokenize", rc ? rc : SKYCMD_E_INTERNAL, err);
+        ret = cli_end(&run, rc ? rc : SKYCMD_E_INTERNAL);
         goto done;
     }
-    char *buf = NULL;
-    size_t len;
-    if (!have_text || strcmp(text, "-") == 0) {
-        buf = read_stdin(&len);
-        if (!buf) {
-            fprintf(stderr, "skycmd tokenize: cannot read standard input\n");
+    if (strcmp(text, "-") == 0) {
+        if (cli_read_input(cmd.name, "-", (size_t)1 << 30, &buf, &len)) {
+            cli_end(&run, SKYCMD_OK);
             goto done;
         }
         text = buf;
     } else {
         len = strlen(text);
     }
+    cli_end(&run, SKYCMD_OK);
     size_t n = 0;
     rc = skycmd_tokenizer_encode(tok, text, len, NULL, 0, &n);
     int32_t *ids = NULL;
@@ -137,7 +97,6 @@ int cmd_tokenize(int argc, char **argv) {
         fprintf(stderr, "skycmd tokenize: %s%s\n", skycmd_strerror(rc),
                 rc == SKYCMD_E_INVALID_ARGUMENT ? " (the text is not valid UTF-8)" : "");
         free(ids);
-        free(buf);
         goto done;
     }
     for (size_t i = 0; i < n; i++) {
@@ -160,11 +119,10 @@ int cmd_tokenize(int argc, char **argv) {
     if (ids_only) putchar('\n');
     else printf("%zu tokens\n", n);
     free(ids);
-    free(buf);
-    ret = 0;
+    ret = cli_flush_stdout(cmd.name);
 done:
+    free(buf);
     skycmd_tokenizer_free(own);
-    if (model) skycmd_model_free(model);
-    skycmd_error_free(err);
+    skycmd_model_free(model);
     return ret;
 }

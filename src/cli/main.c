@@ -1,4 +1,4 @@
-/* main.c - `skycmd`: dispatch to subcommands; --version and --help. */
+/* main.c - `skycmd`: dispatch to subcommands; --version, --help and `help <command>`. */
 #include <stdio.h>
 #include <string.h>
 
@@ -21,9 +21,22 @@ static const struct {
 #define N_CMDS (sizeof k_cmds / sizeof k_cmds[0])
 
 static void usage(FILE *out) {
-    fprintf(out, "usage: skycmd <command> [options]\n       skycmd --version | --help\n\ncommands:\n");
+    fprintf(out, "usage: skycmd <command> [options]\n"
+                 "       skycmd --version | --help | help <command>\n\ncommands:\n");
     for (size_t i = 0; i < N_CMDS; i++) fprintf(out, "  %-10s %s\n", k_cmds[i].name, k_cmds[i].summary);
-    fprintf(out, "\nRun 'skycmd <command> --help' for the options of a command.\n");
+    fprintf(out, "\noptions:\n"
+                 "  -V, --version  print the library version, ABI version, build and CPU features\n"
+                 "  -h, --help     show this help\n"
+                 "\nRun 'skycmd <command> --help' for the options of a command.\n"
+                 "exit status: 0 success, 1 error (message on stderr), 2 usage error\n");
+}
+
+static int find_cmd(const char *name) {
+    for (size_t i = 0; i < N_CMDS; i++)
+        if (strcmp(name, k_cmds[i].name) == 0) return (int)i;
+    fprintf(stderr, "skycmd: unknown command '%s'\n\n", name);
+    usage(stderr);
+    return -1;
 }
 
 static void version(void) {
@@ -43,21 +56,32 @@ int main(int argc, char **argv) {
     }
     skycmd_error_free(err);
     if (argc < 2) {
+        fprintf(stderr, "skycmd: missing command\n\n");
         usage(stderr);
         return 2;
     }
-    if (cli_is_help(argv[1]) || strcmp(argv[1], "help") == 0) {
+    const char *a = argv[1];
+    int is_help = cli_is_help(a) || strcmp(a, "help") == 0;
+    int is_version = strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0 || strcmp(a, "version") == 0;
+    if (strcmp(a, "help") == 0 && argc == 3) { /* help <command> = <command> --help */
+        int k = find_cmd(argv[2]);
+        if (k < 0) return 2;
+        char *sub[] = {argv[2], "--help", NULL};
+        return k_cmds[k].fn(2, sub);
+    }
+    if ((is_help || is_version) && argc > 2) {
+        fprintf(stderr, "skycmd: unexpected argument '%s' after %s\n\n", argv[2], a);
+        usage(stderr);
+        return 2;
+    }
+    if (is_help) {
         usage(stdout);
         return 0;
     }
-    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0 ||
-        strcmp(argv[1], "version") == 0) {
+    if (is_version) {
         version();
         return 0;
     }
-    for (size_t i = 0; i < N_CMDS; i++)
-        if (strcmp(argv[1], k_cmds[i].name) == 0) return k_cmds[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "skycmd: unknown command '%s'\n\n", argv[1]);
-    usage(stderr);
-    return 2;
+    int k = find_cmd(a);
+    return k < 0 ? 2 : k_cmds[k].fn(argc - 1, argv + 1);
 }

@@ -99,13 +99,17 @@ struct sk_scratch {
     size_t cap;          /* rows the buffers hold */
     size_t cap_markers;
     float *h, *a, *qkv, *att, *ff;
-    float *sc;                         /* attention probabilities [SK_QB][cap] */
-    float *kpack, *vpack;              /* one head's K and V^T, packed for sk_gemm */
+    struct attn_ws {                   /* one per compute thread */
+        float *sc;                     /* attention probabilities [SK_QB][cap] */
+        float *kpack, *vpack;          /* one head's K and V^T, packed for sk_gemm */
+    } *tws;
+    int n_tws;
     float *rope_cos[2], *rope_sin[2];  /* [cap][D/2] per base */
     float *mh, *ma, *mq, *matt, *mff;  /* marker rows */
     uint32_t d, D, Dmax, n_qkv, n_ff_max, n_ff_head;
     sk_pool *pool;                     /* borrowed; NULL = one thread */
     struct seq_rows *seqs;             /* batch layout */
+    struct attn_seq *aseq;             /* attention arguments per sequence */
     size_t cap_seqs, cap_rows;
     size_t *mrows;                     /* global row of each marker */
     float *mlogits;                    /* scorer outputs before scattering */
@@ -682,15 +686,20 @@ static void scratch_free_rows(sk_scratch *s) {
     free(s->qkv);
     free(s->att);
     free(s->ff);
-    free(s->sc);
-    free(s->kpack);
-    free(s->vpack);
+    for (int t = 0; t < s->n_tws; t++) {
+        free(s->tws[t].sc);
+        free(s->tws[t].kpack);
+        free(s->tws[t].vpack);
+    }
+    free(s->tws);
+    s->tws = NULL;
+    s->n_tws = 0;
     for (int b = 0; b < 2; b++) {
         free(s->rope_cos[b]);
         free(s->rope_sin[b]);
         s->rope_cos[b] = s->rope_sin[b] = NULL;
     }
-    s->h = s->a = s->qkv = s->att = s->ff = s->sc = s->kpack = s->vpack = NULL;
+    s->h = s->a = s->qkv = s->att = s->ff = NULL;
     s->cap = 0;
 }
 
@@ -708,6 +717,7 @@ void sk_scratch_free(sk_scratch *s) {
     if (!s) return;
     sk_q8_ws_free(&s->q8ws);
     free(s->seqs);
+    free(s->aseq);
     free(s->mrows);
     free(s->mlogits);
     scratch_free_rows(s);
@@ -738,10 +748,16 @@ static int scratch_reserve(const sk_model *m, sk_scratch *s, size_t n, sk_err *e
     s->qkv = alloc_rows(cap, s->n_qkv);
     s->att = alloc_rows(cap, s->d);
     s->ff = alloc_rows(cap, s->n_ff_max);
-    s->sc = alloc_rows(cap, SK_QB);
-    s->kpack = alloc_rows(cap, s->Dmax);
-    s->vpack = alloc_rows(cap, dpad);
-    int ok = s->h && s->a && s->qkv && s->att && s->ff && s->sc && s->kpack && s->vpack;
+    const int nt = sk_pool_size(s->pool);
+    s->tws = calloc((size_t)nt, sizeof *s->tws);
+    int ok = s->h && s->a && s->qkv && s->att && s->ff && s->tws;
+    if (s->tws) s->n_tws = nt;
+    for (int t = 0; ok && t < nt; t++) {
+        s->tws[t].sc = alloc_rows(cap, SK_QB);
+        s->tws[t].kpack = alloc_rows(cap + SK_PANEL, s->Dmax);
+        s->tws[t].vpack = alloc_rows(cap + SK_PANEL, dpad);
+        ok = s->tws[t].sc && s->tws[t].kpack && s->tws[t].vpack;
+    }
     for (int b = 0; b < 2 && ok; b++) {
         s->rope_cos[b] = alloc_rows(cap, half);
         s->rope_sin[b] = alloc_rows(cap, half);
@@ -782,7 +798,10 @@ static int scratch_reserve_markers(sk_scratch *s, size_t k, sk_err *e) {
 /* ------------------------------------------------------------------ forward ------ */
 
 void sk_scratch_set_pool(sk_scratch *s, sk_pool *pool) {
-    if (s) s->pool = pool;
+    if (!s) return;
+    /* the per-thread attention buffers follow the pool size: regrow them on next use */
+    if (sk_pool_size(pool) != s->n_tws) scratch_free_rows(s);
+    s->pool = pool;
 }
 
 void sk_scratch_set_activations(sk_scratch *s, int mode) {
@@ -802,63 +821,7 @@ static void linear(sk_scratch *s, const sk_linear *L, const float *x, size_t ldx
     sk_gemm_pool(s->pool, x, ldx, n_rows, &L->p, y, ldy);
 }
 
-/* Multi-head softmax attention. Queries: nq rows of q (row stride ldq) at positions qpos[r]
- * (or r when qpos is NULL); keys/values: n rows of k and v (row stride ldkv); head h uses
- * columns [h*hd, (h+1)*hd). win > 0 limits row t to keys |t - j| <= win (queries must then
- * be rows 0..n-1 in order); win == 0 is full attention. Output: out (row stride ldo).
- * Per head, K and V^T are packed once; each block of SK_QB queries multiplies against the
- * union of its rows' key ranges only, so work outside the window is skipped up to block
- * granularity. */
-static void attention(sk_scratch *s, const float *q, size_t ldq, size_t nq, const float *k,
-                      const float *v, size_t ldkv, size_t n, size_t H, size_t hd, size_t win,
-                      float scale, float *out, size_t ldo) {
-    const size_t ldsc = s->cap;
-    for (size_t h = 0; h < H; h++) {
-        sk_pack(k + h * hd, ldkv, n, hd, s->kpack);  /* panels of 16 keys x hd */
-        /* V^T packed: panel p holds V[j][h*hd + 16p + c] at [j][c] */
-        const size_t vp = (hd + SK_PANEL - 1) / SK_PANEL;
-        for (size_t p = 0; p < vp; p++) {
-            float *dst = s->vpack + p * n * SK_PANEL;
-            const size_t c0 = p * SK_PANEL, nc = hd - c0 < SK_PANEL ? hd - c0 : SK_PANEL;
-            for (size_t j = 0; j < n; j++) {
-                const float *src = v + j * ldkv + h * hd + c0;
-                float *dr = dst + j * SK_PANEL;
-                for (size_t c = 0; c < nc; c++) dr[c] = src[c];
-                for (size_t c = nc; c < SK_PANEL; c++) dr[c] = 0.0f;
-            }
-        }
-        for (size_t r0 = 0; r0 < nq; r0 += SK_QB) {
-            const size_t nr = nq - r0 < SK_QB ? nq - r0 : SK_QB;
-            size_t lo = 0, hi = n;
-            if (win) {
-                lo = r0 > win ? r0 - win : 0;
-                hi = r0 + nr - 1 + win + 1 < n ? r0 + nr + win : n;
-            }
-            const size_t lo16 = lo / SK_PANEL * SK_PANEL, nk = hi - lo16;
-            sk_packed kw = {s->kpack + (lo16 / SK_PANEL) * hd * SK_PANEL, NULL, hd, nk,
-                            hd * SK_PANEL, SK_PACK_F32};
-            sk_gemm(q + r0 * ldq + h * hd, ldq, nr, &kw, s->sc, ldsc);
-            for (size_t r = 0; r < nr; r++) {
-                float *row = s->sc + r * ldsc;
-                size_t a = lo16, b = hi;
-                if (win) {
-                    const size_t t = r0 + r;
-                    a = t > win ? t - win : 0;
-                    b = t + win + 1 < n ? t + win + 1 : n;
-                }
-                for (size_t j = lo16; j < a; j++) row[j - lo16] = 0.0f;
-                sk_attn_softmax(row + (a - lo16), b - a, scale);
-                for (size_t j = b; j < hi; j++) row[j - lo16] = 0.0f;
-            }
-            sk_packed vw = {s->vpack + lo16 * SK_PANEL, NULL, nk, hd, n * SK_PANEL, SK_PACK_F32};
-            sk_gemm(s->sc, ldsc, nr, &vw, out + r0 * ldo + h * hd, ldo);
-        }
-    }
-}
-
-static void add_rows(float *h, const float *a, size_t n) {
-    for (size_t i = 0; i < n; i++) h[i] += a[i];
-}
+/* ------------------------------------------------------------------ parallel steps */
 
 /* Sequence boundaries of the rows in the scratch (a batch packs sequences one after
  * another; attention and RoPE positions stay within a sequence). */
@@ -867,44 +830,248 @@ typedef struct seq_rows {
     size_t koff, k;     /* marker rows [koff, koff + k) */
 } seq_rows;
 
+/* Row-wise steps (layer norms, residual adds, GeGLU, RoPE, ReLU) split by rows over the
+ * pool when there is enough of them to pay for the hand-off; each row is computed by the
+ * same code whatever the split, so results do not depend on the thread count. */
+#define SK_ROWS_MT_MIN 32768  /* floats touched below which a step stays on one thread */
+
+typedef void (*rows_fn)(void *ctx, size_t r0, size_t r1);
+typedef struct rows_job {
+    rows_fn fn;
+    void *ctx;
+    size_t n;
+} rows_job;
+
+static void rows_part(void *ctx, int ith, int nth) {
+    const rows_job *j = ctx;
+    size_t r0 = j->n * (size_t)ith / (size_t)nth, r1 = j->n * (size_t)(ith + 1) / (size_t)nth;
+    if (r0 < r1) j->fn(j->ctx, r0, r1);
+}
+
+static void par_rows(sk_scratch *s, size_t n, size_t floats_per_row, rows_fn fn, void *ctx) {
+    if (sk_pool_size(s->pool) <= 1 || n < 2 || (double)n * (double)floats_per_row < SK_ROWS_MT_MIN) {
+        fn(ctx, 0, n);
+        return;
+    }
+    rows_job j = {fn, ctx, n};
+    sk_pool_run(s->pool, rows_part, &j);
+}
+
+/* y = LN(x) (LayerNorm) and x += a then y = LN(x) */
+typedef struct ln_ctx {
+    float *x;
+    const float *a;     /* NULL: no residual add first */
+    size_t d;
+    const float *w, *b;
+    float eps;
+    float *y;
+} ln_ctx;
+
+static void ln_rows(void *ctx, size_t r0, size_t r1) {
+    const ln_ctx *c = ctx;
+    float *x = c->x + r0 * c->d;
+    if (c->a) {
+        const float *a = c->a + r0 * c->d;
+        for (size_t i = 0, n = (r1 - r0) * c->d; i < n; i++) x[i] += a[i];
+    }
+    if (c->w) sk_layernorm(x, r1 - r0, c->d, c->w, c->b, c->eps, c->y + r0 * c->d);
+}
+
+/* x += a (rows of d), then (when w) y = LN(x) */
+static void add_ln(sk_scratch *s, float *x, const float *a, size_t n, size_t d, const float *w,
+                   const float *b, float eps, float *y) {
+    ln_ctx c = {x, a, d, w, b, eps, y};
+    par_rows(s, n, d, ln_rows, &c);
+}
+
+typedef struct geglu_ctx {
+    float *ff;
+    size_t I;
+} geglu_ctx;
+
+static void geglu_rows(void *ctx, size_t r0, size_t r1) {
+    const geglu_ctx *c = ctx;
+    for (size_t t = r0; t < r1; t++) {
+        float *row = c->ff + t * 2 * c->I;
+        sk_geglu(row, row + c->I, row, c->I);
+    }
+}
+
+static void relu_rows(void *ctx, size_t r0, size_t r1) {
+    const geglu_ctx *c = ctx;  /* ff rows of I values */
+    float *x = c->ff + r0 * c->I;
+    for (size_t i = 0, n = (r1 - r0) * c->I; i < n; i++) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+typedef struct rope_ctx {
+    float *qkv;
+    size_t ld, d, H, D;
+    const float *cos, *sin;
+    const seq_rows *sr;
+    size_t ns;
+} rope_ctx;
+
+static void rope_rows(void *ctx, size_t r0, size_t r1) {
+    const rope_ctx *c = ctx;
+    const size_t half = c->D / 2;
+    size_t q = 0;
+    while (q + 1 < c->ns && c->sr[q].off + c->sr[q].n <= r0) q++;
+    for (size_t r = r0; r < r1; r++) {
+        while (r >= c->sr[q].off + c->sr[q].n) q++;
+        const size_t t = r - c->sr[q].off;
+        const float *co = c->cos + t * half, *sn = c->sin + t * half;
+        float *row = c->qkv + r * c->ld;
+        sk_rope(row, c->H, c->D, co, sn);         /* q */
+        sk_rope(row + c->d, c->H, c->D, co, sn);  /* k */
+    }
+}
+
+/* Multi-head softmax attention over the sequences of a batch. Sequence i: queries nq rows
+ * of q (row stride ldq), keys/values n rows of k and v (row stride ldkv); head h uses
+ * columns [h*hd, (h+1)*hd). win > 0 limits query t to keys |t - j| <= win (queries must
+ * then be rows 0..n-1 in order); win == 0 is full attention. Output: out (row stride ldo).
+ * Queries are cut in blocks of SK_QB; each block multiplies against the union of its rows'
+ * key ranges only, so work outside the window is skipped up to block granularity.
+ * The work units are (sequence, head, run of query blocks); the threads take them in turn
+ * and each packs the K and V^T of the key range its unit needs. A query row's arithmetic
+ * depends only on its block (the packed keys start at the block's 16-aligned first key), so
+ * the result is the same for any split. */
+typedef struct attn_seq {
+    const float *q, *k, *v;
+    size_t ldq, nq, ldkv, n;
+    float *out;
+    size_t ldo;
+} attn_seq;
+
+typedef struct attn_job {
+    sk_scratch *s;
+    const attn_seq *seq;
+    size_t ns, H, hd, win, chunks;
+    float scale;
+    size_t n_units;
+    size_t next;    /* atomic: next unit */
+} attn_job;
+
+static void attn_unit(const attn_job *j, struct attn_ws *ws, const attn_seq *as, size_t h,
+                      size_t b0, size_t b1) {
+    const size_t hd = j->hd, win = j->win, n = as->n, ldsc = j->s->cap;
+    const size_t rbeg = b0 * SK_QB, rend = b1 * SK_QB < as->nq ? b1 * SK_QB : as->nq;
+    /* keys of the whole unit: [K0, K1) with K0 16-aligned */
+    size_t K0 = 0, K1 = n;
+    if (win) {
+        K0 = (rbeg > win ? rbeg - win : 0) / SK_PANEL * SK_PANEL;
+        K1 = rend - 1 + win + 1 < n ? rend + win : n;
+    }
+    const size_t NK = K1 - K0;
+    sk_pack(as->k + K0 * as->ldkv + h * hd, as->ldkv, NK, hd, ws->kpack);  /* 16 keys x hd */
+    /* V^T packed: panel p holds V[K0 + j][h*hd + 16p + c] at [j][c] */
+    const size_t vp = (hd + SK_PANEL - 1) / SK_PANEL;
+    for (size_t p = 0; p < vp; p++) {
+        float *dst = ws->vpack + p * NK * SK_PANEL;
+        const size_t c0 = p * SK_PANEL, nc = hd - c0 < SK_PANEL ? hd - c0 : SK_PANEL;
+        for (size_t jj = 0; jj < NK; jj++) {
+            const float *src = as->v + (K0 + jj) * as->ldkv + h * hd + c0;
+            float *dr = dst + jj * SK_PANEL;
+            for (size_t c = 0; c < nc; c++) dr[c] = src[c];
+            for (size_t c = nc; c < SK_PANEL; c++) dr[c] = 0.0f;
+        }
+    }
+    for (size_t r0 = rbeg; r0 < rend; r0 += SK_QB) {
+        const size_t nr = rend - r0 < SK_QB ? rend - r0 : SK_QB;
+        size_t lo = 0, hi = n;
+        if (win) {
+            lo = r0 > win ? r0 - win : 0;
+            hi = r0 + nr - 1 + win + 1 < n ? r0 + nr + win : n;
+        }
+        const size_t lo16 = lo / SK_PANEL * SK_PANEL, nk = hi - lo16;
+        sk_packed kw = {ws->kpack + ((lo16 - K0) / SK_PANEL) * hd * SK_PANEL, NULL, hd, nk,
+                        hd * SK_PANEL, SK_PACK_F32};
+        sk_gemm(as->q + r0 * as->ldq + h * hd, as->ldq, nr, &kw, ws->sc, ldsc);
+        for (size_t r = 0; r < nr; r++) {
+            float *row = ws->sc + r * ldsc;
+            size_t a = lo16, b = hi;
+            if (win) {
+                const size_t t = r0 + r;
+                a = t > win ? t - win : 0;
+                b = t + win + 1 < n ? t + win + 1 : n;
+            }
+            for (size_t x = lo16; x < a; x++) row[x - lo16] = 0.0f;
+            sk_attn_softmax(row + (a - lo16), b - a, j->scale);
+            for (size_t x = b; x < hi; x++) row[x - lo16] = 0.0f;
+        }
+        sk_packed vw = {ws->vpack + (lo16 - K0) * SK_PANEL, NULL, nk, hd, NK * SK_PANEL,
+                        SK_PACK_F32};
+        sk_gemm(ws->sc, ldsc, nr, &vw, as->out + r0 * as->ldo + h * hd, as->ldo);
+    }
+}
+
+static void attn_part(void *ctx, int ith, int nth) {
+    attn_job *j = ctx;
+    struct attn_ws *ws = &j->s->tws[ith];
+    for (;;) {
+        size_t u = nth > 1 ? __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED) : j->next++;
+        if (u >= j->n_units) return;
+        const size_t c = u % j->chunks, sh = u / j->chunks, h = sh % j->H, i = sh / j->H;
+        const attn_seq *as = &j->seq[i];
+        const size_t nb = (as->nq + SK_QB - 1) / SK_QB;
+        const size_t b0 = nb * c / j->chunks, b1 = nb * (c + 1) / j->chunks;
+        if (b0 < b1) attn_unit(j, ws, as, h, b0, b1);
+    }
+}
+
+static void attention(sk_scratch *s, const attn_seq *seq, size_t ns, size_t H, size_t hd,
+                      size_t win, float scale) {
+    const int nt = sk_pool_size(s->pool);
+    size_t chunks = 1, maxb = 1, work = 0;
+    for (size_t i = 0; i < ns; i++) {
+        size_t nb = (seq[i].nq + SK_QB - 1) / SK_QB;
+        if (nb > maxb) maxb = nb;
+        work += seq[i].nq * (win ? 2 * win + 1 < seq[i].n ? 2 * win + 1 : seq[i].n : seq[i].n);
+    }
+    work *= H * hd;
+    const int par = nt > 1 && (double)work >= 65536.0;
+    if (par && ns * H < 4 * (size_t)nt) {
+        chunks = (4 * (size_t)nt + ns * H - 1) / (ns * H);
+        if (chunks > maxb) chunks = maxb;
+    }
+    attn_job j = {s, seq, ns, H, hd, win, chunks, scale, ns * H * chunks, 0};
+    if (par)
+        sk_pool_run(s->pool, attn_part, &j);
+    else
+        attn_part(&j, 0, 1);
+}
+
+static void add_rows(float *h, const float *a, size_t n) {
+    for (size_t i = 0; i < n; i++) h[i] += a[i];
+}
+
 static void encoder_layer(const sk_model *m, sk_scratch *s, const sk_enc_layer *L,
                           const seq_rows *sr, size_t ns, size_t N) {
-    const size_t d = m->hp.n_embd, D = m->head_dim, H = m->hp.n_head, half = D / 2;
+    const size_t d = m->hp.n_embd, D = m->head_dim, H = m->hp.n_head;
     const size_t ld = 3 * d, I = m->hp.n_ff;
     const float *src = s->h;
     if (L->attn_norm) {
-        sk_layernorm(s->h, N, d, L->attn_norm, NULL, m->hp.eps, s->a);
+        add_ln(s, s->h, NULL, N, d, L->attn_norm, NULL, m->hp.eps, s->a);
         src = s->a;
     }
     linear(s, &L->qkv, src, d, N, s->qkv, ld);
     const int b = L->global ? 0 : 1;
-    for (size_t q = 0; q < ns; q++)
-        for (size_t t = 0; t < sr[q].n; t++) {
-            const float *c = s->rope_cos[b] + t * half, *sn = s->rope_sin[b] + t * half;
-            float *row = s->qkv + (sr[q].off + t) * ld;
-            sk_rope(row, H, D, c, sn);      /* q */
-            sk_rope(row + d, H, D, c, sn);  /* k */
-        }
+    rope_ctx rc = {s->qkv, ld, d, H, D, s->rope_cos[b], s->rope_sin[b], sr, ns};
+    par_rows(s, N, 2 * d, rope_rows, &rc);
+    attn_seq *as = s->aseq;
     for (size_t q = 0; q < ns; q++) {
         const float *base = s->qkv + sr[q].off * ld;
-        attention(s, base, ld, sr[q].n, base + d, base + 2 * d, ld, sr[q].n, H, D,
-                  L->global ? 0 : m->hp.n_swa / 2, 1.0f / sqrtf((float)D),
-                  s->att + sr[q].off * d, d);
+        as[q] = (attn_seq){base, base + d, base + 2 * d, ld, sr[q].n, ld, sr[q].n,
+                           s->att + sr[q].off * d, d};
     }
+    attention(s, as, ns, H, D, L->global ? 0 : m->hp.n_swa / 2, 1.0f / sqrtf((float)D));
     linear(s, &L->out, s->att, d, N, s->a, d);
-    add_rows(s->h, s->a, N * d);
-    sk_layernorm(s->h, N, d, L->ffn_norm, NULL, m->hp.eps, s->a);
+    add_ln(s, s->h, s->a, N, d, L->ffn_norm, NULL, m->hp.eps, s->a);
     linear(s, &L->up, s->a, d, N, s->ff, 2 * I);
-    for (size_t t = 0; t < N; t++) {
-        float *row = s->ff + t * 2 * I;
-        sk_geglu(row, row + I, row, I);
-    }
+    geglu_ctx gc = {s->ff, I};
+    par_rows(s, N, 2 * I, geglu_rows, &gc);
     linear(s, &L->down, s->ff, 2 * I, N, s->a, d);
-    add_rows(s->h, s->a, N * d);
-}
-
-static void relu(float *x, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    add_ln(s, s->h, s->a, N, d, NULL, NULL, 0.0f, NULL);
 }
 
 /* A decision block over all rows (every row's output is needed by the next block). */
@@ -912,21 +1079,23 @@ static void head_layer_full(const sk_model *m, sk_scratch *s, const sk_head_laye
                             const seq_rows *sr, size_t ns, size_t N) {
     const size_t d = m->hp.n_embd, H = m->hp.n_head_dec, hd = m->head_dim_dec, ld = 3 * d;
     const size_t F = m->hp.n_ff_head;
-    sk_layernorm(s->h, N, d, Hl->norm1_w, Hl->norm1_b, SK_HEAD_EPS, s->a);
+    add_ln(s, s->h, NULL, N, d, Hl->norm1_w, Hl->norm1_b, SK_HEAD_EPS, s->a);
     linear(s, &Hl->q, s->a, d, N, s->qkv, ld);
     linear(s, &Hl->kv, s->a, d, N, s->qkv + d, ld);
+    attn_seq *as = s->aseq;
     for (size_t q = 0; q < ns; q++) {
         const float *base = s->qkv + sr[q].off * ld;
-        attention(s, base, ld, sr[q].n, base + d, base + 2 * d, ld, sr[q].n, H, hd, 0,
-                  1.0f / sqrtf((float)hd), s->att + sr[q].off * d, d);
+        as[q] = (attn_seq){base, base + d, base + 2 * d, ld, sr[q].n, ld, sr[q].n,
+                           s->att + sr[q].off * d, d};
     }
+    attention(s, as, ns, H, hd, 0, 1.0f / sqrtf((float)hd));
     linear(s, &Hl->out, s->att, d, N, s->a, d);
-    add_rows(s->h, s->a, N * d);
-    sk_layernorm(s->h, N, d, Hl->norm2_w, Hl->norm2_b, SK_HEAD_EPS, s->a);
+    add_ln(s, s->h, s->a, N, d, Hl->norm2_w, Hl->norm2_b, SK_HEAD_EPS, s->a);
     linear(s, &Hl->up, s->a, d, N, s->ff, F);
-    relu(s->ff, N * F);
+    geglu_ctx rc = {s->ff, F};
+    par_rows(s, N, F, relu_rows, &rc);
     linear(s, &Hl->down, s->ff, F, N, s->a, d);
-    add_rows(s->h, s->a, N * d);
+    add_ln(s, s->h, s->a, N, d, NULL, NULL, 0.0f, NULL);
 }
 
 /* The last decision block evaluated only at the K marker rows (global row indices in
@@ -936,15 +1105,17 @@ static void head_layer_markers(const sk_model *m, sk_scratch *s, const sk_head_l
                                size_t K) {
     const size_t d = m->hp.n_embd, H = m->hp.n_head_dec, hd = m->head_dim_dec;
     const size_t F = m->hp.n_ff_head;
-    sk_layernorm(s->h, N, d, Hl->norm1_w, Hl->norm1_b, SK_HEAD_EPS, s->a);
+    add_ln(s, s->h, NULL, N, d, Hl->norm1_w, Hl->norm1_b, SK_HEAD_EPS, s->a);
     linear(s, &Hl->kv, s->a, d, N, s->qkv, 2 * d);  /* keys and values for every row */
     for (size_t r = 0; r < K; r++) memcpy(s->ma + r * d, s->a + rows[r] * d, d * sizeof(float));
     linear(s, &Hl->q, s->ma, d, K, s->mq, d);
+    attn_seq *as = s->aseq;
     for (size_t q = 0; q < ns; q++) {
         const float *kv = s->qkv + sr[q].off * 2 * d;
-        attention(s, s->mq + sr[q].koff * d, d, sr[q].k, kv, kv + d, 2 * d, sr[q].n, H, hd, 0,
-                  1.0f / sqrtf((float)hd), s->matt + sr[q].koff * d, d);
+        as[q] = (attn_seq){s->mq + sr[q].koff * d, kv, kv + d, d, sr[q].k, 2 * d, sr[q].n,
+                           s->matt + sr[q].koff * d, d};
     }
+    attention(s, as, ns, H, hd, 0, 1.0f / sqrtf((float)hd));
     linear(s, &Hl->out, s->matt, d, K, s->ma, d);
     for (size_t r = 0; r < K; r++) {
         const float *hr = s->h + rows[r] * d;
@@ -952,9 +1123,9 @@ static void head_layer_markers(const sk_model *m, sk_scratch *s, const sk_head_l
     }
     sk_layernorm(s->mh, K, d, Hl->norm2_w, Hl->norm2_b, SK_HEAD_EPS, s->ma);
     linear(s, &Hl->up, s->ma, d, K, s->mff, F);
-    relu(s->mff, K * F);
+    for (size_t i = 0; i < K * F; i++) s->mff[i] = s->mff[i] > 0.0f ? s->mff[i] : 0.0f;
     linear(s, &Hl->down, s->mff, F, K, s->ma, d);
-    add_rows(s->mh, s->ma, K * d);
+    for (size_t i = 0; i < K * d; i++) s->mh[i] += s->ma[i];
 }
 
 static int check_seq(const sk_model *m, const sk_seq *q, size_t qi, sk_err *e) {
@@ -982,9 +1153,16 @@ static int scratch_reserve_seqs(sk_scratch *s, size_t ns, size_t K, sk_err *e) {
     if (ns > s->cap_seqs) {
         size_t cap = ns < 8 ? 8 : ns;
         seq_rows *p = sk_malloc_array(cap, sizeof *p);
-        if (!p) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for %zu sequences", ns);
+        attn_seq *a = sk_malloc_array(cap, sizeof *a);
+        if (!p || !a) {
+            free(p);
+            free(a);
+            return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for %zu sequences", ns);
+        }
         free(s->seqs);
+        free(s->aseq);
         s->seqs = p;
+        s->aseq = a;
         s->cap_seqs = cap;
     }
     if (K > s->cap_rows) {
@@ -1005,8 +1183,8 @@ static int scratch_reserve_seqs(sk_scratch *s, size_t ns, size_t K, sk_err *e) {
     return SKYCMD_OK;
 }
 
-int sk_model_forward_batch(const sk_model *m, sk_scratch *s, const sk_seq *seqs, size_t n_seqs,
-                           sk_err *e) {
+static int forward_batch(const sk_model *m, sk_scratch *s, const sk_seq *seqs, size_t n_seqs,
+                         sk_err *e) {
     if (!m || !s || (n_seqs && !seqs))
         return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sk_model_forward: NULL argument");
     if (s->d != m->hp.n_embd || s->D != m->head_dim)
@@ -1054,9 +1232,9 @@ int sk_model_forward_batch(const sk_model *m, sk_scratch *s, const sk_seq *seqs,
             q++;
         }
     }
-    sk_layernorm(s->h, N, d, m->embd_norm, NULL, m->hp.eps, s->h);
+    add_ln(s, s->h, NULL, N, d, m->embd_norm, NULL, m->hp.eps, s->h);
     for (uint32_t l = 0; l < m->hp.n_layer; l++) encoder_layer(m, s, &m->enc[l], sr, ns, N);
-    sk_layernorm(s->h, N, d, m->out_norm, NULL, m->hp.eps, s->h);
+    add_ln(s, s->h, NULL, N, d, m->out_norm, NULL, m->hp.eps, s->h);
 
     {
         size_t q = 0;
@@ -1095,6 +1273,16 @@ int sk_model_forward_batch(const sk_model *m, sk_scratch *s, const sk_seq *seqs,
         }
     }
     return SKYCMD_OK;
+}
+
+int sk_model_forward_batch(const sk_model *m, sk_scratch *s, const sk_seq *seqs, size_t n_seqs,
+                           sk_err *e) {
+    /* this thread holds one unit of the process's compute budget for the whole pass, so
+     * pools of other sessions do not borrow its core (src/kernels/pool.h) */
+    sk_compute_begin();
+    int rc = forward_batch(m, s, seqs, n_seqs, e);
+    sk_compute_end();
+    return rc;
 }
 
 int sk_model_forward(const sk_model *m, sk_scratch *s, const int32_t *ids, size_t n, int qtype,

@@ -457,7 +457,17 @@ const sk_jv *sk_jobj_get(const sk_jv *obj, const char *key) {
  * on the far side of x when the interval of x is lopsided (powers of two). */
 static int shortest_digits(double x, char digits[24], int *decpt) {
     char buf[40];
-    for (int p = 1; p <= 17; p++) {
+    /* Any decimal of at most 15 significant digits that reads back as x is also what x
+     * prints as with 15 digits (DBL_DIG = 15), so when the 15-digit attempt (candidate
+     * and neighbour) fails, no shorter form exists and the search starts at 16: most
+     * probabilities need 16 or 17 digits, and this skips 14 print/parse rounds for them. */
+    int p0 = 1;
+    {
+        char d[24];
+        int dp;
+        if (!shortest_from(x, 15, d, &dp)) p0 = 16;
+    }
+    for (int p = p0; p <= 17; p++) {
         snprintf(buf, sizeof buf, "%.*e", p - 1, x);
         /* buf: d[.ddd]e±XX, decimal point may be locale specific: take digits only */
         char d[24];

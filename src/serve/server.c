@@ -389,29 +389,31 @@ static void status_error(struct req *r, int st, const char *msg, const char *wha
     }
 }
 
-static void answer(struct worker *w, struct req *r) {
+/* The part of answering that is per request: wait limit, model choice, parsing, limits.
+ * Returns the parsed request (*mi = its model), or NULL when r already holds its error. */
+static skycmd_request *prepare(struct req *r, int *mi) {
     const struct serve_config *cfg = S.cfg;
     uint64_t waited = now_us() - r->t_enq;
     if (cfg->timeout_s && waited > (uint64_t)cfg->timeout_s * 1000000u) {
         set_errorf(r, 503, "the request waited %.1f s for a worker (limit %u s)", (double)waited / 1e6,
                    cfg->timeout_s);
-        return;
+        return NULL;
     }
     const char *body = r->body.p ? r->body.p : "";
     size_t len = r->body.len;
 
-    int mi = 0;
+    *mi = 0;
     char mname[MODEL_NAME_MAX];
     switch (sj_find_model(body, len, mname, sizeof mname)) {
     case SJ_MODEL_STRING:
-        mi = find_model(mname);
-        if (mi < 0) {
+        *mi = find_model(mname);
+        if (*mi < 0) {
             unknown_model(r, mname);
-            return;
+            return NULL;
         }
         break;
-    case SJ_MODEL_OTHER: set_error(r, 422, "\"model\" must be a string"); return;
-    case SJ_MODEL_TOO_LONG: set_error(r, 422, "\"model\" is not a loaded model name (too long)"); return;
+    case SJ_MODEL_OTHER: set_error(r, 422, "\"model\" must be a string"); return NULL;
+    case SJ_MODEL_TOO_LONG: set_error(r, 422, "\"model\" is not a loaded model name (too long)"); return NULL;
     default: break;
     }
 
@@ -420,37 +422,101 @@ static void answer(struct worker *w, struct req *r) {
     if (st != SKYCMD_OK) {
         status_error(r, st, q ? skycmd_request_errmsg(q) : NULL, "request parsing");
         skycmd_request_free(q);
-        return;
+        return NULL;
     }
     size_t nq = skycmd_request_question_count(q);
     if (nq > cfg->max_questions) {
         set_errorf(r, 413, "too many questions (%zu), this server accepts at most %zu per request", nq,
                    cfg->max_questions);
         skycmd_request_free(q);
-        return;
+        return NULL;
     }
-    skycmd_response *resp = NULL;
-    st = skycmd_decide(w->sessions[mi], q, &resp);
+    return q;
+}
+
+/* Fill r from a decide result (resp may be NULL on failure) and free resp. */
+static void finish(struct req *r, int st, skycmd_session *s, skycmd_response *resp) {
     if (st != SKYCMD_OK) {
-        status_error(r, st, skycmd_session_errmsg(w->sessions[mi]), "decision");
-        skycmd_response_free(resp);
-        skycmd_request_free(q);
-        return;
-    }
-    const char *json = skycmd_response_json(resp);
-    if (!json) {
-        set_error(r, 500, "decision failed (no response body)");
+        status_error(r, st, skycmd_session_errmsg(s), "decision");
     } else {
-        set_json(r, 200, json, strlen(json));
-        r->questions = skycmd_response_answer_count(resp);
-        r->tokens = skycmd_response_input_tokens(resp);
+        const char *json = skycmd_response_json(resp);
+        if (!json) {
+            set_error(r, 500, "decision failed (no response body)");
+        } else {
+            set_json(r, 200, json, strlen(json));
+            r->questions = skycmd_response_answer_count(resp);
+            r->tokens = skycmd_response_input_tokens(resp);
+        }
     }
     skycmd_response_free(resp);
-    skycmd_request_free(q);
+}
+
+/* Requests a worker takes from the queue at once (SKYCMD_SERVE_BATCH, default 8, 1 = no
+ * batching) and the questions such a batch may hold (one forward batch of the library). */
+#define BATCH_MAX 32
+#define BATCH_QUESTIONS 16
+static int g_batch = -1;
+
+static int batch_limit(void) {
+    if (g_batch < 0) {
+        const char *env = getenv("SKYCMD_SERVE_BATCH");
+        long v = env && *env ? strtol(env, NULL, 10) : 8;
+        g_batch = v < 1 ? 1 : v > BATCH_MAX ? BATCH_MAX : (int)v;
+    }
+    return g_batch;
+}
+
+/* Answer the n requests a worker took together. Those of the same model whose questions fit
+ * in one forward batch run through skycmd_decide_batch (each answer is exactly what it would
+ * be alone); if such a batch fails, its requests are answered one by one so that each gets
+ * its own error. A lone request takes the plain skycmd_decide path. */
+static void answer_all(struct worker *w, struct req **rs, int n) {
+    skycmd_request *q[BATCH_MAX];
+    int mi[BATCH_MAX];
+    size_t nq[BATCH_MAX];
+    for (int i = 0; i < n; i++) {
+        q[i] = prepare(rs[i], &mi[i]);
+        nq[i] = q[i] ? skycmd_request_question_count(q[i]) : 0;
+    }
+    for (int m = 0; m < S.n_models; m++) {
+        int idx[BATCH_MAX], k = 0;
+        size_t questions = 0;
+        for (int i = 0; i <= n; i++) {
+            /* close the group at the end or when the next request would overflow it */
+            int take = i < n && q[i] && mi[i] == m;
+            if (k && (i == n || (take && questions + nq[i] > BATCH_QUESTIONS))) {
+                skycmd_session *s = w->sessions[m];
+                skycmd_response *out[BATCH_MAX];
+                int st = SKYCMD_E_INVALID_ARGUMENT;
+                if (k > 1) {
+                    const skycmd_request *list[BATCH_MAX];
+                    for (int j = 0; j < k; j++) list[j] = q[idx[j]];
+                    st = skycmd_decide_batch(s, list, (size_t)k, out);
+                }
+                for (int j = 0; j < k; j++) {
+                    if (st == SKYCMD_OK) {
+                        finish(rs[idx[j]], SKYCMD_OK, s, out[j]);
+                    } else {
+                        skycmd_response *resp = NULL;
+                        int st1 = skycmd_decide(s, q[idx[j]], &resp);
+                        finish(rs[idx[j]], st1, s, resp);
+                    }
+                }
+                k = 0;
+                questions = 0;
+            }
+            if (take) {
+                idx[k++] = i;
+                questions += nq[i];
+            }
+        }
+    }
+    for (int i = 0; i < n; i++) skycmd_request_free(q[i]);
 }
 
 static void *worker_main(void *arg) {
     struct worker *w = arg;
+    struct req *rs[BATCH_MAX];
     for (;;) {
         pthread_mutex_lock(&S.qmu);
         while (S.qlen == 0 && !S.quit) pthread_cond_wait(&S.qcv, &S.qmu);
@@ -458,21 +524,36 @@ static void *worker_main(void *arg) {
             pthread_mutex_unlock(&S.qmu);
             break;
         }
-        struct req *r = S.ring[S.qhead];
-        S.qhead = (S.qhead + 1) % S.qcap;
-        S.qlen--;
+        /* One request, or, when a backlog has built up, a fair share of it: the queue is
+         * split among the workers so that none idles while another holds a batch. */
+        size_t take = 1;
+        if (S.qlen > 1) {
+            size_t nw = S.cfg->workers > 0 ? (size_t)S.cfg->workers : 1;
+            size_t share = (S.qlen + nw - 1) / nw;
+            size_t lim = (size_t)batch_limit();
+            take = share < lim ? share : lim;
+            if (take < 1) take = 1;
+        }
+        for (size_t i = 0; i < take; i++) {
+            rs[i] = S.ring[S.qhead];
+            S.qhead = (S.qhead + 1) % S.qcap;
+            S.qlen--;
+        }
         pthread_mutex_unlock(&S.qmu);
 
         atomic_fetch_add(&S.busy, 1);
-        answer(w, r);
+        answer_all(w, rs, (int)take);
         atomic_fetch_sub(&S.busy, 1);
-        struct MHD_Connection *c = r->conn;
-        r->state = RS_DONE;
-        /* After this call the epoll thread owns r again: touch nothing. */
-        MHD_resume_connection(c);
-        /* Counted out only once resumed: the drain never stops the daemon while one of its
-         * connections is still suspended (libmicrohttpd forbids that). */
-        atomic_fetch_sub(&S.in_pool, 1);
+        for (size_t i = 0; i < take; i++) {
+            struct req *r = rs[i];
+            struct MHD_Connection *c = r->conn;
+            r->state = RS_DONE;
+            /* After this call the epoll thread owns r again: touch nothing. */
+            MHD_resume_connection(c);
+            /* Counted out only once resumed: the drain never stops the daemon while one of
+             * its connections is still suspended (libmicrohttpd forbids that). */
+            atomic_fetch_sub(&S.in_pool, 1);
+        }
     }
     return NULL;
 }

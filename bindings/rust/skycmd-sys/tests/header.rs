@@ -28,7 +28,9 @@ fn header_text() -> String {
 fn c_type(rust: &str) -> String {
     let t = rust.trim();
     if let Some(rest) = t.strip_prefix("*const ") {
-        return format!("const {} *", c_type(rest));
+        // "T const *" (not "const T *") so that nested pointers keep every qualifier:
+        // *const *const T -> T const * const *
+        return format!("{} const *", c_type(rest));
     }
     if let Some(rest) = t.strip_prefix("*mut ") {
         let inner = c_type(rest);
