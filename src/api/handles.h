@@ -66,6 +66,7 @@ struct skycmd_session {
     const sk_request **rbatch;          /* skycmd_decide_batch's requests */
     size_t rbatch_cap;
     sk_ids tokbuf;
+    struct sk_tok_entry *tokcache;      /* recent texts' token ids (session.c), or NULL */
     float *logits;
     size_t logits_cap;
     double *probs;              /* every question's probabilities, back to back */

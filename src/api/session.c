@@ -1,14 +1,18 @@
 /* session.c - skycmd_session and the decide calls: build each question's Laya sequence,
  * run the sequences through the model in batches (each gets the logits it would get alone),
- * turn the marker logits into answers and the response. SKYCMD_OPT_THREADS gives the
- * session a compute-thread pool (identical logits for any count).
- * One session per thread; its buffers are reused across calls (see handles.h). */
+ * turn the marker logits into answers and the response. skycmd_decide_batch runs the
+ * questions of several requests through the same batches. SKYCMD_OPT_THREADS gives the
+ * session a compute-thread pool (identical logits for any count; docs/threads.md).
+ * One session per thread; its buffers, and a small cache of tokenized question and option
+ * texts, are reused across calls (see handles.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "handles.h"
+
+static void tokcache_free(struct sk_tok_entry *c);
 
 static int session_ok(const skycmd_session *s) { return s && s->tag == SK_TAG_SESSION; }
 
@@ -56,6 +60,7 @@ void skycmd_session_free(skycmd_session *s) {
     free(s->ntok);
     free(s->rbatch);
     sk_ids_free(&s->tokbuf);
+    tokcache_free(s->tokcache);
     free(s->logits);
     free(s->probs);
     free(s->answers);
@@ -104,12 +109,86 @@ const char *skycmd_session_errmsg(const skycmd_session *s) {
     return s->errmsg;
 }
 
-/* The prompt builder's tokenizer callback: the model's tokenizer into a reused buffer. */
+/* A small direct-mapped cache of tokenized texts: a client usually asks the same questions
+ * with the same options again and again (only the state changes), so their pieces are
+ * tokenized once per session. Keyed by the exact bytes (hash, then a full compare); texts
+ * longer than SK_TOKCACHE_TEXT are not kept, so the cache stays bounded. Tokenization is a
+ * pure function of the text (the tokenizer is immutable), so a hit gives the same ids. */
+#define SK_TOKCACHE_SLOTS 64
+#define SK_TOKCACHE_TEXT 1024
+
+struct sk_tok_entry {
+    uint64_t h;
+    int valid;
+    char *text;
+    size_t len, text_cap;
+    int32_t *ids;
+    size_t n, ids_cap;
+};
+
+static void tokcache_free(struct sk_tok_entry *c) {
+    if (!c) return;
+    for (size_t i = 0; i < SK_TOKCACHE_SLOTS; i++) {
+        free(c[i].text);
+        free(c[i].ids);
+    }
+    free(c);
+}
+
+static uint64_t text_hash(const char *t, size_t n) {
+    uint64_t h = 1469598103934665603u;  /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)t[i]) * 1099511628211u;
+    return h ^ n;
+}
+
+/* Remember ids for text; on allocation failure the slot is simply left empty. */
+static void tokcache_put(struct sk_tok_entry *c, uint64_t h, const char *text, size_t len,
+                         const int32_t *ids, size_t n) {
+    c->valid = 0;
+    if (len > c->text_cap) {
+        char *t = malloc(len ? len : 1);
+        if (!t) return;
+        free(c->text);
+        c->text = t;
+        c->text_cap = len;
+    }
+    if (n > c->ids_cap) {
+        int32_t *v = sk_malloc_array(n, sizeof *v);
+        if (!v) return;
+        free(c->ids);
+        c->ids = v;
+        c->ids_cap = n;
+    }
+    if (len) memcpy(c->text, text, len);
+    if (n) memcpy(c->ids, ids, n * sizeof *ids);
+    c->h = h;
+    c->len = len;
+    c->n = n;
+    c->valid = 1;
+}
+
+/* The prompt builder's tokenizer callback: the model's tokenizer (through the cache) into a
+ * reused buffer. */
 static int encode_cb(void *ctx, const char *text, size_t len, sk_i32v *out, sk_err *e) {
     skycmd_session *s = ctx;
+    struct sk_tok_entry *c = NULL;
+    uint64_t h = 0;
+    if (len <= SK_TOKCACHE_TEXT) {
+        if (!s->tokcache) s->tokcache = calloc(SK_TOKCACHE_SLOTS, sizeof *s->tokcache);
+        if (s->tokcache) {
+            h = text_hash(text, len);
+            c = &s->tokcache[h % SK_TOKCACHE_SLOTS];
+            if (c->valid && c->h == h && c->len == len && memcmp(c->text, text, len) == 0) {
+                if (sk_i32v_append(out, c->ids, c->n))
+                    return sk_fail(e, SKYCMD_E_NOMEM, "out of memory tokenizing");
+                return 0;
+            }
+        }
+    }
     s->tokbuf.n = 0;
     int rc = sk_tokenizer_encode(s->model->tok, text, len, &s->tokbuf, e);
     if (rc) return rc;
+    if (c) tokcache_put(c, h, text, len, s->tokbuf.ids, s->tokbuf.n);
     if (sk_i32v_append(out, s->tokbuf.ids, s->tokbuf.n))
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory tokenizing");
     return 0;

@@ -18,7 +18,8 @@
  *    equal to the online cores. A thread running a forward pass holds one unit for the
  *    whole pass (sk_compute_begin/end); a pool's workers are borrowed per parallel step,
  *    only from the units nobody holds, and returned at the end of the step. So several
- *    sessions never run more compute threads together than there are cores (unless the
+ *    sessions do not run more compute threads together than there are cores (beyond the
+ *    end of a step already under way when another pass starts; and unless the
  *    application itself runs more forward passes at once than there are cores, which then
  *    run one thread each), and a lone session with N threads gets them all.
  */

@@ -20,9 +20,11 @@
  * encoder matrices are then replaced by Q8_0 panels (model_to_int8 at the end of this file:
  * calibration on the built-in prompts, outlier columns, prepack; src/kernels/q8.h).
  * A batch packs its sequences' rows one after another so every matrix product runs once
- * over all of them; attention
- * (one head at a time, K and V^T packed per head, query blocks limited to the union of
- * their sliding windows), RoPE positions and the head's marker rows stay per sequence.
+ * over all of them; attention (units of sequence x head x run of query blocks, each with
+ * the K and V^T of its key range packed, query blocks limited to the union of their
+ * sliding windows), RoPE positions and the head's marker rows stay per sequence.
+ * With a thread pool, matrix products, attention units and row-wise steps are split over
+ * the threads the process budget lends (src/kernels/pool.h, docs/threads.md).
  * Every output row is computed by the same arithmetic whatever the batch or thread count,
  * so results are bitwise independent of both.
  */
@@ -665,7 +667,7 @@ uint64_t sk_model_n_params(const sk_model *m) { return m ? m->n_params : 0; }
 /* ------------------------------------------------------------------ scratch ------ */
 
 /* Query rows per attention block: the block's keys are the union of its rows' windows. */
-#define SK_QB 32
+#define SK_QB 16
 
 sk_scratch *sk_scratch_new(const sk_model *m) {
     if (!m) return NULL;
@@ -835,6 +837,11 @@ typedef struct seq_rows {
  * same code whatever the split, so results do not depend on the thread count. */
 #define SK_ROWS_MT_MIN 32768  /* floats touched below which a step stays on one thread */
 
+/* h += a (distinct buffers: restrict lets the compiler vectorize) */
+static void add_rows(float *restrict h, const float *restrict a, size_t n) {
+    for (size_t i = 0; i < n; i++) h[i] += a[i];
+}
+
 typedef void (*rows_fn)(void *ctx, size_t r0, size_t r1);
 typedef struct rows_job {
     rows_fn fn;
@@ -870,10 +877,7 @@ typedef struct ln_ctx {
 static void ln_rows(void *ctx, size_t r0, size_t r1) {
     const ln_ctx *c = ctx;
     float *x = c->x + r0 * c->d;
-    if (c->a) {
-        const float *a = c->a + r0 * c->d;
-        for (size_t i = 0, n = (r1 - r0) * c->d; i < n; i++) x[i] += a[i];
-    }
+    if (c->a) add_rows(x, c->a + r0 * c->d, (r1 - r0) * c->d);
     if (c->w) sk_layernorm(x, r1 - r0, c->d, c->w, c->b, c->eps, c->y + r0 * c->d);
 }
 
@@ -969,11 +973,16 @@ static void attn_unit(const attn_job *j, struct attn_ws *ws, const attn_seq *as,
     for (size_t p = 0; p < vp; p++) {
         float *dst = ws->vpack + p * NK * SK_PANEL;
         const size_t c0 = p * SK_PANEL, nc = hd - c0 < SK_PANEL ? hd - c0 : SK_PANEL;
-        for (size_t jj = 0; jj < NK; jj++) {
-            const float *src = as->v + (K0 + jj) * as->ldkv + h * hd + c0;
-            float *dr = dst + jj * SK_PANEL;
-            for (size_t c = 0; c < nc; c++) dr[c] = src[c];
-            for (size_t c = nc; c < SK_PANEL; c++) dr[c] = 0.0f;
+        const float *src = as->v + K0 * as->ldkv + h * hd + c0;
+        if (nc == SK_PANEL) {
+            for (size_t jj = 0; jj < NK; jj++)
+                memcpy(dst + jj * SK_PANEL, src + jj * as->ldkv, SK_PANEL * sizeof(float));
+        } else {
+            for (size_t jj = 0; jj < NK; jj++) {
+                float *dr = dst + jj * SK_PANEL;
+                for (size_t c = 0; c < nc; c++) dr[c] = src[jj * as->ldkv + c];
+                for (size_t c = nc; c < SK_PANEL; c++) dr[c] = 0.0f;
+            }
         }
     }
     for (size_t r0 = rbeg; r0 < rend; r0 += SK_QB) {
@@ -1039,10 +1048,6 @@ static void attention(sk_scratch *s, const attn_seq *seq, size_t ns, size_t H, s
         sk_pool_run(s->pool, attn_part, &j);
     else
         attn_part(&j, 0, 1);
-}
-
-static void add_rows(float *h, const float *a, size_t n) {
-    for (size_t i = 0; i < n; i++) h[i] += a[i];
 }
 
 static void encoder_layer(const sk_model *m, sk_scratch *s, const sk_enc_layer *L,

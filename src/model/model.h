@@ -65,9 +65,11 @@ uint64_t sk_model_n_params(const sk_model *m);
 
 sk_scratch *sk_scratch_new(const sk_model *m);   /* NULL when out of memory */
 void sk_scratch_free(sk_scratch *s);
-/* Let forward calls on this scratch split their matrix products over the threads of pool
- * (src/kernels/pool.h; borrowed, it must outlive its use; NULL = one thread, the default).
- * The logits are bitwise identical for any thread count. */
+/* Let forward calls on this scratch split their work (matrix products, attention units,
+ * row-wise steps) over the threads of pool (src/kernels/pool.h; borrowed, it must outlive
+ * its use; NULL = one thread, the default). Each step uses as many of the pool's threads
+ * as the process budget lends it then (docs/threads.md). The logits are bitwise identical
+ * for any thread count. */
 struct sk_pool;
 void sk_scratch_set_pool(sk_scratch *s, struct sk_pool *pool);
 /* Int8 activation mode of forward calls on this scratch (skycmd_activations: 0 Q8x2, the

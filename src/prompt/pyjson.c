@@ -455,56 +455,60 @@ const sk_jv *sk_jobj_get(const sk_jv *obj, const char *key) {
 /* Shortest digits that read back as x (what Python's repr uses, David Gay's mode 0):
  * the correctly rounded p-digit form for the smallest p that round-trips, or its neighbour
  * on the far side of x when the interval of x is lopsided (powers of two). */
-static int shortest_digits(double x, char digits[24], int *decpt) {
+/* One round of the search below: the correctly rounded p-digit form of x or its
+ * neighbour, when one reads back as x (returns its digit count), else 0. */
+static int digits_round(double x, int p, char digits[24], int *decpt) {
     char buf[40];
-    /* Any decimal of at most 15 significant digits that reads back as x is also what x
-     * prints as with 15 digits (DBL_DIG = 15), so when the 15-digit attempt (candidate
-     * and neighbour) fails, no shorter form exists and the search starts at 16: most
-     * probabilities need 16 or 17 digits, and this skips 14 print/parse rounds for them. */
-    int p0 = 1;
-    {
-        char d[24];
-        int dp;
-        if (!shortest_from(x, 15, d, &dp)) p0 = 16;
+    snprintf(buf, sizeof buf, "%.*e", p - 1, x);
+    /* buf: d[.ddd]e±XX, decimal point may be locale specific: take digits only */
+    char d[24];
+    int nd = 0;
+    const char *q = buf;
+    while (*q && *q != 'e') {
+        if (*q >= '0' && *q <= '9') d[nd++] = *q;
+        q++;
     }
+    int ex = atoi(q + 1);
+    /* try the candidate, then its neighbour on the other side of x */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        char t[48];
+        int tn = snprintf(t, sizeof t, "%c.%.*se%d", d[0], nd - 1, d + 1, ex);
+        (void)tn;
+        double y = sk_strtod_c(t, NULL);
+        if (y == x) {
+            while (nd > 1 && d[nd - 1] == '0') nd--;
+            memcpy(digits, d, (size_t)nd);
+            digits[nd] = '\0';
+            *decpt = ex + 1;
+            return nd;
+        }
+        if (attempt == 1) break;
+        /* neighbour: +1 ulp of the last digit when y < x, -1 when y > x */
+        int i = nd - 1;
+        if (y < x) {
+            while (i >= 0 && d[i] == '9') d[i--] = '0';
+            if (i < 0) break; /* carried past the first digit: shorter form, seen before */
+            d[i]++;
+        } else {
+            while (i >= 0 && d[i] == '0') d[i--] = '9';
+            if (i < 0) break;
+            d[i]--;
+            if (d[0] == '0') break; /* lost the first digit: shorter form, seen before */
+        }
+    }
+    return 0;
+}
+
+static int shortest_digits(double x, char digits[24], int *decpt) {
+    /* Any decimal of at most 15 significant digits that reads back as x is also what x
+     * prints as with 15 digits (DBL_DIG = 15: such decimals survive the round trip through
+     * a double), so when the 15-digit round fails no shorter form exists and the search
+     * can start at 16. Most probabilities need 16 or 17 digits: this skips 14 print/parse
+     * rounds for them. The result is the same as searching from 1. */
+    int p0 = digits_round(x, 15, digits, decpt) ? 1 : 16;
     for (int p = p0; p <= 17; p++) {
-        snprintf(buf, sizeof buf, "%.*e", p - 1, x);
-        /* buf: d[.ddd]e±XX, decimal point may be locale specific: take digits only */
-        char d[24];
-        int nd = 0;
-        const char *q = buf;
-        while (*q && *q != 'e') {
-            if (*q >= '0' && *q <= '9') d[nd++] = *q;
-            q++;
-        }
-        int ex = atoi(q + 1);
-        /* try the candidate, then its neighbour on the other side of x */
-        for (int attempt = 0; attempt < 2; attempt++) {
-            char t[48];
-            int tn = snprintf(t, sizeof t, "%c.%.*se%d", d[0], nd - 1, d + 1, ex);
-            (void)tn;
-            double y = sk_strtod_c(t, NULL);
-            if (y == x) {
-                while (nd > 1 && d[nd - 1] == '0') nd--;
-                memcpy(digits, d, (size_t)nd);
-                digits[nd] = '\0';
-                *decpt = ex + 1;
-                return nd;
-            }
-            if (attempt == 1) break;
-            /* neighbour: +1 ulp of the last digit when y < x, -1 when y > x */
-            int i = nd - 1;
-            if (y < x) {
-                while (i >= 0 && d[i] == '9') d[i--] = '0';
-                if (i < 0) break; /* carried past the first digit: shorter form, seen before */
-                d[i]++;
-            } else {
-                while (i >= 0 && d[i] == '0') d[i--] = '9';
-                if (i < 0) break;
-                d[i]--;
-                if (d[0] == '0') break; /* lost the first digit: shorter form, seen before */
-            }
-        }
+        int nd = digits_round(x, p, digits, decpt);
+        if (nd) return nd;
     }
     /* unreachable: 17 digits always round-trip */
     snprintf(digits, 24, "0");

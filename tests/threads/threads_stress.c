@@ -1,0 +1,184 @@
+/*
+ * threads_stress.c - a plain C program (not Criterion, which cannot start under
+ * ThreadSanitizer here) that runs the threaded code paths from several threads at once, so
+ * that a TSan build (-DSKYCMD_TSAN=ON) checks them for data races:
+ *   - sessions with SKYCMD_OPT_THREADS = 2 in three application threads at once, each
+ *     deciding requests one by one and with skycmd_decide_batch; every response must be
+ *     byte-identical to the single-thread one (bitwise promise);
+ *   - the process thread budget: a monitor thread checks that the units in use never exceed
+ *     concurrent forward passes + budget - 1 (docs/threads.md);
+ *   - a bare sk_pool hammered with budgeted and all-thread jobs.
+ * usage: threads_stress <work_dir>   exit status 0 = pass, 1 = failure (message on stderr).
+ */
+#define _DEFAULT_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "skycmd.h"
+#include "kernels/pool.h"
+
+#define NREQ 3
+#define NTHR 3
+#define ROUNDS 6
+
+static skycmd_model *g_model;
+static skycmd_request *g_req[NREQ];
+static char *g_ref[NREQ];
+static int g_fail;
+static int g_stop;
+static int g_max_in_use;
+
+static void fail(const char *what, const char *detail) {
+    fprintf(stderr, "threads_stress: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+    __atomic_store_n(&g_fail, 1, __ATOMIC_RELAXED);
+}
+
+static char *request_json(int i) {
+    static const char *const states[NREQ] = {
+        "vy 0 dx 36 up 9 dn 7 nxt 10 alt 32",
+        "the drone is low, the gap is high and the wall is near; vy 3 dx 12 up 2 dn 20 nxt 4 "
+        "alt 8 and the wind pushes left while the next two gaps close fast",
+        "short"};
+    char *b = malloc(2048);
+    snprintf(b, 2048,
+             "{\"state\": \"%s\", \"questions\": {"
+             "\"action\": {\"type\": \"choice\", \"instructions\": \"Which input keeps the drone "
+             "flying?\", \"criteria\": {\"thrust\": \"fire\", \"glide\": \"fall\"}},"
+             "\"danger\": {\"type\": \"noul\", \"instructions\": \"Crash soon?\"},"
+             "\"margin\": {\"type\": \"score\", \"instructions\": \"Room left?\", "
+             "\"criteria\": [\"none\", \"tight\", \"comfortable\"]}}}",
+             states[i]);
+    return b;
+}
+
+static char *decide_json(skycmd_session *s, const skycmd_request *r) {
+    skycmd_response *resp = NULL;
+    if (skycmd_decide(s, r, &resp) != SKYCMD_OK) {
+        fail("decide", skycmd_session_errmsg(s));
+        return NULL;
+    }
+    const char *j = skycmd_response_json(resp);
+    char *c = malloc(strlen(j) + 1);
+    strcpy(c, j);
+    skycmd_response_free(resp);
+    return c;
+}
+
+static void *app_thread(void *arg) {
+    (void)arg;
+    skycmd_session *s = NULL;
+    if (skycmd_session_new(g_model, &s) != SKYCMD_OK ||
+        skycmd_session_set_int(s, SKYCMD_OPT_THREADS, 2) != SKYCMD_OK) {
+        fail("session", NULL);
+        return NULL;
+    }
+    for (int r = 0; r < ROUNDS && !__atomic_load_n(&g_fail, __ATOMIC_RELAXED); r++) {
+        for (int i = 0; i < NREQ; i++) {
+            char *j = decide_json(s, g_req[i]);
+            if (j && strcmp(j, g_ref[i]) != 0) fail("threaded decide differs from one thread", j);
+            free(j);
+        }
+        skycmd_response *out[NREQ];
+        if (skycmd_decide_batch(s, (const skycmd_request *const *)g_req, NREQ, out) != SKYCMD_OK) {
+            fail("decide_batch", skycmd_session_errmsg(s));
+            break;
+        }
+        for (int i = 0; i < NREQ; i++) {
+            if (strcmp(skycmd_response_json(out[i]), g_ref[i]) != 0)
+                fail("batched decide differs from one by one", skycmd_response_json(out[i]));
+            skycmd_response_free(out[i]);
+        }
+    }
+    skycmd_session_free(s);
+    return NULL;
+}
+
+static void *monitor(void *arg) {
+    (void)arg;
+    while (!__atomic_load_n(&g_stop, __ATOMIC_ACQUIRE)) {
+        int u = sk_compute_in_use();
+        if (u > g_max_in_use) g_max_in_use = u;
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static void count(void *ctx, int ith, int nth) {
+    int *c = ctx;
+    if (ith < 0 || ith >= nth) fail("pool: thread index out of range", NULL);
+    __atomic_add_fetch(&c[ith], 1, __ATOMIC_RELAXED);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: threads_stress <work_dir>\n");
+        return 2;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/threads_stress_%d.gguf", argv[1], (int)getpid());
+    skycmd_error *err = skycmd_error_new();
+    if (skycmd_random_model("s1-micro", path, NULL, err) != SKYCMD_OK ||
+        skycmd_model_open(path, NULL, &g_model, err) != SKYCMD_OK) {
+        fprintf(stderr, "threads_stress: model: %s\n", skycmd_error_message(err));
+        return 1;
+    }
+    unlink(path);
+    skycmd_session *one = NULL;
+    skycmd_session_new(g_model, &one);
+    for (int i = 0; i < NREQ; i++) {
+        char *j = request_json(i);
+        if (skycmd_request_parse(j, strlen(j), &g_req[i]) != SKYCMD_OK) fail("parse", j);
+        free(j);
+        g_ref[i] = decide_json(one, g_req[i]);
+    }
+    skycmd_session_free(one);
+    if (g_fail) return 1;
+
+    /* 1. sessions in parallel (the budget is the real core count) */
+    pthread_t mon, th[NTHR];
+    pthread_create(&mon, NULL, monitor, NULL);
+    for (int i = 0; i < NTHR; i++) pthread_create(&th[i], NULL, app_thread, NULL);
+    for (int i = 0; i < NTHR; i++) pthread_join(th[i], NULL);
+    __atomic_store_n(&g_stop, 1, __ATOMIC_RELEASE);
+    pthread_join(mon, NULL);
+    /* helpers are lent only while the units in use are below the budget, and a borrower
+     * holds a unit itself, so at most budget - 1 helpers are out at any time; callers that
+     * start a pass meanwhile never wait, hence the bound callers + budget - 1 (reached only
+     * until the borrower's current step ends) */
+    int budget = sk_compute_budget(), bound = NTHR + budget - 1;
+    if (g_max_in_use > bound) {
+        char m[96];
+        snprintf(m, sizeof m, "%d units in use, more than %d callers + budget %d - 1",
+                 g_max_in_use, NTHR, budget);
+        fail("oversubscription", m);
+    }
+    if (sk_compute_in_use() != 0) fail("budget units not returned", NULL);
+
+    /* 2. a bare pool: budgeted and all-thread jobs */
+    sk_pool *p = sk_pool_new(3);
+    int hits[3] = {0};
+    for (int r = 0; r < 2000; r++) {
+        sk_pool_run(p, count, hits);
+        sk_pool_run_all(p, count, hits);
+    }
+    if (hits[0] != 4000) fail("pool: thread 0 did not run every job", NULL);
+    if (hits[1] < 2000 || hits[2] < 2000) fail("pool: run_all skipped a worker", NULL);
+    sk_pool_free(p);
+
+    for (int i = 0; i < NREQ; i++) {
+        skycmd_request_free(g_req[i]);
+        free(g_ref[i]);
+    }
+    if (skycmd_model_free(g_model) != SKYCMD_OK) fail("model_free", NULL);
+    skycmd_error_free(err);
+    if (g_fail) return 1;
+    printf("threads_stress: ok (%d threads x %d rounds, budget %d, at most %d units in use)\n",
+           NTHR, ROUNDS, budget, g_max_in_use);
+    return 0;
+}
