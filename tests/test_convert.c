@@ -28,24 +28,15 @@
 #include "gguf/gguf.h"
 #include "safetensors/safetensors.h"
 #include "skycmd.h"
+#include "test_util.h"
 #include "tokenizer/tokenizer.h"
 
 #define FX SKYCMD_FIXTURES "/convert/"
 
 /* ---------------------------------------------------------------- helpers ---- */
 
-static char *slurp(const char *path, size_t *len) {
-    char *d = NULL;
-    sk_err e = {0};
-    cr_assert_eq(sk_read_file(path, &d, len, (size_t)1 << 30, &e), 0, "%s", e.msg);
-    return d;
-}
-
 static void spit(const char *path, const void *d, size_t n) {
-    FILE *f = fopen(path, "wb");
-    cr_assert(f, "cannot write %s", path);
-    cr_assert_eq(fwrite(d, 1, n, f), n);
-    fclose(f);
+    cr_assert_eq(tu_write_file(path, d, n), 0, "cannot write %s", path);
 }
 
 static int exists(const char *p) {
@@ -53,43 +44,15 @@ static int exists(const char *p) {
     return stat(p, &st) == 0;
 }
 
-static char g_tmp[1024];
-
-/* A scratch directory per test process. */
+/* A scratch directory per test process, made on first use; the suite's .fini removes it. */
 static const char *tmpdir(void) {
-    if (!g_tmp[0]) {
-        snprintf(g_tmp, sizeof g_tmp, "%s/convert_tmp_%ld", SKYCMD_BINARY_DIR, (long)getpid());
-        mkdir(g_tmp, 0755);
-    }
-    return g_tmp;
+    char dir[1024];
+    if (!tu_scratch_path()[0]) tu_scratch_make(dir, sizeof dir, "convert", "tmp");
+    return tu_scratch_path();
 }
 
 static void rm_rf(const char *p) {
-    char cmd[2200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", p);
-    cr_assert_eq(system(cmd), 0);
-}
-
-/* No leftover temporary file of an atomic write in dir. */
-static int count_tmp_files(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    int n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)))
-        if (strstr(de->d_name, ".tmp.")) n++;
-    closedir(d);
-    return n;
-}
-
-static uint64_t fnv1a(const void *p, size_t n) {
-    const uint8_t *b = p;
-    uint64_t h = 0xCBF29CE484222325ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 0x100000001B3ull;
-    }
-    return h;
+    cr_assert_eq(tu_rm_rf(p), 0, "cannot remove %s", p);
 }
 
 /* Dequantize a GGUF tensor to f32 (caller frees). */
@@ -112,18 +75,10 @@ static void write_random_laya(const char *preset, const char *dir, int64_t seed)
 }
 
 /* Each test runs in its own process: remove its scratch directory when it ends. */
-static void suite_fini(void) {
-    if (g_tmp[0]) rm_rf(g_tmp);
-}
-TestSuite(convert, .fini = suite_fini);
+TestSuite(convert, .fini = tu_scratch_remove);
 
 static cJSON *expected(void) {
-    size_t n;
-    char *t = slurp(FX "pylaya_expected.json", &n);
-    cJSON *j = cJSON_ParseWithLength(t, n);
-    free(t);
-    cr_assert(j);
-    return j;
+    return tu_load_json(FX "pylaya_expected.json");
 }
 
 /* ---------------------------------------------------------------- reader ----- */
@@ -167,7 +122,7 @@ Test(convert, pylaya_reader_sees_python_tensors_and_vocab) {
         float *f = malloc(t->n_elements * 4 + 4);
         cr_assert_eq(sk_st_to_f32(t, f, &e), 0);
         char hex[20];
-        snprintf(hex, sizeof hex, "%016llx", (unsigned long long)fnv1a(f, t->n_elements * 4));
+        snprintf(hex, sizeof hex, "%016llx", (unsigned long long)tu_fnv1a64(f, t->n_elements * 4, TU_FNV1A64_BASIS));
         cr_assert_str_eq(hex, cJSON_GetObjectItem(it, "fnv_f32")->valuestring, "tensor %s", it->string);
         free(f);
     }
@@ -501,7 +456,7 @@ Test(convert, random_gguf_equals_laya_dir_converted) {
     cr_assert_eq(skycmd_random_model("s1-pico", a, NULL, err), 0, "%s", skycmd_error_message(err));
     cr_assert_eq(skycmd_convert(dir, b, NULL, err), 0, "%s", skycmd_error_message(err));
     size_t na, nb;
-    char *da = slurp(a, &na), *db = slurp(b, &nb);
+    char *da = tu_slurp(a, &na), *db = tu_slurp(b, &nb);
     cr_assert_eq(na, nb);
     cr_assert_eq(memcmp(da, db, na), 0, "same model, same bytes");
     free(da);
@@ -596,12 +551,12 @@ Test(convert, progress_and_cancel_leave_no_file) {
     cr_assert_eq(s, SKYCMD_E_CANCELLED, "%s", skycmd_error_message(err));
     cr_assert(g_calls > 2);
     cr_assert(!exists(out));
-    cr_assert_eq(count_tmp_files(tmpdir()), 0);
+    cr_assert_eq(tu_count_tmp_files(tmpdir(), ""), 0);
     skycmd_options_set_progress(o, cancel_while_writing, NULL);
     g_last = 0;
     cr_assert_eq(skycmd_random_model("s1-pico", out, o, err), SKYCMD_E_CANCELLED);
     cr_assert(!exists(out));
-    cr_assert_eq(count_tmp_files(tmpdir()), 0);
+    cr_assert_eq(tu_count_tmp_files(tmpdir(), ""), 0);
     skycmd_options_set_progress(o, count_calls, NULL);
     g_last = 0;
     g_calls = 0;
@@ -634,7 +589,7 @@ static void m_replace(const char *dir, const char *rel, const char *from, const 
     char p[1400];
     path_in(p, sizeof p, dir, rel);
     size_t n, fl = strlen(from);
-    char *d = slurp(p, &n);
+    char *d = tu_slurp(p, &n);
     char *at = NULL; /* binary-safe search (safetensors starts with NUL bytes) */
     for (size_t i = 0; i + fl <= n && !at; i++)
         if (memcmp(d + i, from, fl) == 0) at = d + i;
@@ -655,7 +610,7 @@ static void m_safetensors(const char *dir, const char *drop, const char *rename_
     char p[1400];
     path_in(p, sizeof p, dir, "model.safetensors");
     size_t n;
-    char *d = slurp(p, &n);
+    char *d = tu_slurp(p, &n);
     sk_err e = {0};
     sk_safetensors *st;
     cr_assert_eq(sk_st_open_buffer(d, n, "x", &st, &e), 0);
@@ -733,7 +688,7 @@ static void expect_fail(int which, const char *n1, const char *n2) {
     cr_expect(strstr(msg, n1) != NULL, "case %d: '%s' lacks '%s'", which, msg, n1);
     if (n2) cr_expect(strstr(msg, n2) != NULL, "case %d: '%s' lacks '%s'", which, msg, n2);
     cr_expect(!exists(out), "case %d left %s", which, out);
-    cr_expect_eq(count_tmp_files(tmpdir()), 0, "case %d left a temporary file", which);
+    cr_expect_eq(tu_count_tmp_files(tmpdir(), ""), 0, "case %d left a temporary file", which);
     skycmd_error_free(err);
     rm_rf(dir);
 }

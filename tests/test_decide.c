@@ -5,6 +5,7 @@
  * clamp_temperature, llama.cpp decision_confidence_choice / _score) or computed with
  * Python's math module (softmax constants); the end-to-end test recomputes every answer
  * from the model's raw scorer logits independently of the decide path. */
+#define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -17,6 +18,7 @@
 #include "decide/decide.h"
 #include "decide/request.h"
 #include "gguf/gguf.h"
+#include "test_util.h"
 
 #define NEAR(a, b, tol) cr_expect(fabs((a) - (b)) <= (tol), "%s = %.17g, want %.17g", #a, (double)(a), (double)(b))
 
@@ -195,15 +197,9 @@ Test(decide, end_to_end_random_model) {
     cr_assert_eq(skycmd_session_new(m, &s), 0);
     cr_expect_eq(skycmd_model_free(m), SKYCMD_E_BUSY, "a model with sessions is not freed");
 
-    char *body = NULL;
-    {
-        FILE *f = fopen(SKYCMD_SOURCE_DIR "/examples/flappy-drone.json", "rb");
-        cr_assert(f);
-        body = calloc(1, 1 << 16);
-        size_t n = fread(body, 1, (1 << 16) - 1, f);
-        fclose(f);
-        cr_assert_gt(n, 0);
-    }
+    size_t body_len = 0;
+    char *body = tu_slurp(SKYCMD_SOURCE_DIR "/examples/flappy-drone.json", &body_len);
+    cr_assert_gt(body_len, 0);
     skycmd_request *req = NULL;
     cr_assert_eq(skycmd_request_parse(body, strlen(body), &req), 0, "%s", skycmd_request_errmsg(req));
     cr_expect_eq(skycmd_request_question_count(req), 3);

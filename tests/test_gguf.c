@@ -6,6 +6,7 @@
  * with SKYCMD_E_FORMAT and a message naming the defect), every truncation of a valid file,
  * and deterministic random byte corruption (no crash; run under ASan+UBSan too).
  */
+#define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -14,25 +15,9 @@
 #include <string.h>
 
 #include "gguf/gguf.h"
+#include "test_util.h"
 
 #define FIX SKYCMD_FIXTURES "/gguf/"
-
-static char *slurp(const char *path, size_t *len) {
-    char *d = NULL;
-    sk_err e = {0};
-    int st = sk_read_file(path, &d, len, (size_t)1 << 26, &e);
-    cr_assert_eq(st, 0, "read %s: %s", path, e.msg);
-    return d;
-}
-
-static cJSON *load_json(const char *path) {
-    size_t n;
-    char *s = slurp(path, &n);
-    cJSON *j = cJSON_Parse(s);
-    free(s);
-    cr_assert_not_null(j, "parse %s", path);
-    return j;
-}
 
 static char *hex(const void *p, uint64_t n) {
     static const char digits[] = "0123456789abcdef";
@@ -154,7 +139,7 @@ static void check_file(const char *gguf_name, const char *json_name, uint32_t ve
     char p[512], j[512];
     snprintf(p, sizeof p, FIX "%s", gguf_name);
     snprintf(j, sizeof j, FIX "%s", json_name);
-    cJSON *exp = load_json(j);
+    cJSON *exp = tu_load_json(j);
     sk_err e = {0};
     sk_gguf *g = NULL;
     cr_assert_eq(sk_gguf_open_file(p, &g, &e), 0, "%s", e.msg);
@@ -162,7 +147,7 @@ static void check_file(const char *gguf_name, const char *json_name, uint32_t ve
     sk_gguf_close(g);
     /* and from a caller's buffer */
     size_t n;
-    char *buf = slurp(p, &n);
+    char *buf = tu_slurp(p, &n);
     cr_assert_eq(sk_gguf_open_buffer(buf, n, &g, &e), 0, "%s", e.msg);
     check_against(g, exp, version);
     const sk_gguf_tensor *t0 = sk_gguf_tensor_at(g, 0);
@@ -226,7 +211,7 @@ Test(gguf_reader, typed_getters_and_shapes) {
 }
 
 Test(gguf_reader, damaged_corpus_fails_cleanly) {
-    cJSON *man = load_json(FIX "damaged/manifest.json");
+    cJSON *man = tu_load_json(FIX "damaged/manifest.json");
     cr_assert_geq(cJSON_GetArraySize(man), 30, "the corpus has at least 30 files");
     const cJSON *c;
     cJSON_ArrayForEach(c, man) {
@@ -244,7 +229,7 @@ Test(gguf_reader, damaged_corpus_fails_cleanly) {
         cr_assert(strstr(e.msg, p) == e.msg, "%s: message names the file: %s", file, e.msg);
         /* the same from a buffer */
         size_t n;
-        char *buf = slurp(p, &n);
+        char *buf = tu_slurp(p, &n);
         sk_err e2 = {0};
         cr_assert_eq(sk_gguf_open_buffer(buf, n, &g, &e2), SKYCMD_E_FORMAT, "%s", file);
         cr_assert(strstr(e2.msg, expect) != NULL, "%s: %s", file, e2.msg);
@@ -255,7 +240,7 @@ Test(gguf_reader, damaged_corpus_fails_cleanly) {
 
 Test(gguf_reader, every_truncation_fails) {
     size_t n;
-    char *buf = slurp(FIX "basic.gguf", &n);
+    char *buf = tu_slurp(FIX "basic.gguf", &n);
     for (size_t len = 0; len < n; len++) {
         /* a fresh copy of exactly len bytes so that ASan catches any read past the end */
         char *cut = malloc(len ? len : 1);
@@ -272,7 +257,7 @@ Test(gguf_reader, every_truncation_fails) {
 
 Test(gguf_reader, random_corruption_never_crashes) {
     size_t n;
-    char *buf = slurp(FIX "basic.gguf", &n);
+    char *buf = tu_slurp(FIX "basic.gguf", &n);
     char *m = malloc(n);
     uint64_t state = 0x9e3779b97f4a7c15ull;
     int ok = 0, bad = 0;

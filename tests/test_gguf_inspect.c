@@ -16,6 +16,7 @@
 
 #include "skycmd.h"
 #include "gguf/gguf.h"
+#include "test_util.h"
 
 #define FIX SKYCMD_FIXTURES "/gguf/"
 
@@ -140,9 +141,7 @@ Test(inspect, unknown_type_shows_other) {
     cr_assert_eq(out[type_at], SK_GGML_F32);
     out[type_at] = 99;
     const char *path = SKYCMD_BINARY_DIR "/inspect_other.gguf";
-    FILE *fp = fopen(path, "wb");
-    fwrite(out, 1, n, fp);
-    fclose(fp);
+    cr_assert_eq(tu_write_file(path, out, n), 0, "cannot write %s", path);
     free(out);
     int st;
     char *s = inspect(path, 8, 0, &st, NULL);

@@ -21,24 +21,13 @@
 #include <unistd.h>
 
 #include "gguf/gguf.h"
+#include "test_util.h"
 
 #define FIX SKYCMD_FIXTURES "/gguf/"
 
-static void *slurp(const char *path, size_t *len) {
-    char *d = NULL;
-    sk_err e = {0};
-    cr_assert_eq(sk_read_file(path, &d, len, (size_t)1 << 26, &e), 0, "%s", e.msg);
-    return d;
-}
-
-static uint64_t fnv1a(const uint8_t *p, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
+/* The offset basis tools/golden/make_gguf_fixtures.py hashes ours_writer.gguf from (not the
+ * standard one; the digest only has to be the generator's). */
+#define WRITER_CHECK_FNV_BASIS 1469598103934665603ull
 
 /* Keep in step with ours_writer_expectation() in tools/golden/make_gguf_fixtures.py. */
 static sk_gguf_writer *ours_recipe(float *ramp, uint8_t *f16, uint8_t *bf16, uint8_t *q8) {
@@ -81,20 +70,20 @@ Test(gguf_writer, ours_writer_equals_fixture_checked_by_gguf_reader) {
     cr_assert_eq(sk_gguf_writer_write(w, out, NULL, NULL, &e), 0, "%s", e.msg);
     sk_gguf_writer_free(w);
     size_t nf;
-    uint8_t *file = slurp(out, &nf);
+    uint8_t *file = tu_slurp(out, &nf);
     cr_assert_eq(nf, n);
     cr_assert_eq(memcmp(file, mem, n), 0, "file and memory outputs are the same bytes");
     size_t nfix;
-    uint8_t *fix = slurp(FIX "ours_writer.gguf", &nfix);
+    uint8_t *fix = tu_slurp(FIX "ours_writer.gguf", &nfix);
     cr_assert_eq(nfix, n, "committed ours_writer.gguf differs in size: regenerate (see header)");
     cr_assert_eq(memcmp(fix, mem, n), 0, "committed ours_writer.gguf differs: regenerate");
     size_t nj;
-    char *js = slurp(FIX "ours_writer.check.json", &nj);
+    char *js = tu_slurp(FIX "ours_writer.check.json", &nj);
     cJSON *j = cJSON_Parse(js);
     cr_assert_not_null(j);
     cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "ok")), "gguf.GGUFReader check failed: %s", js);
     char h[32];
-    snprintf(h, sizeof h, "%016llx", (unsigned long long)fnv1a(mem, n));
+    snprintf(h, sizeof h, "%016llx", (unsigned long long)tu_fnv1a64(mem, n, WRITER_CHECK_FNV_BASIS));
     cr_assert_str_eq(cJSON_GetObjectItem(j, "fnv1a64")->valuestring, h,
                      "the checked file is the one we write");
     cJSON_Delete(j);
@@ -285,18 +274,6 @@ static int cancel_after_first(void *ud, uint64_t done, uint64_t total) {
     return done > 0;
 }
 
-static int count_tmp_files(const char *dir, const char *prefix) {
-    DIR *d = opendir(dir);
-    cr_assert_not_null(d);
-    struct dirent *de;
-    int k = 0;
-    while ((de = readdir(d)))
-        if (strncmp(de->d_name, prefix, strlen(prefix)) == 0 && strstr(de->d_name, ".tmp"))
-            k++;
-    closedir(d);
-    return k;
-}
-
 Test(gguf_writer, atomic_no_partial_output) {
     float x[64];
     for (int i = 0; i < 64; i++) x[i] = (float)i;
@@ -312,15 +289,13 @@ Test(gguf_writer, atomic_no_partial_output) {
     cr_assert_gt(calls, 1);
     struct stat st;
     cr_assert_neq(stat(path, &st), 0, "no output after a cancel");
-    cr_assert_eq(count_tmp_files(SKYCMD_BINARY_DIR, "atomic_test.gguf"), 0, "no temporary left");
+    cr_assert_eq(tu_count_tmp_files(SKYCMD_BINARY_DIR, "atomic_test.gguf"), 0, "no temporary left");
     /* an existing file survives a failed write unchanged */
-    FILE *fp = fopen(path, "wb");
-    fputs("old", fp);
-    fclose(fp);
+    cr_assert_eq(tu_write_file(path, "old", 3), 0, "cannot write %s", path);
     calls = 0;
     cr_assert_eq(sk_gguf_writer_write(w, path, cancel_after_first, &calls, &e), SKYCMD_E_CANCELLED);
     size_t n;
-    char *old = slurp(path, &n);
+    char *old = tu_slurp(path, &n);
     cr_assert_eq(n, 3);
     cr_assert_eq(memcmp(old, "old", 3), 0);
     free(old);

@@ -44,59 +44,9 @@
 #include "decide/request.h"
 #include "prompt/prompt.h"
 #include "tokenizer/tokenizer.h"
+#include "test_util.h"
 
 #define GOLDEN_DIR SKYCMD_FIXTURES "/golden"
-
-/* ------------------------------------------------------------------ small helpers --- */
-static char *read_text(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (!buf) break;
-        if (n + 1 >= cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0) break;
-    }
-    fclose(f);
-    if (buf) buf[n] = '\0';
-    if (len) *len = n;
-    return buf;
-}
-
-static int write_text(const char *path, const char *s) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t n = strlen(s);
-    int ok = fwrite(s, 1, n, f) == n;
-    return (fclose(f) == 0 && ok) ? 0 : -1;
-}
-
-static cJSON *load_json(const char *path) {
-    char *t = read_text(path, NULL);
-    cr_assert(t != NULL, "cannot read fixture %s", path);
-    cJSON *j = cJSON_Parse(t);
-    free(t);
-    cr_assert(j != NULL, "fixture %s is not valid JSON", path);
-    return j;
-}
-
-static void rm_rf(const char *path) {
-    char cmd[1400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
-    if (system(cmd) != 0) fprintf(stderr, "golden: could not remove %s\n", path);
-}
 
 /* ------------------------------------------------------------------ SHA-256 (FIPS 180-4) */
 typedef struct sha256 {
@@ -241,7 +191,7 @@ typedef struct golden_model {
 static cJSON *g_manifest;
 
 static int find_model(const char *name, golden_model *m) {
-    if (!g_manifest) g_manifest = load_json(GOLDEN_DIR "/manifest.json");
+    if (!g_manifest) g_manifest = tu_load_json(GOLDEN_DIR "/manifest.json");
     const cJSON *models = cJSON_GetObjectItemCaseSensitive(g_manifest, "models");
     const cJSON *it;
     cJSON_ArrayForEach(it, models) {
@@ -262,21 +212,6 @@ static int find_model(const char *name, golden_model *m) {
         return 0;
     }
     return -1;
-}
-
-/* A scratch directory under the build tree; the test's .fini removes it, also after a
- * failed assertion. */
-static char g_tmpdir[1024];
-
-static void make_tmpdir(char *out, size_t cap, const char *tag) {
-    snprintf(out, cap, "%s/golden-%s-XXXXXX", SKYCMD_BINARY_DIR, tag);
-    cr_assert(mkdtemp(out) != NULL, "mkdtemp %s: %s", out, strerror(errno));
-    snprintf(g_tmpdir, sizeof g_tmpdir, "%s", out);
-}
-
-static void remove_tmpdir(void) {
-    if (g_tmpdir[0]) rm_rf(g_tmpdir);
-    g_tmpdir[0] = '\0';
 }
 
 /* Regenerate the model's Laya directory, check its weights' digest, apply the manifest's
@@ -304,11 +239,7 @@ static void regenerate(const golden_model *m, const char *laya_dir) {
 
     if (m->overrides) {
         snprintf(path, sizeof path, "%s/rl_agent_config.json", laya_dir);
-        char *t = read_text(path, NULL);
-        cr_assert(t != NULL, "cannot read %s", path);
-        cJSON *cfg = cJSON_Parse(t);
-        free(t);
-        cr_assert(cfg != NULL, "%s is not JSON", path);
+        cJSON *cfg = tu_load_json(path);
         const cJSON *kv;
         cJSON_ArrayForEach(kv, m->overrides) {
             cJSON_DeleteItemFromObjectCaseSensitive(cfg, kv->string);
@@ -316,7 +247,7 @@ static void regenerate(const golden_model *m, const char *laya_dir) {
         }
         char *out = cJSON_Print(cfg);
         cr_assert(out != NULL);
-        cr_assert_eq(write_text(path, out), 0, "cannot write %s", path);
+        cr_assert_eq(tu_write_file(path, out, strlen(out)), 0, "cannot write %s", path);
         free(out);
         cJSON_Delete(cfg);
     }
@@ -335,18 +266,6 @@ static void convert(const golden_model *m, const char *laya_dir, const char *ggu
 }
 
 /* ------------------------------------------------------------------ prompt ids ------ */
-typedef struct tokctx {
-    const skycmd_tokenizer *tok;
-    sk_ids tmp;
-} tokctx;
-
-static int enc_cb(void *ctx, const char *text, size_t len, sk_i32v *out, sk_err *e) {
-    tokctx *c = ctx;
-    c->tmp.n = 0;
-    int st = sk_tokenizer_encode(c->tok, text, len, &c->tmp, e);
-    if (st) return st;
-    return sk_i32v_append(out, c->tmp.ids, c->tmp.n);
-}
 
 /* ------------------------------------------------------------------ one suite run --- */
 typedef struct stats {
@@ -449,8 +368,8 @@ static void run_one_type(const golden_model *m, size_t ti, const char *gguf, con
     cr_assert_eq(head_max, (int64_t)jnum(fx, "head_max_len"), "%s: decision.max_head_tokens", name);
     const skycmd_tokenizer *tok = skycmd_model_tokenizer(model);
     cr_assert(tok != NULL);
-    tokctx tc = {tok, {0}};
-    sk_prompt_tok pt = {enc_cb, &tc, skycmd_tokenizer_special_id(tok, SKYCMD_SPECIAL_CLS),
+    tu_tok_ctx tc = {tok, {0}};
+    sk_prompt_tok pt = {tu_tok_encode, &tc, skycmd_tokenizer_special_id(tok, SKYCMD_SPECIAL_CLS),
                         skycmd_tokenizer_special_id(tok, SKYCMD_SPECIAL_SEP),
                         skycmd_tokenizer_special_id(tok, SKYCMD_SPECIAL_MASK),
                         sk_tokenizer_special_text(tok, SKYCMD_SPECIAL_MASK)};
@@ -647,7 +566,7 @@ static void run_one_type(const golden_model *m, size_t ti, const char *gguf, con
     sk_i32v_free(&ids);
     sk_i32v_free(&marks);
     sk_prompt_ws_free(&ws);
-    sk_ids_free(&tc.tmp);
+    sk_ids_free(&tc.ids);
     skycmd_session_free(sess);
     cr_assert_eq(skycmd_model_free(model), SKYCMD_OK);
 }
@@ -655,16 +574,16 @@ static void run_one_type(const golden_model *m, size_t ti, const char *gguf, con
 static void run_model(const char *name, size_t ti) {
     golden_model m;
     cr_assert_eq(find_model(name, &m), 0, "model %s is not in the golden manifest", name);
-    cJSON *reqs = load_json(GOLDEN_DIR "/requests.json");
+    cJSON *reqs = tu_load_json(GOLDEN_DIR "/requests.json");
     char fpath[512];
     snprintf(fpath, sizeof fpath, "%s/%s", GOLDEN_DIR, m.fixture);
-    cJSON *fx = load_json(fpath);
+    cJSON *fx = tu_load_json(fpath);
     cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(fx, "cases")),
                  cJSON_GetArraySize(reqs),
                  "%s: fixture and requests.json disagree on the number of cases", name);
 
     char dir[1024], laya_dir[1100], gguf[1200];
-    make_tmpdir(dir, sizeof dir, name);
+    tu_scratch_make(dir, sizeof dir, "golden", name);
     snprintf(laya_dir, sizeof laya_dir, "%s/laya", dir);
     regenerate(&m, laya_dir);
 
@@ -674,7 +593,7 @@ static void run_model(const char *name, size_t ti) {
     convert(&m, laya_dir, gguf, TYPES[ti].type);
     run_one_type(&m, ti, gguf, fx, reqs, &s);
     report(&m, TYPES[ti].name, TYPES[ti].tol, &s);
-    remove_tmpdir();
+    tu_scratch_remove();
     cJSON_Delete(fx);
     cJSON_Delete(reqs);
     cr_assert_eq(s.n_fail, 0, "%s %s: %zu mismatches with the Python reference (%zu of them against "
@@ -686,8 +605,8 @@ static void run_model(const char *name, size_t ti) {
 }
 
 Test(golden, manifest_is_complete) {
-    cJSON *man = load_json(GOLDEN_DIR "/manifest.json");
-    cJSON *reqs = load_json(GOLDEN_DIR "/requests.json");
+    cJSON *man = tu_load_json(GOLDEN_DIR "/manifest.json");
+    cJSON *reqs = tu_load_json(GOLDEN_DIR "/requests.json");
     cr_assert_geq(cJSON_GetArraySize(reqs), 40);
     cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(man, "models")), 5,
                  "test_golden.c runs five models; the manifest lists a different number");
@@ -696,8 +615,8 @@ Test(golden, manifest_is_complete) {
 }
 
 #define GOLDEN_TESTS(id, model)                                                          \
-    Test(golden, id##_f32, .timeout = 900, .fini = remove_tmpdir) { run_model(model, 0); }  \
-    Test(golden, id##_f16, .timeout = 900, .fini = remove_tmpdir) { run_model(model, 1); }
+    Test(golden, id##_f32, .timeout = 900, .fini = tu_scratch_remove) { run_model(model, 0); }  \
+    Test(golden, id##_f16, .timeout = 900, .fini = tu_scratch_remove) { run_model(model, 1); }
 
 GOLDEN_TESTS(s1_pico, "s1-pico")
 GOLDEN_TESTS(s1_nano_massive, "s1-nano-massive")

@@ -6,6 +6,7 @@
  * (tests/fixtures/prompt/tokenizer.json). We rebuild every sequence with our request parser,
  * renderer and prompt builder (driven by our tokenizer loaded from the same tokenizer.json)
  * and require identical ids and markers, or the same error. */
+#define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -16,33 +17,7 @@
 #include "decide/request.h"
 #include "prompt/prompt.h"
 #include "tokenizer/tokenizer.h"
-
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    cr_assert(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert(fread(buf, 1, (size_t)n, f) == (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    if (len) *len = (size_t)n;
-    return buf;
-}
-
-typedef struct enc_ctx {
-    skycmd_tokenizer *tok;
-    sk_ids buf;
-} enc_ctx;
-
-static int encode_cb(void *ctx, const char *text, size_t len, sk_i32v *out, sk_err *e) {
-    enc_ctx *c = ctx;
-    c->buf.n = 0;
-    int rc = sk_tokenizer_encode(c->tok, text, len, &c->buf, e);
-    if (rc) return rc;
-    return sk_i32v_append(out, c->buf.ids, c->buf.n);
-}
+#include "test_util.h"
 
 static int ids_equal(const sk_i32v *got, cJSON *want) {
     if ((size_t)cJSON_GetArraySize(want) != got->n) return 0;
@@ -65,23 +40,22 @@ static void print_ids(const char *what, const sk_i32v *v) {
 
 Test(prompt, matches_laya_build_sequence) {
     size_t tl, cl;
-    char *tj = slurp(SKYCMD_FIXTURES "/prompt/tokenizer.json", &tl);
-    char *cj = slurp(SKYCMD_FIXTURES "/prompt/tokenizer_config.json", &cl);
-    enc_ctx ec = {0};
+    char *tj = tu_slurp(SKYCMD_FIXTURES "/prompt/tokenizer.json", &tl);
+    char *cj = tu_slurp(SKYCMD_FIXTURES "/prompt/tokenizer_config.json", &cl);
+    skycmd_tokenizer *tok = NULL;
     sk_err e = {0};
-    cr_assert_eq(sk_tokenizer_from_json(tj, tl, cj, cl, &ec.tok, &e), 0, "%s", e.msg);
-    char *txt = slurp(SKYCMD_FIXTURES "/prompt/cases.json", NULL);
-    cJSON *root = cJSON_Parse(txt);
-    cr_assert(root);
+    cr_assert_eq(sk_tokenizer_from_json(tj, tl, cj, cl, &tok, &e), 0, "%s", e.msg);
+    tu_tok_ctx ec = {tok, {0}};
+    cJSON *root = tu_load_json(SKYCMD_FIXTURES "/prompt/cases.json");
     cJSON *meta = cJSON_GetObjectItem(root, "meta");
-    sk_prompt_tok pt = {encode_cb, &ec, (int32_t)cJSON_GetObjectItem(meta, "cls")->valuedouble,
+    sk_prompt_tok pt = {tu_tok_encode, &ec, (int32_t)cJSON_GetObjectItem(meta, "cls")->valuedouble,
                         (int32_t)cJSON_GetObjectItem(meta, "sep")->valuedouble,
                         (int32_t)cJSON_GetObjectItem(meta, "mask")->valuedouble,
                         cJSON_GetObjectItem(meta, "mask_text")->valuestring};
-    cr_assert_eq(pt.cls, sk_tokenizer_special(ec.tok, SKYCMD_SPECIAL_CLS));
-    cr_assert_eq(pt.sep, sk_tokenizer_special(ec.tok, SKYCMD_SPECIAL_SEP));
-    cr_assert_eq(pt.mask, sk_tokenizer_special(ec.tok, SKYCMD_SPECIAL_MASK));
-    cr_assert_str_eq(pt.mask_text, sk_tokenizer_special_text(ec.tok, SKYCMD_SPECIAL_MASK));
+    cr_assert_eq(pt.cls, sk_tokenizer_special(tok, SKYCMD_SPECIAL_CLS));
+    cr_assert_eq(pt.sep, sk_tokenizer_special(tok, SKYCMD_SPECIAL_SEP));
+    cr_assert_eq(pt.mask, sk_tokenizer_special(tok, SKYCMD_SPECIAL_MASK));
+    cr_assert_str_eq(pt.mask_text, sk_tokenizer_special_text(tok, SKYCMD_SPECIAL_MASK));
 
     sk_prompt_ws ws = {0};
     sk_i32v state = {0}, ids = {0}, markers = {0};
@@ -151,10 +125,9 @@ Test(prompt, matches_laya_build_sequence) {
     sk_i32v_free(&state);
     sk_i32v_free(&ids);
     sk_i32v_free(&markers);
-    sk_ids_free(&ec.buf);
-    sk_tokenizer_free(ec.tok);
+    sk_ids_free(&ec.ids);
+    sk_tokenizer_free(tok);
     cJSON_Delete(root);
-    free(txt);
     free(tj);
     free(cj);
 }

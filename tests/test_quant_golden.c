@@ -26,50 +26,13 @@
 #include <unistd.h>
 
 #include "skycmd.h"
+#include "test_util.h"
 
 /* SKYCMD_GOLDEN_DIR overrides the fixture directory (e.g. fixtures regenerated elsewhere
  * with make_golden.py --out DIR while the committed ones are being updated). */
 static const char *golden_dir(void) {
     const char *d = getenv("SKYCMD_GOLDEN_DIR");
     return d && d[0] ? d : SKYCMD_FIXTURES "/golden";
-}
-
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    if (fseek(f, 0, SEEK_END) != 0) {
-        fclose(f);
-        return NULL;
-    }
-    long n = ftell(f);
-    rewind(f);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf) buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
-static cJSON *load_json(const char *path) {
-    char *t = read_text(path);
-    cr_assert(t != NULL, "cannot read fixture %s", path);
-    cJSON *j = cJSON_Parse(t);
-    free(t);
-    cr_assert(j != NULL, "fixture %s is not valid JSON", path);
-    return j;
-}
-
-static char g_tmp[1024];
-
-static void cleanup(void) {
-    if (!g_tmp[0]) return;
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-    if (system(cmd) != 0) fprintf(stderr, "quant-golden: could not remove %s\n", g_tmp);
-    g_tmp[0] = '\0';
 }
 
 typedef struct gm {
@@ -80,7 +43,7 @@ typedef struct gm {
 static void find_model(const char *name, gm *m) {
     char mpath[1024];
     snprintf(mpath, sizeof mpath, "%s/manifest.json", golden_dir());
-    cJSON *man = load_json(mpath);
+    cJSON *man = tu_load_json(mpath);
     const cJSON *it;
     int found = 0;
     cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(man, "models")) {
@@ -101,9 +64,7 @@ static void find_model(const char *name, gm *m) {
 
 /* Laya directory + GGUF files of the requested types in a fresh temporary directory. */
 static void make_model(const char *name, const gm *m, char *dir, size_t cap) {
-    snprintf(dir, cap, "%s/qgolden-%s-XXXXXX", SKYCMD_BINARY_DIR, name);
-    cr_assert(mkdtemp(dir) != NULL, "mkdtemp %s: %s", dir, strerror(errno));
-    snprintf(g_tmp, sizeof g_tmp, "%s", dir);
+    tu_scratch_make(dir, cap, "qgolden", name);
     char laya[1100];
     snprintf(laya, sizeof laya, "%s/laya", dir);
     skycmd_options *o = skycmd_options_new();
@@ -164,7 +125,7 @@ static double run(const gm *m, const char *gguf, int weights, int act, int expec
     snprintf(fpath, sizeof fpath, "%s/%s", golden_dir(), m->fixture);
     char rpath[1024];
     snprintf(rpath, sizeof rpath, "%s/requests.json", golden_dir());
-    cJSON *fx = load_json(fpath), *reqs = load_json(rpath);
+    cJSON *fx = tu_load_json(fpath), *reqs = tu_load_json(rpath);
     const cJSON *rq = reqs->child, *cs = cJSON_GetObjectItemCaseSensitive(fx, "cases")->child;
     double max_dp = 0, sum_dp = 0;
     size_t n_prob = 0, n_req = 0;
@@ -260,9 +221,9 @@ static void run_model(const char *name) {
         cr_expect_gt(mp, 1.25 * m16, "%s (massive channels): plain Q8_0 mean error %g is not "
                      "measurably above the outlier path's %g", name, mp, m16);
     }
-    cleanup();
+    tu_scratch_remove();
 }
 
-Test(quant_golden, s1_pico, .timeout = 900, .fini = cleanup) { run_model("s1-pico"); }
-Test(quant_golden, s1_nano_massive, .timeout = 900, .fini = cleanup) { run_model("s1-nano-massive"); }
-Test(quant_golden, s1_micro, .timeout = 900, .fini = cleanup) { run_model("s1-micro"); }
+Test(quant_golden, s1_pico, .timeout = 900, .fini = tu_scratch_remove) { run_model("s1-pico"); }
+Test(quant_golden, s1_nano_massive, .timeout = 900, .fini = tu_scratch_remove) { run_model("s1-nano-massive"); }
+Test(quant_golden, s1_micro, .timeout = 900, .fini = tu_scratch_remove) { run_model("s1-micro"); }

@@ -5,6 +5,7 @@
  * tools/golden/make_prompt_fixtures.py with json.dumps(json.loads(text), ensure_ascii=False));
  * expected validation messages are llama-server's wording (spec 6.4) or the documented
  * leniencies (docs/compat.md). */
+#define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -15,20 +16,7 @@
 #include "skycmd.h"
 #include "decide/request.h"
 #include "prompt/pyjson.h"
-
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    cr_assert(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert(fread(buf, 1, (size_t)n, f) == (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    if (len) *len = (size_t)n;
-    return buf;
-}
+#include "test_util.h"
 
 static char *dump(const char *text, int *status) {
     sk_jdoc d;
@@ -43,9 +31,7 @@ static char *dump(const char *text, int *status) {
 }
 
 Test(pyjson, matches_python_json_dumps) {
-    char *txt = slurp(SKYCMD_FIXTURES "/prompt/pyjson.json", NULL);
-    cJSON *root = cJSON_Parse(txt);
-    cr_assert(root);
+    cJSON *root = tu_load_json(SKYCMD_FIXTURES "/prompt/pyjson.json");
     cJSON *cases = cJSON_GetObjectItem(root, "cases");
     int n = 0, bad = 0;
     cJSON *c;
@@ -64,7 +50,6 @@ Test(pyjson, matches_python_json_dumps) {
     cr_assert_gt(n, 600);
     cr_assert_eq(bad, 0, "%d of %d serializations differ from Python", bad, n);
     cJSON_Delete(root);
-    free(txt);
 }
 
 Test(pyjson, float_repr_hand_values) {

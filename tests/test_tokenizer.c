@@ -20,25 +20,16 @@
 
 #include "skycmd.h"
 #include "tokenizer/tokenizer.h"
+#include "test_util.h"
 
 #define FIX SKYCMD_FIXTURES "/tokenizer"
-
-static char *slurp(const char *path, size_t *len) {
-    char *d = NULL;
-    size_t l = 0;
-    sk_err e;
-    sk_err_clear(&e);
-    if (sk_read_file(path, &d, &l, (size_t)1 << 30, &e)) return NULL;
-    if (len) *len = l;
-    return d;
-}
 
 static skycmd_tokenizer *load_json_dir(const char *name) {
     char p1[512], p2[512];
     snprintf(p1, sizeof p1, FIX "/%s/tokenizer.json", name);
     snprintf(p2, sizeof p2, FIX "/%s/tokenizer_config.json", name);
     size_t l1 = 0, l2 = 0;
-    char *j = slurp(p1, &l1), *c = slurp(p2, &l2);
+    char *j = tu_read_file(p1, &l1), *c = tu_read_file(p2, &l2);
     cr_assert(j && c, "cannot read fixture %s", name);
     skycmd_tokenizer *t = NULL;
     sk_err e;
@@ -214,16 +205,10 @@ Test(fixtures, random_builder_matches_fixtures) {
             char d[600];
             snprintf(d, sizeof d, "mkdir -p '%s/%s'", wdir, k_random[i].dir);
             cr_assert_eq(system(d), 0);
-            FILE *f = fopen(p1, "w");
-            cr_assert(f);
-            fputs(j, f);
-            fclose(f);
-            f = fopen(p2, "w");
-            cr_assert(f);
-            fputs(c, f);
-            fclose(f);
+            cr_assert_eq(tu_write_file(p1, j, strlen(j)), 0, "cannot write %s", p1);
+            cr_assert_eq(tu_write_file(p2, c, strlen(c)), 0, "cannot write %s", p2);
         } else {
-            char *fj = slurp(p1, NULL), *fc = slurp(p2, NULL);
+            char *fj = tu_read_file(p1, NULL), *fc = tu_read_file(p2, NULL);
             cr_assert(fj && fc);
             cr_expect_str_eq(j, fj, "%s/tokenizer.json differs from the builder's output", k_random[i].dir);
             cr_expect_str_eq(c, fc, "%s/tokenizer_config.json differs from the builder's output", k_random[i].dir);
@@ -449,7 +434,7 @@ Test(json, hostile_inputs_fail_cleanly) {
     }
     /* truncations of a real file never crash */
     size_t len = 0;
-    char *j = slurp(FIX "/vocab1024/tokenizer.json", &len);
+    char *j = tu_read_file(FIX "/vocab1024/tokenizer.json", &len);
     cr_assert(j);
     for (size_t cut = 0; cut < len; cut += len / 97 + 1) {
         skycmd_tokenizer *t = NULL;
@@ -553,11 +538,7 @@ Test(encode, concurrent_threads_agree) {
 static void check_gguf_expectation(const char *name) {
     char path[512];
     snprintf(path, sizeof path, FIX "/expected_gguf_%s.json", name);
-    size_t len = 0;
-    char *txt = slurp(path, &len);
-    cr_assert(txt, "missing %s", path);
-    cJSON *x = cJSON_ParseWithLength(txt, len);
-    cr_assert(x);
+    cJSON *x = tu_load_json(path);
     skycmd_tokenizer *t = load_json_dir(name);
     uint8_t *mem = NULL;
     sk_gguf *g = NULL;
@@ -604,7 +585,6 @@ static void check_gguf_expectation(const char *name) {
         }
     }
     cJSON_Delete(x);
-    free(txt);
     sk_tokenizer_free(t);
     sk_tokenizer_free(t2);
     sk_gguf_close(g);

@@ -7,21 +7,16 @@
  *    dequantization equals gguf.quants.dequantize;
  *  - row sizes and type names.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gguf/gguf.h"
+#include "test_util.h"
 
 #define FIX SKYCMD_FIXTURES "/gguf/"
-
-static void *slurp(const char *path, size_t *len) {
-    char *d = NULL;
-    sk_err e = {0};
-    cr_assert_eq(sk_read_file(path, &d, len, (size_t)1 << 26, &e), 0, "%s", e.msg);
-    return d;
-}
 
 static uint32_t fbits(float f) {
     uint32_t u;
@@ -59,9 +54,9 @@ Test(types, bf16_all_patterns_round_trip) {
 
 Test(types, f16_bf16_match_gguf_quants) {
     size_t n_in, n16, nb16;
-    const float *x = slurp(FIX "conv_input.f32.bin", &n_in);
-    const uint8_t *f16 = slurp(FIX "conv_f16.bin", &n16);
-    const uint8_t *bf16 = slurp(FIX "conv_bf16.bin", &nb16);
+    const float *x = tu_slurp(FIX "conv_input.f32.bin", &n_in);
+    const uint8_t *f16 = tu_slurp(FIX "conv_f16.bin", &n16);
+    const uint8_t *bf16 = tu_slurp(FIX "conv_bf16.bin", &nb16);
     size_t n = n_in / 4;
     cr_assert_eq(n16, n * 2);
     cr_assert_eq(nb16, n * 2);
@@ -92,9 +87,9 @@ Test(types, f16_bf16_match_gguf_quants) {
 
 Test(types, q8_0_matches_ggml_reference) {
     size_t n_in, nq, nd;
-    const float *x = slurp(FIX "conv_input.f32.bin", &n_in);
-    const uint8_t *q = slurp(FIX "conv_q8_0.bin", &nq);
-    const float *deq = slurp(FIX "conv_q8_0_deq.f32.bin", &nd);
+    const float *x = tu_slurp(FIX "conv_input.f32.bin", &n_in);
+    const uint8_t *q = tu_slurp(FIX "conv_q8_0.bin", &nq);
+    const float *deq = tu_slurp(FIX "conv_q8_0_deq.f32.bin", &nd);
     size_t n = nd / 4; /* the finite prefix that was quantized */
     cr_assert_eq(n % 32, 0);
     cr_assert_eq(nq, n / 32 * 34);

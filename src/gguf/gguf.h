@@ -132,6 +132,8 @@ const sk_gguf_tensor *sk_gguf_find_tensor(const sk_gguf *g, const char *name);
 uint32_t sk_gguf_tensor_shape(const sk_gguf_tensor *t, uint64_t shape[4]);
 /* "u8", "string", "array", ... ("unknown" outside the enum). */
 const char *sk_gguf_value_type_name(uint32_t type);
+/* Bytes of one element of a fixed-size value type; 0 for STRING, ARRAY and unknown types. */
+size_t sk_gguf_value_type_size(uint32_t type);
 
 /* The `skycmd inspect` description of an open file (gguf_describe.c): text like the book's
  * gguf-inspect, or one JSON document when json != 0. Arrays show at most max_array items.

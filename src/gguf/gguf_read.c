@@ -53,21 +53,11 @@ int sk_str_eq(sk_str s, const char *c) {
     return s.len == n && (n == 0 || memcmp(s.ptr, c, n) == 0);
 }
 
-static uint64_t hash_bytes(const char *p, uint64_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (uint64_t i = 0; i < n; i++) {
-        h ^= (unsigned char)p[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 static int str_same(sk_str a, sk_str b) {
     return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, (size_t)a.len) == 0);
 }
 
-/* Size of one element of a fixed-size value type; 0 for STRING/ARRAY/unknown. */
-static size_t value_type_size(uint32_t t) {
+size_t sk_gguf_value_type_size(uint32_t t) {
     switch (t) {
     case SK_GGUF_U8: case SK_GGUF_I8: case SK_GGUF_BOOL: return 1;
     case SK_GGUF_U16: case SK_GGUF_I16: return 2;
@@ -164,7 +154,7 @@ static int read_array(cur *c, sk_gguf_value *v, int depth, const char *what, sk_
     v->v.arr.elem_type = et;
     v->v.arr.count = count;
     v->v.arr.first = c->base + c->pos;
-    size_t es = value_type_size(et);
+    size_t es = sk_gguf_value_type_size(et);
     if (es) {
         uint64_t bytes;
         if (sk_mul_u64(count, es, &bytes) != 0 || bytes > left(c))
@@ -207,7 +197,7 @@ static int read_value(cur *c, uint32_t type, sk_gguf_value *v, int depth, const 
     v->type = type;
     if (type == SK_GGUF_STRING) return read_str(c, &v->v.s, what, e);
     if (type == SK_GGUF_ARRAY) return read_array(c, v, depth, what, e);
-    size_t es = value_type_size(type);
+    size_t es = sk_gguf_value_type_size(type);
     if (!es)
         return sk_fail(e, SKYCMD_E_FORMAT, "%s: unknown value type %u at byte offset %zu", what,
                        type, at);
@@ -246,7 +236,7 @@ static size_t hash_insert(size_t *tab, size_t cap, const sk_str *names, size_t s
                           size_t i) {
 #define NAME_AT(k) (*(const sk_str *)((const char *)names + (k) * stride_bytes))
     sk_str s = NAME_AT(i);
-    size_t h = (size_t)hash_bytes(s.ptr, s.len) & (cap - 1);
+    size_t h = (size_t)sk_fnv1a64(s.ptr, (size_t)s.len) & (cap - 1);
     while (tab[h]) {
         size_t k = tab[h] - 1;
         if (str_same(NAME_AT(k), s)) return k;
@@ -261,7 +251,7 @@ static size_t hash_find(const size_t *tab, size_t cap, const sk_str *names, size
                         const char *key) {
     if (!tab || !key) return (size_t)-1;
     size_t n = strlen(key);
-    size_t h = (size_t)hash_bytes(key, n) & (cap - 1);
+    size_t h = (size_t)sk_fnv1a64(key, n) & (cap - 1);
     while (tab[h]) {
         size_t k = tab[h] - 1;
         const sk_str *s = (const sk_str *)((const char *)names + k * stride_bytes);
@@ -697,14 +687,14 @@ void sk_gguf_iter_init(sk_gguf_iter *it, const sk_gguf_value *arr) {
 
 /* Bytes taken by a validated value of type t at p (nested arrays walked). */
 static const uint8_t *skip_value(uint32_t t, const uint8_t *p) {
-    size_t es = value_type_size(t);
+    size_t es = sk_gguf_value_type_size(t);
     if (es) return p + es;
     if (t == SK_GGUF_STRING) return p + 8 + rd64(p);
     /* array */
     uint32_t et = rd32(p);
     uint64_t n = rd64(p + 4);
     p += 12;
-    size_t ees = value_type_size(et);
+    size_t ees = sk_gguf_value_type_size(et);
     if (ees) return p + n * ees;
     for (uint64_t i = 0; i < n; i++) p = skip_value(et, p);
     return p;

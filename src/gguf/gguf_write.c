@@ -177,19 +177,9 @@ int sk_gguf_writer_add_str(sk_gguf_writer *w, const char *key, const char *v) {
     return sk_gguf_writer_add_str_n(w, key, v, strlen(v));
 }
 
-static size_t fixed_size(uint32_t t) {
-    switch (t) {
-    case SK_GGUF_U8: case SK_GGUF_I8: case SK_GGUF_BOOL: return 1;
-    case SK_GGUF_U16: case SK_GGUF_I16: return 2;
-    case SK_GGUF_U32: case SK_GGUF_I32: case SK_GGUF_F32: return 4;
-    case SK_GGUF_U64: case SK_GGUF_I64: case SK_GGUF_F64: return 8;
-    default: return 0;
-    }
-}
-
 int sk_gguf_writer_add_arr(sk_gguf_writer *w, const char *key, uint32_t elem_type,
                            const void *data, uint64_t count) {
-    size_t es = fixed_size(elem_type);
+    size_t es = sk_gguf_value_type_size(elem_type);
     uint64_t bytes;
     if (!es || (!data && count) || sk_mul_u64(count, es, &bytes) || bytes > SIZE_MAX)
         return SKYCMD_E_INVALID_ARGUMENT;

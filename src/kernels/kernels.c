@@ -50,6 +50,13 @@ void sk_gemm(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, floa
     }
 }
 
+void sk_pack(const float *w, size_t ldw, size_t n_out, size_t n_in, float *out) {
+    if (sk_kernels_level() >= SK_LEVEL_AVX512)
+        sk_pack_avx512(w, ldw, n_out, n_in, out);
+    else
+        sk_pack_ref(w, ldw, n_out, n_in, out);
+}
+
 void sk_layernorm(const float *x, size_t n_rows, size_t d, const float *w, const float *b,
                   float eps, float *y) {
     if (sk_kernels_level() >= SK_LEVEL_AVX2)

@@ -51,8 +51,12 @@ typedef struct sk_packed {
 
 /* Elements needed to pack an [n_out][n_in] matrix (0 on overflow). */
 size_t sk_packed_floats(size_t n_out, size_t n_in);
-/* Pack w ([n_out][n_in], row stride ldw) into out (sk_packed_floats() elements). */
+/* Pack w ([n_out][n_in], row stride ldw) into out (sk_packed_floats() elements). A pure
+ * copy: every implementation gives the same bytes (AVX-512: 16 x 16 register transposes;
+ * attention packs its keys with it on every call). */
 void sk_pack(const float *w, size_t ldw, size_t n_out, size_t n_in, float *out);
+void sk_pack_ref(const float *w, size_t ldw, size_t n_out, size_t n_in, float *out);
+void sk_pack_avx512(const float *w, size_t ldw, size_t n_out, size_t n_in, float *out);
 /* The same for 16-bit elements (F16 or BF16 bits, moved unchanged). */
 void sk_pack_u16(const uint16_t *w, size_t ldw, size_t n_out, size_t n_in, uint16_t *out);
 /* Bytes per element of a SK_PACK_* type. */

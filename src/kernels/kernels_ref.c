@@ -77,7 +77,7 @@ size_t sk_packed_floats(size_t n_out, size_t n_in) {
     return r;
 }
 
-void sk_pack(const float *w, size_t ldw, size_t n_out, size_t n_in, float *out) {
+void sk_pack_ref(const float *w, size_t ldw, size_t n_out, size_t n_in, float *out) {
     size_t panels = n_out / SK_PANEL + (n_out % SK_PANEL != 0);
     for (size_t p = 0; p < panels; p++) {
         float *dst = out + p * n_in * SK_PANEL;

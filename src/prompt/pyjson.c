@@ -288,9 +288,7 @@ static int parse_number(jparser *jp, sk_jv *v) {
 static int key_eq(sk_jstr a, sk_jstr b) { return a.n == b.n && memcmp(a.s, b.s, a.n) == 0; }
 
 static uint64_t key_hash(sk_jstr k) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < k.n; i++) h = (h ^ (unsigned char)k.s[i]) * 1099511628211ull;
-    return h;
+    return sk_fnv1a64(k.s, k.n);
 }
 
 /* Move the top `count` stack entries into the arena as an array or object. Objects drop

@@ -127,17 +127,8 @@ typedef struct trainer {
     size_t n_used;
 } trainer;
 
-static uint64_t fnv(const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 static int tr_add_word(trainer *T, const char *s, size_t n) {
-    uint32_t i = (uint32_t)fnv(s, n) & T->mask;
+    uint32_t i = (uint32_t)sk_fnv1a64(s, n) & T->mask;
     while (T->slots[i]) {
         uint32_t k = T->slots[i] - 1;
         if (T->wlen[k] == n && memcmp(T->wtext[k], s, n) == 0) {

@@ -108,11 +108,7 @@ void sk_tokenizer_free(skycmd_tokenizer *t) {
 /* ------------------------------------------------------------------ hashing ----- */
 
 static uint64_t hash_bytes(const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
+    uint64_t h = sk_fnv1a64(s, n);
     return h ^ (h >> 29);
 }
 

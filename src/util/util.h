@@ -58,6 +58,19 @@ static inline int sk_mul_u64(uint64_t a, uint64_t b, uint64_t *out) {
     return 0;
 }
 
+/* 64-bit FNV-1a style hash of n bytes, for in-memory lookup tables only. The offset basis
+ * is the one this code base has always used (1469598103934665603, not the published
+ * 14695981039346656037): results are never stored or compared with other tools. */
+static inline uint64_t sk_fnv1a64(const void *p, size_t n) {
+    const unsigned char *b = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
 /* Allocation helpers: NULL on overflow or failure. sk_malloc_array(n, size). */
 void *sk_malloc_array(size_t n, size_t size);
 void *sk_calloc_array(size_t n, size_t size);
