@@ -30,6 +30,14 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 # (serve_load measures RSS growth under wrk: meaningless with ASan's quarantine, so it runs
 # in the release build only.)
 
+stage "ThreadSanitizer: the threaded code (thread pool stress, HTTP server under load)"
+# Criterion cannot start under TSan on this platform, so the threaded code is exercised by
+# plain programs and the HTTP tests.
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSKYCMD_TSAN=ON >/dev/null
+cmake --build build-tsan --target skycmd_cli threads_stress
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  ctest --test-dir build-tsan --output-on-failure -R '^(threads_stress|serve_http|serve_badinput)$'
+
 stage "bindings: Go, Java, Node, Rust (and the cross-check against the CLI)"
 bindings/run-tests.sh --build-dir build --no-build
 

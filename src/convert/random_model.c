@@ -330,7 +330,7 @@ static const char *k_files[7] = {"rl_agent_config.json",          "config.json",
                                  "tokenizer/special_tokens_map.json", "model.safetensors"};
 
 static void remove_tree(const char *root) {
-    char p[4200];
+    char p[4400]; /* root (< 4200, see sk_random_write_dir) + the longest member name */
     for (int i = 0; i < 7; i++) {
         snprintf(p, sizeof p, "%s/%s", root, k_files[i]);
         remove(p);
