@@ -384,6 +384,11 @@ static int load_linear2(sk_model *m, const sk_gguf *g, const char *prefix /* < 1
             rc = pack_linear(lin, w, w16, wtype, b, 0, n_out, n_in, name, e);
         }
     }
+    if (!rc && !owned) {
+        /* The panels are a copy: the file's pages of this matrix can leave the resident set. */
+        const sk_gguf_tensor *t = sk_gguf_find_tensor(g, name);
+        sk_release_pages(t->data, (size_t)t->nbytes);
+    }
     if (!rc) {
         lin->src = sk_gguf_find_tensor(g, name);
         lin->row0 = 0;

@@ -1,5 +1,6 @@
 /* util.c - implementation of the shared internal helpers declared in util.h. */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* madvise(MADV_PAGEOUT) */
 #include "util.h"
 
 #include <errno.h>
@@ -288,4 +289,19 @@ int sk_utf8_valid(const char *s, size_t n) {
         i += len;
     }
     return 1;
+}
+
+void sk_release_pages(const void *p, size_t n) {
+#if defined(__linux__) && defined(MADV_PAGEOUT)
+    long ps = sysconf(_SC_PAGESIZE);
+    if (ps <= 0 || !p || n == 0) return;
+    uintptr_t page = (uintptr_t)ps;
+    uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1);
+    uintptr_t b = ((uintptr_t)p + n) & ~(page - 1);
+    /* Advice only: pages read again later fault back in with the same contents. */
+    if (b > a) (void)madvise((void *)a, b - a, MADV_PAGEOUT);
+#else
+    (void)p;
+    (void)n;
+#endif
 }
