@@ -1159,37 +1159,38 @@ static int check_seq(const sk_model *m, const sk_seq *q, size_t qi, sk_err *e) {
     return SKYCMD_OK;
 }
 
+/* Replace two parallel arrays (*a of sa-byte and *b of sb-byte elements) by ones of at
+ * least `need` elements, all or nothing: on failure both keep their old buffers. The
+ * contents are scratch and are not carried over. */
+static int grow_pair(void **a, size_t sa, void **b, size_t sb, size_t *cap, size_t need,
+                     size_t min_cap) {
+    if (need <= *cap) return 0;
+    size_t n = need < min_cap ? min_cap : need;
+    void *na = sk_malloc_array(n, sa), *nb = sk_malloc_array(n, sb);
+    if (!na || !nb) {
+        free(na);
+        free(nb);
+        return -1;
+    }
+    free(*a);
+    free(*b);
+    *a = na;
+    *b = nb;
+    *cap = n;
+    return 0;
+}
+
 static int scratch_reserve_seqs(sk_scratch *s, size_t ns, size_t K, sk_err *e) {
-    if (ns > s->cap_seqs) {
-        size_t cap = ns < 8 ? 8 : ns;
-        seq_rows *p = sk_malloc_array(cap, sizeof *p);
-        attn_seq *a = sk_malloc_array(cap, sizeof *a);
-        if (!p || !a) {
-            free(p);
-            free(a);
-            return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for %zu sequences", ns);
-        }
-        free(s->seqs);
-        free(s->aseq);
-        s->seqs = p;
-        s->aseq = a;
-        s->cap_seqs = cap;
-    }
-    if (K > s->cap_rows) {
-        size_t cap = K < 16 ? 16 : K;
-        size_t *r = sk_malloc_array(cap, sizeof *r);
-        float *l = sk_malloc_array(cap, sizeof *l);
-        if (!r || !l) {
-            free(r);
-            free(l);
-            return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for %zu markers", K);
-        }
-        free(s->mrows);
-        free(s->mlogits);
-        s->mrows = r;
-        s->mlogits = l;
-        s->cap_rows = cap;
-    }
+    void *seqs = s->seqs, *aseq = s->aseq, *mrows = s->mrows, *mlogits = s->mlogits;
+    int bad_seqs = grow_pair(&seqs, sizeof *s->seqs, &aseq, sizeof *s->aseq, &s->cap_seqs, ns, 8);
+    s->seqs = seqs;
+    s->aseq = aseq;
+    if (bad_seqs) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for %zu sequences", ns);
+    int bad_rows = grow_pair(&mrows, sizeof *s->mrows, &mlogits, sizeof *s->mlogits,
+                             &s->cap_rows, K, 16);
+    s->mrows = mrows;
+    s->mlogits = mlogits;
+    if (bad_rows) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for %zu markers", K);
     return SKYCMD_OK;
 }
 
