@@ -1069,8 +1069,10 @@ int serve_run(const struct serve_config *cfg) {
     log_line("skycmd serve: %s: finishing requests in flight, refusing new ones",
              sig == SIGINT ? "SIGINT" : "SIGTERM");
     atomic_store(&S.draining, 1);
+    /* MHD's epoll thread may still touch the listen socket after quiescing (it removes it
+     * from its epoll set asynchronously), so the socket is closed only once the daemon has
+     * stopped; until then MHD accepts nothing on it. */
     MHD_socket lfd = MHD_quiesce_daemon(S.daemon);
-    if (lfd != MHD_INVALID_SOCKET) close(lfd);
 
     /* Requests in the pool are always finished. Connections still sending a body get until
      * the drain deadline; a second signal cuts that wait short. */
@@ -1093,6 +1095,7 @@ int serve_run(const struct serve_config *cfg) {
         nanosleep(&ms, NULL);
     }
     MHD_stop_daemon(S.daemon);
+    if (lfd != MHD_INVALID_SOCKET) close(lfd);
     S.daemon = NULL;
     stop_workers();
     free_models();
