@@ -17,8 +17,10 @@
  *
  * Layout: matrices are prepacked at load into 16-output panels (kernels.h), F16/BF16 kept
  * 16-bit and widened exactly by the kernels, F32/Q8_0 as f32. With an int8 weights mode the
- * encoder matrices are then replaced by Q8_0 panels (model_to_int8 at the end of this file:
- * calibration on the built-in prompts, outlier columns, prepack; src/kernels/q8.h).
+ * file's Q8_0 matrices go straight into int8 panels (never widened, so the int8 path holds no
+ * f32 copy of them), and the other encoder matrices are replaced by Q8_0 panels after the
+ * load (model_to_int8 at the end of this file: calibration on the built-in prompts, outlier
+ * columns, prepack; src/kernels/q8.h).
  * A batch packs its sequences' rows one after another so every matrix product runs once
  * over all of them; attention (units of sequence x head x run of query blocks, each with
  * the K and V^T of its key range packed, query blocks limited to the union of their
@@ -59,6 +61,7 @@ typedef struct sk_linear {
     sk_q8_owned *q8;
     const sk_gguf_tensor *src;   /* the file's tensor and the first row this Linear holds */
     size_t row0;
+    size_t q8_bytes, q8_pbytes;  /* prepack sizes, for the load log */
 } sk_linear;
 
 typedef struct sk_enc_layer {
@@ -80,6 +83,8 @@ typedef struct sk_head_layer {
 struct sk_model {
     sk_hparams hp;
     uint64_t n_params;
+    int weights_mode;   /* SKYCMD_WEIGHTS_*: with an int8 mode, Q8_0 matrices of the file are
+                           packed straight into int8 panels (no f32 stage) */
     /* token_embd.weight stays in the file (any supported type): only the rows of a
      * sequence are widened, at lookup, so a large vocabulary costs no f32 copy. */
     const sk_gguf_tensor *tok_embd;
@@ -360,12 +365,59 @@ static int load_matrix(const sk_gguf *g, const char *name, uint64_t ne0, uint64_
  * pack it as one Linear, or as two (rows [0, split) and [split, n_out)) when lin2 != NULL.
  * F16 and BF16 matrices stay 16-bit in the panels (widened exactly by the kernels); F32 and
  * Q8_0 become f32. */
+/* Rows [row0, row0 + n_out) of a Q8_0 matrix taken as int8 panels as they are in the file
+ * (the int8 weights modes); the Linear gets no f32 panels at all. */
+static int q8_linear_from_file(sk_linear *lin, const sk_gguf_tensor *t, const float *b,
+                               size_t row0, size_t n_out, size_t n_in, const char *name,
+                               sk_err *e) {
+    sk_q8_owned *q = calloc(1, sizeof *q);
+    if (!q) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory packing tensor %s", name);
+    const uint64_t row_bytes = sk_ggml_row_size(t->type, n_in);
+    int rc = sk_q8_from_q8_0(t->data + row0 * row_bytes, n_out, n_in, b ? b + row0 : NULL, name,
+                             q, &lin->q8_bytes, &lin->q8_pbytes, e);
+    if (rc) {
+        free(q);
+        return rc;
+    }
+    lin->q8 = q;
+    lin->p.data = NULL;
+    lin->p.bias = NULL;
+    lin->p.n_in = n_in;
+    lin->p.n_out = n_out;
+    lin->p.pstride = n_in * SK_PANEL;
+    lin->p.wtype = SK_PACK_F32;
+    return SKYCMD_OK;
+}
+
 static int load_linear2(sk_model *m, const sk_gguf *g, const char *prefix /* < 128 chars */,
                         uint32_t n_in, uint32_t n_out, int with_bias, sk_linear *lin,
                         sk_linear *lin2, uint32_t split, sk_err *e) {
     char name[192], bname[192];
     snprintf(name, sizeof name, "%s.weight", prefix);
     snprintf(bname, sizeof bname, "%s.bias", prefix);
+    const sk_gguf_tensor *qt = sk_gguf_find_tensor(g, name);
+    if (m->weights_mode != SKYCMD_WEIGHTS_F32 && qt && qt->type == SK_GGML_Q8_0) {
+        float *b = NULL;
+        int rc = check_tensor(g, name, n_in, n_out, &qt, e);
+        if (!rc) rc = sk_q8_require_out_in(name, n_out, n_in, e);
+        if (!rc && with_bias) rc = load_tensor(m, g, bname, n_out, 1, 1, &b, e);
+        if (!rc) {
+            m->n_params += (uint64_t)n_in * n_out;
+            const size_t n0 = lin2 ? split : n_out;
+            rc = q8_linear_from_file(lin, qt, b, 0, n0, n_in, name, e);
+            if (!rc && lin2) rc = q8_linear_from_file(lin2, qt, b, split, n_out - split, n_in, name, e);
+        }
+        free(b);
+        if (rc) return rc;
+        sk_release_pages(qt->data, (size_t)qt->nbytes);
+        lin->src = qt;
+        lin->row0 = 0;
+        if (lin2) {
+            lin2->src = qt;
+            lin2->row0 = split;
+        }
+        return SKYCMD_OK;
+    }
     const float *w = NULL;
     const uint16_t *w16 = NULL;
     void *owned = NULL;
@@ -567,6 +619,7 @@ int sk_model_load_ex(const sk_gguf *g, int weights_mode, skycmd_log_fn log, void
                        "SKYCMD_WEIGHTS_F32, _Q8, _Q8_PLAIN", weights_mode);
     sk_model *m = calloc(1, sizeof *m);
     if (!m) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+    m->weights_mode = weights_mode;
     int rc = read_hparams(g, &m->hp, e);
     if (rc) {
         free(m);
@@ -1399,8 +1452,8 @@ static int model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
     }
     size_t n_enc, n = model_linears(m, all, &n_enc), n_quant = 0, n_file = 0;
-    /* Which matrices go int8: Q8_0 in the file, or what the converter's policy would make
-     * Q8_0 (encoder matrices whose rows split into 32; the decision head stays f32). */
+    /* Which matrices go int8: Q8_0 in the file (already int8, packed at load), or what the
+     * converter's policy would make Q8_0 (encoder matrices whose rows split into 32; the decision head stays f32). */
     for (size_t i = 0; i < n; i++) {
         const sk_linear *L = all[i];
         char name[160];
@@ -1433,6 +1486,15 @@ static int model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd
         char name[160];
         snprintf(name, sizeof name, "%.*s", (int)(L->src->name.len < 150 ? L->src->name.len : 150),
                  L->src->name.ptr);
+        if (L->q8) {   /* packed from the file's Q8_0 bytes at load */
+            total_bytes += L->q8_bytes;
+            total_pbytes += L->q8_pbytes;
+            mlog(log, log_ud, 0, "int8: %s rows %zu..%zu: Q8_0 from the file; relayout "
+                 "ROW_MAJOR -> INPUT_BLOCK_MAJOR (kernel order) %zu bytes, then into %d-output "
+                 "panels %zu bytes", name, L->row0, L->row0 + n_out, L->q8_bytes, SK_Q8_PANEL,
+                 L->q8_pbytes);
+            continue;
+        }
         if ((rc = sk_q8_require_out_in(name, n_out, n_in, e))) break;
         sk_q8_owned *q = calloc(1, sizeof *q);
         if (!q) {
@@ -1442,32 +1504,26 @@ static int model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd
         const uint64_t row_bytes = sk_ggml_row_size(L->src->type, n_in);
         const uint8_t *rows = L->src->data + L->row0 * row_bytes;
         size_t bytes = 0, pbytes = 0;
-        if (to_q8[i] == 2) {
-            rc = sk_q8_from_q8_0(rows, n_out, n_in, L->bias, name, q, &bytes, &pbytes, e);
-        } else {
-            if (n_out * n_in > w_cap) {
-                free(w);
-                w_cap = n_out * n_in;
-                w = sk_malloc_array(w_cap, sizeof(float));
-                if (!w) {
-                    w_cap = 0;
-                    free(q);
-                    rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory quantizing %s", name);
-                    break;
-                }
+        if (n_out * n_in > w_cap) {
+            free(w);
+            w_cap = n_out * n_in;
+            w = sk_malloc_array(w_cap, sizeof(float));
+            if (!w) {
+                w_cap = 0;
+                free(q);
+                rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory quantizing %s", name);
+                break;
             }
-            rc = sk_ggml_to_f32(L->src->type, rows, w, n_out * n_in);
-            if (rc) rc = sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: cannot widen", name);
-            if (!rc)
-            {
-                float *ms = NULL;
-                if (!rc && c.sq && c.rows[i] > 0 && (ms = sk_malloc_array(n_in, sizeof(float))))
-                    for (size_t j = 0; j < n_in; j++) ms[j] = (float)(c.sq[i][j] / (double)c.rows[i]);
-                if (!rc)
-                    rc = sk_q8_build(w, n_out, n_in, L->bias, c.mx ? c.mx[i] : NULL, ms, name, q,
-                                     &bytes, &pbytes, e);
-                free(ms);
-            }
+        }
+        rc = sk_ggml_to_f32(L->src->type, rows, w, n_out * n_in);
+        if (rc) rc = sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: cannot widen", name);
+        if (!rc) {
+            float *ms = NULL;
+            if (c.sq && c.rows[i] > 0 && (ms = sk_malloc_array(n_in, sizeof(float))))
+                for (size_t j = 0; j < n_in; j++) ms[j] = (float)(c.sq[i][j] / (double)c.rows[i]);
+            rc = sk_q8_build(w, n_out, n_in, L->bias, c.mx ? c.mx[i] : NULL, ms, name, q, &bytes,
+                             &pbytes, e);
+            free(ms);
         }
         if (rc) {
             free(q);
@@ -1482,9 +1538,8 @@ static int model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd
         total_outl += q->w.n_outl;
         mlog(log, log_ud, 0, "int8: %s rows %zu..%zu: %s, %zu outlier columns; relayout "
              "ROW_MAJOR -> INPUT_BLOCK_MAJOR (kernel order) %zu bytes, then into %d-output "
-             "panels %zu bytes", name, L->row0, L->row0 + n_out,
-             to_q8[i] == 2 ? "Q8_0 from the file" : "Q8_0 quantized at load", q->w.n_outl,
-             bytes, SK_Q8_PANEL, pbytes);
+             "panels %zu bytes", name, L->row0, L->row0 + n_out, "Q8_0 quantized at load",
+             q->w.n_outl, bytes, SK_Q8_PANEL, pbytes);
     }
     if (!rc)
         mlog(log, log_ud, 1, "int8: %zu matrices Q8_0 (%zu quantized at load%s, %zu from the "
