@@ -81,6 +81,7 @@ static void gemm_suite(gemm_fn fn, const char *name) {
     static const size_t shapes[][3] = {
         {1, 1, 1},   {1, 64, 1},   {5, 64, 16},  {6, 64, 16},  {7, 64, 17},   {8, 33, 31},
         {9, 100, 33}, {13, 257, 48}, {17, 300, 70}, {40, 600, 40}, {3, 1024, 100}, {33, 64, 192},
+        {2, 70, 130}, {4, 64, 256}, {12, 40, 80}, {20, 1500, 90}, {10, 16, 65},
     };
     double worst = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
@@ -94,20 +95,47 @@ static void gemm_suite(gemm_fn fn, const char *name) {
     fprintf(stderr, "%s: worst relative error vs reference %.3g\n", name, worst);
 }
 
+/* A row's outputs do not depend on how many rows share the call (the 8-row tiles, the
+ * small-row tiles and the duplicated rows of a partial tile all run the same FMA chain):
+ * the batch-equals-one-at-a-time guarantee of the forward pass rests on it. */
+static void gemm_rows_independent(gemm_fn fn, const char *name) {
+    enum { N = 23, K = 300, M = 100 };  /* K above the k-blocking, M a partial panel group */
+    static float x[N * K], w[M * K], b[M + SK_PANEL], y[N * M], y1[M];
+    static float pk[((M + SK_PANEL - 1) / SK_PANEL) * SK_PANEL * K] __attribute__((aligned(64)));
+    for (size_t i = 0; i < N * K; i++) x[i] = frand();
+    for (size_t i = 0; i < M * K; i++) w[i] = frand();
+    memset(b, 0, sizeof b);
+    for (size_t i = 0; i < M; i++) b[i] = frand();
+    sk_pack(w, K, M, K, pk);
+    sk_packed P = {pk, b, K, M, K * SK_PANEL, SK_PACK_F32};
+    for (size_t n = 1; n <= N; n++) {
+        fn(x, K, n, &P, y, M);
+        for (size_t r = 0; r < n; r++) {
+            fn(x + r * K, K, 1, &P, y1, M);
+            cr_assert(memcmp(y + r * M, y1, sizeof y1) == 0,
+                      "%s: row %zu of a %zu-row call differs from the row alone", name, r, n);
+        }
+    }
+}
+
+Test(kernels, gemm_rows_independent_of_batch) {
+    gemm_rows_independent(sk_gemm_scalar, "gemm_scalar");
+    if (have_avx2()) gemm_rows_independent(sk_gemm_avx2, "gemm_avx2");
+    if (have_avx512()) gemm_rows_independent(sk_gemm_avx512, "gemm_avx512");
+}
+
 Test(kernels, gemm_scalar_packed) { gemm_suite(sk_gemm_scalar, "gemm_scalar"); }
 
 Test(kernels, gemm_avx2) {
     if (!have_avx2()) {
-        cr_log_warn("no AVX2+FMA on this CPU: skipped");
-        return;
+        cr_skip_test("no AVX2+FMA on this CPU: skipped");
     }
     gemm_suite(sk_gemm_avx2, "gemm_avx2");
 }
 
 Test(kernels, gemm_avx512) {
     if (!have_avx512()) {
-        cr_log_warn("no AVX-512F on this CPU: skipped");
-        return;
+        cr_skip_test("no AVX-512F on this CPU: skipped");
     }
     gemm_suite(sk_gemm_avx512, "gemm_avx512");
 }
@@ -203,16 +231,14 @@ static void gelu_check(geglu_fn geglu, gelu_fn gelu, const char *name) {
 
 Test(kernels, gelu_and_geglu_avx2) {
     if (!have_avx2()) {
-        cr_log_warn("no AVX2+FMA on this CPU: skipped");
-        return;
+        cr_skip_test("no AVX2+FMA on this CPU: skipped");
     }
     gelu_check(sk_geglu_avx2, sk_gelu_avx2, "gelu_avx2");
 }
 
 Test(kernels, gelu_and_geglu_avx512) {
     if (!have_avx512()) {
-        cr_log_warn("no AVX-512F on this CPU: skipped");
-        return;
+        cr_skip_test("no AVX-512F on this CPU: skipped");
     }
     gelu_check(sk_geglu_avx512, sk_gelu_avx512, "gelu_avx512");
 }
@@ -236,30 +262,64 @@ static void softmax_check(softmax_fn fn) {
     }
 }
 
+Test(kernels, softmax_rows_avx512) {
+    if (!have_avx512()) cr_skip_test("no AVX-512F on this CPU: skipped");
+    static const size_t nks[] = {1, 2, 16, 17, 80, 129};
+    enum { NR = 11, LD = 144 };
+    static float x1[NR * LD], x2[NR * LD];
+    for (size_t ki = 0; ki < sizeof nks / sizeof nks[0]; ki++) {
+        const size_t nk = nks[ki];
+        size_t a[NR], b[NR];
+        for (size_t r = 0; r < NR; r++) {
+            /* full rows, windows cut at either end, single keys */
+            a[r] = (r % 3 == 0) ? 0 : (size_t)(rng % nk);
+            rng ^= rng << 13;
+            b[r] = (r % 4 == 0) ? nk : a[r] + 1 + (size_t)(rng % (nk - a[r]));
+            rng ^= rng >> 7;
+        }
+        for (size_t i = 0; i < NR * LD; i++) x1[i] = x2[i] = frand() * 40.0f;
+        x1[5] = x2[5] = -1e4f;
+        sk_attn_softmax_rows_ref(x1, LD, NR, nk, a, b, 0.125f);
+        sk_attn_softmax_rows_avx512(x2, LD, NR, nk, a, b, 0.125f);
+        for (size_t r = 0; r < NR; r++) {
+            for (size_t i = 0; i < nk; i++) {
+                const float p1 = x1[r * LD + i], p2 = x2[r * LD + i];
+                if (i < a[r] || i >= b[r])
+                    cr_expect(p2 == 0.0f, "nk=%zu row %zu col %zu outside [%zu,%zu): %g", nk, r,
+                              i, a[r], b[r], (double)p2);
+                else
+                    cr_expect(fabs(p1 - p2) <= 1e-6 * fmax(p1, 1e-30) + 1e-37,
+                              "nk=%zu row %zu col %zu: %.9g vs %.9g", nk, r, i, (double)p2,
+                              (double)p1);
+            }
+            for (size_t i = nk; i < LD; i++)
+                cr_expect(x2[r * LD + i] == x1[r * LD + i], "nk=%zu row %zu: wrote past nk", nk, r);
+        }
+    }
+}
+
 Test(kernels, softmax_avx2) {
     if (!have_avx2()) {
-        cr_log_warn("no AVX2+FMA on this CPU: skipped");
-        return;
+        cr_skip_test("no AVX2+FMA on this CPU: skipped");
     }
     softmax_check(sk_attn_softmax_avx2);
 }
 
 Test(kernels, softmax_avx512) {
     if (!have_avx512()) {
-        cr_log_warn("no AVX-512F on this CPU: skipped");
-        return;
+        cr_skip_test("no AVX-512F on this CPU: skipped");
     }
     softmax_check(sk_attn_softmax_avx512);
 }
 
-Test(kernels, layernorm_avx2) {
-    if (!have_avx2()) {
-        cr_log_warn("no AVX2+FMA on this CPU: skipped");
-        return;
-    }
-    static const size_t dims[] = {1, 8, 15, 16, 64, 100, 1024};
+typedef void (*layernorm_fn)(const float *, size_t, size_t, const float *, const float *, float,
+                             float *);
+
+static void layernorm_check(layernorm_fn ln) {
+    static const size_t dims[] = {1, 8, 15, 16, 17, 64, 100, 1024};
     for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
-        size_t d = dims[di], n = 3;
+        /* 6 rows: the AVX-512 code takes rows four at a time, then one by one */
+        size_t d = dims[di], n = 6;
         float *x = malloc(n * d * sizeof(float)), *w = malloc(d * sizeof(float));
         float *b = malloc(d * sizeof(float)), *y1 = malloc(n * d * sizeof(float));
         float *y2 = malloc(n * d * sizeof(float));
@@ -267,17 +327,15 @@ Test(kernels, layernorm_avx2) {
             w[i] = 1.0f + 0.1f * frand();
             b[i] = 0.1f * frand();
         }
-        /* row 0 plain, row 1 with a large offset (residual streams reach ~1e4), row 2 with
-         * one massive channel */
-        for (size_t i = 0; i < d; i++) {
-            x[i] = frand();
-            x[d + i] = 2.6e4f + frand();
-            x[2 * d + i] = frand();
-        }
+        /* rows plain, with a large offset (residual streams reach ~1e4), with one massive
+         * channel; then again in another order */
+        for (size_t r = 0; r < n; r++)
+            for (size_t i = 0; i < d; i++) x[r * d + i] = (r % 3 == 1 ? 2.6e4f : 0.0f) + frand();
         x[2 * d + d / 2] = 3000.0f;
+        x[3 * d + d / 3] = -3000.0f;
         for (int wb = 0; wb < 2; wb++) {
             sk_layernorm_ref(x, n, d, w, wb ? b : NULL, 1e-5f, y1);
-            sk_layernorm_avx2(x, n, d, w, wb ? b : NULL, 1e-5f, y2);
+            ln(x, n, d, w, wb ? b : NULL, 1e-5f, y2);
             for (size_t i = 0; i < n * d; i++)
                 cr_expect(fabs(y1[i] - y2[i]) <= 2e-5 * fmax(1.0, fabs(y1[i])),
                           "d=%zu bias=%d i=%zu: %.9g vs %.9g", d, wb, i, (double)y2[i],
@@ -285,7 +343,7 @@ Test(kernels, layernorm_avx2) {
         }
         /* in place */
         memcpy(y2, x, n * d * sizeof(float));
-        sk_layernorm_avx2(y2, n, d, w, b, 1e-5f, y2);
+        ln(y2, n, d, w, b, 1e-5f, y2);
         sk_layernorm_ref(x, n, d, w, b, 1e-5f, y1);
         for (size_t i = 0; i < n * d; i++)
             cr_expect(fabs(y1[i] - y2[i]) <= 2e-5 * fmax(1.0, fabs(y1[i])));
@@ -295,6 +353,20 @@ Test(kernels, layernorm_avx2) {
         free(y1);
         free(y2);
     }
+}
+
+Test(kernels, layernorm_avx2) {
+    if (!have_avx2()) {
+        cr_skip_test("no AVX2+FMA on this CPU: skipped");
+    }
+    layernorm_check(sk_layernorm_avx2);
+}
+
+Test(kernels, layernorm_avx512) {
+    if (!have_avx512()) {
+        cr_skip_test("no AVX-512F on this CPU: skipped");
+    }
+    layernorm_check(sk_layernorm_avx512);
 }
 
 Test(kernels, dispatch_level) {
@@ -402,8 +474,7 @@ Test(kernels, gemm_f16_bf16_panels_exact) {
 
 Test(kernels, rope_avx2) {
     if (!have_avx2()) {
-        cr_log_warn("no AVX2+FMA on this CPU: skipped");
-        return;
+        cr_skip_test("no AVX2+FMA on this CPU: skipped");
     }
     static const size_t Ds[] = {8, 16, 32, 64, 128, 12};
     for (size_t di = 0; di < 6; di++) {

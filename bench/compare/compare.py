@@ -205,14 +205,25 @@ class KeepAlive:
     """One HTTP/1.1 connection, prebuilt request bytes, minimal response parsing."""
 
     def __init__(self, port, path, body):
-        self.sock = socket.create_connection(("127.0.0.1", port))
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.port = port
+        self._connect()
         b = json.dumps(body).encode()
         self.req = (("POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                      "Content-Length: %d\r\n\r\n") % (path, len(b))).encode() + b
+
+    def _connect(self):
+        self.sock = socket.create_connection(("127.0.0.1", self.port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = b""
+        self.left = None  # requests this connection may still carry (Keep-Alive: max=N)
 
     def once(self):
+        # Servers may cap the requests of one connection (llama-server's cpp-httplib sends
+        # "Keep-Alive: timeout=5, max=100" and then closes): open a new one beforehand, so
+        # the reconnection is never inside a timed request.
+        if self.left is not None and self.left <= 0:
+            self.sock.close()
+            self._connect()
         t0 = time.perf_counter()
         self.sock.sendall(self.req)
         while b"\r\n\r\n" not in self.buf:
@@ -226,6 +237,11 @@ class KeepAlive:
             rest += self._recv()
         self.buf = rest[n:]
         dt = time.perf_counter() - t0
+        ka = re.search(rb"(?i)\r\nkeep-alive:[^\r]*max=(\d+)", head)
+        if re.search(rb"(?i)\r\nconnection:\s*close", head):
+            self.left = 0
+        elif ka:
+            self.left = int(ka.group(1)) - 1 if self.left is None else self.left - 1
         status = head.split(b" ", 2)[1]
         if status != b"200":
             raise RuntimeError("HTTP %s: %r" % (status.decode(), rest[:300]))

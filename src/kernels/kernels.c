@@ -59,7 +59,10 @@ void sk_pack(const float *w, size_t ldw, size_t n_out, size_t n_in, float *out) 
 
 void sk_layernorm(const float *x, size_t n_rows, size_t d, const float *w, const float *b,
                   float eps, float *y) {
-    if (sk_kernels_level() >= SK_LEVEL_AVX2)
+    const int lv = sk_kernels_level();
+    if (lv >= SK_LEVEL_AVX512)
+        sk_layernorm_avx512(x, n_rows, d, w, b, eps, y);
+    else if (lv >= SK_LEVEL_AVX2)
         sk_layernorm_avx2(x, n_rows, d, w, b, eps, y);
     else
         sk_layernorm_ref(x, n_rows, d, w, b, eps, y);
@@ -83,6 +86,20 @@ void sk_gelu(float *x, size_t n) {
         sk_gelu_avx2(x, n);
     else
         sk_gelu_ref(x, n);
+}
+
+void sk_attn_softmax_rows(float *x, size_t ld, size_t nr, size_t nk, const size_t *a,
+                          const size_t *b, float scale) {
+    if (sk_kernels_level() >= SK_LEVEL_AVX512) {
+        sk_attn_softmax_rows_avx512(x, ld, nr, nk, a, b, scale);
+        return;
+    }
+    for (size_t r = 0; r < nr; r++) {
+        float *row = x + r * ld;
+        for (size_t i = 0; i < a[r]; i++) row[i] = 0.0f;
+        sk_attn_softmax(row + a[r], b[r] - a[r], scale);
+        for (size_t i = b[r]; i < nk; i++) row[i] = 0.0f;
+    }
 }
 
 void sk_attn_softmax(float *x, size_t n, float scale) {

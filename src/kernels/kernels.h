@@ -89,6 +89,8 @@ void sk_layernorm(const float *x, size_t n_rows, size_t d, const float *w, const
                   float eps, float *y);
 void sk_layernorm_avx2(const float *x, size_t n_rows, size_t d, const float *w, const float *b,
                        float eps, float *y);
+void sk_layernorm_avx512(const float *x, size_t n_rows, size_t d, const float *w,
+                         const float *b, float eps, float *y);
 
 /* Exact GELU, 0.5 x (1 + erf(x / sqrt 2)). */
 float sk_gelu1(float x);
@@ -108,6 +110,16 @@ void sk_attn_softmax_ref(float *x, size_t n, float scale);
 void sk_attn_softmax(float *x, size_t n, float scale);
 void sk_attn_softmax_avx2(float *x, size_t n, float scale);
 void sk_attn_softmax_avx512(float *x, size_t n, float scale);
+/* The softmax of nr rows of an attention score block (row stride ld, nk columns, nk < 2^31):
+ * row r is sk_attn_softmax over its columns [a[r], b[r]) (a[r] < b[r] <= nk) and 0 in the
+ * other columns. The AVX-512 code runs rows four at a time; its sums may add in another
+ * order than the one-row kernels. */
+void sk_attn_softmax_rows_ref(float *x, size_t ld, size_t nr, size_t nk, const size_t *a,
+                              const size_t *b, float scale);
+void sk_attn_softmax_rows(float *x, size_t ld, size_t nr, size_t nk, const size_t *a,
+                          const size_t *b, float scale);
+void sk_attn_softmax_rows_avx512(float *x, size_t ld, size_t nr, size_t nk, const size_t *a,
+                                 const size_t *b, float scale);
 
 /* NEOX rotary embedding of n_heads head vectors of D values each (u[h*D .. h*D+D)): with
  * half = D/2, u'[i] = u[i] c[i] - u[i+half] s[i] and u'[i+half] = u[i+half] c[i] + u[i] s[i]

@@ -71,6 +71,16 @@ void sk_attn_softmax_ref(float *x, size_t n, float scale) {
     for (size_t i = 0; i < n; i++) x[i] *= inv;
 }
 
+void sk_attn_softmax_rows_ref(float *x, size_t ld, size_t nr, size_t nk, const size_t *a,
+                              const size_t *b, float scale) {
+    for (size_t r = 0; r < nr; r++) {
+        float *row = x + r * ld;
+        for (size_t i = 0; i < a[r]; i++) row[i] = 0.0f;
+        sk_attn_softmax_ref(row + a[r], b[r] - a[r], scale);
+        for (size_t i = b[r]; i < nk; i++) row[i] = 0.0f;
+    }
+}
+
 size_t sk_packed_floats(size_t n_out, size_t n_in) {
     size_t panels = n_out / SK_PANEL + (n_out % SK_PANEL != 0), r;
     if (sk_mul_size(panels, SK_PANEL, &r) || sk_mul_size(r, n_in, &r)) return 0;

@@ -217,19 +217,81 @@ AVX512 INLINE void kern_avx512(const float *const *xp, const void *base, size_t 
         }
 }
 
+/* R rows (1..4) by up to four panels (64 outputs): the tile for a few rows (the decision
+ * head's marker rows, the last rows of a batch), where the 8-row kernel would compute
+ * duplicate rows. Each output is the same chain of FMAs as in kern_avx512, so results are
+ * bitwise the same whichever kernel computes a row. */
+AVX512 INLINE void kern_small_avx512(const float *x, size_t ldx, const void *base,
+                                     size_t pstride, size_t np, size_t k, float *y, size_t ldy,
+                                     size_t nc, const float *bias, int accumulate, int wt,
+                                     const int R) {
+    __m512 c[4][4];
+    __mmask16 m[4];
+    for (size_t p = 0; p < 4; p++) {
+        const size_t lo = p * 16;
+        m[p] = (__mmask16)(nc >= lo + 16 ? 0xFFFF : nc <= lo ? 0 : (1u << (nc - lo)) - 1);
+    }
+    for (int r = 0; r < R; r++)
+        for (size_t p = 0; p < 4; p++)
+            c[r][p] = accumulate ? _mm512_maskz_loadu_ps(m[p], y + (size_t)r * ldy + p * 16)
+                      : (bias && p < np) ? _mm512_loadu_ps(bias + p * 16)
+                                          : _mm512_setzero_ps();
+    if (np == 4) {
+        for (size_t i = 0; i < k; i++) {
+            __m512 w0 = ld16(base, i * 16, wt), w1 = ld16(base, pstride + i * 16, wt);
+            __m512 w2 = ld16(base, 2 * pstride + i * 16, wt);
+            __m512 w3 = ld16(base, 3 * pstride + i * 16, wt);
+            for (int r = 0; r < R; r++) {
+                const __m512 a = _mm512_set1_ps(x[(size_t)r * ldx + i]);
+                c[r][0] = _mm512_fmadd_ps(a, w0, c[r][0]);
+                c[r][1] = _mm512_fmadd_ps(a, w1, c[r][1]);
+                c[r][2] = _mm512_fmadd_ps(a, w2, c[r][2]);
+                c[r][3] = _mm512_fmadd_ps(a, w3, c[r][3]);
+            }
+        }
+    } else {
+        for (size_t i = 0; i < k; i++)
+            for (size_t p = 0; p < np; p++) {
+                const __m512 wp = ld16(base, p * pstride + i * 16, wt);
+                for (int r = 0; r < R; r++)
+                    c[r][p] = _mm512_fmadd_ps(_mm512_set1_ps(x[(size_t)r * ldx + i]), wp, c[r][p]);
+            }
+    }
+    for (int r = 0; r < R; r++)
+        for (size_t p = 0; p < np; p++)
+            _mm512_mask_storeu_ps(y + (size_t)r * ldy + p * 16, m[p], c[r][p]);
+}
+
 AVX512 INLINE void gemm_avx512_t(const float *x, size_t ldx, size_t n_rows, const sk_packed *w,
                                  float *y, size_t ldy, int wt) {
     const size_t k = w->n_in, m = w->n_out, np = (m + 15) / 16;
+    /* rows past the last whole 8-row tile go to the small-row kernel when they are 1-4 */
+    const size_t rem = n_rows % R5, n_main = rem && rem <= 4 ? n_rows - rem : n_rows;
     for (size_t k0 = 0; k0 < k; k0 += SK_KC) {
         const size_t kc = k - k0 < SK_KC ? k - k0 : SK_KC;
+        if (n_main < n_rows)
+            for (size_t p = 0; p < np; p += 4) {
+                const size_t npp = np - p < 4 ? np - p : 4, nc = m - p * 16 < 64 ? m - p * 16 : 64;
+                const void *base = (const char *)w->data +
+                                   (p * w->pstride + k0 * 16) * (wt == SK_PACK_F32 ? 4 : 2);
+                const float *xr = x + n_main * ldx + k0;
+                float *yr = y + n_main * ldy + p * 16;
+                const float *bias = w->bias ? w->bias + p * 16 : NULL;
+                switch (rem) {
+                case 1: kern_small_avx512(xr, ldx, base, w->pstride, npp, kc, yr, ldy, nc, bias, k0 > 0, wt, 1); break;
+                case 2: kern_small_avx512(xr, ldx, base, w->pstride, npp, kc, yr, ldy, nc, bias, k0 > 0, wt, 2); break;
+                case 3: kern_small_avx512(xr, ldx, base, w->pstride, npp, kc, yr, ldy, nc, bias, k0 > 0, wt, 3); break;
+                default: kern_small_avx512(xr, ldx, base, w->pstride, npp, kc, yr, ldy, nc, bias, k0 > 0, wt, 4); break;
+                }
+            }
         for (size_t p = 0; p < np; p += 2) {
             const size_t pa = p * w->pstride + k0 * 16;
             const int two = p + 1 < np;
             const size_t pb = two ? (p + 1) * w->pstride + k0 * 16 : 0;
             const size_t rem = m - p * 16, nc = rem < 32 ? rem : 32;
             const float *bias = w->bias ? w->bias + p * 16 : NULL;
-            for (size_t r0 = 0; r0 < n_rows; r0 += R5) {
-                const size_t nr = n_rows - r0 < R5 ? n_rows - r0 : R5;
+            for (size_t r0 = 0; r0 < n_main; r0 += R5) {
+                const size_t nr = n_main - r0 < R5 ? n_main - r0 : R5;
                 const float *xp[R5];
                 for (size_t r = 0; r < R5; r++)
                     xp[r] = x + (r0 + (r < nr ? r : nr - 1)) * ldx + k0;
@@ -514,8 +576,72 @@ AVX512 static inline __m512 gelu512(__m512 x) {
     return _mm512_mul_ps(x, phi);
 }
 
+/* GELU of G vectors in lockstep: the same operations as gelu512, each step applied to every
+ * vector before the next. One GELU is a ~110-cycle dependency chain; issued one after
+ * another the out-of-order window holds about three of them, so the core idles on latency.
+ * Interleaved, the independent chains fill the pipes (about 2x on Zen 4/5). */
+#define GELU_G 4
+AVX512 static inline void gelu512_g(__m512 *v) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    __m512 z[GELU_G], t[GELU_G], p[GELU_G];
+#pragma GCC unroll 4
+    for (int j = 0; j < GELU_G; j++) {
+        z[j] = _mm512_mul_ps(_mm512_abs_ps(v[j]), _mm512_set1_ps(0.70710678118654752f));
+        t[j] = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), z[j], one));
+        p[j] = _mm512_fmadd_ps(_mm512_set1_ps(0.17087277f), t[j], _mm512_set1_ps(-0.82215223f));
+    }
+    static const float c[8] = {1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f,
+                               0.09678418f, 0.37409196f, 1.00002368f, -1.26551223f};
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++)
+#pragma GCC unroll 4
+        for (int j = 0; j < GELU_G; j++)
+            p[j] = _mm512_fmadd_ps(p[j], t[j], _mm512_set1_ps(c[k]));
+    /* exp512 of arg = p - z^2, inlined step by step (same constants and order) */
+    const __m512 lo = _mm512_set1_ps(-87.3f), hi = _mm512_set1_ps(88.7f);
+    __m512 x[GELU_G], n[GELU_G], r[GELU_G], q[GELU_G];
+    __mmask16 keep[GELU_G];
+#pragma GCC unroll 4
+    for (int j = 0; j < GELU_G; j++) {
+        x[j] = _mm512_sub_ps(p[j], _mm512_mul_ps(z[j], z[j]));
+        keep[j] = _mm512_cmp_ps_mask(x[j], lo, _CMP_GE_OQ);
+        x[j] = _mm512_max_ps(_mm512_min_ps(x[j], hi), lo);
+        n[j] = _mm512_roundscale_ps(_mm512_mul_ps(x[j], _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        r[j] = _mm512_fnmadd_ps(n[j], _mm512_set1_ps(0.693359375f), x[j]);
+        r[j] = _mm512_fnmadd_ps(n[j], _mm512_set1_ps(-2.12194440e-4f), r[j]);
+        q[j] = _mm512_fmadd_ps(_mm512_set1_ps(1.9875691500e-4f), r[j],
+                               _mm512_set1_ps(1.3981999507e-3f));
+    }
+    static const float e[4] = {8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f,
+                               5.0000001201e-1f};
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++)
+#pragma GCC unroll 4
+        for (int j = 0; j < GELU_G; j++) q[j] = _mm512_fmadd_ps(q[j], r[j], _mm512_set1_ps(e[k]));
+#pragma GCC unroll 4
+    for (int j = 0; j < GELU_G; j++) {
+        q[j] = _mm512_fmadd_ps(q[j], _mm512_mul_ps(r[j], r[j]), _mm512_add_ps(r[j], one));
+        __m512i ex = _mm512_slli_epi32(
+            _mm512_add_epi32(_mm512_cvtps_epi32(n[j]), _mm512_set1_epi32(127)), 23);
+        __m512 ez = _mm512_maskz_mul_ps(keep[j], q[j], _mm512_castsi512_ps(ex));
+        __m512 half_erfc = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), t[j]), ez);
+        __mmask16 pos = _mm512_cmp_ps_mask(v[j], _mm512_setzero_ps(), _CMP_GE_OQ);
+        v[j] = _mm512_mul_ps(v[j], _mm512_mask_sub_ps(half_erfc, pos, one, half_erfc));
+    }
+}
+
 AVX512 void sk_geglu_avx512(const float *a, const float *g, float *y, size_t n) {
     size_t i = 0;
+    for (; i + 16 * GELU_G <= n; i += 16 * GELU_G) {
+        __m512 v[GELU_G];
+#pragma GCC unroll 4
+        for (int j = 0; j < GELU_G; j++) v[j] = _mm512_loadu_ps(a + i + 16 * j);
+        gelu512_g(v);
+#pragma GCC unroll 4
+        for (int j = 0; j < GELU_G; j++)
+            _mm512_storeu_ps(y + i + 16 * j, _mm512_mul_ps(v[j], _mm512_loadu_ps(g + i + 16 * j)));
+    }
     for (; i + 16 <= n; i += 16)
         _mm512_storeu_ps(y + i, _mm512_mul_ps(gelu512(_mm512_loadu_ps(a + i)),
                                               _mm512_loadu_ps(g + i)));
@@ -567,6 +693,122 @@ AVX512 void sk_attn_softmax_avx512(float *x, size_t n, float scale) {
     const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
     for (i = 0; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), inv));
     if (i < n) _mm512_mask_storeu_ps(x + i, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, x + i), inv));
+}
+
+/* Softmax of up to 4 rows of a score block in lockstep (see sk_attn_softmax_rows): each step
+ * over every row before the next, so the exp chains of different rows overlap. Lanes outside
+ * a row's [a, b) read nothing and store 0. */
+AVX512 static void softmax512_rows(float *x, size_t ld, int G, size_t nk, const size_t *a,
+                                   const size_t *b, float scale) {
+    const __m512 vs = _mm512_set1_ps(scale);
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    __m512i va[4], vb[4];
+    __m512 vm[4], vsum[4], vmx[4], inv[4];
+    for (int r = 0; r < G; r++) {
+        va[r] = _mm512_set1_epi32((int)a[r]);
+        vb[r] = _mm512_set1_epi32((int)b[r]);
+        vm[r] = _mm512_set1_ps(-INFINITY);
+        vsum[r] = _mm512_setzero_ps();
+    }
+    for (size_t i = 0; i < nk; i += 16) {
+        const __m512i idx = _mm512_add_epi32(lane, _mm512_set1_epi32((int)i));
+        for (int r = 0; r < G; r++) {
+            const __mmask16 m = _mm512_cmpge_epi32_mask(idx, va[r]) &
+                                _mm512_cmplt_epi32_mask(idx, vb[r]);
+            const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + r * ld + i), vs);
+            vm[r] = _mm512_mask_max_ps(vm[r], m, vm[r], v);
+        }
+    }
+    for (int r = 0; r < G; r++) vmx[r] = _mm512_set1_ps(_mm512_reduce_max_ps(vm[r]));
+    for (size_t i = 0; i < nk; i += 16) {
+        const __m512i idx = _mm512_add_epi32(lane, _mm512_set1_epi32((int)i));
+        const __mmask16 in = nk - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nk - i)) - 1);
+        for (int r = 0; r < G; r++) {
+            const __mmask16 m = _mm512_cmpge_epi32_mask(idx, va[r]) &
+                                _mm512_cmplt_epi32_mask(idx, vb[r]);
+            const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + r * ld + i), vs);
+            const __m512 e = _mm512_maskz_mov_ps(m, exp512(_mm512_sub_ps(v, vmx[r])));
+            _mm512_mask_storeu_ps(x + r * ld + i, in, e);
+            vsum[r] = _mm512_add_ps(vsum[r], e);
+        }
+    }
+    for (int r = 0; r < G; r++) inv[r] = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum[r]));
+    for (size_t i = 0; i < nk; i += 16) {
+        const __mmask16 in = nk - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nk - i)) - 1);
+        for (int r = 0; r < G; r++)
+            _mm512_mask_storeu_ps(x + r * ld + i, in,
+                                  _mm512_mul_ps(_mm512_maskz_loadu_ps(in, x + r * ld + i), inv[r]));
+    }
+}
+
+AVX512 void sk_attn_softmax_rows_avx512(float *x, size_t ld, size_t nr, size_t nk,
+                                        const size_t *a, const size_t *b, float scale) {
+    for (size_t r = 0; r < nr; r += 4) {
+        const int G = nr - r < 4 ? (int)(nr - r) : 4;
+        softmax512_rows(x + r * ld, ld, G, nk, a + r, b + r, scale);
+    }
+}
+
+/* LayerNorm of G rows in lockstep, the statistics as sk_layernorm_avx2 computes them (mean in
+ * double, centring with the mean split into hi + lo floats, variance of the centred values
+ * in float lanes). A row's statistics are a long dependency chain (sums, reduction, sqrt);
+ * G independent rows interleaved keep the pipes busy where one row at a time waits on
+ * latency. Only the summation order differs from the AVX2 code. */
+AVX512 INLINE void ln512_rows(const float *x, size_t d, const float *w, const float *b,
+                              float eps, float *y, const int G) {
+    __m512d s[4];
+    __m512 q[4], vhi[4], vlo[4], vr[4];
+    const size_t full = d / 16 * 16;
+    const __mmask16 tail = (__mmask16)((1u << (d - full)) - 1);
+    for (int j = 0; j < G; j++) s[j] = _mm512_setzero_pd();
+    for (size_t i = 0; i < d; i += 16) {
+        const __mmask16 m = i < full ? (__mmask16)0xFFFF : tail;
+        for (int j = 0; j < G; j++) {
+            __m512 v = _mm512_maskz_loadu_ps(m, x + (size_t)j * d + i);
+            s[j] = _mm512_add_pd(s[j], _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+            s[j] = _mm512_add_pd(s[j], _mm512_cvtps_pd(_mm256_castpd_ps(
+                                           _mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+        }
+    }
+    double mean[4];
+    for (int j = 0; j < G; j++) {
+        mean[j] = _mm512_reduce_add_pd(s[j]) / (double)d;
+        const float mhi = (float)mean[j];
+        vhi[j] = _mm512_set1_ps(mhi);
+        vlo[j] = _mm512_set1_ps((float)(mean[j] - (double)mhi));
+        q[j] = _mm512_setzero_ps();
+    }
+    for (size_t i = 0; i < d; i += 16) {
+        const __mmask16 m = i < full ? (__mmask16)0xFFFF : tail;
+        for (int j = 0; j < G; j++) {
+            __m512 t = _mm512_maskz_sub_ps(
+                m, _mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + (size_t)j * d + i), vhi[j]), vlo[j]);
+            q[j] = _mm512_fmadd_ps(t, t, q[j]);
+        }
+    }
+    for (int j = 0; j < G; j++) {
+        const double var = (double)_mm512_reduce_add_ps(q[j]);
+        vr[j] = _mm512_set1_ps((float)(1.0 / sqrt(var / (double)d + (double)eps)));
+    }
+    for (size_t i = 0; i < d; i += 16) {
+        const __mmask16 m = i < full ? (__mmask16)0xFFFF : tail;
+        const __m512 vw = _mm512_maskz_loadu_ps(m, w + i);
+        const __m512 vb = b ? _mm512_maskz_loadu_ps(m, b + i) : _mm512_setzero_ps();
+        for (int j = 0; j < G; j++) {
+            __m512 t = _mm512_sub_ps(
+                _mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + (size_t)j * d + i), vhi[j]), vlo[j]);
+            __m512 v = _mm512_mul_ps(_mm512_mul_ps(t, vr[j]), vw);
+            if (b) v = _mm512_add_ps(v, vb);
+            _mm512_mask_storeu_ps(y + (size_t)j * d + i, m, v);
+        }
+    }
+}
+
+AVX512 void sk_layernorm_avx512(const float *x, size_t n_rows, size_t d, const float *w,
+                                const float *b, float eps, float *y) {
+    size_t r = 0;
+    for (; r + 4 <= n_rows; r += 4) ln512_rows(x + r * d, d, w, b, eps, y + r * d, 4);
+    for (; r < n_rows; r++) ln512_rows(x + r * d, d, w, b, eps, y + r * d, 1);
 }
 
 /* Mean in double (the residual stream can carry values near 1e4-1e5, where a float sum
@@ -641,10 +883,18 @@ void sk_widen16_avx2(int wtype, const void *src, float *dst, size_t n) {
 void sk_geglu_avx512(const float *a, const float *g, float *y, size_t n) { sk_geglu_ref(a, g, y, n); }
 void sk_gelu_avx512(float *x, size_t n) { sk_gelu_ref(x, n); }
 void sk_attn_softmax_avx512(float *x, size_t n, float scale) { sk_attn_softmax_ref(x, n, scale); }
+void sk_attn_softmax_rows_avx512(float *x, size_t ld, size_t nr, size_t nk, const size_t *a,
+                                 const size_t *b, float scale) {
+    sk_attn_softmax_rows_ref(x, ld, nr, nk, a, b, scale);
+}
 void sk_gelu_avx2(float *x, size_t n) { sk_gelu_ref(x, n); }
 void sk_attn_softmax_avx2(float *x, size_t n, float scale) { sk_attn_softmax_ref(x, n, scale); }
 void sk_layernorm_avx2(const float *x, size_t n_rows, size_t d, const float *w, const float *b,
                        float eps, float *y) {
+    sk_layernorm_ref(x, n_rows, d, w, b, eps, y);
+}
+void sk_layernorm_avx512(const float *x, size_t n_rows, size_t d, const float *w,
+                         const float *b, float eps, float *y) {
     sk_layernorm_ref(x, n_rows, d, w, b, eps, y);
 }
 #endif

@@ -1054,18 +1054,18 @@ static void attn_unit(const attn_job *j, struct attn_ws *ws, const attn_seq *as,
         sk_packed kw = {ws->kpack + ((lo16 - K0) / SK_PANEL) * hd * SK_PANEL, NULL, hd, nk,
                         hd * SK_PANEL, SK_PACK_F32};
         sk_gemm(as->q + r0 * as->ldq + h * hd, as->ldq, nr, &kw, ws->sc, ldsc);
+        size_t ka[SK_QB], kb[SK_QB];   /* each row's keys, relative to lo16 */
         for (size_t r = 0; r < nr; r++) {
-            float *row = ws->sc + r * ldsc;
-            size_t a = lo16, b = hi;
+            size_t a = lo, b = hi;
             if (win) {
                 const size_t t = r0 + r;
                 a = t > win ? t - win : 0;
                 b = t + win + 1 < n ? t + win + 1 : n;
             }
-            for (size_t x = lo16; x < a; x++) row[x - lo16] = 0.0f;
-            sk_attn_softmax(row + (a - lo16), b - a, j->scale);
-            for (size_t x = b; x < hi; x++) row[x - lo16] = 0.0f;
+            ka[r] = a - lo16;
+            kb[r] = b - lo16;
         }
+        sk_attn_softmax_rows(ws->sc, ldsc, nr, nk, ka, kb, j->scale);
         sk_packed vw = {ws->vpack + (lo16 - K0) * SK_PANEL, NULL, nk, hd, NK * SK_PANEL,
                         SK_PACK_F32};
         sk_gemm(ws->sc, ldsc, nr, &vw, as->out + r0 * as->ldo + h * hd, as->ldo);
