@@ -78,6 +78,11 @@ typedef struct sk_head_layer {
                                Q only at the markers */
     float *norm2_w, *norm2_b;
     sk_linear up, down;
+    /* The last block only: per head h, Wk_h^T ([d][hd], the keys' rows of the in_proj
+     * weight transposed) packed as a Linear of hd inputs and d outputs, one after another
+     * (kt_floats each). NULL when the block cannot be folded (see head_layer_markers). */
+    float *kt;
+    size_t kt_floats;
 } sk_head_layer;
 
 struct sk_model {
@@ -120,6 +125,9 @@ struct sk_scratch {
     size_t cap_seqs, cap_rows;
     size_t *mrows;                     /* global row of each marker */
     float *mlogits;                    /* scorer outputs before scattering */
+    float *mu, *mz;                    /* folded last block: [marker][head][d] */
+    int unfolded;                      /* sk_scratch_set_unfolded */
+    uint32_t Hdec;                     /* decision heads */
     /* int8 path */
     int act_mode;                      /* SK_Q8_ACT_* */
     sk_q8_ws q8ws;
@@ -495,6 +503,7 @@ void sk_model_free(sk_model *m) {
             free(H->norm2_b);
             free_linear(&H->up);
             free_linear(&H->down);
+            free(H->kt);
         }
     free(m->head);
     free(m->type_emb);
@@ -604,6 +613,44 @@ static int read_hparams(const sk_gguf *g, sk_hparams *hp, sk_err *e) {
 static int model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log_fn log,
                          void *log_ud, sk_err *e);
 
+/* The transposed key matrices of the last decision block (sk_head_layer.kt), from the
+ * file's in_proj weight (rows [d, 2d) are the keys), when the block can be folded: its
+ * K/V Linear has f32 or 16-bit panels (not int8) and the head dimension fills whole panels.
+ * Anything else leaves kt NULL and the block runs unfolded. */
+static int build_key_transposes(sk_model *m, const sk_gguf *g, sk_head_layer *Hl,
+                                const char *name, sk_err *e) {
+    const size_t d = m->hp.n_embd, H = m->hp.n_head_dec, hd = m->head_dim_dec;
+    if (Hl->kv.q8 || hd % SK_PANEL != 0 || d % SK_PANEL != 0) return SKYCMD_OK;
+    const sk_gguf_tensor *t = sk_gguf_find_tensor(g, name);
+    const size_t per = sk_packed_floats(d, hd), row_bytes = (size_t)sk_ggml_row_size(t->type, d);
+    size_t total;
+    if (per == 0 || sk_mul_size(per, H, &total) || total > SIZE_MAX / sizeof(float) - 64)
+        return sk_fail(e, SKYCMD_E_FORMAT, "tensor %s is too large", name);
+    float *kt = aligned_alloc(64, (total * sizeof(float) + 63) / 64 * 64);
+    float *row = sk_malloc_array(d, sizeof(float));
+    float *tr = sk_malloc_array(d * hd, sizeof(float));
+    int rc = kt && row && tr ? SKYCMD_OK : sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+    for (size_t h = 0; h < H && !rc; h++) {
+        for (size_t i = 0; i < hd && !rc; i++) {
+            const size_t r = d + h * hd + i;
+            if (sk_ggml_to_f32(t->type, t->data + r * row_bytes, row, d) != SKYCMD_OK)
+                rc = sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: cannot convert to f32", name);
+            for (size_t o = 0; o < d; o++) tr[o * hd + i] = row[o];
+        }
+        if (!rc) sk_pack(tr, hd, d, hd, kt + h * per);
+    }
+    free(row);
+    free(tr);
+    if (rc) {
+        free(kt);
+        return rc;
+    }
+    sk_release_pages(t->data, (size_t)t->nbytes);
+    Hl->kt = kt;
+    Hl->kt_floats = per;
+    return SKYCMD_OK;
+}
+
 int sk_model_load(const sk_gguf *g, int weights_mode, sk_model **out, sk_err *e) {
     return sk_model_load_ex(g, weights_mode, NULL, NULL, out, e);
 }
@@ -693,6 +740,11 @@ int sk_model_load_ex(const sk_gguf *g, int weights_mode, skycmd_log_fn log, void
         if (!rc) rc = load_tensor(m, g, name, d, 1, 1, &H->norm1_b, e);
         snprintf(name, sizeof name, "blk.%u.attn_qkv", b);
         if (!rc) rc = load_linear2(m, g, name, d, 3 * d, 1, &H->q, &H->kv, d, e);
+        if (!rc && j + 1 == hp->n_head_layers) {
+            char wname[160];
+            snprintf(wname, sizeof wname, "%s.weight", name);
+            rc = build_key_transposes(m, g, H, wname, e);
+        }
         snprintf(name, sizeof name, "blk.%u.attn_output", b);
         if (!rc) rc = load_linear(m, g, name, d, d, 1, &H->out, e);
         snprintf(name, sizeof name, "blk.%u.ffn_norm.weight", b);
@@ -734,6 +786,9 @@ sk_scratch *sk_scratch_new(const sk_model *m) {
     s->d = m->hp.n_embd;
     s->D = m->head_dim;
     s->Dmax = m->head_dim > m->head_dim_dec ? m->head_dim : m->head_dim_dec;
+    s->Hdec = m->hp.n_head_dec;
+    /* the folded last decision block attends with d-wide queries, keys and values */
+    if (m->hp.n_head_layers > 0 && m->head[m->hp.n_head_layers - 1].kt) s->Dmax = s->d;
     s->n_qkv = 3 * s->d;
     s->n_ff_head = m->hp.n_ff_head;
     s->n_ff_max = 2 * m->hp.n_ff > m->hp.n_ff_head ? 2 * m->hp.n_ff : m->hp.n_ff_head;
@@ -769,7 +824,9 @@ static void scratch_free_markers(sk_scratch *s) {
     free(s->mq);
     free(s->matt);
     free(s->mff);
-    s->mh = s->ma = s->mq = s->matt = s->mff = NULL;
+    free(s->mu);
+    free(s->mz);
+    s->mh = s->ma = s->mq = s->matt = s->mff = s->mu = s->mz = NULL;
     s->cap_markers = 0;
 }
 
@@ -847,7 +904,12 @@ static int scratch_reserve_markers(sk_scratch *s, size_t k, sk_err *e) {
     s->mq = alloc_rows(cap, s->d);
     s->matt = alloc_rows(cap, s->d);
     s->mff = alloc_rows(cap, s->n_ff_max > s->d ? s->n_ff_max : s->d);
-    if (!s->mh || !s->ma || !s->mq || !s->matt || !s->mff) {
+    size_t hrows;
+    if (!sk_mul_size(cap, s->Hdec ? s->Hdec : 1, &hrows)) {
+        s->mu = alloc_rows(hrows, s->d);
+        s->mz = alloc_rows(hrows, s->d);
+    }
+    if (!s->mh || !s->ma || !s->mq || !s->matt || !s->mff || !s->mu || !s->mz) {
         scratch_free_markers(s);
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for %zu markers", k);
     }
@@ -862,6 +924,10 @@ void sk_scratch_set_pool(sk_scratch *s, sk_pool *pool) {
     /* the per-thread attention buffers follow the pool size: regrow them on next use */
     if (sk_pool_size(pool) != s->n_tws) scratch_free_rows(s);
     s->pool = pool;
+}
+
+void sk_scratch_set_unfolded(sk_scratch *s, int unfolded) {
+    if (s) s->unfolded = unfolded != 0;
 }
 
 void sk_scratch_set_activations(sk_scratch *s, int mode) {
@@ -1169,16 +1235,43 @@ static void head_layer_markers(const sk_model *m, sk_scratch *s, const sk_head_l
     const size_t d = m->hp.n_embd, H = m->hp.n_head_dec, hd = m->head_dim_dec;
     const size_t F = m->hp.n_ff_head;
     add_ln(s, s->h, NULL, N, d, Hl->norm1_w, Hl->norm1_b, SK_HEAD_EPS, s->a);
-    linear(s, &Hl->kv, s->a, d, N, s->qkv, 2 * d);  /* keys and values for every row */
     for (size_t r = 0; r < K; r++) memcpy(s->ma + r * d, s->a + rows[r] * d, d * sizeof(float));
     linear(s, &Hl->q, s->ma, d, K, s->mq, d);
     attn_seq *as = s->aseq;
-    for (size_t q = 0; q < ns; q++) {
-        const float *kv = s->qkv + sr[q].off * 2 * d;
-        as[q] = (attn_seq){s->mq + sr[q].koff * d, kv, kv + d, d, sr[q].k, 2 * d, sr[q].n,
-                           s->matt + sr[q].koff * d, d};
+    if (Hl->kt && !s->calib && !s->unfolded) {
+        /* Folded: with A the block's normalized input rows, head h's keys are A Wk_h^T + bk_h
+         * and its values A Wv_h^T + bv_h. So q.k_j = (q Wk_h).a_j + q.bk_h, where the last
+         * term is the same for every key and cancels in the softmax, and sum_j p_j v_j =
+         * (sum_j p_j a_j) Wv_h^T + bv_h, the p_j summing to 1. Attending over A itself with
+         * u = q Wk_h costs O(K d^2 + K H n d) instead of projecting all n rows, O(n d^2). */
+        const size_t elem = sk_pack_elem_size(Hl->kv.p.wtype);
+        for (size_t h = 0; h < H; h++) {
+            const sk_packed kt = {Hl->kt + h * Hl->kt_floats, NULL, hd, d, hd * SK_PANEL,
+                                  SK_PACK_F32};
+            sk_gemm(s->mq + h * hd, d, K, &kt, s->mu + h * d, H * d);
+        }
+        for (size_t q = 0; q < ns; q++) {
+            const float *a = s->a + sr[q].off * d;
+            as[q] = (attn_seq){s->mu + sr[q].koff * H * d, a, a, d, sr[q].k * H, d, sr[q].n,
+                               s->mz + sr[q].koff * H * d, d};
+        }
+        attention(s, as, ns, 1, d, 0, 1.0f / sqrtf((float)hd));
+        for (size_t h = 0; h < H; h++) {
+            const size_t panel = (d + h * hd) / SK_PANEL;
+            const sk_packed wv = {(const char *)Hl->kv.p.data + panel * Hl->kv.p.pstride * elem,
+                                  Hl->kv.p.bias ? Hl->kv.p.bias + d + h * hd : NULL, d, hd,
+                                  Hl->kv.p.pstride, Hl->kv.p.wtype};
+            sk_gemm(s->mz + h * d, H * d, K, &wv, s->matt + h * hd, d);
+        }
+    } else {
+        linear(s, &Hl->kv, s->a, d, N, s->qkv, 2 * d);  /* keys and values for every row */
+        for (size_t q = 0; q < ns; q++) {
+            const float *kv = s->qkv + sr[q].off * 2 * d;
+            as[q] = (attn_seq){s->mq + sr[q].koff * d, kv, kv + d, d, sr[q].k, 2 * d, sr[q].n,
+                               s->matt + sr[q].koff * d, d};
+        }
+        attention(s, as, ns, H, hd, 0, 1.0f / sqrtf((float)hd));
     }
-    attention(s, as, ns, H, hd, 0, 1.0f / sqrtf((float)hd));
     linear(s, &Hl->out, s->matt, d, K, s->ma, d);
     for (size_t r = 0; r < K; r++) {
         const float *hr = s->h + rows[r] * d;

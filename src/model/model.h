@@ -75,6 +75,10 @@ void sk_scratch_set_pool(sk_scratch *s, struct sk_pool *pool);
 /* Int8 activation mode of forward calls on this scratch (skycmd_activations: 0 Q8x2, the
  * default, or 1 Q8); only matters for int8 weights. */
 void sk_scratch_set_activations(sk_scratch *s, int mode);
+/* Evaluate the last decision block unfolded, as the reference writes it: keys and values
+ * projected on every row (tests compare it with the default folded form, which attends over
+ * the block's input rows directly; see head_layer_markers in model.c). */
+void sk_scratch_set_unfolded(sk_scratch *s, int unfolded);
 
 /* One sequence: ids[0..n) (positions 0..n-1), question type qtype (0 choice, 1 score,
  * 2 noul), markers = positions of the [MASK] tokens (each < n); writes n_markers raw scorer
