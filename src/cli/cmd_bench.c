@@ -16,7 +16,8 @@
  * FLOPs are counted from the hyper-parameters (skycmd_model_get_int) and each question's
  * token count (skycmd_response_input_tokens of a one-question request): the matrix
  * products and attention the forward pass has to do (the last head layer only at the marker
- * rows, attention keys limited to the sliding window on local layers).
+ * rows and with its key/value projections folded into the queries, attention keys limited
+ * to the sliding window on local layers).
  */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE
@@ -242,7 +243,7 @@ static char *grow_state(const skycmd_tokenizer *tok, size_t want) {
 /* ------------------------------------------------------------------ FLOPs ------ */
 
 typedef struct hyper {
-    int64_t d, layers, ff, window, pattern, head_layers, params;
+    int64_t d, layers, ff, window, pattern, head_layers, params, head_dec;
 } hyper;
 
 static int64_t get_or(const skycmd_model *m, const char *name, int64_t dflt) {
@@ -270,7 +271,13 @@ static double seq_flops(const hyper *h, double n, double k) {
     for (int64_t j = 0; j < h->head_layers; j++) {
         if (j + 1 < h->head_layers) {
             f += 2 * n * (3 * d * d + d * d + 2 * d * F) + 4 * d * n * n;
-        } else { /* the last head layer: K, V over every row; the rest at the markers */
+        } else if (h->head_dec > 0 && (h->d / h->head_dec) % 16 == 0 && h->d % 16 == 0) {
+            /* the last head layer, folded (model.c, head_layer_markers): Q, output and FFN
+             * at the markers; per marker and head q.Wk_h and the value product (2 d hd each)
+             * and attention over the block's n input rows (4 n d) */
+            const double H = (double)h->head_dec;
+            f += 2 * k * (2 * d * d + 2 * d * F) + k * (4 * d * d + 4 * H * n * d);
+        } else { /* unfolded: K, V over every row; the rest at the markers */
             f += 2 * n * (2 * d * d) + 2 * k * (2 * d * d + 2 * d * F) + 4 * d * k * n;
         }
     }
@@ -607,7 +614,8 @@ int cmd_bench(int argc, char **argv) {
                 get_or(model, "feed_forward_length", 0),
                 get_or(model, "attention.sliding_window", -1),
                 get_or(model, "attention.sliding_window_pattern", 1),
-                get_or(model, "decision.block_count", 0), get_or(model, "parameters", -1)};
+                get_or(model, "decision.block_count", 0), get_or(model, "parameters", -1),
+                get_or(model, "decision.head_count", 1)};
     int64_t max_tokens = get_or(model, "decision.max_tokens", -1);
 
     /* ---- the request ---- */

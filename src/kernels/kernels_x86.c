@@ -698,12 +698,13 @@ AVX512 void sk_attn_softmax_avx512(float *x, size_t n, float scale) {
 /* Softmax of up to 4 rows of a score block in lockstep (see sk_attn_softmax_rows): each step
  * over every row before the next, so the exp chains of different rows overlap. Lanes outside
  * a row's [a, b) read nothing and store 0. */
-AVX512 static void softmax512_rows(float *x, size_t ld, int G, size_t nk, const size_t *a,
-                                   const size_t *b, float scale) {
+AVX512 INLINE void softmax512_rows(float *x, size_t ld, const int G, size_t nk, const size_t *a,
+                                  const size_t *b, float scale) {
     const __m512 vs = _mm512_set1_ps(scale);
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     __m512i va[4], vb[4];
     __m512 vm[4], vsum[4], vmx[4], inv[4];
+    #pragma GCC unroll 4
     for (int r = 0; r < G; r++) {
         va[r] = _mm512_set1_epi32((int)a[r]);
         vb[r] = _mm512_set1_epi32((int)b[r]);
@@ -712,6 +713,7 @@ AVX512 static void softmax512_rows(float *x, size_t ld, int G, size_t nk, const 
     }
     for (size_t i = 0; i < nk; i += 16) {
         const __m512i idx = _mm512_add_epi32(lane, _mm512_set1_epi32((int)i));
+        #pragma GCC unroll 4
         for (int r = 0; r < G; r++) {
             const __mmask16 m = _mm512_cmpge_epi32_mask(idx, va[r]) &
                                 _mm512_cmplt_epi32_mask(idx, vb[r]);
@@ -719,10 +721,12 @@ AVX512 static void softmax512_rows(float *x, size_t ld, int G, size_t nk, const 
             vm[r] = _mm512_mask_max_ps(vm[r], m, vm[r], v);
         }
     }
+    #pragma GCC unroll 4
     for (int r = 0; r < G; r++) vmx[r] = _mm512_set1_ps(_mm512_reduce_max_ps(vm[r]));
     for (size_t i = 0; i < nk; i += 16) {
         const __m512i idx = _mm512_add_epi32(lane, _mm512_set1_epi32((int)i));
         const __mmask16 in = nk - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nk - i)) - 1);
+        #pragma GCC unroll 4
         for (int r = 0; r < G; r++) {
             const __mmask16 m = _mm512_cmpge_epi32_mask(idx, va[r]) &
                                 _mm512_cmplt_epi32_mask(idx, vb[r]);
@@ -732,9 +736,11 @@ AVX512 static void softmax512_rows(float *x, size_t ld, int G, size_t nk, const 
             vsum[r] = _mm512_add_ps(vsum[r], e);
         }
     }
+    #pragma GCC unroll 4
     for (int r = 0; r < G; r++) inv[r] = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum[r]));
     for (size_t i = 0; i < nk; i += 16) {
         const __mmask16 in = nk - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nk - i)) - 1);
+        #pragma GCC unroll 4
         for (int r = 0; r < G; r++)
             _mm512_mask_storeu_ps(x + r * ld + i, in,
                                   _mm512_mul_ps(_mm512_maskz_loadu_ps(in, x + r * ld + i), inv[r]));
@@ -743,10 +749,9 @@ AVX512 static void softmax512_rows(float *x, size_t ld, int G, size_t nk, const 
 
 AVX512 void sk_attn_softmax_rows_avx512(float *x, size_t ld, size_t nr, size_t nk,
                                         const size_t *a, const size_t *b, float scale) {
-    for (size_t r = 0; r < nr; r += 4) {
-        const int G = nr - r < 4 ? (int)(nr - r) : 4;
-        softmax512_rows(x + r * ld, ld, G, nk, a + r, b + r, scale);
-    }
+    size_t r = 0;
+    for (; r + 4 <= nr; r += 4) softmax512_rows(x + r * ld, ld, 4, nk, a + r, b + r, scale);
+    for (; r < nr; r++) softmax512_rows(x + r * ld, ld, 1, nk, a + r, b + r, scale);
 }
 
 /* LayerNorm of G rows in lockstep, the statistics as sk_layernorm_avx2 computes them (mean in
@@ -760,9 +765,11 @@ AVX512 INLINE void ln512_rows(const float *x, size_t d, const float *w, const fl
     __m512 q[4], vhi[4], vlo[4], vr[4];
     const size_t full = d / 16 * 16;
     const __mmask16 tail = (__mmask16)((1u << (d - full)) - 1);
+    #pragma GCC unroll 4
     for (int j = 0; j < G; j++) s[j] = _mm512_setzero_pd();
     for (size_t i = 0; i < d; i += 16) {
         const __mmask16 m = i < full ? (__mmask16)0xFFFF : tail;
+        #pragma GCC unroll 4
         for (int j = 0; j < G; j++) {
             __m512 v = _mm512_maskz_loadu_ps(m, x + (size_t)j * d + i);
             s[j] = _mm512_add_pd(s[j], _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
@@ -771,6 +778,7 @@ AVX512 INLINE void ln512_rows(const float *x, size_t d, const float *w, const fl
         }
     }
     double mean[4];
+    #pragma GCC unroll 4
     for (int j = 0; j < G; j++) {
         mean[j] = _mm512_reduce_add_pd(s[j]) / (double)d;
         const float mhi = (float)mean[j];
@@ -780,20 +788,25 @@ AVX512 INLINE void ln512_rows(const float *x, size_t d, const float *w, const fl
     }
     for (size_t i = 0; i < d; i += 16) {
         const __mmask16 m = i < full ? (__mmask16)0xFFFF : tail;
+        #pragma GCC unroll 4
         for (int j = 0; j < G; j++) {
             __m512 t = _mm512_maskz_sub_ps(
                 m, _mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + (size_t)j * d + i), vhi[j]), vlo[j]);
             q[j] = _mm512_fmadd_ps(t, t, q[j]);
         }
     }
+    #pragma GCC unroll 4
     for (int j = 0; j < G; j++) {
         const double var = (double)_mm512_reduce_add_ps(q[j]);
-        vr[j] = _mm512_set1_ps((float)(1.0 / sqrt(var / (double)d + (double)eps)));
+        /* _mm_sqrt_sd: no errno path (var + eps > 0) */
+        const __m128d v2 = _mm_set_sd(var / (double)d + (double)eps);
+        vr[j] = _mm512_set1_ps((float)(1.0 / _mm_cvtsd_f64(_mm_sqrt_sd(v2, v2))));
     }
     for (size_t i = 0; i < d; i += 16) {
         const __mmask16 m = i < full ? (__mmask16)0xFFFF : tail;
         const __m512 vw = _mm512_maskz_loadu_ps(m, w + i);
         const __m512 vb = b ? _mm512_maskz_loadu_ps(m, b + i) : _mm512_setzero_ps();
+        #pragma GCC unroll 4
         for (int j = 0; j < G; j++) {
             __m512 t = _mm512_sub_ps(
                 _mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + (size_t)j * d + i), vhi[j]), vlo[j]);
