@@ -8,8 +8,10 @@
  *    (src/quant/quant.h); sk_q8_pack_panels then interleaves those blocks, once, into the
  *    panels the kernels stream: for each panel p of SK_Q8_PANEL outputs and each input block
  *    b (chunk p * n_blocks + b, SK_Q8_CHUNK bytes): quants [8][16][4] (byte t of group j of
- *    output 16p + c at (j * 16 + c) * 4 + t), then the 16 scales as f32, then 128 * (sum of
- *    the output's 32 quants) as int32 (the correction of the biased-activation VNNI product).
+ *    output 16p + c at (j * 16 + c) * 4 + t), then the 16 scales as the file's f16 bits, then
+ *    the sums of each output's 32 quants as int16 (128 times that sum corrects the
+ *    biased-activation VNNI product): 36 bytes per block of 32 weights, against 34 in the
+ *    file. The kernels widen scale and sum exactly, so keeping them 16-bit changes no result.
  *    Outputs past n_out are zero. Weight quants may be -128..127.
  *  - Activations are quantized per row in blocks of 32 (sk_q8_quantize_act): Q8 keeps one
  *    int8 block (x ~ d q, |q| <= 127); Q8x2 adds a second int8 pass on the rounding residual
@@ -60,7 +62,9 @@ void sk_q8_quantize_act_avx512(const float *x, size_t ldx, size_t n_rows, size_t
                                sk_q8_act *a);
 
 #define SK_Q8_PANEL 16
-#define SK_Q8_CHUNK (SK_Q8_PANEL * 32 + SK_Q8_PANEL * 4 + SK_Q8_PANEL * 4)
+#define SK_Q8_CHUNK (SK_Q8_PANEL * 32 + SK_Q8_PANEL * 2 + SK_Q8_PANEL * 2)
+#define SK_Q8_CHUNK_SCALES (SK_Q8_PANEL * 32)                    /* uint16 f16 bits [16] */
+#define SK_Q8_CHUNK_SUMS (SK_Q8_PANEL * 32 + SK_Q8_PANEL * 2)    /* int16 [16] */
 
 /* A Q8_0 matrix packed into panels (see above). */
 typedef struct sk_q8_packed {

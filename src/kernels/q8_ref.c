@@ -135,16 +135,16 @@ void sk_q8_pack_panels(const uint8_t *kernel_order, size_t n_out, size_t n_in, u
     for (size_t p = 0; p < np; p++)
         for (size_t b = 0; b < nb; b++) {
             uint8_t *ch = out + (p * nb + b) * SK_Q8_CHUNK;
-            float wd[SK_Q8_PANEL];
-            int32_t ws[SK_Q8_PANEL];
+            uint16_t wd[SK_Q8_PANEL];
+            int16_t ws[SK_Q8_PANEL];
             for (size_t c = 0; c < SK_Q8_PANEL; c++) {
                 const size_t o = p * SK_Q8_PANEL + c;
                 int32_t sum = 0;
-                wd[c] = 0.0f;
+                wd[c] = 0;
                 if (o < n_out) {
                     /* INPUT_BLOCK_MAJOR: block (o, b) at b * n_out + o */
                     const uint8_t *blk = kernel_order + (b * n_out + o) * SK_Q8_0_BLOCK_BYTES;
-                    wd[c] = sk_f16_to_f32((uint16_t)(blk[0] | (blk[1] << 8)));
+                    wd[c] = (uint16_t)(blk[0] | (blk[1] << 8));
                     for (int j = 0; j < SK_QK8_0; j++) {
                         ch[((size_t)(j / 4) * SK_Q8_PANEL + c) * 4 + (size_t)(j % 4)] = blk[2 + j];
                         sum += (int8_t)blk[2 + j];
@@ -153,10 +153,10 @@ void sk_q8_pack_panels(const uint8_t *kernel_order, size_t n_out, size_t n_in, u
                     for (int j = 0; j < SK_QK8_0; j++)
                         ch[((size_t)(j / 4) * SK_Q8_PANEL + c) * 4 + (size_t)(j % 4)] = 0;
                 }
-                ws[c] = sum * 128;
+                ws[c] = (int16_t)sum;   /* |sum| <= 32 * 128 */
             }
-            memcpy(ch + SK_Q8_PANEL * 32, wd, sizeof wd);
-            memcpy(ch + SK_Q8_PANEL * 36, ws, sizeof ws);
+            memcpy(ch + SK_Q8_CHUNK_SCALES, wd, sizeof wd);
+            memcpy(ch + SK_Q8_CHUNK_SUMS, ws, sizeof ws);
         }
 }
 
@@ -169,8 +169,9 @@ void sk_q8_gemm_ref(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t
             float acc = 0.0f;
             for (size_t b = 0; b < nb; b++) {
                 const uint8_t *ch = w->panels + (p * nb + b) * SK_Q8_CHUNK;
-                float wd;
-                memcpy(&wd, ch + SK_Q8_PANEL * 32 + c * 4, sizeof wd);
+                uint16_t wbits;
+                memcpy(&wbits, ch + SK_Q8_CHUNK_SCALES + c * 2, sizeof wbits);
+                const float wd = sk_f16_to_f32(wbits);
                 const int8_t *xq = a->q + (r * nb + b) * SK_QK8_0;
                 const int8_t *xr = a->r + (r * nb + b) * SK_QK8_0;
                 int32_t dq = 0, dr = 0;

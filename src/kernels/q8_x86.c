@@ -62,8 +62,9 @@ VNNI INLINE void tile_vnni(const sk_q8_act *a, const sk_q8_packed *w, size_t r0,
                     t[r] = _mm512_dpbusd_epi32(t[r], _mm512_set1_epi32(ld32(xr + (size_t)r * xstride + 4 * j)), W);
             }
         }
-        const __m512 wd = _mm512_load_ps((const float *)(ch + 512));
-        const __m512i ws = _mm512_load_si512((const void *)(ch + 576));
+        const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(ch + SK_Q8_CHUNK_SCALES)));
+        const __m512i ws = _mm512_slli_epi32(
+            _mm512_cvtepi16_epi32(_mm256_load_si256((const __m256i *)(ch + SK_Q8_CHUNK_SUMS))), 7);
 #pragma GCC unroll 8
         for (int r = 0; r < VR; r++) {
             if (r >= nr) break;
@@ -137,7 +138,9 @@ AVX2 INLINE void tile_avx2(const sk_q8_act *a, const sk_q8_packed *w, size_t r0,
                 }
             }
         }
-        const __m256 wd = _mm256_loadu_ps((const float *)(ch + 512));
+        /* ch is offset by h * 32 for the quants; the 8 scales of this half are at h * 16 */
+        const __m256 wd = _mm256_cvtph_ps(_mm_loadu_si128(
+            (const __m128i *)(ch - (size_t)h * 32 + SK_Q8_CHUNK_SCALES + (size_t)h * 16)));
 #pragma GCC unroll 4
         for (int r = 0; r < AR; r++) {
             if (r >= nr) break;

@@ -285,9 +285,11 @@ static int load_tensor(sk_model *m, const sk_gguf *g, const char *name, uint64_t
 
 /* Pack rows [row0, row0 + n_out) of a weight matrix ([*][n_in]; f32 in w, or the raw 16-bit
  * elements in w16 with wtype SK_PACK_F16/BF16) and the matching bias entries. */
+#define SK_PACK_CHUNK_BYTES (1u << 20)
+
 static int pack_linear(sk_linear *lin, const float *w, const uint16_t *w16, int wtype,
-                       const float *b, size_t row0, size_t n_out, size_t n_in, const char *name,
-                       sk_err *e) {
+                       const float *b, size_t row0, size_t n_out, size_t n_in, int release_src,
+                       const char *name, sk_err *e) {
     size_t nf = sk_packed_floats(n_out, n_in), panels = (n_out + SK_PANEL - 1) / SK_PANEL;
     size_t bytes;
     if (nf == 0 || sk_mul_size(nf, sk_pack_elem_size(wtype), &bytes) || bytes > SIZE_MAX - 64)
@@ -297,10 +299,24 @@ static int pack_linear(sk_linear *lin, const float *w, const uint16_t *w16, int 
     lin->bias = b ? aligned_alloc(64, panels * SK_PANEL * sizeof(float)) : NULL;
     if (!lin->buf || (b && !lin->bias))
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory packing tensor %s", name);
-    if (wtype == SK_PACK_F32)
-        sk_pack(w + row0 * n_in, n_in, n_out, n_in, lin->buf);
-    else
-        sk_pack_u16(w16 + row0 * n_in, n_in, n_out, n_in, lin->buf);
+    /* In chunks of whole panels, giving back the source rows' pages as each chunk is packed
+     * when they are the file's own (release_src): the resident set then never holds a whole
+     * matrix twice, only one chunk of it. */
+    const size_t esz = sk_pack_elem_size(wtype), src_row = n_in * esz;
+    size_t chunk = (SK_PACK_CHUNK_BYTES / (src_row ? src_row : 1)) / SK_PANEL * SK_PANEL;
+    if (chunk < SK_PANEL) chunk = SK_PANEL;
+    for (size_t r = 0; r < n_out; r += chunk) {
+        const size_t nr = n_out - r < chunk ? n_out - r : chunk;
+        char *dst = (char *)lin->buf + (r / SK_PANEL) * n_in * SK_PANEL * esz;
+        if (wtype == SK_PACK_F32)
+            sk_pack(w + (row0 + r) * n_in, n_in, nr, n_in, (float *)(void *)dst);
+        else
+            sk_pack_u16(w16 + (row0 + r) * n_in, n_in, nr, n_in, (uint16_t *)(void *)dst);
+        if (release_src)
+            sk_release_pages(wtype == SK_PACK_F32 ? (const void *)(w + (row0 + r) * n_in)
+                                                  : (const void *)(w16 + (row0 + r) * n_in),
+                             nr * src_row);
+    }
     if (b) {
         memset(lin->bias, 0, panels * SK_PANEL * sizeof(float));
         memcpy(lin->bias, b + row0, n_out * sizeof(float));
@@ -438,10 +454,12 @@ static int load_linear2(sk_model *m, const sk_gguf *g, const char *prefix /* < 1
     if (!rc && with_bias) rc = load_tensor(m, g, bname, n_out, 1, 1, &b, e);
     if (!rc) {
         if (lin2) {
-            rc = pack_linear(lin, w, w16, wtype, b, 0, split, n_in, name, e);
-            if (!rc) rc = pack_linear(lin2, w, w16, wtype, b, split, n_out - split, n_in, name, e);
+            rc = pack_linear(lin, w, w16, wtype, b, 0, split, n_in, !owned, name, e);
+            if (!rc)
+                rc = pack_linear(lin2, w, w16, wtype, b, split, n_out - split, n_in, !owned, name,
+                                 e);
         } else {
-            rc = pack_linear(lin, w, w16, wtype, b, 0, n_out, n_in, name, e);
+            rc = pack_linear(lin, w, w16, wtype, b, 0, n_out, n_in, !owned, name, e);
         }
     }
     if (!rc && !owned) {
@@ -855,8 +873,10 @@ static float *alloc_rows(size_t rows, size_t cols) {
  * transformers computes them). */
 static int scratch_reserve(const sk_model *m, sk_scratch *s, size_t n, sk_err *e) {
     if (n <= s->cap) return SKYCMD_OK;
-    size_t cap = s->cap ? s->cap : 64;
-    while (cap < n) cap = cap > SIZE_MAX / 2 ? n : cap * 2;
+    /* The rows asked for (whole panels), or a quarter more than before when growing, so a
+     * creeping size does not reallocate every call: no power-of-two slack in the peak. */
+    size_t cap = s->cap && s->cap + s->cap / 4 > n ? s->cap + s->cap / 4 : n;
+    if (cap > SIZE_MAX - SK_PANEL) return sk_fail(e, SKYCMD_E_NOMEM, "%zu rows", n);
     cap = (cap + SK_PANEL - 1) / SK_PANEL * SK_PANEL;
     scratch_free_rows(s);
     const size_t half = s->D / 2, dpad = (s->Dmax + SK_PANEL - 1) / SK_PANEL * SK_PANEL;

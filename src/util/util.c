@@ -292,14 +292,17 @@ int sk_utf8_valid(const char *s, size_t n) {
 }
 
 void sk_release_pages(const void *p, size_t n) {
-#if defined(__linux__) && defined(MADV_PAGEOUT)
+#if defined(__linux__) && defined(MADV_DONTNEED)
     long ps = sysconf(_SC_PAGESIZE);
     if (ps <= 0 || !p || n == 0) return;
     uintptr_t page = (uintptr_t)ps;
     uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1);
     uintptr_t b = ((uintptr_t)p + n) & ~(page - 1);
-    /* Advice only: pages read again later fault back in with the same contents. */
-    if (b > a) (void)madvise((void *)a, b - a, MADV_PAGEOUT);
+    /* The file is mapped read-only and private and never written, so its pages are never
+     * copied: MADV_DONTNEED only drops them from this process (a later read maps the same
+     * page-cache page again) and leaves the page cache alone, where MADV_PAGEOUT would
+     * evict the file and make the next process that opens it read it from disk. */
+    if (b > a) (void)madvise((void *)a, b - a, MADV_DONTNEED);
 #else
     (void)p;
     (void)n;
