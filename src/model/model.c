@@ -1399,10 +1399,16 @@ static int forward_batch(const sk_model *m, sk_scratch *s, const sk_seq *seqs, s
                     sk_widen16(SK_PACK_BF16, src, row, d);
                 else
                     sk_ggml_to_f32(m->tok_embd->type, src, row, d);
-                for (size_t c = 0; c < d; c++)
-                    if (!isfinite(row[c]))
-                        return sk_fail(e, SKYCMD_E_FORMAT, "tensor token_embd.weight: row %d "
-                                       "has a non-finite value", (int)sq->ids[t]);
+                /* branch-free (vectorizable) test: an exponent of all ones is inf or NaN */
+                uint32_t bad = 0;
+                for (size_t c = 0; c < d; c++) {
+                    uint32_t bits;
+                    memcpy(&bits, &row[c], sizeof bits);
+                    bad |= (uint32_t)((bits & 0x7f800000u) == 0x7f800000u);
+                }
+                if (bad)
+                    return sk_fail(e, SKYCMD_E_FORMAT, "tensor token_embd.weight: row %d "
+                                   "has a non-finite value", (int)sq->ids[t]);
             }
             off += sq->n;
             koff += sq->n_markers;
