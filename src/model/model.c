@@ -1258,7 +1258,7 @@ static void head_layer_markers(const sk_model *m, sk_scratch *s, const sk_head_l
     for (size_t r = 0; r < K; r++) memcpy(s->ma + r * d, s->a + rows[r] * d, d * sizeof(float));
     linear(s, &Hl->q, s->ma, d, K, s->mq, d);
     attn_seq *as = s->aseq;
-    if (Hl->kt && !s->calib && !s->unfolded) {
+    if (Hl->kt && !Hl->kv.q8 && !s->calib && !s->unfolded) {
         /* Folded: with A the block's normalized input rows, head h's keys are A Wk_h^T + bk_h
          * and its values A Wv_h^T + bv_h. So q.k_j = (q Wk_h).a_j + q.bk_h, where the last
          * term is the same for every key and cancels in the softmax, and sum_j p_j v_j =
