@@ -90,26 +90,12 @@ void sk_gelu(float *x, size_t n) {
 
 void sk_attn_softmax_rows(float *x, size_t ld, size_t nr, size_t nk, const size_t *a,
                           const size_t *b, float scale) {
-    if (sk_kernels_level() >= SK_LEVEL_AVX512) {
-        sk_attn_softmax_rows_avx512(x, ld, nr, nk, a, b, scale);
-        return;
-    }
-    for (size_t r = 0; r < nr; r++) {
-        float *row = x + r * ld;
-        for (size_t i = 0; i < a[r]; i++) row[i] = 0.0f;
-        sk_attn_softmax(row + a[r], b[r] - a[r], scale);
-        for (size_t i = b[r]; i < nk; i++) row[i] = 0.0f;
-    }
-}
-
-void sk_attn_softmax(float *x, size_t n, float scale) {
-    int lv = sk_kernels_level();
+    const int lv = sk_kernels_level();
     if (lv >= SK_LEVEL_AVX512)
-        sk_attn_softmax_avx512(x, n, scale);
-    else if (lv >= SK_LEVEL_AVX2)
-        sk_attn_softmax_avx2(x, n, scale);
+        sk_attn_softmax_rows_avx512(x, ld, nr, nk, a, b, scale);
     else
-        sk_attn_softmax_ref(x, n, scale);
+        sk_attn_softmax_rows_each(lv >= SK_LEVEL_AVX2 ? sk_attn_softmax_avx2 : sk_attn_softmax_ref,
+                                  x, ld, nr, nk, a, b, scale);
 }
 
 /* Products below this many multiply-adds stay on one thread: the hand-off costs about a

@@ -71,14 +71,19 @@ void sk_attn_softmax_ref(float *x, size_t n, float scale) {
     for (size_t i = 0; i < n; i++) x[i] *= inv;
 }
 
-void sk_attn_softmax_rows_ref(float *x, size_t ld, size_t nr, size_t nk, const size_t *a,
-                              const size_t *b, float scale) {
+void sk_attn_softmax_rows_each(sk_softmax_row_fn row_softmax, float *x, size_t ld, size_t nr,
+                               size_t nk, const size_t *a, const size_t *b, float scale) {
     for (size_t r = 0; r < nr; r++) {
         float *row = x + r * ld;
         for (size_t i = 0; i < a[r]; i++) row[i] = 0.0f;
-        sk_attn_softmax_ref(row + a[r], b[r] - a[r], scale);
+        row_softmax(row + a[r], b[r] - a[r], scale);
         for (size_t i = b[r]; i < nk; i++) row[i] = 0.0f;
     }
+}
+
+void sk_attn_softmax_rows_ref(float *x, size_t ld, size_t nr, size_t nk, const size_t *a,
+                              const size_t *b, float scale) {
+    sk_attn_softmax_rows_each(sk_attn_softmax_ref, x, ld, nr, nk, a, b, scale);
 }
 
 size_t sk_packed_floats(size_t n_out, size_t n_in) {

@@ -535,80 +535,26 @@ AVX512 void sk_pack_avx512(const float *w, size_t ldw, size_t n_out, size_t n_in
 
 /* ------------------------------------------------------------------ AVX-512 math - */
 
-AVX512 static inline __m512 exp512(__m512 x) {
-    const __m512 lo = _mm512_set1_ps(-87.3f), hi = _mm512_set1_ps(88.7f);
-    __mmask16 keep = _mm512_cmp_ps_mask(x, lo, _CMP_GE_OQ);
-    x = _mm512_max_ps(_mm512_min_ps(x, hi), lo);
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    return _mm512_maskz_mul_ps(keep, p, _mm512_castsi512_ps(e));
-}
+/* exp and GELU of G (1-4) vectors in lockstep: each step is applied to every vector before
+ * the next. One GELU is a ~110-cycle dependency chain; issued one after another the
+ * out-of-order window holds about three of them and the core idles on latency, while
+ * independent chains interleaved fill the pipes. G = 1 is the one-vector form; every G gives
+ * the same bits per lane. */
+#define MATH_G 4
 
-/* The same formulas as gelu256 (see there). */
-AVX512 static inline __m512 gelu512(__m512 x) {
-    const __m512 one = _mm512_set1_ps(1.0f);
-    __m512 z = _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(0.70710678118654752f));
-    __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), z, one));
-    __m512 p = _mm512_set1_ps(0.17087277f);
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.82215223f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.48851587f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.13520398f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.27886807f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.18628806f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.09678418f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.37409196f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.00002368f));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.26551223f));
-    __m512 arg = _mm512_sub_ps(p, _mm512_mul_ps(z, z));
-    __m512 half_erfc = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), t), exp512(arg));
-    __mmask16 pos = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ);
-    __m512 phi = _mm512_mask_sub_ps(half_erfc, pos, one, half_erfc);
-    return _mm512_mul_ps(x, phi);
-}
-
-/* GELU of G vectors in lockstep: the same operations as gelu512, each step applied to every
- * vector before the next. One GELU is a ~110-cycle dependency chain; issued one after
- * another the out-of-order window holds about three of them, so the core idles on latency.
- * Interleaved, the independent chains fill the pipes (about 2x on Zen 4/5). */
-#define GELU_G 4
-AVX512 static inline void gelu512_g(__m512 *v) {
-    const __m512 one = _mm512_set1_ps(1.0f);
-    __m512 z[GELU_G], t[GELU_G], p[GELU_G];
-#pragma GCC unroll 4
-    for (int j = 0; j < GELU_G; j++) {
-        z[j] = _mm512_mul_ps(_mm512_abs_ps(v[j]), _mm512_set1_ps(0.70710678118654752f));
-        t[j] = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), z[j], one));
-        p[j] = _mm512_fmadd_ps(_mm512_set1_ps(0.17087277f), t[j], _mm512_set1_ps(-0.82215223f));
-    }
-    static const float c[8] = {1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f,
-                               0.09678418f, 0.37409196f, 1.00002368f, -1.26551223f};
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; k++)
-#pragma GCC unroll 4
-        for (int j = 0; j < GELU_G; j++)
-            p[j] = _mm512_fmadd_ps(p[j], t[j], _mm512_set1_ps(c[k]));
-    /* exp512 of arg = p - z^2, inlined step by step (same constants and order) */
+/* exp(x) for x in about [-87.3, 88.7]; smaller x give 0 (flushes below the normal range). */
+AVX512 INLINE void exp512_n(__m512 *x, const int G) {
     const __m512 lo = _mm512_set1_ps(-87.3f), hi = _mm512_set1_ps(88.7f);
-    __m512 x[GELU_G], n[GELU_G], r[GELU_G], q[GELU_G];
-    __mmask16 keep[GELU_G];
+    const __m512 one = _mm512_set1_ps(1.0f);
+    __m512 n[MATH_G], r[MATH_G], q[MATH_G];
+    __mmask16 keep[MATH_G];
 #pragma GCC unroll 4
-    for (int j = 0; j < GELU_G; j++) {
-        x[j] = _mm512_sub_ps(p[j], _mm512_mul_ps(z[j], z[j]));
+    for (int j = 0; j < G; j++) {
         keep[j] = _mm512_cmp_ps_mask(x[j], lo, _CMP_GE_OQ);
-        x[j] = _mm512_max_ps(_mm512_min_ps(x[j], hi), lo);
-        n[j] = _mm512_roundscale_ps(_mm512_mul_ps(x[j], _mm512_set1_ps(1.44269504088896341f)),
+        const __m512 c = _mm512_max_ps(_mm512_min_ps(x[j], hi), lo);
+        n[j] = _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(1.44269504088896341f)),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        r[j] = _mm512_fnmadd_ps(n[j], _mm512_set1_ps(0.693359375f), x[j]);
+        r[j] = _mm512_fnmadd_ps(n[j], _mm512_set1_ps(0.693359375f), c);
         r[j] = _mm512_fnmadd_ps(n[j], _mm512_set1_ps(-2.12194440e-4f), r[j]);
         q[j] = _mm512_fmadd_ps(_mm512_set1_ps(1.9875691500e-4f), r[j],
                                _mm512_set1_ps(1.3981999507e-3f));
@@ -618,28 +564,62 @@ AVX512 static inline void gelu512_g(__m512 *v) {
 #pragma GCC unroll 4
     for (int k = 0; k < 4; k++)
 #pragma GCC unroll 4
-        for (int j = 0; j < GELU_G; j++) q[j] = _mm512_fmadd_ps(q[j], r[j], _mm512_set1_ps(e[k]));
+        for (int j = 0; j < G; j++) q[j] = _mm512_fmadd_ps(q[j], r[j], _mm512_set1_ps(e[k]));
 #pragma GCC unroll 4
-    for (int j = 0; j < GELU_G; j++) {
+    for (int j = 0; j < G; j++) {
         q[j] = _mm512_fmadd_ps(q[j], _mm512_mul_ps(r[j], r[j]), _mm512_add_ps(r[j], one));
         __m512i ex = _mm512_slli_epi32(
             _mm512_add_epi32(_mm512_cvtps_epi32(n[j]), _mm512_set1_epi32(127)), 23);
-        __m512 ez = _mm512_maskz_mul_ps(keep[j], q[j], _mm512_castsi512_ps(ex));
-        __m512 half_erfc = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), t[j]), ez);
+        x[j] = _mm512_maskz_mul_ps(keep[j], q[j], _mm512_castsi512_ps(ex));
+    }
+}
+
+AVX512 static inline __m512 exp512(__m512 x) {
+    exp512_n(&x, 1);
+    return x;
+}
+
+/* The same formulas as gelu256 (see there): x * Phi(x), Phi from erfc(|x|/sqrt 2). */
+AVX512 INLINE void gelu512_n(__m512 *v, const int G) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    __m512 z[MATH_G], t[MATH_G], p[MATH_G];
+#pragma GCC unroll 4
+    for (int j = 0; j < G; j++) {
+        z[j] = _mm512_mul_ps(_mm512_abs_ps(v[j]), _mm512_set1_ps(0.70710678118654752f));
+        t[j] = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), z[j], one));
+        p[j] = _mm512_fmadd_ps(_mm512_set1_ps(0.17087277f), t[j], _mm512_set1_ps(-0.82215223f));
+    }
+    static const float c[8] = {1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f,
+                               0.09678418f, 0.37409196f, 1.00002368f, -1.26551223f};
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++)
+#pragma GCC unroll 4
+        for (int j = 0; j < G; j++) p[j] = _mm512_fmadd_ps(p[j], t[j], _mm512_set1_ps(c[k]));
+#pragma GCC unroll 4
+    for (int j = 0; j < G; j++) p[j] = _mm512_sub_ps(p[j], _mm512_mul_ps(z[j], z[j]));
+    exp512_n(p, G);
+#pragma GCC unroll 4
+    for (int j = 0; j < G; j++) {
+        __m512 half_erfc = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), t[j]), p[j]);
         __mmask16 pos = _mm512_cmp_ps_mask(v[j], _mm512_setzero_ps(), _CMP_GE_OQ);
         v[j] = _mm512_mul_ps(v[j], _mm512_mask_sub_ps(half_erfc, pos, one, half_erfc));
     }
 }
 
+AVX512 static inline __m512 gelu512(__m512 x) {
+    gelu512_n(&x, 1);
+    return x;
+}
+
 AVX512 void sk_geglu_avx512(const float *a, const float *g, float *y, size_t n) {
     size_t i = 0;
-    for (; i + 16 * GELU_G <= n; i += 16 * GELU_G) {
-        __m512 v[GELU_G];
+    for (; i + 16 * MATH_G <= n; i += 16 * MATH_G) {
+        __m512 v[MATH_G];
 #pragma GCC unroll 4
-        for (int j = 0; j < GELU_G; j++) v[j] = _mm512_loadu_ps(a + i + 16 * j);
-        gelu512_g(v);
+        for (int j = 0; j < MATH_G; j++) v[j] = _mm512_loadu_ps(a + i + 16 * j);
+        gelu512_n(v, MATH_G);
 #pragma GCC unroll 4
-        for (int j = 0; j < GELU_G; j++)
+        for (int j = 0; j < MATH_G; j++)
             _mm512_storeu_ps(y + i + 16 * j, _mm512_mul_ps(v[j], _mm512_loadu_ps(g + i + 16 * j)));
     }
     for (; i + 16 <= n; i += 16)
@@ -660,39 +640,6 @@ AVX512 void sk_gelu_avx512(float *x, size_t n) {
         __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
         _mm512_mask_storeu_ps(x + i, m, gelu512(_mm512_maskz_loadu_ps(m, x + i)));
     }
-}
-
-AVX512 void sk_attn_softmax_avx512(float *x, size_t n, float scale) {
-    if (n == 0) return;
-    const __m512 vs = _mm512_set1_ps(scale);
-    __m512 vm = _mm512_set1_ps(-INFINITY);
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + i), vs);
-        _mm512_storeu_ps(x + i, v);
-        vm = _mm512_max_ps(vm, v);
-    }
-    __mmask16 tail = (__mmask16)((1u << (n - i)) - 1);
-    if (i < n) {
-        __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, x + i), vs);
-        _mm512_mask_storeu_ps(x + i, tail, v);
-        vm = _mm512_mask_max_ps(vm, tail, vm, v);
-    }
-    const __m512 vmx = _mm512_set1_ps(_mm512_reduce_max_ps(vm));
-    __m512 vsum = _mm512_setzero_ps();
-    for (i = 0; i + 16 <= n; i += 16) {
-        __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(x + i), vmx));
-        _mm512_storeu_ps(x + i, e);
-        vsum = _mm512_add_ps(vsum, e);
-    }
-    if (i < n) {
-        __m512 e = _mm512_maskz_mov_ps(tail, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + i), vmx)));
-        _mm512_mask_storeu_ps(x + i, tail, e);
-        vsum = _mm512_add_ps(vsum, e);
-    }
-    const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
-    for (i = 0; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), inv));
-    if (i < n) _mm512_mask_storeu_ps(x + i, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, x + i), inv));
 }
 
 /* Softmax of up to 4 rows of a score block in lockstep (see sk_attn_softmax_rows): each step
@@ -726,14 +673,20 @@ AVX512 INLINE void softmax512_rows(float *x, size_t ld, const int G, size_t nk, 
     for (size_t i = 0; i < nk; i += 16) {
         const __m512i idx = _mm512_add_epi32(lane, _mm512_set1_epi32((int)i));
         const __mmask16 in = nk - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nk - i)) - 1);
+        __mmask16 m[4];
+        __m512 e[4];
         #pragma GCC unroll 4
         for (int r = 0; r < G; r++) {
-            const __mmask16 m = _mm512_cmpge_epi32_mask(idx, va[r]) &
-                                _mm512_cmplt_epi32_mask(idx, vb[r]);
-            const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + r * ld + i), vs);
-            const __m512 e = _mm512_maskz_mov_ps(m, exp512(_mm512_sub_ps(v, vmx[r])));
-            _mm512_mask_storeu_ps(x + r * ld + i, in, e);
-            vsum[r] = _mm512_add_ps(vsum[r], e);
+            m[r] = _mm512_cmpge_epi32_mask(idx, va[r]) & _mm512_cmplt_epi32_mask(idx, vb[r]);
+            e[r] = _mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m[r], x + r * ld + i), vs),
+                                 vmx[r]);
+        }
+        exp512_n(e, G);
+        #pragma GCC unroll 4
+        for (int r = 0; r < G; r++) {
+            e[r] = _mm512_maskz_mov_ps(m[r], e[r]);
+            _mm512_mask_storeu_ps(x + r * ld + i, in, e[r]);
+            vsum[r] = _mm512_add_ps(vsum[r], e[r]);
         }
     }
     #pragma GCC unroll 4
@@ -895,7 +848,6 @@ void sk_widen16_avx2(int wtype, const void *src, float *dst, size_t n) {
 }
 void sk_geglu_avx512(const float *a, const float *g, float *y, size_t n) { sk_geglu_ref(a, g, y, n); }
 void sk_gelu_avx512(float *x, size_t n) { sk_gelu_ref(x, n); }
-void sk_attn_softmax_avx512(float *x, size_t n, float scale) { sk_attn_softmax_ref(x, n, scale); }
 void sk_attn_softmax_rows_avx512(float *x, size_t ld, size_t nr, size_t nk, const size_t *a,
                                  const size_t *b, float scale) {
     sk_attn_softmax_rows_ref(x, ld, nr, nk, a, b, scale);
