@@ -80,7 +80,8 @@ typedef struct sk_head_layer {
     sk_linear up, down;
     /* The last block only: per head h, Wk_h^T ([d][hd], the keys' rows of the in_proj
      * weight transposed) packed as a Linear of hd inputs and d outputs, one after another
-     * (kt_floats each). NULL when the block cannot be folded (see head_layer_markers). */
+     * (kt_floats each). Built at the end of the load (build_key_transposes); NULL before
+     * that (int8 calibration runs unfolded) and when the block cannot be folded. */
     float *kt;
     size_t kt_floats;
 } sk_head_layer;
@@ -631,39 +632,43 @@ static int read_hparams(const sk_gguf *g, sk_hparams *hp, sk_err *e) {
 static int model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log_fn log,
                          void *log_ud, sk_err *e);
 
-/* The transposed key matrices of the last decision block (sk_head_layer.kt), from the
- * file's in_proj weight (rows [d, 2d) are the keys), when the block can be folded: its
- * K/V Linear has f32 or 16-bit panels (not int8) and the head dimension fills whole panels.
- * Anything else leaves kt NULL and the block runs unfolded. */
-static int build_key_transposes(sk_model *m, const sk_gguf *g, sk_head_layer *Hl,
-                                const char *name, sk_err *e) {
+/* The transposed key matrices of the last decision block (sk_head_layer.kt), read back from
+ * its K/V Linear's panels (outputs [0, d) are the keys; f32 or 16-bit elements, widened
+ * exactly), once the model's matrices are final. Only when the block can be folded: the
+ * K/V Linear kept float panels (not int8) and a head's keys fill whole panels; otherwise kt
+ * stays NULL and the block runs unfolded. */
+static int build_key_transposes(sk_model *m, sk_head_layer *Hl, sk_err *e) {
     const size_t d = m->hp.n_embd, H = m->hp.n_head_dec, hd = m->head_dim_dec;
-    if (Hl->kv.q8 || hd % SK_PANEL != 0 || d % SK_PANEL != 0) return SKYCMD_OK;
-    const sk_gguf_tensor *t = sk_gguf_find_tensor(g, name);
-    const size_t per = sk_packed_floats(d, hd), row_bytes = (size_t)sk_ggml_row_size(t->type, d);
+    const sk_packed *kv = &Hl->kv.p;
+    if (Hl->kv.q8 || !kv->data || hd % SK_PANEL != 0 || d % SK_PANEL != 0) return SKYCMD_OK;
+    const size_t per = sk_packed_floats(d, hd), esz = sk_pack_elem_size(kv->wtype);
     size_t total;
     if (per == 0 || sk_mul_size(per, H, &total) || total > SIZE_MAX / sizeof(float) - 64)
-        return sk_fail(e, SKYCMD_E_FORMAT, "tensor %s is too large", name);
+        return sk_fail(e, SKYCMD_E_NOMEM, "decision head too large to fold");
     float *kt = aligned_alloc(64, (total * sizeof(float) + 63) / 64 * 64);
-    float *row = sk_malloc_array(d, sizeof(float));
-    float *tr = sk_malloc_array(d * hd, sizeof(float));
-    int rc = kt && row && tr ? SKYCMD_OK : sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
-    for (size_t h = 0; h < H && !rc; h++) {
-        for (size_t i = 0; i < hd && !rc; i++) {
-            const size_t r = d + h * hd + i;
-            if (sk_ggml_to_f32(t->type, t->data + r * row_bytes, row, d) != SKYCMD_OK)
-                rc = sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: cannot convert to f32", name);
-            for (size_t o = 0; o < d; o++) tr[o * hd + i] = row[o];
-        }
-        if (!rc) sk_pack(tr, hd, d, hd, kt + h * per);
-    }
-    free(row);
-    free(tr);
-    if (rc) {
+    float *tr = sk_malloc_array(d * hd, sizeof(float));   /* Wk_h^T, [d][hd] */
+    if (!kt || !tr) {
         free(kt);
-        return rc;
+        free(tr);
+        return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
     }
-    sk_release_pages(t->data, (size_t)t->nbytes);
+    for (size_t h = 0; h < H; h++) {
+        /* panel p holds keys 16p..16p+15 at [input o][c]: one input's 16 keys are one run
+         * of Wk_h^T's row o */
+        for (size_t q = 0; q < hd / SK_PANEL; q++) {
+            const size_t p = h * hd / SK_PANEL + q;
+            for (size_t o = 0; o < d; o++) {
+                const char *src = (const char *)kv->data + (p * kv->pstride + o * SK_PANEL) * esz;
+                float *dst = tr + o * hd + q * SK_PANEL;
+                if (kv->wtype == SK_PACK_F32)
+                    memcpy(dst, src, SK_PANEL * sizeof(float));
+                else
+                    sk_widen16(kv->wtype, src, dst, SK_PANEL);
+            }
+        }
+        sk_pack(tr, hd, d, hd, kt + h * per);
+    }
+    free(tr);
     Hl->kt = kt;
     Hl->kt_floats = per;
     return SKYCMD_OK;
@@ -758,11 +763,6 @@ int sk_model_load_ex(const sk_gguf *g, int weights_mode, skycmd_log_fn log, void
         if (!rc) rc = load_tensor(m, g, name, d, 1, 1, &H->norm1_b, e);
         snprintf(name, sizeof name, "blk.%u.attn_qkv", b);
         if (!rc) rc = load_linear2(m, g, name, d, 3 * d, 1, &H->q, &H->kv, d, e);
-        if (!rc && j + 1 == hp->n_head_layers) {
-            char wname[160];
-            snprintf(wname, sizeof wname, "%s.weight", name);
-            rc = build_key_transposes(m, g, H, wname, e);
-        }
         snprintf(name, sizeof name, "blk.%u.attn_output", b);
         if (!rc) rc = load_linear(m, g, name, d, d, 1, &H->out, e);
         snprintf(name, sizeof name, "blk.%u.ffn_norm.weight", b);
@@ -781,6 +781,8 @@ int sk_model_load_ex(const sk_gguf *g, int weights_mode, skycmd_log_fn log, void
     if (!rc) rc = load_linear(m, g, "cls.output", d, 1, 1, &m->cls_out, e);
     if (!rc && weights_mode != SKYCMD_WEIGHTS_F32)
         rc = model_to_int8(m, g, weights_mode, log, log_ud, e);
+    if (!rc && hp->n_head_layers > 0)
+        rc = build_key_transposes(m, &m->head[hp->n_head_layers - 1], e);
     if (rc) {
         sk_model_free(m);
         return rc;
@@ -1258,7 +1260,7 @@ static void head_layer_markers(const sk_model *m, sk_scratch *s, const sk_head_l
     for (size_t r = 0; r < K; r++) memcpy(s->ma + r * d, s->a + rows[r] * d, d * sizeof(float));
     linear(s, &Hl->q, s->ma, d, K, s->mq, d);
     attn_seq *as = s->aseq;
-    if (Hl->kt && !Hl->kv.q8 && !s->calib && !s->unfolded) {
+    if (Hl->kt && !s->unfolded) {
         /* Folded: with A the block's normalized input rows, head h's keys are A Wk_h^T + bk_h
          * and its values A Wv_h^T + bv_h. So q.k_j = (q Wk_h).a_j + q.bk_h, where the last
          * term is the same for every key and cancels in the softmax, and sum_j p_j v_j =
