@@ -334,14 +334,11 @@ static int pack_linear(sk_linear *lin, const float *w, const uint16_t *w16, int 
 /* A matrix's elements for packing, checked finite: F16/BF16 as their 16-bit values, F32 as
  * floats (both read in place from the file when suitably aligned, else copied to *owned),
  * Q8_0 dequantized to f32 (*owned). Sets exactly one of *w32 / *w16. */
-static int load_matrix(const sk_gguf *g, const char *name, uint64_t ne0, uint64_t ne1,
-                       const float **w32, const uint16_t **w16, void **owned, sk_err *e) {
-    const sk_gguf_tensor *t;
+static int load_matrix(const sk_gguf_tensor *t, const char *name, const float **w32,
+                       const uint16_t **w16, void **owned, sk_err *e) {
     *w32 = NULL;
     *w16 = NULL;
     *owned = NULL;
-    int rc = check_tensor(g, name, ne0, ne1, &t, e);
-    if (rc) return rc;
     const size_t n = (size_t)t->n_elements;
     if (t->type == SK_GGML_F16 || t->type == SK_GGML_BF16) {
         const uint16_t *src = (const uint16_t *)(const void *)t->data;
@@ -420,62 +417,34 @@ static int load_linear2(sk_model *m, const sk_gguf *g, const char *prefix /* < 1
     char name[192], bname[192];
     snprintf(name, sizeof name, "%s.weight", prefix);
     snprintf(bname, sizeof bname, "%s.bias", prefix);
-    const sk_gguf_tensor *qt = sk_gguf_find_tensor(g, name);
-    if (m->weights_mode != SKYCMD_WEIGHTS_F32 && qt && qt->type == SK_GGML_Q8_0) {
-        float *b = NULL;
-        int rc = check_tensor(g, name, n_in, n_out, &qt, e);
-        if (!rc) rc = sk_q8_require_out_in(name, n_out, n_in, e);
-        if (!rc && with_bias) rc = load_tensor(m, g, bname, n_out, 1, 1, &b, e);
-        if (!rc) {
-            m->n_params += (uint64_t)n_in * n_out;
-            const size_t n0 = lin2 ? split : n_out;
-            rc = q8_linear_from_file(lin, qt, b, 0, n0, n_in, name, e);
-            if (!rc && lin2) rc = q8_linear_from_file(lin2, qt, b, split, n_out - split, n_in, name, e);
-        }
-        free(b);
-        if (rc) return rc;
-        sk_release_pages(qt->data, (size_t)qt->nbytes);
-        lin->src = qt;
-        lin->row0 = 0;
-        if (lin2) {
-            lin2->src = qt;
-            lin2->row0 = split;
-        }
-        return SKYCMD_OK;
-    }
+    const sk_gguf_tensor *t;
+    int rc = check_tensor(g, name, n_in, n_out, &t, e);
+    if (rc) return rc;
+    /* With an int8 weights mode a Q8_0 matrix goes from the file's bytes to int8 panels;
+     * anything else is packed as f32 or 16-bit panels. */
+    const int q8_direct = m->weights_mode != SKYCMD_WEIGHTS_F32 && t->type == SK_GGML_Q8_0;
     const float *w = NULL;
     const uint16_t *w16 = NULL;
     void *owned = NULL;
     float *b = NULL;
-    int rc = load_matrix(g, name, n_in, n_out, &w, &w16, &owned, e);
+    if (q8_direct)
+        rc = sk_q8_require_out_in(name, n_out, n_in, e);
+    else
+        rc = load_matrix(t, name, &w, &w16, &owned, e);
     if (!rc) m->n_params += (uint64_t)n_in * n_out;
-    const int wtype = w16 ? (sk_gguf_find_tensor(g, name)->type == SK_GGML_F16 ? SK_PACK_F16
-                                                                                 : SK_PACK_BF16)
-                          : SK_PACK_F32;
     if (!rc && with_bias) rc = load_tensor(m, g, bname, n_out, 1, 1, &b, e);
-    if (!rc) {
-        if (lin2) {
-            rc = pack_linear(lin, w, w16, wtype, b, 0, split, n_in, !owned, name, e);
-            if (!rc)
-                rc = pack_linear(lin2, w, w16, wtype, b, split, n_out - split, n_in, !owned, name,
-                                 e);
-        } else {
-            rc = pack_linear(lin, w, w16, wtype, b, 0, n_out, n_in, !owned, name, e);
-        }
+    const int wtype = !w16 ? SK_PACK_F32 : t->type == SK_GGML_F16 ? SK_PACK_F16 : SK_PACK_BF16;
+    sk_linear *part[2] = {lin, lin2};
+    const size_t row0[2] = {0, split}, rows[2] = {lin2 ? split : n_out, n_out - split};
+    for (int i = 0; i < (lin2 ? 2 : 1) && !rc; i++) {
+        rc = q8_direct ? q8_linear_from_file(part[i], t, b, row0[i], rows[i], n_in, name, e)
+                       : pack_linear(part[i], w, w16, wtype, b, row0[i], rows[i], n_in, !owned,
+                                     name, e);
+        part[i]->src = t;
+        part[i]->row0 = row0[i];
     }
-    if (!rc && !owned) {
-        /* The panels are a copy: the file's pages of this matrix can leave the resident set. */
-        const sk_gguf_tensor *t = sk_gguf_find_tensor(g, name);
-        sk_release_pages(t->data, (size_t)t->nbytes);
-    }
-    if (!rc) {
-        lin->src = sk_gguf_find_tensor(g, name);
-        lin->row0 = 0;
-        if (lin2) {
-            lin2->src = lin->src;
-            lin2->row0 = split;
-        }
-    }
+    /* The panels are a copy: the file's pages of this matrix can leave the resident set. */
+    if (!rc && !owned) sk_release_pages(t->data, (size_t)t->nbytes);
     free(owned);
     free(b);
     return rc;
