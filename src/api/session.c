@@ -206,15 +206,6 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem) {
     return 0;
 }
 
-static int id_len(sk_jstr id) {
-    size_t n = id.n;
-    if (n > 96) {
-        n = 96;
-        while (n > 0 && ((unsigned char)id.s[n] & 0xC0) == 0x80) n--;
-    }
-    return (int)n;
-}
-
 /* Questions are run in batches (sk_model_forward_batch: their rows share every matrix
  * product, and each sequence gets exactly the logits it would get alone). A batch closes at
  * SK_BATCH_SEQS sequences or SK_BATCH_TOKENS tokens so the scratch stays bounded. The
@@ -224,7 +215,7 @@ static int id_len(sk_jstr id) {
 #define SK_BATCH_TOKENS 4096
 
 static int question_fail(sk_err *e, size_t ri, size_t nr, const sk_rquestion *q, int rc) {
-    int n = id_len(q->id);
+    int n = sk_question_id_len(q->id);
     sk_err_prefix(e, "questions.%.*s", n, q->id.s);
     if (nr > 1) sk_err_prefix(e, "request %zu", ri);
     return rc;

@@ -30,8 +30,7 @@ static int keep_buf(rctx *c, sk_jstr *out) {
     return keep(c, c->tmp.data ? c->tmp.data : "", c->tmp.len, out);
 }
 
-/* An id for messages: at most ~96 bytes, cut on a UTF-8 boundary. */
-static int id_len(sk_jstr id) {
+int sk_question_id_len(sk_jstr id) {
     size_t n = id.n;
     if (n > 96) {
         n = 96;
@@ -48,7 +47,7 @@ static int qfail(rctx *c, sk_jstr id, int status, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    int n = id_len(id);
+    int n = sk_question_id_len(id);
     return sk_fail(c->e, status, "questions.%.*s%s: %s", n, id.s, (size_t)n < id.n ? "..." : "",
                    msg);
 }

@@ -48,4 +48,7 @@ extern const char *const sk_qtype_names[3];
 int sk_request_parse(const char *json, size_t len, sk_request *r, sk_err *e);
 void sk_request_free(sk_request *r);
 
+/* How much of a question id a message shows: at most ~96 bytes, cut on a UTF-8 boundary. */
+int sk_question_id_len(sk_jstr id);
+
 #endif
