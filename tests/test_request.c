@@ -73,6 +73,33 @@ Test(pyjson, float_repr_hand_values) {
     cr_expect_str_eq(out, "NaN");
 }
 
+Test(pyjson, float_repr_fast_matches_reference_search) {
+    /* probabilities, random bit patterns, powers of two and ten, values near halves */
+    uint64_t st = 0x9E3779B97F4A7C15u;
+    size_t n = 0, bad = 0;
+    for (int i = 0; i < 300000; i++) {
+        st ^= st << 13;
+        st ^= st >> 7;
+        st ^= st << 17;
+        double x;
+        switch (i % 5) {
+        case 0: x = (double)(st >> 11) * 0x1p-53; break;
+        case 1: memcpy(&x, &st, sizeof x); break;
+        case 2: x = ldexp(1.0, (int)(st % 2000) - 1000); break;
+        case 3: x = (double)(st % 100000) / 1e5 + (double)(st % 7) * 1e-17; break;
+        default: x = (double)(float)((double)(st >> 11) * 0x1p-53); break;
+        }
+        if (!isfinite(x)) continue;
+        char a[32], b[32];
+        sk_py_float_repr(x, 1, a);
+        sk_py_float_repr_ref(x, 1, b);
+        n++;
+        if (strcmp(a, b) != 0 && bad++ < 10) cr_log_error("%a: fast %s, reference %s", x, a, b);
+    }
+    cr_assert_gt(n, 250000);
+    cr_assert_eq(bad, 0, "%zu of %zu differ", bad, n);
+}
+
 Test(pyjson, strict_syntax) {
     const char *bad[] = {"", " ", "{", "[1,]", "{\"a\":1,}", "NaN", "Infinity", "-Infinity", "01",
                          "1.", ".5", "1e", "+1", "\"\\x\"", "\"\\ud800\"", "\"\\udc00x\"",

@@ -68,6 +68,17 @@ void sk_layernorm(const float *x, size_t n_rows, size_t d, const float *w, const
         sk_layernorm_ref(x, n_rows, d, w, b, eps, y);
 }
 
+void sk_add_layernorm(float *x, const float *a, size_t n_rows, size_t d, const float *w,
+                      const float *b, float eps, float *y) {
+    if (sk_kernels_level() >= SK_LEVEL_AVX512) {
+        sk_add_layernorm_avx512(x, a, n_rows, d, w, b, eps, y);
+        return;
+    }
+    if (a)
+        for (size_t i = 0, n = n_rows * d; i < n; i++) x[i] += a[i];
+    sk_layernorm(x, n_rows, d, w, b, eps, y);
+}
+
 void sk_geglu(const float *a, const float *g, float *y, size_t n) {
     int lv = sk_kernels_level();
     if (lv >= SK_LEVEL_AVX512)

@@ -91,6 +91,14 @@ void sk_layernorm_avx2(const float *x, size_t n_rows, size_t d, const float *w, 
                        float eps, float *y);
 void sk_layernorm_avx512(const float *x, size_t n_rows, size_t d, const float *w,
                          const float *b, float eps, float *y);
+/* The residual step before a LayerNorm, in one pass over the rows: x += a (when a is not
+ * NULL), then y = LayerNorm(x) as above. y may alias x or a. */
+void sk_add_layernorm_ref(float *x, const float *a, size_t n_rows, size_t d, const float *w,
+                          const float *b, float eps, float *y);
+void sk_add_layernorm(float *x, const float *a, size_t n_rows, size_t d, const float *w,
+                      const float *b, float eps, float *y);
+void sk_add_layernorm_avx512(float *x, const float *a, size_t n_rows, size_t d, const float *w,
+                             const float *b, float eps, float *y);
 
 /* Exact GELU, 0.5 x (1 + erf(x / sqrt 2)). */
 float sk_gelu1(float x);

@@ -43,6 +43,13 @@ void sk_layernorm_ref(const float *x, size_t n_rows, size_t d, const float *w, c
     }
 }
 
+void sk_add_layernorm_ref(float *x, const float *a, size_t n_rows, size_t d, const float *w,
+                          const float *b, float eps, float *y) {
+    if (a)
+        for (size_t i = 0, n = n_rows * d; i < n; i++) x[i] += a[i];
+    sk_layernorm_ref(x, n_rows, d, w, b, eps, y);
+}
+
 float sk_gelu1(float x) {
     return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
 }

@@ -540,18 +540,18 @@ AVX512 void sk_pack_avx512(const float *w, size_t ldw, size_t n_out, size_t n_in
  * out-of-order window holds about three of them and the core idles on latency, while
  * independent chains interleaved fill the pipes. G = 1 is the one-vector form; every G gives
  * the same bits per lane. */
-#define MATH_G 4
+#define MATH_G 8
 
-/* exp(x) for x in about [-87.3, 88.7]; smaller x give 0 (flushes below the normal range). */
+/* exp(x): below about -103.9 the result is 0, above 88.7 it is +inf (vscalefps scales by
+ * 2^n with IEEE overflow and gradual underflow, so no range masks are needed; only the
+ * clamp from below keeps -inf and huge negatives out of the reduction). */
 AVX512 INLINE void exp512_n(__m512 *x, const int G) {
-    const __m512 lo = _mm512_set1_ps(-87.3f), hi = _mm512_set1_ps(88.7f);
+    const __m512 lo = _mm512_set1_ps(-104.0f);
     const __m512 one = _mm512_set1_ps(1.0f);
     __m512 n[MATH_G], r[MATH_G], q[MATH_G];
-    __mmask16 keep[MATH_G];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int j = 0; j < G; j++) {
-        keep[j] = _mm512_cmp_ps_mask(x[j], lo, _CMP_GE_OQ);
-        const __m512 c = _mm512_max_ps(_mm512_min_ps(x[j], hi), lo);
+        const __m512 c = _mm512_max_ps(x[j], lo);
         n[j] = _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(1.44269504088896341f)),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         r[j] = _mm512_fnmadd_ps(n[j], _mm512_set1_ps(0.693359375f), c);
@@ -561,46 +561,41 @@ AVX512 INLINE void exp512_n(__m512 *x, const int G) {
     }
     static const float e[4] = {8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f,
                                5.0000001201e-1f};
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int k = 0; k < 4; k++)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int j = 0; j < G; j++) q[j] = _mm512_fmadd_ps(q[j], r[j], _mm512_set1_ps(e[k]));
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int j = 0; j < G; j++) {
         q[j] = _mm512_fmadd_ps(q[j], _mm512_mul_ps(r[j], r[j]), _mm512_add_ps(r[j], one));
-        __m512i ex = _mm512_slli_epi32(
-            _mm512_add_epi32(_mm512_cvtps_epi32(n[j]), _mm512_set1_epi32(127)), 23);
-        x[j] = _mm512_maskz_mul_ps(keep[j], q[j], _mm512_castsi512_ps(ex));
+        x[j] = _mm512_scalef_ps(q[j], n[j]);
     }
 }
 
-AVX512 static inline __m512 exp512(__m512 x) {
-    exp512_n(&x, 1);
-    return x;
-}
-
-/* The same formulas as gelu256 (see there): x * Phi(x), Phi from erfc(|x|/sqrt 2). */
+/* The same formulas as gelu256 (see there): x * Phi(x), Phi from erfc(|x|/sqrt 2); the
+ * factor 1/2 of erfc/2 rides in the exponent (its last constant less ln 2). */
 AVX512 INLINE void gelu512_n(__m512 *v, const int G) {
     const __m512 one = _mm512_set1_ps(1.0f);
     __m512 z[MATH_G], t[MATH_G], p[MATH_G];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int j = 0; j < G; j++) {
         z[j] = _mm512_mul_ps(_mm512_abs_ps(v[j]), _mm512_set1_ps(0.70710678118654752f));
         t[j] = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), z[j], one));
         p[j] = _mm512_fmadd_ps(_mm512_set1_ps(0.17087277f), t[j], _mm512_set1_ps(-0.82215223f));
     }
     static const float c[8] = {1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f,
-                               0.09678418f, 0.37409196f, 1.00002368f, -1.26551223f};
+                               0.09678418f, 0.37409196f, 1.00002368f,
+                               -1.26551223f - 0.69314718f};
 #pragma GCC unroll 8
     for (int k = 0; k < 8; k++)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int j = 0; j < G; j++) p[j] = _mm512_fmadd_ps(p[j], t[j], _mm512_set1_ps(c[k]));
-#pragma GCC unroll 4
-    for (int j = 0; j < G; j++) p[j] = _mm512_sub_ps(p[j], _mm512_mul_ps(z[j], z[j]));
+#pragma GCC unroll 8
+    for (int j = 0; j < G; j++) p[j] = _mm512_fnmadd_ps(z[j], z[j], p[j]);
     exp512_n(p, G);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int j = 0; j < G; j++) {
-        __m512 half_erfc = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), t[j]), p[j]);
+        __m512 half_erfc = _mm512_mul_ps(t[j], p[j]);
         __mmask16 pos = _mm512_cmp_ps_mask(v[j], _mm512_setzero_ps(), _CMP_GE_OQ);
         v[j] = _mm512_mul_ps(v[j], _mm512_mask_sub_ps(half_erfc, pos, one, half_erfc));
     }
@@ -615,10 +610,10 @@ AVX512 void sk_geglu_avx512(const float *a, const float *g, float *y, size_t n) 
     size_t i = 0;
     for (; i + 16 * MATH_G <= n; i += 16 * MATH_G) {
         __m512 v[MATH_G];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int j = 0; j < MATH_G; j++) v[j] = _mm512_loadu_ps(a + i + 16 * j);
         gelu512_n(v, MATH_G);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int j = 0; j < MATH_G; j++)
             _mm512_storeu_ps(y + i + 16 * j, _mm512_mul_ps(v[j], _mm512_loadu_ps(g + i + 16 * j)));
     }
@@ -649,9 +644,9 @@ AVX512 INLINE void softmax512_rows(float *x, size_t ld, const int G, size_t nk, 
                                   const size_t *b, float scale) {
     const __m512 vs = _mm512_set1_ps(scale);
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    __m512i va[4], vb[4];
-    __m512 vm[4], vsum[4], vmx[4], inv[4];
-    #pragma GCC unroll 4
+    __m512i va[8], vb[8];
+    __m512 vm[8], vsum[8], vmx[8], inv[8];
+    #pragma GCC unroll 8
     for (int r = 0; r < G; r++) {
         va[r] = _mm512_set1_epi32((int)a[r]);
         vb[r] = _mm512_set1_epi32((int)b[r]);
@@ -660,7 +655,7 @@ AVX512 INLINE void softmax512_rows(float *x, size_t ld, const int G, size_t nk, 
     }
     for (size_t i = 0; i < nk; i += 16) {
         const __m512i idx = _mm512_add_epi32(lane, _mm512_set1_epi32((int)i));
-        #pragma GCC unroll 4
+        #pragma GCC unroll 8
         for (int r = 0; r < G; r++) {
             const __mmask16 m = _mm512_cmpge_epi32_mask(idx, va[r]) &
                                 _mm512_cmplt_epi32_mask(idx, vb[r]);
@@ -668,32 +663,32 @@ AVX512 INLINE void softmax512_rows(float *x, size_t ld, const int G, size_t nk, 
             vm[r] = _mm512_mask_max_ps(vm[r], m, vm[r], v);
         }
     }
-    #pragma GCC unroll 4
+    #pragma GCC unroll 8
     for (int r = 0; r < G; r++) vmx[r] = _mm512_set1_ps(_mm512_reduce_max_ps(vm[r]));
     for (size_t i = 0; i < nk; i += 16) {
         const __m512i idx = _mm512_add_epi32(lane, _mm512_set1_epi32((int)i));
         const __mmask16 in = nk - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nk - i)) - 1);
-        __mmask16 m[4];
-        __m512 e[4];
-        #pragma GCC unroll 4
+        __mmask16 m[8];
+        __m512 e[8];
+        #pragma GCC unroll 8
         for (int r = 0; r < G; r++) {
             m[r] = _mm512_cmpge_epi32_mask(idx, va[r]) & _mm512_cmplt_epi32_mask(idx, vb[r]);
             e[r] = _mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m[r], x + r * ld + i), vs),
                                  vmx[r]);
         }
         exp512_n(e, G);
-        #pragma GCC unroll 4
+        #pragma GCC unroll 8
         for (int r = 0; r < G; r++) {
             e[r] = _mm512_maskz_mov_ps(m[r], e[r]);
             _mm512_mask_storeu_ps(x + r * ld + i, in, e[r]);
             vsum[r] = _mm512_add_ps(vsum[r], e[r]);
         }
     }
-    #pragma GCC unroll 4
+    #pragma GCC unroll 8
     for (int r = 0; r < G; r++) inv[r] = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum[r]));
     for (size_t i = 0; i < nk; i += 16) {
         const __mmask16 in = nk - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nk - i)) - 1);
-        #pragma GCC unroll 4
+        #pragma GCC unroll 8
         for (int r = 0; r < G; r++)
             _mm512_mask_storeu_ps(x + r * ld + i, in,
                                   _mm512_mul_ps(_mm512_maskz_loadu_ps(in, x + r * ld + i), inv[r]));
@@ -703,78 +698,183 @@ AVX512 INLINE void softmax512_rows(float *x, size_t ld, const int G, size_t nk, 
 AVX512 void sk_attn_softmax_rows_avx512(float *x, size_t ld, size_t nr, size_t nk,
                                         const size_t *a, const size_t *b, float scale) {
     size_t r = 0;
+    for (; r + 8 <= nr; r += 8) softmax512_rows(x + r * ld, ld, 8, nk, a + r, b + r, scale);
     for (; r + 4 <= nr; r += 4) softmax512_rows(x + r * ld, ld, 4, nk, a + r, b + r, scale);
     for (; r < nr; r++) softmax512_rows(x + r * ld, ld, 1, nk, a + r, b + r, scale);
 }
 
-/* LayerNorm of G rows in lockstep, the statistics as sk_layernorm_avx2 computes them (mean in
+/* Lane r of the result: the sum of the lanes of v[r] (8 rows of doubles, 16 rows of floats).
+ * A transposing tree: each level halves the vectors and the lanes still to add, so 8 or 16
+ * row sums cost 7 or 15 adds instead of one reduction chain per row. */
+AVX512 INLINE __m512d rowsum8_pd(const __m512d *v) {
+    __m512d t[4], u[2];
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; k++)
+        t[k] = _mm512_add_pd(_mm512_unpacklo_pd(v[2 * k], v[2 * k + 1]),
+                             _mm512_unpackhi_pd(v[2 * k], v[2 * k + 1]));
+    #pragma GCC unroll 2
+    for (int k = 0; k < 2; k++)
+        u[k] = _mm512_add_pd(_mm512_shuffle_f64x2(t[2 * k], t[2 * k + 1], 0x88),
+                             _mm512_shuffle_f64x2(t[2 * k], t[2 * k + 1], 0xDD));
+    return _mm512_add_pd(_mm512_shuffle_f64x2(u[0], u[1], 0x88),
+                         _mm512_shuffle_f64x2(u[0], u[1], 0xDD));
+}
+
+AVX512 INLINE __m512 rowsum16_ps(const __m512 *v) {
+    __m512 t[8], u[4], w[2];
+    #pragma GCC unroll 8
+    for (int k = 0; k < 8; k++)
+        t[k] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * k], v[2 * k + 1]),
+                             _mm512_unpackhi_ps(v[2 * k], v[2 * k + 1]));
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        const __m512d a = _mm512_castps_pd(t[2 * k]), b = _mm512_castps_pd(t[2 * k + 1]);
+        u[k] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)),
+                             _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
+    }
+    #pragma GCC unroll 2
+    for (int k = 0; k < 2; k++)
+        w[k] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * k], u[2 * k + 1], 0x88),
+                             _mm512_shuffle_f32x4(u[2 * k], u[2 * k + 1], 0xDD));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(w[0], w[1], 0x88),
+                         _mm512_shuffle_f32x4(w[0], w[1], 0xDD));
+}
+
+/* Residual add and LayerNorm, the statistics as sk_layernorm_avx2 computes them (mean in
  * double, centring with the mean split into hi + lo floats, variance of the centred values
- * in float lanes). A row's statistics are a long dependency chain (sums, reduction, sqrt);
- * G independent rows interleaved keep the pipes busy where one row at a time waits on
- * latency. Only the summation order differs from the AVX2 code. */
-AVX512 INLINE void ln512_rows(const float *x, size_t d, const float *w, const float *b,
-                              float eps, float *y, const int G) {
-    __m512d s[4];
-    __m512 q[4], vhi[4], vlo[4], vr[4];
+ * in float lanes); only the summation order differs. Rows go sixteen at a time through
+ * each phase: their reductions share vector lanes (rowsum*) and their dependency chains
+ * (sums, reduction, division, square root) interleave. The phases run over a chunk of up to
+ * four groups before the next phase starts, so one group's long chain overlaps the next
+ * group's loads instead of stalling the phase after it. In a group with fewer than 16 rows
+ * (nr), rows past the last repeat it and store nothing: every group runs the same code. */
+#define LN_GROUPS 4
+
+typedef struct ln512_stats {
+    _Alignas(64) float mhi[16 * LN_GROUPS], mlo[16 * LN_GROUPS], rs[16 * LN_GROUPS];
+} ln512_stats;
+
+AVX512 INLINE void ln512_row_offsets(size_t nr, size_t d, size_t *off) {
+    #pragma GCC unroll 16
+    for (int j = 0; j < 16; j++) off[j] = ((size_t)j < nr ? (size_t)j : nr - 1) * d;
+}
+
+/* Phase 1: xs = x + a (when a), and the mean of each row as hi + lo floats. */
+AVX512 INLINE void ln512_mean16(const float *x, const float *a, float *xs, size_t nr, size_t d,
+                                float *mhi, float *mlo) {
     const size_t full = d / 16 * 16;
     const __mmask16 tail = (__mmask16)((1u << (d - full)) - 1);
-    #pragma GCC unroll 4
-    for (int j = 0; j < G; j++) s[j] = _mm512_setzero_pd();
-    for (size_t i = 0; i < d; i += 16) {
-        const __mmask16 m = i < full ? (__mmask16)0xFFFF : tail;
-        #pragma GCC unroll 4
-        for (int j = 0; j < G; j++) {
-            __m512 v = _mm512_maskz_loadu_ps(m, x + (size_t)j * d + i);
-            s[j] = _mm512_add_pd(s[j], _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
-            s[j] = _mm512_add_pd(s[j], _mm512_cvtps_pd(_mm256_castpd_ps(
-                                           _mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+    size_t off[16];
+    ln512_row_offsets(nr, d, off);
+    const __m512d inv_d = _mm512_set1_pd(1.0 / (double)d);
+    for (int g = 0; g < 2; g++) {
+        __m512d s[8];
+        #pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) s[j] = _mm512_setzero_pd();
+        for (size_t i = 0; i < d; i += 16) {
+            const __mmask16 m = i < full ? (__mmask16)0xFFFF : tail;
+            #pragma GCC unroll 8
+            for (int j = 0; j < 8; j++) {
+                const size_t o = off[8 * g + j] + i;
+                __m512 v = _mm512_maskz_loadu_ps(m, x + o);
+                if (a) {
+                    v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, a + o));
+                    if ((size_t)(8 * g + j) < nr) _mm512_mask_storeu_ps(xs + o, m, v);
+                }
+                s[j] = _mm512_add_pd(s[j], _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+                s[j] = _mm512_add_pd(s[j], _mm512_cvtps_pd(_mm256_castpd_ps(
+                                               _mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+            }
         }
+        const __m512d mean = _mm512_mul_pd(rowsum8_pd(s), inv_d);
+        const __m256 hi = _mm512_cvtpd_ps(mean);
+        _mm256_store_ps(mhi + 8 * g, hi);
+        _mm256_store_ps(mlo + 8 * g, _mm512_cvtpd_ps(_mm512_sub_pd(mean, _mm512_cvtps_pd(hi))));
     }
-    double mean[4];
-    #pragma GCC unroll 4
-    for (int j = 0; j < G; j++) {
-        mean[j] = _mm512_reduce_add_pd(s[j]) / (double)d;
-        const float mhi = (float)mean[j];
-        vhi[j] = _mm512_set1_ps(mhi);
-        vlo[j] = _mm512_set1_ps((float)(mean[j] - (double)mhi));
-        q[j] = _mm512_setzero_ps();
-    }
+}
+
+/* Phase 2: 1 / sqrt(var + eps) of each row, from the centred values. */
+AVX512 INLINE void ln512_rstd16(const float *x, size_t nr, size_t d, float eps, const float *mhi,
+                                const float *mlo, float *rs) {
+    const size_t full = d / 16 * 16;
+    const __mmask16 tail = (__mmask16)((1u << (d - full)) - 1);
+    size_t off[16];
+    ln512_row_offsets(nr, d, off);
+    __m512 q[16];
+    #pragma GCC unroll 16
+    for (int j = 0; j < 16; j++) q[j] = _mm512_setzero_ps();
     for (size_t i = 0; i < d; i += 16) {
         const __mmask16 m = i < full ? (__mmask16)0xFFFF : tail;
-        #pragma GCC unroll 4
-        for (int j = 0; j < G; j++) {
-            __m512 t = _mm512_maskz_sub_ps(
-                m, _mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + (size_t)j * d + i), vhi[j]), vlo[j]);
+        #pragma GCC unroll 16
+        for (int j = 0; j < 16; j++) {
+            const __m512 t = _mm512_maskz_sub_ps(
+                m, _mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + off[j] + i), _mm512_set1_ps(mhi[j])),
+                _mm512_set1_ps(mlo[j]));
             q[j] = _mm512_fmadd_ps(t, t, q[j]);
         }
     }
-    #pragma GCC unroll 4
-    for (int j = 0; j < G; j++) {
-        const double var = (double)_mm512_reduce_add_ps(q[j]);
-        /* _mm_sqrt_sd: no errno path (var + eps > 0) */
-        const __m128d v2 = _mm_set_sd(var / (double)d + (double)eps);
-        vr[j] = _mm512_set1_ps((float)(1.0 / _mm_cvtsd_f64(_mm_sqrt_sd(v2, v2))));
+    const __m512 var = rowsum16_ps(q);
+    const __m512d inv_d = _mm512_set1_pd(1.0 / (double)d), veps = _mm512_set1_pd((double)eps);
+    #pragma GCC unroll 2
+    for (int g = 0; g < 2; g++) {
+        const __m256 vh = g ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(var), 1))
+                            : _mm512_castps512_ps256(var);
+        const __m512d v = _mm512_fmadd_pd(_mm512_cvtps_pd(vh), inv_d, veps);
+        _mm256_store_ps(rs + 8 * g, _mm512_cvtpd_ps(_mm512_div_pd(_mm512_set1_pd(1.0),
+                                                                  _mm512_sqrt_pd(v))));
     }
+}
+
+/* Phase 3: y = (x - mean) * rstd * w (+ b). */
+AVX512 INLINE void ln512_apply16(const float *x, size_t nr, size_t d, const float *w,
+                                 const float *b, const float *mhi, const float *mlo,
+                                 const float *rs, float *y) {
+    const size_t full = d / 16 * 16;
+    const __mmask16 tail = (__mmask16)((1u << (d - full)) - 1);
     for (size_t i = 0; i < d; i += 16) {
         const __mmask16 m = i < full ? (__mmask16)0xFFFF : tail;
         const __m512 vw = _mm512_maskz_loadu_ps(m, w + i);
         const __m512 vb = b ? _mm512_maskz_loadu_ps(m, b + i) : _mm512_setzero_ps();
-        #pragma GCC unroll 4
-        for (int j = 0; j < G; j++) {
-            __m512 t = _mm512_sub_ps(
-                _mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + (size_t)j * d + i), vhi[j]), vlo[j]);
-            __m512 v = _mm512_mul_ps(_mm512_mul_ps(t, vr[j]), vw);
+        for (size_t j = 0; j < nr; j++) {
+            const __m512 t = _mm512_sub_ps(
+                _mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + j * d + i), _mm512_set1_ps(mhi[j])),
+                _mm512_set1_ps(mlo[j]));
+            __m512 v = _mm512_mul_ps(_mm512_mul_ps(t, _mm512_set1_ps(rs[j])), vw);
             if (b) v = _mm512_add_ps(v, vb);
-            _mm512_mask_storeu_ps(y + (size_t)j * d + i, m, v);
+            _mm512_mask_storeu_ps(y + j * d + i, m, v);
         }
     }
 }
 
+/* a == NULL: plain LayerNorm of x (x is only read). */
+AVX512 static void ln512(const float *x, const float *a, float *xs, size_t n_rows, size_t d,
+                         const float *w, const float *b, float eps, float *y) {
+    const float *src = a ? xs : x;  /* the rows to normalize */
+    ln512_stats st;
+    for (size_t r0 = 0; r0 < n_rows; r0 += 16 * LN_GROUPS) {
+        const size_t nc = n_rows - r0 < 16 * LN_GROUPS ? n_rows - r0 : 16 * LN_GROUPS;
+        for (size_t g = 0; g < nc; g += 16) {
+            const size_t o = (r0 + g) * d, nr = nc - g < 16 ? nc - g : 16;
+            ln512_mean16(x + o, a ? a + o : NULL, a ? xs + o : NULL, nr, d, st.mhi + g,
+                         st.mlo + g);
+        }
+        for (size_t g = 0; g < nc; g += 16)
+            ln512_rstd16(src + (r0 + g) * d, nc - g < 16 ? nc - g : 16, d, eps, st.mhi + g,
+                         st.mlo + g, st.rs + g);
+        for (size_t g = 0; g < nc; g += 16)
+            ln512_apply16(src + (r0 + g) * d, nc - g < 16 ? nc - g : 16, d, w, b, st.mhi + g,
+                          st.mlo + g, st.rs + g, y + (r0 + g) * d);
+    }
+}
+
+AVX512 void sk_add_layernorm_avx512(float *x, const float *a, size_t n_rows, size_t d,
+                                    const float *w, const float *b, float eps, float *y) {
+    ln512(x, a, x, n_rows, d, w, b, eps, y);
+}
+
 AVX512 void sk_layernorm_avx512(const float *x, size_t n_rows, size_t d, const float *w,
                                 const float *b, float eps, float *y) {
-    size_t r = 0;
-    for (; r + 4 <= n_rows; r += 4) ln512_rows(x + r * d, d, w, b, eps, y + r * d, 4);
-    for (; r < n_rows; r++) ln512_rows(x + r * d, d, w, b, eps, y + r * d, 1);
+    ln512(x, NULL, NULL, n_rows, d, w, b, eps, y);
 }
 
 /* Mean in double (the residual stream can carry values near 1e4-1e5, where a float sum
@@ -861,5 +961,9 @@ void sk_layernorm_avx2(const float *x, size_t n_rows, size_t d, const float *w, 
 void sk_layernorm_avx512(const float *x, size_t n_rows, size_t d, const float *w,
                          const float *b, float eps, float *y) {
     sk_layernorm_ref(x, n_rows, d, w, b, eps, y);
+}
+void sk_add_layernorm_avx512(float *x, const float *a, size_t n_rows, size_t d, const float *w,
+                             const float *b, float eps, float *y) {
+    sk_add_layernorm_ref(x, a, n_rows, d, w, b, eps, y);
 }
 #endif

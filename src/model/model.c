@@ -992,8 +992,11 @@ typedef struct ln_ctx {
 static void ln_rows(void *ctx, size_t r0, size_t r1) {
     const ln_ctx *c = ctx;
     float *x = c->x + r0 * c->d;
-    if (c->a) add_rows(x, c->a + r0 * c->d, (r1 - r0) * c->d);
-    if (c->w) sk_layernorm(x, r1 - r0, c->d, c->w, c->b, c->eps, c->y + r0 * c->d);
+    const float *a = c->a ? c->a + r0 * c->d : NULL;
+    if (c->w)
+        sk_add_layernorm(x, a, r1 - r0, c->d, c->w, c->b, c->eps, c->y + r0 * c->d);
+    else if (a)
+        add_rows(x, a, (r1 - r0) * c->d);
 }
 
 /* x += a (rows of d), then (when w) y = LN(x) */
@@ -1165,14 +1168,19 @@ static void attention(sk_scratch *s, const attn_seq *seq, size_t ns, size_t H, s
         attn_part(&j, 0, 1);
 }
 
+/* One encoder layer on the rows of s->h. The layer's last residual step, h += MLP output,
+ * is left to the caller (the output stays in s->a), which fuses it into the LayerNorm that
+ * comes next; the layer itself first adds `pending` (the previous layer's), the same way. */
 static void encoder_layer(const sk_model *m, sk_scratch *s, const sk_enc_layer *L,
-                          const seq_rows *sr, size_t ns, size_t N) {
+                          const seq_rows *sr, size_t ns, size_t N, const float *pending) {
     const size_t d = m->hp.n_embd, D = m->head_dim, H = m->hp.n_head;
     const size_t ld = 3 * d, I = m->hp.n_ff;
     const float *src = s->h;
     if (L->attn_norm) {
-        add_ln(s, s->h, NULL, N, d, L->attn_norm, NULL, m->hp.eps, s->a);
+        add_ln(s, s->h, pending, N, d, L->attn_norm, NULL, m->hp.eps, s->a);
         src = s->a;
+    } else if (pending) {
+        add_ln(s, s->h, pending, N, d, NULL, NULL, 0.0f, NULL);
     }
     linear(s, &L->qkv, src, d, N, s->qkv, ld);
     const int b = L->global ? 0 : 1;
@@ -1191,7 +1199,6 @@ static void encoder_layer(const sk_model *m, sk_scratch *s, const sk_enc_layer *
     geglu_ctx gc = {s->ff, I};
     par_rows(s, N, 2 * I, geglu_rows, &gc);
     linear(s, &L->down, s->ff, 2 * I, N, s->a, d);
-    add_ln(s, s->h, s->a, N, d, NULL, NULL, 0.0f, NULL);
 }
 
 /* A decision block over all rows (every row's output is needed by the next block). */
@@ -1387,8 +1394,9 @@ static int forward_batch(const sk_model *m, sk_scratch *s, const sk_seq *seqs, s
         }
     }
     add_ln(s, s->h, NULL, N, d, m->embd_norm, NULL, m->hp.eps, s->h);
-    for (uint32_t l = 0; l < m->hp.n_layer; l++) encoder_layer(m, s, &m->enc[l], sr, ns, N);
-    add_ln(s, s->h, NULL, N, d, m->out_norm, NULL, m->hp.eps, s->h);
+    for (uint32_t l = 0; l < m->hp.n_layer; l++)
+        encoder_layer(m, s, &m->enc[l], sr, ns, N, l ? s->a : NULL);
+    add_ln(s, s->h, m->hp.n_layer ? s->a : NULL, N, d, m->out_norm, NULL, m->hp.eps, s->h);
 
     {
         size_t q = 0;

@@ -452,10 +452,19 @@ const sk_jv *sk_jobj_get(const sk_jv *obj, const char *key) {
 
 /* Shortest digits that read back as x (what Python's repr uses, David Gay's mode 0):
  * the correctly rounded p-digit form for the smallest p that round-trips, or its neighbour
- * on the far side of x when the interval of x is lopsided (powers of two). */
-/* One round of the search below: the correctly rounded p-digit form of x or its
- * neighbour, when one reads back as x (returns its digit count), else 0. */
-static int digits_round(double x, int p, char digits[24], int *decpt) {
+ * on the far side of x when the interval of x is lopsided (powers of two).
+ *
+ * Two implementations of one search. The reference prints and parses every candidate with
+ * the C library. The fast one prints x once with 17 digits and derives each shorter
+ * candidate by rounding that string; it reads a candidate back with one exact double
+ * operation when Clinger's conditions hold (mantissa and power of ten both exact doubles)
+ * and with strtod otherwise, and hands a p to the reference when the 17-digit string ends
+ * in an exact half at p (where rounding twice could differ from rounding x once). Tests
+ * hold the two to the same output. */
+
+/* The reference round: the correctly rounded p-digit form of x or its neighbour, when one
+ * reads back as x (returns its digit count), else 0. */
+static int digits_round_ref(double x, int p, char digits[24], int *decpt) {
     char buf[40];
     snprintf(buf, sizeof buf, "%.*e", p - 1, x);
     /* buf: d[.ddd]e±XX, decimal point may be locale specific: take digits only */
@@ -497,24 +506,100 @@ static int digits_round(double x, int p, char digits[24], int *decpt) {
     return 0;
 }
 
-static int shortest_digits(double x, char digits[24], int *decpt) {
-    /* Any decimal of at most 15 significant digits that reads back as x is also what x
-     * prints as with 15 digits (DBL_DIG = 15: such decimals survive the round trip through
-     * a double), so when the 15-digit round fails no shorter form exists and the search
-     * can start at 16. Most probabilities need 16 or 17 digits: this skips 14 print/parse
-     * rounds for them. The result is the same as searching from 1. */
-    int p0 = digits_round(x, 15, digits, decpt) ? 1 : 16;
+/* x's 17 significant digits (correctly rounded) and the exponent of the first. */
+typedef struct digits17 {
+    char d[17];
+    int ex;
+} digits17;
+
+static void print17(double x, digits17 *s) {
+    char buf[40];
+    snprintf(buf, sizeof buf, "%.16e", x);
+    int nd = 0;
+    const char *q = buf;
+    while (*q && *q != 'e') {
+        if (*q >= '0' && *q <= '9' && nd < 17) s->d[nd++] = *q;
+        q++;
+    }
+    s->ex = atoi(q + 1);
+}
+
+/* The double nearest to m * 10^k. */
+static double decimal_value(uint64_t m, int k) {
+    static const double p10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                   1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                   1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    if (m <= (UINT64_C(1) << 53) && k >= -22 && k <= 22)
+        return k >= 0 ? (double)m * p10[k] : (double)m / p10[-k];
+    char t[48];
+    snprintf(t, sizeof t, "%llue%d", (unsigned long long)m, k);
+    return sk_strtod_c(t, NULL);
+}
+
+static int digits_round(double x, int p, const digits17 *s, char digits[24], int *decpt) {
+    uint64_t m = 0, pow_p = 1;
+    for (int i = 0; i < p; i++) {
+        m = m * 10 + (uint64_t)(s->d[i] - '0');
+        pow_p *= 10;
+    }
+    int ex = s->ex;
+    if (p < 17) {
+        /* round the 17-digit string at p; an exact half there is the reference's case */
+        int cmp = s->d[p] - '5';
+        for (int i = p + 1; i < 17 && cmp == 0; i++)
+            if (s->d[i] != '0') cmp = 1;
+        if (cmp == 0) return digits_round_ref(x, p, digits, decpt);
+        if (cmp > 0 && ++m == pow_p) {
+            m = pow_p / 10;
+            ex++;
+        }
+    }
+    for (int attempt = 0; attempt < 2; attempt++) {
+        /* 17 correctly rounded digits always read back (DBL_DECIMAL_DIG) */
+        const double y = p == 17 && attempt == 0 ? x : decimal_value(m, ex - (p - 1));
+        if (y == x) {
+            int nd = p;
+            for (int i = p - 1; i >= 0; i--, m /= 10) digits[i] = (char)('0' + m % 10);
+            while (nd > 1 && digits[nd - 1] == '0') nd--;
+            digits[nd] = '\0';
+            *decpt = ex + 1;
+            return nd;
+        }
+        if (attempt == 1) break;
+        /* neighbour: +1 in the last digit when y < x, -1 when y > x; a carry past the
+         * first digit or the loss of it gives a shorter form, seen before */
+        if (y < x) {
+            if (++m == pow_p) break;
+        } else {
+            if (--m < pow_p / 10) break;
+        }
+    }
+    return 0;
+}
+
+/* Any decimal of at most 15 significant digits that reads back as x is also what x prints
+ * as with 15 digits (DBL_DIG = 15: such decimals survive the round trip through a double),
+ * so when the 15-digit round fails no shorter form exists and the search can start at 16.
+ * Most probabilities need 16 or 17 digits: this skips 14 rounds for them. The result is the
+ * same as searching from 1. */
+static int shortest_digits(double x, int fast, char digits[24], int *decpt) {
+    digits17 s;
+    if (fast) print17(x, &s);
+#define ROUND(p) (fast ? digits_round(x, (p), &s, digits, decpt) \
+                       : digits_round_ref(x, (p), digits, decpt))
+    int p0 = ROUND(15) ? 1 : 16;
     for (int p = p0; p <= 17; p++) {
-        int nd = digits_round(x, p, digits, decpt);
+        int nd = ROUND(p);
         if (nd) return nd;
     }
+#undef ROUND
     /* unreachable: 17 digits always round-trip */
     snprintf(digits, 24, "0");
     *decpt = 1;
     return 1;
 }
 
-size_t sk_py_float_repr(double x, int json_style, char out[32]) {
+static size_t float_repr(double x, int json_style, int fast, char out[32]) {
     if (isnan(x)) return (size_t)snprintf(out, 32, "%s", json_style ? "NaN" : "nan");
     if (isinf(x))
         return (size_t)snprintf(out, 32, "%s",
@@ -523,7 +608,7 @@ size_t sk_py_float_repr(double x, int json_style, char out[32]) {
     if (x == 0) return (size_t)snprintf(out, 32, "%s", signbit(x) ? "-0.0" : "0.0");
     char d[24];
     int decpt;
-    int nd = shortest_digits(fabs(x), d, &decpt);
+    int nd = shortest_digits(fabs(x), fast, d, &decpt);
     size_t o = 0;
     if (x < 0) out[o++] = '-';
     if (decpt <= -4 || decpt > 16) {
@@ -556,6 +641,14 @@ size_t sk_py_float_repr(double x, int json_style, char out[32]) {
     }
     out[o] = '\0';
     return o;
+}
+
+size_t sk_py_float_repr(double x, int json_style, char out[32]) {
+    return float_repr(x, json_style, 1, out);
+}
+
+size_t sk_py_float_repr_ref(double x, int json_style, char out[32]) {
+    return float_repr(x, json_style, 0, out);
 }
 
 void sk_pyjson_str(sk_buf *b, const char *s, size_t n) {

@@ -82,6 +82,9 @@ void sk_py_str_scalar(sk_buf *b, const sk_jv *v);
 /* Python repr(float) ("1.0", "1e-07", "1e+16", "inf", "nan"); json_style gives Infinity,
  * -Infinity and NaN instead, as json.dumps does. Returns the length written to out[32]. */
 size_t sk_py_float_repr(double x, int json_style, char out[32]);
+/* The same by the plain search (every candidate printed and parsed by the C library): the
+ * reference the fast one is tested against. */
+size_t sk_py_float_repr_ref(double x, int json_style, char out[32]);
 /* Locale-independent strtod (the C locale, whatever the process uses). */
 double sk_strtod_c(const char *s, char **end);
 
