@@ -759,38 +759,39 @@ AVX512 INLINE void ln512_row_offsets(size_t nr, size_t d, size_t *off) {
     for (int j = 0; j < 16; j++) off[j] = ((size_t)j < nr ? (size_t)j : nr - 1) * d;
 }
 
-/* Phase 1: xs = x + a (when a), and the mean of each row as hi + lo floats. */
+/* Phase 1: xs = x + a (when a), and the mean of each row as hi + lo floats: hi is the row's
+ * first value and lo the mean of the shifted values x - hi. Rows of the residual stream can
+ * sit far from zero (1e4 and more) with a spread near 1: a float sum of the raw values
+ * would lose the digits that matter, the shifted values keep them (x - hi is exact for
+ * values within a factor of two of hi, and small next to them otherwise). */
 AVX512 INLINE void ln512_mean16(const float *x, const float *a, float *xs, size_t nr, size_t d,
                                 float *mhi, float *mlo) {
     const size_t full = d / 16 * 16;
     const __mmask16 tail = (__mmask16)((1u << (d - full)) - 1);
     size_t off[16];
     ln512_row_offsets(nr, d, off);
-    const __m512d inv_d = _mm512_set1_pd(1.0 / (double)d);
-    for (int g = 0; g < 2; g++) {
-        __m512d s[8];
-        #pragma GCC unroll 8
-        for (int j = 0; j < 8; j++) s[j] = _mm512_setzero_pd();
-        for (size_t i = 0; i < d; i += 16) {
-            const __mmask16 m = i < full ? (__mmask16)0xFFFF : tail;
-            #pragma GCC unroll 8
-            for (int j = 0; j < 8; j++) {
-                const size_t o = off[8 * g + j] + i;
-                __m512 v = _mm512_maskz_loadu_ps(m, x + o);
-                if (a) {
-                    v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, a + o));
-                    if ((size_t)(8 * g + j) < nr) _mm512_mask_storeu_ps(xs + o, m, v);
-                }
-                s[j] = _mm512_add_pd(s[j], _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
-                s[j] = _mm512_add_pd(s[j], _mm512_cvtps_pd(_mm256_castpd_ps(
-                                               _mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
-            }
-        }
-        const __m512d mean = _mm512_mul_pd(rowsum8_pd(s), inv_d);
-        const __m256 hi = _mm512_cvtpd_ps(mean);
-        _mm256_store_ps(mhi + 8 * g, hi);
-        _mm256_store_ps(mlo + 8 * g, _mm512_cvtpd_ps(_mm512_sub_pd(mean, _mm512_cvtps_pd(hi))));
+    __m512 s[16], x0[16];
+    #pragma GCC unroll 16
+    for (int j = 0; j < 16; j++) {
+        s[j] = _mm512_setzero_ps();
+        x0[j] = _mm512_set1_ps(a ? x[off[j]] + a[off[j]] : x[off[j]]);
     }
+    for (size_t i = 0; i < d; i += 16) {
+        const __mmask16 m = i < full ? (__mmask16)0xFFFF : tail;
+        #pragma GCC unroll 16
+        for (int j = 0; j < 16; j++) {
+            const size_t o = off[j] + i;
+            __m512 v = _mm512_maskz_loadu_ps(m, x + o);
+            if (a) {
+                v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, a + o));
+                if ((size_t)j < nr) _mm512_mask_storeu_ps(xs + o, m, v);
+            }
+            s[j] = _mm512_add_ps(s[j], _mm512_maskz_sub_ps(m, v, x0[j]));
+        }
+    }
+    _mm512_store_ps(mlo, _mm512_mul_ps(rowsum16_ps(s), _mm512_set1_ps(1.0f / (float)d)));
+    #pragma GCC unroll 16
+    for (int j = 0; j < 16; j++) mhi[j] = _mm512_cvtss_f32(x0[j]);
 }
 
 /* Phase 2: 1 / sqrt(var + eps) of each row, from the centred values. */
