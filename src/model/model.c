@@ -1027,7 +1027,7 @@ static void relu_rows(void *ctx, size_t r0, size_t r1) {
 
 typedef struct rope_ctx {
     float *qkv;
-    size_t ld, d, H, D;
+    size_t ld, H, D;
     const float *cos, *sin;
     const seq_rows *sr;
     size_t ns;
@@ -1042,9 +1042,8 @@ static void rope_rows(void *ctx, size_t r0, size_t r1) {
         while (r >= c->sr[q].off + c->sr[q].n) q++;
         const size_t t = r - c->sr[q].off;
         const float *co = c->cos + t * half, *sn = c->sin + t * half;
-        float *row = c->qkv + r * c->ld;
-        sk_rope(row, c->H, c->D, co, sn);         /* q */
-        sk_rope(row + c->d, c->H, c->D, co, sn);  /* k */
+        /* q and then k: 2H heads side by side (d = H * D) with the same angles */
+        sk_rope(c->qkv + r * c->ld, 2 * c->H, c->D, co, sn);
     }
 }
 
@@ -1184,7 +1183,7 @@ static void encoder_layer(const sk_model *m, sk_scratch *s, const sk_enc_layer *
     }
     linear(s, &L->qkv, src, d, N, s->qkv, ld);
     const int b = L->global ? 0 : 1;
-    rope_ctx rc = {s->qkv, ld, d, H, D, s->rope_cos[b], s->rope_sin[b], sr, ns};
+    rope_ctx rc = {s->qkv, ld, H, D, s->rope_cos[b], s->rope_sin[b], sr, ns};
     par_rows(s, N, 2 * d, rope_rows, &rc);
     attn_seq *as = s->aseq;
     for (size_t q = 0; q < ns; q++) {
