@@ -485,9 +485,10 @@ AVX2F void sk_widen16_avx2(int wtype, const void *src, float *dst, size_t n) {
 
 /* ------------------------------------------------------------------ AVX-512 pack - */
 
-/* Whole panels, 16 inputs at a time: load 16 rows x 16 inputs, transpose in registers
- * (unpack ps, unpack pd, then two rounds of 128-bit lane shuffles), store 16 x 16 outputs.
- * Partial panels and the last n_in % 16 inputs take the scalar path. */
+/* 16 inputs at a time: load 16 rows x 16 inputs, transpose in registers (unpack ps, unpack
+ * pd, then two rounds of 128-bit lane shuffles), store 16 x 16 outputs. A partial panel
+ * transposes zero vectors for its missing rows (the padding the layout wants); the last
+ * n_in % 16 inputs take the scalar path. */
 AVX512 void sk_pack_avx512(const float *w, size_t ldw, size_t n_out, size_t n_in, float *out) {
     const size_t panels = n_out / SK_PANEL + (n_out % SK_PANEL != 0);
     for (size_t p = 0; p < panels; p++) {
@@ -495,34 +496,33 @@ AVX512 void sk_pack_avx512(const float *w, size_t ldw, size_t n_out, size_t n_in
         const size_t nc = n_out - p * SK_PANEL < SK_PANEL ? n_out - p * SK_PANEL : SK_PANEL;
         const float *base = w + p * SK_PANEL * ldw;
         size_t i0 = 0;
-        if (nc == SK_PANEL) {
-            for (; i0 + 16 <= n_in; i0 += 16) {
-                __m512 r[16], t[16], u[16];
-                for (int c = 0; c < 16; c++) r[c] = _mm512_loadu_ps(base + (size_t)c * ldw + i0);
-                for (int k = 0; k < 8; k++) {
-                    t[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
-                    t[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
-                }
-                for (int k = 0; k < 4; k++) {
-                    __m512d a = _mm512_castps_pd(t[4 * k]), b = _mm512_castps_pd(t[4 * k + 1]);
-                    __m512d c2 = _mm512_castps_pd(t[4 * k + 2]), d2 = _mm512_castps_pd(t[4 * k + 3]);
-                    u[4 * k + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c2));
-                    u[4 * k + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c2));
-                    u[4 * k + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d2));
-                    u[4 * k + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d2));
-                }
-                /* lane L of u[4k + j]: rows 4k..4k+3 at input 4L + j */
-                for (int j = 0; j < 4; j++) {
-                    __m512 v0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88);
-                    __m512 v1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD);
-                    __m512 v2 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88);
-                    __m512 v3 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xDD);
-                    float *d = dst + i0 * SK_PANEL;
-                    _mm512_storeu_ps(d + (size_t)(0 + j) * SK_PANEL, _mm512_shuffle_f32x4(v0, v2, 0x88));
-                    _mm512_storeu_ps(d + (size_t)(8 + j) * SK_PANEL, _mm512_shuffle_f32x4(v0, v2, 0xDD));
-                    _mm512_storeu_ps(d + (size_t)(4 + j) * SK_PANEL, _mm512_shuffle_f32x4(v1, v3, 0x88));
-                    _mm512_storeu_ps(d + (size_t)(12 + j) * SK_PANEL, _mm512_shuffle_f32x4(v1, v3, 0xDD));
-                }
+        for (; i0 + 16 <= n_in; i0 += 16) {
+            __m512 r[16], t[16], u[16];
+            for (size_t c = 0; c < 16; c++)
+                r[c] = c < nc ? _mm512_loadu_ps(base + c * ldw + i0) : _mm512_setzero_ps();
+            for (int k = 0; k < 8; k++) {
+                t[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+                t[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+            }
+            for (int k = 0; k < 4; k++) {
+                __m512d a = _mm512_castps_pd(t[4 * k]), b = _mm512_castps_pd(t[4 * k + 1]);
+                __m512d c2 = _mm512_castps_pd(t[4 * k + 2]), d2 = _mm512_castps_pd(t[4 * k + 3]);
+                u[4 * k + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c2));
+                u[4 * k + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c2));
+                u[4 * k + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d2));
+                u[4 * k + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d2));
+            }
+            /* lane L of u[4k + j]: rows 4k..4k+3 at input 4L + j */
+            for (int j = 0; j < 4; j++) {
+                __m512 v0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88);
+                __m512 v1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD);
+                __m512 v2 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88);
+                __m512 v3 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xDD);
+                float *d = dst + i0 * SK_PANEL;
+                _mm512_storeu_ps(d + (size_t)(0 + j) * SK_PANEL, _mm512_shuffle_f32x4(v0, v2, 0x88));
+                _mm512_storeu_ps(d + (size_t)(8 + j) * SK_PANEL, _mm512_shuffle_f32x4(v0, v2, 0xDD));
+                _mm512_storeu_ps(d + (size_t)(4 + j) * SK_PANEL, _mm512_shuffle_f32x4(v1, v3, 0x88));
+                _mm512_storeu_ps(d + (size_t)(12 + j) * SK_PANEL, _mm512_shuffle_f32x4(v1, v3, 0xDD));
             }
         }
         for (size_t i = i0; i < n_in; i++) {
