@@ -120,7 +120,7 @@ void sk_attn_softmax_avx2(float *x, size_t n, float scale);
 /* The softmax of nr rows of an attention score block (row stride ld, nk columns, nk < 2^31):
  * row r is the one-row softmax over its columns [a[r], b[r]) (a[r] < b[r] <= nk) and 0 in
  * the other columns. _each applies a one-row kernel row by row (the reference and the AVX2
- * level); the AVX-512 code runs rows four at a time, so its sums may add in another order. */
+ * level); the AVX-512 code runs rows eight at a time, so its sums may add in another order. */
 void sk_attn_softmax_rows_each(sk_softmax_row_fn row_softmax, float *x, size_t ld, size_t nr,
                                size_t nk, const size_t *a, const size_t *b, float scale);
 void sk_attn_softmax_rows_ref(float *x, size_t ld, size_t nr, size_t nk, const size_t *a,
