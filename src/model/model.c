@@ -1395,14 +1395,15 @@ static int forward_batch(const sk_model *m, sk_scratch *s, const sk_seq *seqs, s
     add_ln(s, s->h, NULL, N, d, m->embd_norm, NULL, m->hp.eps, s->h);
     for (uint32_t l = 0; l < m->hp.n_layer; l++)
         encoder_layer(m, s, &m->enc[l], sr, ns, N, l ? s->a : NULL);
-    add_ln(s, s->h, m->hp.n_layer ? s->a : NULL, N, d, m->out_norm, NULL, m->hp.eps, s->h);
-
     {
+        /* the final norm, then + the question type's embedding: the norm's bias */
+        const float *pending = m->hp.n_layer ? s->a : NULL;
         size_t q = 0;
         for (size_t i = 0; i < n_seqs; i++) {
             if (seqs[i].n_markers == 0) continue;
-            const float *te = m->type_emb + (size_t)seqs[i].qtype * d;
-            for (size_t t = 0; t < sr[q].n; t++) add_rows(s->h + (sr[q].off + t) * d, te, d);
+            const size_t o = sr[q].off * d;
+            add_ln(s, s->h + o, pending ? pending + o : NULL, sr[q].n, d, m->out_norm,
+                   m->type_emb + (size_t)seqs[i].qtype * d, m->hp.eps, s->h + o);
             q++;
         }
     }
