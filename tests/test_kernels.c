@@ -6,6 +6,7 @@
  * SIMD variants the CPU lacks are skipped (reported), never called.
  */
 #include <criterion/criterion.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -561,5 +562,32 @@ Test(kernels, pack_avx512_equals_ref) {
         free(w);
         free(a);
         free(b);
+    }
+}
+
+/* The finiteness scan: every length up to 70 (whole vectors and tails), with one infinity,
+ * NaN or huge-but-finite value at each position, and none. */
+Test(kernels, all_finite_matches_reference) {
+    if (!have_avx512()) cr_skip_test("no AVX-512F on this CPU: skipped");
+    static const float specials[] = {INFINITY, -INFINITY, NAN, FLT_MAX, -FLT_MAX, 1e-45f};
+    float x[70];
+    for (size_t n = 0; n <= 70; n++) {
+        for (size_t i = 0; i < n; i++) x[i] = frand();
+        cr_assert_eq(sk_all_finite_avx512(x, n), 1, "n=%zu", n);
+        cr_assert_eq(sk_all_finite(x, n), 1);
+        for (size_t at = 0; at < n; at++)
+            for (size_t k = 0; k < sizeof specials / sizeof specials[0]; k++) {
+                const float keep = x[at];
+                x[at] = specials[k];
+                const int want = sk_all_finite_ref(x, n);
+                cr_assert_eq(want, isfinite(specials[k]) ? 1 : 0);
+                cr_assert_eq(sk_all_finite_avx512(x, n), want, "n=%zu at=%zu k=%zu", n, at, k);
+                x[at] = keep;
+            }
+        /* values past n are not read */
+        if (n < 70) {
+            x[n] = NAN;
+            cr_assert_eq(sk_all_finite_avx512(x, n), 1);
+        }
     }
 }

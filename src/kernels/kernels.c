@@ -171,3 +171,8 @@ void sk_widen16(int wtype, const void *src, float *dst, size_t n) {
     else
         sk_widen16_ref(wtype, src, dst, n);
 }
+
+int sk_all_finite(const float *x, size_t n) {
+    if (sk_kernels_level() >= SK_LEVEL_AVX512) return sk_all_finite_avx512(x, n);
+    return sk_all_finite_ref(x, n);
+}

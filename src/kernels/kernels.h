@@ -139,6 +139,11 @@ void sk_rope_avx2(float *u, size_t n_heads, size_t D, const float *c, const floa
 
 /* Widen n 16-bit values (SK_PACK_F16 or SK_PACK_BF16 bits; src need not be aligned) to f32,
  * exactly. */
+/* 1 when every one of x[0..n) is finite (no infinity, no NaN), else 0. */
+int sk_all_finite_ref(const float *x, size_t n);
+int sk_all_finite(const float *x, size_t n);
+int sk_all_finite_avx512(const float *x, size_t n);
+
 void sk_widen16_ref(int wtype, const void *src, float *dst, size_t n);
 void sk_widen16(int wtype, const void *src, float *dst, size_t n);
 void sk_widen16_avx2(int wtype, const void *src, float *dst, size_t n);

@@ -193,3 +193,9 @@ void sk_widen16_ref(int wtype, const void *src, float *dst, size_t n) {
         dst[i] = wtype == SK_PACK_F16 ? sk_f16_to_f32(h) : sk_bf16_to_f32(h);
     }
 }
+
+int sk_all_finite_ref(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return 0;
+    return 1;
+}

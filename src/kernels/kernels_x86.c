@@ -533,6 +533,21 @@ AVX512 void sk_pack_avx512(const float *w, size_t ldw, size_t n_out, size_t n_in
     }
 }
 
+/* An exponent field of all ones is an infinity or a NaN. */
+AVX512 int sk_all_finite_avx512(const float *x, size_t n) {
+    const __m512i expo = _mm512_set1_epi32(0x7f800000);
+    __mmask16 bad = 0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        bad |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_loadu_si512(x + i), expo), expo);
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        bad |= _mm512_mask_cmpeq_epi32_mask(
+            m, _mm512_and_si512(_mm512_maskz_loadu_epi32(m, x + i), expo), expo);
+    }
+    return bad == 0;
+}
+
 /* ------------------------------------------------------------------ AVX-512 math - */
 
 /* exp and GELU of G (1-8) vectors in lockstep: each step is applied to every vector before
@@ -968,4 +983,5 @@ void sk_add_layernorm_avx512(float *x, const float *a, size_t n_rows, size_t d, 
                              const float *b, float eps, float *y) {
     sk_add_layernorm_ref(x, a, n_rows, d, w, b, eps, y);
 }
+int sk_all_finite_avx512(const float *x, size_t n) { return sk_all_finite_ref(x, n); }
 #endif

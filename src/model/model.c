@@ -1376,14 +1376,7 @@ static int forward_batch(const sk_model *m, sk_scratch *s, const sk_seq *seqs, s
                     sk_widen16(SK_PACK_BF16, src, row, d);
                 else
                     sk_ggml_to_f32(m->tok_embd->type, src, row, d);
-                /* branch-free (vectorizable) test: an exponent of all ones is inf or NaN */
-                uint32_t bad = 0;
-                for (size_t c = 0; c < d; c++) {
-                    uint32_t bits;
-                    memcpy(&bits, &row[c], sizeof bits);
-                    bad |= (uint32_t)((bits & 0x7f800000u) == 0x7f800000u);
-                }
-                if (bad)
+                if (!sk_all_finite(row, d))
                     return sk_fail(e, SKYCMD_E_FORMAT, "tensor token_embd.weight: row %d "
                                    "has a non-finite value", (int)sq->ids[t]);
             }
