@@ -79,15 +79,13 @@ void sk_add_layernorm(float *x, const float *a, size_t n_rows, size_t d, const f
     sk_layernorm(x, n_rows, d, w, b, eps, y);
 }
 
-void sk_geglu(const float *a, const float *g, float *y, size_t n) {
+sk_geglu_fn sk_geglu_kernel(void) {
     int lv = sk_kernels_level();
-    if (lv >= SK_LEVEL_AVX512)
-        sk_geglu_avx512(a, g, y, n);
-    else if (lv >= SK_LEVEL_AVX2)
-        sk_geglu_avx2(a, g, y, n);
-    else
-        sk_geglu_ref(a, g, y, n);
+    return lv >= SK_LEVEL_AVX512 ? sk_geglu_avx512 : lv >= SK_LEVEL_AVX2 ? sk_geglu_avx2
+                                                                        : sk_geglu_ref;
 }
+
+void sk_geglu(const float *a, const float *g, float *y, size_t n) { sk_geglu_kernel()(a, g, y, n); }
 
 void sk_gelu(float *x, size_t n) {
     int lv = sk_kernels_level();
@@ -158,11 +156,12 @@ void sk_gemm_pool(struct sk_pool *pool, const float *x, size_t ldx, size_t n_row
     sk_pool_run(pool, gemm_part, &j);
 }
 
+sk_rope_fn sk_rope_kernel(void) {
+    return sk_kernels_level() >= SK_LEVEL_AVX2 ? sk_rope_avx2 : sk_rope_ref;
+}
+
 void sk_rope(float *u, size_t n_heads, size_t D, const float *c, const float *s) {
-    if (sk_kernels_level() >= SK_LEVEL_AVX2)
-        sk_rope_avx2(u, n_heads, D, c, s);
-    else
-        sk_rope_ref(u, n_heads, D, c, s);
+    sk_rope_kernel()(u, n_heads, D, c, s);
 }
 
 void sk_widen16(int wtype, const void *src, float *dst, size_t n) {

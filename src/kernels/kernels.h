@@ -105,6 +105,9 @@ float sk_gelu1(float x);
 /* y[i] = gelu(a[i]) * g[i] for i < n (the GeGLU of ModernBERT's MLP); y may alias a. */
 void sk_geglu_ref(const float *a, const float *g, float *y, size_t n);
 void sk_geglu(const float *a, const float *g, float *y, size_t n);
+/* The implementation sk_geglu dispatches to, for loops that call it row by row. */
+typedef void (*sk_geglu_fn)(const float *a, const float *g, float *y, size_t n);
+sk_geglu_fn sk_geglu_kernel(void);
 void sk_geglu_avx2(const float *a, const float *g, float *y, size_t n);
 void sk_geglu_avx512(const float *a, const float *g, float *y, size_t n);
 /* In place: x[i] = gelu(x[i]). */
@@ -135,6 +138,9 @@ void sk_attn_softmax_rows_avx512(float *x, size_t ld, size_t nr, size_t nk, cons
  * (rotate_half, as transformers), c/s holding D/2 values for the position. */
 void sk_rope_ref(float *u, size_t n_heads, size_t D, const float *c, const float *s);
 void sk_rope(float *u, size_t n_heads, size_t D, const float *c, const float *s);
+/* The implementation sk_rope dispatches to, for loops that call it row by row. */
+typedef void (*sk_rope_fn)(float *u, size_t n_heads, size_t D, const float *c, const float *s);
+sk_rope_fn sk_rope_kernel(void);
 void sk_rope_avx2(float *u, size_t n_heads, size_t D, const float *c, const float *s);
 
 /* Widen n 16-bit values (SK_PACK_F16 or SK_PACK_BF16 bits; src need not be aligned) to f32,

@@ -1013,9 +1013,10 @@ typedef struct geglu_ctx {
 
 static void geglu_rows(void *ctx, size_t r0, size_t r1) {
     const geglu_ctx *c = ctx;
+    const sk_geglu_fn geglu = sk_geglu_kernel();
     for (size_t t = r0; t < r1; t++) {
         float *row = c->ff + t * 2 * c->I;
-        sk_geglu(row, row + c->I, row, c->I);
+        geglu(row, row + c->I, row, c->I);
     }
 }
 
@@ -1035,6 +1036,7 @@ typedef struct rope_ctx {
 
 static void rope_rows(void *ctx, size_t r0, size_t r1) {
     const rope_ctx *c = ctx;
+    const sk_rope_fn rope = sk_rope_kernel();
     const size_t half = c->D / 2;
     size_t q = 0;
     while (q + 1 < c->ns && c->sr[q].off + c->sr[q].n <= r0) q++;
@@ -1043,7 +1045,7 @@ static void rope_rows(void *ctx, size_t r0, size_t r1) {
         const size_t t = r - c->sr[q].off;
         const float *co = c->cos + t * half, *sn = c->sin + t * half;
         /* q and then k: 2H heads side by side (d = H * D) with the same angles */
-        sk_rope(c->qkv + r * c->ld, 2 * c->H, c->D, co, sn);
+        rope(c->qkv + r * c->ld, 2 * c->H, c->D, co, sn);
     }
 }
 
@@ -1376,12 +1378,19 @@ static int forward_batch(const sk_model *m, sk_scratch *s, const sk_seq *seqs, s
                     sk_widen16(SK_PACK_BF16, src, row, d);
                 else
                     sk_ggml_to_f32(m->tok_embd->type, src, row, d);
-                if (!sk_all_finite(row, d))
-                    return sk_fail(e, SKYCMD_E_FORMAT, "tensor token_embd.weight: row %d "
-                                   "has a non-finite value", (int)sq->ids[t]);
             }
             off += sq->n;
             koff += sq->n_markers;
+            q++;
+        }
+    }
+    if (!sk_all_finite(s->h, N * d)) { /* a damaged file: name the token */
+        for (size_t i = 0, q = 0; i < n_seqs; i++) {
+            if (seqs[i].n_markers == 0) continue;
+            for (size_t t = 0; t < sr[q].n; t++)
+                if (!sk_all_finite(s->h + (sr[q].off + t) * d, d))
+                    return sk_fail(e, SKYCMD_E_FORMAT, "tensor token_embd.weight: row %d "
+                                   "has a non-finite value", (int)seqs[i].ids[t]);
             q++;
         }
     }
