@@ -268,14 +268,16 @@ Test(kernels, softmax_rows_avx512) {
     static const size_t nks[] = {1, 2, 16, 17, 80, 129};
     enum { NR = 11, LD = 144 };
     static float x1[NR * LD], x2[NR * LD];
-    for (size_t ki = 0; ki < sizeof nks / sizeof nks[0]; ki++) {
-        const size_t nk = nks[ki];
+    /* every nk twice: rows of every kind, then all rows full (the kernel's no-window path) */
+    for (size_t ki = 0; ki < 2 * sizeof nks / sizeof nks[0]; ki++) {
+        const size_t nk = nks[ki / 2];
+        const int all_full = ki % 2;
         size_t a[NR], b[NR];
         for (size_t r = 0; r < NR; r++) {
             /* full rows, windows cut at either end, single keys */
-            a[r] = (r % 3 == 0) ? 0 : (size_t)(rng % nk);
+            a[r] = (all_full || r % 3 == 0) ? 0 : (size_t)(rng % nk);
             rng ^= rng << 13;
-            b[r] = (r % 4 == 0) ? nk : a[r] + 1 + (size_t)(rng % (nk - a[r]));
+            b[r] = (all_full || r % 4 == 0) ? nk : a[r] + 1 + (size_t)(rng % (nk - a[r]));
             rng ^= rng >> 7;
         }
         for (size_t i = 0; i < NR * LD; i++) x1[i] = x2[i] = frand() * 40.0f;

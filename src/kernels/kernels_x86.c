@@ -657,7 +657,7 @@ AVX512 void sk_gelu_avx512(float *x, size_t n) {
  * over every row before the next, so the exp chains of different rows overlap. Lanes outside
  * a row's [a, b) read nothing and store 0. */
 AVX512 INLINE void softmax512_rows(float *x, size_t ld, const int G, size_t nk, const size_t *a,
-                                  const size_t *b, float scale) {
+                                  const size_t *b, float scale, const int full) {
     const __m512 vs = _mm512_set1_ps(scale);
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     __m512i va[8], vb[8];
@@ -671,10 +671,11 @@ AVX512 INLINE void softmax512_rows(float *x, size_t ld, const int G, size_t nk, 
     }
     for (size_t i = 0; i < nk; i += 16) {
         const __m512i idx = _mm512_add_epi32(lane, _mm512_set1_epi32((int)i));
+        const __mmask16 in = nk - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nk - i)) - 1);
         #pragma GCC unroll 8
         for (int r = 0; r < G; r++) {
-            const __mmask16 m = _mm512_cmpge_epi32_mask(idx, va[r]) &
-                                _mm512_cmplt_epi32_mask(idx, vb[r]);
+            const __mmask16 m = full ? in : _mm512_cmpge_epi32_mask(idx, va[r]) &
+                                            _mm512_cmplt_epi32_mask(idx, vb[r]);
             const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + r * ld + i), vs);
             vm[r] = _mm512_mask_max_ps(vm[r], m, vm[r], v);
         }
@@ -688,7 +689,8 @@ AVX512 INLINE void softmax512_rows(float *x, size_t ld, const int G, size_t nk, 
         __m512 e[8];
         #pragma GCC unroll 8
         for (int r = 0; r < G; r++) {
-            m[r] = _mm512_cmpge_epi32_mask(idx, va[r]) & _mm512_cmplt_epi32_mask(idx, vb[r]);
+            m[r] = full ? in : _mm512_cmpge_epi32_mask(idx, va[r]) &
+                               _mm512_cmplt_epi32_mask(idx, vb[r]);
             e[r] = _mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m[r], x + r * ld + i), vs),
                                  vmx[r]);
         }
@@ -714,9 +716,16 @@ AVX512 INLINE void softmax512_rows(float *x, size_t ld, const int G, size_t nk, 
 AVX512 void sk_attn_softmax_rows_avx512(float *x, size_t ld, size_t nr, size_t nk,
                                         const size_t *a, const size_t *b, float scale) {
     size_t r = 0;
-    for (; r + 8 <= nr; r += 8) softmax512_rows(x + r * ld, ld, 8, nk, a + r, b + r, scale);
-    for (; r + 4 <= nr; r += 4) softmax512_rows(x + r * ld, ld, 4, nk, a + r, b + r, scale);
-    for (; r < nr; r++) softmax512_rows(x + r * ld, ld, 1, nk, a + r, b + r, scale);
+    for (; r + 8 <= nr; r += 8) {
+        int full = 1;  /* every row over all nk columns (no window): no lane masks to build */
+        for (int j = 0; j < 8; j++) full &= a[r + j] == 0 && b[r + j] == nk;
+        if (full)
+            softmax512_rows(x + r * ld, ld, 8, nk, a + r, b + r, scale, 1);
+        else
+            softmax512_rows(x + r * ld, ld, 8, nk, a + r, b + r, scale, 0);
+    }
+    for (; r + 4 <= nr; r += 4) softmax512_rows(x + r * ld, ld, 4, nk, a + r, b + r, scale, 0);
+    for (; r < nr; r++) softmax512_rows(x + r * ld, ld, 1, nk, a + r, b + r, scale, 0);
 }
 
 /* Lane r of the result: the sum of the lanes of v[r] (8 rows of doubles, 16 rows of floats).
