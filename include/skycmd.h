@@ -335,7 +335,9 @@ typedef enum skycmd_qtype {
 } skycmd_qtype;
 
 SKYCMD_API void skycmd_response_free(skycmd_response *resp);
-/* {"model", "answers", "usage": {"input_tokens", "output_tokens": 0}}; borrowed. */
+/* {"model", "answers", "usage": {"input_tokens", "output_tokens": 0}}; borrowed. Written at
+ * the first call (decide does not spend time on JSON nobody reads); NULL if that runs out of
+ * memory. */
 SKYCMD_API const char *skycmd_response_json(const skycmd_response *resp);
 SKYCMD_API size_t      skycmd_response_answer_count(const skycmd_response *resp);
 SKYCMD_API int64_t     skycmd_response_input_tokens(const skycmd_response *resp);

@@ -139,10 +139,16 @@ Test(decide, answers_and_envelope) {
     cr_expect(isnan(an[1].confidence));
     cr_expect_eq(an[2].value, 0.75);
     cr_expect_eq(an[3].best, 0); /* first of a tie wins, like std::max_element */
+    /* the copies outlive the request: write the JSON after freeing it */
+    sk_arena arena = {0};
+    const sk_answer_json *aj = sk_answer_json_copy(&r, an, &arena);
+    cr_assert(aj != NULL);
+    sk_request_free(&r);
     sk_buf b;
     sk_buf_init(&b);
-    sk_response_json_write(&b, "s1-pico", &r, an, 42);
+    sk_response_json_write(&b, "s1-pico", aj, 4, 42);
     char *got = sk_buf_detach(&b);
+    sk_arena_free(&arena);
     cr_expect_str_eq(got,
         "{\"model\":\"s1-pico\",\"answers\":{"
         "\"action\":{\"type\":\"choice\",\"choice\":\"thrust\",\"probabilities\":{\"thrust\":0.75,\"glide\":0.25},\"confidence\":0.5},"
@@ -158,7 +164,6 @@ Test(decide, answers_and_envelope) {
     double bad[2] = {NAN, 0.5};
     cr_expect_eq(sk_answer_from_probs(SKYCMD_QTYPE_CHOICE, bad, 2, &an[0], &e), SKYCMD_E_INTERNAL);
     cr_expect_str_eq(e.msg, "the model could not evaluate the decision");
-    sk_request_free(&r);
 }
 
 /* ---------------------------------------------------------------- end to end ---- */

@@ -73,7 +73,6 @@ struct skycmd_session {
     size_t probs_cap;
     sk_answer *answers;
     size_t answers_cap;
-    sk_buf json;
 };
 
 struct skycmd_request {
@@ -83,27 +82,18 @@ struct skycmd_request {
     sk_request r;
 };
 
-typedef struct sk_resp_answer {
-    const char *id;
-    int type;
-    size_t best;
-    double value, confidence;
-    size_t n;
-    const char **keys;
-    double *p;
-} sk_resp_answer;
-
 struct skycmd_response {
     uint32_t tag;
-    char *json;
+    char *json;          /* written at the first skycmd_response_json() */
+    const char *model;   /* the "model" of the JSON */
     int64_t input_tokens;
     size_t n;
-    sk_resp_answer *a;
-    sk_arena arena;   /* ids, keys, probabilities */
+    sk_answer_json *a;
+    sk_arena arena;      /* model name, ids, keys, legends, probabilities */
 };
 
-/* Build a response (copies everything it needs); json is the finished document text. */
-int sk_response_new(const sk_request *r, const sk_answer *a, const char *json, size_t json_len,
+/* Build a response of answers a to request r (copies everything it needs). */
+int sk_response_new(const sk_request *r, const sk_answer *a, const char *model_name,
                     int64_t input_tokens, skycmd_response **out, sk_err *e);
 
 #endif

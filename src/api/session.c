@@ -37,7 +37,6 @@ int skycmd_session_new(skycmd_model *model, skycmd_session **out) {
     s->model = model;
     s->threads = 1;
     s->activations = SKYCMD_ACT_Q8X2;
-    sk_buf_init(&s->json);
     atomic_fetch_add(&model->sessions, 1);
     *out = s;
     return SKYCMD_OK;
@@ -64,7 +63,6 @@ void skycmd_session_free(skycmd_session *s) {
     free(s->logits);
     free(s->probs);
     free(s->answers);
-    sk_buf_free(&s->json);
     atomic_fetch_sub(&s->model->sessions, 1);
     s->tag = SK_TAG_DEAD;
     free(s);
@@ -327,13 +325,10 @@ static int decide_multi(skycmd_session *s, const sk_request *const *rs, size_t n
     return flush_batch(s, rs, nr, n_seqs, e);
 }
 
-/* The response JSON of request ri of the last decide_multi, into s->json. */
-static int write_json(skycmd_session *s, const sk_request *r, size_t ri, sk_err *e) {
-    s->json.len = 0;
-    s->json.failed = 0;
-    sk_response_json_write(&s->json, s->model->name, r, s->answers + s->q_off[ri], s->ntok[ri]);
-    if (s->json.failed) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory writing the response");
-    return 0;
+/* The response to request ri of the last decide_multi. */
+static int new_response(skycmd_session *s, const sk_request *r, size_t ri, skycmd_response **out,
+                        sk_err *e) {
+    return sk_response_new(r, s->answers + s->q_off[ri], s->model->name, s->ntok[ri], out, e);
 }
 
 static int check_request(const skycmd_request *req, size_t i, size_t n, sk_err *e) {
@@ -356,8 +351,7 @@ int skycmd_decide(skycmd_session *s, const skycmd_request *req, skycmd_response 
     if (rc) return set_err(s, &e, rc);
     const sk_request *r = &req->r;
     rc = decide_multi(s, &r, 1, &e);
-    if (!rc) rc = write_json(s, r, 0, &e);
-    if (!rc) rc = sk_response_new(r, s->answers, s->json.data, s->json.len, s->ntok[0], out, &e);
+    if (!rc) rc = new_response(s, r, 0, out, &e);
     return set_err(s, &e, rc);
 }
 
@@ -377,12 +371,7 @@ int skycmd_decide_batch(skycmd_session *s, const skycmd_request *const *reqs, si
         return set_err(s, &e, sk_fail(&e, SKYCMD_E_NOMEM, "out of memory answering the requests"));
     for (size_t i = 0; i < n; i++) s->rbatch[i] = &reqs[i]->r;
     rc = decide_multi(s, s->rbatch, n, &e);
-    for (size_t i = 0; i < n && !rc; i++) {
-        rc = write_json(s, s->rbatch[i], i, &e);
-        if (!rc)
-            rc = sk_response_new(s->rbatch[i], s->answers + s->q_off[i], s->json.data, s->json.len,
-                                 s->ntok[i], &out[i], &e);
-    }
+    for (size_t i = 0; i < n && !rc; i++) rc = new_response(s, s->rbatch[i], i, &out[i], &e);
     if (rc)
         for (size_t i = 0; i < n; i++) {
             skycmd_response_free(out[i]);
@@ -402,12 +391,18 @@ int skycmd_decide_json(skycmd_session *s, const char *request_json, size_t len,
     int rc = sk_request_parse(request_json, len, &r, &e);
     if (rc) return set_err(s, &e, rc);
     const sk_request *rp = &r;
+    skycmd_response *resp = NULL;
     rc = decide_multi(s, &rp, 1, &e);
-    if (!rc) rc = write_json(s, &r, 0, &e);
+    if (!rc) rc = new_response(s, &r, 0, &resp, &e);
     if (!rc) {
-        *response_json = sk_strndup(s->json.data, s->json.len);
-        if (!*response_json) rc = sk_fail(&e, SKYCMD_E_NOMEM, "out of memory writing the response");
+        if (skycmd_response_json(resp)) { /* the caller takes the response's text */
+            *response_json = resp->json;
+            resp->json = NULL;
+        } else {
+            rc = sk_fail(&e, SKYCMD_E_NOMEM, "out of memory writing the response");
+        }
     }
+    skycmd_response_free(resp);
     sk_request_free(&r);
     return set_err(s, &e, rc);
 }

@@ -176,46 +176,86 @@ static void put_value(sk_buf *b, const sk_jv *v) {
     }
 }
 
-void sk_response_json_write(sk_buf *b, const char *model_name, const sk_request *r,
-                            const sk_answer *a, int64_t input_tokens) {
+static char *arena_copy(sk_arena *arena, const char *s, size_t n) {
+    char *d = sk_arena_alloc(arena, n + 1);
+    if (!d) return NULL;
+    if (n) memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+sk_answer_json *sk_answer_json_copy(const sk_request *r, const sk_answer *a, sk_arena *arena) {
+    sk_answer_json *out = sk_arena_alloc(arena, (r->nq ? r->nq : 1) * sizeof *out);
+    sk_buf legend;
+    sk_buf_init(&legend);
+    for (size_t qi = 0; out && qi < r->nq; qi++) {
+        const sk_rquestion *q = &r->q[qi];
+        sk_answer_json *o = &out[qi];
+        *o = (sk_answer_json){.id = arena_copy(arena, q->id.s, q->id.n), .id_len = q->id.n,
+                              .type = q->type, .best = a[qi].best, .value = a[qi].value,
+                              .confidence = a[qi].confidence, .n = q->n_opts};
+        o->keys = sk_arena_alloc(arena, q->n_opts * sizeof *o->keys);
+        o->key_lens = sk_arena_alloc(arena, q->n_opts * sizeof *o->key_lens);
+        o->p = sk_arena_alloc(arena, q->n_opts * sizeof *o->p);
+        if (!o->id || !o->keys || !o->key_lens || !o->p) out = NULL;
+        for (size_t j = 0; out && j < q->n_opts; j++) {
+            o->keys[j] = arena_copy(arena, q->opts[j].key.s, q->opts[j].key.n);
+            o->key_lens[j] = q->opts[j].key.n;
+            o->p[j] = a[qi].p[j];
+            if (!o->keys[j]) out = NULL;
+        }
+        if (out && q->type == SKYCMD_QTYPE_SCORE) {
+            legend.len = 0;
+            sk_buf_putc(&legend, '{');
+            for (size_t i = 0; i < q->n_opts; i++) {
+                if (i) sk_buf_putc(&legend, ',');
+                sk_pyjson_str(&legend, q->opts[i].key.s, q->opts[i].key.n);
+                sk_buf_putc(&legend, ':');
+                if (q->opts[i].desc) put_value(&legend, q->opts[i].desc);
+                else sk_buf_puts(&legend, "null");
+            }
+            sk_buf_putc(&legend, '}');
+            o->legend = legend.failed ? NULL : arena_copy(arena, legend.data, legend.len);
+            o->legend_len = legend.len;
+            if (!o->legend) out = NULL;
+        }
+    }
+    sk_buf_free(&legend);
+    return out;
+}
+
+void sk_response_json_write(sk_buf *b, const char *model_name, const sk_answer_json *a,
+                            size_t n, int64_t input_tokens) {
     sk_buf_puts(b, "{\"model\":");
     const char *mn = model_name ? model_name : "";
     sk_pyjson_str(b, mn, strlen(mn));
     sk_buf_puts(b, ",\"answers\":{");
-    for (size_t qi = 0; qi < r->nq; qi++) {
-        const sk_rquestion *q = &r->q[qi];
-        const sk_answer *an = &a[qi];
+    for (size_t qi = 0; qi < n; qi++) {
+        const sk_answer_json *an = &a[qi];
         if (qi) sk_buf_putc(b, ',');
-        sk_pyjson_str(b, q->id.s, q->id.n);
+        sk_pyjson_str(b, an->id, an->id_len);
         sk_buf_puts(b, ":{\"type\":\"");
-        sk_buf_puts(b, sk_qtype_names[q->type]);
+        sk_buf_puts(b, sk_qtype_names[an->type]);
         sk_buf_puts(b, "\",");
-        if (q->type == SKYCMD_QTYPE_NOUL) {
+        if (an->type == SKYCMD_QTYPE_NOUL) {
             sk_buf_puts(b, "\"noul\":");
             sk_json_put_double(b, an->value);
             sk_buf_putc(b, '}');
             continue;
         }
-        if (q->type == SKYCMD_QTYPE_CHOICE) {
+        if (an->type == SKYCMD_QTYPE_CHOICE) {
             sk_buf_puts(b, "\"choice\":");
-            sk_pyjson_str(b, q->opts[an->best].key.s, q->opts[an->best].key.n);
+            sk_pyjson_str(b, an->keys[an->best], an->key_lens[an->best]);
         } else {
             sk_buf_puts(b, "\"score\":");
             sk_json_put_double(b, an->value);
-            sk_buf_puts(b, ",\"legend\":{");
-            for (size_t i = 0; i < q->n_opts; i++) {
-                if (i) sk_buf_putc(b, ',');
-                sk_pyjson_str(b, q->opts[i].key.s, q->opts[i].key.n);
-                sk_buf_putc(b, ':');
-                if (q->opts[i].desc) put_value(b, q->opts[i].desc);
-                else sk_buf_puts(b, "null");
-            }
-            sk_buf_putc(b, '}');
+            sk_buf_puts(b, ",\"legend\":");
+            sk_buf_append(b, an->legend, an->legend_len);
         }
         sk_buf_puts(b, ",\"probabilities\":{");
-        for (size_t i = 0; i < q->n_opts; i++) {
+        for (size_t i = 0; i < an->n; i++) {
             if (i) sk_buf_putc(b, ',');
-            sk_pyjson_str(b, q->opts[i].key.s, q->opts[i].key.n);
+            sk_pyjson_str(b, an->keys[i], an->key_lens[i]);
             sk_buf_putc(b, ':');
             sk_json_put_double(b, an->p[i]);
         }

@@ -57,9 +57,29 @@ typedef struct sk_answer {
  * (llama-server: "the model could not evaluate the decision"). */
 int sk_answer_from_probs(int type, const double *p, size_t n, sk_answer *a, sk_err *e);
 
-/* The response JSON for answers a[0..r->nq). */
-void sk_response_json_write(sk_buf *b, const char *model_name, const sk_request *r,
-                            const sk_answer *a, int64_t input_tokens);
+/* One answer as the response reports it, owning copies of the request's strings (so the
+ * JSON can be written after the request is gone). Strings are NUL-terminated and carry
+ * their lengths: a JSON key may hold U+0000. */
+typedef struct sk_answer_json {
+    const char *id;
+    size_t id_len;
+    int type;          /* skycmd_qtype */
+    size_t best;
+    double value, confidence;
+    size_t n;          /* options */
+    const char **keys;
+    size_t *key_lens;
+    double *p;
+    const char *legend;  /* score: the JSON object {"key": description, ...}; else NULL */
+    size_t legend_len;
+} sk_answer_json;
+
+/* Copies of answers a[0..r->nq) with the request's ids, keys and legends, allocated in
+ * arena; NULL when out of memory. */
+sk_answer_json *sk_answer_json_copy(const sk_request *r, const sk_answer *a, sk_arena *arena);
+/* The response JSON for answers a[0..n). */
+void sk_response_json_write(sk_buf *b, const char *model_name, const sk_answer_json *a,
+                            size_t n, int64_t input_tokens);
 /* A double as JSON (shortest round-trip digits, Python repr style). Non-finite -> null. */
 void sk_json_put_double(sk_buf *b, double x);
 
