@@ -326,9 +326,11 @@ typedef void (*layernorm_fn)(const float *, size_t, size_t, const float *, const
 
 static void layernorm_check(layernorm_fn ln) {
     static const size_t dims[] = {1, 8, 15, 16, 17, 64, 100, 1024};
-    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
-        /* 6 rows: the AVX-512 code takes rows four at a time, then one by one */
-        size_t d = dims[di], n = 6;
+    static const size_t rows[] = {6, 37, 70};
+    for (size_t di = 0; di < 3 * sizeof dims / sizeof dims[0]; di++) {
+        /* the AVX-512 code takes 16 rows at a time in chunks of 64: a partial group, whole
+         * and partial groups, two chunks */
+        size_t d = dims[di / 3], n = rows[di % 3];
         float *x = malloc(n * d * sizeof(float)), *w = malloc(d * sizeof(float));
         float *b = malloc(d * sizeof(float)), *y1 = malloc(n * d * sizeof(float));
         float *y2 = malloc(n * d * sizeof(float));
@@ -376,6 +378,48 @@ Test(kernels, layernorm_avx512) {
         cr_skip_test("no AVX-512F on this CPU: skipped");
     }
     layernorm_check(sk_layernorm_avx512);
+}
+
+/* The residual form x += a, y = LN(x) against the reference, with y aliasing a (how the
+ * model calls it) and with y separate. */
+Test(kernels, add_layernorm_avx512) {
+    if (!have_avx512()) cr_skip_test("no AVX-512F on this CPU: skipped");
+    static const size_t dims[] = {1, 15, 16, 64, 100};
+    static const size_t rows[] = {1, 6, 37, 70};
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
+        for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
+            const size_t d = dims[di], n = rows[ri], nd = n * d;
+            float *x1 = malloc(nd * sizeof(float)), *x2 = malloc(nd * sizeof(float));
+            float *a1 = malloc(nd * sizeof(float)), *a2 = malloc(nd * sizeof(float));
+            float *w = malloc(d * sizeof(float)), *b = malloc(d * sizeof(float));
+            for (size_t i = 0; i < d; i++) {
+                w[i] = 1.0f + 0.1f * frand();
+                b[i] = 0.1f * frand();
+            }
+            for (size_t i = 0; i < nd; i++) {
+                x1[i] = x2[i] = (i / d % 3 == 1 ? 2.6e4f : 0.0f) + frand();
+                a1[i] = a2[i] = frand();
+            }
+            sk_add_layernorm_ref(x1, a1, n, d, w, b, 1e-5f, a1);
+            sk_add_layernorm_avx512(x2, a2, n, d, w, b, 1e-5f, a2);
+            for (size_t i = 0; i < nd; i++) {
+                cr_assert_eq(x1[i], x2[i], "d=%zu n=%zu: residual differs at %zu", d, n, i);
+                cr_assert(fabs(a1[i] - a2[i]) <= 2e-5 * fmax(1.0, fabs(a1[i])),
+                          "d=%zu n=%zu i=%zu: %.9g vs %.9g", d, n, i, (double)a2[i],
+                          (double)a1[i]);
+            }
+            /* no residual: plain LayerNorm into a separate y */
+            sk_add_layernorm_ref(x1, NULL, n, d, w, NULL, 1e-5f, a1);
+            sk_add_layernorm_avx512(x2, NULL, n, d, w, NULL, 1e-5f, a2);
+            for (size_t i = 0; i < nd; i++)
+                cr_assert(fabs(a1[i] - a2[i]) <= 2e-5 * fmax(1.0, fabs(a1[i])));
+            free(x1);
+            free(x2);
+            free(a1);
+            free(a2);
+            free(w);
+            free(b);
+        }
 }
 
 Test(kernels, dispatch_level) {
