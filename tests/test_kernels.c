@@ -54,7 +54,7 @@ static double gemm_check(gemm_fn fn, size_t n, size_t k, size_t m, int with_bias
     sk_pack(w, k, m, k, pk);
     memset(bp, 0, ((m + SK_PANEL) / SK_PANEL * SK_PANEL) * sizeof(float));
     memcpy(bp, b, m * sizeof(float));
-    sk_packed P = {pk, with_bias ? bp : NULL, k, m, k * SK_PANEL, SK_PACK_F32};
+    sk_packed P = {pk, with_bias ? bp : NULL, k, m, k * SK_PANEL, SK_PACK_F32, 0};
     sk_gemm_ref(x, ldx, n, k, w, with_bias ? b : NULL, m, yr, m);
     fn(x, ldx, n, &P, y, ldy);
     double worst = 0;
@@ -108,7 +108,7 @@ static void gemm_rows_independent(gemm_fn fn, const char *name) {
     memset(b, 0, sizeof b);
     for (size_t i = 0; i < M; i++) b[i] = frand();
     sk_pack(w, K, M, K, pk);
-    sk_packed P = {pk, b, K, M, K * SK_PANEL, SK_PACK_F32};
+    sk_packed P = {pk, b, K, M, K * SK_PANEL, SK_PACK_F32, 0};
     for (size_t n = 1; n <= N; n++) {
         fn(x, K, n, &P, y, M);
         for (size_t r = 0; r < n; r++) {
@@ -141,6 +141,45 @@ Test(kernels, gemm_avx512) {
     gemm_suite(sk_gemm_avx512, "gemm_avx512");
 }
 
+/* A row-major [k][ld] matrix read in place (rstride = ld, pstride = SK_PANEL: how attention
+ * multiplies by V) gives bitwise the products of its packed copy, at every kernel level, for
+ * row counts that take the 8-row and the small-row tiles and k beyond one SK_KC block. */
+Test(kernels, gemm_row_stride_in_place) {
+    static const size_t ks[] = {5, 64, 88, 300};
+    const size_t m = 48, ld = 80, nmax = 13;
+    gemm_fn fns[3] = {sk_gemm_scalar, have_avx2() ? sk_gemm_avx2 : NULL,
+                      have_avx512() ? sk_gemm_avx512 : NULL};
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+        const size_t k = ks[ki];
+        float *b = malloc(k * ld * sizeof(float)), *w = malloc(m * k * sizeof(float));
+        float *x = malloc(nmax * k * sizeof(float)), *y1 = malloc(nmax * m * sizeof(float));
+        float *y2 = malloc(nmax * m * sizeof(float));
+        float *pk = aligned_alloc(64, sk_packed_floats(m, k) * sizeof(float));
+        for (size_t i = 0; i < k * ld; i++) b[i] = frand();
+        for (size_t i = 0; i < nmax * k; i++) x[i] = frand();
+        for (size_t o = 0; o < m; o++)  /* w = the first m columns of b, transposed */
+            for (size_t i = 0; i < k; i++) w[o * k + i] = b[i * ld + o];
+        sk_pack(w, k, m, k, pk);
+        const sk_packed packed = {pk, NULL, k, m, k * SK_PANEL, SK_PACK_F32, 0};
+        const sk_packed in_place = {b, NULL, k, m, SK_PANEL, SK_PACK_F32, ld};
+        for (int f = 0; f < 3; f++) {
+            if (!fns[f]) continue;
+            for (size_t n = 1; n <= nmax; n += 3) {
+                fns[f](x, k, n, &packed, y1, m);
+                fns[f](x, k, n, &in_place, y2, m);
+                cr_assert(memcmp(y1, y2, n * m * sizeof(float)) == 0,
+                          "variant %d, k=%zu, n=%zu: in place differs from packed", f, k, n);
+            }
+        }
+        free(b);
+        free(w);
+        free(x);
+        free(y1);
+        free(y2);
+        free(pk);
+    }
+}
+
 /* A view into the middle of a packed matrix (what attention uses for key ranges). */
 Test(kernels, gemm_panel_view) {
     const size_t k = 24, m = 80, n = 7;
@@ -150,7 +189,7 @@ Test(kernels, gemm_panel_view) {
     float *pk = aligned_alloc(64, sk_packed_floats(m, k) * sizeof(float));
     sk_pack(w, k, m, k, pk);
     /* outputs 32..79 only */
-    sk_packed P = {pk + 2 * k * SK_PANEL, NULL, k, m - 32, k * SK_PANEL, SK_PACK_F32};
+    sk_packed P = {pk + 2 * k * SK_PANEL, NULL, k, m - 32, k * SK_PANEL, SK_PACK_F32, 0};
     sk_gemm_ref(x, k, n, k, w + 32 * k, NULL, m - 32, yr, m - 32);
     gemm_fn fns[3] = {sk_gemm_scalar, have_avx2() ? sk_gemm_avx2 : NULL,
                       have_avx512() ? sk_gemm_avx512 : NULL};
@@ -470,7 +509,7 @@ Test(kernels, gemm_pool_identical) {
         for (size_t i = 0; i < m * k; i++) w[i] = frand();
         for (size_t i = 0; i < (m + 15) / 16 * 16; i++) b[i] = i < m ? frand() : 0.0f;
         sk_pack(w, k, m, k, pk);
-        sk_packed P = {pk, b, k, m, k * SK_PANEL, SK_PACK_F32};
+        sk_packed P = {pk, b, k, m, k * SK_PANEL, SK_PACK_F32, 0};
         sk_gemm(x, k, n, &P, y1, m);
         sk_gemm_pool(p, x, k, n, &P, y2, m);
         cr_assert(memcmp(y1, y2, n * m * sizeof(float)) == 0, "shape %zu differs", s);
@@ -505,8 +544,8 @@ Test(kernels, gemm_f16_bf16_panels_exact) {
             }
             sk_pack(wf, k, m, k, pf);
             sk_pack_u16(wh, k, m, k, ph);
-            sk_packed Pf = {pf, NULL, k, m, k * SK_PANEL, SK_PACK_F32};
-            sk_packed Ph = {ph, NULL, k, m, k * SK_PANEL, t};
+            sk_packed Pf = {pf, NULL, k, m, k * SK_PANEL, SK_PACK_F32, 0};
+            sk_packed Ph = {ph, NULL, k, m, k * SK_PANEL, t, 0};
             for (int f = 0; f < 3; f++) {
                 if (!fns[f]) continue;
                 fns[f](x, k, n, &Pf, y1, m);

@@ -47,7 +47,16 @@ typedef struct sk_packed {
     size_t n_out;         /* m */
     size_t pstride;       /* elements from one panel to the next (>= n_in * SK_PANEL) */
     int wtype;            /* SK_PACK_* */
+    size_t rstride;       /* elements from one input to the next within a panel; 0 means
+                           * SK_PANEL (packed). Other values (F32 only, whole panels only)
+                           * let a row-major [n_in][ld] matrix serve in place: panel p at
+                           * column 16p, pstride SK_PANEL, rstride ld. */
 } sk_packed;
+
+/* The row stride of w's panels (rstride, or SK_PANEL when 0). */
+static inline size_t sk_packed_rstride(const sk_packed *w) {
+    return w->rstride ? w->rstride : SK_PANEL;
+}
 
 /* Elements needed to pack an [n_out][n_in] matrix (0 on overflow). */
 size_t sk_packed_floats(size_t n_out, size_t n_in);

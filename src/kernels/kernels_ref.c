@@ -139,7 +139,7 @@ size_t sk_pack_elem_size(int wtype) { return wtype == SK_PACK_F32 ? 4 : 2; }
 
 void sk_gemm_scalar(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
                     size_t ldy) {
-    const size_t k = w->n_in, m = w->n_out;
+    const size_t k = w->n_in, m = w->n_out, rs = sk_packed_rstride(w);
     float tmp[SK_SCALAR_KC * SK_PANEL];
     for (size_t p = 0; p * SK_PANEL < m; p++) {
         const size_t nc = m - p * SK_PANEL < SK_PANEL ? m - p * SK_PANEL : SK_PANEL;
@@ -147,7 +147,7 @@ void sk_gemm_scalar(const float *x, size_t ldx, size_t n_rows, const sk_packed *
             for (size_t c = 0; c < nc; c++) y[r * ldy + p * SK_PANEL + c] = 0.0f;
         for (size_t k0 = 0; k0 < k; k0 += SK_SCALAR_KC) {
             const size_t kc = k - k0 < SK_SCALAR_KC ? k - k0 : SK_SCALAR_KC;
-            const size_t idx = p * w->pstride + k0 * SK_PANEL;
+            const size_t idx = p * w->pstride + k0 * rs;
             const float *panel;
             if (w->wtype == SK_PACK_F32) {
                 panel = (const float *)w->data + idx;
@@ -162,7 +162,7 @@ void sk_gemm_scalar(const float *x, size_t ldx, size_t n_rows, const sk_packed *
                 for (size_t c = 0; c < SK_PANEL; c++) acc[c] = c < nc ? yr[c] : 0.0f;
                 for (size_t i = 0; i < kc; i++) {
                     const float xi = xr[i];
-                    const float *pr = panel + i * SK_PANEL;
+                    const float *pr = panel + i * (w->wtype == SK_PACK_F32 ? rs : SK_PANEL);
                     for (size_t c = 0; c < SK_PANEL; c++) acc[c] += xi * pr[c];
                 }
                 for (size_t c = 0; c < nc; c++) yr[c] = acc[c];

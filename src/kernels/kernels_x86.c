@@ -43,9 +43,9 @@ AVX2F INLINE __m256 ld8(const void *base, size_t idx, int wt) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-AVX2F INLINE void kern_avx2(const float *const *xp, const void *panel, size_t pidx, size_t k,
-                            float *y, size_t ldy, size_t nr, size_t nc, const float *bias,
-                            int accumulate, int wt) {
+AVX2F INLINE void kern_avx2(const float *const *xp, const void *panel, size_t pidx, size_t rs,
+                            size_t k, float *y, size_t ldy, size_t nr, size_t nc,
+                            const float *bias, int accumulate, int wt) {
     __m256 c[R2][2];
     if (accumulate) {
 #pragma GCC unroll 6
@@ -66,8 +66,8 @@ AVX2F INLINE void kern_avx2(const float *const *xp, const void *panel, size_t pi
     }
     const float *x0 = xp[0], *x1 = xp[1], *x2 = xp[2], *x3 = xp[3], *x4 = xp[4], *x5 = xp[5];
     for (size_t i = 0; i < k; i++) {
-        const __m256 w0 = ld8(panel, pidx + i * 16, wt);
-        const __m256 w1 = ld8(panel, pidx + i * 16 + 8, wt);
+        const __m256 w0 = ld8(panel, pidx + i * rs, wt);
+        const __m256 w1 = ld8(panel, pidx + i * rs + 8, wt);
         __m256 a;
 #define STEP(R, X)                                 \
     a = _mm256_broadcast_ss(X + i);                \
@@ -97,11 +97,11 @@ AVX2F INLINE void kern_avx2(const float *const *xp, const void *panel, size_t pi
 
 AVX2F INLINE void gemm_avx2_t(const float *x, size_t ldx, size_t n_rows, const sk_packed *w,
                               float *y, size_t ldy, int wt) {
-    const size_t k = w->n_in, m = w->n_out, np = (m + 15) / 16;
+    const size_t k = w->n_in, m = w->n_out, np = (m + 15) / 16, rs = sk_packed_rstride(w);
     for (size_t k0 = 0; k0 < k; k0 += SK_KC) {
         const size_t kc = k - k0 < SK_KC ? k - k0 : SK_KC;
         for (size_t p = 0; p < np; p++) {
-            const size_t pidx = p * w->pstride + k0 * 16;
+            const size_t pidx = p * w->pstride + k0 * rs;
             const size_t nc = m - p * 16 < 16 ? m - p * 16 : 16;
             const float *bias = w->bias ? w->bias + p * 16 : NULL;
             for (size_t r0 = 0; r0 < n_rows; r0 += R2) {
@@ -109,7 +109,7 @@ AVX2F INLINE void gemm_avx2_t(const float *x, size_t ldx, size_t n_rows, const s
                 const float *xp[R2];
                 for (size_t r = 0; r < R2; r++)
                     xp[r] = x + (r0 + (r < nr ? r : nr - 1)) * ldx + k0;
-                kern_avx2(xp, w->data, pidx, kc, y + r0 * ldy + p * 16, ldy, nr, nc, bias,
+                kern_avx2(xp, w->data, pidx, rs, kc, y + r0 * ldy + p * 16, ldy, nr, nc, bias,
                           k0 > 0, wt);
             }
         }
@@ -164,8 +164,8 @@ AVX512 INLINE __m512 ld16(const void *base, size_t idx, int wt) {
 
 /* Two panels (32 outputs) at once; pb < 0 for a lone last panel. Indices are in elements. */
 AVX512 INLINE void kern_avx512(const float *const *xp, const void *base, size_t pa, size_t pb,
-                               int two, size_t k, float *y, size_t ldy, size_t nr, size_t nc,
-                               const float *bias, int accumulate, int wt) {
+                               size_t rs, int two, size_t k, float *y, size_t ldy, size_t nr,
+                               size_t nc, const float *bias, int accumulate, int wt) {
     __m512 c[R5][2];
     const __mmask16 m0 = (__mmask16)(nc >= 16 ? 0xFFFF : (1u << nc) - 1);
     const __mmask16 m1 = (__mmask16)(nc >= 32 ? 0xFFFF : nc <= 16 ? 0 : (1u << (nc - 16)) - 1);
@@ -189,8 +189,8 @@ AVX512 INLINE void kern_avx512(const float *const *xp, const void *base, size_t 
     const float *x4 = xp[4], *x5 = xp[5], *x6 = xp[6], *x7 = xp[7];
     if (two) {
         for (size_t i = 0; i < k; i++) {
-            const __m512 w0 = ld16(base, pa + i * 16, wt);
-            const __m512 w1 = ld16(base, pb + i * 16, wt);
+            const __m512 w0 = ld16(base, pa + i * rs, wt);
+            const __m512 w1 = ld16(base, pb + i * rs, wt);
             __m512 a;
 #define STEP(R, X)                                   \
     a = _mm512_set1_ps(X[i]);                        \
@@ -202,7 +202,7 @@ AVX512 INLINE void kern_avx512(const float *const *xp, const void *base, size_t 
         }
     } else {
         for (size_t i = 0; i < k; i++) {
-            const __m512 w0 = ld16(base, pa + i * 16, wt);
+            const __m512 w0 = ld16(base, pa + i * rs, wt);
 #define STEP(R, X) c[R][0] = _mm512_fmadd_ps(_mm512_set1_ps(X[i]), w0, c[R][0]);
             STEP(0, x0) STEP(1, x1) STEP(2, x2) STEP(3, x3)
             STEP(4, x4) STEP(5, x5) STEP(6, x6) STEP(7, x7)
@@ -222,9 +222,9 @@ AVX512 INLINE void kern_avx512(const float *const *xp, const void *base, size_t 
  * duplicate rows. Each output is the same chain of FMAs as in kern_avx512, so results are
  * bitwise the same whichever kernel computes a row. */
 AVX512 INLINE void kern_small_avx512(const float *x, size_t ldx, const void *base,
-                                     size_t pstride, size_t np, size_t k, float *y, size_t ldy,
-                                     size_t nc, const float *bias, int accumulate, int wt,
-                                     const int R) {
+                                     size_t pstride, size_t rs, size_t np, size_t k, float *y,
+                                     size_t ldy, size_t nc, const float *bias, int accumulate,
+                                     int wt, const int R) {
     __m512 c[4][4];
     __mmask16 m[4];
     for (size_t p = 0; p < 4; p++) {
@@ -238,9 +238,9 @@ AVX512 INLINE void kern_small_avx512(const float *x, size_t ldx, const void *bas
                                           : _mm512_setzero_ps();
     if (np == 4) {
         for (size_t i = 0; i < k; i++) {
-            __m512 w0 = ld16(base, i * 16, wt), w1 = ld16(base, pstride + i * 16, wt);
-            __m512 w2 = ld16(base, 2 * pstride + i * 16, wt);
-            __m512 w3 = ld16(base, 3 * pstride + i * 16, wt);
+            __m512 w0 = ld16(base, i * rs, wt), w1 = ld16(base, pstride + i * rs, wt);
+            __m512 w2 = ld16(base, 2 * pstride + i * rs, wt);
+            __m512 w3 = ld16(base, 3 * pstride + i * rs, wt);
             for (int r = 0; r < R; r++) {
                 const __m512 a = _mm512_set1_ps(x[(size_t)r * ldx + i]);
                 c[r][0] = _mm512_fmadd_ps(a, w0, c[r][0]);
@@ -252,7 +252,7 @@ AVX512 INLINE void kern_small_avx512(const float *x, size_t ldx, const void *bas
     } else {
         for (size_t i = 0; i < k; i++)
             for (size_t p = 0; p < np; p++) {
-                const __m512 wp = ld16(base, p * pstride + i * 16, wt);
+                const __m512 wp = ld16(base, p * pstride + i * rs, wt);
                 for (int r = 0; r < R; r++)
                     c[r][p] = _mm512_fmadd_ps(_mm512_set1_ps(x[(size_t)r * ldx + i]), wp, c[r][p]);
             }
@@ -264,7 +264,7 @@ AVX512 INLINE void kern_small_avx512(const float *x, size_t ldx, const void *bas
 
 AVX512 INLINE void gemm_avx512_t(const float *x, size_t ldx, size_t n_rows, const sk_packed *w,
                                  float *y, size_t ldy, int wt) {
-    const size_t k = w->n_in, m = w->n_out, np = (m + 15) / 16;
+    const size_t k = w->n_in, m = w->n_out, np = (m + 15) / 16, rs = sk_packed_rstride(w);
     /* rows past the last whole 8-row tile go to the small-row kernel when they are 1-4 */
     const size_t rem = n_rows % R5, n_main = rem && rem <= 4 ? n_rows - rem : n_rows;
     for (size_t k0 = 0; k0 < k; k0 += SK_KC) {
@@ -273,21 +273,21 @@ AVX512 INLINE void gemm_avx512_t(const float *x, size_t ldx, size_t n_rows, cons
             for (size_t p = 0; p < np; p += 4) {
                 const size_t npp = np - p < 4 ? np - p : 4, nc = m - p * 16 < 64 ? m - p * 16 : 64;
                 const void *base = (const char *)w->data +
-                                   (p * w->pstride + k0 * 16) * (wt == SK_PACK_F32 ? 4 : 2);
+                                   (p * w->pstride + k0 * rs) * (wt == SK_PACK_F32 ? 4 : 2);
                 const float *xr = x + n_main * ldx + k0;
                 float *yr = y + n_main * ldy + p * 16;
                 const float *bias = w->bias ? w->bias + p * 16 : NULL;
                 switch (rem) {
-                case 1: kern_small_avx512(xr, ldx, base, w->pstride, npp, kc, yr, ldy, nc, bias, k0 > 0, wt, 1); break;
-                case 2: kern_small_avx512(xr, ldx, base, w->pstride, npp, kc, yr, ldy, nc, bias, k0 > 0, wt, 2); break;
-                case 3: kern_small_avx512(xr, ldx, base, w->pstride, npp, kc, yr, ldy, nc, bias, k0 > 0, wt, 3); break;
-                default: kern_small_avx512(xr, ldx, base, w->pstride, npp, kc, yr, ldy, nc, bias, k0 > 0, wt, 4); break;
+                case 1: kern_small_avx512(xr, ldx, base, w->pstride, rs, npp, kc, yr, ldy, nc, bias, k0 > 0, wt, 1); break;
+                case 2: kern_small_avx512(xr, ldx, base, w->pstride, rs, npp, kc, yr, ldy, nc, bias, k0 > 0, wt, 2); break;
+                case 3: kern_small_avx512(xr, ldx, base, w->pstride, rs, npp, kc, yr, ldy, nc, bias, k0 > 0, wt, 3); break;
+                default: kern_small_avx512(xr, ldx, base, w->pstride, rs, npp, kc, yr, ldy, nc, bias, k0 > 0, wt, 4); break;
                 }
             }
         for (size_t p = 0; p < np; p += 2) {
-            const size_t pa = p * w->pstride + k0 * 16;
+            const size_t pa = p * w->pstride + k0 * rs;
             const int two = p + 1 < np;
-            const size_t pb = two ? (p + 1) * w->pstride + k0 * 16 : 0;
+            const size_t pb = two ? (p + 1) * w->pstride + k0 * rs : 0;
             const size_t rem = m - p * 16, nc = rem < 32 ? rem : 32;
             const float *bias = w->bias ? w->bias + p * 16 : NULL;
             for (size_t r0 = 0; r0 < n_main; r0 += R5) {
@@ -295,8 +295,8 @@ AVX512 INLINE void gemm_avx512_t(const float *x, size_t ldx, size_t n_rows, cons
                 const float *xp[R5];
                 for (size_t r = 0; r < R5; r++)
                     xp[r] = x + (r0 + (r < nr ? r : nr - 1)) * ldx + k0;
-                kern_avx512(xp, w->data, pa, pb, two, kc, y + r0 * ldy + p * 16, ldy, nr, nc,
-                            bias, k0 > 0, wt);
+                kern_avx512(xp, w->data, pa, pb, rs, two, kc, y + r0 * ldy + p * 16, ldy, nr,
+                            nc, bias, k0 > 0, wt);
             }
         }
     }

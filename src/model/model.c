@@ -1087,8 +1087,10 @@ static void attn_unit(const attn_job *j, struct attn_ws *ws, const attn_seq *as,
     }
     const size_t NK = K1 - K0;
     sk_pack(as->k + K0 * as->ldkv + h * hd, as->ldkv, NK, hd, ws->kpack);  /* 16 keys x hd */
-    /* V^T packed: panel p holds V[K0 + j][h*hd + 16p + c] at [j][c] */
-    const size_t vp = (hd + SK_PANEL - 1) / SK_PANEL;
+    /* V as the second product's panels: read in place (row stride ldkv) when hd is whole
+     * panels; else copied, panel p holding V[K0 + j][h*hd + 16p + c] at [j][c] */
+    const int v_in_place = hd % SK_PANEL == 0;
+    const size_t vp = v_in_place ? 0 : (hd + SK_PANEL - 1) / SK_PANEL;
     for (size_t p = 0; p < vp; p++) {
         float *dst = ws->vpack + p * NK * SK_PANEL;
         const size_t c0 = p * SK_PANEL, nc = hd - c0 < SK_PANEL ? hd - c0 : SK_PANEL;
@@ -1113,7 +1115,7 @@ static void attn_unit(const attn_job *j, struct attn_ws *ws, const attn_seq *as,
         }
         const size_t lo16 = lo / SK_PANEL * SK_PANEL, nk = hi - lo16;
         sk_packed kw = {ws->kpack + ((lo16 - K0) / SK_PANEL) * hd * SK_PANEL, NULL, hd, nk,
-                        hd * SK_PANEL, SK_PACK_F32};
+                        hd * SK_PANEL, SK_PACK_F32, 0};
         sk_gemm(as->q + r0 * as->ldq + h * hd, as->ldq, nr, &kw, ws->sc, ldsc);
         size_t ka[SK_QB], kb[SK_QB];   /* each row's keys, relative to lo16 */
         for (size_t r = 0; r < nr; r++) {
@@ -1127,8 +1129,12 @@ static void attn_unit(const attn_job *j, struct attn_ws *ws, const attn_seq *as,
             kb[r] = b - lo16;
         }
         sk_attn_softmax_rows(ws->sc, ldsc, nr, nk, ka, kb, j->scale);
-        sk_packed vw = {ws->vpack + (lo16 - K0) * SK_PANEL, NULL, nk, hd, NK * SK_PANEL,
-                        SK_PACK_F32};
+        /* V in place (its rows as panel rows) when the head is whole panels wide */
+        sk_packed vw = v_in_place
+                           ? (sk_packed){as->v + lo16 * as->ldkv + h * hd, NULL, nk, hd, SK_PANEL,
+                                         SK_PACK_F32, as->ldkv}
+                           : (sk_packed){ws->vpack + (lo16 - K0) * SK_PANEL, NULL, nk, hd,
+                                         NK * SK_PANEL, SK_PACK_F32, 0};
         sk_gemm(ws->sc, ldsc, nr, &vw, as->out + r0 * as->ldo + h * hd, as->ldo);
     }
 }
@@ -1246,7 +1252,7 @@ static void head_layer_markers(const sk_model *m, sk_scratch *s, const sk_head_l
         const size_t elem = sk_pack_elem_size(Hl->kv.p.wtype);
         for (size_t h = 0; h < H; h++) {
             const sk_packed kt = {Hl->kt + h * Hl->kt_floats, NULL, hd, d, hd * SK_PANEL,
-                                  SK_PACK_F32};
+                                  SK_PACK_F32, 0};
             sk_gemm(s->mq + h * hd, d, K, &kt, s->mu + h * d, H * d);
         }
         for (size_t q = 0; q < ns; q++) {
@@ -1259,7 +1265,7 @@ static void head_layer_markers(const sk_model *m, sk_scratch *s, const sk_head_l
             const size_t panel = (d + h * hd) / SK_PANEL;
             const sk_packed wv = {(const char *)Hl->kv.p.data + panel * Hl->kv.p.pstride * elem,
                                   Hl->kv.p.bias ? Hl->kv.p.bias + d + h * hd : NULL, d, hd,
-                                  Hl->kv.p.pstride, Hl->kv.p.wtype};
+                                  Hl->kv.p.pstride, Hl->kv.p.wtype, 0};
             sk_gemm(s->mz + h * d, H * d, K, &wv, s->matt + h * hd, d);
         }
     } else {
