@@ -564,12 +564,9 @@ Test(kernels, gemm_f16_bf16_panels_exact) {
     }
 }
 
-Test(kernels, rope_avx2) {
-    if (!have_avx2()) {
-        cr_skip_test("no AVX2+FMA on this CPU: skipped");
-    }
-    static const size_t Ds[] = {8, 16, 32, 64, 128, 12};
-    for (size_t di = 0; di < 6; di++) {
+static void rope_check(void (*rope)(float *, size_t, size_t, const float *, const float *)) {
+    static const size_t Ds[] = {8, 16, 32, 64, 128, 12, 40};
+    for (size_t di = 0; di < sizeof Ds / sizeof Ds[0]; di++) {
         size_t D = Ds[di], H = 3;
         float u1[3 * 128], u2[3 * 128], c[64], s[64];
         for (size_t i = 0; i < H * D; i++) u1[i] = u2[i] = frand() * 4.0f;
@@ -578,12 +575,27 @@ Test(kernels, rope_avx2) {
             s[i] = sinf(0.37f * (float)i);
         }
         sk_rope_ref(u1, H, D, c, s);
-        sk_rope_avx2(u2, H, D, c, s);
+        rope(u2, H, D, c, s);
         /* bitwise with GCC (no contraction in ISO C mode); a compiler that contracts the
          * reference into FMAs may differ in the last bit */
         for (size_t i = 0; i < H * D; i++)
             cr_assert(fabsf(u1[i] - u2[i]) <= 1e-6f * fmaxf(1.0f, fabsf(u1[i])), "D=%zu i=%zu", D, i);
     }
+}
+
+Test(kernels, rope_avx2) {
+    if (!have_avx2()) {
+        cr_skip_test("no AVX2+FMA on this CPU: skipped");
+    }
+    rope_check(sk_rope_avx2);
+}
+
+Test(kernels, rope_avx512) {
+    if (!have_avx512()) cr_skip_test("no AVX-512F on this CPU: skipped");
+    rope_check(sk_rope_avx512);
+}
+
+Test(kernels, rope_reference) {
     /* the rotation itself: position 0 (cos 1, sin 0) is the identity; a quarter turn swaps */
     float v[4] = {1, 2, 3, 4}, one[2] = {1, 1}, zero[2] = {0, 0};
     sk_rope_ref(v, 1, 4, one, zero);

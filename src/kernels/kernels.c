@@ -157,7 +157,9 @@ void sk_gemm_pool(struct sk_pool *pool, const float *x, size_t ldx, size_t n_row
 }
 
 sk_rope_fn sk_rope_kernel(void) {
-    return sk_kernels_level() >= SK_LEVEL_AVX2 ? sk_rope_avx2 : sk_rope_ref;
+    const int lv = sk_kernels_level();
+    return lv >= SK_LEVEL_AVX512 ? sk_rope_avx512 : lv >= SK_LEVEL_AVX2 ? sk_rope_avx2
+                                                                      : sk_rope_ref;
 }
 
 void sk_rope(float *u, size_t n_heads, size_t D, const float *c, const float *s) {

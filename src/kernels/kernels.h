@@ -151,6 +151,7 @@ void sk_rope(float *u, size_t n_heads, size_t D, const float *c, const float *s)
 typedef void (*sk_rope_fn)(float *u, size_t n_heads, size_t D, const float *c, const float *s);
 sk_rope_fn sk_rope_kernel(void);
 void sk_rope_avx2(float *u, size_t n_heads, size_t D, const float *c, const float *s);
+void sk_rope_avx512(float *u, size_t n_heads, size_t D, const float *c, const float *s);
 
 /* Widen n 16-bit values (SK_PACK_F16 or SK_PACK_BF16 bits; src need not be aligned) to f32,
  * exactly. */

@@ -533,6 +533,26 @@ AVX512 void sk_pack_avx512(const float *w, size_t ldw, size_t n_out, size_t n_in
     }
 }
 
+/* The AVX2 rotation 16 lanes wide (the same operations, so the same bits); a masked tail
+ * takes any half-size. */
+AVX512 void sk_rope_avx512(float *u, size_t n_heads, size_t D, const float *c, const float *s) {
+    const size_t half = D / 2;
+    for (size_t h = 0; h < n_heads; h++) {
+        float *v = u + h * D;
+        for (size_t i = 0; i < half; i += 16) {
+            const __mmask16 m = half - i >= 16 ? (__mmask16)0xFFFF
+                                               : (__mmask16)((1u << (half - i)) - 1);
+            const __m512 x1 = _mm512_maskz_loadu_ps(m, v + i);
+            const __m512 x2 = _mm512_maskz_loadu_ps(m, v + half + i);
+            const __m512 vc = _mm512_maskz_loadu_ps(m, c + i), vs = _mm512_maskz_loadu_ps(m, s + i);
+            _mm512_mask_storeu_ps(v + i, m, _mm512_sub_ps(_mm512_mul_ps(x1, vc),
+                                                          _mm512_mul_ps(x2, vs)));
+            _mm512_mask_storeu_ps(v + half + i, m, _mm512_add_ps(_mm512_mul_ps(x2, vc),
+                                                                 _mm512_mul_ps(x1, vs)));
+        }
+    }
+}
+
 /* An exponent field of all ones is an infinity or a NaN. */
 AVX512 int sk_all_finite_avx512(const float *x, size_t n) {
     const __m512i expo = _mm512_set1_epi32(0x7f800000);
@@ -990,4 +1010,7 @@ void sk_add_layernorm_avx512(float *x, const float *a, size_t n_rows, size_t d, 
     sk_add_layernorm_ref(x, a, n_rows, d, w, b, eps, y);
 }
 int sk_all_finite_avx512(const float *x, size_t n) { return sk_all_finite_ref(x, n); }
+void sk_rope_avx512(float *u, size_t n_heads, size_t D, const float *c, const float *s) {
+    sk_rope_ref(u, n_heads, D, c, s);
+}
 #endif
