@@ -251,22 +251,22 @@ static void gelu_check(geglu_fn geglu, gelu_fn gelu, const char *name) {
     sk_gelu_ref(x1, N);
     gelu(x2, N - 1);  /* odd length: the tail path; last one untouched */
     cr_assert_eq(x2[N - 1], a[N - 1]);
-    double worst = 0, worst_abs = 0;
+    /* the SIMD GELU's contract (kernels_x86.c): absolute error below 2.5e-7 max(1, |x|),
+     * the accuracy class of PyTorch's float GELU (about 1e-7 max(1, |x|)) */
+    double worst = 0;
     for (size_t i = 0; i + 1 < N; i++) {
         double want = 0.5 * (double)a[i] * (1.0 + erf((double)a[i] / sqrt(2.0)));
-        double ea = fabs(x2[i] - want);
-        /* relative to max(|want|, 1e-6): both tails keep relative accuracy */
-        double er = ea / fmax(fabs(want), 1e-6);
-        if (er > worst) worst = er;
-        if (ea > worst_abs) worst_abs = ea;
-        cr_expect(er < 2e-6, "%s(%.9g) = %.9g, want %.9g", name, (double)a[i], (double)x2[i],
+        double es = fabs(x2[i] - want) / fmax(1.0, fabs((double)a[i]));
+        if (es > worst) worst = es;
+        cr_expect(es < 2.5e-7, "%s(%.9g) = %.9g, want %.9g", name, (double)a[i], (double)x2[i],
                   want);
-        /* the libm reference rounds 1 + erf to 0 below about -5.9; the SIMD code keeps the
-         * tiny true value, hence the absolute floor */
-        cr_expect(fabs(y2[i] - y1[i]) <= 2e-6 * fabs(y1[i]) + 1e-7,
+        /* the tails stay on their side: gelu(x) <= 0 below 0 and gelu(x) <= x above */
+        cr_expect(a[i] < 0 ? x2[i] <= 0.0f : x2[i] <= a[i], "%s(%.9g) = %.9g", name,
+                  (double)a[i], (double)x2[i]);
+        cr_expect(fabs(y2[i] - y1[i]) <= 5e-7 * fmax(1.0, fabs((double)a[i])) * fabs(g[i]) + 1e-12,
                   "geglu at %zu: %.9g vs %.9g", i, (double)y2[i], (double)y1[i]);
     }
-    fprintf(stderr, "%s: worst relative error %.3g, absolute %.3g\n", name, worst, worst_abs);
+    fprintf(stderr, "%s: worst error %.3g x max(1, |x|)\n", name, worst);
 }
 
 Test(kernels, gelu_and_geglu_avx2) {
