@@ -209,6 +209,14 @@ AVX512 INLINE void kern_avx512(const float *const *xp, const void *base, size_t 
 #undef STEP
         }
     }
+    if (nc == 32 && nr == R5) { /* a whole tile: plain stores (measured faster on Zen 5) */
+#pragma GCC unroll 8
+        for (size_t r = 0; r < R5; r++) {
+            _mm512_storeu_ps(y + r * ldy, c[r][0]);
+            _mm512_storeu_ps(y + r * ldy + 16, c[r][1]);
+        }
+        return;
+    }
 #pragma GCC unroll 8
     for (size_t r = 0; r < R5; r++)
         if (r < nr) {
