@@ -12,9 +12,13 @@
  * a 16-bit shift) as they are loaded, so the three give identical results and each kernel
  * is instantiated once per element type with a single load path.
  *
- * exp and erf: vector versions accurate to a few ulp (exp: Cephes-style range reduction and
- * degree-6 polynomial; erfc: the Numerical Recipes Chebyshev fit, fractional error below
- * 1.2e-7), so GELU and softmax stay within ~1e-6 relative of the libm-based reference.
+ * Panels may also be a row-major matrix read in place (sk_packed.rstride), how attention
+ * multiplies by V.
+ *
+ * exp and erf: exp is accurate to a few ulp (Cephes-style range reduction and a degree-6
+ * polynomial), so the softmax stays within ~1e-6 relative of the libm-based reference; GELU
+ * takes erf from a rational fit with an absolute error of about 1.4e-7 max(1, |x|), the
+ * accuracy class of the reference runtime's own float GELU (see gelu256).
  */
 #include "kernels.h"
 
