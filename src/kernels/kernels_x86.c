@@ -550,6 +550,11 @@ AVX512 void sk_pack_avx512(const float *w, size_t ldw, size_t n_out, size_t n_in
     }
 }
 
+/* The lanes of the 16-wide vector at i (i < n) that fall before n: all 16, or the first n - i. */
+AVX512 INLINE __mmask16 lanes_before(size_t i, size_t n) {
+    return n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+}
+
 /* Masked load and store that take the plain instruction for a whole vector (measured on
  * Zen 5: LayerNorm of 88 x 64 rows 0.55 instead of 0.59 us, RoPE a third faster). */
 AVX512 INLINE __m512 load_m(const float *p, __mmask16 m) {
@@ -565,12 +570,11 @@ AVX512 INLINE void store_m(float *p, __mmask16 m, __m512 v) {
 /* The AVX2 rotation 16 lanes wide (the same operations, so the same bits); a masked tail
  * takes any half-size. */
 AVX512 void sk_rope_avx512(float *u, size_t n_heads, size_t D, const float *c, const float *s) {
-    const size_t half = D / 2, full = half / 16 * 16;
-    const __mmask16 tail = (__mmask16)((1u << (half - full)) - 1);
+    const size_t half = D / 2;
     for (size_t h = 0; h < n_heads; h++) {
         float *v = u + h * D;
         for (size_t i = 0; i < half; i += 16) {
-            const __mmask16 m = i < full ? (__mmask16)0xFFFF : tail;
+            const __mmask16 m = lanes_before(i, half);
             const __m512 x1 = load_m(v + i, m), x2 = load_m(v + half + i, m);
             const __m512 vc = load_m(c + i, m), vs = load_m(s + i, m);
             store_m(v + i, m, _mm512_sub_ps(_mm512_mul_ps(x1, vc), _mm512_mul_ps(x2, vs)));
@@ -587,7 +591,7 @@ AVX512 int sk_all_finite_avx512(const float *x, size_t n) {
     for (; i + 16 <= n; i += 16)
         bad |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_loadu_si512(x + i), expo), expo);
     if (i < n) {
-        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        const __mmask16 m = lanes_before(i, n);
         bad |= _mm512_mask_cmpeq_epi32_mask(
             m, _mm512_and_si512(_mm512_maskz_loadu_epi32(m, x + i), expo), expo);
     }
@@ -682,7 +686,7 @@ AVX512 void sk_geglu_avx512(const float *a, const float *g, float *y, size_t n) 
         _mm512_storeu_ps(y + i, _mm512_mul_ps(gelu512(_mm512_loadu_ps(a + i)),
                                               _mm512_loadu_ps(g + i)));
     if (i < n) {
-        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        __mmask16 m = lanes_before(i, n);
         __m512 v = _mm512_mul_ps(gelu512(_mm512_maskz_loadu_ps(m, a + i)),
                                  _mm512_maskz_loadu_ps(m, g + i));
         _mm512_mask_storeu_ps(y + i, m, v);
@@ -693,7 +697,7 @@ AVX512 void sk_gelu_avx512(float *x, size_t n) {
     size_t i = 0;
     for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, gelu512(_mm512_loadu_ps(x + i)));
     if (i < n) {
-        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        __mmask16 m = lanes_before(i, n);
         _mm512_mask_storeu_ps(x + i, m, gelu512(_mm512_maskz_loadu_ps(m, x + i)));
     }
 }
@@ -716,7 +720,7 @@ AVX512 INLINE void softmax512_rows(float *x, size_t ld, const int G, size_t nk, 
     }
     for (size_t i = 0; i < nk; i += 16) {
         const __m512i idx = _mm512_add_epi32(lane, _mm512_set1_epi32((int)i));
-        const __mmask16 in = nk - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nk - i)) - 1);
+        const __mmask16 in = lanes_before(i, nk);
         #pragma GCC unroll 8
         for (int r = 0; r < G; r++) {
             const __mmask16 m = full ? in : _mm512_cmpge_epi32_mask(idx, va[r]) &
@@ -729,7 +733,7 @@ AVX512 INLINE void softmax512_rows(float *x, size_t ld, const int G, size_t nk, 
     for (int r = 0; r < G; r++) vmx[r] = _mm512_set1_ps(_mm512_reduce_max_ps(vm[r]));
     for (size_t i = 0; i < nk; i += 16) {
         const __m512i idx = _mm512_add_epi32(lane, _mm512_set1_epi32((int)i));
-        const __mmask16 in = nk - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nk - i)) - 1);
+        const __mmask16 in = lanes_before(i, nk);
         __mmask16 m[8];
         __m512 e[8];
         #pragma GCC unroll 8
@@ -750,7 +754,7 @@ AVX512 INLINE void softmax512_rows(float *x, size_t ld, const int G, size_t nk, 
     #pragma GCC unroll 8
     for (int r = 0; r < G; r++) inv[r] = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum[r]));
     for (size_t i = 0; i < nk; i += 16) {
-        const __mmask16 in = nk - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nk - i)) - 1);
+        const __mmask16 in = lanes_before(i, nk);
         #pragma GCC unroll 8
         for (int r = 0; r < G; r++)
             _mm512_mask_storeu_ps(x + r * ld + i, in,
@@ -823,8 +827,6 @@ AVX512 INLINE void ln512_row_offsets(size_t nr, size_t d, size_t *off) {
  * would lose the digits that matter, the shifted values keep them (x - hi is exact for
  * values within a factor of two of hi, and small next to them otherwise). */
 AVX512 INLINE void ln512_mean16(const float *x, size_t nr, size_t d, float *mhi, float *mlo) {
-    const size_t full = d / 16 * 16;
-    const __mmask16 tail = (__mmask16)((1u << (d - full)) - 1);
     size_t off[16];
     ln512_row_offsets(nr, d, off);
     __m512 s[16];
@@ -834,7 +836,7 @@ AVX512 INLINE void ln512_mean16(const float *x, size_t nr, size_t d, float *mhi,
         mhi[j] = x[off[j]];
     }
     for (size_t i = 0; i < d; i += 16) {
-        const __mmask16 m = i < full ? (__mmask16)0xFFFF : tail;
+        const __mmask16 m = lanes_before(i, d);
         #pragma GCC unroll 16
         for (int j = 0; j < 16; j++) {
             s[j] = _mm512_add_ps(s[j], _mm512_maskz_sub_ps(m, load_m(x + off[j] + i, m),
@@ -847,15 +849,13 @@ AVX512 INLINE void ln512_mean16(const float *x, size_t nr, size_t d, float *mhi,
 /* Phase 2: 1 / sqrt(var + eps) of each row, from the centred values. */
 AVX512 INLINE void ln512_rstd16(const float *x, size_t nr, size_t d, float eps, const float *mhi,
                                 const float *mlo, float *rs) {
-    const size_t full = d / 16 * 16;
-    const __mmask16 tail = (__mmask16)((1u << (d - full)) - 1);
     size_t off[16];
     ln512_row_offsets(nr, d, off);
     __m512 q[16];
     #pragma GCC unroll 16
     for (int j = 0; j < 16; j++) q[j] = _mm512_setzero_ps();
     for (size_t i = 0; i < d; i += 16) {
-        const __mmask16 m = i < full ? (__mmask16)0xFFFF : tail;
+        const __mmask16 m = lanes_before(i, d);
         #pragma GCC unroll 16
         for (int j = 0; j < 16; j++) {
             const __m512 t = _mm512_maskz_sub_ps(
@@ -880,10 +880,8 @@ AVX512 INLINE void ln512_rstd16(const float *x, size_t nr, size_t d, float eps, 
 AVX512 INLINE void ln512_apply16(const float *x, size_t nr, size_t d, const float *w,
                                  const float *b, const float *mhi, const float *mlo,
                                  const float *rs, float *y) {
-    const size_t full = d / 16 * 16;
-    const __mmask16 tail = (__mmask16)((1u << (d - full)) - 1);
     for (size_t i = 0; i < d; i += 16) {
-        const __mmask16 m = i < full ? (__mmask16)0xFFFF : tail;
+        const __mmask16 m = lanes_before(i, d);
         const __m512 vw = load_m(w + i, m);
         const __m512 vb = b ? load_m(b + i, m) : _mm512_setzero_ps();
         for (size_t j = 0; j < nr; j++) {
