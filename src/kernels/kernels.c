@@ -74,8 +74,7 @@ void sk_add_layernorm(float *x, const float *a, size_t n_rows, size_t d, const f
         sk_add_layernorm_avx512(x, a, n_rows, d, w, b, eps, y);
         return;
     }
-    if (a)
-        for (size_t i = 0, n = n_rows * d; i < n; i++) x[i] += a[i];
+    if (a) sk_add(x, a, n_rows * d);
     sk_layernorm(x, n_rows, d, w, b, eps, y);
 }
 

@@ -100,6 +100,8 @@ void sk_layernorm_avx2(const float *x, size_t n_rows, size_t d, const float *w, 
                        float eps, float *y);
 void sk_layernorm_avx512(const float *x, size_t n_rows, size_t d, const float *w,
                          const float *b, float eps, float *y);
+/* x[i] += a[i] for i < n (the residual add; x and a distinct). */
+void sk_add(float *restrict x, const float *restrict a, size_t n);
 /* The residual step before a LayerNorm, in one pass over the rows: x += a (when a is not
  * NULL), then y = LayerNorm(x) as above. y may alias x or a. */
 void sk_add_layernorm_ref(float *x, const float *a, size_t n_rows, size_t d, const float *w,

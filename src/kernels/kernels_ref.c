@@ -43,10 +43,13 @@ void sk_layernorm_ref(const float *x, size_t n_rows, size_t d, const float *w, c
     }
 }
 
+void sk_add(float *restrict x, const float *restrict a, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] += a[i];
+}
+
 void sk_add_layernorm_ref(float *x, const float *a, size_t n_rows, size_t d, const float *w,
                           const float *b, float eps, float *y) {
-    if (a)
-        for (size_t i = 0, n = n_rows * d; i < n; i++) x[i] += a[i];
+    if (a) sk_add(x, a, n_rows * d);
     sk_layernorm_ref(x, n_rows, d, w, b, eps, y);
 }
 

@@ -952,11 +952,6 @@ typedef struct seq_rows {
  * same code whatever the split, so results do not depend on the thread count. */
 #define SK_ROWS_MT_MIN 32768  /* floats touched below which a step stays on one thread */
 
-/* h += a (distinct buffers: restrict lets the compiler vectorize) */
-static void add_rows(float *restrict h, const float *restrict a, size_t n) {
-    for (size_t i = 0; i < n; i++) h[i] += a[i];
-}
-
 typedef void (*rows_fn)(void *ctx, size_t r0, size_t r1);
 typedef struct rows_job {
     rows_fn fn;
@@ -996,7 +991,7 @@ static void ln_rows(void *ctx, size_t r0, size_t r1) {
     if (c->w)
         sk_add_layernorm(x, a, r1 - r0, c->d, c->w, c->b, c->eps, c->y + r0 * c->d);
     else if (a)
-        add_rows(x, a, (r1 - r0) * c->d);
+        sk_add(x, a, (r1 - r0) * c->d);
 }
 
 /* x += a (rows of d), then (when w) y = LN(x) */
