@@ -41,6 +41,9 @@ TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 stage "bindings: Go, Java, Node, Rust (and the cross-check against the CLI)"
 bindings/run-tests.sh --build-dir build --no-build
 
+stage "bindings from consumer projects outside the repository (no SWIG on PATH)"
+bindings/run-consumers.sh --build-dir build
+
 stage "Debian packages, installed and used by a pkg-config consumer"
 packaging/test-debs.sh build
 

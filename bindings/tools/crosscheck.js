@@ -1,7 +1,8 @@
 'use strict';
-// crosscheck.js DIR - the four bindings must give the same answers as the C CLI.
-// DIR holds go.txt, java.txt, node.txt, rust.txt (each binding's typed answers to the example
-// request, every double as the 16 hex digits of its IEEE-754 bits) and cli.json (the output of
+// crosscheck.js DIR [LANG...] - the bindings must give the same answers as the C CLI.
+// DIR holds LANG.txt for each binding (default: go java node rust python; each binding's typed
+// answers to the example request, every double as the 16 hex digits of its IEEE-754 bits; an
+// absent value, such as a noul answer's confidence, as `none`) and cli.json (the output of
 // `skycmd decide`). Checks: (1) the four dumps are byte-identical; (2) every number the CLI
 // printed equals the bindings' double to the last printed digit (the double rounded to the
 // printed number of significant digits gives the printed value), and choices, keys, types and
@@ -10,7 +11,7 @@ const fs = require('fs');
 const path = require('path');
 
 const dir = process.argv[2];
-const langs = ['go', 'java', 'node', 'rust'];
+const langs = process.argv.length > 3 ? process.argv.slice(3) : ['go', 'java', 'node', 'rust', 'python'];
 const dumps = {};
 const problems = [];
 for (const l of langs) {
@@ -68,6 +69,7 @@ function parse(text) {
 }
 
 function bitsToDouble(hex) {
+  if (hex === 'none') return null;
   const b = Buffer.from(hex, 'hex');
   return b.readDoubleBE(0);
 }
@@ -118,7 +120,7 @@ if (cli && dump) {
         same(`${id}.confidence`, cur.a.confidence, conf);
       } else if (type === 'noul') {
         same(`${id}.noul`, cur.a.noul, value);
-        if (!Number.isNaN(conf)) problems.push(`${id}: noul confidence is not NaN`);
+        if (conf !== null) problems.push(`${id}: noul confidence is not absent ('none')`);
       }
     } else if (f[0] === 'option') {
       if (!cur || !cur.a) continue;
