@@ -745,3 +745,19 @@ Test(convert, bad_arguments) {
     skycmd_error_free(err);
 }
 
+
+/* Keys laya reads with a default: an absent key means laya's default, not ours
+ * (laya 0.4.15 Agent: cfg.get("max_len", 512), cfg.get("head_max_len", 192),
+ * cfg.get("temperature", [1.0, 1.0, 1.0])). */
+Test(convert, absent_rl_keys_take_laya_defaults) {
+    static const char json[] = "{\"head_layers\": 1}";
+    sk_laya_config c;
+    memset(&c, 0, sizeof c);
+    sk_err e = {0};
+    cr_assert_eq(sk_laya_parse_rl_config(json, strlen(json), "", &c, &e), 0, "%s", e.msg);
+    cr_expect_eq(c.max_len, 512);
+    cr_expect_eq(c.head_max_len, 192);
+    cr_expect_eq(c.temperature[0], 1.0f);
+    cr_expect_eq(c.temperature[1], 1.0f);
+    cr_expect_eq(c.temperature[2], 1.0f);
+}
