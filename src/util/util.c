@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,6 +213,12 @@ int sk_read_file(const char *path, char **out, size_t *len, size_t max_len, sk_e
     *out = d;
     if (len) *len = l;
     return SKYCMD_OK;
+}
+
+size_t sk_first_nonfinite(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return i;
+    return n;
 }
 
 void sk_random_hex12(char hex[13]) {

@@ -121,6 +121,10 @@ typedef struct sk_atomic_file {
     void *fp;      /* FILE * */
 } sk_atomic_file;
 
+/* The index of the first NaN or infinity in x[0..n), or n when every value is finite
+ * (convert and quantize refuse such weights, naming the tensor and the element). */
+size_t sk_first_nonfinite(const float *x, size_t n);
+
 /* The suffix every temporary output carries (files and the random-model directories). */
 #define SK_PARTIAL_SUFFIX ".skycmd-partial."
 /* Fill hex[0..12] with 12 random hex digits and a NUL (from /dev/urandom; the clock and the
