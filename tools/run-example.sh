@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job on the built-in default model: a deterministic random s1-pico answers the
-# Flappy Drone example request. Expects tools/setup.sh to have built ./build.
+# The main job on the built-in default model: the trained s1-pico-flappy (models/, made by
+# tools/train/train.py with laya's own training loop) answers the Flappy Drone example
+# request. Expects tools/setup.sh to have built ./build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build/skycmd decide --random s1-pico --pretty examples/flappy-drone.json
+build/skycmd decide --pretty examples/flappy-drone.json

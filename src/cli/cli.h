@@ -117,6 +117,18 @@ int cli_usage_error(const cli_cmd *cmd, const char *fmt, ...)
  * *buf (NUL-terminated, for free()) and *len, or 1 after printing why. */
 int cli_read_input(const char *cmd, const char *path, size_t max, char **buf, size_t *len);
 
+/* The built-in default model (models/s1-pico-flappy.gguf of the source tree, installed as
+ * <datadir>/skycmd/models/). Looked for, in order: $SKYCMD_DEFAULT_MODEL; beside the
+ * running program, <exe dir>/../share/skycmd/models/ (an installed tree, wherever it was
+ * moved) and <exe dir>/share/skycmd/models/ (the build tree); the install directory the
+ * program was configured with. Returns 0 with the path in buf, or 1 after printing where it
+ * looked. */
+#define CLI_DEFAULT_MODEL_FILE "s1-pico-flappy.gguf"
+int cli_default_model(const char *cmd, char *buf, size_t n);
+/* Whether path names a GGUF file (its first four bytes are "GGUF") or a directory (a Laya
+ * checkpoint): how `decide` tells a lone MODEL argument from a lone REQUEST argument. */
+int cli_looks_like_model(const char *path);
+
 /* A private temporary directory ($TMPDIR or /tmp) and one file path inside it, removed by
  * cli_temp_free(). Start from `cli_temp t = {0}` so cli_temp_free() is always safe. */
 typedef struct cli_temp {

@@ -339,6 +339,63 @@ int cli_flush_stdout(const char *cmd) {
 
 /* ------------------------------------------------------------ files ------------ */
 
+#ifndef SKYCMD_INSTALL_DATADIR
+#define SKYCMD_INSTALL_DATADIR "/usr/local/share"
+#endif
+
+static int is_regular_file(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+int cli_default_model(const char *cmd, char *buf, size_t n) {
+    const char *env = getenv("SKYCMD_DEFAULT_MODEL");
+    if (env && env[0]) {
+        if (is_regular_file(env) && strlen(env) < n) {
+            snprintf(buf, n, "%s", env);
+            return 0;
+        }
+        fprintf(stderr, "skycmd %s: SKYCMD_DEFAULT_MODEL=%s: not a readable file\n", cmd, env);
+        return 1;
+    }
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char tried[3][4200];
+    int n_tried = 0;
+    if (len > 0) {
+        exe[len] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = '\0';
+        snprintf(tried[n_tried++], sizeof tried[0], "%s/../share/skycmd/models/" CLI_DEFAULT_MODEL_FILE, exe);
+        snprintf(tried[n_tried++], sizeof tried[0], "%s/share/skycmd/models/" CLI_DEFAULT_MODEL_FILE, exe);
+    }
+    snprintf(tried[n_tried++], sizeof tried[0], "%s/skycmd/models/" CLI_DEFAULT_MODEL_FILE,
+             SKYCMD_INSTALL_DATADIR);
+    for (int i = 0; i < n_tried; i++) {
+        if (is_regular_file(tried[i]) && strlen(tried[i]) < n) {
+            snprintf(buf, n, "%s", tried[i]);
+            return 0;
+        }
+    }
+    fprintf(stderr, "skycmd %s: the built-in model " CLI_DEFAULT_MODEL_FILE " is not installed "
+            "(looked in", cmd);
+    for (int i = 0; i < n_tried; i++) fprintf(stderr, "%s %s", i ? "," : "", tried[i]);
+    fprintf(stderr, "); give MODEL.gguf or set SKYCMD_DEFAULT_MODEL\n");
+    return 1;
+}
+
+int cli_looks_like_model(const char *path) {
+    struct stat sb;
+    if (stat(path, &sb) != 0) return 0;
+    if (S_ISDIR(sb.st_mode)) return 1;
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    char magic[4];
+    int yes = fread(magic, 1, 4, f) == 4 && memcmp(magic, "GGUF", 4) == 0;
+    fclose(f);
+    return yes;
+}
+
 int cli_read_input(const char *cmd, const char *path, size_t max, char **buf, size_t *len) {
     int use_stdin = strcmp(path, "-") == 0;
     const char *shown = use_stdin ? "standard input" : path;

@@ -1,6 +1,8 @@
-/* cmd_decide.c - `skycmd decide MODEL.gguf [REQUEST.json|-]`: answer one /v1/systemone
- * request and print the response JSON (public API only). With --random PRESET the model is
- * a deterministic random one written to a temporary file first (removed once loaded). */
+/* cmd_decide.c - `skycmd decide [MODEL.gguf] REQUEST.json|-`: answer one /v1/systemone
+ * request and print the response JSON (public API only). Without MODEL the built-in
+ * default model answers (models/s1-pico-flappy.gguf, a trained Flappy Drone model). With
+ * --random PRESET the model is a deterministic random one written to a temporary file
+ * first (removed once loaded). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,13 +13,18 @@
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: skycmd decide <MODEL.gguf | --random PRESET> [REQUEST.json|-] [options]\n"
+            "usage: skycmd decide [MODEL.gguf | --random PRESET] REQUEST.json|- [options]\n"
+            "       skycmd decide MODEL.gguf            (the request from stdin)\n"
             "\n"
-            "Answer a /v1/systemone request (read from REQUEST.json, or stdin when it is '-'\n"
-            "or absent) with a decision model and print the response JSON:\n"
+            "Answer a /v1/systemone request (read from REQUEST.json, or stdin when it is '-')\n"
+            "with a decision model and print the response JSON:\n"
             "  {\"model\", \"answers\", \"usage\": {\"input_tokens\", \"output_tokens\": 0}}\n"
             "\n"
             "model:\n"
+            "  (none)             the built-in model s1-pico-flappy, trained on Flappy Drone\n"
+            "                     states (<datadir>/skycmd/models/; $SKYCMD_DEFAULT_MODEL\n"
+            "                     overrides). A lone argument that is a GGUF file or a\n"
+            "                     directory is the model, anything else the request\n"
             "  MODEL.gguf         a GGUF decision model; '-' reads it from stdin (the request\n"
             "                     then comes from a file)\n"
             "  --random PRESET    a deterministic random model instead: s1-pico, s1-nano,\n"
@@ -41,6 +48,7 @@ static void usage(FILE *out) {
             "\n"
             "exit status: 0 answered, 1 error (message on stderr), 2 usage error\n"
             "examples:\n"
+            "  skycmd decide examples/flappy-drone.json --pretty\n"
             "  skycmd decide s1-pico.gguf examples/flappy-drone.json --pretty\n"
             "  skycmd decide --random s1-pico examples/flappy-drone.json --q8\n");
 }
@@ -99,9 +107,23 @@ int cmd_decide(int argc, char **argv) {
     const char *pos[2];
     int n_pos, rc = cli_parse(&cmd, argc, argv, pos, &n_pos);
     if (rc != CLI_CONTINUE) return rc;
-    const char *model_path = random ? NULL : (n_pos > 0 ? pos[0] : NULL);
-    const char *req_path = random ? (n_pos > 0 ? pos[0] : "-") : (n_pos > 1 ? pos[1] : "-");
-    if (!random && !model_path) return cli_usage_error(&cmd, "give MODEL.gguf or --random PRESET");
+    /* decide REQ | decide MODEL (request on stdin) | decide MODEL REQ | decide --random P [REQ] */
+    char default_model[4300];
+    const char *model_path = NULL, *req_path = "-";
+    if (random) {
+        req_path = n_pos > 0 ? pos[0] : "-";
+    } else if (n_pos == 2) {
+        model_path = pos[0];
+        req_path = pos[1];
+    } else if (n_pos == 1 && (strcmp(pos[0], "-") == 0 ? 0 : cli_looks_like_model(pos[0]))) {
+        model_path = pos[0];
+    } else if (n_pos == 1) {
+        req_path = pos[0];
+        if (cli_default_model(cmd.name, default_model, sizeof default_model)) return 1;
+        model_path = default_model;
+    } else {
+        return cli_usage_error(&cmd, "give REQUEST.json (or '-'), MODEL.gguf REQUEST.json, or --random PRESET");
+    }
     if (random && n_pos > 1) return cli_usage_error(&cmd, "unexpected argument '%s'", pos[1]);
     if (random && (rc = cli_check_preset(&cmd, "--random", random))) return rc;
     if (!random && (m.seed != CLI_UNSET || m.massive != CLI_UNSET || m.type != CLI_UNSET ||

@@ -156,10 +156,13 @@ def main():
     agent = laya.Agent(trained, device="cpu")
     figures = evaluate(agent, test)
     print(json.dumps(figures, indent=1), flush=True)
+    # the checkpoint as laya saved it (its epoch snapshot left out), and its conversion
     os.makedirs(args.out, exist_ok=True)
+    ckpt = os.path.join(args.out, "s1-pico-flappy.laya")
+    shutil.rmtree(ckpt, ignore_errors=True)
+    shutil.copytree(trained, ckpt, ignore=shutil.ignore_patterns("checkpoint_latest"))
     gguf = os.path.join(args.out, "s1-pico-flappy.gguf")
-    subprocess.run([args.skycmd, "convert", trained, gguf, "--name", "s1-pico-flappy"], check=True)
-    shutil.copytree(trained, os.path.join(work, "laya-checkpoint"), dirs_exist_ok=True)
+    subprocess.run([args.skycmd, "convert", ckpt, gguf, "--name", "s1-pico-flappy"], check=True)
 
     versions = {}
     for pkg in ("laya", "torch", "transformers", "tokenizers", "safetensors", "numpy"):
