@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalDouble;
 import org.skycmd.internal.SkyResponse;
 
 /** The answers of one decide call, copied out of the C response (which is freed at once). */
@@ -20,8 +21,11 @@ public final class Response {
             List<Probability> ps = new ArrayList<>();
             long m = b.optionCount(i);
             for (long j = 0; j < m; j++) ps.add(new Probability(b.optionKey(i, j), b.optionProbability(i, j)));
+            // The C ABI reports a noul answer's absent confidence as NaN.
+            double conf = b.answerConfidence(i);
             list.add(new Answer(b.answerId(i), t, t == AnswerType.CHOICE ? b.answerChoice(i) : null,
-                                b.answerValue(i), b.answerConfidence(i), Collections.unmodifiableList(ps)));
+                                b.answerValue(i), Double.isNaN(conf) ? OptionalDouble.empty() : OptionalDouble.of(conf),
+                                Collections.unmodifiableList(ps)));
         }
         this.answers = Collections.unmodifiableList(list);
         this.inputTokens = b.inputTokens();

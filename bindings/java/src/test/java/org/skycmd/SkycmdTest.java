@@ -14,6 +14,7 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.OptionalDouble;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -127,11 +128,12 @@ class SkycmdTest {
                 ? act.probabilities().get(0) : act.probabilities().get(1);
         assertEquals(best.key(), act.choice());
         assertEquals(best.p(), act.value());
-        assertFalse(Double.isNaN(act.confidence()));
+        assertTrue(act.confidence().isPresent());
+        assertFalse(Double.isNaN(act.confidence().getAsDouble()));
         Answer dn = r.answer("danger").orElseThrow();
         assertEquals(List.of("false", "true"), dn.probabilities().stream().map(Probability::key).toList());
         assertEquals(dn.probabilities().get(1).p(), dn.value());
-        assertTrue(Double.isNaN(dn.confidence()));
+        assertTrue(dn.confidence().isEmpty());
         assertNull(dn.choice());
         Answer mg = r.answer("margin").orElseThrow();
         assertEquals(3, mg.probabilities().size());
@@ -141,6 +143,7 @@ class SkycmdTest {
             exp += i * mg.probabilities().get(i).p();
         }
         assertEquals(exp, mg.value(), 1e-9);
+        assertTrue(mg.confidence().isPresent());
         assertTrue(r.json().contains("\"answers\"") && r.json().contains("\"" + act.choice() + "\""));
     }
 
@@ -158,6 +161,8 @@ class SkycmdTest {
     }
 
     static String bits(double v) { return String.format("%016x", Double.doubleToRawLongBits(v)); }
+
+    static String bits(OptionalDouble v) { return v.isPresent() ? bits(v.getAsDouble()) : "none"; }
 
     @Test
     void exampleRequestAnswered() throws IOException {
@@ -271,36 +276,53 @@ class SkycmdTest {
         assertTrue(rss600 - rss300 < 32768, "RSS grew by " + (rss600 - rss300) + " KiB");
     }
 
-    /** The jar path of NativeLoader: the native files extract from a jar into a temp dir. */
-    @Test
-    void nativeFilesExtractFromAJar() throws Exception {
+    static Path nativeLibrary() throws Exception {
         Path classes = Paths.get(NativeLoader.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-        Path nativeDir = classes.resolve("native/linux-x86_64");
+        return classes.resolve(NativeLoader.RESOURCE.substring(1));
+    }
+
+    /** The jar path of NativeLoader: the one native library extracts from a jar. */
+    @Test
+    void nativeLibraryExtractsFromAJar() throws Exception {
+        Path lib = nativeLibrary();
         Path jar = tmp.resolve("native.jar");
         try (OutputStream os = Files.newOutputStream(jar); JarOutputStream jos = new JarOutputStream(os)) {
-            for (String name : new String[] {"libskycmd_jni.so", "bundled.txt", Files.readString(nativeDir.resolve("bundled.txt")).trim()}) {
-                jos.putNextEntry(new JarEntry("native/linux-x86_64/" + name));
-                jos.write(Files.readAllBytes(nativeDir.resolve(name)));
-                jos.closeEntry();
-            }
-            jos.putNextEntry(new JarEntry("org/skycmd/Anchor.class"));
+            jos.putNextEntry(new JarEntry(NativeLoader.RESOURCE.substring(1)));
+            jos.write(Files.readAllBytes(lib));
             jos.closeEntry();
         }
-        try (URLClassLoader cl = new URLClassLoader(new URL[] {jar.toUri().toURL()}, null)) {
-            URL glue = cl.getResource("native/linux-x86_64/libskycmd_jni.so");
-            assertEquals("jar", glue.getProtocol());
-            // Run the extraction against a class whose resources come from the jar.
-            Method extract = NativeLoader.class.getDeclaredMethod("extract", Class.class);
-            extract.setAccessible(true);
-            Class<?> anchor = new URLClassLoader(new URL[] {jar.toUri().toURL()}, null) {
+        try (var cl = new URLClassLoader(new URL[] {jar.toUri().toURL()}, null) {
                 Class<?> define() throws Exception {
+                    Path classes = lib.getParent().getParent().getParent();
                     byte[] b = Files.readAllBytes(classes.resolve("org/skycmd/Probability.class"));
                     return defineClass("org.skycmd.Probability", b, 0, b.length);
                 }
-            }.define();
-            Path out = (Path) extract.invoke(null, anchor);
-            assertArrayEquals(Files.readAllBytes(nativeDir.resolve("libskycmd_jni.so")), Files.readAllBytes(out.resolve("libskycmd_jni.so")));
-            assertTrue(Files.isRegularFile(out.resolve(Files.readString(nativeDir.resolve("bundled.txt")).trim())));
+            }) {
+            assertEquals("jar", cl.getResource(NativeLoader.RESOURCE.substring(1)).getProtocol());
+            // Run the extraction against a class whose resources come from the jar.
+            Method extract = NativeLoader.class.getDeclaredMethod("extract", Class.class);
+            extract.setAccessible(true);
+            Path out = (Path) extract.invoke(null, cl.define());
+            assertEquals("libskycmd_jni.so", out.getFileName().toString());
+            assertArrayEquals(Files.readAllBytes(lib), Files.readAllBytes(out));
         }
+    }
+
+    /** The library is self-contained: its NEEDED entries are the C runtime only. */
+    @Test
+    void nativeLibraryNeedsOnlyTheCRuntime() throws Exception {
+        Process p = new ProcessBuilder("readelf", "-d", nativeLibrary().toString()).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(0, p.waitFor(), out);
+        List<String> needed = new ArrayList<>();
+        for (String line : out.split("\n")) {
+            int a = line.indexOf("(NEEDED)");
+            if (a >= 0) needed.add(line.substring(line.indexOf('[') + 1, line.indexOf(']')));
+        }
+        assertFalse(needed.isEmpty(), out);
+        for (String n : needed) {
+            assertTrue(n.matches("(libc|libm|libpthread|libdl|librt)\\.so\\.[0-9]+|ld-linux.*"), "unexpected NEEDED " + n + " in " + needed);
+        }
+        assertTrue(out.contains("NEEDED") && !out.contains("libskycmd") && !out.contains("cjson") && !out.contains("utf8proc"), out);
     }
 }
