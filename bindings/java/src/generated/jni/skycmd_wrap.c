@@ -234,15 +234,51 @@ static void SWIGUNUSED SWIG_JavaThrowException(JNIEnv *jenv, SWIG_JavaExceptionC
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "skycmd.h"
 
-typedef struct SkyOptions { skycmd_options *h; } SkyOptions;
+/* Counters shared between threads use the GCC/Clang __atomic builtins: the same code
+ * compiles as C (Go's cgo, Java's JNI glue) and as C++ (the Node addon), where C11
+ * _Atomic is not available. */
+typedef struct SkyOptions {
+    skycmd_options *h;
+    uint64_t done, total, calls; /* last progress report and how many there were */
+    int cancel;                  /* non-zero: the next progress report cancels the call */
+} SkyOptions;
 typedef struct SkyCall { skycmd_error *err; char *output; int status; } SkyCall;
-typedef struct SkyModel { skycmd_model *h; } SkyModel;
+typedef struct SkyModel {
+    skycmd_model *h;
+    void *bytes;   /* the model's own copy of a buffer it was opened from (or NULL) */
+    int borrowers; /* open SkyTokenizer boxes borrowed from this model */
+} SkyModel;
+typedef struct SkyTokenizer {
+    const skycmd_tokenizer *h;
+    skycmd_tokenizer *owned; /* == h when loaded from a tokenizer.json, else NULL */
+    SkyModel *model;         /* the lender when borrowed, else NULL */
+    int32_t *ids;            /* the id list: encode() output, decode() input */
+    size_t n_ids, cap_ids;
+    size_t count;            /* ids of the last encode() or count() */
+    char *text;              /* the last decode() output */
+    char *msg;
+} SkyTokenizer;
 typedef struct SkySession { skycmd_session *h; char *msg; } SkySession;
+typedef struct SkyBatch {
+    skycmd_request **reqs;
+    skycmd_response **out; /* filled by SkySession.decideBatch, taken by takeResponse */
+    size_t n, cap;
+    char *msg;
+} SkyBatch;
 typedef struct SkyResponse { skycmd_response *h; } SkyResponse;
+
+static int sky_options_progress(void *user_data, uint64_t done, uint64_t total) {
+    SkyOptions *o = (SkyOptions *)user_data;
+    __atomic_store_n(&o->done, done, __ATOMIC_RELAXED);
+    __atomic_store_n(&o->total, total, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&o->calls, 1, __ATOMIC_RELEASE);
+    return __atomic_load_n(&o->cancel, __ATOMIC_ACQUIRE) != 0;
+}
 
 static const char sky_closed_msg[] = "handle is closed";
 
@@ -252,20 +288,54 @@ static int sky_call_done(SkyCall *c, int st) {
     return st;
 }
 
-static void sky_session_setmsg(SkySession *s, const char *m) {
-    if (!s) return;
-    free(s->msg);
-    s->msg = NULL;
+/* Replace a box's message with a copy of m (NULL: none). */
+static void sky_setmsg(char **slot, const char *m) {
+    free(*slot);
+    *slot = NULL;
     if (m) {
         size_t n = strlen(m);
-        s->msg = (char *)malloc(n + 1);
-        if (s->msg) memcpy(s->msg, m, n + 1);
+        *slot = (char *)malloc(n + 1);
+        if (*slot) memcpy(*slot, m, n + 1);
     }
+}
+
+static void sky_session_setmsg(SkySession *s, const char *m) {
+    if (s) sky_setmsg(&s->msg, m);
+}
+
+/* Free a model box's model and its buffer copy; BUSY (nothing freed) while tokenizers are
+ * borrowed or sessions exist. */
+static int sky_model_release(SkyModel *m) {
+    int st;
+    if (__atomic_load_n(&m->borrowers, __ATOMIC_ACQUIRE) > 0) return SKYCMD_E_BUSY;
+    st = skycmd_model_free(m->h);
+    if (st != SKYCMD_OK) return st;
+    m->h = NULL;
+    free(m->bytes);
+    m->bytes = NULL;
+    return SKYCMD_OK;
+}
+
+static void sky_tokenizer_release(SkyTokenizer *t) {
+    if (t->owned) skycmd_tokenizer_free(t->owned);
+    if (t->model) __atomic_sub_fetch(&t->model->borrowers, 1, __ATOMIC_RELEASE);
+    t->h = NULL;
+    t->owned = NULL;
+    t->model = NULL;
+}
+
+static void sky_batch_free_responses(SkyBatch *b) {
+    size_t i;
+    if (!b->out) return;
+    for (i = 0; i < b->n; i++) skycmd_response_free(b->out[i]);
+    free(b->out);
+    b->out = NULL;
 }
 
 SWIGINTERN struct SkyOptions *new_SkyOptions(void){
         SkyOptions *o = (SkyOptions *)calloc(1, sizeof *o);
         if (o) o->h = skycmd_options_new();
+        if (o && o->h) skycmd_options_set_progress(o->h, sky_options_progress, o);
         return o;
     }
 SWIGINTERN void delete_SkyOptions(struct SkyOptions *self){
@@ -280,6 +350,11 @@ SWIGINTERN int SkyOptions_setString(struct SkyOptions *self,int option,char cons
         if (!self->h) return SKYCMD_E_NOMEM;
         return skycmd_options_set_string(self->h, option, value);
     }
+SWIGINTERN void SkyOptions_cancel(struct SkyOptions *self){ __atomic_store_n(&self->cancel, 1, __ATOMIC_RELEASE); }
+SWIGINTERN bool SkyOptions_cancelled(struct SkyOptions *self){ return __atomic_load_n(&self->cancel, __ATOMIC_ACQUIRE) != 0; }
+SWIGINTERN long long SkyOptions_progressDone(struct SkyOptions *self){ return (long long)__atomic_load_n(&self->done, __ATOMIC_RELAXED); }
+SWIGINTERN long long SkyOptions_progressTotal(struct SkyOptions *self){ return (long long)__atomic_load_n(&self->total, __ATOMIC_RELAXED); }
+SWIGINTERN long long SkyOptions_progressCalls(struct SkyOptions *self){ return (long long)__atomic_load_n(&self->calls, __ATOMIC_ACQUIRE); }
 SWIGINTERN struct SkyCall *new_SkyCall(void){
         SkyCall *c = (SkyCall *)calloc(1, sizeof *c);
         if (c) c->err = skycmd_error_new();
@@ -327,17 +402,14 @@ SWIGINTERN int SkyCall_openModel(struct SkyCall *self,char const *path,SkyOption
     }
 SWIGINTERN struct SkyModel *new_SkyModel(void){ return (SkyModel *)calloc(1, sizeof(SkyModel)); }
 SWIGINTERN void delete_SkyModel(struct SkyModel *self){
-        /* A box collected with live sessions cannot free the model (the C library refuses
-         * with BUSY); the language layers keep the model reachable from its sessions. */
-        if (self->h && skycmd_model_free(self->h) != SKYCMD_OK) return;
+        /* A box collected with live sessions or borrowed tokenizers cannot free the model
+         * (BUSY); the language layers keep the model reachable from its sessions and
+         * tokenizers. */
+        if (self->h && sky_model_release(self) != SKYCMD_OK) return;
         free(self);
     }
 SWIGINTERN bool SkyModel_isOpen(struct SkyModel *self){ return self->h != NULL; }
-SWIGINTERN int SkyModel_close(struct SkyModel *self){
-        int st = skycmd_model_free(self->h);
-        if (st == SKYCMD_OK) self->h = NULL;
-        return st;
-    }
+SWIGINTERN int SkyModel_close(struct SkyModel *self){ return sky_model_release(self); }
 SWIGINTERN char const *SkyModel_name(struct SkyModel *self){
         const char *n = self->h ? skycmd_model_name(self->h) : NULL;
         return n ? n : "";
@@ -347,6 +419,107 @@ SWIGINTERN int64_t SkyModel_getInt(struct SkyModel *self,char const *name){
         if (!self->h || skycmd_model_get_int(self->h, name, &v) != SKYCMD_OK) return -1;
         return v;
     }
+SWIGINTERN struct SkyTokenizer *new_SkyTokenizer(void){ return (SkyTokenizer *)calloc(1, sizeof(SkyTokenizer)); }
+SWIGINTERN void delete_SkyTokenizer(struct SkyTokenizer *self){
+        sky_tokenizer_release(self);
+        free(self->ids);
+        free(self->text);
+        free(self->msg);
+        free(self);
+    }
+SWIGINTERN int SkyTokenizer_fromModel(struct SkyTokenizer *self,SkyModel *model){
+        if (self->h) { sky_setmsg(&self->msg, "tokenizer box is already open"); return SKYCMD_E_MISUSE; }
+        if (!model || !model->h) { sky_setmsg(&self->msg, "model is closed"); return SKYCMD_E_MISUSE; }
+        self->h = skycmd_model_tokenizer(model->h);
+        if (!self->h) { sky_setmsg(&self->msg, "the model has no tokenizer"); return SKYCMD_E_NOT_FOUND; }
+        __atomic_add_fetch(&model->borrowers, 1, __ATOMIC_ACQ_REL);
+        self->model = model;
+        sky_setmsg(&self->msg, "");
+        return SKYCMD_OK;
+    }
+SWIGINTERN int SkyTokenizer_openJson(struct SkyTokenizer *self,char const *path){
+        skycmd_error *err;
+        int st;
+        if (self->h) { sky_setmsg(&self->msg, "tokenizer box is already open"); return SKYCMD_E_MISUSE; }
+        err = skycmd_error_new();
+        st = skycmd_tokenizer_open_json(path, &self->owned, err);
+        self->h = self->owned;
+        sky_setmsg(&self->msg, err ? skycmd_error_message(err) : skycmd_strerror(st));
+        skycmd_error_free(err);
+        return st;
+    }
+SWIGINTERN bool SkyTokenizer_isOpen(struct SkyTokenizer *self){ return self->h != NULL; }
+SWIGINTERN void SkyTokenizer_close(struct SkyTokenizer *self){ sky_tokenizer_release(self); }
+SWIGINTERN char const *SkyTokenizer_message(struct SkyTokenizer *self){ return self->msg ? self->msg : ""; }
+SWIGINTERN int SkyTokenizer_encode(struct SkyTokenizer *self,char const *text){
+        size_t n = 0;
+        int st;
+        if (!self->h) { sky_setmsg(&self->msg, sky_closed_msg); return SKYCMD_E_MISUSE; }
+        if (!text) { sky_setmsg(&self->msg, "text is NULL"); return SKYCMD_E_INVALID_ARGUMENT; }
+        st = skycmd_tokenizer_encode(self->h, text, strlen(text), self->ids, self->cap_ids, &n);
+        if (st == SKYCMD_OK && n > self->cap_ids) {
+            int32_t *grown = (int32_t *)realloc(self->ids, n * sizeof *grown);
+            if (!grown) { sky_setmsg(&self->msg, skycmd_strerror(SKYCMD_E_NOMEM)); return SKYCMD_E_NOMEM; }
+            self->ids = grown;
+            self->cap_ids = n;
+            st = skycmd_tokenizer_encode(self->h, text, strlen(text), self->ids, self->cap_ids, &n);
+        }
+        self->n_ids = st == SKYCMD_OK ? n : 0;
+        self->count = self->n_ids;
+        sky_setmsg(&self->msg, st == SKYCMD_OK ? "" : skycmd_strerror(st));
+        return st;
+    }
+SWIGINTERN int SkyTokenizer_count(struct SkyTokenizer *self,char const *text){
+        size_t n = 0;
+        int st;
+        if (!self->h) { sky_setmsg(&self->msg, sky_closed_msg); return SKYCMD_E_MISUSE; }
+        if (!text) { sky_setmsg(&self->msg, "text is NULL"); return SKYCMD_E_INVALID_ARGUMENT; }
+        st = skycmd_tokenizer_encode(self->h, text, strlen(text), NULL, 0, &n);
+        self->count = st == SKYCMD_OK ? n : 0;
+        sky_setmsg(&self->msg, st == SKYCMD_OK ? "" : skycmd_strerror(st));
+        return st;
+    }
+SWIGINTERN long long SkyTokenizer_tokenCount(struct SkyTokenizer *self){ return (long long)self->count; }
+SWIGINTERN long long SkyTokenizer_idCount(struct SkyTokenizer *self){ return (long long)self->n_ids; }
+SWIGINTERN int SkyTokenizer_tokenId(struct SkyTokenizer *self,long long i){
+        return (i >= 0 && (size_t)i < self->n_ids) ? self->ids[i] : -1;
+    }
+SWIGINTERN void SkyTokenizer_clearIds(struct SkyTokenizer *self){ self->n_ids = 0; }
+SWIGINTERN int SkyTokenizer_appendId(struct SkyTokenizer *self,int id){
+        if (self->n_ids == self->cap_ids) {
+            size_t cap = self->cap_ids ? 2 * self->cap_ids : 64;
+            int32_t *grown = (int32_t *)realloc(self->ids, cap * sizeof *grown);
+            if (!grown) { sky_setmsg(&self->msg, skycmd_strerror(SKYCMD_E_NOMEM)); return SKYCMD_E_NOMEM; }
+            self->ids = grown;
+            self->cap_ids = cap;
+        }
+        self->ids[self->n_ids++] = (int32_t)id;
+        return SKYCMD_OK;
+    }
+SWIGINTERN int SkyTokenizer_decode(struct SkyTokenizer *self){
+        char *out = NULL;
+        int st;
+        if (!self->h) { sky_setmsg(&self->msg, sky_closed_msg); return SKYCMD_E_MISUSE; }
+        st = skycmd_tokenizer_decode(self->h, self->ids, self->n_ids, &out);
+        free(self->text);
+        self->text = NULL;
+        if (st == SKYCMD_OK && out) {
+            size_t n = strlen(out);
+            self->text = (char *)malloc(n + 1);
+            if (self->text) memcpy(self->text, out, n + 1);
+            else st = SKYCMD_E_NOMEM;
+        }
+        skycmd_string_free(out);
+        sky_setmsg(&self->msg, st == SKYCMD_OK ? "" : skycmd_strerror(st));
+        return st;
+    }
+SWIGINTERN char const *SkyTokenizer_decodedText(struct SkyTokenizer *self){ return self->text ? self->text : ""; }
+SWIGINTERN char const *SkyTokenizer_token(struct SkyTokenizer *self,int id){
+        const char *t = self->h ? skycmd_tokenizer_token(self->h, (int32_t)id) : NULL;
+        return t ? t : "";
+    }
+SWIGINTERN long long SkyTokenizer_vocabSize(struct SkyTokenizer *self){ return self->h ? (long long)skycmd_tokenizer_vocab_size(self->h) : 0; }
+SWIGINTERN int SkyTokenizer_specialId(struct SkyTokenizer *self,int which){ return self->h ? skycmd_tokenizer_special_id(self->h, which) : -1; }
 SWIGINTERN struct SkySession *new_SkySession(void){ return (SkySession *)calloc(1, sizeof(SkySession)); }
 SWIGINTERN void delete_SkySession(struct SkySession *self){
         skycmd_session_free(self->h);
@@ -406,7 +579,71 @@ SWIGINTERN int SkySession_decide(struct SkySession *self,char const *request_jso
         sky_session_setmsg(self, st == SKYCMD_OK ? "" : skycmd_session_errmsg(self->h));
         return st;
     }
+SWIGINTERN int SkySession_decideBatch(struct SkySession *self,SkyBatch *batch){
+        int st;
+        if (!self->h) { sky_session_setmsg(self, sky_closed_msg); return SKYCMD_E_MISUSE; }
+        if (!batch || batch->out) {
+            sky_session_setmsg(self, "batch is missing or already answered");
+            return SKYCMD_E_MISUSE;
+        }
+        batch->out = (skycmd_response **)calloc(batch->n ? batch->n : 1, sizeof *batch->out);
+        if (!batch->out) { sky_session_setmsg(self, skycmd_strerror(SKYCMD_E_NOMEM)); return SKYCMD_E_NOMEM; }
+        st = skycmd_decide_batch(self->h, (const skycmd_request *const *)batch->reqs, batch->n, batch->out);
+        sky_session_setmsg(self, st == SKYCMD_OK ? "" : skycmd_session_errmsg(self->h));
+        if (st != SKYCMD_OK) sky_batch_free_responses(batch);
+        return st;
+    }
 SWIGINTERN char const *SkySession_message(struct SkySession *self){ return self->msg ? self->msg : ""; }
+SWIGINTERN struct SkyBatch *new_SkyBatch(void){ return (SkyBatch *)calloc(1, sizeof(SkyBatch)); }
+SWIGINTERN void delete_SkyBatch(struct SkyBatch *self){
+        size_t i;
+        sky_batch_free_responses(self);
+        for (i = 0; i < self->n; i++) skycmd_request_free(self->reqs[i]);
+        free(self->reqs);
+        free(self->msg);
+        free(self);
+    }
+SWIGINTERN int SkyBatch_add(struct SkyBatch *self,char const *request_json){
+        skycmd_request *req = NULL;
+        int st;
+        char head[32];
+        if (self->out) { sky_setmsg(&self->msg, "the batch was already answered"); return SKYCMD_E_MISUSE; }
+        if (!request_json) { sky_setmsg(&self->msg, "request is NULL"); return SKYCMD_E_INVALID_ARGUMENT; }
+        if (self->n == self->cap) {
+            size_t cap = self->cap ? 2 * self->cap : 8;
+            skycmd_request **grown = (skycmd_request **)realloc(self->reqs, cap * sizeof *grown);
+            if (!grown) { sky_setmsg(&self->msg, skycmd_strerror(SKYCMD_E_NOMEM)); return SKYCMD_E_NOMEM; }
+            self->reqs = grown;
+            self->cap = cap;
+        }
+        st = skycmd_request_parse(request_json, strlen(request_json), &req);
+        if (st != SKYCMD_OK) {
+            const char *m = req ? skycmd_request_errmsg(req) : skycmd_strerror(st);
+            char *full = (char *)malloc(sizeof head + strlen(m));
+            snprintf(head, sizeof head, "request %lu: ", (unsigned long)self->n);
+            if (full) { strcpy(full, head); strcat(full, m); }
+            sky_setmsg(&self->msg, full ? full : m);
+            free(full);
+            skycmd_request_free(req);
+            return st;
+        }
+        self->reqs[self->n++] = req;
+        sky_setmsg(&self->msg, "");
+        return SKYCMD_OK;
+    }
+SWIGINTERN long long SkyBatch_count(struct SkyBatch *self){ return (long long)self->n; }
+SWIGINTERN bool SkyBatch_answered(struct SkyBatch *self){ return self->out != NULL; }
+SWIGINTERN int SkyBatch_takeResponse(struct SkyBatch *self,long long i,SkyResponse *into){
+        if (!self->out || i < 0 || (size_t)i >= self->n || !self->out[i]) {
+            sky_setmsg(&self->msg, "no such response (not answered, out of range or taken)");
+            return SKYCMD_E_MISUSE;
+        }
+        if (!into || into->h) { sky_setmsg(&self->msg, "response box is missing or already used"); return SKYCMD_E_MISUSE; }
+        into->h = self->out[i];
+        self->out[i] = NULL;
+        return SKYCMD_OK;
+    }
+SWIGINTERN char const *SkyBatch_message(struct SkyBatch *self){ return self->msg ? self->msg : ""; }
 SWIGINTERN struct SkyResponse *new_SkyResponse(void){ return (SkyResponse *)calloc(1, sizeof(SkyResponse)); }
 SWIGINTERN void delete_SkyResponse(struct SkyResponse *self){
         skycmd_response_free(self->h);
@@ -440,6 +677,9 @@ SWIGINTERN double SkyResponse_answerValue(struct SkyResponse *self,long long i){
 SWIGINTERN double SkyResponse_answerConfidence(struct SkyResponse *self,long long i){
         return (self->h && i >= 0) ? skycmd_response_answer_confidence(self->h, (size_t)i) : NAN;
     }
+SWIGINTERN bool SkyResponse_answerHasConfidence(struct SkyResponse *self,long long i){
+        return self->h && i >= 0 && !isnan(skycmd_response_answer_confidence(self->h, (size_t)i));
+    }
 SWIGINTERN long long SkyResponse_optionCount(struct SkyResponse *self,long long i){
         return (self->h && i >= 0) ? (long long)skycmd_response_option_count(self->h, (size_t)i) : 0;
     }
@@ -462,6 +702,28 @@ long long skyHeapInUse(void) {
 #else
 long long skyHeapInUse(void) { return -1; }
 #endif
+
+
+int skyOpenModelBuffer(SkyCall *call, const char *gguf_data, size_t gguf_size, SkyOptions *opts,
+                       SkyModel *into) {
+    void *copy;
+    int st;
+    if (!call) return SKYCMD_E_MISUSE;
+    if (!into || into->h || !gguf_data) {
+        skycmd_error_clear(call->err);
+        return sky_call_done(call, !gguf_data ? SKYCMD_E_INVALID_ARGUMENT : SKYCMD_E_MISUSE);
+    }
+    copy = malloc(gguf_size ? gguf_size : 1);
+    if (!copy) {
+        skycmd_error_clear(call->err);
+        return sky_call_done(call, SKYCMD_E_NOMEM);
+    }
+    memcpy(copy, gguf_data, gguf_size);
+    st = skycmd_model_open_buffer(copy, gguf_size, opts ? opts->h : NULL, &into->h, call->err);
+    if (st == SKYCMD_OK) into->bytes = copy;
+    else free(copy);
+    return sky_call_done(call, st);
+}
 
 
 #ifdef __cplusplus
@@ -1293,6 +1555,77 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyOptions_1setString
 }
 
 
+SWIGEXPORT void JNICALL Java_org_skycmd_internal_skycmdJNI_SkyOptions_1cancel(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  struct SkyOptions *arg1 = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyOptions **)&jarg1; 
+  SkyOptions_cancel(arg1);
+}
+
+
+SWIGEXPORT jboolean JNICALL Java_org_skycmd_internal_skycmdJNI_SkyOptions_1cancelled(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jboolean jresult = 0 ;
+  struct SkyOptions *arg1 = 0 ;
+  bool result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyOptions **)&jarg1; 
+  result = (bool)SkyOptions_cancelled(arg1);
+  jresult = (jboolean)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_SkyOptions_1progressDone(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jlong jresult = 0 ;
+  struct SkyOptions *arg1 = 0 ;
+  long long result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyOptions **)&jarg1; 
+  result = (long long)SkyOptions_progressDone(arg1);
+  jresult = (jlong)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_SkyOptions_1progressTotal(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jlong jresult = 0 ;
+  struct SkyOptions *arg1 = 0 ;
+  long long result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyOptions **)&jarg1; 
+  result = (long long)SkyOptions_progressTotal(arg1);
+  jresult = (jlong)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_SkyOptions_1progressCalls(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jlong jresult = 0 ;
+  struct SkyOptions *arg1 = 0 ;
+  long long result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyOptions **)&jarg1; 
+  result = (long long)SkyOptions_progressCalls(arg1);
+  jresult = (jlong)result; 
+  return jresult;
+}
+
+
 SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_new_1SkyCall(JNIEnv *jenv, jclass jcls) {
   jlong jresult = 0 ;
   struct SkyCall *result = 0 ;
@@ -1616,6 +1949,307 @@ SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_SkyModel_1getInt(JNI
 }
 
 
+SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_new_1SkyTokenizer(JNIEnv *jenv, jclass jcls) {
+  jlong jresult = 0 ;
+  struct SkyTokenizer *result = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (struct SkyTokenizer *)new_SkyTokenizer();
+  *(struct SkyTokenizer **)&jresult = result; 
+  return jresult;
+}
+
+
+SWIGEXPORT void JNICALL Java_org_skycmd_internal_skycmdJNI_delete_1SkyTokenizer(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+  struct SkyTokenizer *arg1 = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = *(struct SkyTokenizer **)&jarg1; 
+  delete_SkyTokenizer(arg1);
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1fromModel(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jlong jarg2, jobject jarg2_) {
+  jint jresult = 0 ;
+  struct SkyTokenizer *arg1 = 0 ;
+  SkyModel *arg2 = 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  (void)jarg2_;
+  arg1 = *(struct SkyTokenizer **)&jarg1; 
+  arg2 = *(SkyModel **)&jarg2; 
+  result = (int)SkyTokenizer_fromModel(arg1,arg2);
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1openJson(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jstring jarg2) {
+  jint jresult = 0 ;
+  struct SkyTokenizer *arg1 = 0 ;
+  char *arg2 = 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyTokenizer **)&jarg1; 
+  arg2 = 0;
+  if (jarg2) {
+    arg2 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg2, 0);
+    if (!arg2) return 0;
+  }
+  result = (int)SkyTokenizer_openJson(arg1,(char const *)arg2);
+  jresult = (jint)result; 
+  if (arg2) (*jenv)->ReleaseStringUTFChars(jenv, jarg2, (const char *)arg2);
+  return jresult;
+}
+
+
+SWIGEXPORT jboolean JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1isOpen(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jboolean jresult = 0 ;
+  struct SkyTokenizer *arg1 = 0 ;
+  bool result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyTokenizer **)&jarg1; 
+  result = (bool)SkyTokenizer_isOpen(arg1);
+  jresult = (jboolean)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT void JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1close(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  struct SkyTokenizer *arg1 = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyTokenizer **)&jarg1; 
+  SkyTokenizer_close(arg1);
+}
+
+
+SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1message(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jstring jresult = 0 ;
+  struct SkyTokenizer *arg1 = 0 ;
+  char *result = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyTokenizer **)&jarg1; 
+  result = (char *)SkyTokenizer_message(arg1);
+  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1encode(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jstring jarg2) {
+  jint jresult = 0 ;
+  struct SkyTokenizer *arg1 = 0 ;
+  char *arg2 = 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyTokenizer **)&jarg1; 
+  arg2 = 0;
+  if (jarg2) {
+    arg2 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg2, 0);
+    if (!arg2) return 0;
+  }
+  result = (int)SkyTokenizer_encode(arg1,(char const *)arg2);
+  jresult = (jint)result; 
+  if (arg2) (*jenv)->ReleaseStringUTFChars(jenv, jarg2, (const char *)arg2);
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1count(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jstring jarg2) {
+  jint jresult = 0 ;
+  struct SkyTokenizer *arg1 = 0 ;
+  char *arg2 = 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyTokenizer **)&jarg1; 
+  arg2 = 0;
+  if (jarg2) {
+    arg2 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg2, 0);
+    if (!arg2) return 0;
+  }
+  result = (int)SkyTokenizer_count(arg1,(char const *)arg2);
+  jresult = (jint)result; 
+  if (arg2) (*jenv)->ReleaseStringUTFChars(jenv, jarg2, (const char *)arg2);
+  return jresult;
+}
+
+
+SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1tokenCount(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jlong jresult = 0 ;
+  struct SkyTokenizer *arg1 = 0 ;
+  long long result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyTokenizer **)&jarg1; 
+  result = (long long)SkyTokenizer_tokenCount(arg1);
+  jresult = (jlong)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1idCount(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jlong jresult = 0 ;
+  struct SkyTokenizer *arg1 = 0 ;
+  long long result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyTokenizer **)&jarg1; 
+  result = (long long)SkyTokenizer_idCount(arg1);
+  jresult = (jlong)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1tokenId(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jlong jarg2) {
+  jint jresult = 0 ;
+  struct SkyTokenizer *arg1 = 0 ;
+  long long arg2 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyTokenizer **)&jarg1; 
+  arg2 = (long long)jarg2; 
+  result = (int)SkyTokenizer_tokenId(arg1,arg2);
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT void JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1clearIds(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  struct SkyTokenizer *arg1 = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyTokenizer **)&jarg1; 
+  SkyTokenizer_clearIds(arg1);
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1appendId(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jint jarg2) {
+  jint jresult = 0 ;
+  struct SkyTokenizer *arg1 = 0 ;
+  int arg2 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyTokenizer **)&jarg1; 
+  arg2 = (int)jarg2; 
+  result = (int)SkyTokenizer_appendId(arg1,arg2);
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1decode(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jint jresult = 0 ;
+  struct SkyTokenizer *arg1 = 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyTokenizer **)&jarg1; 
+  result = (int)SkyTokenizer_decode(arg1);
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1decodedText(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jstring jresult = 0 ;
+  struct SkyTokenizer *arg1 = 0 ;
+  char *result = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyTokenizer **)&jarg1; 
+  result = (char *)SkyTokenizer_decodedText(arg1);
+  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  return jresult;
+}
+
+
+SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1token(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jint jarg2) {
+  jstring jresult = 0 ;
+  struct SkyTokenizer *arg1 = 0 ;
+  int arg2 ;
+  char *result = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyTokenizer **)&jarg1; 
+  arg2 = (int)jarg2; 
+  result = (char *)SkyTokenizer_token(arg1,arg2);
+  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  return jresult;
+}
+
+
+SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1vocabSize(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jlong jresult = 0 ;
+  struct SkyTokenizer *arg1 = 0 ;
+  long long result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyTokenizer **)&jarg1; 
+  result = (long long)SkyTokenizer_vocabSize(arg1);
+  jresult = (jlong)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1specialId(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jint jarg2) {
+  jint jresult = 0 ;
+  struct SkyTokenizer *arg1 = 0 ;
+  int arg2 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyTokenizer **)&jarg1; 
+  arg2 = (int)jarg2; 
+  result = (int)SkyTokenizer_specialId(arg1,arg2);
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
 SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_new_1SkySession(JNIEnv *jenv, jclass jcls) {
   jlong jresult = 0 ;
   struct SkySession *result = 0 ;
@@ -1726,6 +2360,24 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkySession_1decide(JN
 }
 
 
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkySession_1decideBatch(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jlong jarg2, jobject jarg2_) {
+  jint jresult = 0 ;
+  struct SkySession *arg1 = 0 ;
+  SkyBatch *arg2 = 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  (void)jarg2_;
+  arg1 = *(struct SkySession **)&jarg1; 
+  arg2 = *(SkyBatch **)&jarg2; 
+  result = (int)SkySession_decideBatch(arg1,arg2);
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
 SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkySession_1message(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
   jstring jresult = 0 ;
   struct SkySession *arg1 = 0 ;
@@ -1736,6 +2388,115 @@ SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkySession_1messag
   (void)jarg1_;
   arg1 = *(struct SkySession **)&jarg1; 
   result = (char *)SkySession_message(arg1);
+  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  return jresult;
+}
+
+
+SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_new_1SkyBatch(JNIEnv *jenv, jclass jcls) {
+  jlong jresult = 0 ;
+  struct SkyBatch *result = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (struct SkyBatch *)new_SkyBatch();
+  *(struct SkyBatch **)&jresult = result; 
+  return jresult;
+}
+
+
+SWIGEXPORT void JNICALL Java_org_skycmd_internal_skycmdJNI_delete_1SkyBatch(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+  struct SkyBatch *arg1 = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = *(struct SkyBatch **)&jarg1; 
+  delete_SkyBatch(arg1);
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyBatch_1add(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jstring jarg2) {
+  jint jresult = 0 ;
+  struct SkyBatch *arg1 = 0 ;
+  char *arg2 = 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyBatch **)&jarg1; 
+  arg2 = 0;
+  if (jarg2) {
+    arg2 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg2, 0);
+    if (!arg2) return 0;
+  }
+  result = (int)SkyBatch_add(arg1,(char const *)arg2);
+  jresult = (jint)result; 
+  if (arg2) (*jenv)->ReleaseStringUTFChars(jenv, jarg2, (const char *)arg2);
+  return jresult;
+}
+
+
+SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_SkyBatch_1count(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jlong jresult = 0 ;
+  struct SkyBatch *arg1 = 0 ;
+  long long result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyBatch **)&jarg1; 
+  result = (long long)SkyBatch_count(arg1);
+  jresult = (jlong)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jboolean JNICALL Java_org_skycmd_internal_skycmdJNI_SkyBatch_1answered(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jboolean jresult = 0 ;
+  struct SkyBatch *arg1 = 0 ;
+  bool result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyBatch **)&jarg1; 
+  result = (bool)SkyBatch_answered(arg1);
+  jresult = (jboolean)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyBatch_1takeResponse(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jlong jarg2, jlong jarg3, jobject jarg3_) {
+  jint jresult = 0 ;
+  struct SkyBatch *arg1 = 0 ;
+  long long arg2 ;
+  SkyResponse *arg3 = 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  (void)jarg3_;
+  arg1 = *(struct SkyBatch **)&jarg1; 
+  arg2 = (long long)jarg2; 
+  arg3 = *(SkyResponse **)&jarg3; 
+  result = (int)SkyBatch_takeResponse(arg1,arg2,arg3);
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyBatch_1message(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jstring jresult = 0 ;
+  struct SkyBatch *arg1 = 0 ;
+  char *result = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyBatch **)&jarg1; 
+  result = (char *)SkyBatch_message(arg1);
   if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
   return jresult;
 }
@@ -1919,6 +2680,23 @@ SWIGEXPORT jdouble JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1answe
 }
 
 
+SWIGEXPORT jboolean JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1answerHasConfidence(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jlong jarg2) {
+  jboolean jresult = 0 ;
+  struct SkyResponse *arg1 = 0 ;
+  long long arg2 ;
+  bool result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyResponse **)&jarg1; 
+  arg2 = (long long)jarg2; 
+  result = (bool)SkyResponse_answerHasConfidence(arg1,arg2);
+  jresult = (jboolean)result; 
+  return jresult;
+}
+
+
 SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1optionCount(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jlong jarg2) {
   jlong jresult = 0 ;
   struct SkyResponse *arg1 = 0 ;
@@ -1982,6 +2760,42 @@ SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_skyHeapInUse(JNIEnv 
   (void)jcls;
   result = (long long)skyHeapInUse();
   jresult = (jlong)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_skyOpenModelBuffer(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jbyteArray jarg2, jlong jarg4, jobject jarg4_, jlong jarg5, jobject jarg5_) {
+  jint jresult = 0 ;
+  SkyCall *arg1 = 0 ;
+  char *arg2 = 0 ;
+  size_t arg3 ;
+  SkyOptions *arg4 = 0 ;
+  SkyModel *arg5 = 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  (void)jarg4_;
+  (void)jarg5_;
+  arg1 = *(SkyCall **)&jarg1; 
+  {
+    if (jarg2) {
+      arg2 = (char *) (*jenv)->GetByteArrayElements(jenv, jarg2, 0);
+      arg3 = (size_t) (*jenv)->GetArrayLength(jenv, jarg2);
+    } else {
+      arg2 = 0;
+      arg3 = 0;
+    }
+  }
+  arg4 = *(SkyOptions **)&jarg4; 
+  arg5 = *(SkyModel **)&jarg5; 
+  result = (int)skyOpenModelBuffer(arg1,(char const *)arg2,arg3,arg4,arg5);
+  jresult = (jint)result; 
+  {
+    if (jarg2) (*jenv)->ReleaseByteArrayElements(jenv, jarg2, (jbyte *)arg2, JNI_ABORT);
+  }
+  
   return jresult;
 }
 

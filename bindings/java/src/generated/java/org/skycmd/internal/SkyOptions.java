@@ -55,4 +55,24 @@ public class SkyOptions {
     return skycmdJNI.SkyOptions_setString(swigCPtr, this, option, value);
   }
 
+  public void cancel() {
+    skycmdJNI.SkyOptions_cancel(swigCPtr, this);
+  }
+
+  public boolean cancelled() {
+    return skycmdJNI.SkyOptions_cancelled(swigCPtr, this);
+  }
+
+  public long progressDone() {
+    return skycmdJNI.SkyOptions_progressDone(swigCPtr, this);
+  }
+
+  public long progressTotal() {
+    return skycmdJNI.SkyOptions_progressTotal(swigCPtr, this);
+  }
+
+  public long progressCalls() {
+    return skycmdJNI.SkyOptions_progressCalls(swigCPtr, this);
+  }
+
 }

@@ -87,6 +87,10 @@ public class SkyResponse {
     return skycmdJNI.SkyResponse_answerConfidence(swigCPtr, this, i);
   }
 
+  public boolean answerHasConfidence(long i) {
+    return skycmdJNI.SkyResponse_answerHasConfidence(swigCPtr, this, i);
+  }
+
   public long optionCount(long i) {
     return skycmdJNI.SkyResponse_optionCount(swigCPtr, this, i);
   }

@@ -67,6 +67,10 @@ public class SkySession {
     return skycmdJNI.SkySession_decide(swigCPtr, this, request_json, SkyResponse.getCPtr(into), into);
   }
 
+  public int decideBatch(SkyBatch batch) {
+    return skycmdJNI.SkySession_decideBatch(swigCPtr, this, SkyBatch.getCPtr(batch), batch);
+  }
+
   public String message() {
     return skycmdJNI.SkySession_message(swigCPtr, this);
   }

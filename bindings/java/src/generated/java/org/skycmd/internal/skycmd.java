@@ -41,4 +41,8 @@ public class skycmd implements skycmdConstants {
     return skycmdJNI.skyHeapInUse();
   }
 
+  public static int skyOpenModelBuffer(SkyCall call, byte[] gguf_data, SkyOptions opts, SkyModel into) {
+    return skycmdJNI.skyOpenModelBuffer(SkyCall.getCPtr(call), call, gguf_data, SkyOptions.getCPtr(opts), opts, SkyModel.getCPtr(into), into);
+  }
+
 }
