@@ -6,18 +6,25 @@
 # from bindings/swig/skycmd.i and include/skycmd.h. Run it after changing either file and
 # commit the result. --check regenerates into a temporary directory and fails (exit 1, with
 # a diff) if the committed output is stale; CI runs it (bindings/run-tests.sh java).
-# env: SWIG (default: swig on PATH; must be >= 4.2, e.g. pip install swig==4.5.1).
+# env: SWIG (default: the CI venv's .venv-ci/bin/swig, then swig on PATH). It must be the
+# pinned SWIG 4.5.1 (tools/requirements-ci.txt), as for bindings/generate.sh (Go, Node):
+# another version writes different files.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-swig=${SWIG:-swig}
+swig=${SWIG:-}
+if [ -z "$swig" ]; then
+    if [ -x "$root/.venv-ci/bin/swig" ]; then swig=$root/.venv-ci/bin/swig; else swig=swig; fi
+fi
 check=0
 [ "${1:-}" = "--check" ] && check=1
 
-version=$("$swig" -version 2>/dev/null | sed -n 's/^SWIG Version //p')
-case "$version" in
-    ''|1.*|2.*|3.*|4.0.*|4.1.*) echo "generate.sh: need SWIG >= 4.2 (have '${version:-none}' from $swig)"; exit 1 ;;
-esac
+want=4.5.1
+version=$("$swig" -version 2>/dev/null | sed -n 's/^SWIG Version //p' || true)
+if [ "$version" != "$want" ]; then
+    echo "generate.sh: need SWIG $want (pip install swig==$want); $swig is '${version:-missing}'"
+    exit 1
+fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -726,6 +726,54 @@ int skyOpenModelBuffer(SkyCall *call, const char *gguf_data, size_t gguf_size, S
 }
 
 
+#include <pthread.h>
+typedef struct SkyJavaProgress {
+    JNIEnv *env;
+    jobject listener;
+    jmethodID report;
+    SkyOptions *box;
+    pthread_t thread;
+    int failed; /* the listener threw: stop, call nothing more */
+} SkyJavaProgress;
+
+static int sky_java_progress(void *user_data, uint64_t done, uint64_t total) {
+    SkyJavaProgress *p = (SkyJavaProgress *)user_data;
+    int stop = sky_options_progress(p->box, done, total);
+    if (stop || p->failed || !pthread_equal(p->thread, pthread_self())) return stop || p->failed;
+    jboolean go_on = (*p->env)->CallBooleanMethod(p->env, p->listener, p->report, (jlong)done, (jlong)total);
+    if ((*p->env)->ExceptionCheck(p->env)) p->failed = 1;
+    return p->failed || !go_on || __atomic_load_n(&p->box->cancel, __ATOMIC_ACQUIRE) != 0;
+}
+
+
+/* op: 0 convert(a = Laya dir, b = out), 1 quantize(a = in, b = out), 2 random(a = preset, b = out). */
+int skyFileCallWithListener(JNIEnv *calling_env, SkyCall *call, int op, const char *a, const char *b,
+                            SkyOptions *opts, jobject listener) {
+    SkyJavaProgress p;
+    jclass cls;
+    int st;
+    if (!call) return SKYCMD_E_MISUSE;
+    if (!opts || !opts->h || !listener || op < 0 || op > 2) {
+        skycmd_error_clear(call->err);
+        return sky_call_done(call, !opts || !opts->h ? SKYCMD_E_NOMEM : SKYCMD_E_INVALID_ARGUMENT);
+    }
+    cls = (*calling_env)->GetObjectClass(calling_env, listener);
+    p.report = cls ? (*calling_env)->GetMethodID(calling_env, cls, "report", "(JJ)Z") : NULL;
+    if (!p.report) return sky_call_done(call, SKYCMD_E_INVALID_ARGUMENT); /* NoSuchMethodError pending */
+    p.env = calling_env;
+    p.listener = listener;
+    p.box = opts;
+    p.thread = pthread_self();
+    p.failed = 0;
+    skycmd_options_set_progress(opts->h, sky_java_progress, &p);
+    if (op == 0) st = skycmd_convert(a, b, opts->h, call->err);
+    else if (op == 1) st = skycmd_quantize(a, b, opts->h, call->err);
+    else st = skycmd_random_model(a, b, opts->h, call->err);
+    skycmd_options_set_progress(opts->h, sky_options_progress, opts);
+    return sky_call_done(call, st);
+}
+
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -790,18 +838,6 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1VERSION_1NUMB
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1VERSION_1STRING_1get(JNIEnv *jenv, jclass jcls) {
-  jstring jresult = 0 ;
-  char *result = 0 ;
-  
-  (void)jenv;
-  (void)jcls;
-  result = (char *)(char *)("0.1.0");
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
-  return jresult;
-}
-
-
 SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1ABI_1VERSION_1get(JNIEnv *jenv, jclass jcls) {
   jint jresult = 0 ;
   int result;
@@ -826,14 +862,18 @@ SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_skycmd_1version_1num
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_skycmd_1version_1string(JNIEnv *jenv, jclass jcls) {
-  jstring jresult = 0 ;
+SWIGEXPORT jbyteArray JNICALL Java_org_skycmd_internal_skycmdJNI_skycmd_1version_1string(JNIEnv *jenv, jclass jcls) {
+  jbyteArray jresult = 0 ;
   char *result = 0 ;
   
   (void)jenv;
   (void)jcls;
   result = (char *)skycmd_version_string();
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  if (result) {
+    jsize utf8_len = (jsize)strlen((const char *)result);
+    jresult = (*jenv)->NewByteArray(jenv, utf8_len);
+    if (jresult) (*jenv)->SetByteArrayRegion(jenv, jresult, 0, utf8_len, (const jbyte *)result);
+  }
   return jresult;
 }
 
@@ -850,26 +890,34 @@ SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_skycmd_1abi_1version
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_skycmd_1build_1id(JNIEnv *jenv, jclass jcls) {
-  jstring jresult = 0 ;
+SWIGEXPORT jbyteArray JNICALL Java_org_skycmd_internal_skycmdJNI_skycmd_1build_1id(JNIEnv *jenv, jclass jcls) {
+  jbyteArray jresult = 0 ;
   char *result = 0 ;
   
   (void)jenv;
   (void)jcls;
   result = (char *)skycmd_build_id();
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  if (result) {
+    jsize utf8_len = (jsize)strlen((const char *)result);
+    jresult = (*jenv)->NewByteArray(jenv, utf8_len);
+    if (jresult) (*jenv)->SetByteArrayRegion(jenv, jresult, 0, utf8_len, (const jbyte *)result);
+  }
   return jresult;
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_skycmd_1cpu_1features(JNIEnv *jenv, jclass jcls) {
-  jstring jresult = 0 ;
+SWIGEXPORT jbyteArray JNICALL Java_org_skycmd_internal_skycmdJNI_skycmd_1cpu_1features(JNIEnv *jenv, jclass jcls) {
+  jbyteArray jresult = 0 ;
   char *result = 0 ;
   
   (void)jenv;
   (void)jcls;
   result = (char *)skycmd_cpu_features();
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  if (result) {
+    jsize utf8_len = (jsize)strlen((const char *)result);
+    jresult = (*jenv)->NewByteArray(jenv, utf8_len);
+    if (jresult) (*jenv)->SetByteArrayRegion(jenv, jresult, 0, utf8_len, (const jbyte *)result);
+  }
   return jresult;
 }
 
@@ -1066,8 +1114,8 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1STATUS_1COUNT
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_skycmd_1status_1name(JNIEnv *jenv, jclass jcls, jint jarg1) {
-  jstring jresult = 0 ;
+SWIGEXPORT jbyteArray JNICALL Java_org_skycmd_internal_skycmdJNI_skycmd_1status_1name(JNIEnv *jenv, jclass jcls, jint jarg1) {
+  jbyteArray jresult = 0 ;
   int arg1 ;
   char *result = 0 ;
   
@@ -1075,13 +1123,17 @@ SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_skycmd_1status_1na
   (void)jcls;
   arg1 = (int)jarg1; 
   result = (char *)skycmd_status_name(arg1);
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  if (result) {
+    jsize utf8_len = (jsize)strlen((const char *)result);
+    jresult = (*jenv)->NewByteArray(jenv, utf8_len);
+    if (jresult) (*jenv)->SetByteArrayRegion(jenv, jresult, 0, utf8_len, (const jbyte *)result);
+  }
   return jresult;
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_skycmd_1strerror(JNIEnv *jenv, jclass jcls, jint jarg1) {
-  jstring jresult = 0 ;
+SWIGEXPORT jbyteArray JNICALL Java_org_skycmd_internal_skycmdJNI_skycmd_1strerror(JNIEnv *jenv, jclass jcls, jint jarg1) {
+  jbyteArray jresult = 0 ;
   int arg1 ;
   char *result = 0 ;
   
@@ -1089,7 +1141,11 @@ SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_skycmd_1strerror(J
   (void)jcls;
   arg1 = (int)jarg1; 
   result = (char *)skycmd_strerror(arg1);
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  if (result) {
+    jsize utf8_len = (jsize)strlen((const char *)result);
+    jresult = (*jenv)->NewByteArray(jenv, utf8_len);
+    if (jresult) (*jenv)->SetByteArrayRegion(jenv, jresult, 0, utf8_len, (const jbyte *)result);
+  }
   return jresult;
 }
 
@@ -1531,7 +1587,7 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyOptions_1setInt(JN
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyOptions_1setString(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jint jarg2, jstring jarg3) {
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyOptions_1setString(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jint jarg2, jbyteArray jarg3) {
   jint jresult = 0 ;
   struct SkyOptions *arg1 = 0 ;
   int arg2 ;
@@ -1545,12 +1601,12 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyOptions_1setString
   arg2 = (int)jarg2; 
   arg3 = 0;
   if (jarg3) {
-    arg3 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg3, 0);
+    arg3 = (char *)(*jenv)->GetByteArrayElements(jenv, jarg3, 0);
     if (!arg3) return 0;
   }
   result = (int)SkyOptions_setString(arg1,arg2,(char const *)arg3);
   jresult = (jint)result; 
-  if (arg3) (*jenv)->ReleaseStringUTFChars(jenv, jarg3, (const char *)arg3);
+  if (arg3) (*jenv)->ReleaseByteArrayElements(jenv, jarg3, (jbyte *)arg3, JNI_ABORT);
   return jresult;
 }
 
@@ -1663,8 +1719,8 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1status(JNIEn
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1message(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
-  jstring jresult = 0 ;
+SWIGEXPORT jbyteArray JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1message(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jbyteArray jresult = 0 ;
   struct SkyCall *arg1 = 0 ;
   char *result = 0 ;
   
@@ -1673,7 +1729,11 @@ SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1message(J
   (void)jarg1_;
   arg1 = *(struct SkyCall **)&jarg1; 
   result = (char *)SkyCall_message(arg1);
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  if (result) {
+    jsize utf8_len = (jsize)strlen((const char *)result);
+    jresult = (*jenv)->NewByteArray(jenv, utf8_len);
+    if (jresult) (*jenv)->SetByteArrayRegion(jenv, jresult, 0, utf8_len, (const jbyte *)result);
+  }
   return jresult;
 }
 
@@ -1695,7 +1755,7 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1checkVersion
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1inspect(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jstring jarg2, jlong jarg3, jobject jarg3_) {
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1inspect(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jbyteArray jarg2, jlong jarg3, jobject jarg3_) {
   jint jresult = 0 ;
   struct SkyCall *arg1 = 0 ;
   char *arg2 = 0 ;
@@ -1709,19 +1769,19 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1inspect(JNIE
   arg1 = *(struct SkyCall **)&jarg1; 
   arg2 = 0;
   if (jarg2) {
-    arg2 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg2, 0);
+    arg2 = (char *)(*jenv)->GetByteArrayElements(jenv, jarg2, 0);
     if (!arg2) return 0;
   }
   arg3 = *(SkyOptions **)&jarg3; 
   result = (int)SkyCall_inspect(arg1,(char const *)arg2,arg3);
   jresult = (jint)result; 
-  if (arg2) (*jenv)->ReleaseStringUTFChars(jenv, jarg2, (const char *)arg2);
+  if (arg2) (*jenv)->ReleaseByteArrayElements(jenv, jarg2, (jbyte *)arg2, JNI_ABORT);
   return jresult;
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1takeOutput(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
-  jstring jresult = 0 ;
+SWIGEXPORT jbyteArray JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1takeOutput(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jbyteArray jresult = 0 ;
   struct SkyCall *arg1 = 0 ;
   char *result = 0 ;
   
@@ -1730,13 +1790,17 @@ SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1takeOutpu
   (void)jarg1_;
   arg1 = *(struct SkyCall **)&jarg1; 
   result = (char *)SkyCall_takeOutput(arg1);
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  if (result) {
+    jsize utf8_len = (jsize)strlen((const char *)result);
+    jresult = (*jenv)->NewByteArray(jenv, utf8_len);
+    if (jresult) (*jenv)->SetByteArrayRegion(jenv, jresult, 0, utf8_len, (const jbyte *)result);
+  }
   free(result);
   return jresult;
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1convert(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jstring jarg2, jstring jarg3, jlong jarg4, jobject jarg4_) {
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1convert(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jbyteArray jarg2, jbyteArray jarg3, jlong jarg4, jobject jarg4_) {
   jint jresult = 0 ;
   struct SkyCall *arg1 = 0 ;
   char *arg2 = 0 ;
@@ -1751,24 +1815,24 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1convert(JNIE
   arg1 = *(struct SkyCall **)&jarg1; 
   arg2 = 0;
   if (jarg2) {
-    arg2 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg2, 0);
+    arg2 = (char *)(*jenv)->GetByteArrayElements(jenv, jarg2, 0);
     if (!arg2) return 0;
   }
   arg3 = 0;
   if (jarg3) {
-    arg3 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg3, 0);
+    arg3 = (char *)(*jenv)->GetByteArrayElements(jenv, jarg3, 0);
     if (!arg3) return 0;
   }
   arg4 = *(SkyOptions **)&jarg4; 
   result = (int)SkyCall_convert(arg1,(char const *)arg2,(char const *)arg3,arg4);
   jresult = (jint)result; 
-  if (arg2) (*jenv)->ReleaseStringUTFChars(jenv, jarg2, (const char *)arg2);
-  if (arg3) (*jenv)->ReleaseStringUTFChars(jenv, jarg3, (const char *)arg3);
+  if (arg2) (*jenv)->ReleaseByteArrayElements(jenv, jarg2, (jbyte *)arg2, JNI_ABORT);
+  if (arg3) (*jenv)->ReleaseByteArrayElements(jenv, jarg3, (jbyte *)arg3, JNI_ABORT);
   return jresult;
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1randomModel(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jstring jarg2, jstring jarg3, jlong jarg4, jobject jarg4_) {
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1randomModel(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jbyteArray jarg2, jbyteArray jarg3, jlong jarg4, jobject jarg4_) {
   jint jresult = 0 ;
   struct SkyCall *arg1 = 0 ;
   char *arg2 = 0 ;
@@ -1783,24 +1847,24 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1randomModel(
   arg1 = *(struct SkyCall **)&jarg1; 
   arg2 = 0;
   if (jarg2) {
-    arg2 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg2, 0);
+    arg2 = (char *)(*jenv)->GetByteArrayElements(jenv, jarg2, 0);
     if (!arg2) return 0;
   }
   arg3 = 0;
   if (jarg3) {
-    arg3 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg3, 0);
+    arg3 = (char *)(*jenv)->GetByteArrayElements(jenv, jarg3, 0);
     if (!arg3) return 0;
   }
   arg4 = *(SkyOptions **)&jarg4; 
   result = (int)SkyCall_randomModel(arg1,(char const *)arg2,(char const *)arg3,arg4);
   jresult = (jint)result; 
-  if (arg2) (*jenv)->ReleaseStringUTFChars(jenv, jarg2, (const char *)arg2);
-  if (arg3) (*jenv)->ReleaseStringUTFChars(jenv, jarg3, (const char *)arg3);
+  if (arg2) (*jenv)->ReleaseByteArrayElements(jenv, jarg2, (jbyte *)arg2, JNI_ABORT);
+  if (arg3) (*jenv)->ReleaseByteArrayElements(jenv, jarg3, (jbyte *)arg3, JNI_ABORT);
   return jresult;
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1quantize(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jstring jarg2, jstring jarg3, jlong jarg4, jobject jarg4_) {
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1quantize(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jbyteArray jarg2, jbyteArray jarg3, jlong jarg4, jobject jarg4_) {
   jint jresult = 0 ;
   struct SkyCall *arg1 = 0 ;
   char *arg2 = 0 ;
@@ -1815,24 +1879,24 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1quantize(JNI
   arg1 = *(struct SkyCall **)&jarg1; 
   arg2 = 0;
   if (jarg2) {
-    arg2 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg2, 0);
+    arg2 = (char *)(*jenv)->GetByteArrayElements(jenv, jarg2, 0);
     if (!arg2) return 0;
   }
   arg3 = 0;
   if (jarg3) {
-    arg3 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg3, 0);
+    arg3 = (char *)(*jenv)->GetByteArrayElements(jenv, jarg3, 0);
     if (!arg3) return 0;
   }
   arg4 = *(SkyOptions **)&jarg4; 
   result = (int)SkyCall_quantize(arg1,(char const *)arg2,(char const *)arg3,arg4);
   jresult = (jint)result; 
-  if (arg2) (*jenv)->ReleaseStringUTFChars(jenv, jarg2, (const char *)arg2);
-  if (arg3) (*jenv)->ReleaseStringUTFChars(jenv, jarg3, (const char *)arg3);
+  if (arg2) (*jenv)->ReleaseByteArrayElements(jenv, jarg2, (jbyte *)arg2, JNI_ABORT);
+  if (arg3) (*jenv)->ReleaseByteArrayElements(jenv, jarg3, (jbyte *)arg3, JNI_ABORT);
   return jresult;
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1openModel(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jstring jarg2, jlong jarg3, jobject jarg3_, jlong jarg4, jobject jarg4_) {
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1openModel(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jbyteArray jarg2, jlong jarg3, jobject jarg3_, jlong jarg4, jobject jarg4_) {
   jint jresult = 0 ;
   struct SkyCall *arg1 = 0 ;
   char *arg2 = 0 ;
@@ -1848,14 +1912,14 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1openModel(JN
   arg1 = *(struct SkyCall **)&jarg1; 
   arg2 = 0;
   if (jarg2) {
-    arg2 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg2, 0);
+    arg2 = (char *)(*jenv)->GetByteArrayElements(jenv, jarg2, 0);
     if (!arg2) return 0;
   }
   arg3 = *(SkyOptions **)&jarg3; 
   arg4 = *(SkyModel **)&jarg4; 
   result = (int)SkyCall_openModel(arg1,(char const *)arg2,arg3,arg4);
   jresult = (jint)result; 
-  if (arg2) (*jenv)->ReleaseStringUTFChars(jenv, jarg2, (const char *)arg2);
+  if (arg2) (*jenv)->ReleaseByteArrayElements(jenv, jarg2, (jbyte *)arg2, JNI_ABORT);
   return jresult;
 }
 
@@ -1912,8 +1976,8 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyModel_1close(JNIEn
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyModel_1name(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
-  jstring jresult = 0 ;
+SWIGEXPORT jbyteArray JNICALL Java_org_skycmd_internal_skycmdJNI_SkyModel_1name(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jbyteArray jresult = 0 ;
   struct SkyModel *arg1 = 0 ;
   char *result = 0 ;
   
@@ -1922,12 +1986,16 @@ SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyModel_1name(JNI
   (void)jarg1_;
   arg1 = *(struct SkyModel **)&jarg1; 
   result = (char *)SkyModel_name(arg1);
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  if (result) {
+    jsize utf8_len = (jsize)strlen((const char *)result);
+    jresult = (*jenv)->NewByteArray(jenv, utf8_len);
+    if (jresult) (*jenv)->SetByteArrayRegion(jenv, jresult, 0, utf8_len, (const jbyte *)result);
+  }
   return jresult;
 }
 
 
-SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_SkyModel_1getInt(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jstring jarg2) {
+SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_SkyModel_1getInt(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jbyteArray jarg2) {
   jlong jresult = 0 ;
   struct SkyModel *arg1 = 0 ;
   char *arg2 = 0 ;
@@ -1939,12 +2007,12 @@ SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_SkyModel_1getInt(JNI
   arg1 = *(struct SkyModel **)&jarg1; 
   arg2 = 0;
   if (jarg2) {
-    arg2 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg2, 0);
+    arg2 = (char *)(*jenv)->GetByteArrayElements(jenv, jarg2, 0);
     if (!arg2) return 0;
   }
   result = (int64_t)SkyModel_getInt(arg1,(char const *)arg2);
   jresult = (jlong)result; 
-  if (arg2) (*jenv)->ReleaseStringUTFChars(jenv, jarg2, (const char *)arg2);
+  if (arg2) (*jenv)->ReleaseByteArrayElements(jenv, jarg2, (jbyte *)arg2, JNI_ABORT);
   return jresult;
 }
 
@@ -1989,7 +2057,7 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1fromMod
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1openJson(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jstring jarg2) {
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1openJson(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jbyteArray jarg2) {
   jint jresult = 0 ;
   struct SkyTokenizer *arg1 = 0 ;
   char *arg2 = 0 ;
@@ -2001,12 +2069,12 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1openJso
   arg1 = *(struct SkyTokenizer **)&jarg1; 
   arg2 = 0;
   if (jarg2) {
-    arg2 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg2, 0);
+    arg2 = (char *)(*jenv)->GetByteArrayElements(jenv, jarg2, 0);
     if (!arg2) return 0;
   }
   result = (int)SkyTokenizer_openJson(arg1,(char const *)arg2);
   jresult = (jint)result; 
-  if (arg2) (*jenv)->ReleaseStringUTFChars(jenv, jarg2, (const char *)arg2);
+  if (arg2) (*jenv)->ReleaseByteArrayElements(jenv, jarg2, (jbyte *)arg2, JNI_ABORT);
   return jresult;
 }
 
@@ -2037,8 +2105,8 @@ SWIGEXPORT void JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1close(J
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1message(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
-  jstring jresult = 0 ;
+SWIGEXPORT jbyteArray JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1message(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jbyteArray jresult = 0 ;
   struct SkyTokenizer *arg1 = 0 ;
   char *result = 0 ;
   
@@ -2047,12 +2115,16 @@ SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1mess
   (void)jarg1_;
   arg1 = *(struct SkyTokenizer **)&jarg1; 
   result = (char *)SkyTokenizer_message(arg1);
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  if (result) {
+    jsize utf8_len = (jsize)strlen((const char *)result);
+    jresult = (*jenv)->NewByteArray(jenv, utf8_len);
+    if (jresult) (*jenv)->SetByteArrayRegion(jenv, jresult, 0, utf8_len, (const jbyte *)result);
+  }
   return jresult;
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1encode(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jstring jarg2) {
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1encode(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jbyteArray jarg2) {
   jint jresult = 0 ;
   struct SkyTokenizer *arg1 = 0 ;
   char *arg2 = 0 ;
@@ -2064,17 +2136,17 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1encode(
   arg1 = *(struct SkyTokenizer **)&jarg1; 
   arg2 = 0;
   if (jarg2) {
-    arg2 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg2, 0);
+    arg2 = (char *)(*jenv)->GetByteArrayElements(jenv, jarg2, 0);
     if (!arg2) return 0;
   }
   result = (int)SkyTokenizer_encode(arg1,(char const *)arg2);
   jresult = (jint)result; 
-  if (arg2) (*jenv)->ReleaseStringUTFChars(jenv, jarg2, (const char *)arg2);
+  if (arg2) (*jenv)->ReleaseByteArrayElements(jenv, jarg2, (jbyte *)arg2, JNI_ABORT);
   return jresult;
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1count(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jstring jarg2) {
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1count(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jbyteArray jarg2) {
   jint jresult = 0 ;
   struct SkyTokenizer *arg1 = 0 ;
   char *arg2 = 0 ;
@@ -2086,12 +2158,12 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1count(J
   arg1 = *(struct SkyTokenizer **)&jarg1; 
   arg2 = 0;
   if (jarg2) {
-    arg2 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg2, 0);
+    arg2 = (char *)(*jenv)->GetByteArrayElements(jenv, jarg2, 0);
     if (!arg2) return 0;
   }
   result = (int)SkyTokenizer_count(arg1,(char const *)arg2);
   jresult = (jint)result; 
-  if (arg2) (*jenv)->ReleaseStringUTFChars(jenv, jarg2, (const char *)arg2);
+  if (arg2) (*jenv)->ReleaseByteArrayElements(jenv, jarg2, (jbyte *)arg2, JNI_ABORT);
   return jresult;
 }
 
@@ -2186,8 +2258,8 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1decode(
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1decodedText(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
-  jstring jresult = 0 ;
+SWIGEXPORT jbyteArray JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1decodedText(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jbyteArray jresult = 0 ;
   struct SkyTokenizer *arg1 = 0 ;
   char *result = 0 ;
   
@@ -2196,13 +2268,17 @@ SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1deco
   (void)jarg1_;
   arg1 = *(struct SkyTokenizer **)&jarg1; 
   result = (char *)SkyTokenizer_decodedText(arg1);
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  if (result) {
+    jsize utf8_len = (jsize)strlen((const char *)result);
+    jresult = (*jenv)->NewByteArray(jenv, utf8_len);
+    if (jresult) (*jenv)->SetByteArrayRegion(jenv, jresult, 0, utf8_len, (const jbyte *)result);
+  }
   return jresult;
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1token(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jint jarg2) {
-  jstring jresult = 0 ;
+SWIGEXPORT jbyteArray JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1token(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jint jarg2) {
+  jbyteArray jresult = 0 ;
   struct SkyTokenizer *arg1 = 0 ;
   int arg2 ;
   char *result = 0 ;
@@ -2213,7 +2289,11 @@ SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1toke
   arg1 = *(struct SkyTokenizer **)&jarg1; 
   arg2 = (int)jarg2; 
   result = (char *)SkyTokenizer_token(arg1,arg2);
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  if (result) {
+    jsize utf8_len = (jsize)strlen((const char *)result);
+    jresult = (*jenv)->NewByteArray(jenv, utf8_len);
+    if (jresult) (*jenv)->SetByteArrayRegion(jenv, jresult, 0, utf8_len, (const jbyte *)result);
+  }
   return jresult;
 }
 
@@ -2335,7 +2415,7 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkySession_1setInt(JN
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkySession_1decide(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jstring jarg2, jlong jarg3, jobject jarg3_) {
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkySession_1decide(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jbyteArray jarg2, jlong jarg3, jobject jarg3_) {
   jint jresult = 0 ;
   struct SkySession *arg1 = 0 ;
   char *arg2 = 0 ;
@@ -2349,13 +2429,13 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkySession_1decide(JN
   arg1 = *(struct SkySession **)&jarg1; 
   arg2 = 0;
   if (jarg2) {
-    arg2 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg2, 0);
+    arg2 = (char *)(*jenv)->GetByteArrayElements(jenv, jarg2, 0);
     if (!arg2) return 0;
   }
   arg3 = *(SkyResponse **)&jarg3; 
   result = (int)SkySession_decide(arg1,(char const *)arg2,arg3);
   jresult = (jint)result; 
-  if (arg2) (*jenv)->ReleaseStringUTFChars(jenv, jarg2, (const char *)arg2);
+  if (arg2) (*jenv)->ReleaseByteArrayElements(jenv, jarg2, (jbyte *)arg2, JNI_ABORT);
   return jresult;
 }
 
@@ -2378,8 +2458,8 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkySession_1decideBat
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkySession_1message(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
-  jstring jresult = 0 ;
+SWIGEXPORT jbyteArray JNICALL Java_org_skycmd_internal_skycmdJNI_SkySession_1message(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jbyteArray jresult = 0 ;
   struct SkySession *arg1 = 0 ;
   char *result = 0 ;
   
@@ -2388,7 +2468,11 @@ SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkySession_1messag
   (void)jarg1_;
   arg1 = *(struct SkySession **)&jarg1; 
   result = (char *)SkySession_message(arg1);
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  if (result) {
+    jsize utf8_len = (jsize)strlen((const char *)result);
+    jresult = (*jenv)->NewByteArray(jenv, utf8_len);
+    if (jresult) (*jenv)->SetByteArrayRegion(jenv, jresult, 0, utf8_len, (const jbyte *)result);
+  }
   return jresult;
 }
 
@@ -2415,7 +2499,7 @@ SWIGEXPORT void JNICALL Java_org_skycmd_internal_skycmdJNI_delete_1SkyBatch(JNIE
 }
 
 
-SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyBatch_1add(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jstring jarg2) {
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyBatch_1add(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jbyteArray jarg2) {
   jint jresult = 0 ;
   struct SkyBatch *arg1 = 0 ;
   char *arg2 = 0 ;
@@ -2427,12 +2511,12 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyBatch_1add(JNIEnv 
   arg1 = *(struct SkyBatch **)&jarg1; 
   arg2 = 0;
   if (jarg2) {
-    arg2 = (char *)(*jenv)->GetStringUTFChars(jenv, jarg2, 0);
+    arg2 = (char *)(*jenv)->GetByteArrayElements(jenv, jarg2, 0);
     if (!arg2) return 0;
   }
   result = (int)SkyBatch_add(arg1,(char const *)arg2);
   jresult = (jint)result; 
-  if (arg2) (*jenv)->ReleaseStringUTFChars(jenv, jarg2, (const char *)arg2);
+  if (arg2) (*jenv)->ReleaseByteArrayElements(jenv, jarg2, (jbyte *)arg2, JNI_ABORT);
   return jresult;
 }
 
@@ -2487,8 +2571,8 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyBatch_1takeRespons
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyBatch_1message(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
-  jstring jresult = 0 ;
+SWIGEXPORT jbyteArray JNICALL Java_org_skycmd_internal_skycmdJNI_SkyBatch_1message(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jbyteArray jresult = 0 ;
   struct SkyBatch *arg1 = 0 ;
   char *result = 0 ;
   
@@ -2497,7 +2581,11 @@ SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyBatch_1message(
   (void)jarg1_;
   arg1 = *(struct SkyBatch **)&jarg1; 
   result = (char *)SkyBatch_message(arg1);
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  if (result) {
+    jsize utf8_len = (jsize)strlen((const char *)result);
+    jresult = (*jenv)->NewByteArray(jenv, utf8_len);
+    if (jresult) (*jenv)->SetByteArrayRegion(jenv, jresult, 0, utf8_len, (const jbyte *)result);
+  }
   return jresult;
 }
 
@@ -2550,8 +2638,8 @@ SWIGEXPORT jboolean JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1isOp
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1json(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
-  jstring jresult = 0 ;
+SWIGEXPORT jbyteArray JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1json(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jbyteArray jresult = 0 ;
   struct SkyResponse *arg1 = 0 ;
   char *result = 0 ;
   
@@ -2560,7 +2648,11 @@ SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1json(
   (void)jarg1_;
   arg1 = *(struct SkyResponse **)&jarg1; 
   result = (char *)SkyResponse_json(arg1);
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  if (result) {
+    jsize utf8_len = (jsize)strlen((const char *)result);
+    jresult = (*jenv)->NewByteArray(jenv, utf8_len);
+    if (jresult) (*jenv)->SetByteArrayRegion(jenv, jresult, 0, utf8_len, (const jbyte *)result);
+  }
   return jresult;
 }
 
@@ -2595,8 +2687,8 @@ SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1answerC
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1answerId(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jlong jarg2) {
-  jstring jresult = 0 ;
+SWIGEXPORT jbyteArray JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1answerId(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jlong jarg2) {
+  jbyteArray jresult = 0 ;
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   char *result = 0 ;
@@ -2607,7 +2699,11 @@ SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1answe
   arg1 = *(struct SkyResponse **)&jarg1; 
   arg2 = (long long)jarg2; 
   result = (char *)SkyResponse_answerId(arg1,arg2);
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  if (result) {
+    jsize utf8_len = (jsize)strlen((const char *)result);
+    jresult = (*jenv)->NewByteArray(jenv, utf8_len);
+    if (jresult) (*jenv)->SetByteArrayRegion(jenv, jresult, 0, utf8_len, (const jbyte *)result);
+  }
   return jresult;
 }
 
@@ -2629,8 +2725,8 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1answerTy
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1answerChoice(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jlong jarg2) {
-  jstring jresult = 0 ;
+SWIGEXPORT jbyteArray JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1answerChoice(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jlong jarg2) {
+  jbyteArray jresult = 0 ;
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   char *result = 0 ;
@@ -2641,7 +2737,11 @@ SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1answe
   arg1 = *(struct SkyResponse **)&jarg1; 
   arg2 = (long long)jarg2; 
   result = (char *)SkyResponse_answerChoice(arg1,arg2);
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  if (result) {
+    jsize utf8_len = (jsize)strlen((const char *)result);
+    jresult = (*jenv)->NewByteArray(jenv, utf8_len);
+    if (jresult) (*jenv)->SetByteArrayRegion(jenv, jresult, 0, utf8_len, (const jbyte *)result);
+  }
   return jresult;
 }
 
@@ -2714,8 +2814,8 @@ SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1optionC
 }
 
 
-SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1optionKey(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jlong jarg2, jlong jarg3) {
-  jstring jresult = 0 ;
+SWIGEXPORT jbyteArray JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1optionKey(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jlong jarg2, jlong jarg3) {
+  jbyteArray jresult = 0 ;
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   long long arg3 ;
@@ -2728,7 +2828,11 @@ SWIGEXPORT jstring JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1optio
   arg2 = (long long)jarg2; 
   arg3 = (long long)jarg3; 
   result = (char *)SkyResponse_optionKey(arg1,arg2,arg3);
-  if (result) jresult = (*jenv)->NewStringUTF(jenv, (const char *)result);
+  if (result) {
+    jsize utf8_len = (jsize)strlen((const char *)result);
+    jresult = (*jenv)->NewByteArray(jenv, utf8_len);
+    if (jresult) (*jenv)->SetByteArrayRegion(jenv, jresult, 0, utf8_len, (const jbyte *)result);
+  }
   return jresult;
 }
 
@@ -2796,6 +2900,44 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_skyOpenModelBuffer(JN
     if (jarg2) (*jenv)->ReleaseByteArrayElements(jenv, jarg2, (jbyte *)arg2, JNI_ABORT);
   }
   
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_skyFileCallWithListener(JNIEnv *jenv, jclass jcls, jlong jarg2, jobject jarg2_, jint jarg3, jbyteArray jarg4, jbyteArray jarg5, jlong jarg6, jobject jarg6_, jobject jarg7) {
+  jint jresult = 0 ;
+  JNIEnv *arg1 = 0 ;
+  SkyCall *arg2 = 0 ;
+  int arg3 ;
+  char *arg4 = 0 ;
+  char *arg5 = 0 ;
+  SkyOptions *arg6 = 0 ;
+  jobject arg7 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = jenv;
+  (void)jarg2_;
+  (void)jarg6_;
+  arg2 = *(SkyCall **)&jarg2; 
+  arg3 = (int)jarg3; 
+  arg4 = 0;
+  if (jarg4) {
+    arg4 = (char *)(*jenv)->GetByteArrayElements(jenv, jarg4, 0);
+    if (!arg4) return 0;
+  }
+  arg5 = 0;
+  if (jarg5) {
+    arg5 = (char *)(*jenv)->GetByteArrayElements(jenv, jarg5, 0);
+    if (!arg5) return 0;
+  }
+  arg6 = *(SkyOptions **)&jarg6; 
+  arg7 = jarg7; 
+  result = (int)skyFileCallWithListener(arg1,arg2,arg3,(char const *)arg4,(char const *)arg5,arg6,arg7);
+  jresult = (jint)result; 
+  if (arg4) (*jenv)->ReleaseByteArrayElements(jenv, jarg4, (jbyte *)arg4, JNI_ABORT);
+  if (arg5) (*jenv)->ReleaseByteArrayElements(jenv, jarg5, (jbyte *)arg5, JNI_ABORT);
   return jresult;
 }
 

@@ -16,4 +16,10 @@ import java.util.OptionalDouble;
  * @param probabilities the options in request order
  */
 public record Answer(String id, AnswerType type, String choice, double value, OptionalDouble confidence,
-                     List<Probability> probabilities) {}
+                     List<Probability> probabilities) {
+    /** The probability of option {@code key} ("thrust", "0", "true", ...), if it exists. */
+    public OptionalDouble probability(String key) {
+        for (Probability p : probabilities) if (p.key().equals(key)) return OptionalDouble.of(p.p());
+        return OptionalDouble.empty();
+    }
+}

@@ -2,7 +2,9 @@ package org.skycmd;
 
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalDouble;
 import org.skycmd.internal.SkyResponse;
@@ -38,6 +40,21 @@ public final class Response {
     /** The answer to question {@code id}, if any. */
     public Optional<Answer> answer(String id) {
         return answers.stream().filter(a -> a.id().equals(id)).findFirst();
+    }
+
+    /** The choice answers by question id, in request order (the SDK's {@code choices}). */
+    public Map<String, Answer> choices() { return byType(AnswerType.CHOICE); }
+
+    /** The score answers by question id, in request order (the SDK's {@code scores}). */
+    public Map<String, Answer> scores() { return byType(AnswerType.SCORE); }
+
+    /** The noul answers by question id, in request order (the SDK's {@code nouls}). */
+    public Map<String, Answer> nouls() { return byType(AnswerType.NOUL); }
+
+    private Map<String, Answer> byType(AnswerType t) {
+        Map<String, Answer> m = new LinkedHashMap<>();
+        for (Answer a : answers) if (a.type() == t) m.put(a.id(), a);
+        return Collections.unmodifiableMap(m);
     }
 
     public long inputTokens() { return inputTokens; }

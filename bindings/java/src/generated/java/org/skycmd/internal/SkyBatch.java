@@ -48,7 +48,7 @@ public class SkyBatch {
   }
 
   public int add(String request_json) {
-    return skycmdJNI.SkyBatch_add(swigCPtr, this, request_json);
+    return skycmdJNI.SkyBatch_add(swigCPtr, this, (request_json == null ? null : (request_json + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)));
   }
 
   public long count() {
@@ -64,7 +64,8 @@ public class SkyBatch {
   }
 
   public String message() {
-    return skycmdJNI.SkyBatch_message(swigCPtr, this);
+    byte[] utf8 = skycmdJNI.SkyBatch_message(swigCPtr, this);
+    return utf8 == null ? null : new String(utf8, java.nio.charset.StandardCharsets.UTF_8);
   }
 
 }

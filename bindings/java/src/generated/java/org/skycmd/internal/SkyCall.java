@@ -52,7 +52,8 @@ public class SkyCall {
   }
 
   public String message() {
-    return skycmdJNI.SkyCall_message(swigCPtr, this);
+    byte[] utf8 = skycmdJNI.SkyCall_message(swigCPtr, this);
+    return utf8 == null ? null : new String(utf8, java.nio.charset.StandardCharsets.UTF_8);
   }
 
   public int checkVersion(long header_version_number) {
@@ -60,27 +61,28 @@ public class SkyCall {
   }
 
   public int inspect(String path, SkyOptions opts) {
-    return skycmdJNI.SkyCall_inspect(swigCPtr, this, path, SkyOptions.getCPtr(opts), opts);
+    return skycmdJNI.SkyCall_inspect(swigCPtr, this, (path == null ? null : (path + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), SkyOptions.getCPtr(opts), opts);
   }
 
   public String takeOutput() {
-    return skycmdJNI.SkyCall_takeOutput(swigCPtr, this);
+    byte[] utf8 = skycmdJNI.SkyCall_takeOutput(swigCPtr, this);
+    return utf8 == null ? null : new String(utf8, java.nio.charset.StandardCharsets.UTF_8);
   }
 
   public int convert(String laya_dir, String out_path, SkyOptions opts) {
-    return skycmdJNI.SkyCall_convert(swigCPtr, this, laya_dir, out_path, SkyOptions.getCPtr(opts), opts);
+    return skycmdJNI.SkyCall_convert(swigCPtr, this, (laya_dir == null ? null : (laya_dir + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), (out_path == null ? null : (out_path + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), SkyOptions.getCPtr(opts), opts);
   }
 
   public int randomModel(String preset, String out_path, SkyOptions opts) {
-    return skycmdJNI.SkyCall_randomModel(swigCPtr, this, preset, out_path, SkyOptions.getCPtr(opts), opts);
+    return skycmdJNI.SkyCall_randomModel(swigCPtr, this, (preset == null ? null : (preset + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), (out_path == null ? null : (out_path + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), SkyOptions.getCPtr(opts), opts);
   }
 
   public int quantize(String in_path, String out_path, SkyOptions opts) {
-    return skycmdJNI.SkyCall_quantize(swigCPtr, this, in_path, out_path, SkyOptions.getCPtr(opts), opts);
+    return skycmdJNI.SkyCall_quantize(swigCPtr, this, (in_path == null ? null : (in_path + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), (out_path == null ? null : (out_path + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), SkyOptions.getCPtr(opts), opts);
   }
 
   public int openModel(String path, SkyOptions opts, SkyModel into) {
-    return skycmdJNI.SkyCall_openModel(swigCPtr, this, path, SkyOptions.getCPtr(opts), opts, SkyModel.getCPtr(into), into);
+    return skycmdJNI.SkyCall_openModel(swigCPtr, this, (path == null ? null : (path + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), SkyOptions.getCPtr(opts), opts, SkyModel.getCPtr(into), into);
   }
 
 }

@@ -56,11 +56,12 @@ public class SkyModel {
   }
 
   public String name() {
-    return skycmdJNI.SkyModel_name(swigCPtr, this);
+    byte[] utf8 = skycmdJNI.SkyModel_name(swigCPtr, this);
+    return utf8 == null ? null : new String(utf8, java.nio.charset.StandardCharsets.UTF_8);
   }
 
   public long getInt(String name) {
-    return skycmdJNI.SkyModel_getInt(swigCPtr, this, name);
+    return skycmdJNI.SkyModel_getInt(swigCPtr, this, (name == null ? null : (name + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)));
   }
 
 }

@@ -56,7 +56,8 @@ public class SkyResponse {
   }
 
   public String json() {
-    return skycmdJNI.SkyResponse_json(swigCPtr, this);
+    byte[] utf8 = skycmdJNI.SkyResponse_json(swigCPtr, this);
+    return utf8 == null ? null : new String(utf8, java.nio.charset.StandardCharsets.UTF_8);
   }
 
   public long inputTokens() {
@@ -68,7 +69,8 @@ public class SkyResponse {
   }
 
   public String answerId(long i) {
-    return skycmdJNI.SkyResponse_answerId(swigCPtr, this, i);
+    byte[] utf8 = skycmdJNI.SkyResponse_answerId(swigCPtr, this, i);
+    return utf8 == null ? null : new String(utf8, java.nio.charset.StandardCharsets.UTF_8);
   }
 
   public int answerType(long i) {
@@ -76,7 +78,8 @@ public class SkyResponse {
   }
 
   public String answerChoice(long i) {
-    return skycmdJNI.SkyResponse_answerChoice(swigCPtr, this, i);
+    byte[] utf8 = skycmdJNI.SkyResponse_answerChoice(swigCPtr, this, i);
+    return utf8 == null ? null : new String(utf8, java.nio.charset.StandardCharsets.UTF_8);
   }
 
   public double answerValue(long i) {
@@ -96,7 +99,8 @@ public class SkyResponse {
   }
 
   public String optionKey(long i, long j) {
-    return skycmdJNI.SkyResponse_optionKey(swigCPtr, this, i, j);
+    byte[] utf8 = skycmdJNI.SkyResponse_optionKey(swigCPtr, this, i, j);
+    return utf8 == null ? null : new String(utf8, java.nio.charset.StandardCharsets.UTF_8);
   }
 
   public double optionProbability(long i, long j) {

@@ -64,7 +64,7 @@ public class SkySession {
   }
 
   public int decide(String request_json, SkyResponse into) {
-    return skycmdJNI.SkySession_decide(swigCPtr, this, request_json, SkyResponse.getCPtr(into), into);
+    return skycmdJNI.SkySession_decide(swigCPtr, this, (request_json == null ? null : (request_json + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), SkyResponse.getCPtr(into), into);
   }
 
   public int decideBatch(SkyBatch batch) {
@@ -72,7 +72,8 @@ public class SkySession {
   }
 
   public String message() {
-    return skycmdJNI.SkySession_message(swigCPtr, this);
+    byte[] utf8 = skycmdJNI.SkySession_message(swigCPtr, this);
+    return utf8 == null ? null : new String(utf8, java.nio.charset.StandardCharsets.UTF_8);
   }
 
 }

@@ -52,7 +52,7 @@ public class SkyTokenizer {
   }
 
   public int openJson(String path) {
-    return skycmdJNI.SkyTokenizer_openJson(swigCPtr, this, path);
+    return skycmdJNI.SkyTokenizer_openJson(swigCPtr, this, (path == null ? null : (path + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)));
   }
 
   public boolean isOpen() {
@@ -64,15 +64,16 @@ public class SkyTokenizer {
   }
 
   public String message() {
-    return skycmdJNI.SkyTokenizer_message(swigCPtr, this);
+    byte[] utf8 = skycmdJNI.SkyTokenizer_message(swigCPtr, this);
+    return utf8 == null ? null : new String(utf8, java.nio.charset.StandardCharsets.UTF_8);
   }
 
   public int encode(String text) {
-    return skycmdJNI.SkyTokenizer_encode(swigCPtr, this, text);
+    return skycmdJNI.SkyTokenizer_encode(swigCPtr, this, (text == null ? null : (text + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)));
   }
 
   public int count(String text) {
-    return skycmdJNI.SkyTokenizer_count(swigCPtr, this, text);
+    return skycmdJNI.SkyTokenizer_count(swigCPtr, this, (text == null ? null : (text + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)));
   }
 
   public long tokenCount() {
@@ -100,11 +101,13 @@ public class SkyTokenizer {
   }
 
   public String decodedText() {
-    return skycmdJNI.SkyTokenizer_decodedText(swigCPtr, this);
+    byte[] utf8 = skycmdJNI.SkyTokenizer_decodedText(swigCPtr, this);
+    return utf8 == null ? null : new String(utf8, java.nio.charset.StandardCharsets.UTF_8);
   }
 
   public String token(int id) {
-    return skycmdJNI.SkyTokenizer_token(swigCPtr, this, id);
+    byte[] utf8 = skycmdJNI.SkyTokenizer_token(swigCPtr, this, id);
+    return utf8 == null ? null : new String(utf8, java.nio.charset.StandardCharsets.UTF_8);
   }
 
   public long vocabSize() {

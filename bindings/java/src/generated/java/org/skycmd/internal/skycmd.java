@@ -14,7 +14,8 @@ public class skycmd implements skycmdConstants {
   }
 
   public static String skycmd_version_string() {
-    return skycmdJNI.skycmd_version_string();
+    byte[] utf8 = skycmdJNI.skycmd_version_string();
+    return utf8 == null ? null : new String(utf8, java.nio.charset.StandardCharsets.UTF_8);
   }
 
   public static long skycmd_abi_version() {
@@ -22,19 +23,23 @@ public class skycmd implements skycmdConstants {
   }
 
   public static String skycmd_build_id() {
-    return skycmdJNI.skycmd_build_id();
+    byte[] utf8 = skycmdJNI.skycmd_build_id();
+    return utf8 == null ? null : new String(utf8, java.nio.charset.StandardCharsets.UTF_8);
   }
 
   public static String skycmd_cpu_features() {
-    return skycmdJNI.skycmd_cpu_features();
+    byte[] utf8 = skycmdJNI.skycmd_cpu_features();
+    return utf8 == null ? null : new String(utf8, java.nio.charset.StandardCharsets.UTF_8);
   }
 
   public static String skycmd_status_name(int status) {
-    return skycmdJNI.skycmd_status_name(status);
+    byte[] utf8 = skycmdJNI.skycmd_status_name(status);
+    return utf8 == null ? null : new String(utf8, java.nio.charset.StandardCharsets.UTF_8);
   }
 
   public static String skycmd_strerror(int status) {
-    return skycmdJNI.skycmd_strerror(status);
+    byte[] utf8 = skycmdJNI.skycmd_strerror(status);
+    return utf8 == null ? null : new String(utf8, java.nio.charset.StandardCharsets.UTF_8);
   }
 
   public static long skyHeapInUse() {
@@ -43,6 +48,10 @@ public class skycmd implements skycmdConstants {
 
   public static int skyOpenModelBuffer(SkyCall call, byte[] gguf_data, SkyOptions opts, SkyModel into) {
     return skycmdJNI.skyOpenModelBuffer(SkyCall.getCPtr(call), call, gguf_data, SkyOptions.getCPtr(opts), opts, SkyModel.getCPtr(into), into);
+  }
+
+  public static int skyFileCallWithListener(SkyCall call, int op, String a, String b, SkyOptions opts, java.lang.Object listener) {
+    return skycmdJNI.skyFileCallWithListener(SkyCall.getCPtr(call), call, op, (a == null ? null : (a + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), (b == null ? null : (b + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), SkyOptions.getCPtr(opts), opts, listener);
   }
 
 }

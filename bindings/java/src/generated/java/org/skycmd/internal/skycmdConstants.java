@@ -14,7 +14,6 @@ public interface skycmdConstants {
   public final static int SKYCMD_VERSION_MINOR = skycmdJNI.SKYCMD_VERSION_MINOR_get();
   public final static int SKYCMD_VERSION_PATCH = skycmdJNI.SKYCMD_VERSION_PATCH_get();
   public final static int SKYCMD_VERSION_NUMBER = skycmdJNI.SKYCMD_VERSION_NUMBER_get();
-  public final static String SKYCMD_VERSION_STRING = skycmdJNI.SKYCMD_VERSION_STRING_get();
   public final static int SKYCMD_ABI_VERSION = skycmdJNI.SKYCMD_ABI_VERSION_get();
   public final static int SKYCMD_STATUS_COUNT = skycmdJNI.SKYCMD_STATUS_COUNT_get();
 }
