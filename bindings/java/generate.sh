@@ -3,7 +3,8 @@
 # committed so that building the binding (`mvn install`) never needs SWIG:
 #   src/generated/java/org/skycmd/internal/*.java   the JNI proxy classes
 #   src/generated/jni/skycmd_wrap.c                 the JNI C wrapper
-# from bindings/swig/skycmd.i and include/skycmd.h. Run it after changing either file and
+# from bindings/java/skycmd_java.i (Java's own typemaps and helpers around the shared
+# bindings/swig/skycmd.i) and include/skycmd.h. Run it after changing either file and
 # commit the result. --check regenerates into a temporary directory and fails (exit 1, with
 # a diff) if the committed output is stale; CI runs it (bindings/run-tests.sh java).
 # env: SWIG (default: the CI venv's .venv-ci/bin/swig, then swig on PATH). It must be the
@@ -31,8 +32,8 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/java/org/skycmd/internal" "$tmp/jni"
 # Run from the repository root with relative paths, so that no absolute path of this
 # checkout ends up in the output.
-(cd "$root" && "$swig" -java -package org.skycmd.internal -Iinclude \
-    -outdir "$tmp/java/org/skycmd/internal" -o "$tmp/jni/skycmd_wrap.c" bindings/swig/skycmd.i)
+(cd "$root" && "$swig" -java -package org.skycmd.internal -Iinclude -Ibindings/swig \
+    -outdir "$tmp/java/org/skycmd/internal" -o "$tmp/jni/skycmd_wrap.c" bindings/java/skycmd_java.i)
 
 out=$here/src/generated
 if [ $check -eq 1 ]; then
