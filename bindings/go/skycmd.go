@@ -58,6 +58,7 @@ type Error struct {
 	Op      string // e.g. "open", "decide", "convert"
 	Status  Status
 	Message string
+	cause   error // what made the call stop (a context's error), for errors.Is
 }
 
 func (e *Error) Error() string {
@@ -75,6 +76,10 @@ func (e *Error) Is(target error) bool {
 	}
 	return false
 }
+
+// Unwrap is the context error of a call cancelled through its context (else nil), so that
+// errors.Is(err, context.Canceled) holds for a cancelled Convert.
+func (e *Error) Unwrap() error { return e.cause }
 
 func newError(op string, st int, msg string) error {
 	if st == int(OK) {
