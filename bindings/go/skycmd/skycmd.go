@@ -1,6 +1,11 @@
 // Package skycmd is the Go binding of libskycmd: it runs "System One" decision models
 // (ModernBERT encoder + Laya head) stored in GGUF files.
 //
+// Import it as "github.com/skycmd/libskycmd/bindings/go/skycmd" (module
+// github.com/skycmd/libskycmd/bindings/go; the package name is the last path element). It
+// builds with cgo against the installed libskycmd (`pkg-config skycmd`); the SWIG-generated
+// layer is committed, so no SWIG and no `go generate` is needed.
+//
 // Contract:
 //   - Every failure is a *Error carrying the library's Status and message; errors.Is(err,
 //     skycmd.ErrIO) (or any other Status) matches on the status.

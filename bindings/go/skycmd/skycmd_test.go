@@ -63,7 +63,7 @@ func exampleRequest(t *testing.T) string {
 	t.Helper()
 	p := os.Getenv("SKYCMD_EXAMPLE_REQUEST")
 	if p == "" {
-		p = filepath.Join("..", "..", "examples", "flappy-drone.json")
+		p = filepath.Join("..", "..", "..", "examples", "flappy-drone.json")
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {
