@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"unsafe"
 
 	"github.com/skycmd/libskycmd/bindings/go/internal/raw"
 )
@@ -17,32 +18,55 @@ type Model struct {
 	idle    []raw.SkySession // sessions not in use (each belongs to one call at a time)
 	session []intOpt         // options set on every new session
 	path    string
+	tokMu   sync.Mutex
+	tok     *Tokenizer // the model's tokenizer, made on first use, closed by Close
 }
 
 // Open opens a GGUF decision model (WithWeights, WithMaxTokens, WithModelName,
 // WithThreads, WithActivations). Close it when done.
 func Open(path string, opts ...Option) (*Model, error) {
+	return open("open", path, opts, func(c raw.SkyCall, o raw.SkyOptions, box raw.SkyModel) int {
+		return c.OpenModel(path, o, box)
+	})
+}
+
+// OpenBuffer opens a model from the bytes of a GGUF file (the same options as Open). The
+// model keeps its own copy, so data may be reused or dropped as soon as OpenBuffer returns.
+func OpenBuffer(data []byte, opts ...Option) (*Model, error) {
+	if len(data) == 0 {
+		return nil, &Error{Op: "open buffer", Status: ErrFormat, Message: "the buffer is empty"}
+	}
+	// No Go copy: the C side copies the bytes before this call returns.
+	bytes := unsafe.String(unsafe.SliceData(data), len(data))
+	m, err := open("open buffer", "", opts, func(c raw.SkyCall, o raw.SkyOptions, box raw.SkyModel) int {
+		return raw.SkyOpenModelBuffer(c, bytes, o, box)
+	})
+	runtime.KeepAlive(data)
+	return m, err
+}
+
+func open(op, path string, opts []Option, openInto func(raw.SkyCall, raw.SkyOptions, raw.SkyModel) int) (*Model, error) {
 	if loadErr != nil {
 		return nil, loadErr
 	}
-	o, set, err := build("open", opts)
+	o, set, err := build(op, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer raw.DeleteSkyOptions(o)
 	box := raw.NewSkyModel()
 	if box.Swigcptr() == 0 {
-		return nil, &Error{Op: "open", Status: ErrNoMem}
+		return nil, &Error{Op: op, Status: ErrNoMem}
 	}
 	c := raw.NewSkyCall()
 	if c.Swigcptr() == 0 {
 		raw.DeleteSkyModel(box)
-		return nil, &Error{Op: "open", Status: ErrNoMem}
+		return nil, &Error{Op: op, Status: ErrNoMem}
 	}
 	defer raw.DeleteSkyCall(c)
-	if st := c.OpenModel(path, o, box); st != 0 {
+	if st := openInto(c, o, box); st != 0 {
 		raw.DeleteSkyModel(box)
-		return nil, newError("open", st, c.Message())
+		return nil, newError(op, st, c.Message())
 	}
 	m := &Model{box: box, session: set.session, path: path}
 	runtime.SetFinalizer(m, func(m *Model) { _ = m.Close() })
@@ -132,6 +156,39 @@ func (m *Model) putSession(s raw.SkySession) {
 // honoured before the call starts and while waiting for it; the C computation itself
 // cannot be interrupted (it finishes in the background and its session is reused).
 func (m *Model) Decide(ctx context.Context, request string) (*Response, error) {
+	rs, err := waitFor(ctx, func() ([]*Response, error) {
+		r, err := m.decide(request)
+		return []*Response{r}, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rs[0], nil
+}
+
+// DecideRequest answers a request made with the typed builders (NewRequest, Choice, Score,
+// Noul); otherwise it is Decide.
+func (m *Model) DecideRequest(ctx context.Context, request *Request) (*Response, error) {
+	if request == nil {
+		return nil, requestError("the request is nil")
+	}
+	body, err := request.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return m.Decide(ctx, string(body))
+}
+
+// DecideBatch answers several requests together (skycmd_decide_batch): their sequences share
+// the model's batches, which saves time when many small requests arrive at once, and each
+// response is exactly what Decide gives for its request alone. All or nothing: an error names
+// the failing request ("request 2: ..."). ctx is honoured as by Decide.
+func (m *Model) DecideBatch(ctx context.Context, requests []string) ([]*Response, error) {
+	return waitFor(ctx, func() ([]*Response, error) { return m.decideBatch(requests) })
+}
+
+// waitFor runs work, returning early (the work finishes in the background) when ctx ends.
+func waitFor(ctx context.Context, work func() ([]*Response, error)) ([]*Response, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -139,20 +196,20 @@ func (m *Model) Decide(ctx context.Context, request string) (*Response, error) {
 		return nil, err
 	}
 	if ctx.Done() == nil {
-		return m.decide(request)
+		return work()
 	}
 	type result struct {
-		r   *Response
+		rs  []*Response
 		err error
 	}
 	ch := make(chan result, 1)
 	go func() {
-		r, err := m.decide(request)
-		ch <- result{r, err}
+		rs, err := work()
+		ch <- result{rs, err}
 	}()
 	select {
 	case res := <-ch:
-		return res.r, res.err
+		return res.rs, res.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -168,19 +225,58 @@ func (m *Model) decide(request string) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer m.putSession(s)
 	b := raw.NewSkyResponse()
 	if b.Swigcptr() == 0 {
-		m.putSession(s)
 		return nil, &Error{Op: "decide", Status: ErrNoMem}
 	}
 	defer raw.DeleteSkyResponse(b)
 	if st := s.Decide(request, b); st != 0 {
-		err := newError("decide", st, s.Message())
-		m.putSession(s)
+		return nil, newError("decide", st, s.Message())
+	}
+	return copyResponse(b), nil
+}
+
+func (m *Model) decideBatch(requests []string) ([]*Response, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.box == nil {
+		return nil, errClosed("decide batch")
+	}
+	batch := raw.NewSkyBatch()
+	if batch.Swigcptr() == 0 {
+		return nil, &Error{Op: "decide batch", Status: ErrNoMem}
+	}
+	defer raw.DeleteSkyBatch(batch)
+	for _, req := range requests {
+		if st := batch.Add(req); st != 0 {
+			return nil, newError("decide batch", st, batch.Message())
+		}
+	}
+	s, err := m.getSession()
+	if err != nil {
 		return nil, err
 	}
-	m.putSession(s)
-	return copyResponse(b), nil
+	defer m.putSession(s)
+	if st := s.DecideBatch(batch); st != 0 {
+		return nil, newError("decide batch", st, s.Message())
+	}
+	out := make([]*Response, len(requests))
+	for i := range out {
+		b := raw.NewSkyResponse()
+		if b.Swigcptr() == 0 {
+			return nil, &Error{Op: "decide batch", Status: ErrNoMem}
+		}
+		st := batch.TakeResponse(int64(i), b)
+		if st == 0 {
+			out[i] = copyResponse(b)
+		}
+		raw.DeleteSkyResponse(b)
+		if st != 0 {
+			return nil, newError("decide batch", st, batch.Message())
+		}
+	}
+	return out, nil
 }
 
 // Close frees the model and its idle sessions. It waits for running Decide calls, and
@@ -191,6 +287,12 @@ func (m *Model) Close() error {
 	if m.box == nil {
 		return nil
 	}
+	m.tokMu.Lock()
+	if m.tok != nil {
+		m.tok.release()
+		m.tok = nil
+	}
+	m.tokMu.Unlock()
 	m.poolMu.Lock()
 	for _, s := range m.idle {
 		raw.DeleteSkySession(s)

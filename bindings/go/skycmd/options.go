@@ -41,9 +41,10 @@ const (
 type Option func(*optionSet)
 
 type optionSet struct {
-	ints    []intOpt
-	strs    []strOpt
-	session []intOpt // options applied to each session rather than to the call
+	ints     []intOpt
+	strs     []strOpt
+	session  []intOpt // options applied to each session rather than to the call
+	progress func(done, total uint64)
 }
 
 type intOpt struct {
@@ -111,6 +112,14 @@ func WithName(name string) Option { return strOption(raw.SKYCMD_OPT_NAME, name) 
 
 // WithPre sets tokenizer.ggml.pre written by Convert.
 func WithPre(pre string) Option { return strOption(raw.SKYCMD_OPT_PRE, pre) }
+
+// WithProgress has Convert and Quantize report their progress: fn(done, total) in the
+// call's units (bytes or tensors), at most every 50 ms while it changes and once at the end,
+// always from one goroutine of the binding (never from a C thread) and before the call
+// returns.
+func WithProgress(fn func(done, total uint64)) Option {
+	return func(s *optionSet) { s.progress = fn }
+}
 
 // build applies the options to a fresh C options bag; the caller deletes it.
 func build(op string, opts []Option) (raw.SkyOptions, *optionSet, error) {

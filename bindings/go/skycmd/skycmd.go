@@ -1,6 +1,11 @@
 // Package skycmd is the Go binding of libskycmd: it runs "System One" decision models
 // (ModernBERT encoder + Laya head) stored in GGUF files.
 //
+// Import it as "github.com/skycmd/libskycmd/bindings/go/skycmd" (module
+// github.com/skycmd/libskycmd/bindings/go; the package name is the last path element). It
+// builds with cgo against the installed libskycmd (`pkg-config skycmd`); the SWIG-generated
+// layer is committed, so no SWIG and no `go generate` is needed.
+//
 // Contract:
 //   - Every failure is a *Error carrying the library's Status and message; errors.Is(err,
 //     skycmd.ErrIO) (or any other Status) matches on the status.
@@ -58,6 +63,7 @@ type Error struct {
 	Op      string // e.g. "open", "decide", "convert"
 	Status  Status
 	Message string
+	cause   error // what made the call stop (a context's error), for errors.Is
 }
 
 func (e *Error) Error() string {
@@ -75,6 +81,10 @@ func (e *Error) Is(target error) bool {
 	}
 	return false
 }
+
+// Unwrap is the context error of a call cancelled through its context (else nil), so that
+// errors.Is(err, context.Canceled) holds for a cancelled Convert.
+func (e *Error) Unwrap() error { return e.cause }
 
 func newError(op string, st int, msg string) error {
 	if st == int(OK) {

@@ -63,7 +63,7 @@ func exampleRequest(t *testing.T) string {
 	t.Helper()
 	p := os.Getenv("SKYCMD_EXAMPLE_REQUEST")
 	if p == "" {
-		p = filepath.Join("..", "..", "examples", "flappy-drone.json")
+		p = filepath.Join("..", "..", "..", "examples", "flappy-drone.json")
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {
@@ -134,7 +134,7 @@ func checkAnswers(t *testing.T, r *Response) {
 		t.Errorf("input tokens %d", r.InputTokens)
 	}
 	ids := []string{"action", "danger", "margin"}
-	types := []AnswerType{Choice, Noul, Score}
+	types := []AnswerType{AnswerChoice, AnswerNoul, AnswerScore}
 	for i, a := range r.Answers {
 		if a.ID != ids[i] || a.Type != types[i] {
 			t.Fatalf("answer %d is %s/%s, want %s/%s", i, a.ID, a.Type, ids[i], types[i])
@@ -158,12 +158,13 @@ func checkAnswers(t *testing.T, r *Response) {
 	if act.Probabilities[1].P > best.P {
 		best = act.Probabilities[1]
 	}
-	if act.Choice != best.Key || act.Value != best.P || math.IsNaN(act.Confidence) {
+	if act.Choice != best.Key || act.Value != best.P || act.Confidence == nil || math.IsNaN(*act.Confidence) ||
+		*act.Confidence < 0 || *act.Confidence > 1 || act.Legend != nil {
 		t.Errorf("action: choice %q value %v confidence %v, best %+v", act.Choice, act.Value, act.Confidence, best)
 	}
 	dn := r.Answers[1]
 	if len(dn.Probabilities) != 2 || dn.Probabilities[0].Key != "false" || dn.Probabilities[1].Key != "true" ||
-		dn.Value != dn.Probabilities[1].P || !math.IsNaN(dn.Confidence) || dn.Choice != "" {
+		dn.Value != dn.Probabilities[1].P || dn.Confidence != nil || dn.Choice != "" || dn.Legend != nil {
 		t.Errorf("danger: %+v", dn)
 	}
 	mg := r.Answers[2]
@@ -177,8 +178,24 @@ func checkAnswers(t *testing.T, r *Response) {
 		}
 		exp += float64(i) * p.P
 	}
-	if math.Abs(exp-mg.Value) > 1e-9 || mg.Value < 0 || mg.Value > 2 {
-		t.Errorf("margin score %v, expected level %v", mg.Value, exp)
+	if math.Abs(exp-mg.Value) > 1e-9 || mg.Value < 0 || mg.Value > 2 || mg.Confidence == nil {
+		t.Errorf("margin score %v, expected level %v, confidence %v", mg.Value, exp, mg.Confidence)
+	}
+	if want := []string{"none", "tight", "comfortable"}; strings.Join(mg.Legend, "|") != strings.Join(want, "|") {
+		t.Errorf("margin legend %q, want %q", mg.Legend, want)
+	}
+	if r.Model != "s1-pico" {
+		t.Errorf("response model %q", r.Model)
+	}
+	// The typed views (the Jev SDK's answer types).
+	if c := r.Choices()["action"]; c.Choice != act.Choice || c.Confidence != *act.Confidence || c.Probabilities["glide"] != act.Probabilities[1].P {
+		t.Errorf("typed choice %+v", c)
+	}
+	if s := r.Scores()["margin"]; s.Score != mg.Value || s.Confidence != *mg.Confidence || s.Legend[2] != "comfortable" || s.Probabilities[1] != mg.Probabilities[1].P {
+		t.Errorf("typed score %+v", s)
+	}
+	if n := r.Nouls(); len(n) != 1 || n["danger"].Noul != dn.Value {
+		t.Errorf("typed nouls %+v", n)
 	}
 	// The wire JSON carries the same answers (to its printed precision).
 	var wire struct {
@@ -199,13 +216,18 @@ func checkAnswers(t *testing.T, r *Response) {
 }
 
 // dump writes the canonical form used by run-tests.sh's cross-check: every double as the
-// 16 hex digits of its IEEE-754 bits, so the four bindings can be compared exactly.
+// 16 hex digits of its IEEE-754 bits, so the bindings can be compared exactly; an absent
+// confidence (noul) is "none". bindings/go/consumer/main.go writes the same form.
 func dump(r *Response) string {
 	var b strings.Builder
 	bits := func(v float64) string { return fmt.Sprintf("%016x", math.Float64bits(v)) }
 	fmt.Fprintf(&b, "input_tokens %d\n", r.InputTokens)
 	for _, a := range r.Answers {
-		fmt.Fprintf(&b, "answer %s %s choice=%s value=%s confidence=%s\n", a.ID, a.Type, a.Choice, bits(a.Value), bits(a.Confidence))
+		conf := "none"
+		if a.Confidence != nil {
+			conf = bits(*a.Confidence)
+		}
+		fmt.Fprintf(&b, "answer %s %s choice=%s value=%s confidence=%s\n", a.ID, a.Type, a.Choice, bits(a.Value), conf)
 		for _, p := range a.Probabilities {
 			fmt.Fprintf(&b, "option %s %s\n", p.Key, bits(p.P))
 		}
@@ -292,7 +314,7 @@ func TestErrors(t *testing.T) {
 	if err := RandomModel("no-such-preset", filepath.Join(tmpDir, "p.gguf")); err == nil {
 		t.Fatal("unknown preset accepted")
 	}
-	if err := Convert(filepath.Join(tmpDir, "no-such-dir"), filepath.Join(tmpDir, "c.gguf")); err == nil {
+	if err := Convert(context.Background(), filepath.Join(tmpDir, "no-such-dir"), filepath.Join(tmpDir, "c.gguf")); err == nil {
 		t.Fatal("convert of a missing directory succeeded")
 	}
 	if _, err := os.Stat(filepath.Join(tmpDir, "c.gguf")); !os.IsNotExist(err) {
@@ -311,7 +333,7 @@ func TestFilesInspectQuantize(t *testing.T) {
 		t.Fatalf("inspect --json: %v\n%.300s", err, js)
 	}
 	q := filepath.Join(tmpDir, "s1-pico-q8.gguf")
-	if err := Quantize(path, q, WithType(TypeQ8_0)); err != nil {
+	if err := Quantize(context.Background(), path, q, WithType(TypeQ8_0)); err != nil {
 		t.Fatal(err)
 	}
 	qm, err := Open(q)
