@@ -15,7 +15,8 @@
 #      could find (ldconfig's cache and the prefix). A control inside the namespace shows the
 #      hiding works: the hidden files read as empty, and the prefix's libskycmd.so (what the
 #      jar used to bundle) no longer loads (ldd: "file too short" or "not found"). There
-#      `java -cp` runs the consumer, which writes the dump.
+#      `java -cp` runs the consumer, which writes the dump, and again with the jar on the
+#      module path as module org.skycmd (the same dump).
 set -euo pipefail
 work=$(realpath -m "${1:?usage: consumer-test.sh WORKDIR}")
 repo=${SKYCMD_REPO:?}
@@ -159,8 +160,15 @@ for f in "$@"; do mount --bind "$empty" "$f"; echo "   hidden: $f"; done
 for f in "$@"; do [ ! -s "$f" ] || { echo "control failed: $f still has content"; exit 1; }; done
 out=$(ldd "$control" 2>&1) && ! grep -q 'not found' <<< "$out" && { echo "control failed: $control still loads:"; echo "$out"; exit 1; }
 grep -E 'cjson|utf8proc|not found' <<< "$out" | sed 's/^/   control (ldd of the old bundled libskycmd.so): /'
-exec java -cp "$app/target/skycmd-consumer-1.0.jar:$jar" example.Main \
+java -cp "$app/target/skycmd-consumer-1.0.jar:$jar" example.Main \
     "$SKYCMD_CONSUMER_MODEL" "$SKYCMD_CONSUMER_REQUEST" "$SKYCMD_CONSUMER_DUMP"
+# The jar as the named module org.skycmd (Automatic-Module-Name) on the module path: the
+# native library loads from the module too, with the same answers.
+java --module-path "$jar" --add-modules org.skycmd -cp "$app/target/skycmd-consumer-1.0.jar" example.Main \
+    "$SKYCMD_CONSUMER_MODEL" "$SKYCMD_CONSUMER_REQUEST" "$SKYCMD_CONSUMER_DUMP.module" >/dev/null
+cmp "$SKYCMD_CONSUMER_DUMP" "$SKYCMD_CONSUMER_DUMP.module"
+rm -f "$SKYCMD_CONSUMER_DUMP.module"
+echo "   the same answers with the jar on the module path (module org.skycmd)"
 EOF
 if [ "$(id -u)" -eq 0 ]; then ns=(unshare -m); else ns=(unshare -r -m); fi
 "${ns[@]}" bash "$work/hidden.sh" "$work/empty" "$control" "$jar" "$app" "${hide[@]}"
