@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # build-native.sh TARGET_DIR - run by Maven in generate-sources: compiles the committed SWIG
 # JNI wrapper (src/generated/jni/skycmd_wrap.c, made by generate.sh; no SWIG needed here)
-# into ONE self-contained library, TARGET_DIR/classes/native/linux-x86_64/libskycmd_jni.so,
+# into ONE self-contained library, TARGET_DIR/classes/native/linux-$(uname -m)/libskycmd_jni.so,
 # which the jar carries. libskycmd (libskycmd.a), cJSON and utf8proc are linked into it
 # statically, so at run time it needs only the C library: no libskycmd.so, libcjson.so.1 or
 # libutf8proc.so.2. Only the JNI entry points are exported (jni.map, --exclude-libs), and the
@@ -15,7 +15,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 target=$(realpath -m "${1:-$here/target}")
-native=$target/classes/native/linux-x86_64
+native=$target/classes/native/linux-$(uname -m)
 work=$target/native
 mkdir -p "$native" "$work"
 : "${JAVA_HOME:=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")}"

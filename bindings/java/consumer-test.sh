@@ -118,11 +118,11 @@ echo "   $jar ($(stat -c %s "$jar") bytes)"
 
 echo "-- 3. the jar: one native library, Automatic-Module-Name, NEEDED only the C runtime"
 natives=$(jar tf "$jar" | grep -E '\.so(\.|$)' || true)
-[ "$natives" = "native/linux-x86_64/libskycmd_jni.so" ] || { echo "native files in the jar: $natives"; exit 1; }
+[ "$natives" = "native/linux-$(uname -m)/libskycmd_jni.so" ] || { echo "native files in the jar: $natives"; exit 1; }
 jar --describe-module --file "$jar" | tee "$work/module.txt"
 grep -q "^org.skycmd@$version automatic" "$work/module.txt" || { echo "no Automatic-Module-Name org.skycmd"; exit 1; }
-mkdir -p "$work/jar-native" && (cd "$work/jar-native" && jar xf "$jar" native/linux-x86_64/libskycmd_jni.so)
-lib=$work/jar-native/native/linux-x86_64/libskycmd_jni.so
+mkdir -p "$work/jar-native" && (cd "$work/jar-native" && jar xf "$jar" "native/linux-$(uname -m)/libskycmd_jni.so")
+lib=$work/jar-native/native/linux-$(uname -m)/libskycmd_jni.so
 needed=$(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
 echo "   NEEDED: $(echo $needed)"
 [ -n "$needed" ] || { echo "no NEEDED entries read"; exit 1; }

@@ -15,16 +15,27 @@ import java.nio.file.StandardCopyOption;
  * else is loaded and no system copy of those libraries is needed.
  *
  * <p>Order: the system property {@code skycmd.jni.path} (a file); then the resource
- * {@code /native/linux-x86_64/libskycmd_jni.so} on the class path, loaded in place when it is
+ * {@code /native/linux-<arch>/libskycmd_jni.so} on the class path (arch as {@code uname -m}
+ * names it: x86_64, aarch64, ...), loaded in place when it is
  * a plain file (a build tree's {@code target/classes}) or extracted to a private temporary
  * directory when it sits in a jar; last, {@code System.loadLibrary("skycmd_jni")} through
  * {@code java.library.path}.
  */
 public final class NativeLoader {
-    static final String RESOURCE = "/native/linux-x86_64/libskycmd_jni.so";
+    static final String RESOURCE = "/native/linux-" + machine() + "/libskycmd_jni.so";
     private static boolean loaded;
 
     private NativeLoader() {}
+
+    /** The machine name as uname -m gives it (the JVM's os.arch says amd64 for x86_64). */
+    static String machine() {
+        String arch = System.getProperty("os.arch", "");
+        switch (arch) {
+            case "amd64": case "x86-64": return "x86_64";
+            case "arm64": return "aarch64";
+            default: return arch;
+        }
+    }
 
     /** Loads the library; safe to call many times. Throws UnsatisfiedLinkError on failure. */
     public static synchronized void load() {
