@@ -11,7 +11,8 @@
 #     man pages, the debug symbols found by build id; the systemd unit (systemd-analyze
 #     verify and security) and the server started with its command line and the options of
 #     /etc/default/skycmd; the bash completion;
-#   - dpkg -P, which removes everything, the conffile too (also on failure).
+#   - the conffile /etc/default/skycmd kept when edited across a reinstall and a remove,
+#     gone after a purge; dpkg -P of everything (also on failure).
 # Needs root (dpkg) and: cmake, ninja or make, dpkg-dev (dpkg-shlibdeps), file, binutils,
 # lintian, pkg-config, libcjson-dev, libutf8proc-dev, libmicrohttpd-dev, python3; systemd
 # (systemd-analyze) is used when present. Slow-ish (a full build), so it is not a ctest
@@ -196,6 +197,15 @@ wait "$server" || { echo "the server did not exit 0 on SIGTERM"; cat "$work/serv
 echo "== bash completion"
 cmp /usr/share/bash-completion/completions/skycmd "$src/packaging/bash-completion/skycmd"
 bash "$src/tests/cli/bash_completion.sh" /usr/bin/skycmd "$src" "$work"
+
+echo "== the conffile: kept when edited and reinstalled, kept on remove, gone on purge"
+echo "# edited by test-debs.sh" >> /etc/default/skycmd
+dpkg -i "${debs[2]}" >/dev/null
+grep -q "edited by test-debs.sh" /etc/default/skycmd || { echo "reinstalling lost the edit"; exit 1; }
+dpkg -r skycmd-dbgsym skycmd >/dev/null
+[ ! -e /usr/bin/skycmd ] && grep -q "edited by test-debs.sh" /etc/default/skycmd
+dpkg -P skycmd >/dev/null
+[ ! -e /etc/default/skycmd ] || { echo "purge left /etc/default/skycmd"; exit 1; }
 
 echo "== dpkg -P (remove and purge)"
 dpkg -P skycmd-dbgsym "libskycmd$abi-dbgsym" skycmd libskycmd-dev "libskycmd$abi" >/dev/null

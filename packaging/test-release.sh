@@ -35,7 +35,14 @@ if grep -q "^  sha256 \"$sha\"" "$formula"; then
 else
   echo "-- the committed formula names another tree's tarball (run tools/release-tarball.sh at a release)"
 fi
-if tar -tzf "$tarball" | grep -q 'homebrew/skycmd.rb$'; then echo "the formula is inside the tarball"; exit 1; fi
+tar -tzf "$tarball" > "$work/entries"
+if grep -q 'homebrew/skycmd.rb$' "$work/entries"; then echo "the formula is inside the tarball"; exit 1; fi
+grep -qx "skycmd-$version/LICENSE" "$work/entries" || { echo "the tarball has no LICENSE"; exit 1; }
+# the changelogs describe this version (CHANGELOG.md and the Debian packages' entry)
+grep -q "^## $version " "$src/CHANGELOG.md" || { echo "CHANGELOG.md has no entry for $version"; exit 1; }
+[ "$(dpkg-parsechangelog -l "$src/packaging/debian/changelog" -S Version 2>/dev/null ||
+     sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' "$src/packaging/debian/changelog")" = "$version" ] ||
+  { echo "packaging/debian/changelog's newest entry is not $version"; exit 1; }
 
 echo "== pkg-config with the formula's dependencies only"
 pcdir=$work/pkgconfig
