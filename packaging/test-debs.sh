@@ -109,7 +109,8 @@ echo "-- symbols: $(wc -l < "$work/symbols") entries (== nm -D of the library)"
 dpkg-deb -e "${debs[2]}" "$work/ctrl2"
 grep -qx "/etc/default/skycmd" "$work/ctrl2/conffiles"
 dpkg-deb -x "${debs[2]}" "$work/root2"
-if readelf -d "$work/root2/usr/bin/skycmd" | grep -qE 'RPATH|RUNPATH'; then
+readelf -d "$work/root2/usr/bin/skycmd" > "$work/dynamic"
+if grep -qE 'RPATH|RUNPATH' "$work/dynamic"; then
   echo "/usr/bin/skycmd has a RUNPATH"; exit 1
 fi
 grep -q "usr/include/skycmd.h" "$work/list1"
@@ -157,8 +158,10 @@ for f in /usr/bin/skycmd "/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/lib
   id=$(readelf -n "$f" | awk '/Build ID/{print $3}')
   dbg=/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug
   [ -f "$dbg" ] || { echo "no $dbg for $f"; exit 1; }
-  readelf -S "$dbg" 2>/dev/null | grep -q '\.debug_info' || { echo "$dbg has no DWARF"; exit 1; }
-  if readelf -S "$f" | grep -q '\.debug_info'; then echo "$f is not stripped"; exit 1; fi
+  readelf -S "$dbg" > "$work/sections.dbg" 2>/dev/null
+  readelf -S "$f" > "$work/sections"
+  grep -q '\.debug_info' "$work/sections.dbg" || { echo "$dbg has no DWARF"; exit 1; }
+  if grep -q '\.debug_info' "$work/sections"; then echo "$f is not stripped"; exit 1; fi
   echo "-- $f: stripped, DWARF in $dbg"
 done
 
@@ -208,7 +211,7 @@ dpkg -P skycmd >/dev/null
 [ ! -e /etc/default/skycmd ] || { echo "purge left /etc/default/skycmd"; exit 1; }
 
 echo "== dpkg -P (remove and purge)"
-dpkg -P skycmd-dbgsym "libskycmd$abi-dbgsym" skycmd libskycmd-dev "libskycmd$abi" >/dev/null
+dpkg -P "libskycmd$abi-dbgsym" libskycmd-dev "libskycmd$abi" >/dev/null   # (skycmd: above)
 [ ! -e /usr/bin/skycmd ] && [ ! -e /usr/include/skycmd.h ] && [ ! -e /etc/default/skycmd ]
 [ ! -e /usr/lib/systemd/system/skycmd.service ]
 if pkg-config --exists skycmd 2>/dev/null; then echo "skycmd.pc still installed"; exit 1; fi

@@ -81,7 +81,8 @@ std_cmake_args=(-DCMAKE_INSTALL_PREFIX="$cellar" -DCMAKE_INSTALL_LIBDIR=lib -DCM
   cmake --install build > "$work/install.log"
   ctest --test-dir build -N > "$work/ctest-N.log"
   grep -q "^Total Tests: 0$" "$work/ctest-N.log" || { echo "tests are configured:"; cat "$work/ctest-N.log"; exit 1; }
-  if find build -name 'test_*' -type f -perm -u+x | grep -q .; then echo "test programs were built"; exit 1; fi
+  find build -name 'test_*' -type f -perm -u+x > "$work/test-programs"
+  [ ! -s "$work/test-programs" ] || { echo "test programs were built:"; cat "$work/test-programs"; exit 1; }
   grep -q "libmicrohttpd" build/CMakeCache.txt
 )
 echo "-- configured without Criterion; ctest -N: $(grep '^Total Tests' "$work/ctest-N.log")"
@@ -104,8 +105,9 @@ echo "-- pkg-config: $(pkg-config --cflags --libs skycmd)"
 readelf -d "$moved/bin/skycmd" | grep -E 'RUNPATH|RPATH' | sed 's/^ */-- /'
 env -u LD_LIBRARY_PATH "$moved/bin/skycmd" --version | tee "$work/version"
 grep -q "library $version" "$work/version"
-ldd "$moved/bin/skycmd" | grep -q "$moved/bin/../lib/libskycmd.so" ||
-  { echo "bin/skycmd does not load the moved library:"; ldd "$moved/bin/skycmd"; exit 1; }
+ldd "$moved/bin/skycmd" > "$work/ldd"
+grep -q "$moved/bin/../lib/libskycmd.so" "$work/ldd" ||
+  { echo "bin/skycmd does not load the moved library:"; cat "$work/ldd"; exit 1; }
 
 echo "== the formula's test block (its consumer.c and request.json)"
 testpath=$work/testpath
