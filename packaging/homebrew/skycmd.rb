@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "31728935b48aa03387721f97c2ccc9cc1e9f29cd1d9b59690b15fc4c156c2cfa"
+  sha256 "eabcf74626cfb573e258f1bc3e29eb4a45e7c29fb47185cf5614b942c078cbac"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
