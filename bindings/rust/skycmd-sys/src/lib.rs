@@ -165,4 +165,6 @@ extern "C" {
     pub fn skycmd_response_option_count(resp: *const skycmd_response, i: usize) -> usize;
     pub fn skycmd_response_option_key(resp: *const skycmd_response, i: usize, j: usize) -> *const c_char;
     pub fn skycmd_response_option_probability(resp: *const skycmd_response, i: usize, j: usize) -> f64;
+    pub fn skycmd_response_model(resp: *const skycmd_response) -> *const c_char;
+    pub fn skycmd_response_option_legend(resp: *const skycmd_response, i: usize, j: usize) -> *const c_char;
 }
