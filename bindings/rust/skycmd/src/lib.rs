@@ -177,6 +177,17 @@ pub fn version() -> &'static str {
     unsafe { static_str(sys::skycmd_version_string()) }
 }
 
+/// The running library's build: "git <commit> <build type>" (the build type is
+/// "cargo-bundled" for the `bundled` feature's build).
+pub fn build_id() -> &'static str {
+    unsafe { static_str(sys::skycmd_build_id()) }
+}
+
+/// The CPU features the library's kernels use on this machine.
+pub fn cpu_features() -> &'static str {
+    unsafe { static_str(sys::skycmd_cpu_features()) }
+}
+
 /// The running library's MAJOR*10000 + MINOR*100 + PATCH.
 pub fn version_number() -> u32 {
     unsafe { sys::skycmd_version_number() }
