@@ -36,6 +36,7 @@ $2
 TOML
 }
 
+echo "-- toolchain: $("$cargo" --version), $("${RUSTC:-rustc}" --version)"
 echo "-- rust consumer 1: path dependency, system library of the prefix"
 new_project "$work/system" "skycmd = { path = \"$here/skycmd\" }"
 (cd "$work/system" && "$cargo" build --release 2>&1 | tail -3)

@@ -23,7 +23,7 @@ use std::env;
 use std::path::PathBuf;
 
 fn main() {
-    for v in ["PKG_CONFIG_PATH", "SKYCMD_LIB_DIR", "SKYCMD_INCLUDE_DIR"] {
+    for v in ["PKG_CONFIG_PATH", "SKYCMD_LIB_DIR", "SKYCMD_INCLUDE_DIR", "SKYCMD_SYS_OBJCOPY"] {
         println!("cargo:rerun-if-env-changed={v}");
     }
     println!("cargo:rerun-if-changed=build.rs");
@@ -175,15 +175,16 @@ mod bundled {
         }
     }
 
-    /// One relocatable object of every archive, its hidden symbols made local, archived as
-    /// libskycmd.a.
-    fn localize(out: &Path, archives: &[PathBuf], archiver: Command) -> Result<(), String> {
+    /// One relocatable object of every archive (partially linked by the C compiler driver,
+    /// `cc -r`, so a cross compiler links for its target), its hidden symbols made local,
+    /// archived as libskycmd.a.
+    fn localize(out: &Path, archives: &[PathBuf], compiler: &cc::Tool, archiver: Command) -> Result<(), String> {
         let obj = out.join("skycmd-all.o");
-        let tool = |var: &str, default: &str| env::var(var).unwrap_or_else(|_| default.to_string());
-        let mut ld = Command::new(tool("SKYCMD_SYS_LD", "ld"));
-        ld.arg("-r").arg("-o").arg(&obj).arg("--whole-archive").args(archives).arg("--no-whole-archive");
+        let mut ld = compiler.to_command();
+        ld.args(["-r", "-nostdlib", "-o"]).arg(&obj).arg("-Wl,--whole-archive").args(archives).arg("-Wl,--no-whole-archive");
         run(&mut ld)?;
-        run(Command::new(tool("SKYCMD_SYS_OBJCOPY", "objcopy")).arg("--localize-hidden").arg(&obj))?;
+        let objcopy = env::var("SKYCMD_SYS_OBJCOPY").unwrap_or_else(|_| "objcopy".to_string());
+        run(Command::new(objcopy).arg("--localize-hidden").arg(&obj))?;
         let lib = out.join("libskycmd.a");
         let _ = std::fs::remove_file(&lib);
         let mut ar = archiver;
@@ -199,7 +200,8 @@ mod bundled {
         let out = PathBuf::from(env::var("OUT_DIR").unwrap());
 
         let mut base = cc::Build::new();
-        let compiler = base.get_compiler().path().to_path_buf();
+        let tool = base.get_compiler();
+        let compiler = tool.path().to_path_buf();
         let cjson = dep("libcjson", "cjson", &compiler);
         let utf8proc = dep("libutf8proc", "utf8proc", &compiler);
         base.include(&include).include(&src);
@@ -232,8 +234,11 @@ mod bundled {
 
         let archives = [out.join("libskycmd_kernels.a"), out.join("libskycmd_rest.a")];
         println!("cargo:rustc-link-search=native={}", out.display());
-        match localize(&out, &archives, base.get_archiver()) {
-            Ok(()) => println!("cargo:rustc-link-lib=static=skycmd"),
+        match localize(&out, &archives, &tool, base.get_archiver()) {
+            Ok(()) => {
+                println!("cargo:rustc-link-lib=static=skycmd");
+                println!("cargo:rustc-env=SKYCMD_SYS_BUNDLED_ARCHIVE={}", out.join("libskycmd.a").display());
+            }
             Err(e) => {
                 // Still correct, only the internal sk_* names stay global.
                 println!("cargo:warning=skycmd-sys: could not localize the internal symbols ({e}); linking the plain archives");
