@@ -13,6 +13,15 @@
 //! - Before the first call the crate checks that the running library is at least the header
 //!   version it was built against ([`HEADER_VERSION_NUMBER`]); otherwise every call fails
 //!   with [`Status::VERSION`].
+//!
+//! Beyond open/decide: typed requests ([`Request`] with [`Choice`], [`Score`], [`Noul`], as
+//! in the Jev SDK), [`Model::decide_batch`], [`Model::open_buffer`] (the model owns the
+//! bytes), the [`Tokenizer`], and [`Options::progress`] (progress and cancellation of
+//! [`convert`] and [`quantize`]). Answers carry an `Option<f64>` confidence (None for noul),
+//! score legends ([`Probability::legend`]) and the answering model ([`Response::model`]).
+//!
+//! Linking: by default the installed libskycmd (pkg-config); with feature `bundled` the C
+//! sources compiled into the binary (see skycmd-sys).
 use std::any::Any;
 use std::ffi::{CStr, CString};
 use std::fmt;
@@ -836,8 +845,7 @@ pub struct Tokenizer<'m> {
     _model: PhantomData<&'m Model>,
 }
 
-// SAFETY: every tokenizer call takes a const pointer; the library shares a model's tokenizer
-// between the sessions of all threads.
+// SAFETY: skycmd.h: "Tokenizers are immutable"; every tokenizer call takes a const pointer.
 unsafe impl Send for Tokenizer<'_> {}
 unsafe impl Sync for Tokenizer<'_> {}
 

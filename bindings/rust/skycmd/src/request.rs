@@ -286,7 +286,11 @@ fn put_content(out: &mut String, c: &Content) -> std::result::Result<(), String>
         Content::Json(j) => {
             let t = j.trim();
             let mut p = JsonCheck { s: t.as_bytes(), i: 0, depth: 0 };
-            p.value().and_then(|_| if p.i == t.len() { Ok(()) } else { Err(p.i) }).map_err(|at| format!("invalid JSON at byte {at}: {t}"))?;
+            let invalid = |at: usize| format!("invalid JSON at byte {at}: {t}");
+            p.value().map_err(invalid)?;
+            if p.i != t.len() {
+                return Err(invalid(p.i));
+            }
             out.push_str(t);
         }
     }
