@@ -65,6 +65,11 @@ fn typed_request_validation_and_json_content() {
     // library requires instructions and says so.
     let e = m.decide_request(&Request::new("s").question("d", Noul::described().when_true("x"))).unwrap_err();
     assert!(e.message.contains("instructions"), "{e}");
+    // Score levels given as JSON come back as their compact JSON legend.
+    let levels = vec![Content::json(r#"{ "level": 0, "say": "none" }"#), Content::from("some")];
+    let sc = m.decide_request(&Request::new("s").question("s", Score::new(levels).instructions("How much?"))).unwrap();
+    let legends: Vec<Option<&str>> = sc.answers[0].probabilities.iter().map(|p| p.legend.as_deref()).collect();
+    assert_eq!(legends, [Some(r#"{"level":0,"say":"none"}"#), Some("some")]);
     let r = m.decide(&j).unwrap();
     assert_eq!(r.answers.len(), 2);
     assert_eq!(r.answer("c").unwrap().probabilities.len(), 2);
