@@ -12,7 +12,8 @@
 //   C11, -O3 whatever the Cargo profile (the library is not what a user debugs, and at -O0 a
 //   question takes many times longer), NDEBUG, hidden visibility, -falign-loops=64 for the
 //   SIMD kernel files (their AVX2/AVX-512 code is selected at run time through target
-//   attributes, so no -m flags). The objects are then partially linked into one object whose
+//   attributes, so no -m flags), SKYCMD_BUILD but not SKYCMD_SHARED (which only selects
+//   dllexport on Windows; this is a static library). The objects are then partially linked into one object whose
 //   hidden symbols (the internal sk_* functions) are made local, as the shared library's
 //   version script does: only skycmd_* stay global, so nothing clashes with other C code
 //   linked into the same binary. cJSON and utf8proc come from pkg-config, each linked
