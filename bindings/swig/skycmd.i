@@ -729,7 +729,7 @@ int skyOpenModelBuffer(SkyCall *call, const char *gguf_data, size_t gguf_size, S
         return s ? s : "";
     }
     int64_t inputTokens() { return $self->h ? skycmd_response_input_tokens($self->h) : -1; }
-    /* The "model" the response reports (the request's, or the open model's name). */
+    /* The name of the model that answered (the wire's "model"). */
     const char *model() {
         const char *s = $self->h ? skycmd_response_model($self->h) : NULL;
         return s ? s : "";

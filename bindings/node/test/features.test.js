@@ -52,7 +52,12 @@ test('typed request builders answer like the JSON file', async () => {
     const got = await m.decide(builtExample());
     assert.equal(dump(got), dump(want));
     assert.equal(dump(m.decideSync(builtExample().toJSON())), dump(want));
-    assert.equal((await m.decide(builtExample('my-drone'))).model, 'my-drone');
+    // The request's "model" is sent (a server routes by it); the response names the model
+    // that answered.
+    assert.ok(builtExample('my-drone').json().startsWith('{"model":"my-drone","state":'));
+    const named = await m.decide(builtExample('my-drone'));
+    assert.equal(named.model, 's1-pico');
+    assert.equal(dump(named), dump(want));
     assert.equal(got.model, 's1-pico');
     // Order is kept for Maps even with integer-like keys; null describes nothing.
     const q = sky.request({ state: { vy: 0 }, questions: new Map([
