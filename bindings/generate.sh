@@ -48,7 +48,10 @@ for p in "${pairs[@]}"; do
     if [ $check -eq 1 ]; then
         if ! cmp -s "$fresh" "$committed"; then
             echo "stale: $committed (regenerate with bindings/generate.sh)"
-            [ -f "$committed" ] && diff -u "$committed" "$fresh" | head -n 20
+            if [ -f "$committed" ]; then
+                diff -u "$committed" "$fresh" > "$out/diff" || true
+                head -n 20 "$out/diff"
+            fi
             stale=1
         fi
     else

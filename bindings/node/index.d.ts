@@ -95,7 +95,7 @@ export interface NoulAnswer {
 }
 
 export declare class Response {
-  /** The "model" the library reports (the request's, or the open model's name). */
+  /** The name of the model that answered (the wire's "model": general.name or modelName). */
   readonly model: string;
   readonly answers: readonly Answer[];
   readonly inputTokens: number;

@@ -499,7 +499,7 @@ class Model {
     return this._tokenizer;
   }
 
-  _session() {
+  _takeSession() {
     let s = this._res.idle.pop();
     if (!s) {
       s = new native.SkySession();
@@ -515,7 +515,7 @@ class Model {
   /** Answers a request on the calling thread (blocks the event loop). */
   decideSync(request) {
     this._usable('decide');
-    const s = this._session();
+    const s = this._takeSession();
     const r = new native.SkyResponse();
     try {
       check('decide', s.decide(requestText(request), r), s.message());
@@ -563,7 +563,7 @@ class Model {
     this._usable('decide batch');
     const batch = new native.SkyBatch();
     for (const r of requests) check('decide batch', batch.add(requestText(r)), batch.message());
-    const s = this._session();
+    const s = this._takeSession();
     try {
       check('decide batch', s.decideBatch(batch), s.message());
       const out = [];

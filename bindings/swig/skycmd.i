@@ -181,8 +181,9 @@ Napi::Error sky_napi_error(Napi::Env env, int status, const std::string &message
     return e;
 }
 
-/* The plain JS form of a response: {answers: [{id, type, choice, value, confidence,
- * probabilities: [{key, p}]}], inputTokens, json}. */
+/* The plain JS form of a response: {model, answers: [{id, type, choice, value, confidence,
+ * probabilities: [{key, p}], legend: [text] (score answers; else empty)}], inputTokens,
+ * json}. */
 Napi::Object sky_plain_response(Napi::Env env, const skycmd_response *resp) {
     Napi::Object out = Napi::Object::New(env);
     size_t n = skycmd_response_answer_count(resp);
@@ -204,8 +205,17 @@ Napi::Object sky_plain_response(Napi::Env env, const skycmd_response *resp) {
             ps.Set((uint32_t)j, p);
         }
         a.Set("probabilities", ps);
+        bool score = skycmd_response_answer_type(resp, i) == SKYCMD_QTYPE_SCORE;
+        Napi::Array legend = Napi::Array::New(env, score ? m : 0);
+        for (size_t j = 0; score && j < m; j++) {
+            const char *l = skycmd_response_option_legend(resp, i, j);
+            legend.Set((uint32_t)j, Napi::String::New(env, l ? l : ""));
+        }
+        a.Set("legend", legend);
         answers.Set((uint32_t)i, a);
     }
+    const char *model = skycmd_response_model(resp);
+    out.Set("model", model ? model : "");
     out.Set("answers", answers);
     out.Set("inputTokens", Napi::Number::New(env, (double)skycmd_response_input_tokens(resp)));
     const char *json = skycmd_response_json(resp);
@@ -719,6 +729,11 @@ int skyOpenModelBuffer(SkyCall *call, const char *gguf_data, size_t gguf_size, S
         return s ? s : "";
     }
     int64_t inputTokens() { return $self->h ? skycmd_response_input_tokens($self->h) : -1; }
+    /* The name of the model that answered (the wire's "model"). */
+    const char *model() {
+        const char *s = $self->h ? skycmd_response_model($self->h) : NULL;
+        return s ? s : "";
+    }
     /* size_t indices are exposed as long long so every language gets a plain integer. */
     long long answerCount() { return $self->h ? (long long)skycmd_response_answer_count($self->h) : 0; }
     const char *answerId(long long i) {
@@ -754,6 +769,12 @@ int skyOpenModelBuffer(SkyCall *call, const char *gguf_data, size_t gguf_size, S
     double optionProbability(long long i, long long j) {
         return ($self->h && i >= 0 && j >= 0)
                    ? skycmd_response_option_probability($self->h, (size_t)i, (size_t)j) : NAN;
+    }
+    /* Score answers: the legend text of level j; "" for other answers or out of range. */
+    const char *optionLegend(long long i, long long j) {
+        const char *s = ($self->h && i >= 0 && j >= 0)
+                            ? skycmd_response_option_legend($self->h, (size_t)i, (size_t)j) : NULL;
+        return s ? s : "";
     }
 }
 

@@ -43,12 +43,16 @@ func TestTypedRequestMatchesTheJSONFile(t *testing.T) {
 		t.Fatalf("builder request answers differently:\n%s\nvs the file's\n%s", dump(got), dump(want))
 	}
 	checkAnswers(t, got)
-	// The request's "model" comes back in the response.
+	// The request's "model" is sent (a server routes by it); the response names the model
+	// that answered.
 	named := builtExample()
 	named.Model = "my-drone-model"
+	if js, _ := named.JSON(); !strings.HasPrefix(js, `{"model":"my-drone-model","state":`) {
+		t.Fatalf("model field: %s", js)
+	}
 	r, err := m.DecideRequest(context.Background(), named)
-	if err != nil || r.Model != "my-drone-model" {
-		t.Fatalf("model field: %v %q", err, r.Model)
+	if err != nil || r.Model != "s1-pico" || dump(r) != dump(want) {
+		t.Fatalf("named request: %v %q", err, r.Model)
 	}
 	// Builder checks and library checks.
 	for name, req := range map[string]*Request{

@@ -149,7 +149,8 @@ func (q Noul) questionJSON(name string) (json.RawMessage, error) {
 
 // Request is a /v1/systemone request body built from typed questions.
 type Request struct {
-	// Model is the optional "model" field (reported back in Response.Model).
+	// Model is the optional "model" field (a server routes by it; Response.Model names the
+	// model that answered).
 	Model string
 	// State is the content every question refers to.
 	State     Content

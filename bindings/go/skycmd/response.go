@@ -78,7 +78,8 @@ type NoulAnswer struct {
 
 // Response holds the answers of one Decide call, in request order.
 type Response struct {
-	// Model is the "model" the library reports (the request's, or the open model's name).
+	// Model is the name of the model that answered (the wire's "model": the file's
+	// general.name, or WithModelName).
 	Model       string
 	Answers     []Answer
 	InputTokens int64
@@ -154,7 +155,7 @@ func (r *Response) Nouls() map[string]NoulAnswer {
 // copyResponse copies every field out of the C response.
 func copyResponse(b raw.SkyResponse) *Response {
 	n := b.AnswerCount()
-	r := &Response{Model: "" /*MODEL*/, Answers: make([]Answer, 0, n), InputTokens: b.InputTokens(), JSON: b.Json()}
+	r := &Response{Model: b.Model(), Answers: make([]Answer, 0, n), InputTokens: b.InputTokens(), JSON: b.Json()}
 	for i := int64(0); i < n; i++ {
 		a := Answer{
 			ID:    b.AnswerId(i),
@@ -176,7 +177,7 @@ func copyResponse(b raw.SkyResponse) *Response {
 		if a.Type == AnswerScore {
 			a.Legend = make([]string, 0, m)
 			for j := int64(0); j < m; j++ {
-				a.Legend = append(a.Legend, "" /*LEGEND*/)
+				a.Legend = append(a.Legend, b.OptionLegend(i, j))
 			}
 		}
 		r.Answers = append(r.Answers, a)

@@ -52,15 +52,24 @@ test('typed request builders answer like the JSON file', async () => {
     const got = await m.decide(builtExample());
     assert.equal(dump(got), dump(want));
     assert.equal(dump(m.decideSync(builtExample().toJSON())), dump(want));
-    assert.equal((await m.decide(builtExample('my-drone'))).model, 'my-drone');
+    // The request's "model" is sent (a server routes by it); the response names the model
+    // that answered.
+    assert.ok(builtExample('my-drone').json().startsWith('{"model":"my-drone","state":'));
+    const named = await m.decide(builtExample('my-drone'));
+    assert.equal(named.model, 's1-pico');
+    assert.equal(dump(named), dump(want));
     assert.equal(got.model, 's1-pico');
     // Order is kept for Maps even with integer-like keys; null describes nothing.
     const q = sky.request({ state: { vy: 0 }, questions: new Map([
-      ['b', new sky.Choice({ criteria: new Map([['2', 'two'], ['1', null]]) })],
-      ['a', new sky.Noul({ criteria: { true: 'it crashes' } })],
+      ['b', new sky.Choice({ instructions: 'Which?', criteria: new Map([['2', 'two'], ['1', null]]) })],
+      ['a', new sky.Noul({ instructions: 'Crash?', criteria: { true: 'it crashes' } })],
     ]) });
-    assert.equal(q.json(), '{"state":{"vy":0},"questions":{"b":{"type":"choice","criteria":{"2":"two","1":null}},' +
-      '"a":{"type":"noul","criteria":{"true":"it crashes"}}}}');
+    assert.equal(q.json(), '{"state":{"vy":0},"questions":{"b":{"type":"choice","instructions":"Which?","criteria":{"2":"two","1":null}},' +
+      '"a":{"type":"noul","instructions":"Crash?","criteria":{"true":"it crashes"}}}}');
+    // Described outcomes alone make a noul for the builder (as in the SDK); this library
+    // asks for instructions as well, and says so.
+    const bare = sky.request({ state: 'x', questions: { a: new sky.Noul({ criteria: { false: 'it flies on' } }) } });
+    assert.throws(() => m.decideSync(bare), (e) => e.code === 'SKYCMD_E_REQUEST' && e.libraryMessage.includes('instructions'));
     const r = m.decideSync(q);
     assert.deepEqual(r.answers.map((a) => a.id), ['b', 'a']);
     assert.deepEqual(r.answer('b').probabilities.map((p) => p.key), ['2', '1']);
