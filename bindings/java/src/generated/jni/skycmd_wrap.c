@@ -659,6 +659,10 @@ SWIGINTERN char const *SkyResponse_json(struct SkyResponse *self){
         return s ? s : "";
     }
 SWIGINTERN int64_t SkyResponse_inputTokens(struct SkyResponse *self){ return self->h ? skycmd_response_input_tokens(self->h) : -1; }
+SWIGINTERN char const *SkyResponse_model(struct SkyResponse *self){
+        const char *s = self->h ? skycmd_response_model(self->h) : NULL;
+        return s ? s : "";
+    }
 SWIGINTERN long long SkyResponse_answerCount(struct SkyResponse *self){ return self->h ? (long long)skycmd_response_answer_count(self->h) : 0; }
 SWIGINTERN char const *SkyResponse_answerId(struct SkyResponse *self,long long i){
         const char *s = (self->h && i >= 0) ? skycmd_response_answer_id(self->h, (size_t)i) : NULL;
@@ -691,6 +695,11 @@ SWIGINTERN char const *SkyResponse_optionKey(struct SkyResponse *self,long long 
 SWIGINTERN double SkyResponse_optionProbability(struct SkyResponse *self,long long i,long long j){
         return (self->h && i >= 0 && j >= 0)
                    ? skycmd_response_option_probability(self->h, (size_t)i, (size_t)j) : NAN;
+    }
+SWIGINTERN char const *SkyResponse_optionLegend(struct SkyResponse *self,long long i,long long j){
+        const char *s = (self->h && i >= 0 && j >= 0)
+                            ? skycmd_response_option_legend(self->h, (size_t)i, (size_t)j) : NULL;
+        return s ? s : "";
     }
 
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
@@ -2672,6 +2681,25 @@ SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1inputTo
 }
 
 
+SWIGEXPORT jbyteArray JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1model(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jbyteArray jresult = 0 ;
+  struct SkyResponse *arg1 = 0 ;
+  char *result = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyResponse **)&jarg1; 
+  result = (char *)SkyResponse_model(arg1);
+  if (result) {
+    jsize utf8_len = (jsize)strlen((const char *)result);
+    jresult = (*jenv)->NewByteArray(jenv, utf8_len);
+    if (jresult) (*jenv)->SetByteArrayRegion(jenv, jresult, 0, utf8_len, (const jbyte *)result);
+  }
+  return jresult;
+}
+
+
 SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1answerCount(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
   jlong jresult = 0 ;
   struct SkyResponse *arg1 = 0 ;
@@ -2852,6 +2880,29 @@ SWIGEXPORT jdouble JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1optio
   arg3 = (long long)jarg3; 
   result = (double)SkyResponse_optionProbability(arg1,arg2,arg3);
   jresult = (jdouble)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jbyteArray JNICALL Java_org_skycmd_internal_skycmdJNI_SkyResponse_1optionLegend(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jlong jarg2, jlong jarg3) {
+  jbyteArray jresult = 0 ;
+  struct SkyResponse *arg1 = 0 ;
+  long long arg2 ;
+  long long arg3 ;
+  char *result = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyResponse **)&jarg1; 
+  arg2 = (long long)jarg2; 
+  arg3 = (long long)jarg3; 
+  result = (char *)SkyResponse_optionLegend(arg1,arg2,arg3);
+  if (result) {
+    jsize utf8_len = (jsize)strlen((const char *)result);
+    jresult = (*jenv)->NewByteArray(jenv, utf8_len);
+    if (jresult) (*jenv)->SetByteArrayRegion(jenv, jresult, 0, utf8_len, (const jbyte *)result);
+  }
   return jresult;
 }
 

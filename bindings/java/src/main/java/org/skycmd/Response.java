@@ -13,6 +13,7 @@ import org.skycmd.internal.SkyResponse;
 public final class Response {
     private final List<Answer> answers;
     private final long inputTokens;
+    private final String model;
     private final String json;
 
     Response(SkyResponse b) {
@@ -25,12 +26,15 @@ public final class Response {
             for (long j = 0; j < m; j++) ps.add(new Probability(b.optionKey(i, j), b.optionProbability(i, j)));
             // The C ABI reports a noul answer's absent confidence as NaN.
             double conf = b.answerConfidence(i);
+            List<String> legend = new ArrayList<>();
+            if (t == AnswerType.SCORE) for (long j = 0; j < m; j++) legend.add(b.optionLegend(i, j));
             list.add(new Answer(b.answerId(i), t, t == AnswerType.CHOICE ? b.answerChoice(i) : null,
                                 b.answerValue(i), Double.isNaN(conf) ? OptionalDouble.empty() : OptionalDouble.of(conf),
-                                Collections.unmodifiableList(ps)));
+                                Collections.unmodifiableList(ps), Collections.unmodifiableList(legend)));
         }
         this.answers = Collections.unmodifiableList(list);
         this.inputTokens = b.inputTokens();
+        this.model = b.model();
         this.json = b.json();
     }
 
@@ -58,6 +62,9 @@ public final class Response {
     }
 
     public long inputTokens() { return inputTokens; }
+
+    /** The name of the model that answered (the wire's "model"). */
+    public String model() { return model; }
 
     /** The library's wire JSON: {"model", "answers", "usage"}. */
     public String json() { return json; }

@@ -144,6 +144,11 @@ class SkycmdTest {
         }
         assertEquals(exp, mg.value(), 1e-9);
         assertTrue(mg.confidence().isPresent());
+        assertEquals(List.of("none", "tight", "comfortable"), mg.legend());
+        assertEquals(List.of(), act.legend());
+        assertEquals(List.of(), dn.legend());
+        assertFalse(r.model().isEmpty());
+        assertTrue(r.json().contains("\"model\""), r.json());
         assertTrue(r.json().contains("\"answers\"") && r.json().contains("\"" + act.choice() + "\""));
     }
 
@@ -354,6 +359,15 @@ class SkycmdTest {
             Answer act = typed.choices().get("action");
             assertEquals(act.value(), act.probability(act.choice()).getAsDouble());
             assertTrue(act.probability("hover").isEmpty());
+            assertEquals(mod.name(), typed.model());
+            // The request's model field routes a server; the response names the model that answered.
+            assertEquals(mod.name(), mod.decide(req.model("someone-else")).model());
+            Response json = mod.decide(Request.of("x").question("s", Score.of("?").levels("low")
+                    .level(Content.json("{\"high\": [1, 2]}"))));
+            List<String> legend = json.scores().get("s").legend();
+            assertEquals(2, legend.size());
+            assertEquals("low", legend.get(0));
+            assertTrue(legend.get(1).startsWith("{") && legend.get(1).contains("high"), legend.get(1));
         }
     }
 

@@ -64,6 +64,11 @@ public class SkyResponse {
     return skycmdJNI.SkyResponse_inputTokens(swigCPtr, this);
   }
 
+  public String model() {
+    byte[] utf8 = skycmdJNI.SkyResponse_model(swigCPtr, this);
+    return utf8 == null ? null : new String(utf8, java.nio.charset.StandardCharsets.UTF_8);
+  }
+
   public long answerCount() {
     return skycmdJNI.SkyResponse_answerCount(swigCPtr, this);
   }
@@ -105,6 +110,11 @@ public class SkyResponse {
 
   public double optionProbability(long i, long j) {
     return skycmdJNI.SkyResponse_optionProbability(swigCPtr, this, i, j);
+  }
+
+  public String optionLegend(long i, long j) {
+    byte[] utf8 = skycmdJNI.SkyResponse_optionLegend(swigCPtr, this, i, j);
+    return utf8 == null ? null : new String(utf8, java.nio.charset.StandardCharsets.UTF_8);
   }
 
 }

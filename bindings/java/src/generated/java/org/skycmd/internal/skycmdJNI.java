@@ -141,6 +141,7 @@ public class skycmdJNI {
   public final static native boolean SkyResponse_isOpen(long jarg1, SkyResponse jarg1_);
   public final static native byte[] SkyResponse_json(long jarg1, SkyResponse jarg1_);
   public final static native long SkyResponse_inputTokens(long jarg1, SkyResponse jarg1_);
+  public final static native byte[] SkyResponse_model(long jarg1, SkyResponse jarg1_);
   public final static native long SkyResponse_answerCount(long jarg1, SkyResponse jarg1_);
   public final static native byte[] SkyResponse_answerId(long jarg1, SkyResponse jarg1_, long jarg2);
   public final static native int SkyResponse_answerType(long jarg1, SkyResponse jarg1_, long jarg2);
@@ -151,6 +152,7 @@ public class skycmdJNI {
   public final static native long SkyResponse_optionCount(long jarg1, SkyResponse jarg1_, long jarg2);
   public final static native byte[] SkyResponse_optionKey(long jarg1, SkyResponse jarg1_, long jarg2, long jarg3);
   public final static native double SkyResponse_optionProbability(long jarg1, SkyResponse jarg1_, long jarg2, long jarg3);
+  public final static native byte[] SkyResponse_optionLegend(long jarg1, SkyResponse jarg1_, long jarg2, long jarg3);
   public final static native long skyHeapInUse();
   public final static native int skyOpenModelBuffer(long jarg1, SkyCall jarg1_, byte[] jarg2, long jarg4, SkyOptions jarg4_, long jarg5, SkyModel jarg5_);
   public final static native int skyFileCallWithListener(long jarg2, SkyCall jarg2_, int jarg3, byte[] jarg4, byte[] jarg5, long jarg6, SkyOptions jarg6_, java.lang.Object jarg7);
