@@ -4,6 +4,8 @@ from __future__ import annotations
 import enum
 from typing import List, Optional, Tuple, Union
 
+from . import _skycmd
+
 OptionPairs = List[Tuple[int, Union[int, str]]]
 
 # skycmd_option (pinned values of include/skycmd.h)
@@ -21,6 +23,11 @@ OPT_LAYOUT = 11
 OPT_NAME = 100
 OPT_PRE = 101
 OPT_MODEL_NAME = 102
+
+_NAMES = {OPT_THREADS: "threads", OPT_WEIGHTS: "weights", OPT_ACTIVATIONS: "activations",
+          OPT_TYPE: "type", OPT_HEAD_TYPE: "head_type", OPT_SEED: "seed",
+          OPT_MASSIVE: "massive", OPT_MAX_ARRAY: "max_array", OPT_JSON: "json",
+          OPT_MAX_TOKENS: "max_tokens", OPT_LAYOUT: "layout"}
 
 
 class Weights(enum.IntEnum):
@@ -73,9 +80,17 @@ def _enum(kind, value):
 
 
 def add(pairs: OptionPairs, key: int, value: Optional[Union[int, str, bool]]) -> None:
-    """Appends (key, value) unless value is None (None keeps the library's default)."""
+    """Appends (key, value) unless value is None (None keeps the library's default). An
+    integer outside the library's bounds for the key fails here, at the call that was given
+    it, rather than at the first decide (session options are applied when a session is made)."""
     if value is None:
         return
-    if isinstance(value, bool):
-        value = int(value)
-    pairs.append((key, value if isinstance(value, str) else int(value)))
+    if isinstance(value, str):
+        pairs.append((key, value))
+        return
+    value = int(value)
+    lo, hi = _skycmd.option_bounds(key)
+    if not lo <= value <= hi:
+        from ._errors import InvalidArgumentError
+        raise InvalidArgumentError(1, f"{_NAMES.get(key, key)}: {value} is outside [{lo}, {hi}]")
+    pairs.append((key, value))
