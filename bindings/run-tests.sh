@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# run-tests.sh - build libskycmd's build tree and run the Go, Java, Node and Rust binding suites,
-# then the cross-check of the four bindings against the C CLI and the valgrind leak loop.
+# run-tests.sh - build libskycmd's build tree and run the Go, Java, Node, Rust and Python binding
+# suites, then the cross-check of the bindings against the C CLI and the valgrind leak loop.
 #
 # usage: bindings/run-tests.sh [--build-dir DIR] [--no-build] [SUITE...]
-#   SUITE: go java node rust crosscheck valgrind (default: all). The cross-check needs the
-#   dumps of all four suites from the same run.
+#   SUITE: go java node rust python crosscheck valgrind (default: all). The cross-check needs
+#   the dumps of the suites selected in the same run.
 # env: SWIG (default /opt/swigvenv/bin/swig if present, else swig on PATH; must be >= 4.2),
-#      JAVA_HOME (default from javac), MVN_FLAGS (extra Maven flags, e.g. -o).
+#      JAVA_HOME (default from javac), MVN_FLAGS (extra Maven flags, e.g. -o),
+#      PYTHON (default python3: makes the Python suite's venv; needs venv and the headers).
 # Each runner's own summary line is printed, then one line per suite; exit status 1 if any failed.
 set -uo pipefail
 
@@ -23,7 +24,7 @@ while [ $# -gt 0 ]; do
         *) suites+=("$1"); shift ;;
     esac
 done
-[ ${#suites[@]} -eq 0 ] && suites=(go java node rust crosscheck valgrind)
+[ ${#suites[@]} -eq 0 ] && suites=(go java node rust python crosscheck valgrind)
 want() { local s; for s in "${suites[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
 
 if [ -z "${SWIG:-}" ]; then
@@ -105,6 +106,30 @@ run_rust() {
     summary rust "$([ $rc -eq 0 ] && echo PASS || echo FAIL) ($pass passed, $fail failed)"
 }
 
+# The wheel is built the documented way (pip wheel against an installed prefix, libskycmd.a
+# linked in) and installed into a fresh venv; pytest runs outside the source tree so that
+# `import skycmd` is the installed wheel.
+run_python() {
+    echo "== pytest (bindings/python: pip wheel into a fresh venv)"
+    local py=${PYTHON:-python3} venv="$work/python-venv"
+    (cmake --build "$build" --target skycmd_static >/dev/null &&
+        cmake --install "$build" --prefix "$work/python-prefix" >/dev/null &&
+        "$py" -m venv "$venv" &&
+        PKG_CONFIG_PATH="$work/python-prefix/lib/pkgconfig" "$venv/bin/pip" wheel -q --no-deps \
+            "$here/python" -w "$work/python-dist" &&
+        "$venv/bin/pip" install -q "$work"/python-dist/skycmd-*.whl -r "$here/python/tests/requirements.txt" &&
+        cd "$work" && "$venv/bin/python" -m pytest -p no:cacheprovider -v -s "$here/python/tests") \
+        > "$work/python.log" 2>&1
+    local rc=$?
+    grep -E 'python (loop|gil):|^FAILED|^ERROR' "$work/python.log"
+    local line
+    line=$(grep -E '^=+ .*([0-9]+ (passed|failed|error)).* in [0-9.]+s' "$work/python.log" | tail -n1)
+    echo "$line"
+    [ $rc -ne 0 ] && [ -z "$line" ] && tail -n 30 "$work/python.log"
+    line=${line//=/}
+    summary python "$([ $rc -eq 0 ] && echo PASS || echo FAIL) (${line# })"
+}
+
 run_crosscheck() {
     echo "== cross-check against 'skycmd decide'"
     local langs=() l
@@ -125,13 +150,13 @@ run_valgrind() {
     summary valgrind "$([ $rc -eq 0 ] && echo 'PASS (0 errors, no leaks, 20 rounds)' || echo FAIL)"
 }
 
-for s in go java node rust crosscheck valgrind; do
+for s in go java node rust python crosscheck valgrind; do
     want "$s" && "run_$s"
 done
 
 echo "== bindings summary"
 status=0
-for s in go java node rust crosscheck valgrind; do
+for s in go java node rust python crosscheck valgrind; do
     want "$s" || continue
     echo "$s: ${result[$s]}"
     case "${result[$s]}" in PASS*|SKIPPED*) ;; *) status=1 ;; esac

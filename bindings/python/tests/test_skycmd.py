@@ -313,8 +313,15 @@ def test_gil_released_during_decide(model_path, example):
 
         old = sys.getswitchinterval()
         sys.setswitchinterval(0.001)
+        call = []
+
+        def timed():
+            t0 = time.perf_counter()
+            model.decide_batch(batch)
+            call.append(time.perf_counter() - t0)
+
         try:
-            t = threading.Thread(target=model.decide_batch, args=(batch,))
+            t = threading.Thread(target=timed)
             gaps, last = [], time.perf_counter()
             t.start()
             while t.is_alive():
@@ -324,10 +331,11 @@ def test_gil_released_during_decide(model_path, example):
             t.join()
         finally:
             sys.setswitchinterval(old)
+    # With the GIL held the main thread's longest stall would be at least the C call itself.
     print(f"python gil: longest main-thread stall {max(gaps) * 1e3:.1f} ms during a "
-          f"{single * 1e3:.1f} ms decide_batch")
+          f"{call[0] * 1e3:.1f} ms decide_batch (alone: {single * 1e3:.1f} ms)")
     assert len(gaps) > 100
-    assert max(gaps) < 0.9 * single, (max(gaps), single)
+    assert max(gaps) < 0.9 * call[0], (max(gaps), call[0])
 
 
 def test_asyncio(model, example):
