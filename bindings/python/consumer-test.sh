@@ -5,6 +5,10 @@
 # `pip install` of that wheel, then a script outside the repository answers the example
 # request and writes its dump. No LD_LIBRARY_PATH: the extension needs only the system's
 # libcjson and libutf8proc (its NEEDED entries are printed).
+# Then the wheel is repaired into a manylinux wheel (repair-wheel.sh: auditwheel, pinned),
+# installed into a second venv and run with the system's libcjson and libutf8proc hidden
+# (bind-mounted over in a private mount namespace, where unshare is allowed): its dump must
+# equal the first one.
 set -euo pipefail
 work=$1
 : "${SKYCMD_REPO:?}" "${SKYCMD_CONSUMER_MODEL:?}" "${SKYCMD_CONSUMER_REQUEST:?}" "${SKYCMD_CONSUMER_DUMP:?}"
@@ -60,3 +64,28 @@ if readelf -d "$ext" | grep -q 'libskycmd'; then echo "the extension needs libsk
 echo "-- exported: $(nm -D --defined-only "$ext" | awk '{print $NF}' | tr '\n' ' ')"
 cd "$work/app"
 "$work/venv/bin/python" answer.py
+
+echo "-- manylinux: repair-wheel.sh $(basename "$wheel")"
+repaired=$(PYTHON="$py" bash "$SKYCMD_REPO/bindings/python/repair-wheel.sh" "$wheel" "$work/wheelhouse" | tail -n1)
+echo "   $(basename "$repaired"): $(cd "$work" && "$py" -m zipfile -l "$repaired" | awk '/\.so/ {print $1}' | tr '\n' ' ')"
+"$py" -m venv "$work/venv-manylinux"
+"$work/venv-manylinux/bin/pip" install -q "$repaired"
+hide=
+for lib in libcjson.so.1 libutf8proc.so.2; do
+    f=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
+    [ -n "$f" ] && hide="$hide mount --bind /dev/null $(readlink -f "$f") &&"
+done
+run_repaired="SKYCMD_CONSUMER_DUMP=$work/manylinux.txt $work/venv-manylinux/bin/python answer.py"
+if [ -n "$hide" ] && unshare --mount --propagation private true 2>/dev/null; then
+    echo "   run with libcjson and libutf8proc hidden (private mount namespace)"
+    if unshare --mount --propagation private bash -c "$hide $work/venv/bin/python -c 'import skycmd'" 2>/dev/null; then
+        echo "   the plain wheel still loads: the libraries are not hidden"; exit 1
+    fi
+    echo "   (there the plain wheel fails to import, as it should)"
+    unshare --mount --propagation private bash -c "$hide $run_repaired"
+else
+    echo "   unshare is not allowed here: run with the system libraries present"
+    bash -c "$run_repaired"
+fi
+cmp "$SKYCMD_CONSUMER_DUMP" "$work/manylinux.txt"
+echo "   the manylinux wheel's answers equal the plain wheel's"
