@@ -126,8 +126,8 @@ run_python() {
     line=$(grep -E '^=+ .*([0-9]+ (passed|failed|error)).* in [0-9.]+s' "$work/python.log" | tail -n1)
     echo "$line"
     [ $rc -ne 0 ] && [ -z "$line" ] && tail -n 30 "$work/python.log"
-    line=${line//=/}
-    summary python "$([ $rc -eq 0 ] && echo PASS || echo FAIL) (${line# })"
+    line=$(echo ${line//=/})
+    summary python "$([ $rc -eq 0 ] && echo PASS || echo FAIL) ($line)"
 }
 
 run_crosscheck() {
