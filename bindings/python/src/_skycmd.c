@@ -876,6 +876,10 @@ static PyObject *two_path_call(PyObject *args, two_path_fn fn, int input_is_path
         if (rc != SKYCMD_OK) {
             raise_status_cause(rc, skycmd_error_message(err), progress.raised);
             progress.raised = NULL;
+        } else if (progress.raised) {
+            /* The work ended before it looked at the cancel: the callback's exception is
+             * still the caller's to see. */
+            PyErr_SetObject((PyObject *)Py_TYPE(progress.raised), progress.raised);
         } else {
             result = Py_NewRef(Py_None);
         }
