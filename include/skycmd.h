@@ -357,6 +357,15 @@ SKYCMD_API const char *skycmd_response_option_key(const skycmd_response *resp, s
                                                   size_t j);
 SKYCMD_API double      skycmd_response_option_probability(const skycmd_response *resp,
                                                           size_t i, size_t j);
+/* The name of the model that answered (the wire's "model"); borrowed. NULL for a bad
+ * handle. Added in 0.1.0. */
+SKYCMD_API const char *skycmd_response_model(const skycmd_response *resp);
+/* Score answers: the legend of level j (the request's description of that level: a string
+ * as its text, any other JSON value as compact JSON; the wire's "legend"); borrowed. NULL
+ * when the request described no such level, for other answer types and out of range.
+ * Added in 0.1.0. */
+SKYCMD_API const char *skycmd_response_option_legend(const skycmd_response *resp, size_t i,
+                                                     size_t j);
 
 #ifdef __cplusplus
 }

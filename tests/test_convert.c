@@ -745,3 +745,72 @@ Test(convert, bad_arguments) {
     skycmd_error_free(err);
 }
 
+
+/* Keys laya reads with a default: an absent key means laya's default, not ours
+ * (laya 0.4.15 Agent: cfg.get("max_len", 512), cfg.get("head_max_len", 192),
+ * cfg.get("temperature", [1.0, 1.0, 1.0])). */
+Test(convert, absent_rl_keys_take_laya_defaults) {
+    static const char json[] = "{\"head_layers\": 1}";
+    sk_laya_config c;
+    memset(&c, 0, sizeof c);
+    sk_err e = {0};
+    cr_assert_eq(sk_laya_parse_rl_config(json, strlen(json), "", &c, &e), 0, "%s", e.msg);
+    cr_expect_eq(c.max_len, 512);
+    cr_expect_eq(c.head_max_len, 192);
+    cr_expect_eq(c.temperature[0], 1.0f);
+    cr_expect_eq(c.temperature[1], 1.0f);
+    cr_expect_eq(c.temperature[2], 1.0f);
+}
+
+/* A checkpoint whose weights hold a NaN or an infinity is refused with the tensor and the
+ * element named, and leaves no output (it could only fail every request later). */
+Test(convert, non_finite_weights_are_refused) {
+    char dir[1200], st_path[1300], out[1200];
+    snprintf(dir, sizeof dir, "%s/nonfinite", tmpdir());
+    snprintf(st_path, sizeof st_path, "%s/model.safetensors", dir);
+    snprintf(out, sizeof out, "%s/nonfinite.gguf", tmpdir());
+    const char *what[2] = {"NaN", "infinite"};
+    for (int k = 0; k < 2; k++) {
+        rm_rf(dir);
+        write_random_laya("s1-pico", dir, 7);
+        size_t n = 0;
+        char *st = tu_slurp(st_path, &n);
+        cr_assert(st && n > 8);
+        uint64_t hlen = 0;
+        for (int b = 7; b >= 0; b--) hlen = hlen << 8 | (unsigned char)st[b];
+        cr_assert_lt(hlen, n - 8);
+        cJSON *h = cJSON_ParseWithLength(st + 8, (size_t)hlen);
+        cr_assert(h);
+        /* the first F32 tensor (the random checkpoint stores float32) gets the bad value
+         * in its fourth element */
+        const char *name = NULL;
+        size_t at = 0;
+        for (cJSON *t = h->child; t && !name; t = t->next) {
+            cJSON *dt = cJSON_GetObjectItem(t, "dtype");
+            if (!cJSON_IsString(dt) || strcmp(dt->valuestring, "F32") != 0) continue;
+            cJSON *off = cJSON_GetObjectItem(t, "data_offsets");
+            if (cJSON_GetArraySize(off) != 2) continue;
+            size_t lo = (size_t)cJSON_GetArrayItem(off, 0)->valuedouble;
+            size_t hi = (size_t)cJSON_GetArrayItem(off, 1)->valuedouble;
+            if (hi - lo < 16) continue;
+            name = t->string;
+            at = 8 + (size_t)hlen + lo + 3 * sizeof(float);
+        }
+        cr_assert(name, "no F32 tensor in the random checkpoint");
+        char want[256];
+        snprintf(want, sizeof want, "tensor %s: element 3 is %s", name, what[k]);
+        float v = k == 0 ? NAN : INFINITY;
+        memcpy(st + at, &v, sizeof v);
+        cr_assert_eq(tu_write_file(st_path, st, n), 0);
+        cJSON_Delete(h);
+        free(st);
+        skycmd_error *err = skycmd_error_new();
+        remove(out);
+        cr_expect_eq(skycmd_convert(dir, out, NULL, err), SKYCMD_E_FORMAT);
+        cr_expect(strstr(skycmd_error_message(err), want), "%s (want: %s)",
+                  skycmd_error_message(err), want);
+        cr_expect(!exists(out), "a refused conversion leaves no output");
+        skycmd_error_free(err);
+    }
+    rm_rf(dir);
+}

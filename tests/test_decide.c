@@ -146,6 +146,13 @@ Test(decide, answers_and_envelope) {
     sk_request_free(&r);
     sk_buf b;
     sk_buf_init(&b);
+    /* per-level legends: a string as its text, another value as its compact JSON */
+    cr_expect_null(aj[0].level_legends);
+    cr_expect_null(aj[1].level_legends);
+    cr_assert(aj[2].level_legends != NULL);
+    cr_expect_str_eq(aj[2].level_legends[0], "none");
+    cr_expect_str_eq(aj[2].level_legends[1], "tight");
+    cr_expect_str_eq(aj[2].level_legends[2], "{\"x\":1.50}");
     sk_response_json_write(&b, "s1-pico", aj, 4, 42);
     char *got = sk_buf_detach(&b);
     sk_arena_free(&arena);
@@ -246,6 +253,20 @@ Test(decide, end_to_end_random_model) {
     cr_expect_gt(skycmd_response_input_tokens(resp), 30);
     cJSON *danger = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "answers"), "danger");
     cr_expect_eq(cJSON_GetObjectItem(danger, "noul")->valuedouble, skycmd_response_answer_value(resp, 1));
+    /* the typed model name and score legend say what the wire says */
+    cr_expect_str_eq(skycmd_response_model(resp), "pico-test");
+    cJSON *legend = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "answers"), "margin"), "legend");
+    cr_assert_eq(cJSON_GetArraySize(legend), 3);
+    const char *levels[3] = {"none", "tight", "comfortable"};
+    for (size_t jj = 0; jj < 3; jj++) {
+        cr_expect_str_eq(skycmd_response_option_legend(resp, 2, jj), levels[jj]);
+        cr_expect_str_eq(cJSON_GetObjectItem(legend, skycmd_response_option_key(resp, 2, jj))->valuestring,
+                         skycmd_response_option_legend(resp, 2, jj));
+    }
+    cr_expect_null(skycmd_response_option_legend(resp, 2, 3));
+    cr_expect_null(skycmd_response_option_legend(resp, 0, 0), "a choice answer has no legend");
+    cr_expect_null(skycmd_response_option_legend(resp, 1, 0), "a noul answer has no legend");
+    cr_expect_null(skycmd_response_option_legend(resp, 3, 0));
     cJSON_Delete(doc);
 
     /* decide_json gives the same document; a second call reuses the warm session */
@@ -296,6 +317,8 @@ Test(decide, null_safety) {
     skycmd_response_free(NULL);
     cr_expect_null(skycmd_response_json(NULL));
     cr_expect_eq(skycmd_response_answer_count(NULL), 0);
+    cr_expect_null(skycmd_response_model(NULL));
+    cr_expect_null(skycmd_response_option_legend(NULL, 0, 0));
     cr_expect_eq(skycmd_response_input_tokens(NULL), -1);
     cr_expect_eq(skycmd_response_answer_type(NULL, 0), -1);
     cr_expect(isnan(skycmd_response_answer_value(NULL, 0)));

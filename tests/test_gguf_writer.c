@@ -14,6 +14,7 @@
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,4 +310,67 @@ Test(gguf_writer, atomic_no_partial_output) {
     cr_assert(strstr(e.msg, "/nonexistent-dir/x.gguf") != NULL);
     sk_gguf_writer_free(w);
     remove(path);
+}
+
+/* ---- temporary names (issue 17): unguessable, exclusive, never following a symlink ---- */
+
+static int refuse_n_times(const char *name, void *ud) {
+    int *left = ud;
+    (void)name;
+    if ((*left)-- > 0) {
+        errno = EEXIST;
+        return -1;
+    }
+    return 0;
+}
+
+Test(gguf_writer, partial_names_are_random_and_exclusive) {
+    char a[13], b[13];
+    sk_random_hex12(a);
+    sk_random_hex12(b);
+    cr_expect_eq(strlen(a), 12);
+    cr_expect_eq(strspn(a, "0123456789abcdef"), 12);
+    cr_expect_str_neq(a, b, "two temporary names differ");
+    /* a taken name (EEXIST) is retried with another; other errors end the attempt */
+    int left = 3;
+    char *name = NULL;
+    cr_assert_eq(sk_partial_create("/x/out.gguf", refuse_n_times, &left, &name), 0);
+    cr_expect_eq(left, -1, "three names taken, the fourth used");
+    cr_expect_eq(strncmp(name, "/x/out.gguf" SK_PARTIAL_SUFFIX, strlen("/x/out.gguf" SK_PARTIAL_SUFFIX)), 0,
+                 "%s", name);
+    free(name);
+
+    /* a symlink planted beside the output is neither followed nor touched, and a symlink
+     * at the output itself is replaced, not written through */
+    char victim[512], out[512], planted[600];
+    snprintf(victim, sizeof victim, "%s/partial_victim_%d", SKYCMD_BINARY_DIR, (int)getpid());
+    snprintf(out, sizeof out, "%s/partial_out_%d.gguf", SKYCMD_BINARY_DIR, (int)getpid());
+    snprintf(planted, sizeof planted, "%s.tmp.%d", out, (int)getpid()); /* the old predictable name */
+    cr_assert_eq(tu_write_file(victim, "keep", 4), 0);
+    remove(planted);
+    remove(out);
+    cr_assert_eq(symlink(victim, planted), 0);
+    cr_assert_eq(symlink(victim, out), 0);
+    sk_atomic_file f;
+    sk_err e = {0};
+    cr_assert_eq(sk_atomic_open(&f, out, &e), 0, "%s", e.msg);
+    cr_expect(strstr(f.tmp_path, SK_PARTIAL_SUFFIX) != NULL, "%s", f.tmp_path);
+    struct stat st;
+    cr_assert_eq(lstat(f.tmp_path, &st), 0);
+    cr_expect(S_ISREG(st.st_mode), "the temporary is a new regular file");
+    cr_assert_eq(sk_atomic_write(&f, "new!", 4, &e), 0);
+    cr_assert_eq(sk_atomic_close(&f, 0, &e), 0, "%s", e.msg);
+    size_t n = 0;
+    char *got = tu_slurp(victim, &n);
+    cr_expect(n == 4 && memcmp(got, "keep", 4) == 0, "the symlinks' target is untouched");
+    free(got);
+    cr_assert_eq(lstat(out, &st), 0);
+    cr_expect(S_ISREG(st.st_mode), "the output replaced the symlink");
+    got = tu_slurp(out, &n);
+    cr_expect(n == 4 && memcmp(got, "new!", 4) == 0);
+    free(got);
+    cr_expect_eq(tu_count_tmp_files(SKYCMD_BINARY_DIR, "partial_out_"), 0);
+    remove(out);
+    remove(planted);
+    remove(victim);
 }

@@ -163,6 +163,44 @@ Test(quantize, public_api_errors_and_cancel_leave_no_file) {
     skycmd_error_free(err);
 }
 
+/* Weights that are NaN or infinite are refused with the tensor and the element named,
+ * whatever the target type, and also when the tensor's type is kept. */
+Test(quantize, non_finite_weights_are_refused) {
+    const float bad[3] = {NAN, INFINITY, -INFINITY};
+    const char *what[3] = {"NaN", "infinite", "infinite"};
+    const uint32_t targets[2] = {SK_GGML_Q8_0, SK_GGML_F32};
+    for (int k = 0; k < 3; k++) {
+        for (int t = 0; t < 2; t++) {
+            float x[64];
+            for (int i = 0; i < 64; i++) x[i] = 0.01f * (float)i;
+            x[37] = bad[k];
+            uint64_t ne[2] = {32, 2};
+            sk_err e = {0};
+            sk_gguf_writer *w = sk_gguf_writer_new(0);
+            cr_assert_eq(sk_gguf_writer_add_str(w, "general.architecture", "modern-bert"), 0);
+            cr_assert_eq(sk_gguf_writer_add_tensor(w, "blk.0.attn_qkv.weight", 2, ne, SK_GGML_F32, x,
+                                                   sizeof x, 0, &e), 0, "%s", e.msg);
+            uint8_t *file = NULL;
+            size_t n = 0;
+            cr_assert_eq(sk_gguf_writer_write_mem(w, &file, &n, &e), 0, "%s", e.msg);
+            sk_gguf_writer_free(w);
+            sk_gguf *g = NULL;
+            cr_assert_eq(sk_gguf_open_buffer(file, n, &g, &e), 0, "%s", e.msg);
+            sk_quantize_opts o = {targets[t], SK_GGML_F32, NULL, NULL};
+            uint8_t *out = NULL;
+            size_t out_n = 0;
+            cr_expect_eq(sk_quantize_gguf_mem(g, &o, &out, &out_n, &e), SKYCMD_E_FORMAT,
+                         "a %s weight must be refused", what[k]);
+            cr_expect_null(out);
+            cr_expect(strstr(e.msg, "blk.0.attn_qkv.weight") && strstr(e.msg, "element 37") &&
+                      strstr(e.msg, what[k]), "%s", e.msg);
+            free(out);
+            sk_gguf_close(g);
+            free(file);
+        }
+    }
+}
+
 /* ------------------------------------------------------------------ block order --- */
 
 Test(layout, published_fixtures_and_our_prepack_agree) {

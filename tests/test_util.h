@@ -100,7 +100,7 @@ static inline void tu_scratch_remove(void) {
     p[0] = '\0';
 }
 
-/* How many temporary files of an atomic write (<name>.tmp.<pid>, see sk_atomic_open) whose
+/* How many temporary files of an atomic write (<name>.skycmd-partial.<hex>, see sk_atomic_open) whose
  * name starts with prefix ("" for any) are in dir; the test fails when dir cannot be read. */
 static inline int tu_count_tmp_files(const char *dir, const char *prefix) {
     DIR *d = opendir(dir);
@@ -109,7 +109,7 @@ static inline int tu_count_tmp_files(const char *dir, const char *prefix) {
     int k = 0;
     struct dirent *de;
     while ((de = readdir(d)))
-        if (strncmp(de->d_name, prefix, np) == 0 && strstr(de->d_name, ".tmp.")) k++;
+        if (strncmp(de->d_name, prefix, np) == 0 && strstr(de->d_name, SK_PARTIAL_SUFFIX)) k++;
     closedir(d);
     return k;
 }

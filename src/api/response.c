@@ -102,3 +102,12 @@ double skycmd_response_option_probability(const skycmd_response *resp, size_t i,
     const sk_answer_json *a = answer_at(resp, i);
     return a && j < a->n ? a->p[j] : NAN;
 }
+
+const char *skycmd_response_model(const skycmd_response *resp) {
+    return resp && resp->tag == SK_TAG_RESPONSE ? resp->model : NULL;
+}
+
+const char *skycmd_response_option_legend(const skycmd_response *resp, size_t i, size_t j) {
+    const sk_answer_json *a = answer_at(resp, i);
+    return a && a->level_legends && j < a->n ? a->level_legends[j] : NULL;
+}

@@ -5,6 +5,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -27,7 +28,25 @@ int cli_parse_type(const char *s) {
     return -1;
 }
 
+/* SIGINT, SIGTERM or SIGHUP during a call that writes a file: the next progress report
+ * cancels the call, so the library removes its temporary output, and cli_end() then ends
+ * the process by the same signal. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
+static void catch_stop_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    for (int i = 0; i < 3; i++) sigaction(sigs[i], &sa, NULL);
+}
+
 int cli_progress(void *user_data, uint64_t done, uint64_t total) {
+    if (stop_signal) return 1;
     if (!isatty(STDERR_FILENO)) return 0;
     const char *label = user_data ? (const char *)user_data : "";
     int width = 30;
@@ -187,8 +206,10 @@ int cli_begin(cli_run *run, const cli_cmd *cmd, const char *progress_label) {
     run->opts = skycmd_options_new();
     run->err = skycmd_error_new();
     int st = run->opts && run->err ? SKYCMD_OK : SKYCMD_E_NOMEM;
-    if (!st && progress_label)
+    if (!st && progress_label) {
         st = skycmd_options_set_progress(run->opts, cli_progress, (void *)progress_label);
+        catch_stop_signals();
+    }
     if (st) {
         fprintf(stderr, "skycmd %s: %s\n", cmd->name, skycmd_strerror(st));
         return cli_abort(run, 1);
@@ -285,6 +306,12 @@ int cli_end(cli_run *run, int status) {
     run->err = NULL;
     cli_temp_free(&run->tmp);
     cli_temp_free(&run->out);
+    if (stop_signal && status != SKYCMD_OK) {
+        /* cancelled by a signal: no output was left; end as that signal would have */
+        const int sig = stop_signal;
+        signal(sig, SIG_DFL);
+        raise(sig);
+    }
     return rc;
 }
 

@@ -244,6 +244,13 @@ static int add_tensors(conv_state *cs, const sk_laya *l, const sk_convert_opts *
         }
         s = sk_st_to_f32(t, f32, e);
         if (s) break;
+        size_t bad = sk_first_nonfinite(f32, ne);
+        if (bad < ne) {
+            s = sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: element %zu is %s; a model with "
+                        "non-finite weights cannot answer", sp[i].hf, bad,
+                        isnan(f32[bad]) ? "NaN" : "infinite");
+            break;
+        }
         uint64_t ne_g[2];
         uint32_t nd = sp[i].n_dims;
         if (nd == 2) {

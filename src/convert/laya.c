@@ -113,8 +113,9 @@ int sk_laya_parse_rl_config(const char *json, size_t len, const char *label, sk_
     if (!root) return st;
     st = get_u32(root, "head_layers", 1, 0, 1, 64, label, &c->head_layers, e);
     if (!st) st = get_u32(root, "max_len", 0, 512, 8, 1u << 20, label, &c->max_len, e);
-    /* The converter's default when the key is absent (the Python runtime uses 192). */
-    if (!st) st = get_u32(root, "head_max_len", 0, 256, 1, 1u << 20, label, &c->head_max_len, e);
+    /* Absent keys take the Python runtime's defaults (laya 0.4.15 Agent: cfg.get("max_len", 512),
+     * cfg.get("head_max_len", 192)). */
+    if (!st) st = get_u32(root, "head_max_len", 0, 192, 1, 1u << 20, label, &c->head_max_len, e);
     if (!st) {
         const cJSON *ac = cJSON_GetObjectItemCaseSensitive(root, "act_costs");
         if (ac && !cJSON_IsNull(ac) && !cJSON_IsObject(ac))

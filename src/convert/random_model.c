@@ -342,6 +342,11 @@ static void remove_tree(const char *root) {
     rmdir(root);
 }
 
+static int make_dir(const char *name, void *ud) {
+    (void)ud;
+    return mkdir(name, 0755);
+}
+
 int sk_random_write_dir(const sk_random_ckpt *c, const char *dir, sk_err *e) {
     if (!dir || !dir[0]) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "no output directory");
     size_t dl = strlen(dir);
@@ -350,10 +355,12 @@ int sk_random_write_dir(const sk_random_ckpt *c, const char *dir, sk_err *e) {
     char root[4100], tmp[4200], p[4300];
     memcpy(root, dir, dl);
     root[dl] = '\0';
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", root, (long)getpid());
-    remove_tree(tmp);
-    if (mkdir(tmp, 0755) != 0)
-        return sk_fail(e, SKYCMD_E_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    char *made = NULL;
+    if (sk_partial_create(root, make_dir, NULL, &made) != 0)
+        return sk_fail(e, SKYCMD_E_IO, "%s: cannot create a temporary directory beside it: %s",
+                       root, strerror(errno));
+    snprintf(tmp, sizeof tmp, "%s", made);
+    free(made);
     int s = SKYCMD_OK;
     snprintf(p, sizeof p, "%s/encoder", tmp);
     if (mkdir(p, 0755) != 0) s = sk_fail(e, SKYCMD_E_IO, "%s: cannot create: %s", p, strerror(errno));

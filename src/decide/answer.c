@@ -217,7 +217,22 @@ sk_answer_json *sk_answer_json_copy(const sk_request *r, const sk_answer *a, sk_
             sk_buf_putc(&legend, '}');
             o->legend = legend.failed ? NULL : arena_copy(arena, legend.data, legend.len);
             o->legend_len = legend.len;
-            if (!o->legend) out = NULL;
+            o->level_legends = sk_arena_alloc(arena, q->n_opts * sizeof *o->level_legends);
+            if (!o->legend || !o->level_legends) out = NULL;
+            for (size_t i = 0; out && i < q->n_opts; i++) {
+                const sk_jv *d = q->opts[i].desc;
+                o->level_legends[i] = NULL;
+                if (!d) continue;
+                if (d->type == SK_JSTR) {
+                    o->level_legends[i] = arena_copy(arena, d->s, d->n);
+                } else {
+                    legend.len = 0;
+                    put_value(&legend, d);
+                    o->level_legends[i] =
+                        legend.failed ? NULL : arena_copy(arena, legend.data, legend.len);
+                }
+                if (!o->level_legends[i]) out = NULL;
+            }
         }
     }
     sk_buf_free(&legend);

@@ -72,6 +72,9 @@ typedef struct sk_answer_json {
     double *p;
     const char *legend;  /* score: the JSON object {"key": description, ...}; else NULL */
     size_t legend_len;
+    /* score: per level, its description as text (a string as decoded, any other value as
+     * its compact JSON), NULL where the request gave none; NULL for other types. */
+    const char **level_legends;
 } sk_answer_json;
 
 /* Copies of answers a[0..r->nq) with the request's ids, keys and legends, allocated in

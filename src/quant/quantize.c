@@ -4,6 +4,7 @@
  * byte for byte (a Q8_0 tensor is never re-quantized); others go through f32 and
  * sk_ggml_from_f32 (Q8_0: ggml's reference quantizer, byte-identical). See quant.h.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,23 +120,39 @@ static int build(const sk_gguf *g, const sk_quantize_opts *o, sk_gguf_writer **o
         }
         uint32_t ty = sk_quant_policy(name, sk_quant_is_head(name, first_head), t->n_dims,
                                       t->ne[0], o->type, o->head_type);
+        /* Every tensor is read as f32 once, also when its type is kept: weights that are
+         * NaN or infinite are refused here rather than written into a model that cannot
+         * answer. */
+        size_t n = (size_t)t->n_elements;
+        if ((uint64_t)n != t->n_elements || n == 0) {
+            rc = sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: bad element count", name);
+            break;
+        }
+        if (n > f_cap) {
+            free(f);
+            f = sk_malloc_array(n, sizeof(float));
+            f_cap = f ? n : 0;
+            if (!f) {
+                rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory converting tensor %s", name);
+                break;
+            }
+        }
+        const int readable = sk_ggml_to_f32(t->type, t->data, f, n) == 0;
+        if (!readable && ty != t->type) {
+            rc = sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: cannot convert %s to %s", name,
+                         sk_ggml_type_name(t->type), sk_ggml_type_name(ty));
+            break;
+        }
+        size_t bad = readable ? sk_first_nonfinite(f, n) : n; /* (kept types: copied as is) */
+        if (bad < n) {
+            rc = sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: element %zu is %s; a model with "
+                         "non-finite weights cannot answer", name, bad,
+                         isnan(f[bad]) ? "NaN" : "infinite");
+            break;
+        }
         if (ty == t->type) {
             rc = sk_gguf_writer_add_tensor(w, name, t->n_dims, t->ne, ty, t->data, t->nbytes, 0, e);
         } else {
-            size_t n = (size_t)t->n_elements;
-            if ((uint64_t)n != t->n_elements || n == 0) {
-                rc = sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: bad element count", name);
-                break;
-            }
-            if (n > f_cap) {
-                free(f);
-                f = sk_malloc_array(n, sizeof(float));
-                f_cap = f ? n : 0;
-                if (!f) {
-                    rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory converting tensor %s", name);
-                    break;
-                }
-            }
             uint64_t nb = sk_ggml_row_size(ty, n);
             void *dst = nb ? malloc((size_t)nb) : NULL;
             if (!dst) {
@@ -143,7 +160,7 @@ static int build(const sk_gguf *g, const sk_quantize_opts *o, sk_gguf_writer **o
                              "tensor %s: cannot size %s data", name, sk_ggml_type_name(ty));
                 break;
             }
-            if (sk_ggml_to_f32(t->type, t->data, f, n) || sk_ggml_from_f32(ty, f, dst, n)) {
+            if (sk_ggml_from_f32(ty, f, dst, n)) {
                 free(dst);
                 rc = sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: cannot convert %s to %s", name,
                              sk_ggml_type_name(t->type), sk_ggml_type_name(ty));

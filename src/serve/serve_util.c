@@ -290,36 +290,43 @@ static int skip_value(const char *s, size_t n, size_t *i) {
     return 1;
 }
 
+/* The last "model" key wins, as in the library's parser and Python's json module: a body
+ * with two must be routed by the one the request is answered with. */
 int sj_find_model(const char *s, size_t n, char *out, size_t cap) {
     if (cap) out[0] = '\0';
+    int found = SJ_MODEL_ABSENT;
     size_t i = skip_ws(s, n, 0);
     if (i >= n || s[i] != '{') return SJ_MODEL_ABSENT;
     i = skip_ws(s, n, i + 1);
     if (i < n && s[i] == '}') return SJ_MODEL_ABSENT;
     while (i < n) {
-        if (s[i] != '"') return SJ_MODEL_ABSENT;
+        if (s[i] != '"') return found;
         char key[8];
         int key_long = 0;
-        if (!scan_string(s, n, &i, key, sizeof key, &key_long)) return SJ_MODEL_ABSENT;
+        if (!scan_string(s, n, &i, key, sizeof key, &key_long)) return found;
         i = skip_ws(s, n, i);
-        if (i >= n || s[i] != ':') return SJ_MODEL_ABSENT;
+        if (i >= n || s[i] != ':') return found;
         i = skip_ws(s, n, i + 1);
-        if (i >= n) return SJ_MODEL_ABSENT;
+        if (i >= n) return found;
         if (!key_long && strcmp(key, "model") == 0) {
             if (s[i] == '"') {
                 int too_long = 0;
+                if (cap) out[0] = '\0';
                 if (!scan_string(s, n, &i, out, cap, &too_long)) return SJ_MODEL_ABSENT;
-                return too_long ? SJ_MODEL_TOO_LONG : SJ_MODEL_STRING;
+                found = too_long ? SJ_MODEL_TOO_LONG : SJ_MODEL_STRING;
+            } else {
+                if (cap) out[0] = '\0';
+                found = n - i >= 4 && memcmp(s + i, "null", 4) == 0 ? SJ_MODEL_NULL : SJ_MODEL_OTHER;
+                if (!skip_value(s, n, &i)) return found;
             }
-            if (n - i >= 4 && memcmp(s + i, "null", 4) == 0) return SJ_MODEL_NULL;
-            return SJ_MODEL_OTHER;
+        } else if (!skip_value(s, n, &i)) {
+            return found;
         }
-        if (!skip_value(s, n, &i)) return SJ_MODEL_ABSENT;
         i = skip_ws(s, n, i);
-        if (i >= n || s[i] != ',') return SJ_MODEL_ABSENT;
+        if (i >= n || s[i] != ',') return found;
         i = skip_ws(s, n, i + 1);
     }
-    return SJ_MODEL_ABSENT;
+    return found;
 }
 
 int ct_equal(const char *a, size_t an, const char *b, size_t bn) {

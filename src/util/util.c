@@ -5,11 +5,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int sk_fail(sk_err *e, int status, const char *fmt, ...) {
@@ -213,21 +215,82 @@ int sk_read_file(const char *path, char **out, size_t *len, size_t max_len, sk_e
     return SKYCMD_OK;
 }
 
+size_t sk_first_nonfinite(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return i;
+    return n;
+}
+
+void sk_random_hex12(char hex[13]) {
+    static const char digits[] = "0123456789abcdef";
+    unsigned char r[6];
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd >= 0 ? read(fd, r, sizeof r) : -1;
+    if (fd >= 0) close(fd);
+    if (got != (ssize_t)sizeof r) {
+        static unsigned counter;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
+                     ((uint64_t)getpid() << 40) ^ (uint64_t)(counter++) * 0x9E3779B97F4A7C15u;
+        for (size_t i = 0; i < sizeof r; i++) r[i] = (unsigned char)(x >> (8 * i));
+    }
+    for (size_t i = 0; i < sizeof r; i++) {
+        hex[2 * i] = digits[r[i] >> 4];
+        hex[2 * i + 1] = digits[r[i] & 15];
+    }
+    hex[12] = '\0';
+}
+
+int sk_partial_create(const char *base, int (*make)(const char *name, void *ud), void *ud,
+                      char **out) {
+    *out = NULL;
+    const size_t n = strlen(base) + sizeof SK_PARTIAL_SUFFIX + 13;
+    char *name = malloc(n);
+    if (!name) {
+        errno = ENOMEM;
+        return -1;
+    }
+    for (int attempt = 0; attempt < 64; attempt++) {
+        char hex[13];
+        sk_random_hex12(hex);
+        snprintf(name, n, "%s" SK_PARTIAL_SUFFIX "%s", base, hex);
+        if (make(name, ud) == 0) {
+            *out = name;
+            return 0;
+        }
+        if (errno != EEXIST) break;
+    }
+    int er = errno;
+    free(name);
+    errno = er;
+    return -1;
+}
+
+static int create_exclusive_file(const char *name, void *ud) {
+    int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0) return -1;
+    *(int *)ud = fd;
+    return 0;
+}
+
 int sk_atomic_open(sk_atomic_file *f, const char *path, sk_err *e) {
     memset(f, 0, sizeof *f);
-    size_t n = strlen(path);
+    int fd = -1;
     f->final_path = sk_strdup(path);
-    f->tmp_path = malloc(n + 32);
-    if (!f->final_path || !f->tmp_path) {
+    if (!f->final_path) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+    if (sk_partial_create(path, create_exclusive_file, &fd, &f->tmp_path) != 0) {
+        int er = errno;
         free(f->final_path);
-        free(f->tmp_path);
         memset(f, 0, sizeof *f);
-        return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+        if (er == ENOMEM) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+        return sk_fail(e, SKYCMD_E_IO, "%s: cannot create: %s", path, strerror(er));
     }
-    snprintf(f->tmp_path, n + 32, "%s.tmp.%ld", path, (long)getpid());
-    FILE *fp = fopen(f->tmp_path, "wb");
+    FILE *fp = fdopen(fd, "wb");
     if (!fp) {
         int er = errno;
+        close(fd);
+        remove(f->tmp_path);
         free(f->final_path);
         free(f->tmp_path);
         memset(f, 0, sizeof *f);

@@ -111,13 +111,30 @@ void sk_unmap(sk_map *m);
 int sk_read_file(const char *path, char **out, size_t *len, size_t max_len, sk_err *e);
 
 /* Write `data` to path atomically: a temporary file beside it, fsync'ed and renamed, so
- * that a failure leaves no partial output. */
+ * that a failure leaves no partial output. The temporary name is `<path>.skycmd-partial.`
+ * plus 12 random hex digits (unguessable, and recognisable when a killed process leaves
+ * it behind); it is created with O_EXCL|O_NOFOLLOW, so a name planted in advance (a
+ * symlink to another file) is never followed. */
 typedef struct sk_atomic_file {
     char *final_path;
     char *tmp_path;
     void *fp;      /* FILE * */
 } sk_atomic_file;
 
+/* The index of the first NaN or infinity in x[0..n), or n when every value is finite
+ * (convert and quantize refuse such weights, naming the tensor and the element). */
+size_t sk_first_nonfinite(const float *x, size_t n);
+
+/* The suffix every temporary output carries (files and the random-model directories). */
+#define SK_PARTIAL_SUFFIX ".skycmd-partial."
+/* Fill hex[0..12] with 12 random hex digits and a NUL (from /dev/urandom; the clock and the
+ * process id where it cannot be read: O_EXCL still protects, only guessing gets easier). */
+void sk_random_hex12(char hex[13]);
+/* Create a fresh temporary name `<base>.skycmd-partial.<hex>` with make(name, ud) (which
+ * returns 0 on success, or -1 with errno: EEXIST retries with another name); the name is
+ * malloc'ed into *out. -1 with errno on failure. */
+int sk_partial_create(const char *base, int (*make)(const char *name, void *ud), void *ud,
+                      char **out);
 int sk_atomic_open(sk_atomic_file *f, const char *path, sk_err *e);
 int sk_atomic_write(sk_atomic_file *f, const void *data, size_t n, sk_err *e);
 /* Commit (rename into place) when status == 0, else remove the temporary file. Returns

@@ -58,6 +58,19 @@ Test(serve_util, model_other_types) {
     cr_assert_eq(scan("{\"model\":true}", m, sizeof m), SJ_MODEL_OTHER);
 }
 
+Test(serve_util, model_last_key_wins) {
+    /* the library's parser and Python's json keep the last duplicate: route by it too */
+    char m[64];
+    cr_assert_eq(scan("{\"model\":\"first\",\"state\":\"x\",\"model\":\"second\"}", m, sizeof m), SJ_MODEL_STRING);
+    cr_assert_str_eq(m, "second");
+    cr_assert_eq(scan("{\"model\":\"first\",\"model\":null}", m, sizeof m), SJ_MODEL_NULL);
+    cr_assert_eq(scan("{\"model\":null,\"model\":\"b\"}", m, sizeof m), SJ_MODEL_STRING);
+    cr_assert_str_eq(m, "b");
+    cr_assert_eq(scan("{\"model\":\"a\",\"model\":7}", m, sizeof m), SJ_MODEL_OTHER);
+    cr_assert_eq(scan("{\"model\":\"abcdefghijklmnopqrstuvwxyz\",\"model\":\"ok\"}", m, 8), SJ_MODEL_STRING);
+    cr_assert_str_eq(m, "ok");
+}
+
 Test(serve_util, model_too_long) {
     char m[8];
     cr_assert_eq(scan("{\"model\":\"abcdefghij\"}", m, sizeof m), SJ_MODEL_TOO_LONG);

@@ -142,7 +142,7 @@ def expected_metadata(rl, enc, name, pre):
         ARCH + ".hidden_activation": enc.get("hidden_activation", "gelu"),
         ARCH + ".decision.type": "laya",
         ARCH + ".decision.block_count": hl,
-        ARCH + ".decision.max_head_tokens": rl.get("head_max_len", 256),
+        ARCH + ".decision.max_head_tokens": rl.get("head_max_len", 192),
         ARCH + ".decision.max_tokens": rl.get("max_len", 512),
         "tokenizer.ggml.model": "gpt2",
         "tokenizer.ggml.pre": pre,
