@@ -40,11 +40,12 @@ class Answer:
 
     @property
     def legend(self) -> Optional[Dict[int, str]]:
-        """A score's rubric keyed by integer level (as the SDK's ScoreAnswer.legend); None
+        """A score's rubric keyed by integer level (as the SDK's ScoreAnswer.legend): each
+        described level's text (a description that is not a string as compact JSON); None
         for other types."""
         if self.type != "score":
             return None
-        return {int(o.key): o.legend if o.legend is not None else "" for o in self.options}
+        return {int(o.key): o.legend for o in self.options if o.legend is not None}
 
     @property
     def score(self) -> Optional[float]:

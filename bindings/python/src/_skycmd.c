@@ -28,12 +28,6 @@
 
 #include "skycmd.h"
 
-/* TEMPORARY until main has skycmd_response_model/_option_legend (issue 14): removed on merge. */
-static const char *skycmd_response_model(const skycmd_response *r) { (void)r; return NULL; }
-static const char *skycmd_response_option_legend(const skycmd_response *r, size_t i, size_t j) {
-    (void)r; (void)i; (void)j; return NULL;
-}
-
 /* ------------------------------------------------------------------ errors -------- */
 
 static PyObject *error_factory; /* callable(status, message) -> exception instance */
