@@ -536,3 +536,15 @@ def test_only_pyinit_exported():
         pytest.skip("nm (binutils) is not installed")
     names = [line.split()[-1] for line in out.splitlines() if line.strip()]
     assert names == ["PyInit__skycmd"], names
+
+
+def test_score_legend_with_object_levels(model):
+    r = model.decide(skycmd.Request(state="x", questions={
+        "s": skycmd.Score(["low", {"level": "mid", "n": [1, 2]}, "high"], instructions="how?"),
+        "c": skycmd.Choice({"a": None, "b": "bee"}, instructions="which?"),
+    }))
+    assert r["s"].legend == {0: "low", 1: '{"level":"mid","n":[1,2]}', 2: "high"}
+    assert [o.legend for o in r["s"].options] == ["low", '{"level":"mid","n":[1,2]}', "high"]
+    assert json.loads(r.json)["answers"]["s"]["legend"]["1"] == {"level": "mid", "n": [1, 2]}
+    assert r["c"].legend is None and all(o.legend is None for o in r["c"].options)
+    assert list(r.scores) == ["s"] and list(r.choices) == ["c"] and r.nouls == {}
