@@ -262,6 +262,34 @@ def test_version():
         assert e.value.status == 11 and e.value.code == "SKYCMD_E_VERSION"
 
 
+SIMULATED_OLD_LIBRARY = r"""
+import glob, importlib.machinery, importlib.util, os, sys
+package = os.path.dirname(importlib.util.find_spec("skycmd").origin)
+path = glob.glob(os.path.join(package, "_skycmd*.so"))[0]
+loader = importlib.machinery.ExtensionFileLoader("skycmd._skycmd", path)
+ext = importlib.util.module_from_spec(importlib.util.spec_from_loader("skycmd._skycmd", loader))
+loader.exec_module(ext)
+real = ext.check_version
+ext.check_version = lambda n: real(n + 10000)  # the library now looks one major older
+sys.modules["skycmd._skycmd"] = ext
+try:
+    import skycmd
+except Exception as e:
+    print(type(e).__name__, getattr(e, "code", ""), getattr(e, "status", ""))
+else:
+    print("imported")
+"""
+
+
+def test_older_library_refused_at_import():
+    """A library older than the extension's header: `import skycmd` fails with VersionError,
+    so no entry point can be reached."""
+    import subprocess
+    out = subprocess.run([sys.executable, "-c", SIMULATED_OLD_LIBRARY], capture_output=True,
+                         text=True, cwd="/", check=True).stdout.split()
+    assert out == ["VersionError", "SKYCMD_E_VERSION", "11"], out
+
+
 # ------------------------------------------------------------------ concurrency ------------
 
 def test_threads_share_a_model(model, example):
