@@ -505,7 +505,9 @@ static PyObject *model_decide(ModelObject *self, PyObject *arg) {
 
 /* Many requests answered together (skycmd_decide_batch): a list of response tuples. */
 static PyObject *model_decide_batch(ModelObject *self, PyObject *arg) {
-    PyObject *seq = PySequence_Fast(arg, "decide_batch takes a sequence of requests");
+    /* A tuple of our own: the texts are read with the GIL released, when another thread
+     * could change a list the caller passed. */
+    PyObject *seq = PySequence_Tuple(arg);
     if (!seq) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     const char **texts = PyMem_Calloc((size_t)n + 1, sizeof *texts);
