@@ -13,6 +13,9 @@ from ._options import (OPT_HEAD_TYPE, OPT_JSON, OPT_LAYOUT, OPT_MASSIVE, OPT_MAX
 PathLike = Union[str, "os.PathLike[str]"]
 #: progress(done, total): raise (or return False) to cancel the call.
 Progress = Callable[[int, int], Any]
+#: log(level, message): 0 debug, 1 info, 2 warning. An exception in it is raised when the call
+#: returns (and, with progress, cancels the call at its next report).
+Log = Callable[[int, str], Any]
 
 
 def inspect(path: PathLike, *, max_array: Optional[int] = None) -> str:
@@ -38,23 +41,24 @@ def _types(pairs: OptionPairs, type, head_type) -> None:
 
 def convert(laya_dir: PathLike, out_path: PathLike, *, type: Union[Type, str, None] = None,
             head_type: Union[Type, str, None] = None, name: Optional[str] = None,
-            pre: Optional[str] = None, progress: Optional[Progress] = None) -> None:
+            pre: Optional[str] = None, progress: Optional[Progress] = None,
+            log: Optional[Log] = None) -> None:
     """Convert a Laya checkpoint directory to one GGUF file. The GIL is released; progress is
     called from the converting thread. On failure (or cancellation) no output file exists."""
     pairs: OptionPairs = []
     _types(pairs, type, head_type)
     add(pairs, OPT_NAME, name)
     add(pairs, OPT_PRE, pre)
-    _skycmd.convert(laya_dir, out_path, pairs, progress)
+    _skycmd.convert(laya_dir, out_path, pairs, progress, log)
 
 
 def quantize(in_path: PathLike, out_path: PathLike, type: Union[Type, str] = Type.Q8_0, *,
              head_type: Union[Type, str, None] = None,
-             progress: Optional[Progress] = None) -> None:
+             progress: Optional[Progress] = None, log: Optional[Log] = None) -> None:
     """Re-type the tensors of a GGUF file (every metadata key kept). The GIL is released."""
     pairs: OptionPairs = []
     _types(pairs, type, head_type)
-    _skycmd.quantize(in_path, out_path, pairs, progress)
+    _skycmd.quantize(in_path, out_path, pairs, progress, log)
 
 
 def random_model(preset: str, out_path: PathLike, *, seed: Optional[int] = None,

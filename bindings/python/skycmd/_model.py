@@ -5,7 +5,7 @@ import asyncio
 import functools
 import os
 from concurrent.futures import Executor
-from typing import Any, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Union
 
 from . import _skycmd
 from ._options import (OPT_ACTIVATIONS, OPT_MAX_TOKENS, OPT_MODEL_NAME, OPT_THREADS,
@@ -14,6 +14,8 @@ from ._requests import Question, Request, RequestLike, encode_request
 from ._response import Response, from_raw
 
 PathLike = Union[str, "os.PathLike[str]"]
+#: log(level, message): 0 debug, 1 info, 2 warning.
+Log = Callable[[int, str], Any]
 
 
 class Tokenizer:
@@ -113,26 +115,29 @@ class Model:
     def open(cls, path: PathLike, *, threads: Optional[int] = None,
              weights: Union[Weights, str, None] = None,
              activations: Union[Activations, str, None] = None,
-             max_tokens: Optional[int] = None, model_name: Optional[str] = None) -> "Model":
+             max_tokens: Optional[int] = None, model_name: Optional[str] = None,
+             log: Optional[Log] = None) -> "Model":
         """Open a GGUF model (memory-mapped; the GIL is released while it loads).
 
         threads: compute threads of each session (0 = one per core); weights: "f32"
         (default, exact), "q8" (Q8_0 with calibrated outliers) or "q8_plain"; activations:
         "q8x2" (default) or "q8"; max_tokens: the sequence budget instead of the model's
-        decision.max_tokens; model_name: the "model" reported in responses."""
+        decision.max_tokens; model_name: the "model" reported in responses; log(level,
+        message): events of the load, e.g. the int8 relayout of the weights (level 0 debug,
+        1 info, 2 warning); an exception in it fails the open."""
         pairs, session = _open_options(weights, max_tokens, model_name, threads, activations)
-        return cls(_skycmd.Model.open(path, pairs, session))
+        return cls(_skycmd.Model.open(path, pairs, session, log))
 
     @classmethod
     def open_buffer(cls, data: Union[bytes, bytearray, memoryview], *,
                     threads: Optional[int] = None, weights: Union[Weights, str, None] = None,
                     activations: Union[Activations, str, None] = None,
                     max_tokens: Optional[int] = None,
-                    model_name: Optional[str] = None) -> "Model":
+                    model_name: Optional[str] = None, log: Optional[Log] = None) -> "Model":
         """Open a model from the bytes of a GGUF file. Nothing is copied: the model holds on
         to the buffer (a bytearray cannot be resized meanwhile) until it is closed."""
         pairs, session = _open_options(weights, max_tokens, model_name, threads, activations)
-        return cls(_skycmd.Model.open_buffer(data, pairs, session))
+        return cls(_skycmd.Model.open_buffer(data, pairs, session, log))
 
     @property
     def name(self) -> str:

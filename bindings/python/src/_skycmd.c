@@ -63,32 +63,37 @@ static PyObject *raise_call_error(int status, const skycmd_error *err) {
 
 /* ------------------------------------------------------------------ options ------- */
 
-/* Progress callbacks: the C library calls the trampoline on a thread that does not hold the
- * GIL. A Python exception in the callable (or a return value of exactly False) cancels the
- * call; the exception is kept and becomes the __cause__ of the CancelledError raised. */
-typedef struct progress_state {
-    PyObject *callable; /* borrowed from the call's arguments; NULL when none */
-    PyObject *raised;   /* the exception the callable raised (owned) */
-} progress_state;
+/* Callbacks of one call: progress(done, total) and log(level, message). The C library calls
+ * the trampolines on a thread that does not hold the GIL. A Python exception in either
+ * callable (or a progress return value of exactly False) cancels the call; the exception is
+ * kept and becomes the __cause__ of the CancelledError raised (or is raised itself when the
+ * call could not be cancelled: log messages of an open). */
+typedef struct callback_state {
+    PyObject *progress; /* borrowed from the call's arguments; NULL when none */
+    PyObject *log;      /* likewise */
+    PyObject *raised;   /* the exception a callable raised (owned) */
+} callback_state;
+
+/* Keeps the exception being raised (GIL held). */
+static void keep_raised(callback_state *c) {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (value && tb) PyException_SetTraceback(value, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    c->raised = value;
+}
 
 static int progress_trampoline(void *user_data, uint64_t done, uint64_t total) {
-    progress_state *p = user_data;
+    callback_state *c = user_data;
     PyGILState_STATE gil = PyGILState_Ensure();
-    int cancel = 0;
-    if (p->raised) {
-        cancel = 1;
-    } else {
-        PyObject *r = PyObject_CallFunction(p->callable, "KK", (unsigned long long)done,
+    int cancel = 1;
+    if (!c->raised) {
+        PyObject *r = PyObject_CallFunction(c->progress, "KK", (unsigned long long)done,
                                             (unsigned long long)total);
         if (!r) {
-            PyObject *type, *value, *tb;
-            PyErr_Fetch(&type, &value, &tb);
-            PyErr_NormalizeException(&type, &value, &tb);
-            if (value && tb) PyException_SetTraceback(value, tb);
-            Py_XDECREF(type);
-            Py_XDECREF(tb);
-            p->raised = value;
-            cancel = 1;
+            keep_raised(c);
         } else {
             cancel = (r == Py_False);
             Py_DECREF(r);
@@ -96,6 +101,28 @@ static int progress_trampoline(void *user_data, uint64_t done, uint64_t total) {
     }
     PyGILState_Release(gil);
     return cancel;
+}
+
+static void log_trampoline(void *user_data, int level, const char *message) {
+    callback_state *c = user_data;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    if (!c->raised) {
+        PyObject *r = PyObject_CallFunction(c->log, "is", level, message);
+        if (!r)
+            keep_raised(c);
+        else
+            Py_DECREF(r);
+    }
+    PyGILState_Release(gil);
+}
+
+/* Raises the exception a callback raised (GIL held); returns NULL. */
+static PyObject *raise_kept(callback_state *c) {
+    PyObject *e = c->raised;
+    c->raised = NULL;
+    PyErr_SetObject((PyObject *)Py_TYPE(e), e);
+    Py_DECREF(e);
+    return NULL;
 }
 
 /* Fills a skycmd_options from a sequence of (key, value) pairs, value int or str. */
@@ -140,8 +167,18 @@ static int fill_options(skycmd_options *opts, PyObject *pairs) {
     return 0;
 }
 
-/* A new skycmd_options from pairs and an optional progress callable; NULL with an exception. */
-static skycmd_options *make_options(PyObject *pairs, progress_state *progress) {
+/* A new skycmd_options from pairs and the callables of `callbacks` (may be NULL); NULL with
+ * an exception. */
+static skycmd_options *make_options(PyObject *pairs, callback_state *callbacks) {
+    if (callbacks) {
+        if (callbacks->progress == Py_None) callbacks->progress = NULL;
+        if (callbacks->log == Py_None) callbacks->log = NULL;
+        if ((callbacks->progress && !PyCallable_Check(callbacks->progress)) ||
+            (callbacks->log && !PyCallable_Check(callbacks->log))) {
+            PyErr_SetString(PyExc_TypeError, "progress and log must be callable");
+            return NULL;
+        }
+    }
     skycmd_options *opts = skycmd_options_new();
     if (!opts) {
         PyErr_NoMemory();
@@ -151,14 +188,9 @@ static skycmd_options *make_options(PyObject *pairs, progress_state *progress) {
         skycmd_options_free(opts);
         return NULL;
     }
-    if (progress && progress->callable) {
-        if (!PyCallable_Check(progress->callable)) {
-            skycmd_options_free(opts);
-            PyErr_SetString(PyExc_TypeError, "progress must be callable");
-            return NULL;
-        }
-        skycmd_options_set_progress(opts, progress_trampoline, progress);
-    }
+    if (callbacks && callbacks->progress)
+        skycmd_options_set_progress(opts, progress_trampoline, callbacks);
+    if (callbacks && callbacks->log) skycmd_options_set_log(opts, log_trampoline, callbacks);
     return opts;
 }
 
@@ -281,7 +313,9 @@ static int set_session_options(ModelObject *self, PyObject *pairs) {
 
 /* The shared end of open() and open_buffer(). */
 static PyObject *model_open_common(PyObject *path_bytes, PyObject *buffer_owner,
-                                   PyObject *options, PyObject *session_options) {
+                                   PyObject *options, PyObject *session_options,
+                                   PyObject *log) {
+    callback_state callbacks = {NULL, log, NULL};
     ModelObject *self = PyObject_New(ModelObject, &ModelType);
     if (!self) return NULL;
     self->model = NULL;
@@ -296,7 +330,7 @@ static PyObject *model_open_common(PyObject *path_bytes, PyObject *buffer_owner,
         if (PyObject_GetBuffer(buffer_owner, &self->buffer, PyBUF_SIMPLE) < 0) goto fail;
         self->has_buffer = 1;
     }
-    skycmd_options *opts = make_options(options, NULL);
+    skycmd_options *opts = make_options(options, &callbacks);
     if (!opts) goto fail;
     skycmd_error *err = skycmd_error_new();
     if (!err) {
@@ -324,8 +358,13 @@ static PyObject *model_open_common(PyObject *path_bytes, PyObject *buffer_owner,
     skycmd_error_free(err);
     self->model = m;
     live_models++;
+    if (callbacks.raised) { /* the log callable failed: its exception, and no model */
+        raise_kept(&callbacks);
+        goto fail;
+    }
     return (PyObject *)self;
 fail:
+    Py_CLEAR(callbacks.raised);
     self->closed = 1;
     model_release_if_done(self);
     Py_DECREF(self);
@@ -334,20 +373,20 @@ fail:
 
 static PyObject *model_open(PyObject *cls, PyObject *args) {
     (void)cls;
-    PyObject *path = NULL, *options = NULL, *session_options = NULL;
-    if (!PyArg_ParseTuple(args, "O&|OO", PyUnicode_FSConverter, &path, &options,
-                          &session_options))
+    PyObject *path = NULL, *options = NULL, *session_options = NULL, *log = NULL;
+    if (!PyArg_ParseTuple(args, "O&|OOO", PyUnicode_FSConverter, &path, &options,
+                          &session_options, &log))
         return NULL;
-    PyObject *r = model_open_common(path, NULL, options, session_options);
+    PyObject *r = model_open_common(path, NULL, options, session_options, log);
     Py_DECREF(path);
     return r;
 }
 
 static PyObject *model_open_buffer(PyObject *cls, PyObject *args) {
     (void)cls;
-    PyObject *data, *options = NULL, *session_options = NULL;
-    if (!PyArg_ParseTuple(args, "O|OO", &data, &options, &session_options)) return NULL;
-    return model_open_common(NULL, data, options, session_options);
+    PyObject *data, *options = NULL, *session_options = NULL, *log = NULL;
+    if (!PyArg_ParseTuple(args, "O|OOO", &data, &options, &session_options, &log)) return NULL;
+    return model_open_common(NULL, data, options, session_options, log);
 }
 
 static void model_dealloc(ModelObject *self) {
@@ -785,9 +824,9 @@ static PyTypeObject TokenizerType = {
 
 static PyMethodDef model_methods[] = {
     {"open", (PyCFunction)model_open, METH_VARARGS | METH_CLASS,
-     "open(path, options, session_options) -> Model"},
+     "open(path, options, session_options, log) -> Model"},
     {"open_buffer", (PyCFunction)model_open_buffer, METH_VARARGS | METH_CLASS,
-     "open_buffer(data, options, session_options) -> Model"},
+     "open_buffer(data, options, session_options, log) -> Model"},
     {"close", (PyCFunction)model_close, METH_NOARGS, "close (freed when running calls end)"},
     {"decide", (PyCFunction)model_decide, METH_O, "decide(json) -> response tuple"},
     {"decide_batch", (PyCFunction)model_decide_batch, METH_O,
@@ -846,21 +885,21 @@ static PyObject *py_inspect(PyObject *module, PyObject *args) {
 
 typedef int (*two_path_fn)(const char *, const char *, const skycmd_options *, skycmd_error *);
 
-/* convert, quantize and random_model: (input, output, options[, progress]) with the GIL
- * released; a progress callable that raises cancels, and its exception is the __cause__. */
+/* convert, quantize and random_model: (input, output, options[, progress[, log]]) with the
+ * GIL released; a callable that raises cancels, and its exception is the __cause__. */
 static PyObject *two_path_call(PyObject *args, two_path_fn fn, int input_is_path) {
     PyObject *in = NULL, *out = NULL, *options = NULL;
-    progress_state progress = {NULL, NULL};
+    callback_state callbacks = {NULL, NULL, NULL};
     int ok = input_is_path
-                 ? PyArg_ParseTuple(args, "O&O&|OO", PyUnicode_FSConverter, &in,
-                                    PyUnicode_FSConverter, &out, &options, &progress.callable)
-                 : PyArg_ParseTuple(args, "SO&|OO", &in, PyUnicode_FSConverter, &out, &options,
-                                    &progress.callable);
+                 ? PyArg_ParseTuple(args, "O&O&|OOO", PyUnicode_FSConverter, &in,
+                                    PyUnicode_FSConverter, &out, &options, &callbacks.progress,
+                                    &callbacks.log)
+                 : PyArg_ParseTuple(args, "SO&|OOO", &in, PyUnicode_FSConverter, &out, &options,
+                                    &callbacks.progress, &callbacks.log);
     if (!ok) return NULL; /* the converters released what they made */
     if (!input_is_path) Py_INCREF(in);
-    if (progress.callable == Py_None) progress.callable = NULL;
     PyObject *result = NULL;
-    skycmd_options *opts = make_options(options, &progress);
+    skycmd_options *opts = make_options(options, &callbacks);
     skycmd_error *err = opts ? skycmd_error_new() : NULL;
     if (opts && !err) PyErr_NoMemory();
     if (opts && err) {
@@ -870,17 +909,17 @@ static PyObject *two_path_call(PyObject *args, two_path_fn fn, int input_is_path
         rc = fn(a, b, opts, err);
         Py_END_ALLOW_THREADS
         if (rc != SKYCMD_OK) {
-            raise_status_cause(rc, skycmd_error_message(err), progress.raised);
-            progress.raised = NULL;
-        } else if (progress.raised) {
-            /* The work ended before it looked at the cancel: the callback's exception is
-             * still the caller's to see. */
-            PyErr_SetObject((PyObject *)Py_TYPE(progress.raised), progress.raised);
+            raise_status_cause(rc, skycmd_error_message(err), callbacks.raised);
+            callbacks.raised = NULL;
+        } else if (callbacks.raised) {
+            /* The work ended before it looked at the cancel (or only logged): the callback's
+             * exception is still the caller's to see. */
+            raise_kept(&callbacks);
         } else {
             result = Py_NewRef(Py_None);
         }
     }
-    Py_XDECREF(progress.raised);
+    Py_XDECREF(callbacks.raised);
     skycmd_error_free(err);
     skycmd_options_free(opts);
     Py_DECREF(in);
@@ -976,9 +1015,9 @@ static PyMethodDef module_methods[] = {
     {"library_info", py_library_info, METH_NOARGS, "version, ABI, build id, CPU features"},
     {"live_models", py_live_models, METH_NOARGS, "C models open now"},
     {"inspect", py_inspect, METH_VARARGS, "inspect(path, options) -> str"},
-    {"convert", py_convert, METH_VARARGS, "convert(laya_dir, out, options, progress)"},
-    {"quantize", py_quantize, METH_VARARGS, "quantize(in, out, options, progress)"},
-    {"random_model", py_random_model, METH_VARARGS, "random_model(preset, out, options)"},
+    {"convert", py_convert, METH_VARARGS, "convert(laya_dir, out, options, progress, log)"},
+    {"quantize", py_quantize, METH_VARARGS, "quantize(in, out, options, progress, log)"},
+    {"random_model", py_random_model, METH_VARARGS, "random_model(preset, out, options, progress, log)"},
     {"tokenizer_open_json", tokenizer_open_json, METH_VARARGS, "tokenizer_open_json(path)"},
     {NULL, NULL, 0, NULL},
 };

@@ -576,3 +576,20 @@ def test_score_legend_with_object_levels(model):
     assert json.loads(r.json)["answers"]["s"]["legend"]["1"] == {"level": "mid", "n": [1, 2]}
     assert r["c"].legend is None and all(o.legend is None for o in r["c"].options)
     assert list(r.scores) == ["s"] and list(r.choices) == ["c"] and r.nouls == {}
+
+
+def test_log_callback(model_path, example):
+    events = []
+    with skycmd.Model.open(model_path, weights="q8", log=lambda level, msg: events.append((level, msg))) as m:
+        check_answers(m.decide(example), example)
+    assert events and all(level in (0, 1, 2) and isinstance(msg, str) and msg for level, msg in events)
+    before = _skycmd.live_models()
+
+    def fail(level, msg):
+        raise RuntimeError("log refused")
+
+    with pytest.raises(RuntimeError, match="log refused"):
+        skycmd.Model.open(model_path, weights="q8", log=fail)
+    assert _skycmd.live_models() == before
+    with pytest.raises(TypeError, match="callable"):
+        skycmd.Model.open(model_path, log="print")  # type: ignore[arg-type]

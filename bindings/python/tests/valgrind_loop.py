@@ -37,6 +37,11 @@ with tempfile.TemporaryDirectory() as tmp:
     skycmd.quantize(model_path, os.path.join(tmp, "q.gguf"), "q8_0")
     skycmd.convert(os.path.join(tmp, "laya"), os.path.join(tmp, "c.gguf"))
     skycmd.inspect_json(model_path)
+    skycmd.Model.open(model_path, weights="q8", log=lambda level, message: None).close()
+    try:
+        skycmd.Model.open(model_path, weights="q8", log=lambda level, message: 1 / 0)
+    except ZeroDivisionError:
+        pass
     with skycmd.Tokenizer.open(os.path.join(tmp, "laya", "tokenizer", "tokenizer.json")) as t:
         t.encode("x")
     with open(model_path, "rb") as f:
