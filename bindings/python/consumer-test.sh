@@ -19,7 +19,7 @@ unset LD_LIBRARY_PATH
 echo "-- $("$py" --version) -m venv $work/venv"
 "$py" -m venv "$work/venv"
 echo "-- pip wheel \$SKYCMD_REPO/bindings/python -w $work/dist"
-"$work/venv/bin/pip" wheel -q --no-deps "$SKYCMD_REPO/bindings/python" -w "$work/dist"
+"$work/venv/bin/pip" wheel -q "$SKYCMD_REPO/bindings/python" -w "$work/dist"
 wheel=$(ls "$work"/dist/skycmd-*.whl)
 echo "-- pip install $(basename "$wheel")"
 "$work/venv/bin/pip" install -q "$wheel"
