@@ -76,6 +76,9 @@ typedef struct callback_state {
 
 /* Keeps the exception being raised (GIL held). */
 static void keep_raised(callback_state *c) {
+#if PY_VERSION_HEX >= 0x030C0000
+    c->raised = PyErr_GetRaisedException();
+#else
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     PyErr_NormalizeException(&type, &value, &tb);
@@ -83,6 +86,7 @@ static void keep_raised(callback_state *c) {
     Py_XDECREF(type);
     Py_XDECREF(tb);
     c->raised = value;
+#endif
 }
 
 static int progress_trampoline(void *user_data, uint64_t done, uint64_t total) {
