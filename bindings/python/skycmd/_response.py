@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 _TYPES = ("choice", "score", "noul")
 
@@ -68,7 +68,7 @@ class Response:
     json: str
     answers: Dict[str, Answer]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Answer]:
         return iter(self.answers.values())
 
     def __len__(self) -> int:
@@ -90,7 +90,7 @@ class Response:
         return {k: a for k, a in self.answers.items() if a.type == "noul"}
 
 
-def from_raw(raw) -> Response:
+def from_raw(raw: Any) -> Response:
     """A Response from the extension's tuple (see response_to_tuple in _skycmd.c)."""
     model, input_tokens, wire, answers = raw
     out = {}

@@ -23,4 +23,4 @@ def test_wrong_use_is_refused(tmp_path):
     r = mypy(os.path.join(HERE, "types_wrong.py"), tmp_path)
     assert r.returncode == 1, r.stdout + r.stderr
     errors = [line for line in r.stdout.splitlines() if ": error:" in line]
-    assert [int(line.split(":")[1]) for line in errors] == [5, 6, 7], r.stdout
+    assert [int(line.split(":")[1]) for line in errors] == [5, 6, 7, 8], r.stdout
