@@ -94,10 +94,17 @@ run_node() {
 }
 
 run_rust() {
-    echo "== cargo test (bindings/rust)"
-    (cd "$here/rust" && { cargo test --offline --no-fail-fast > "$work/rust.log" 2>&1 ||
-        { grep -q 'offline' "$work/rust.log" && cargo test --no-fail-fast > "$work/rust.log" 2>&1; }; })
-    local rc=$?
+    # Twice: against the build tree's library (pkg-config), then with feature `bundled` (the
+    # C sources compiled by skycmd-sys; its dump, written last, is the one cross-checked).
+    echo "== cargo test (bindings/rust; default, then --features skycmd/bundled)"
+    local rc=0 features
+    : > "$work/rust.log"
+    for features in "" "--features skycmd/bundled"; do
+        # shellcheck disable=SC2086
+        (cd "$here/rust" && { cargo test --offline --no-fail-fast $features > "$work/rust-run.log" 2>&1 ||
+            { grep -q 'offline' "$work/rust-run.log" && cargo test --no-fail-fast $features > "$work/rust-run.log" 2>&1; }; }) || rc=1
+        cat "$work/rust-run.log" >> "$work/rust.log"
+    done
     grep -E 'rust loop:|^test .* FAILED|panicked' "$work/rust.log"
     grep -E '^test result:' "$work/rust.log"
     local pass fail
