@@ -119,8 +119,10 @@ run_rust() {
 run_python() {
     echo "== pytest (bindings/python: pip wheel into a fresh venv)"
     local py=${PYTHON:-python3} venv="$work/python-venv"
-    (cmake --build "$build" --target skycmd_static >/dev/null &&
-        cmake --install "$build" --prefix "$work/python-prefix" >/dev/null &&
+    # Only the library's components: the wheel needs the headers, the .pc and libskycmd.a.
+    (cmake --build "$build" --target skycmd skycmd_static >/dev/null &&
+        cmake --install "$build" --prefix "$work/python-prefix" --component dev >/dev/null &&
+        cmake --install "$build" --prefix "$work/python-prefix" --component runtime >/dev/null &&
         "$py" -m venv "$venv" &&
         PKG_CONFIG_PATH="$work/python-prefix/lib/pkgconfig" "$venv/bin/pip" wheel -q --no-deps \
             "$here/python" -w "$work/python-dist" &&
