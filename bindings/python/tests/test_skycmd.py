@@ -318,48 +318,55 @@ def test_threads_share_a_model(model, example):
 def test_gil_released_during_decide(model_path, example):
     """Two threads overlap: two decide calls run at the same time (the pool then holds two
     sessions; with the GIL held they would take turns with one), and while a thread is inside
-    decide (a batch of ~50 ms) the main thread keeps running Python (with the GIL held it
-    would stall for the whole call)."""
+    decide (a batch of ~50 ms) the main thread keeps running Python (with the GIL held its
+    longest stall would be at least the C call itself). Each property gets a few attempts, as
+    a loaded machine may delay a thread; a binding that holds the GIL fails every attempt."""
     batch = [example] * 48
     with skycmd.Model.open(model_path, threads=1) as model:
         start = time.perf_counter()
         model.decide_batch(batch)
         single = time.perf_counter() - start
         assert model.idle_sessions == 1
-        ready = threading.Barrier(2)
 
-        def worker():
-            ready.wait()
-            model.decide_batch(batch)
+        for _ in range(5):
+            ready = threading.Barrier(2)
 
-        threads = [threading.Thread(target=worker) for _ in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        assert model.idle_sessions == 2, "the two decide calls did not overlap"
+            def worker():
+                ready.wait()
+                model.decide_batch(batch)
+
+            threads = [threading.Thread(target=worker) for _ in range(2)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            if model.idle_sessions == 2:
+                break
+        assert model.idle_sessions == 2, "two decide calls never overlapped"
 
         old = sys.getswitchinterval()
         sys.setswitchinterval(0.001)
-        call = []
-
-        def timed():
-            t0 = time.perf_counter()
-            model.decide_batch(batch)
-            call.append(time.perf_counter() - t0)
-
         try:
-            t = threading.Thread(target=timed)
-            gaps, last = [], time.perf_counter()
-            t.start()
-            while t.is_alive():
-                now = time.perf_counter()
-                gaps.append(now - last)
-                last = now
-            t.join()
+            for _ in range(3):
+                call = []
+
+                def timed():
+                    t0 = time.perf_counter()
+                    model.decide_batch(batch)
+                    call.append(time.perf_counter() - t0)
+
+                t = threading.Thread(target=timed)
+                gaps, last = [], time.perf_counter()
+                t.start()
+                while t.is_alive():
+                    now = time.perf_counter()
+                    gaps.append(now - last)
+                    last = now
+                t.join()
+                if len(gaps) > 100 and max(gaps) < 0.9 * call[0]:
+                    break
         finally:
             sys.setswitchinterval(old)
-    # With the GIL held the main thread's longest stall would be at least the C call itself.
     print(f"python gil: longest main-thread stall {max(gaps) * 1e3:.1f} ms during a "
           f"{call[0] * 1e3:.1f} ms decide_batch (alone: {single * 1e3:.1f} ms)")
     assert len(gaps) > 100
