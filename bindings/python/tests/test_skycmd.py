@@ -373,6 +373,53 @@ def test_gil_released_during_decide(model_path, example):
     assert max(gaps) < 0.9 * call[0], (max(gaps), call[0])
 
 
+def longest_stall(fn):
+    """(the main thread's longest stall, the call's duration) while fn runs on a thread."""
+    call = []
+
+    def timed():
+        t0 = time.perf_counter()
+        fn()
+        call.append(time.perf_counter() - t0)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(0.001)
+    try:
+        t = threading.Thread(target=timed)
+        longest, last = 0.0, time.perf_counter()
+        t.start()
+        while t.is_alive():
+            now = time.perf_counter()
+            longest = max(longest, now - last)
+            last = now
+        t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert call, "the call failed"
+    return longest, call[0]
+
+
+def test_gil_released_during_open_quantize_convert(tmp_path):
+    """open (an s1-nano with int8 weights: calibration, ~0.2 s), quantize and convert leave
+    the main thread running (a few attempts each, as in the decide test)."""
+    nano = tmp_path / "nano.gguf"
+    laya = tmp_path / "nano-laya"
+    skycmd.random_model("s1-nano", nano)
+    skycmd.random_model("s1-nano", laya, layout="laya")
+    calls = {
+        "open": lambda: skycmd.Model.open(nano, weights="q8", threads=1).close(),
+        "quantize": lambda: skycmd.quantize(nano, tmp_path / "q.gguf", "q8_0"),
+        "convert": lambda: skycmd.convert(laya, tmp_path / "c.gguf"),
+    }
+    for name, fn in calls.items():
+        for _ in range(3):
+            stall, took = longest_stall(fn)
+            if stall < 0.9 * took:
+                break
+        print(f"python gil: {name}: longest main-thread stall {stall * 1e3:.1f} ms in {took * 1e3:.1f} ms")
+        assert stall < 0.9 * took, (name, stall, took)
+
+
 def test_asyncio(model, example):
     expected = dump(model.decide(example))
 
