@@ -223,6 +223,38 @@ def test_error_closed_model(model_path, example):
         assert "closed" in e.value.message
 
 
+def test_close_while_a_call_runs(model_path, example):
+    """close() during a running decide: the call finishes with its answers, later calls get
+    MisuseError, and the C model is freed when the running call ends."""
+    before = _skycmd.live_models()
+    m = skycmd.Model.open(model_path, threads=1)
+    expected = dump(m.decide(example))
+    results, started = [], threading.Event()
+
+    def worker():
+        started.set()
+        results.append(m.decide_batch([example] * 64))
+
+    for _ in range(5):  # until the close lands while the call runs
+        results.clear()
+        started.clear()
+        t = threading.Thread(target=worker)
+        t.start()
+        started.wait()
+        time.sleep(0.005)
+        running = t.is_alive()
+        if running:
+            m.close()
+        t.join()
+        if running:
+            break
+    assert m.closed, "the batch never ran long enough to be closed under"
+    assert [dump(r) for r in results[0]] == [expected] * 64
+    with pytest.raises(skycmd.MisuseError):
+        m.decide(example)
+    assert _skycmd.live_models() == before
+
+
 def test_context_manager_closes(model_path, example):
     with skycmd.Model.open(model_path) as m:
         m.decide(example)
