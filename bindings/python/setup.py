@@ -65,4 +65,5 @@ extension = Extension(
 # directory, and an object file left there from another libskycmd must never be reused.
 build_base = tempfile.mkdtemp(prefix="skycmd-python-build.")
 atexit.register(shutil.rmtree, build_base, True)
-setup(ext_modules=[extension], options={"build": {"build_base": build_base}})
+setup(ext_modules=[extension],
+      options={"build": {"build_base": build_base}, "egg_info": {"egg_base": build_base}})
