@@ -147,7 +147,7 @@ while read -r f; do [ -n "$f" ] && hide+=("$f"); done < <(
 # The control: a copy of the prefix's libskycmd.so (the file the jar used to bundle), made
 # before the real one is hidden too.
 mkdir -p "$work/control"
-control=$(ls "$SKYCMD_PREFIX"/lib*/libskycmd.so.* 2>/dev/null | head -n1)
+control=$(ls "$SKYCMD_PREFIX"/lib*/libskycmd.so.* 2>/dev/null | sed -n 1p)
 [ -n "$control" ] || { echo "no libskycmd.so in $SKYCMD_PREFIX for the control"; exit 1; }
 cp -L "$control" "$work/control/" && control=$work/control/$(basename "$control")
 : > "$work/empty"

@@ -72,7 +72,9 @@ echo "   $(basename "$repaired"): $(cd "$work" && "$py" -m zipfile -l "$repaired
 "$work/venv-manylinux/bin/pip" install -q "$repaired"
 hide=
 for lib in libcjson.so.1 libutf8proc.so.2; do
-    f=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
+    # (awk reads to the end: an early exit would make ldconfig die of SIGPIPE, and pipefail
+    # would then end this script without a word)
+    f=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ && f == "" {f = $NF} END {print f}')
     [ -n "$f" ] && hide="$hide mount --bind /dev/null $(readlink -f "$f") &&"
 done
 run_repaired="SKYCMD_CONSUMER_DUMP=$work/manylinux.txt $work/venv-manylinux/bin/python answer.py"
