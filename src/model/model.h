@@ -77,7 +77,7 @@ void sk_scratch_set_pool(sk_scratch *s, struct sk_pool *pool);
 void sk_scratch_set_activations(sk_scratch *s, int mode);
 /* Evaluate the last decision block unfolded, as the reference writes it: keys and values
  * projected on every row (tests compare it with the default folded form, which attends over
- * the block's input rows directly; see head_layer_markers in model.c). */
+ * the block's input rows directly; see head_layer_markers in forward.c). */
 void sk_scratch_set_unfolded(sk_scratch *s, int unfolded);
 
 /* One sequence: ids[0..n) (positions 0..n-1), question type qtype (0 choice, 1 score,
