@@ -678,6 +678,20 @@ static void expect_fail(int which, const char *n1, const char *n2) {
     case 22: m_write(dir, "tokenizer/tokenizer_config.json", "not json"); break;
     case 23: m_replace(dir, "rl_agent_config.json", "\"head_max_len\": 96", "\"head_max_len\": 9999"); break;
     case 24: m_replace(dir, "encoder/config.json", "\"rope_theta\": 160000.0", "\"rope_theta\": \"big\""); break;
+    /* settings the forward pass does not compute (issue 16): refused, naming the key */
+    case 25: m_replace(dir, "encoder/config.json", "\"hidden_activation\": \"gelu\"", "\"hidden_activation\": \"gelu_pytorch_tanh\""); break;
+    case 26: m_replace(dir, "encoder/config.json", "\"norm_eps\": 1e-05", "\"norm_eps\": 1e-45"); break;
+    case 27: m_replace(dir, "encoder/config.json", "\"norm_eps\": 1e-05", "\"norm_eps\": 1.5"); break;
+    case 28: m_replace(dir, "encoder/config.json", "\"mlp_bias\": false", "\"mlp_bias\": false, \"is_decoder\": true"); break;
+    case 29: m_replace(dir, "encoder/config.json", "\"mlp_bias\": false", "\"mlp_bias\": false, \"is_causal\": true"); break;
+    case 30: m_replace(dir, "encoder/config.json", "\"mlp_bias\": false", "\"mlp_bias\": false, \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}"); break;
+    case 31: m_replace(dir, "encoder/config.json", "\"rope_theta\": 10000.0,\n      \"rope_type\": \"default\"", "\"rope_theta\": 10000.0,\n      \"rope_type\": \"yarn\", \"factor\": 2.0"); break;
+    case 32: m_replace(dir, "encoder/config.json", "\"rope_parameters\": {", "\"rope_parameters\": {\"rope_type\": \"linear\", \"factor\": 2.0, "); break;
+    case 33: m_replace(dir, "encoder/config.json", "\"mlp_bias\": false", "\"mlp_bias\": false, \"dtype\": \"bfloat16\""); break;
+    case 34: m_replace(dir, "encoder/config.json", "\"mlp_bias\": false", "\"mlp_bias\": false, \"head_dim\": 32"); break;
+    case 35: m_replace(dir, "rl_agent_config.json", "\"head_layers\": 1", "\"head_layers\": 1, \"option_layout\": \"parallel\""); break;
+    case 36: m_replace(dir, "rl_agent_config.json", "\"head_layers\": 1", "\"head_layers\": 1, \"option_layout\": \"grid\""); break;
+    case 37: m_replace(dir, "rl_agent_config.json", "\"encoder\": \"skycmd/random-s1-pico\",", ""); break;
     default: cr_assert_fail();
     }
     skycmd_error *err = skycmd_error_new();
@@ -719,6 +733,19 @@ Test(convert, damaged_checkpoints_fail_cleanly) {
     expect_fail(22, "tokenizer/tokenizer_config.json", "JSON");
     expect_fail(23, "rl_agent_config.json", "head_max_len");
     expect_fail(24, "encoder/config.json", "rope_theta");
+    expect_fail(25, "encoder/config.json", "\"hidden_activation\" is \"gelu_pytorch_tanh\"");
+    expect_fail(26, "encoder/config.json", "\"norm_eps\" = 1e-45");
+    expect_fail(27, "encoder/config.json", "\"norm_eps\" = 1.5");
+    expect_fail(28, "encoder/config.json", "\"is_decoder\" must be false");
+    expect_fail(29, "encoder/config.json", "\"is_causal\" must be false");
+    expect_fail(30, "encoder/config.json", "\"rope_scaling\" is set");
+    expect_fail(31, "encoder/config.json", "\"rope_parameters.sliding_attention.rope_type\" is \"yarn\"");
+    expect_fail(32, "encoder/config.json", "\"rope_parameters.rope_type\" is \"linear\"");
+    expect_fail(33, "encoder/config.json", "\"dtype\" is \"bfloat16\"");
+    expect_fail(34, "encoder/config.json", "\"head_dim\" must be");
+    expect_fail(35, "rl_agent_config.json", "\"option_layout\" is \"parallel\"");
+    expect_fail(36, "rl_agent_config.json", "\"option_layout\" must be");
+    expect_fail(37, "rl_agent_config.json", "missing key \"encoder\"");
 }
 
 Test(convert, bad_arguments) {
@@ -750,7 +777,7 @@ Test(convert, bad_arguments) {
  * (laya 0.4.15 Agent: cfg.get("max_len", 512), cfg.get("head_max_len", 192),
  * cfg.get("temperature", [1.0, 1.0, 1.0])). */
 Test(convert, absent_rl_keys_take_laya_defaults) {
-    static const char json[] = "{\"head_layers\": 1}";
+    static const char json[] = "{\"encoder\": \"x\", \"head_layers\": 1}";
     sk_laya_config c;
     memset(&c, 0, sizeof c);
     sk_err e = {0};

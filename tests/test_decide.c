@@ -385,3 +385,56 @@ Test(decide, shared_model_threads) {
     cr_expect_eq(skycmd_model_free(m), 0);
     unlink(path);
 }
+
+/* A model whose tokenizer has more tokens than token_embd.weight has rows is refused at
+ * open, naming both (it would otherwise load and then fail every request meeting a token
+ * past the table; issue 16). */
+Test(decide, tokenizer_ids_past_the_embedding_rows_are_refused_at_open) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/test_decide_rows_%d.gguf", SKYCMD_BINARY_DIR, (int)getpid());
+    skycmd_error *err = skycmd_error_new();
+    cr_assert_eq(skycmd_random_model("s1-pico", path, NULL, err), SKYCMD_OK, "%s",
+                 skycmd_error_message(err));
+    sk_err e = {0};
+    sk_gguf *g = NULL;
+    cr_assert_eq(sk_gguf_open_file(path, &g, &e), SKYCMD_OK, "%s", e.msg);
+    sk_gguf_writer *w = sk_gguf_writer_new(0);
+    uint32_t rows = 0;
+    for (size_t i = 0; i < sk_gguf_n_kv(g); i++) {
+        sk_str k = sk_gguf_kv_key(g, i);
+        if (sk_str_eq(k, "general.alignment")) continue;
+        if (sk_str_eq(k, "modern-bert.vocab_size")) continue;
+        cr_assert_eq(sk_gguf_writer_add_value(w, k, sk_gguf_kv_value(g, i)), SKYCMD_OK);
+    }
+    for (size_t i = 0; i < sk_gguf_n_tensors(g); i++) {
+        const sk_gguf_tensor *t = sk_gguf_tensor_at(g, i);
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        uint64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+        uint64_t nbytes = t->nbytes;
+        if (strcmp(name, "token_embd.weight") == 0) { /* the last 8 rows cut off */
+            ne[1] -= 8;
+            rows = (uint32_t)ne[1];
+            nbytes = sk_ggml_row_size(t->type, ne[0]) * ne[1];
+        }
+        cr_assert_eq(sk_gguf_writer_add_tensor(w, name, t->n_dims, ne, t->type, t->data, nbytes,
+                                               1, &e), SKYCMD_OK, "%s", e.msg);
+    }
+    cr_assert_eq(sk_gguf_writer_add_u32(w, "modern-bert.vocab_size", rows), SKYCMD_OK);
+    uint8_t *buf = NULL;
+    size_t size = 0;
+    cr_assert_eq(sk_gguf_writer_write_mem(w, &buf, &size, &e), SKYCMD_OK, "%s", e.msg);
+    sk_gguf_writer_free(w);
+    sk_gguf_close(g);
+    skycmd_model *m = NULL;
+    int st = skycmd_model_open_buffer(buf, size, NULL, &m, err);
+    cr_expect_eq(st, SKYCMD_E_FORMAT, "%s", skycmd_error_message(err));
+    cr_expect_null(m);
+    char want[96];
+    snprintf(want, sizeof want, "token_embd.weight has %u rows", rows);
+    cr_expect(strstr(skycmd_error_message(err), "tokenizer.ggml.tokens") &&
+              strstr(skycmd_error_message(err), want), "%s", skycmd_error_message(err));
+    free(buf);
+    skycmd_error_free(err);
+    unlink(path);
+}

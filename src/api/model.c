@@ -42,6 +42,14 @@ static int model_init(skycmd_model *mod, const char *path, const skycmd_options 
         return rc;
     if ((rc = sk_tokenizer_from_gguf(g, &mod->tok, e))) return rc;
     mod->tok->owned_by_model = 1;
+    /* Every id the tokenizer can produce must have an embedding row (llama.cpp's converter
+     * pads the token list to the rows, never the other way round); refused here rather than
+     * failing each request that meets such a token. */
+    const uint32_t rows = sk_model_hparams(mod->m)->n_vocab;
+    if (sk_tokenizer_vocab_size(mod->tok) > rows)
+        return sk_fail(e, SKYCMD_E_FORMAT, "tokenizer.ggml.tokens has %zu tokens but "
+                       "token_embd.weight has %u rows: ids from %u up have no embedding",
+                       sk_tokenizer_vocab_size(mod->tok), rows, rows);
 
     mod->cls = sk_tokenizer_special(mod->tok, SKYCMD_SPECIAL_CLS);
     mod->sep = sk_tokenizer_special(mod->tok, SKYCMD_SPECIAL_SEP);

@@ -7,6 +7,7 @@
 #include "laya.h"
 
 #include <cjson/cJSON.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,7 +112,26 @@ int sk_laya_parse_rl_config(const char *json, size_t len, const char *label, sk_
     int st;
     cJSON *root = parse_json(json, len, label, e, &st);
     if (!root) return st;
+    /* laya 0.4.15 Agent refuses a config without "head_layers" (_verify_compatibility) */
     st = get_u32(root, "head_layers", 1, 0, 1, 64, label, &c->head_layers, e);
+    /* ... and one without "encoder" (the Hub id of the base encoder; it changes nothing once
+     * encoder/config.json is there, but laya refuses the checkpoint without it) */
+    if (!st && !cJSON_GetObjectItemCaseSensitive(root, "encoder"))
+        st = sk_fail(e, SKYCMD_E_FORMAT, "%s: missing key \"encoder\" (laya refuses a "
+                     "checkpoint without it)", label);
+    if (!st) {
+        /* laya.common.uses_parallel_layout: "sequential" (the default) or "parallel"; anything
+         * else is a ValueError there. The parallel layout (options sharing positions, masked
+         * from one another) is not implemented: refused, never answered sequentially. */
+        const cJSON *ol = cJSON_GetObjectItemCaseSensitive(root, "option_layout");
+        if (ol && !(cJSON_IsString(ol) && (strcmp(ol->valuestring, "sequential") == 0 ||
+                                           strcmp(ol->valuestring, "parallel") == 0)))
+            st = sk_fail(e, SKYCMD_E_FORMAT, "%s: \"option_layout\" must be \"sequential\" or "
+                         "\"parallel\"", label);
+        else if (ol && strcmp(ol->valuestring, "parallel") == 0)
+            st = sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s: \"option_layout\" is \"parallel\"; only "
+                         "the sequential option layout is implemented", label);
+    }
     if (!st) st = get_u32(root, "max_len", 0, 512, 8, 1u << 20, label, &c->max_len, e);
     /* Absent keys take the Python runtime's defaults (laya 0.4.15 Agent: cfg.get("max_len", 512),
      * cfg.get("head_max_len", 192)). */
@@ -196,6 +216,24 @@ static int get_theta(const cJSON *v, const char *what, const char *label, float 
     return SKYCMD_OK;
 }
 
+/* A rope_parameters dict (or one layer type's) must describe plain RoPE: its "rope_type"
+ * (or the older "type") absent or "default"; yarn, linear, dynamic, llama3, longrope scale
+ * the frequencies, which is not implemented. */
+static int check_rope_type(const cJSON *o, const char *what, const char *label, sk_err *e) {
+    static const char *keys[2] = {"rope_type", "type"};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *rt = cJSON_GetObjectItemCaseSensitive(o, keys[i]);
+        if (rt && !cJSON_IsNull(rt) &&
+            (!cJSON_IsString(rt) || strcmp(rt->valuestring, "default") != 0))
+            return sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s: \"%s.%s\" is %s%.20s%s; only "
+                           "\"default\" RoPE is implemented (no RoPE scaling)", label, what,
+                           keys[i], cJSON_IsString(rt) ? "\"" : "",
+                           cJSON_IsString(rt) ? rt->valuestring : "not a string",
+                           cJSON_IsString(rt) ? "\"" : "");
+    }
+    return SKYCMD_OK;
+}
+
 int sk_laya_parse_enc_config(const char *json, size_t len, const char *label, sk_laya_config *c,
                              sk_err *e) {
     int st;
@@ -244,22 +282,71 @@ int sk_laya_parse_enc_config(const char *json, size_t len, const char *label, sk
         double d = 0.0;
         if (ne) {
             st = get_num(ne, nk, label, &d, e);
-            if (!st && !(d > 0.0 && d < 1.0))
-                st = sk_fail(e, SKYCMD_E_FORMAT, "%s: \"%s\" must be in (0, 1)", label, nk);
+            /* Below FLT_MIN the f32 epsilon is subnormal or zero (a zero-variance row then
+             * divides by ~0); at 1 or more the norm no longer normalizes: neither is a trained
+             * model, and f32 arithmetic could not follow PyTorch on them. */
+            if (!st && !(d >= (double)FLT_MIN && d < 1.0))
+                st = sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s: \"%s\" = %g is outside [%g, 1)",
+                             label, nk, d, (double)FLT_MIN);
             if (!st) c->norm_eps = (float)d;
         }
     }
     snprintf(c->hidden_activation, sizeof c->hidden_activation, "gelu");
     if (!st) {
+        /* transformers applies ACT2FN[hidden_activation] in every MLP; the forward pass
+         * implements the erf GELU ("gelu") only, so any other name is refused rather than
+         * answered with the wrong function. */
         const cJSON *ha = cJSON_GetObjectItemCaseSensitive(root, "hidden_activation");
-        if (ha) {
-            if (!cJSON_IsString(ha) || !ha->valuestring[0] ||
-                strlen(ha->valuestring) >= sizeof c->hidden_activation)
-                st = sk_fail(e, SKYCMD_E_FORMAT, "%s: \"hidden_activation\" must be a short string",
+        if (ha && !cJSON_IsNull(ha)) {
+            if (!cJSON_IsString(ha))
+                st = sk_fail(e, SKYCMD_E_FORMAT, "%s: \"hidden_activation\" must be a string",
                              label);
-            else
-                snprintf(c->hidden_activation, sizeof c->hidden_activation, "%s", ha->valuestring);
+            else if (strcmp(ha->valuestring, "gelu") != 0)
+                st = sk_fail(e, SKYCMD_E_UNSUPPORTED,
+                             "%s: \"hidden_activation\" is \"%.40s\"; only \"gelu\" (the erf "
+                             "GELU) is implemented", label, ha->valuestring);
         }
+    }
+    /* Flags that would make the encoder attend causally. transformers' ModernBERT ignores
+     * them (its attention is always bidirectional), so a checkpoint that sets one was made
+     * for a model neither runtime computes: refused, never answered bidirectionally. */
+    static const char *causal[] = {"is_decoder", "is_causal", "add_cross_attention"};
+    for (int i = 0; i < 3 && !st; i++) {
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(root, causal[i]);
+        if (b && !cJSON_IsFalse(b) && !cJSON_IsNull(b))
+            st = sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s: \"%s\" must be false (a causal or "
+                         "decoder ModernBERT is not a System One encoder)", label, causal[i]);
+    }
+    /* RoPE scaling (transformers 4.x rope_scaling, merged by 5.x into every layer type's
+     * rope_parameters) changes the rotary frequencies; only plain RoPE is implemented. */
+    if (!st) {
+        const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+        if (rs && !cJSON_IsNull(rs))
+            st = sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s: \"rope_scaling\" is set; RoPE scaling "
+                         "(linear, dynamic, yarn, ...) is not implemented", label);
+    }
+    /* head_dim sizes the rotary frequencies in transformers (getattr(config, "head_dim") or
+     * hidden_size / num_attention_heads) while attention always splits hidden_size evenly. */
+    if (!st) {
+        const cJSON *hd = cJSON_GetObjectItemCaseSensitive(root, "head_dim");
+        if (hd && !cJSON_IsNull(hd) &&
+            (!cJSON_IsNumber(hd) || hd->valuedouble != (double)(c->hidden / c->n_heads)))
+            st = sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s: \"head_dim\" must be hidden_size / "
+                         "num_attention_heads = %u (RoPE over part of a head is not implemented)",
+                         label, c->hidden / c->n_heads);
+    }
+    /* The encoder's compute precision: transformers builds the model in config.dtype
+     * (from_config), so a bfloat16/float16 encoder config makes laya compute in that type. */
+    static const char *dtype_keys[] = {"dtype", "torch_dtype"};
+    for (int i = 0; i < 2 && !st; i++) {
+        const cJSON *dt = cJSON_GetObjectItemCaseSensitive(root, dtype_keys[i]);
+        if (dt && !cJSON_IsNull(dt) &&
+            (!cJSON_IsString(dt) || strcmp(dt->valuestring, "float32") != 0))
+            st = sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s: \"%s\" is %s%.20s%s; the Python "
+                         "runtime then computes the encoder in that precision, and only float32 "
+                         "compute is implemented", label, dtype_keys[i],
+                         cJSON_IsString(dt) ? "\"" : "", cJSON_IsString(dt) ? dt->valuestring : "not a string",
+                         cJSON_IsString(dt) ? "\"" : "");
     }
     /* RoPE: transformers 4.x flat keys, overridden by the 5.x rope_parameters form. */
     c->global_theta = 160000.0f;
@@ -293,13 +380,12 @@ int sk_laya_parse_enc_config(const char *json, size_t len, const char *label, sk
                         st = get_theta(th, what, label, dst[i], e);
                     }
                     if (!st && p && cJSON_IsObject(p)) {
-                        const cJSON *rt = cJSON_GetObjectItemCaseSensitive(p, "rope_type");
-                        if (rt && (!cJSON_IsString(rt) || strcmp(rt->valuestring, "default") != 0))
-                            st = sk_fail(e, SKYCMD_E_UNSUPPORTED,
-                                         "%s: \"rope_parameters.%s.rope_type\" must be \"default\"",
-                                         label, lt[i]);
+                        char what[64];
+                        snprintf(what, sizeof what, "rope_parameters.%s", lt[i]);
+                        st = check_rope_type(p, what, label, e);
                     }
                 }
+                if (!st) st = check_rope_type(rp, "rope_parameters", label, e);
             }
         }
     }

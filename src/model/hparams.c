@@ -7,6 +7,7 @@
  * differ, head sizes that do not split, non-positive or non-finite floats. It reads no
  * tensor (the vocabulary size comes from token_embd.weight, in load.c).
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +112,45 @@ void sk_rope_inv_freq(float base, uint32_t D, float *out) {
     }
 }
 
+/* A string key that, when present, must have one of the values the forward pass computes. */
+static int require_str(const sk_gguf *g, const char *key, const char *want, const char *why,
+                       sk_err *e) {
+    if (sk_gguf_find_key(g, key) < 0) return SKYCMD_OK;
+    sk_str v;
+    if (sk_gguf_get_str(g, key, &v) != SKYCMD_OK)
+        return sk_fail(e, SKYCMD_E_FORMAT, "metadata key %s is not a string", key);
+    if (!sk_str_eq(v, want))
+        return sk_fail(e, SKYCMD_E_UNSUPPORTED, "metadata key %s is \"%.*s\"; %s", key,
+                       (int)(v.len > 40 ? 40 : v.len), v.ptr, why);
+    return SKYCMD_OK;
+}
+
+/* Settings a GGUF can state that this forward pass does not implement: refused at load with
+ * the key named, never answered as if they were absent. */
+static int refuse_unimplemented(const sk_gguf *g, const char *a, sk_err *e) {
+    char key[160];
+    int rc;
+    snprintf(key, sizeof key, "%s.hidden_activation", a);
+    if ((rc = require_str(g, key, "gelu", "only \"gelu\" (the erf GELU) is implemented", e)))
+        return rc;
+    snprintf(key, sizeof key, "%s.rope.scaling.type", a);
+    if ((rc = require_str(g, key, "none", "RoPE scaling is not implemented", e))) return rc;
+    snprintf(key, sizeof key, "%s.decision.option_layout", a);
+    if ((rc = require_str(g, key, "sequential", "only the sequential option layout is "
+                          "implemented", e)))
+        return rc;
+    snprintf(key, sizeof key, "%s.attention.causal", a);
+    if (sk_gguf_find_key(g, key) >= 0) {
+        int causal = 0;
+        if (sk_gguf_get_bool(g, key, &causal) != SKYCMD_OK)
+            return sk_fail(e, SKYCMD_E_FORMAT, "metadata key %s is not a bool", key);
+        if (causal)
+            return sk_fail(e, SKYCMD_E_UNSUPPORTED, "metadata key %s is true; the encoder of a "
+                           "decision model attends in both directions", key);
+    }
+    return SKYCMD_OK;
+}
+
 int sk_read_hparams(const sk_gguf *g, sk_hparams *hp, sk_err *e) {
     sk_str arch_s;
     if (sk_gguf_get_str(g, "general.architecture", &arch_s) != SKYCMD_OK)
@@ -184,6 +224,10 @@ int sk_read_hparams(const sk_gguf *g, sk_hparams *hp, sk_err *e) {
         return sk_fail(e, SKYCMD_E_UNSUPPORTED, "embedding_length %u is not divisible by the "
                        "decision head count max(1, d/64) = %u", hp->n_embd, hp->n_head_dec);
     if ((rc = get_f32(g, a, "attention.layer_norm_epsilon", &hp->eps, 1e-5f, e))) return rc;
+    if (!(hp->eps >= FLT_MIN && hp->eps < 1.0f))
+        return sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s.attention.layer_norm_epsilon = %g is outside "
+                       "[%g, 1)", a, (double)hp->eps, (double)FLT_MIN);
+    if ((rc = refuse_unimplemented(g, a, e))) return rc;
     if ((rc = get_u32(g, a, "attention.sliding_window", &hp->n_swa, 0, 0, e))) return rc;
     if ((rc = get_u32(g, a, "attention.sliding_window_pattern", &hp->swa_pattern, 0, 3, e)))
         return rc;

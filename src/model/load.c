@@ -84,7 +84,8 @@ static int load_tensor(sk_model *m, const sk_gguf *g, const char *name, uint64_t
 #define SK_PACK_CHUNK_BYTES (1u << 20)
 
 static int pack_linear(sk_linear *lin, const float *w, const uint16_t *w16, int wtype,
-                       const float *b, size_t row0, size_t n_out, size_t n_in, int release_src,
+                       const float *b, size_t row0, size_t n_out, size_t n_in,
+                       const sk_gguf *release_src,
                        const char *name, sk_err *e) {
     size_t nf = sk_packed_floats(n_out, n_in), panels = (n_out + SK_PANEL - 1) / SK_PANEL;
     size_t bytes;
@@ -96,8 +97,8 @@ static int pack_linear(sk_linear *lin, const float *w, const uint16_t *w16, int 
     if (!lin->buf || (b && !lin->bias))
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory packing tensor %s", name);
     /* In chunks of whole panels, giving back the source rows' pages as each chunk is packed
-     * when they are the file's own (release_src): the resident set then never holds a whole
-     * matrix twice, only one chunk of it. */
+     * when they are read in place from release_src's file mapping: the resident set then
+     * never holds a whole matrix twice, only one chunk of it. */
     const size_t esz = sk_pack_elem_size(wtype), src_row = n_in * esz;
     size_t chunk = (SK_PACK_CHUNK_BYTES / (src_row ? src_row : 1)) / SK_PANEL * SK_PANEL;
     if (chunk < SK_PANEL) chunk = SK_PANEL;
@@ -109,9 +110,10 @@ static int pack_linear(sk_linear *lin, const float *w, const uint16_t *w16, int 
         else
             sk_pack_u16(w16 + (row0 + r) * n_in, n_in, nr, n_in, (uint16_t *)(void *)dst);
         if (release_src)
-            sk_release_pages(wtype == SK_PACK_F32 ? (const void *)(w + (row0 + r) * n_in)
-                                                  : (const void *)(w16 + (row0 + r) * n_in),
-                             nr * src_row);
+            sk_gguf_release_pages(release_src,
+                                  wtype == SK_PACK_F32 ? (const void *)(w + (row0 + r) * n_in)
+                                                       : (const void *)(w16 + (row0 + r) * n_in),
+                                  nr * src_row);
     }
     if (b) {
         memset(lin->bias, 0, panels * SK_PANEL * sizeof(float));
@@ -233,13 +235,14 @@ static int load_linear2(sk_model *m, const sk_gguf *g, const char *prefix /* < 1
     const size_t row0[2] = {0, split}, rows[2] = {lin2 ? split : n_out, n_out - split};
     for (int i = 0; i < (lin2 ? 2 : 1) && !rc; i++) {
         rc = q8_direct ? q8_linear_from_file(part[i], t, b, row0[i], rows[i], n_in, name, e)
-                       : pack_linear(part[i], w, w16, wtype, b, row0[i], rows[i], n_in, !owned,
+                       : pack_linear(part[i], w, w16, wtype, b, row0[i], rows[i], n_in,
+                                     owned ? NULL : g,
                                      name, e);
         part[i]->src = t;
         part[i]->row0 = row0[i];
     }
     /* The panels are a copy: the file's pages of this matrix can leave the resident set. */
-    if (!rc && !owned) sk_release_pages(t->data, (size_t)t->nbytes);
+    if (!rc && !owned) sk_gguf_release_pages(g, t->data, (size_t)t->nbytes);
     free(owned);
     free(b);
     return rc;
@@ -340,6 +343,73 @@ static int build_key_transposes(sk_model *m, sk_head_layer *Hl, sk_err *e) {
     return SKYCMD_OK;
 }
 
+/* token_embd.weight stays in the file and is widened row by row at lookup, so unlike the
+ * other tensors it is never converted at load: scan it here, once, so that a row holding a
+ * NaN or an infinity refuses the model instead of failing every request that uses the token.
+ * Bit tests only (the exponent all ones), no conversion; Q8_0 rows can only go wrong in
+ * their f16 block scales. The pages it touched leave the resident set again. */
+/* Index of the first element of a[0..n) (elements of esz bytes, esz 2 or 4, unaligned
+ * allowed) whose exponent bits `mask` are all ones, or SIZE_MAX. Chunks are tested without
+ * an early exit, so the compiler vectorizes the test; only a chunk with a hit is searched. */
+static size_t first_all_ones(const uint8_t *a, size_t n, size_t esz, uint32_t mask) {
+    enum { CHUNK = 4096 };
+    for (size_t c0 = 0; c0 < n; c0 += CHUNK) {
+        const size_t c1 = n - c0 < CHUNK ? n : c0 + CHUNK;
+        unsigned hits = 0;
+        if (esz == 4)
+            for (size_t i = c0; i < c1; i++) {
+                uint32_t x;
+                memcpy(&x, a + 4 * i, 4);
+                hits |= (x & mask) == mask;
+            }
+        else
+            for (size_t i = c0; i < c1; i++) {
+                uint16_t x;
+                memcpy(&x, a + 2 * i, 2);
+                hits |= (uint32_t)(x & mask) == mask;
+            }
+        if (!hits) continue;
+        for (size_t i = c0; i < c1; i++) {
+            uint32_t x = 0;
+            if (esz == 4) memcpy(&x, a + 4 * i, 4);
+            else {
+                uint16_t h;
+                memcpy(&h, a + 2 * i, 2);
+                x = h;
+            }
+            if ((x & mask) == mask) return i;
+        }
+    }
+    return SIZE_MAX;
+}
+
+static int scan_embedding(const sk_gguf *g, const sk_gguf_tensor *t, size_t d, size_t rows,
+                          sk_err *e) {
+    const uint8_t *p = t->data;
+    const size_t n = d * rows;
+    size_t bad = SIZE_MAX;
+    if (t->type == SK_GGML_F32)
+        bad = first_all_ones(p, n, 4, 0x7f800000u);
+    else if (t->type == SK_GGML_F16)
+        bad = first_all_ones(p, n, 2, 0x7c00u);
+    else if (t->type == SK_GGML_BF16)
+        bad = first_all_ones(p, n, 2, 0x7f80u);
+    else if (t->type == SK_GGML_Q8_0) {
+        const size_t block = sk_ggml_row_size(SK_GGML_Q8_0, SK_QK8_0);  /* f16 scale + 32 int8 */
+        for (size_t b = 0; b < n / SK_QK8_0 && bad == SIZE_MAX; b++) {
+            uint16_t bits;
+            memcpy(&bits, p + b * block, 2);
+            if ((bits & 0x7c00) == 0x7c00) bad = b * SK_QK8_0;
+        }
+    }
+    sk_gguf_release_pages(g, t->data, (size_t)t->nbytes);
+    if (bad != SIZE_MAX)
+        return sk_fail(e, SKYCMD_E_FORMAT, "tensor token_embd.weight: row %zu (token id %zu) "
+                       "holds a non-finite value at element %zu; a model with non-finite "
+                       "weights cannot answer", bad / d, bad / d, bad % d);
+    return SKYCMD_OK;
+}
+
 int sk_model_load(const sk_gguf *g, int weights_mode, sk_model **out, sk_err *e) {
     return sk_model_load_ex(g, weights_mode, NULL, NULL, out, e);
 }
@@ -398,6 +468,7 @@ int sk_model_load_ex(const sk_gguf *g, int weights_mode, skycmd_log_fn log, void
     if (!rc) {
         m->tok_row_bytes = sk_ggml_row_size(m->tok_embd->type, d);
         m->n_params += m->tok_embd->n_elements;
+        rc = scan_embedding(g, m->tok_embd, d, hp->n_vocab, e);
     }
     if (!rc) rc = load_tensor(m, g, "token_embd_norm.weight", d, 1, 1, &m->embd_norm, e);
     for (uint32_t l = 0; l < hp->n_layer && !rc; l++) {
