@@ -692,6 +692,9 @@ static void expect_fail(int which, const char *n1, const char *n2) {
     case 35: m_replace(dir, "rl_agent_config.json", "\"head_layers\": 1", "\"head_layers\": 1, \"option_layout\": \"parallel\""); break;
     case 36: m_replace(dir, "rl_agent_config.json", "\"head_layers\": 1", "\"head_layers\": 1, \"option_layout\": \"grid\""); break;
     case 37: m_replace(dir, "rl_agent_config.json", "\"encoder\": \"skycmd/random-s1-pico\",", ""); break;
+    case 38: m_replace(dir, "tokenizer/tokenizer_config.json", "\"cls_token\": \"[CLS]\",", ""); break;
+    case 39: m_replace(dir, "tokenizer/tokenizer_config.json", "\"pad_token\": \"[PAD]\",", ""); break;
+    case 40: m_replace(dir, "tokenizer/tokenizer_config.json", "\"PreTrainedTokenizerFast\"", "\"BertTokenizerFast\""); break;
     default: cr_assert_fail();
     }
     skycmd_error *err = skycmd_error_new();
@@ -740,12 +743,15 @@ Test(convert, damaged_checkpoints_fail_cleanly) {
     expect_fail(29, "encoder/config.json", "\"is_causal\" must be false");
     expect_fail(30, "encoder/config.json", "\"rope_scaling\" is set");
     expect_fail(31, "encoder/config.json", "\"rope_parameters.sliding_attention.rope_type\" is \"yarn\"");
-    expect_fail(32, "encoder/config.json", "\"rope_parameters.rope_type\" is \"linear\"");
+    expect_fail(32, "encoder/config.json", "\"rope_parameters\" has the key \"rope_type\"");
     expect_fail(33, "encoder/config.json", "\"dtype\" is \"bfloat16\"");
     expect_fail(34, "encoder/config.json", "\"head_dim\" must be");
     expect_fail(35, "rl_agent_config.json", "\"option_layout\" is \"parallel\"");
     expect_fail(36, "rl_agent_config.json", "\"option_layout\" must be");
     expect_fail(37, "rl_agent_config.json", "missing key \"encoder\"");
+    expect_fail(38, "tokenizer/tokenizer_config.json", "no \"cls_token\"");
+    expect_fail(39, "tokenizer/tokenizer_config.json", "no \"pad_token\"");
+    expect_fail(40, "tokenizer/tokenizer_config.json", "\"tokenizer_class\" is \"BertTokenizerFast\"");
 }
 
 Test(convert, bad_arguments) {
@@ -787,6 +793,59 @@ Test(convert, absent_rl_keys_take_laya_defaults) {
     cr_expect_eq(c.temperature[0], 1.0f);
     cr_expect_eq(c.temperature[1], 1.0f);
     cr_expect_eq(c.temperature[2], 1.0f);
+    cr_expect_eq(c.n_act, 1);      /* len(cfg.get("act_costs", {})) + 1 */
+    cr_expect_eq(c.n_buckets, 0);  /* cfg.get("temperature_by_options", {}) */
+}
+
+/* What laya refuses in rl_agent_config.json we refuse too, naming the key. */
+Test(convert, rl_keys_laya_refuses_are_refused) {
+    static const struct { const char *json, *key; } bad[] = {
+        {"{\"head_layers\": 1}", "\"encoder\""},                 /* _verify_compatibility */
+        {"{\"encoder\": \"x\"}", "\"head_layers\""},
+        {"{\"encoder\": \"x\", \"head_layers\": 1, \"temperature\": null}", "\"temperature\""},
+        {"{\"encoder\": \"x\", \"head_layers\": 1, \"temperature_by_options\": null}",
+         "\"temperature_by_options\""},
+        {"{\"encoder\": \"x\", \"head_layers\": 1, \"act_costs\": null}", "\"act_costs\""},
+        {"{\"encoder\": \"x\", \"head_layers\": 1, \"option_layout\": \"parallel\"}", "\"option_layout\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        sk_laya_config c;
+        memset(&c, 0, sizeof c);
+        sk_err e = {0};
+        cr_expect_neq(sk_laya_parse_rl_config(bad[i].json, strlen(bad[i].json), "rl", &c, &e), 0,
+                      "%s accepted", bad[i].json);
+        cr_expect(strstr(e.msg, bad[i].key), "%s: %s", bad[i].json, e.msg);
+    }
+}
+
+/* encoder/config.json: absent keys are ModernBertConfig's defaults (transformers 5.23), as
+ * AutoConfig hands them to laya. */
+Test(convert, absent_encoder_keys_take_modernbert_defaults) {
+    static const char json[] = "{\"model_type\": \"modernbert\"}";
+    sk_laya_config c;
+    memset(&c, 0, sizeof c);
+    sk_err e = {0};
+    cr_assert_eq(sk_laya_parse_enc_config(json, strlen(json), "", &c, &e), 0, "%s", e.msg);
+    cr_expect_eq(c.vocab_size, 50368);
+    cr_expect_eq(c.hidden, 768);
+    cr_expect_eq(c.intermediate, 1152);
+    cr_expect_eq(c.n_layers, 22);
+    cr_expect_eq(c.n_heads, 12);
+    cr_expect_eq(c.max_position, 8192);
+    cr_expect_eq(c.local_attention, 128);
+    cr_expect_eq(c.global_every, 3);
+    cr_expect_eq(c.norm_eps, 1e-5f);
+    cr_expect_eq(c.global_theta, 160000.0f);
+    cr_expect_eq(c.local_theta, 10000.0f);
+    cr_expect_str_eq(c.hidden_activation, "gelu");
+    /* the default pad_token_id 50283 does not fit a smaller vocabulary: refused like
+     * transformers' nn.Embedding refuses it */
+    static const char small[] = "{\"vocab_size\": 1024}";
+    cr_expect_neq(sk_laya_parse_enc_config(small, strlen(small), "enc", &c, &e), 0);
+    cr_expect(strstr(e.msg, "pad_token_id"), "%s", e.msg);
+    static const char pad[] = "{\"vocab_size\": 1024, \"pad_token_id\": 1024}";
+    cr_expect_neq(sk_laya_parse_enc_config(pad, strlen(pad), "enc", &c, &e), 0);
+    cr_expect(strstr(e.msg, "pad_token_id"), "%s", e.msg);
 }
 
 /* A checkpoint whose weights hold a NaN or an infinity is refused with the tensor and the

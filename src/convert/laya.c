@@ -138,7 +138,8 @@ int sk_laya_parse_rl_config(const char *json, size_t len, const char *label, sk_
     if (!st) st = get_u32(root, "head_max_len", 0, 192, 1, 1u << 20, label, &c->head_max_len, e);
     if (!st) {
         const cJSON *ac = cJSON_GetObjectItemCaseSensitive(root, "act_costs");
-        if (ac && !cJSON_IsNull(ac) && !cJSON_IsObject(ac))
+        /* len(cfg.get("act_costs", {})): null has no len() there */
+        if (ac && !cJSON_IsObject(ac))
             st = sk_fail(e, SKYCMD_E_FORMAT, "%s: \"act_costs\" must be an object", label);
         else
             c->n_act = (uint32_t)(ac ? cJSON_GetArraySize(ac) : 0) + 1;
@@ -148,7 +149,9 @@ int sk_laya_parse_rl_config(const char *json, size_t len, const char *label, sk_
     if (!st) {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "temperature");
         c->temperature[0] = c->temperature[1] = c->temperature[2] = 1.0f;
-        if (t && !cJSON_IsNull(t)) {
+        /* cfg.get("temperature", [1.0, 1.0, 1.0]): absent is the default, null is not a
+         * list and laya refuses it */
+        if (t) {
             if (!cJSON_IsArray(t) || cJSON_GetArraySize(t) != 3) {
                 st = sk_fail(e, SKYCMD_E_FORMAT,
                              "%s: \"temperature\" must be a list of 3 numbers [choice, score, noul]",
@@ -165,7 +168,8 @@ int sk_laya_parse_rl_config(const char *json, size_t len, const char *label, sk_
     if (!st) {
         const cJSON *tb = cJSON_GetObjectItemCaseSensitive(root, "temperature_by_options");
         c->n_buckets = 0;
-        if (tb && !cJSON_IsNull(tb)) {
+        /* cfg.get("temperature_by_options", {}).items(): null fails there too */
+        if (tb) {
             if (!cJSON_IsObject(tb)) {
                 st = sk_fail(e, SKYCMD_E_FORMAT, "%s: \"temperature_by_options\" must be an object",
                              label);
@@ -245,11 +249,28 @@ int sk_laya_parse_enc_config(const char *json, size_t len, const char *label, sk
                      "%s: \"model_type\" is %s%.40s%s, only \"modernbert\" is supported", label,
                      cJSON_IsString(mt) ? "\"" : "", cJSON_IsString(mt) ? mt->valuestring : "not a string",
                      cJSON_IsString(mt) ? "\"" : "");
-    if (!st) st = get_u32(root, "hidden_size", 1, 0, 1, 65536, label, &c->hidden, e);
-    if (!st) st = get_u32(root, "num_hidden_layers", 1, 0, 1, 1024, label, &c->n_layers, e);
-    if (!st) st = get_u32(root, "num_attention_heads", 1, 0, 1, 4096, label, &c->n_heads, e);
-    if (!st) st = get_u32(root, "intermediate_size", 1, 0, 1, 1u << 20, label, &c->intermediate, e);
-    if (!st) st = get_u32(root, "vocab_size", 1, 0, 1, 1u << 24, label, &c->vocab_size, e);
+    /* Absent sizes take ModernBertConfig's defaults (transformers 5.23), as AutoConfig gives
+     * them to laya; the tensor shapes are then checked against them like load_state_dict. */
+    if (!st) st = get_u32(root, "hidden_size", 0, 768, 1, 65536, label, &c->hidden, e);
+    if (!st) st = get_u32(root, "num_hidden_layers", 0, 22, 1, 1024, label, &c->n_layers, e);
+    if (!st) st = get_u32(root, "num_attention_heads", 0, 12, 1, 4096, label, &c->n_heads, e);
+    if (!st)
+        st = get_u32(root, "intermediate_size", 0, 1152, 1, 1u << 20, label, &c->intermediate, e);
+    if (!st) st = get_u32(root, "vocab_size", 0, 50368, 1, 1u << 24, label, &c->vocab_size, e);
+    /* nn.Embedding(vocab_size, hidden, padding_idx=pad_token_id) refuses a padding index
+     * outside [-vocab_size, vocab_size): laya cannot build such a model (the index itself
+     * changes no inference value). Default 50283, so an absent key is refused the same way
+     * for a smaller vocabulary. */
+    if (!st) {
+        const cJSON *pad = cJSON_GetObjectItemCaseSensitive(root, "pad_token_id");
+        double pv = pad ? (cJSON_IsNumber(pad) ? pad->valuedouble : NAN) : 50283.0;
+        if (pad && cJSON_IsNull(pad)) pv = 0.0;
+        if (!(pv >= -(double)c->vocab_size && pv < (double)c->vocab_size) || floor(pv) != pv)
+            st = sk_fail(e, SKYCMD_E_FORMAT, "%s: \"pad_token_id\"%s must be an integer in "
+                         "[-vocab_size, vocab_size) = [-%u, %u) (transformers' embedding refuses "
+                         "it)", label, pad ? "" : " (absent: 50283)", c->vocab_size,
+                         c->vocab_size);
+    }
     if (!st)
         st = get_u32(root, "max_position_embeddings", 0, 8192, 1, 1u << 24, label,
                      &c->max_position, e);
@@ -363,8 +384,15 @@ int sk_laya_parse_enc_config(const char *json, size_t len, const char *label, sk
             if (!cJSON_IsObject(rp)) {
                 st = sk_fail(e, SKYCMD_E_FORMAT, "%s: \"rope_parameters\" must be an object", label);
             } else {
-                const cJSON *flat = cJSON_GetObjectItemCaseSensitive(rp, "rope_theta");
                 static const char *lt[2] = {"full_attention", "sliding_attention"};
+                /* transformers 5.23 types it dict[Literal[full_attention, sliding_attention],
+                 * dict] and refuses anything else (a flat {"rope_theta": ...} included), so
+                 * laya cannot load such a checkpoint: neither do we. */
+                for (const cJSON *k = rp->child; k && !st; k = k->next)
+                    if (!k->string || (strcmp(k->string, lt[0]) != 0 && strcmp(k->string, lt[1]) != 0))
+                        st = sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s: \"rope_parameters\" has the key "
+                                     "\"%.40s\"; transformers 5 accepts only \"full_attention\" and "
+                                     "\"sliding_attention\" there", label, k->string ? k->string : "");
                 float *dst[2] = {&c->global_theta, &c->local_theta};
                 for (int i = 0; i < 2 && !st; i++) {
                     const cJSON *p = cJSON_GetObjectItemCaseSensitive(rp, lt[i]);
@@ -373,7 +401,6 @@ int sk_laya_parse_enc_config(const char *json, size_t len, const char *label, sk
                     else if (p && !cJSON_IsNull(p))
                         st = sk_fail(e, SKYCMD_E_FORMAT,
                                      "%s: \"rope_parameters.%s\" must be an object", label, lt[i]);
-                    else th = flat;
                     if (!st && th) {
                         char what[64];
                         snprintf(what, sizeof what, "rope_parameters.%s.rope_theta", lt[i]);
@@ -385,7 +412,6 @@ int sk_laya_parse_enc_config(const char *json, size_t len, const char *label, sk
                         st = check_rope_type(p, what, label, e);
                     }
                 }
-                if (!st) st = check_rope_type(rp, "rope_parameters", label, e);
             }
         }
     }
@@ -520,7 +546,32 @@ static int open_common(sk_laya *l, const sk_laya_sources *src, sk_err *e) {
         snprintf(lab, sizeof lab, "%s%s", l->label, tn[i]);
         cJSON *r = parse_json(tj[i], tl[i], lab, e, &s);
         if (!r) return s;
+        /* transformers 5.23 takes [CLS], [SEP] and [MASK] from tokenizer_config.json only
+         * (special_tokens_map.json is not read): without them laya's tok.cls_token_id etc.
+         * are None and no sequence can be built, so we do not guess them either. */
+        static const char *need[4] = {"cls_token", "sep_token", "mask_token", "pad_token"};
+        for (int k = 0; i == 1 && k < 4 && !s; k++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, need[k]);
+            if (v && cJSON_IsObject(v)) v = cJSON_GetObjectItemCaseSensitive(v, "content");
+            if (!cJSON_IsString(v) || !v->valuestring[0])
+                s = sk_fail(e, SKYCMD_E_FORMAT, "%s: no \"%s\" (laya reads the special tokens "
+                            "from this file only)", lab, need[k]);
+        }
+        /* laya rewrites an absent or "TokenizersBackend" class to PreTrainedTokenizerFast,
+         * which runs tokenizer.json as it is (what we implement). Another class (BertTokenizer,
+         * GemmaTokenizer, ...) may rebuild the pipeline from its own options: refused rather
+         * than tokenized differently. */
+        const cJSON *cls = i == 1 ? cJSON_GetObjectItemCaseSensitive(r, "tokenizer_class") : NULL;
+        if (!s && cls && !cJSON_IsNull(cls) &&
+            !(cJSON_IsString(cls) && (strcmp(cls->valuestring, "PreTrainedTokenizerFast") == 0 ||
+                                      strcmp(cls->valuestring, "TokenizersBackend") == 0)))
+            s = sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s: \"tokenizer_class\" is %s%.40s%s; only "
+                        "PreTrainedTokenizerFast / TokenizersBackend (tokenizer.json as it is) "
+                        "is implemented", lab, cJSON_IsString(cls) ? "\"" : "",
+                        cJSON_IsString(cls) ? cls->valuestring : "not a string",
+                        cJSON_IsString(cls) ? "\"" : "");
         cJSON_Delete(r);
+        if (s) return s;
     }
     l->tokenizer = sk_strndup(src->tokenizer, src->tokenizer_len);
     l->tok_config = sk_strndup(src->tok_config, src->tok_config_len);
