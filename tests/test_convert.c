@@ -26,6 +26,7 @@
 #include "convert/laya_specs.h"
 #include "convert/random_model.h"
 #include "gguf/gguf.h"
+#include "model/model.h"
 #include "safetensors/safetensors.h"
 #include "skycmd.h"
 #include "test_util.h"
@@ -898,5 +899,131 @@ Test(convert, non_finite_weights_are_refused) {
         cr_expect(!exists(out), "a refused conversion leaves no output");
         skycmd_error_free(err);
     }
+    rm_rf(dir);
+}
+
+/* ---------------------------------------------------------------- vocabulary padding */
+
+/* Convert a checkpoint directory into memory with the default types. */
+static uint8_t *convert_mem(const char *dir, size_t *size) {
+    sk_err e = {0};
+    sk_laya *l = NULL;
+    cr_assert_eq(sk_laya_open_dir(dir, &l, &e), 0, "%s", e.msg);
+    sk_convert_opts o = {SK_GGML_F32, SK_GGML_F32, NULL, NULL, NULL, NULL};
+    uint8_t *buf = NULL;
+    cr_assert_eq(sk_laya_to_gguf_mem(l, &o, &buf, size, &e), 0, "%s", e.msg);
+    sk_laya_free(l);
+    return buf;
+}
+
+/* An encoder whose embedding table has more rows than the tokenizer has tokens (ModernBERT
+ * pads its vocabulary to a multiple of 64) converts: the GGUF token list is padded to the
+ * rows with "[PAD<id>]" tokens of type UNUSED (5), as llama.cpp's converter pads it, so the
+ * file still loads there; the tokenizer read back encodes exactly as before and the model
+ * gives bitwise the logits of the unpadded checkpoint (the extra rows are never looked up). */
+Test(convert, padded_vocabulary_converts_and_answers_unchanged) {
+    char dir[1200], st_path[1300];
+    snprintf(dir, sizeof dir, "%s/padded", tmpdir());
+    snprintf(st_path, sizeof st_path, "%s/model.safetensors", dir);
+    write_random_laya("s1-pico", dir, 11);
+    size_t n_plain = 0;
+    uint8_t *plain = convert_mem(dir, &n_plain);
+    /* 1024 -> 1088 rows: 64 more, filled with large values that would show if used */
+    const uint32_t V = 1024, VP = 1088, d = 64;
+    size_t n;
+    char *data = tu_slurp(st_path, &n);
+    sk_err e = {0};
+    sk_safetensors *st;
+    cr_assert_eq(sk_st_open_buffer(data, n, "x", &st, &e), 0);
+    sk_st_writer *w = sk_st_writer_new();
+    float *big = NULL;
+    for (size_t i = 0; i < sk_st_n_tensors(st); i++) {
+        const sk_st_tensor *t = sk_st_tensor_at(st, i);
+        if (strcmp(t->name, "encoder.embeddings.tok_embeddings.weight") == 0) {
+            cr_assert_eq(t->shape[0], V);
+            big = malloc((size_t)VP * d * sizeof(float));
+            memcpy(big, t->data, (size_t)V * d * sizeof(float));
+            for (size_t k = (size_t)V * d; k < (size_t)VP * d; k++) big[k] = 100.0f;
+            uint64_t sh[2] = {VP, d};
+            cr_assert_eq(sk_st_writer_add(w, t->name, t->ggml_type, 2, sh, big,
+                                          (uint64_t)VP * d * sizeof(float), &e), 0, "%s", e.msg);
+            continue;
+        }
+        cr_assert_eq(sk_st_writer_add(w, t->name, t->ggml_type, t->n_dims, t->shape, t->data,
+                                      t->nbytes, &e), 0);
+    }
+    uint8_t *sbuf;
+    size_t sn;
+    cr_assert_eq(sk_st_writer_write_mem(w, &sbuf, &sn, &e), 0);
+    sk_st_writer_free(w);
+    sk_st_close(st);
+    free(data);
+    free(big);
+    spit(st_path, sbuf, sn);
+    free(sbuf);
+    m_replace(dir, "encoder/config.json", "\"vocab_size\": 1024", "\"vocab_size\": 1088");
+
+    size_t n_pad = 0;
+    uint8_t *pad = convert_mem(dir, &n_pad);
+    sk_gguf *gp = NULL, *gq = NULL;
+    cr_assert_eq(sk_gguf_open_buffer(pad, n_pad, &gp, &e), 0, "%s", e.msg);
+    cr_assert_eq(sk_gguf_open_buffer(plain, n_plain, &gq, &e), 0, "%s", e.msg);
+    const sk_gguf_value *toks, *types;
+    cr_assert_eq(sk_gguf_get_arr(gp, "tokenizer.ggml.tokens", &toks), 0);
+    cr_assert_eq(sk_gguf_get_arr(gp, "tokenizer.ggml.token_type", &types), 0);
+    cr_assert_eq(toks->v.arr.count, VP);
+    cr_assert_eq(types->v.arr.count, VP);
+    sk_gguf_iter it, ty;
+    sk_gguf_iter_init(&it, toks);
+    sk_gguf_iter_init(&ty, types);
+    sk_gguf_value tv, yv;
+    for (uint32_t i = 0; i < VP; i++) {
+        cr_assert(sk_gguf_iter_next(&it, &tv) && sk_gguf_iter_next(&ty, &yv));
+        if (i < V) {
+            cr_expect_neq(yv.v.i, 5, "token %u of the tokenizer is UNUSED", i);
+            continue;
+        }
+        char want[32];
+        snprintf(want, sizeof want, "[PAD%u]", i);
+        cr_expect(sk_str_eq(tv.v.s, want), "token %u is %.*s", i, (int)tv.v.s.len, tv.v.s.ptr);
+        cr_expect_eq(yv.v.i, 5, "token %u has type %lld", i, (long long)yv.v.i);
+    }
+    uint32_t vk = 0;
+    cr_assert_eq(sk_gguf_get_u32(gp, "modern-bert.vocab_size", &vk), 0);
+    cr_expect_eq(vk, VP);
+    /* the tokenizers agree on a text that uses many tokens, "[PAD1030]" included */
+    skycmd_tokenizer *tp = NULL, *tq = NULL;
+    cr_assert_eq(sk_tokenizer_from_gguf(gp, &tp, &e), 0, "%s", e.msg);
+    cr_assert_eq(sk_tokenizer_from_gguf(gq, &tq, &e), 0, "%s", e.msg);
+    cr_expect_eq(sk_tokenizer_vocab_size(tp), VP);
+    static const char text[] = "The quick brown fox [PAD1030] jumps over 13 lazy dogs. [MASK] ok";
+    sk_ids ip = {0}, iq = {0};
+    cr_assert_eq(sk_tokenizer_encode(tp, text, strlen(text), &ip, &e), 0, "%s", e.msg);
+    cr_assert_eq(sk_tokenizer_encode(tq, text, strlen(text), &iq, &e), 0, "%s", e.msg);
+    cr_assert_eq(ip.n, iq.n);
+    cr_assert(memcmp(ip.ids, iq.ids, ip.n * sizeof *ip.ids) == 0, "padded tokenizer encodes differently");
+    for (size_t i = 0; i < ip.n; i++) cr_expect_lt(ip.ids[i], (int32_t)V);
+    /* bitwise the same logits */
+    sk_model *mp = NULL, *mq = NULL;
+    cr_assert_eq(sk_model_load(gp, SKYCMD_WEIGHTS_F32, &mp, &e), 0, "%s", e.msg);
+    cr_assert_eq(sk_model_load(gq, SKYCMD_WEIGHTS_F32, &mq, &e), 0, "%s", e.msg);
+    sk_scratch *sp = sk_scratch_new(mp), *sq = sk_scratch_new(mq);
+    int32_t marks[3] = {1, 4, (int32_t)ip.n - 1};
+    float lp[3], lq[3];
+    cr_assert_eq(sk_model_forward(mp, sp, ip.ids, ip.n, 0, marks, 3, lp, &e), 0, "%s", e.msg);
+    cr_assert_eq(sk_model_forward(mq, sq, iq.ids, iq.n, 0, marks, 3, lq, &e), 0, "%s", e.msg);
+    cr_expect(memcmp(lp, lq, sizeof lp) == 0, "logits differ: %g vs %g", (double)lp[0], (double)lq[0]);
+    sk_scratch_free(sp);
+    sk_scratch_free(sq);
+    sk_model_free(mp);
+    sk_model_free(mq);
+    free(ip.ids);
+    free(iq.ids);
+    sk_tokenizer_free(tp);
+    sk_tokenizer_free(tq);
+    sk_gguf_close(gp);
+    sk_gguf_close(gq);
+    free(pad);
+    free(plain);
     rm_rf(dir);
 }

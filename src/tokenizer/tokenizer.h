@@ -120,6 +120,10 @@ int sk_tokenizer_from_json(const char *json, size_t len, const char *config_json
 int sk_tokenizer_from_gguf(const sk_gguf *g, skycmd_tokenizer **out, sk_err *e);
 /* Write every tokenizer.ggml.* key llama.cpp needs + skycmd.tokenizer.* keys (not the chat
  * template). pre NULL = "gpt-2". */
+/* The same with the token list padded to n_vocab entries (0 or <= the tokenizer's ids: no
+ * padding): an embedding table with more rows than the tokenizer has tokens. */
+int sk_tokenizer_write_gguf_padded(const skycmd_tokenizer *t, sk_gguf_writer *w,
+                                   const char *pre, size_t n_vocab, sk_err *e);
 int sk_tokenizer_write_gguf(const skycmd_tokenizer *t, sk_gguf_writer *w, const char *pre,
                             sk_err *e);
 void sk_tokenizer_free(skycmd_tokenizer *t);
