@@ -438,3 +438,59 @@ Test(decide, tokenizer_ids_past_the_embedding_rows_are_refused_at_open) {
     skycmd_error_free(err);
     unlink(path);
 }
+
+/* skycmd_model_open on a Laya checkpoint directory converts it in memory and answers every
+ * request of the golden set exactly (the JSON prints each double's shortest round-trip
+ * digits, so equal text is equal bits) as the GGUF skycmd_convert writes from it, under the
+ * same name; bad directories fail naming their file. */
+Test(decide, laya_directory_answers_as_its_converted_gguf) {
+    char dir[256], gguf[300];
+    snprintf(dir, sizeof dir, "%s/test_decide_dir_%d", SKYCMD_BINARY_DIR, (int)getpid());
+    snprintf(gguf, sizeof gguf, "%s.gguf", dir);
+    skycmd_options *o = skycmd_options_new();
+    skycmd_options_set_int(o, SKYCMD_OPT_LAYOUT, SKYCMD_LAYOUT_LAYA);
+    skycmd_error *err = skycmd_error_new();
+    cr_assert_eq(skycmd_random_model("s1-micro", dir, o, err), SKYCMD_OK, "%s",
+                 skycmd_error_message(err));
+    cr_assert_eq(skycmd_convert(dir, gguf, NULL, err), SKYCMD_OK, "%s", skycmd_error_message(err));
+    skycmd_model *md = NULL, *mf = NULL;
+    cr_assert_eq(skycmd_model_open(dir, NULL, &md, err), SKYCMD_OK, "%s", skycmd_error_message(err));
+    cr_assert_eq(skycmd_model_open(gguf, NULL, &mf, err), SKYCMD_OK, "%s", skycmd_error_message(err));
+    cr_expect_str_eq(skycmd_model_name(md), skycmd_model_name(mf));
+    skycmd_session *sd = NULL, *sf = NULL;
+    cr_assert_eq(skycmd_session_new(md, &sd), 0);
+    cr_assert_eq(skycmd_session_new(mf, &sf), 0);
+    cJSON *reqs = tu_load_json(SKYCMD_FIXTURES "/golden/requests.json");
+    int n_ok = 0;
+    for (cJSON *r = reqs->child; r; r = r->next) {
+        const char *body = cJSON_GetObjectItem(r, "body")->valuestring;
+        char *jd = NULL, *jf = NULL;
+        int rd = skycmd_decide_json(sd, body, strlen(body), &jd);
+        int rf = skycmd_decide_json(sf, body, strlen(body), &jf);
+        cr_expect_eq(rd, rf, "%s", cJSON_GetObjectItem(r, "name")->valuestring);
+        if (rd == SKYCMD_OK && rf == SKYCMD_OK) {
+            cr_expect_str_eq(jd, jf, "%s", cJSON_GetObjectItem(r, "name")->valuestring);
+            n_ok++;
+        }
+        skycmd_string_free(jd);
+        skycmd_string_free(jf);
+    }
+    cr_expect_gt(n_ok, 30, "only %d requests answered", n_ok);
+    cJSON_Delete(reqs);
+    skycmd_session_free(sd);
+    skycmd_session_free(sf);
+    cr_expect_eq(skycmd_model_free(md), SKYCMD_OK);
+    cr_expect_eq(skycmd_model_free(mf), SKYCMD_OK);
+    /* a broken directory: the message names the file */
+    char cfg[320];
+    snprintf(cfg, sizeof cfg, "%s/rl_agent_config.json", dir);
+    cr_assert_eq(unlink(cfg), 0);
+    cr_expect_neq(skycmd_model_open(dir, NULL, &md, err), SKYCMD_OK);
+    cr_expect_null(md);
+    cr_expect(strstr(skycmd_error_message(err), "rl_agent_config.json"), "%s",
+              skycmd_error_message(err));
+    unlink(gguf);
+    tu_rm_rf(dir);
+    skycmd_options_free(o);
+    skycmd_error_free(err);
+}

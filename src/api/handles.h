@@ -29,6 +29,7 @@
 struct skycmd_model {
     uint32_t tag;
     sk_gguf *g;                 /* the file (mapped or the caller's buffer) */
+    uint8_t *gguf_buf;          /* a Laya directory converted in memory (owned), else NULL */
     sk_model *m;
     skycmd_tokenizer *tok;      /* owned_by_model = 1 */
     sk_temps temps;
