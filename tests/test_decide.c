@@ -494,3 +494,95 @@ Test(decide, laya_directory_answers_as_its_converted_gguf) {
     skycmd_options_free(o);
     skycmd_error_free(err);
 }
+
+/* ---------------------------------------------------------------- option_order ---- */
+
+static skycmd_response *decide_body(skycmd_session *s, const char *body) {
+    skycmd_request *req = NULL;
+    cr_assert_eq(skycmd_request_parse(body, strlen(body), &req), 0, "%s: %s", body,
+                 skycmd_request_errmsg(req));
+    skycmd_response *resp = NULL;
+    cr_assert_eq(skycmd_decide(s, req, &resp), 0, "%s", skycmd_session_errmsg(s));
+    skycmd_request_free(req);
+    return resp;
+}
+
+static double prob_of(const skycmd_response *r, size_t i, const char *key) {
+    for (size_t j = 0; j < skycmd_response_option_count(r, i); j++)
+        if (strcmp(skycmd_response_option_key(r, i, j), key) == 0)
+            return skycmd_response_option_probability(r, i, j);
+    cr_assert_fail("no option %s", key);
+    return NAN;
+}
+
+/* laya's option_order: slot s shows option order[s] (build_head), and the slot-ordered
+ * probabilities go back to the caller's option order (unpermute_probs). So a question with
+ * an order answers, key by key and bit for bit, like the same question with its options
+ * written in slot order, while its answer lists the options in the caller's order. */
+Test(decide, option_order_permutes_slots_and_unpermutes_probabilities) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/test_decide_order_%d.gguf", SKYCMD_BINARY_DIR, (int)getpid());
+    skycmd_model *m = random_model(path);
+    cr_assert(m);
+    skycmd_session *s = NULL;
+    cr_assert_eq(skycmd_session_new(m, &s), 0);
+    skycmd_response *ro = decide_body(s,
+        "{\"state\": \"the door is open and the lights are off\", \"questions\": {"
+        "\"c\": {\"type\": \"choice\", \"instructions\": \"What next?\", \"criteria\": "
+        "{\"a\": \"close the door\", \"b\": \"turn on the lights\", \"c\": \"wait\"}, "
+        "\"option_order\": [2, 0, 1]},"
+        "\"s\": {\"type\": \"score\", \"instructions\": \"How dark?\", \"criteria\": "
+        "[\"bright\", \"dim\", \"dark\", \"pitch black\"], \"option_order\": [3, 1, 0, 2]},"
+        "\"n\": {\"type\": \"noul\", \"instructions\": \"Is anyone home?\", "
+        "\"option_order\": [1, 0]}}}");
+    skycmd_response *rp = decide_body(s,
+        "{\"state\": \"the door is open and the lights are off\", \"questions\": {"
+        "\"c\": {\"type\": \"choice\", \"instructions\": \"What next?\", \"criteria\": "
+        "{\"c\": \"wait\", \"a\": \"close the door\", \"b\": \"turn on the lights\"}}}}");
+    /* the choice: same probabilities per key; listed in the caller's order a, b, c */
+    static const char *keys[3] = {"a", "b", "c"};
+    for (size_t j = 0; j < 3; j++) {
+        cr_expect_str_eq(skycmd_response_option_key(ro, 0, j), keys[j]);
+        cr_expect_eq(prob_of(ro, 0, keys[j]), prob_of(rp, 0, keys[j]), "key %s", keys[j]);
+    }
+    cr_expect_str_eq(skycmd_response_answer_choice(ro, 0), skycmd_response_answer_choice(rp, 0));
+    cr_expect_eq(skycmd_response_input_tokens(ro) > 0, 1);
+    /* the score: levels keep their meaning (the value is sum_i i * p_i in level order) */
+    double v = 0.0, sum = 0.0;
+    for (size_t j = 0; j < 4; j++) {
+        char k[4];
+        snprintf(k, sizeof k, "%zu", j);
+        cr_expect_str_eq(skycmd_response_option_key(ro, 1, j), k);
+        v += (double)j * skycmd_response_option_probability(ro, 1, j);
+        sum += skycmd_response_option_probability(ro, 1, j);
+    }
+    cr_expect(fabs(sum - 1.0) < 1e-12);
+    cr_expect(fabs(v - skycmd_response_answer_value(ro, 1)) < 1e-12, "%g vs %g", v,
+              skycmd_response_answer_value(ro, 1));
+    /* the noul: P(true) is the probability of option 1 ("true"), which sat in slot 0 */
+    cr_expect_eq(skycmd_response_answer_value(ro, 2), prob_of(ro, 2, "true"));
+    skycmd_response_free(ro);
+    skycmd_response_free(rp);
+    /* what laya's _check_question refuses is refused, naming the question and the field;
+     * null is absent */
+    static const char *bad[] = {"[0, 0, 1]", "[0, 1]", "[0, 1, 2, 3]", "[0, 1, 2.0]",
+                                "[true, 0, 1]", "[0, 1, 3]", "[-1, 0, 1]", "\"012\"", "{}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char body[512];
+        snprintf(body, sizeof body, "{\"state\": \"x\", \"questions\": {\"q\": {\"type\": "
+                 "\"choice\", \"instructions\": \"i\", \"criteria\": {\"a\": 1, \"b\": 2, "
+                 "\"c\": 3}, \"option_order\": %s}}}", bad[i]);
+        skycmd_request *req = NULL;
+        cr_expect_eq(skycmd_request_parse(body, strlen(body), &req), SKYCMD_E_REQUEST, "%s",
+                     bad[i]);
+        cr_expect(strstr(skycmd_request_errmsg(req), "questions.q: \"option_order\" must be a "
+                         "permutation of range(3)"), "%s: %s", bad[i], skycmd_request_errmsg(req));
+        skycmd_request_free(req);
+    }
+    skycmd_response *rn = decide_body(s, "{\"state\": \"x\", \"questions\": {\"q\": {\"type\": "
+                                         "\"noul\", \"instructions\": \"i\", \"option_order\": null}}}");
+    skycmd_response_free(rn);
+    skycmd_session_free(s);
+    skycmd_model_free(m);
+    unlink(path);
+}

@@ -244,6 +244,11 @@ static int flush_batch(skycmd_session *s, const sk_request *const *rs, size_t nr
         double *p = s->probs + s->p_off[mt->g];
         double T = sk_temp_for(&m->temps, q->type, s->seqs[k].n_markers);
         sk_softmax(s->seqs[k].logits, s->seqs[k].n_markers, T, p);
+        if (q->order) { /* slot order back to option order, as laya's unpermute_probs */
+            double slot[SK_REQUEST_MAX_OPTIONS];
+            memcpy(slot, p, q->n_opts * sizeof *p);
+            for (size_t sl = 0; sl < q->n_opts; sl++) p[q->order[sl]] = slot[sl];
+        }
         if ((rc = sk_answer_from_probs(q->type, p, q->n_opts, &s->answers[mt->g], e)))
             return question_fail(e, mt->r, nr, q, rc);
     }
@@ -296,8 +301,11 @@ static int decide_multi(skycmd_session *s, const sk_request *const *rs, size_t n
         int64_t ntok = 0;
         for (size_t i = 0; i < r->nq; i++, g++) {
             const sk_rquestion *q = &r->q[i];
+            /* with an option_order the options are laid out in slot order */
+            const sk_jstr *texts = q->order ? q->slot_text : &q->opts[0].text;
+            const size_t stride = q->order ? sizeof(sk_jstr) : sizeof(sk_roption);
             rc = sk_prompt_build(&pt, sk_qtype_names[q->type], q->ins.s, q->ins.n,
-                                 &q->opts[0].text, sizeof(sk_roption), q->n_opts, s->state_ids.v,
+                                 texts, stride, q->n_opts, s->state_ids.v,
                                  s->state_ids.n, r->state_is_list, m->max_len, m->head_max_len,
                                  &s->ws, &s->ids, &s->markers, e);
             if (rc) return question_fail(e, ri, nr, q, rc);
