@@ -177,4 +177,13 @@ int sk_uni_is_word(uint32_t cp);    /* \w (Rust regex) */
 /* Decode one code point of valid UTF-8 at s[i]; returns its length. */
 size_t sk_utf8_next(const char *s, size_t n, size_t i, uint32_t *cp);
 
+/* NFC as tokenizers 0.23.3 computes it (nfc.c; Unicode data of sk_nfc_unicode_version).
+ * out must hold sk_nfc_max_len(n) code points; returns the normalized length (<= that). */
+#define SK_NFC_MAX_EXPANSION 4
+extern const char *const sk_nfc_unicode_version;
+size_t sk_nfc_max_len(size_t n);
+size_t sk_nfc(const uint32_t *in, size_t n, uint32_t *out);
+/* The same on UTF-8 (malloc'd, NUL-terminated; NULL: out of memory or invalid UTF-8). */
+char *sk_nfc_utf8(const char *s, size_t n, size_t *out_len);
+
 #endif /* SK_TOKENIZER_H */
