@@ -690,7 +690,7 @@ static void expect_fail(int which, const char *n1, const char *n2) {
     case 32: m_replace(dir, "encoder/config.json", "\"rope_parameters\": {", "\"rope_parameters\": {\"rope_type\": \"linear\", \"factor\": 2.0, "); break;
     case 33: m_replace(dir, "encoder/config.json", "\"mlp_bias\": false", "\"mlp_bias\": false, \"dtype\": \"bfloat16\""); break;
     case 34: m_replace(dir, "encoder/config.json", "\"mlp_bias\": false", "\"mlp_bias\": false, \"head_dim\": 32"); break;
-    case 35: m_replace(dir, "rl_agent_config.json", "\"head_layers\": 1", "\"head_layers\": 1, \"option_layout\": \"parallel\""); break;
+    case 35: m_replace(dir, "rl_agent_config.json", "\"head_layers\": 1", "\"head_layers\": 1, \"option_layout\": 2"); break;
     case 36: m_replace(dir, "rl_agent_config.json", "\"head_layers\": 1", "\"head_layers\": 1, \"option_layout\": \"grid\""); break;
     case 37: m_replace(dir, "rl_agent_config.json", "\"encoder\": \"skycmd/random-s1-pico\",", ""); break;
     case 38: m_replace(dir, "tokenizer/tokenizer_config.json", "\"cls_token\": \"[CLS]\",", ""); break;
@@ -747,7 +747,7 @@ Test(convert, damaged_checkpoints_fail_cleanly) {
     expect_fail(32, "encoder/config.json", "\"rope_parameters\" has the key \"rope_type\"");
     expect_fail(33, "encoder/config.json", "\"dtype\" is \"bfloat16\"");
     expect_fail(34, "encoder/config.json", "\"head_dim\" must be");
-    expect_fail(35, "rl_agent_config.json", "\"option_layout\" is \"parallel\"");
+    expect_fail(35, "rl_agent_config.json", "\"option_layout\" must be");
     expect_fail(36, "rl_agent_config.json", "\"option_layout\" must be");
     expect_fail(37, "rl_agent_config.json", "missing key \"encoder\"");
     expect_fail(38, "tokenizer/tokenizer_config.json", "no \"cls_token\"");
@@ -807,7 +807,7 @@ Test(convert, rl_keys_laya_refuses_are_refused) {
         {"{\"encoder\": \"x\", \"head_layers\": 1, \"temperature_by_options\": null}",
          "\"temperature_by_options\""},
         {"{\"encoder\": \"x\", \"head_layers\": 1, \"act_costs\": null}", "\"act_costs\""},
-        {"{\"encoder\": \"x\", \"head_layers\": 1, \"option_layout\": \"parallel\"}", "\"option_layout\""},
+        {"{\"encoder\": \"x\", \"head_layers\": 1, \"option_layout\": \"grid\"}", "\"option_layout\""},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         sk_laya_config c;

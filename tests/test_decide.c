@@ -586,3 +586,81 @@ Test(decide, option_order_permutes_slots_and_unpermutes_probabilities) {
     skycmd_model_free(m);
     unlink(path);
 }
+
+/* The parallel option layout (checkpoint built by laya: tests/fixtures/golden/ckpt/
+ * laya-parallel; the golden suite compares it with laya) gives bitwise the same answers one
+ * question at a time, batched, and on two threads; the int8 weights follow it too (close to
+ * f32, and far from what the sequential layout answers). */
+Test(decide, parallel_layout_is_the_same_batched_threaded_and_int8) {
+    const char *dir = SKYCMD_FIXTURES "/golden/ckpt/laya-parallel";
+    static const char body[] =
+        "{\"state\": \"a jar with a stuck lid\", \"questions\": {"
+        "\"t\": {\"type\": \"choice\", \"instructions\": \"Which tool?\", \"criteria\": "
+        "{\"hammer\": \"hits nails\", \"screwdriver\": \"turns screws\", \"saw\": \"cuts wood\", "
+        "\"glue\": \"sticks parts\"}},"
+        "\"s\": {\"type\": \"score\", \"instructions\": \"How stuck?\", \"criteria\": "
+        "[\"loose\", \"firm\", \"stuck\"]}, \"n\": {\"type\": \"noul\", \"instructions\": \"Open?\"}}}";
+    skycmd_error *err = skycmd_error_new();
+    char *ref = NULL;
+    static const int64_t threads[2] = {1, 2};
+    for (int w = 0; w < 3; w++) {
+        skycmd_options *o = skycmd_options_new();
+        skycmd_options_set_int(o, SKYCMD_OPT_TYPE, SKYCMD_TYPE_F32);
+        if (w == 2) skycmd_options_set_int(o, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_Q8);
+        skycmd_model *m = NULL;
+        cr_assert_eq(skycmd_model_open(dir, o, &m, err), SKYCMD_OK, "%s", skycmd_error_message(err));
+        for (int ti = 0; ti < (w == 2 ? 1 : 2); ti++) {
+            skycmd_session *s = NULL;
+            cr_assert_eq(skycmd_session_new(m, &s), 0);
+            if (w < 2) cr_assert_eq(skycmd_session_set_int(s, SKYCMD_OPT_THREADS, threads[ti]), 0);
+            char *js = NULL;
+            cr_assert_eq(skycmd_decide_json(s, body, strlen(body), &js), 0, "%s",
+                         skycmd_session_errmsg(s));
+            if (!ref) ref = js;
+            else if (w < 2) {
+                cr_expect_str_eq(js, ref, "threads %lld", (long long)threads[ti]);
+                skycmd_string_free(js);
+            } else {
+                /* int8: close to f32 on every probability */
+                cJSON *a = cJSON_Parse(ref), *b = cJSON_Parse(js);
+                cJSON *pa = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(a, "answers"), "t"), "probabilities");
+                cJSON *pb = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "answers"), "t"), "probabilities");
+                for (cJSON *x = pa->child; x; x = x->next)
+                    cr_expect(fabs(x->valuedouble - cJSON_GetObjectItem(pb, x->string)->valuedouble) < 0.05,
+                              "int8 %s: %g vs %g", x->string, cJSON_GetObjectItem(pb, x->string)->valuedouble,
+                              x->valuedouble);
+                cJSON_Delete(a);
+                cJSON_Delete(b);
+                skycmd_string_free(js);
+            }
+            skycmd_session_free(s);
+        }
+        skycmd_model_free(m);
+        skycmd_options_free(o);
+        if (w == 0) {
+            /* the same questions one request each, batched by decide_batch */
+            skycmd_options *o2 = skycmd_options_new();
+            skycmd_options_set_int(o2, SKYCMD_OPT_TYPE, SKYCMD_TYPE_F32);
+            cr_assert_eq(skycmd_model_open(dir, o2, &m, err), SKYCMD_OK);
+            skycmd_session *s = NULL;
+            cr_assert_eq(skycmd_session_new(m, &s), 0);
+            skycmd_request *rq[2] = {NULL, NULL};
+            cr_assert_eq(skycmd_request_parse(body, strlen(body), &rq[0]), 0);
+            cr_assert_eq(skycmd_request_parse(body, strlen(body), &rq[1]), 0);
+            skycmd_response *rs[2] = {NULL, NULL};
+            cr_assert_eq(skycmd_decide_batch(s, (const skycmd_request *const *)rq, 2, rs), 0, "%s",
+                         skycmd_session_errmsg(s));
+            cr_expect_str_eq(skycmd_response_json(rs[0]), ref);
+            cr_expect_str_eq(skycmd_response_json(rs[1]), ref);
+            for (int i = 0; i < 2; i++) {
+                skycmd_response_free(rs[i]);
+                skycmd_request_free(rq[i]);
+            }
+            skycmd_session_free(s);
+            skycmd_model_free(m);
+            skycmd_options_free(o2);
+        }
+    }
+    skycmd_string_free(ref);
+    skycmd_error_free(err);
+}

@@ -430,8 +430,9 @@ Test(model, unimplemented_settings_are_refused_at_load) {
     expect_refused("modern-bert.rope.scaling.type", 's', "yarn", 0, SKYCMD_E_UNSUPPORTED,
                    "RoPE scaling");
     expect_refused("modern-bert.rope.scaling.type", 's', "none", 0, SKYCMD_OK, NULL);
-    expect_refused("modern-bert.decision.option_layout", 's', "parallel", 0,
-                   SKYCMD_E_UNSUPPORTED, "sequential");
+    expect_refused("modern-bert.decision.option_layout", 's', "grid", 0,
+                   SKYCMD_E_UNSUPPORTED, "grid");
+    expect_refused("modern-bert.decision.option_layout", 's', "parallel", 0, SKYCMD_OK, NULL);
     expect_refused("modern-bert.decision.option_layout", 's', "sequential", 0, SKYCMD_OK, NULL);
     expect_refused("modern-bert.attention.causal", 'b', NULL, 1, SKYCMD_E_UNSUPPORTED, "true");
     expect_refused("modern-bert.attention.causal", 'b', NULL, 0, SKYCMD_OK, NULL);
@@ -491,8 +492,8 @@ Test(model, batch_equals_one_at_a_time) {
         fx_case *c = &cases[i];
         cr_assert_eq(sk_model_forward(m, s1, c->ids, c->n, c->qtype, c->markers, c->k,
                                       single[i], &e), SKYCMD_OK, "%s", e.msg);
-        seqs[ns++] = (sk_seq){c->ids, c->n, c->qtype, c->markers, c->k, batched[i]};
-        if (i == 2) seqs[ns++] = (sk_seq){c->ids, c->n, 1, NULL, 0, NULL};  /* no markers */
+        seqs[ns++] = (sk_seq){c->ids, c->n, c->qtype, c->markers, c->k, batched[i], NULL, NULL};
+        if (i == 2) seqs[ns++] = (sk_seq){c->ids, c->n, 1, NULL, 0, NULL, NULL, NULL};  /* no markers */
     }
     cr_assert_eq(sk_model_forward_batch(m, s2, seqs, ns, &e), SKYCMD_OK, "%s", e.msg);
     for (size_t i = 0; i < nc; i++) {

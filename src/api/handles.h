@@ -52,6 +52,7 @@ struct skycmd_session {
     sk_prompt_ws ws;
     sk_i32v state_ids, ids, markers;
     sk_i32v batch_ids, batch_markers;  /* several questions' sequences, back to back */
+    sk_i32v batch_pos, batch_opt;      /* parallel option layout: parallel to batch_ids */
     sk_seq *seqs;
     size_t seqs_cap;
     struct sk_seq_meta {

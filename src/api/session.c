@@ -52,6 +52,8 @@ void skycmd_session_free(skycmd_session *s) {
     sk_i32v_free(&s->markers);
     sk_i32v_free(&s->batch_ids);
     sk_i32v_free(&s->batch_markers);
+    sk_i32v_free(&s->batch_pos);
+    sk_i32v_free(&s->batch_opt);
     free(s->seqs);
     free(s->seq_meta);
     free(s->p_off);
@@ -230,6 +232,10 @@ static int flush_batch(skycmd_session *s, const sk_request *const *rs, size_t nr
         sk_seq *q = &s->seqs[k];
         q->ids = s->batch_ids.v + s->seq_meta[k].ids_off;
         q->markers = s->batch_markers.v + s->seq_meta[k].mk_off;
+        if (sk_model_hparams(m->m)->option_layout == SK_LAYOUT_PARALLEL) {
+            q->pos = s->batch_pos.v + s->seq_meta[k].ids_off;
+            q->opt = s->batch_opt.v + s->seq_meta[k].ids_off;
+        }
         q->logits = s->logits + lo;
         lo += q->n_markers;
     }
@@ -290,6 +296,7 @@ static int decide_multi(skycmd_session *s, const sk_request *const *rs, size_t n
     size_t n_seqs = 0;
     s->batch_ids.n = 0;
     s->batch_markers.n = 0;
+    s->batch_pos.n = s->batch_opt.n = 0;
     g = 0;
     for (size_t ri = 0; ri < nr; ri++) {
         const sk_request *r = rs[ri];
@@ -315,6 +322,7 @@ static int decide_multi(skycmd_session *s, const sk_request *const *rs, size_t n
                 n_seqs = 0;
                 s->batch_ids.n = 0;
                 s->batch_markers.n = 0;
+                s->batch_pos.n = s->batch_opt.n = 0;
             }
             sk_seq *sq = &s->seqs[n_seqs];
             memset(sq, 0, sizeof *sq);
@@ -326,6 +334,17 @@ static int decide_multi(skycmd_session *s, const sk_request *const *rs, size_t n
             if (sk_i32v_append(&s->batch_ids, s->ids.v, s->ids.n) ||
                 sk_i32v_append(&s->batch_markers, s->markers.v, s->markers.n))
                 return sk_fail(e, SKYCMD_E_NOMEM, "out of memory answering the request");
+            if (sk_model_hparams(m->m)->option_layout == SK_LAYOUT_PARALLEL) {
+                /* laya.common.parallel_layout of this sequence */
+                if (sk_i32v_reserve(&s->batch_pos, s->ids.n) ||
+                    sk_i32v_reserve(&s->batch_opt, s->ids.n))
+                    return sk_fail(e, SKYCMD_E_NOMEM, "out of memory answering the request");
+                sk_prompt_parallel_layout(s->markers.v, s->markers.n, s->ws.head_len, s->ids.n,
+                                          s->batch_pos.v + s->batch_pos.n,
+                                          s->batch_opt.v + s->batch_opt.n);
+                s->batch_pos.n += s->ids.n;
+                s->batch_opt.n += s->ids.n;
+            }
             ntok += (int64_t)s->ids.n;
         }
         s->ntok[ri] = ntok;

@@ -103,6 +103,10 @@ static int add_metadata(sk_gguf_writer *w, const sk_laya *l, const sk_convert_op
     CK(sk_gguf_writer_add_u32(w, ARCH ".decision.max_head_tokens", c->head_max_len));
     /* not read by llama.cpp: the Laya max_len, the sequence budget of the Python runtime */
     CK(sk_gguf_writer_add_u32(w, ARCH ".decision.max_tokens", c->max_len));
+    /* not read by llama.cpp either (which therefore answers such a file with the sequential
+     * layout, wrongly): laya's parallel option layout */
+    if (c->option_layout == 1)
+        CK(sk_gguf_writer_add_str(w, ARCH ".decision.option_layout", "parallel"));
     static const char *tn[3] = {"choice", "score", "noul"};
     char key[96];
     for (int i = 0; i < 3; i++) {

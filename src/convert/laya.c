@@ -121,16 +121,15 @@ int sk_laya_parse_rl_config(const char *json, size_t len, const char *label, sk_
                      "checkpoint without it)", label);
     if (!st) {
         /* laya.common.uses_parallel_layout: "sequential" (the default) or "parallel"; anything
-         * else is a ValueError there. The parallel layout (options sharing positions, masked
-         * from one another) is not implemented: refused, never answered sequentially. */
+         * else is a ValueError there. Stored as our decision.option_layout key. */
         const cJSON *ol = cJSON_GetObjectItemCaseSensitive(root, "option_layout");
+        c->option_layout = 0;
         if (ol && !(cJSON_IsString(ol) && (strcmp(ol->valuestring, "sequential") == 0 ||
                                            strcmp(ol->valuestring, "parallel") == 0)))
             st = sk_fail(e, SKYCMD_E_FORMAT, "%s: \"option_layout\" must be \"sequential\" or "
                          "\"parallel\"", label);
         else if (ol && strcmp(ol->valuestring, "parallel") == 0)
-            st = sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s: \"option_layout\" is \"parallel\"; only "
-                         "the sequential option layout is implemented", label);
+            c->option_layout = 1;
     }
     if (!st) st = get_u32(root, "max_len", 0, 512, 8, 1u << 20, label, &c->max_len, e);
     /* Absent keys take the Python runtime's defaults (laya 0.4.15 Agent: cfg.get("max_len", 512),

@@ -137,7 +137,8 @@ static void rope_rows(void *ctx, size_t r0, size_t r1) {
     for (size_t r = r0; r < r1; r++) {
         while (r >= c->sr[q].off + c->sr[q].n) q++;
         const size_t t = r - c->sr[q].off;
-        const float *co = c->cos + t * half, *sn = c->sin + t * half;
+        const size_t p = c->sr[q].pos ? (size_t)c->sr[q].pos[t] : t;  /* parallel layout */
+        const float *co = c->cos + p * half, *sn = c->sin + p * half;
         /* q and then k: 2H heads side by side (d = H * D) with the same angles */
         rope(c->qkv + r * c->ld, 2 * c->H, c->D, co, sn);
     }
@@ -262,6 +263,52 @@ static void attention(sk_scratch *s, const attn_seq *seq, size_t ns, size_t H, s
         attn_part(&j, 0, 1);
 }
 
+/* Encoder attention of one sequence in the parallel option layout
+ * (laya.common.parallel_option_masks): query t attends to key j unless both belong to
+ * options and to different ones, and on local layers only when their position ids are at
+ * most win apart (the window is measured in positions, which options share). Masks of this
+ * shape are not key ranges, so this path computes every allowed score directly: f32
+ * products, the softmax and the weighted sum of values accumulated in double. */
+static void attention_parallel(sk_scratch *s, const seq_rows *sr, const float *qkv, size_t ld,
+                               size_t H, size_t D, size_t d, size_t win, float scale,
+                               float *out, size_t ldo) {
+    const size_t n = sr->n;
+    float *sc = s->tws[0].sc;   /* cap * SK_QB floats >= n */
+    double acc[1024];           /* one head's output (D <= 1024, checked at load) */
+    for (size_t h = 0; h < H; h++)
+        for (size_t t = 0; t < n; t++) {
+            const float *q = qkv + t * ld + h * D;
+            const int32_t ot = sr->opt ? sr->opt[t] : 0;
+            const long pt = sr->pos ? sr->pos[t] : (long)t;
+            float mx = -INFINITY;
+            for (size_t j = 0; j < n; j++) {
+                const int32_t oj = sr->opt ? sr->opt[j] : 0;
+                const long pj = sr->pos ? sr->pos[j] : (long)j;
+                const long dist = pt > pj ? pt - pj : pj - pt;
+                if ((ot > 0 && oj > 0 && ot != oj) || (win && (size_t)dist > win)) {
+                    sc[j] = -INFINITY;
+                    continue;
+                }
+                const float *k = qkv + j * ld + d + h * D;
+                float dot = 0.0f;
+                for (size_t c = 0; c < D; c++) dot += q[c] * k[c];
+                sc[j] = dot * scale;
+                if (sc[j] > mx) mx = sc[j];
+            }
+            double sum = 0.0;
+            for (size_t c = 0; c < D; c++) acc[c] = 0.0;
+            for (size_t j = 0; j < n; j++) {
+                if (sc[j] == -INFINITY) continue;
+                const double w = exp((double)sc[j] - (double)mx);
+                sum += w;
+                const float *v = qkv + j * ld + 2 * d + h * D;
+                for (size_t c = 0; c < D; c++) acc[c] += w * (double)v[c];
+            }
+            float *o = out + t * ldo + h * D;
+            for (size_t c = 0; c < D; c++) o[c] = (float)(acc[c] / sum);
+        }
+}
+
 /* One encoder layer on the rows of s->h. The layer's last residual step, h += MLP output,
  * is left to the caller (the output stays in s->a), which fuses it into the LayerNorm that
  * comes next; the layer itself first adds `pending` (the previous layer's), the same way. */
@@ -280,13 +327,20 @@ static void encoder_layer(const sk_model *m, sk_scratch *s, const sk_enc_layer *
     const int b = L->global ? 0 : 1;
     rope_ctx rc = {s->qkv, ld, H, D, s->rope_cos[b], s->rope_sin[b], sr, ns};
     par_rows(s, N, 2 * d, rope_rows, &rc);
-    attn_seq *as = s->aseq;
-    for (size_t q = 0; q < ns; q++) {
-        const float *base = s->qkv + sr[q].off * ld;
-        as[q] = (attn_seq){base, base + d, base + 2 * d, ld, sr[q].n, ld, sr[q].n,
-                           s->att + sr[q].off * d, d};
+    const size_t win = L->global ? 0 : m->hp.n_swa / 2;
+    if (m->hp.option_layout == SK_LAYOUT_PARALLEL) {
+        for (size_t q = 0; q < ns; q++)
+            attention_parallel(s, &sr[q], s->qkv + sr[q].off * ld, ld, H, D, d, win,
+                               1.0f / sqrtf((float)D), s->att + sr[q].off * d, d);
+    } else {
+        attn_seq *as = s->aseq;
+        for (size_t q = 0; q < ns; q++) {
+            const float *base = s->qkv + sr[q].off * ld;
+            as[q] = (attn_seq){base, base + d, base + 2 * d, ld, sr[q].n, ld, sr[q].n,
+                               s->att + sr[q].off * d, d};
+        }
+        attention(s, as, ns, H, D, win, 1.0f / sqrtf((float)D));
     }
-    attention(s, as, ns, H, D, L->global ? 0 : m->hp.n_swa / 2, 1.0f / sqrtf((float)D));
     sk_model_linear(s, &L->out, s->att, d, N, s->a, d);
     add_ln(s, s->h, s->a, N, d, L->ffn_norm, NULL, m->hp.eps, s->a);
     sk_model_linear(s, &L->up, s->a, d, N, s->ff, 2 * I);
@@ -389,6 +443,13 @@ static int check_seq(const sk_model *m, const sk_seq *q, size_t qi, sk_err *e) {
             return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sequence %zu: token id %d at position "
                            "%zu is outside the vocabulary (%u)", qi, (int)q->ids[t], t,
                            m->hp.n_vocab);
+    if (m->hp.option_layout == SK_LAYOUT_PARALLEL && (!q->pos) != (!q->opt))
+        return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sequence %zu: position ids without "
+                       "option ids, or the reverse", qi);
+    for (size_t t = 0; m->hp.option_layout == SK_LAYOUT_PARALLEL && q->pos && t < q->n; t++)
+        if (q->pos[t] < 0 || (size_t)q->pos[t] >= q->n || q->opt[t] < 0)
+            return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sequence %zu: position or option id "
+                           "at %zu out of range", qi, t);
     for (size_t r = 0; r < q->n_markers; r++)
         if (q->markers[r] < 0 || (size_t)q->markers[r] >= q->n)
             return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sequence %zu: marker %zu at position "
@@ -426,7 +487,9 @@ static int forward_batch(const sk_model *m, sk_scratch *s, const sk_seq *seqs, s
         for (size_t i = 0; i < n_seqs; i++) {
             const sk_seq *sq = &seqs[i];
             if (sq->n_markers == 0) continue;
-            sr[q] = (seq_rows){off, sq->n, koff, sq->n_markers};
+            const int par = m->hp.option_layout == SK_LAYOUT_PARALLEL;
+            sr[q] = (seq_rows){off, sq->n, koff, sq->n_markers, par ? sq->pos : NULL,
+                               par ? sq->opt : NULL};
             for (size_t r = 0; r < sq->n_markers; r++) rows[koff + r] = off + (size_t)sq->markers[r];
             for (size_t t = 0; t < sq->n; t++) {
                 float *row = s->h + (off + t) * d;
@@ -510,7 +573,7 @@ int sk_model_forward_batch(const sk_model *m, sk_scratch *s, const sk_seq *seqs,
 
 int sk_model_forward(const sk_model *m, sk_scratch *s, const int32_t *ids, size_t n, int qtype,
                      const int32_t *markers, size_t n_markers, float *logits, sk_err *e) {
-    sk_seq q = {ids, n, qtype, markers, n_markers, logits};
+    sk_seq q = {ids, n, qtype, markers, n_markers, logits, NULL, NULL};
     int rc = sk_model_forward_batch(m, s, &q, 1, e);
     if (rc && e && strncmp(e->msg, "sequence 0: ", 12) == 0)
         memmove(e->msg, e->msg + 12, strlen(e->msg + 12) + 1);

@@ -135,10 +135,6 @@ static int refuse_unimplemented(const sk_gguf *g, const char *a, sk_err *e) {
         return rc;
     snprintf(key, sizeof key, "%s.rope.scaling.type", a);
     if ((rc = require_str(g, key, "none", "RoPE scaling is not implemented", e))) return rc;
-    snprintf(key, sizeof key, "%s.decision.option_layout", a);
-    if ((rc = require_str(g, key, "sequential", "only the sequential option layout is "
-                          "implemented", e)))
-        return rc;
     snprintf(key, sizeof key, "%s.attention.causal", a);
     if (sk_gguf_find_key(g, key) >= 0) {
         int causal = 0;
@@ -228,6 +224,22 @@ int sk_read_hparams(const sk_gguf *g, sk_hparams *hp, sk_err *e) {
         return sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s.attention.layer_norm_epsilon = %g is outside "
                        "[%g, 1)", a, (double)hp->eps, (double)FLT_MIN);
     if ((rc = refuse_unimplemented(g, a, e))) return rc;
+    {
+        /* our key (llama.cpp does not read it): how the options sit in the sequence */
+        char key[160];
+        snprintf(key, sizeof key, "%s.decision.option_layout", a);
+        sk_str v;
+        hp->option_layout = SK_LAYOUT_SEQUENTIAL;
+        if (sk_gguf_find_key(g, key) >= 0) {
+            if (sk_gguf_get_str(g, key, &v) != SKYCMD_OK)
+                return sk_fail(e, SKYCMD_E_FORMAT, "metadata key %s is not a string", key);
+            if (sk_str_eq(v, "parallel")) hp->option_layout = SK_LAYOUT_PARALLEL;
+            else if (!sk_str_eq(v, "sequential"))
+                return sk_fail(e, SKYCMD_E_UNSUPPORTED, "metadata key %s is \"%.*s\"; only "
+                               "\"sequential\" and \"parallel\" are implemented", key,
+                               (int)(v.len > 40 ? 40 : v.len), v.ptr);
+        }
+    }
     if ((rc = get_u32(g, a, "attention.sliding_window", &hp->n_swa, 0, 0, e))) return rc;
     if ((rc = get_u32(g, a, "attention.sliding_window_pattern", &hp->swa_pattern, 0, 3, e)))
         return rc;

@@ -123,6 +123,7 @@ struct sk_scratch {
 typedef struct seq_rows {
     size_t off, n;      /* rows [off, off + n) */
     size_t koff, k;     /* marker rows [koff, koff + k) */
+    const int32_t *pos, *opt;  /* parallel option layout (sk_seq), else NULL */
 } seq_rows;
 
 /* The arguments of one sequence's attention (see attention() in forward.c). */

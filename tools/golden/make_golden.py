@@ -100,6 +100,15 @@ LAYA_BUILT = [
              "global_rope_theta": 1000000.0, "local_rope_theta": 50000.0, "norm_eps": 1e-5,
              "vocab_size": 320},
      "rl": {"head_layers": 2, "max_len": 256, "head_max_len": 128}},
+    # laya's parallel option layout (laya.common.parallel_layout / parallel_option_masks):
+    # options share positions and are masked from each other; a small local window (measured
+    # in positions) so that the layout's windows differ from the sequential ones
+    {"name": "laya-parallel", "seed": 404, "spelling": "5.x", "dtype": "F16",
+     "enc": {"hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 4,
+             "intermediate_size": 96, "local_attention": 12, "global_attn_every_n_layers": 2,
+             "global_rope_theta": 160000.0, "local_rope_theta": 10000.0, "norm_eps": 1e-5,
+             "vocab_size": 320},
+     "rl": {"head_layers": 2, "max_len": 256, "head_max_len": 96, "option_layout": "parallel"}},
 ]
 
 
