@@ -8,6 +8,7 @@
  *   load.c     tensors: checks, prepacking into kernel panels, sk_model_load/_free;
  *   scratch.c  per-thread buffers and their growth;
  *   forward.c  the forward pass (encoder, decision head, scorer), single and batched;
+ *   layout.c   the option layouts: the parallel layout's attention mask;
  *   int8.c     the int8 weights modes: calibration and the Q8_0 relayout after the load.
  */
 #ifndef SK_MODEL_INTERNAL_H
@@ -150,6 +151,12 @@ int sk_scratch_reserve_seqs(sk_scratch *s, size_t ns, size_t K, sk_err *e);
  * panels), recording the input's statistics while a calibration runs. */
 void sk_model_linear(sk_scratch *s, const sk_linear *L, const float *x, size_t ldx,
                      size_t n_rows, float *y, size_t ldy);
+
+/* layout.c: one sequence's encoder attention in the parallel option layout; qkv rows of
+ * ld floats (q, k, v at 0, d, 2d; head h at h * D), out rows of ldo; win 0 = a global layer. */
+void sk_attention_parallel(sk_scratch *s, const seq_rows *sr, const float *qkv, size_t ld,
+                           size_t H, size_t D, size_t d, size_t win, float scale, float *out,
+                           size_t ldo);
 
 /* int8.c: replace the encoder matrices the converter's policy makes Q8_0 by int8 panels
  * (weights_mode SKYCMD_WEIGHTS_Q8: calibrated on the built-in prompts first). */
