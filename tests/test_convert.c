@@ -696,6 +696,8 @@ static void expect_fail(int which, const char *n1, const char *n2) {
     case 38: m_replace(dir, "tokenizer/tokenizer_config.json", "\"cls_token\": \"[CLS]\",", ""); break;
     case 39: m_replace(dir, "tokenizer/tokenizer_config.json", "\"pad_token\": \"[PAD]\",", ""); break;
     case 40: m_replace(dir, "tokenizer/tokenizer_config.json", "\"PreTrainedTokenizerFast\"", "\"BertTokenizerFast\""); break;
+    case 41: m_replace(dir, "encoder/config.json", "\"attention_bias\": false", "\"attention_bias\": true"); break;
+    case 42: m_replace(dir, "encoder/config.json", "\"norm_bias\": false", "\"norm_bias\": true"); break;
     default: cr_assert_fail();
     }
     skycmd_error *err = skycmd_error_new();
@@ -753,6 +755,8 @@ Test(convert, damaged_checkpoints_fail_cleanly) {
     expect_fail(38, "tokenizer/tokenizer_config.json", "no \"cls_token\"");
     expect_fail(39, "tokenizer/tokenizer_config.json", "no \"pad_token\"");
     expect_fail(40, "tokenizer/tokenizer_config.json", "\"tokenizer_class\" is \"BertTokenizerFast\"");
+    expect_fail(41, "encoder/config.json", "\"attention_bias\" must be false");
+    expect_fail(42, "encoder/config.json", "\"norm_bias\" must be false");
 }
 
 Test(convert, bad_arguments) {
