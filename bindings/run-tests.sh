@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# run-tests.sh - build libskycmd's build tree and run the Go, Java, Node and Rust binding suites,
-# then the cross-check of the four bindings against the C CLI and the valgrind leak loop.
+# run-tests.sh - build libskycmd's build tree and run the Go, Java, Node, Rust and Python binding
+# suites, then the cross-check of the bindings against the C CLI and the valgrind leak loop.
 #
 # usage: bindings/run-tests.sh [--build-dir DIR] [--no-build] [SUITE...]
-#   SUITE: go java node rust crosscheck valgrind (default: all). The cross-check needs the
-#   dumps of all four suites from the same run.
+#   SUITE: generated go java node rust python crosscheck valgrind (default: all). The
+#   cross-check needs the dumps of the suites selected in the same run. generated: the
+#   committed Go and Node SWIG wrappers are not stale (bindings/generate.sh --check).
 # env: SWIG (default /opt/swigvenv/bin/swig if present, else swig on PATH; must be >= 4.2),
-#      JAVA_HOME (default from javac), MVN_FLAGS (extra Maven flags, e.g. -o).
+#      JAVA_HOME (default from javac), MVN_FLAGS (extra Maven flags, e.g. -o),
+#      PYTHON (default python3: makes the Python suite's venv; needs venv and the headers).
 # Each runner's own summary line is printed, then one line per suite; exit status 1 if any failed.
 set -uo pipefail
 
@@ -23,7 +25,7 @@ while [ $# -gt 0 ]; do
         *) suites+=("$1"); shift ;;
     esac
 done
-[ ${#suites[@]} -eq 0 ] && suites=(go java node rust crosscheck valgrind)
+[ ${#suites[@]} -eq 0 ] && suites=(generated go java node rust python crosscheck valgrind)
 want() { local s; for s in "${suites[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
 
 if [ -z "${SWIG:-}" ]; then
@@ -57,10 +59,15 @@ export SKYCMD_TEST_MODEL="$work/s1-pico.gguf"
 declare -A result
 summary() { echo "== $1: $2"; result[$1]=$2; }
 
+run_generated() {
+    echo "== committed SWIG wrappers (Go, Node) vs skycmd.i + skycmd.h"
+    SWIG="$SWIG" "$here/generate.sh" --check
+    summary generated "$([ $? -eq 0 ] && echo PASS || echo FAIL)"
+}
+
 run_go() {
-    echo "== go test -race (bindings/go)"
-    (cd "$here/go" && PATH="$(dirname "$SWIG"):$PATH" go generate ./internal/raw &&
-        go test -race -count=1 -v ./... > "$work/go.log" 2>&1)
+    echo "== go test -race (bindings/go; the SWIG layer is committed)"
+    (cd "$here/go" && go test -race -count=1 -v ./... > "$work/go.log" 2>&1)
     local rc=$?
     grep -E '^(--- FAIL|panic:)' -A5 "$work/go.log"
     grep -E 'go loop:' "$work/go.log"
@@ -71,9 +78,13 @@ run_go() {
 }
 
 run_java() {
+    echo "== bindings/java/generate.sh --check (the committed SWIG output is current)"
+    SWIG="$SWIG" bash "$here/java/generate.sh" --check
+    local gen=$?
     echo "== mvn test (bindings/java, Surefire)"
-    (cd "$here/java" && mvn -B ${MVN_FLAGS:-} -Dswig="$SWIG" test > "$work/java.log" 2>&1)
+    (cd "$here/java" && mvn -B ${MVN_FLAGS:-} test > "$work/java.log" 2>&1)
     local rc=$?
+    [ $gen -ne 0 ] && rc=1
     grep -E 'java loop:|<<< (FAIL|ERROR)|^\[ERROR\]   ' "$work/java.log"
     local line
     line=$(grep -E '^\[(INFO|WARNING|ERROR)\] Tests run: [0-9]+, Failures' "$work/java.log" | tail -n1)
@@ -84,8 +95,11 @@ run_java() {
 
 run_node() {
     echo "== node --test (bindings/node)"
-    (cd "$here/node" && { [ -d node_modules/node-addon-api ] && [ -d node_modules/typescript ] || npm ci --no-audit --no-fund >/dev/null; } &&
-        bash build.sh && npm run -s typecheck && node --test test/ > "$work/node.log" 2>&1)
+    # npm ci --ignore-scripts, then the package's own install step (install.js: node-gyp
+    # from the committed wrapper, no SWIG) against this build tree's pkg-config file.
+    (cd "$here/node" && { [ -d node_modules/node-addon-api ] && [ -d node_modules/typescript ] || npm ci --ignore-scripts --no-audit --no-fund >/dev/null; } &&
+        { npm run -s build > "$work/node-build.log" 2>&1 || { tail -n 30 "$work/node-build.log"; false; }; } &&
+        npm run -s typecheck && node --test test/ > "$work/node.log" 2>&1)
     local rc=$?
     grep -E '^not ok|node loop:|^# (tests|pass|fail) ' "$work/node.log"
     [ $rc -ne 0 ] && grep -E '^\s+(error|expected|actual):' "$work/node.log" | head -20
@@ -93,16 +107,63 @@ run_node() {
 }
 
 run_rust() {
-    echo "== cargo test (bindings/rust)"
-    (cd "$here/rust" && { cargo test --offline --no-fail-fast > "$work/rust.log" 2>&1 ||
-        { grep -q 'offline' "$work/rust.log" && cargo test --no-fail-fast > "$work/rust.log" 2>&1; }; })
-    local rc=$?
+    # Twice: against the build tree's library (pkg-config), then with feature `bundled` (the
+    # C sources compiled by skycmd-sys; its dump, written last, is the one cross-checked).
+    echo "== cargo test (bindings/rust; default, then --features skycmd/bundled)"
+    local rc=0 features
+    : > "$work/rust.log"
+    for features in "" "--features skycmd/bundled"; do
+        # shellcheck disable=SC2086
+        (cd "$here/rust" && { cargo test --offline --no-fail-fast $features > "$work/rust-run.log" 2>&1 ||
+            { grep -q 'offline' "$work/rust-run.log" && cargo test --no-fail-fast $features > "$work/rust-run.log" 2>&1; }; }) || rc=1
+        cat "$work/rust-run.log" >> "$work/rust.log"
+    done
     grep -E 'rust loop:|^test .* FAILED|panicked' "$work/rust.log"
     grep -E '^test result:' "$work/rust.log"
     local pass fail
     pass=$(grep -E '^test result:' "$work/rust.log" | awk '{s+=$4} END {print s+0}')
     fail=$(grep -E '^test result:' "$work/rust.log" | awk '{s+=$6} END {print s+0}')
     summary rust "$([ $rc -eq 0 ] && echo PASS || echo FAIL) ($pass passed, $fail failed)"
+}
+
+# The wheel is built the documented way (pip wheel against an installed prefix, libskycmd.a
+# linked in) and installed into a fresh venv; pytest runs outside the source tree so that
+# `import skycmd` is the installed wheel.
+run_python() {
+    echo "== pytest (bindings/python: pip wheel into a fresh venv)"
+    local py=${PYTHON:-python3} venv="$work/python-venv"
+    # Only the library's components: the wheel needs the headers, the .pc and libskycmd.a.
+    (cmake --build "$build" --target skycmd skycmd_static >/dev/null &&
+        cmake --install "$build" --prefix "$work/python-prefix" --component dev >/dev/null &&
+        cmake --install "$build" --prefix "$work/python-prefix" --component runtime >/dev/null &&
+        "$py" -m venv "$venv" &&
+        PKG_CONFIG_PATH="$work/python-prefix/lib/pkgconfig" "$venv/bin/pip" wheel -q --no-deps \
+            "$here/python" -w "$work/python-dist" &&
+        "$venv/bin/pip" install -q "$work"/python-dist/skycmd-*.whl -r "$here/python/tests/requirements.txt" &&
+        cd "$work" && "$venv/bin/python" -m pytest -p no:cacheprovider -v -s "$here/python/tests") \
+        > "$work/python.log" 2>&1
+    local rc=$?
+    grep -E 'python (loop|gil):|^FAILED|^ERROR' "$work/python.log"
+    local line
+    line=$(grep -E '^=+ .*([0-9]+ (passed|failed|error)).* in [0-9.]+s' "$work/python.log" | tail -n1)
+    echo "$line"
+    [ $rc -ne 0 ] && [ -z "$line" ] && tail -n 30 "$work/python.log"
+    line=$(echo ${line//=/})
+    # The extension's own memory check: every entry point under valgrind; the errors and
+    # definitely-lost blocks whose stacks pass through the extension or libskycmd must be none.
+    local vg="valgrind loop skipped: no valgrind"
+    if [ $rc -eq 0 ] && command -v valgrind >/dev/null; then
+        (cd "$work" && PYTHONMALLOC=malloc valgrind --leak-check=full --show-leak-kinds=definite \
+            --log-file="$work/python-valgrind.log" "$venv/bin/python" \
+            "$here/python/tests/valgrind_loop.py" "$SKYCMD_TEST_MODEL" "$SKYCMD_EXAMPLE_REQUEST" 10) \
+            > "$work/python-valgrind.out" 2>&1 &&
+            "$venv/bin/python" "$here/python/tests/valgrind_ours.py" "$work/python-valgrind.log" \
+            > "$work/python-valgrind.txt"
+        if [ $? -eq 0 ]; then vg="valgrind loop: 0 reports through skycmd"; else
+            rc=1; vg="valgrind loop FAILED"; tail -n 40 "$work/python-valgrind.out" "$work/python-valgrind.txt"; fi
+        tail -n1 "$work/python-valgrind.txt" 2>/dev/null
+    fi
+    summary python "$([ $rc -eq 0 ] && echo PASS || echo FAIL) ($line; $vg)"
 }
 
 run_crosscheck() {
@@ -125,13 +186,13 @@ run_valgrind() {
     summary valgrind "$([ $rc -eq 0 ] && echo 'PASS (0 errors, no leaks, 20 rounds)' || echo FAIL)"
 }
 
-for s in go java node rust crosscheck valgrind; do
+for s in generated go java node rust python crosscheck valgrind; do
     want "$s" && "run_$s"
 done
 
 echo "== bindings summary"
 status=0
-for s in go java node rust crosscheck valgrind; do
+for s in generated go java node rust python crosscheck valgrind; do
     want "$s" || continue
     echo "$s: ${result[$s]}"
     case "${result[$s]}" in PASS*|SKIPPED*) ;; *) status=1 ;; esac

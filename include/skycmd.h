@@ -244,7 +244,10 @@ SKYCMD_API int skycmd_packed_disagreement(int type, const void *bytes, size_t n_
 
 /* ---------------------------------------------------------------- model ----------- */
 /* Open a GGUF decision model (SKYCMD_OPT_WEIGHTS, SKYCMD_OPT_MAX_TOKENS,
- * SKYCMD_OPT_MODEL_NAME, log). The file is memory-mapped; *out is NULL on failure. */
+ * SKYCMD_OPT_MODEL_NAME, log). The file is memory-mapped; *out is NULL on failure.
+ * gguf_path may also be a Laya checkpoint directory: it is converted in memory exactly as
+ * skycmd_convert() with the same options (SKYCMD_OPT_TYPE, _HEAD_TYPE, _NAME, _PRE) would
+ * write it, and answers as that file would (no temporary file). */
 SKYCMD_API int skycmd_model_open(const char *gguf_path, const skycmd_options *opts,
                                  skycmd_model **out, skycmd_error *err);
 /* Same, from a caller's buffer that must outlive the model (nothing is copied). */

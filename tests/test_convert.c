@@ -26,6 +26,7 @@
 #include "convert/laya_specs.h"
 #include "convert/random_model.h"
 #include "gguf/gguf.h"
+#include "model/model.h"
 #include "safetensors/safetensors.h"
 #include "skycmd.h"
 #include "test_util.h"
@@ -678,6 +679,25 @@ static void expect_fail(int which, const char *n1, const char *n2) {
     case 22: m_write(dir, "tokenizer/tokenizer_config.json", "not json"); break;
     case 23: m_replace(dir, "rl_agent_config.json", "\"head_max_len\": 96", "\"head_max_len\": 9999"); break;
     case 24: m_replace(dir, "encoder/config.json", "\"rope_theta\": 160000.0", "\"rope_theta\": \"big\""); break;
+    /* settings the forward pass does not compute (issue 16): refused, naming the key */
+    case 25: m_replace(dir, "encoder/config.json", "\"hidden_activation\": \"gelu\"", "\"hidden_activation\": \"gelu_pytorch_tanh\""); break;
+    case 26: m_replace(dir, "encoder/config.json", "\"norm_eps\": 1e-05", "\"norm_eps\": 1e-45"); break;
+    case 27: m_replace(dir, "encoder/config.json", "\"norm_eps\": 1e-05", "\"norm_eps\": 1.5"); break;
+    case 28: m_replace(dir, "encoder/config.json", "\"mlp_bias\": false", "\"mlp_bias\": false, \"is_decoder\": true"); break;
+    case 29: m_replace(dir, "encoder/config.json", "\"mlp_bias\": false", "\"mlp_bias\": false, \"is_causal\": true"); break;
+    case 30: m_replace(dir, "encoder/config.json", "\"mlp_bias\": false", "\"mlp_bias\": false, \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}"); break;
+    case 31: m_replace(dir, "encoder/config.json", "\"rope_theta\": 10000.0,\n      \"rope_type\": \"default\"", "\"rope_theta\": 10000.0,\n      \"rope_type\": \"yarn\", \"factor\": 2.0"); break;
+    case 32: m_replace(dir, "encoder/config.json", "\"rope_parameters\": {", "\"rope_parameters\": {\"rope_type\": \"linear\", \"factor\": 2.0, "); break;
+    case 33: m_replace(dir, "encoder/config.json", "\"mlp_bias\": false", "\"mlp_bias\": false, \"dtype\": \"bfloat16\""); break;
+    case 34: m_replace(dir, "encoder/config.json", "\"mlp_bias\": false", "\"mlp_bias\": false, \"head_dim\": 32"); break;
+    case 35: m_replace(dir, "rl_agent_config.json", "\"head_layers\": 1", "\"head_layers\": 1, \"option_layout\": 2"); break;
+    case 36: m_replace(dir, "rl_agent_config.json", "\"head_layers\": 1", "\"head_layers\": 1, \"option_layout\": \"grid\""); break;
+    case 37: m_replace(dir, "rl_agent_config.json", "\"encoder\": \"skycmd/random-s1-pico\",", ""); break;
+    case 38: m_replace(dir, "tokenizer/tokenizer_config.json", "\"cls_token\": \"[CLS]\",", ""); break;
+    case 39: m_replace(dir, "tokenizer/tokenizer_config.json", "\"pad_token\": \"[PAD]\",", ""); break;
+    case 40: m_replace(dir, "tokenizer/tokenizer_config.json", "\"PreTrainedTokenizerFast\"", "\"BertTokenizerFast\""); break;
+    case 41: m_replace(dir, "encoder/config.json", "\"attention_bias\": false", "\"attention_bias\": true"); break;
+    case 42: m_replace(dir, "encoder/config.json", "\"norm_bias\": false", "\"norm_bias\": true"); break;
     default: cr_assert_fail();
     }
     skycmd_error *err = skycmd_error_new();
@@ -719,6 +739,24 @@ Test(convert, damaged_checkpoints_fail_cleanly) {
     expect_fail(22, "tokenizer/tokenizer_config.json", "JSON");
     expect_fail(23, "rl_agent_config.json", "head_max_len");
     expect_fail(24, "encoder/config.json", "rope_theta");
+    expect_fail(25, "encoder/config.json", "\"hidden_activation\" is \"gelu_pytorch_tanh\"");
+    expect_fail(26, "encoder/config.json", "\"norm_eps\" = 1e-45");
+    expect_fail(27, "encoder/config.json", "\"norm_eps\" = 1.5");
+    expect_fail(28, "encoder/config.json", "\"is_decoder\" must be false");
+    expect_fail(29, "encoder/config.json", "\"is_causal\" must be false");
+    expect_fail(30, "encoder/config.json", "\"rope_scaling\" is set");
+    expect_fail(31, "encoder/config.json", "\"rope_parameters.sliding_attention.rope_type\" is \"yarn\"");
+    expect_fail(32, "encoder/config.json", "\"rope_parameters\" has the key \"rope_type\"");
+    expect_fail(33, "encoder/config.json", "\"dtype\" is \"bfloat16\"");
+    expect_fail(34, "encoder/config.json", "\"head_dim\" must be");
+    expect_fail(35, "rl_agent_config.json", "\"option_layout\" must be");
+    expect_fail(36, "rl_agent_config.json", "\"option_layout\" must be");
+    expect_fail(37, "rl_agent_config.json", "missing key \"encoder\"");
+    expect_fail(38, "tokenizer/tokenizer_config.json", "no \"cls_token\"");
+    expect_fail(39, "tokenizer/tokenizer_config.json", "no \"pad_token\"");
+    expect_fail(40, "tokenizer/tokenizer_config.json", "\"tokenizer_class\" is \"BertTokenizerFast\"");
+    expect_fail(41, "encoder/config.json", "\"attention_bias\" must be false");
+    expect_fail(42, "encoder/config.json", "\"norm_bias\" must be false");
 }
 
 Test(convert, bad_arguments) {
@@ -750,7 +788,7 @@ Test(convert, bad_arguments) {
  * (laya 0.4.15 Agent: cfg.get("max_len", 512), cfg.get("head_max_len", 192),
  * cfg.get("temperature", [1.0, 1.0, 1.0])). */
 Test(convert, absent_rl_keys_take_laya_defaults) {
-    static const char json[] = "{\"head_layers\": 1}";
+    static const char json[] = "{\"encoder\": \"x\", \"head_layers\": 1}";
     sk_laya_config c;
     memset(&c, 0, sizeof c);
     sk_err e = {0};
@@ -760,6 +798,59 @@ Test(convert, absent_rl_keys_take_laya_defaults) {
     cr_expect_eq(c.temperature[0], 1.0f);
     cr_expect_eq(c.temperature[1], 1.0f);
     cr_expect_eq(c.temperature[2], 1.0f);
+    cr_expect_eq(c.n_act, 1);      /* len(cfg.get("act_costs", {})) + 1 */
+    cr_expect_eq(c.n_buckets, 0);  /* cfg.get("temperature_by_options", {}) */
+}
+
+/* What laya refuses in rl_agent_config.json we refuse too, naming the key. */
+Test(convert, rl_keys_laya_refuses_are_refused) {
+    static const struct { const char *json, *key; } bad[] = {
+        {"{\"head_layers\": 1}", "\"encoder\""},                 /* _verify_compatibility */
+        {"{\"encoder\": \"x\"}", "\"head_layers\""},
+        {"{\"encoder\": \"x\", \"head_layers\": 1, \"temperature\": null}", "\"temperature\""},
+        {"{\"encoder\": \"x\", \"head_layers\": 1, \"temperature_by_options\": null}",
+         "\"temperature_by_options\""},
+        {"{\"encoder\": \"x\", \"head_layers\": 1, \"act_costs\": null}", "\"act_costs\""},
+        {"{\"encoder\": \"x\", \"head_layers\": 1, \"option_layout\": \"grid\"}", "\"option_layout\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        sk_laya_config c;
+        memset(&c, 0, sizeof c);
+        sk_err e = {0};
+        cr_expect_neq(sk_laya_parse_rl_config(bad[i].json, strlen(bad[i].json), "rl", &c, &e), 0,
+                      "%s accepted", bad[i].json);
+        cr_expect(strstr(e.msg, bad[i].key), "%s: %s", bad[i].json, e.msg);
+    }
+}
+
+/* encoder/config.json: absent keys are ModernBertConfig's defaults (transformers 5.23), as
+ * AutoConfig hands them to laya. */
+Test(convert, absent_encoder_keys_take_modernbert_defaults) {
+    static const char json[] = "{\"model_type\": \"modernbert\"}";
+    sk_laya_config c;
+    memset(&c, 0, sizeof c);
+    sk_err e = {0};
+    cr_assert_eq(sk_laya_parse_enc_config(json, strlen(json), "", &c, &e), 0, "%s", e.msg);
+    cr_expect_eq(c.vocab_size, 50368);
+    cr_expect_eq(c.hidden, 768);
+    cr_expect_eq(c.intermediate, 1152);
+    cr_expect_eq(c.n_layers, 22);
+    cr_expect_eq(c.n_heads, 12);
+    cr_expect_eq(c.max_position, 8192);
+    cr_expect_eq(c.local_attention, 128);
+    cr_expect_eq(c.global_every, 3);
+    cr_expect_eq(c.norm_eps, 1e-5f);
+    cr_expect_eq(c.global_theta, 160000.0f);
+    cr_expect_eq(c.local_theta, 10000.0f);
+    cr_expect_str_eq(c.hidden_activation, "gelu");
+    /* the default pad_token_id 50283 does not fit a smaller vocabulary: refused like
+     * transformers' nn.Embedding refuses it */
+    static const char small[] = "{\"vocab_size\": 1024}";
+    cr_expect_neq(sk_laya_parse_enc_config(small, strlen(small), "enc", &c, &e), 0);
+    cr_expect(strstr(e.msg, "pad_token_id"), "%s", e.msg);
+    static const char pad[] = "{\"vocab_size\": 1024, \"pad_token_id\": 1024}";
+    cr_expect_neq(sk_laya_parse_enc_config(pad, strlen(pad), "enc", &c, &e), 0);
+    cr_expect(strstr(e.msg, "pad_token_id"), "%s", e.msg);
 }
 
 /* A checkpoint whose weights hold a NaN or an infinity is refused with the tensor and the
@@ -812,5 +903,131 @@ Test(convert, non_finite_weights_are_refused) {
         cr_expect(!exists(out), "a refused conversion leaves no output");
         skycmd_error_free(err);
     }
+    rm_rf(dir);
+}
+
+/* ---------------------------------------------------------------- vocabulary padding */
+
+/* Convert a checkpoint directory into memory with the default types. */
+static uint8_t *convert_mem(const char *dir, size_t *size) {
+    sk_err e = {0};
+    sk_laya *l = NULL;
+    cr_assert_eq(sk_laya_open_dir(dir, &l, &e), 0, "%s", e.msg);
+    sk_convert_opts o = {SK_GGML_F32, SK_GGML_F32, NULL, NULL, NULL, NULL};
+    uint8_t *buf = NULL;
+    cr_assert_eq(sk_laya_to_gguf_mem(l, &o, &buf, size, &e), 0, "%s", e.msg);
+    sk_laya_free(l);
+    return buf;
+}
+
+/* An encoder whose embedding table has more rows than the tokenizer has tokens (ModernBERT
+ * pads its vocabulary to a multiple of 64) converts: the GGUF token list is padded to the
+ * rows with "[PAD<id>]" tokens of type UNUSED (5), as llama.cpp's converter pads it, so the
+ * file still loads there; the tokenizer read back encodes exactly as before and the model
+ * gives bitwise the logits of the unpadded checkpoint (the extra rows are never looked up). */
+Test(convert, padded_vocabulary_converts_and_answers_unchanged) {
+    char dir[1200], st_path[1300];
+    snprintf(dir, sizeof dir, "%s/padded", tmpdir());
+    snprintf(st_path, sizeof st_path, "%s/model.safetensors", dir);
+    write_random_laya("s1-pico", dir, 11);
+    size_t n_plain = 0;
+    uint8_t *plain = convert_mem(dir, &n_plain);
+    /* 1024 -> 1088 rows: 64 more, filled with large values that would show if used */
+    const uint32_t V = 1024, VP = 1088, d = 64;
+    size_t n;
+    char *data = tu_slurp(st_path, &n);
+    sk_err e = {0};
+    sk_safetensors *st;
+    cr_assert_eq(sk_st_open_buffer(data, n, "x", &st, &e), 0);
+    sk_st_writer *w = sk_st_writer_new();
+    float *big = NULL;
+    for (size_t i = 0; i < sk_st_n_tensors(st); i++) {
+        const sk_st_tensor *t = sk_st_tensor_at(st, i);
+        if (strcmp(t->name, "encoder.embeddings.tok_embeddings.weight") == 0) {
+            cr_assert_eq(t->shape[0], V);
+            big = malloc((size_t)VP * d * sizeof(float));
+            memcpy(big, t->data, (size_t)V * d * sizeof(float));
+            for (size_t k = (size_t)V * d; k < (size_t)VP * d; k++) big[k] = 100.0f;
+            uint64_t sh[2] = {VP, d};
+            cr_assert_eq(sk_st_writer_add(w, t->name, t->ggml_type, 2, sh, big,
+                                          (uint64_t)VP * d * sizeof(float), &e), 0, "%s", e.msg);
+            continue;
+        }
+        cr_assert_eq(sk_st_writer_add(w, t->name, t->ggml_type, t->n_dims, t->shape, t->data,
+                                      t->nbytes, &e), 0);
+    }
+    uint8_t *sbuf;
+    size_t sn;
+    cr_assert_eq(sk_st_writer_write_mem(w, &sbuf, &sn, &e), 0);
+    sk_st_writer_free(w);
+    sk_st_close(st);
+    free(data);
+    free(big);
+    spit(st_path, sbuf, sn);
+    free(sbuf);
+    m_replace(dir, "encoder/config.json", "\"vocab_size\": 1024", "\"vocab_size\": 1088");
+
+    size_t n_pad = 0;
+    uint8_t *pad = convert_mem(dir, &n_pad);
+    sk_gguf *gp = NULL, *gq = NULL;
+    cr_assert_eq(sk_gguf_open_buffer(pad, n_pad, &gp, &e), 0, "%s", e.msg);
+    cr_assert_eq(sk_gguf_open_buffer(plain, n_plain, &gq, &e), 0, "%s", e.msg);
+    const sk_gguf_value *toks, *types;
+    cr_assert_eq(sk_gguf_get_arr(gp, "tokenizer.ggml.tokens", &toks), 0);
+    cr_assert_eq(sk_gguf_get_arr(gp, "tokenizer.ggml.token_type", &types), 0);
+    cr_assert_eq(toks->v.arr.count, VP);
+    cr_assert_eq(types->v.arr.count, VP);
+    sk_gguf_iter it, ty;
+    sk_gguf_iter_init(&it, toks);
+    sk_gguf_iter_init(&ty, types);
+    sk_gguf_value tv, yv;
+    for (uint32_t i = 0; i < VP; i++) {
+        cr_assert(sk_gguf_iter_next(&it, &tv) && sk_gguf_iter_next(&ty, &yv));
+        if (i < V) {
+            cr_expect_neq(yv.v.i, 5, "token %u of the tokenizer is UNUSED", i);
+            continue;
+        }
+        char want[32];
+        snprintf(want, sizeof want, "[PAD%u]", i);
+        cr_expect(sk_str_eq(tv.v.s, want), "token %u is %.*s", i, (int)tv.v.s.len, tv.v.s.ptr);
+        cr_expect_eq(yv.v.i, 5, "token %u has type %lld", i, (long long)yv.v.i);
+    }
+    uint32_t vk = 0;
+    cr_assert_eq(sk_gguf_get_u32(gp, "modern-bert.vocab_size", &vk), 0);
+    cr_expect_eq(vk, VP);
+    /* the tokenizers agree on a text that uses many tokens, "[PAD1030]" included */
+    skycmd_tokenizer *tp = NULL, *tq = NULL;
+    cr_assert_eq(sk_tokenizer_from_gguf(gp, &tp, &e), 0, "%s", e.msg);
+    cr_assert_eq(sk_tokenizer_from_gguf(gq, &tq, &e), 0, "%s", e.msg);
+    cr_expect_eq(sk_tokenizer_vocab_size(tp), VP);
+    static const char text[] = "The quick brown fox [PAD1030] jumps over 13 lazy dogs. [MASK] ok";
+    sk_ids ip = {0}, iq = {0};
+    cr_assert_eq(sk_tokenizer_encode(tp, text, strlen(text), &ip, &e), 0, "%s", e.msg);
+    cr_assert_eq(sk_tokenizer_encode(tq, text, strlen(text), &iq, &e), 0, "%s", e.msg);
+    cr_assert_eq(ip.n, iq.n);
+    cr_assert(memcmp(ip.ids, iq.ids, ip.n * sizeof *ip.ids) == 0, "padded tokenizer encodes differently");
+    for (size_t i = 0; i < ip.n; i++) cr_expect_lt(ip.ids[i], (int32_t)V);
+    /* bitwise the same logits */
+    sk_model *mp = NULL, *mq = NULL;
+    cr_assert_eq(sk_model_load(gp, SKYCMD_WEIGHTS_F32, &mp, &e), 0, "%s", e.msg);
+    cr_assert_eq(sk_model_load(gq, SKYCMD_WEIGHTS_F32, &mq, &e), 0, "%s", e.msg);
+    sk_scratch *sp = sk_scratch_new(mp), *sq = sk_scratch_new(mq);
+    int32_t marks[3] = {1, 4, (int32_t)ip.n - 1};
+    float lp[3], lq[3];
+    cr_assert_eq(sk_model_forward(mp, sp, ip.ids, ip.n, 0, marks, 3, lp, &e), 0, "%s", e.msg);
+    cr_assert_eq(sk_model_forward(mq, sq, iq.ids, iq.n, 0, marks, 3, lq, &e), 0, "%s", e.msg);
+    cr_expect(memcmp(lp, lq, sizeof lp) == 0, "logits differ: %g vs %g", (double)lp[0], (double)lq[0]);
+    sk_scratch_free(sp);
+    sk_scratch_free(sq);
+    sk_model_free(mp);
+    sk_model_free(mq);
+    free(ip.ids);
+    free(iq.ids);
+    sk_tokenizer_free(tp);
+    sk_tokenizer_free(tq);
+    sk_gguf_close(gp);
+    sk_gguf_close(gq);
+    free(pad);
+    free(plain);
     rm_rf(dir);
 }

@@ -385,3 +385,282 @@ Test(decide, shared_model_threads) {
     cr_expect_eq(skycmd_model_free(m), 0);
     unlink(path);
 }
+
+/* A model whose tokenizer has more tokens than token_embd.weight has rows is refused at
+ * open, naming both (it would otherwise load and then fail every request meeting a token
+ * past the table; issue 16). */
+Test(decide, tokenizer_ids_past_the_embedding_rows_are_refused_at_open) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/test_decide_rows_%d.gguf", SKYCMD_BINARY_DIR, (int)getpid());
+    skycmd_error *err = skycmd_error_new();
+    cr_assert_eq(skycmd_random_model("s1-pico", path, NULL, err), SKYCMD_OK, "%s",
+                 skycmd_error_message(err));
+    sk_err e = {0};
+    sk_gguf *g = NULL;
+    cr_assert_eq(sk_gguf_open_file(path, &g, &e), SKYCMD_OK, "%s", e.msg);
+    sk_gguf_writer *w = sk_gguf_writer_new(0);
+    uint32_t rows = 0;
+    for (size_t i = 0; i < sk_gguf_n_kv(g); i++) {
+        sk_str k = sk_gguf_kv_key(g, i);
+        if (sk_str_eq(k, "general.alignment")) continue;
+        if (sk_str_eq(k, "modern-bert.vocab_size")) continue;
+        cr_assert_eq(sk_gguf_writer_add_value(w, k, sk_gguf_kv_value(g, i)), SKYCMD_OK);
+    }
+    for (size_t i = 0; i < sk_gguf_n_tensors(g); i++) {
+        const sk_gguf_tensor *t = sk_gguf_tensor_at(g, i);
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        uint64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+        uint64_t nbytes = t->nbytes;
+        if (strcmp(name, "token_embd.weight") == 0) { /* the last 8 rows cut off */
+            ne[1] -= 8;
+            rows = (uint32_t)ne[1];
+            nbytes = sk_ggml_row_size(t->type, ne[0]) * ne[1];
+        }
+        cr_assert_eq(sk_gguf_writer_add_tensor(w, name, t->n_dims, ne, t->type, t->data, nbytes,
+                                               1, &e), SKYCMD_OK, "%s", e.msg);
+    }
+    cr_assert_eq(sk_gguf_writer_add_u32(w, "modern-bert.vocab_size", rows), SKYCMD_OK);
+    uint8_t *buf = NULL;
+    size_t size = 0;
+    cr_assert_eq(sk_gguf_writer_write_mem(w, &buf, &size, &e), SKYCMD_OK, "%s", e.msg);
+    sk_gguf_writer_free(w);
+    sk_gguf_close(g);
+    skycmd_model *m = NULL;
+    int st = skycmd_model_open_buffer(buf, size, NULL, &m, err);
+    cr_expect_eq(st, SKYCMD_E_FORMAT, "%s", skycmd_error_message(err));
+    cr_expect_null(m);
+    char want[96];
+    snprintf(want, sizeof want, "token_embd.weight has %u rows", rows);
+    cr_expect(strstr(skycmd_error_message(err), "tokenizer.ggml.tokens") &&
+              strstr(skycmd_error_message(err), want), "%s", skycmd_error_message(err));
+    free(buf);
+    skycmd_error_free(err);
+    unlink(path);
+}
+
+/* skycmd_model_open on a Laya checkpoint directory converts it in memory and answers every
+ * request of the golden set exactly (the JSON prints each double's shortest round-trip
+ * digits, so equal text is equal bits) as the GGUF skycmd_convert writes from it, under the
+ * same name; bad directories fail naming their file. */
+Test(decide, laya_directory_answers_as_its_converted_gguf) {
+    char dir[256], gguf[300];
+    snprintf(dir, sizeof dir, "%s/test_decide_dir_%d", SKYCMD_BINARY_DIR, (int)getpid());
+    snprintf(gguf, sizeof gguf, "%s.gguf", dir);
+    skycmd_options *o = skycmd_options_new();
+    skycmd_options_set_int(o, SKYCMD_OPT_LAYOUT, SKYCMD_LAYOUT_LAYA);
+    skycmd_error *err = skycmd_error_new();
+    cr_assert_eq(skycmd_random_model("s1-micro", dir, o, err), SKYCMD_OK, "%s",
+                 skycmd_error_message(err));
+    cr_assert_eq(skycmd_convert(dir, gguf, NULL, err), SKYCMD_OK, "%s", skycmd_error_message(err));
+    skycmd_model *md = NULL, *mf = NULL;
+    cr_assert_eq(skycmd_model_open(dir, NULL, &md, err), SKYCMD_OK, "%s", skycmd_error_message(err));
+    cr_assert_eq(skycmd_model_open(gguf, NULL, &mf, err), SKYCMD_OK, "%s", skycmd_error_message(err));
+    cr_expect_str_eq(skycmd_model_name(md), skycmd_model_name(mf));
+    skycmd_session *sd = NULL, *sf = NULL;
+    cr_assert_eq(skycmd_session_new(md, &sd), 0);
+    cr_assert_eq(skycmd_session_new(mf, &sf), 0);
+    cJSON *reqs = tu_load_json(SKYCMD_FIXTURES "/golden/requests.json");
+    int n_ok = 0;
+    for (cJSON *r = reqs->child; r; r = r->next) {
+        const char *body = cJSON_GetObjectItem(r, "body")->valuestring;
+        char *jd = NULL, *jf = NULL;
+        int rd = skycmd_decide_json(sd, body, strlen(body), &jd);
+        int rf = skycmd_decide_json(sf, body, strlen(body), &jf);
+        cr_expect_eq(rd, rf, "%s", cJSON_GetObjectItem(r, "name")->valuestring);
+        if (rd == SKYCMD_OK && rf == SKYCMD_OK) {
+            cr_expect_str_eq(jd, jf, "%s", cJSON_GetObjectItem(r, "name")->valuestring);
+            n_ok++;
+        }
+        skycmd_string_free(jd);
+        skycmd_string_free(jf);
+    }
+    cr_expect_gt(n_ok, 30, "only %d requests answered", n_ok);
+    cJSON_Delete(reqs);
+    skycmd_session_free(sd);
+    skycmd_session_free(sf);
+    cr_expect_eq(skycmd_model_free(md), SKYCMD_OK);
+    cr_expect_eq(skycmd_model_free(mf), SKYCMD_OK);
+    /* a broken directory: the message names the file */
+    char cfg[320];
+    snprintf(cfg, sizeof cfg, "%s/rl_agent_config.json", dir);
+    cr_assert_eq(unlink(cfg), 0);
+    cr_expect_neq(skycmd_model_open(dir, NULL, &md, err), SKYCMD_OK);
+    cr_expect_null(md);
+    cr_expect(strstr(skycmd_error_message(err), "rl_agent_config.json"), "%s",
+              skycmd_error_message(err));
+    unlink(gguf);
+    tu_rm_rf(dir);
+    skycmd_options_free(o);
+    skycmd_error_free(err);
+}
+
+/* ---------------------------------------------------------------- option_order ---- */
+
+static skycmd_response *decide_body(skycmd_session *s, const char *body) {
+    skycmd_request *req = NULL;
+    cr_assert_eq(skycmd_request_parse(body, strlen(body), &req), 0, "%s: %s", body,
+                 skycmd_request_errmsg(req));
+    skycmd_response *resp = NULL;
+    cr_assert_eq(skycmd_decide(s, req, &resp), 0, "%s", skycmd_session_errmsg(s));
+    skycmd_request_free(req);
+    return resp;
+}
+
+static double prob_of(const skycmd_response *r, size_t i, const char *key) {
+    for (size_t j = 0; j < skycmd_response_option_count(r, i); j++)
+        if (strcmp(skycmd_response_option_key(r, i, j), key) == 0)
+            return skycmd_response_option_probability(r, i, j);
+    cr_assert_fail("no option %s", key);
+    return NAN;
+}
+
+/* laya's option_order: slot s shows option order[s] (build_head), and the slot-ordered
+ * probabilities go back to the caller's option order (unpermute_probs). So a question with
+ * an order answers, key by key and bit for bit, like the same question with its options
+ * written in slot order, while its answer lists the options in the caller's order. */
+Test(decide, option_order_permutes_slots_and_unpermutes_probabilities) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/test_decide_order_%d.gguf", SKYCMD_BINARY_DIR, (int)getpid());
+    skycmd_model *m = random_model(path);
+    cr_assert(m);
+    skycmd_session *s = NULL;
+    cr_assert_eq(skycmd_session_new(m, &s), 0);
+    skycmd_response *ro = decide_body(s,
+        "{\"state\": \"the door is open and the lights are off\", \"questions\": {"
+        "\"c\": {\"type\": \"choice\", \"instructions\": \"What next?\", \"criteria\": "
+        "{\"a\": \"close the door\", \"b\": \"turn on the lights\", \"c\": \"wait\"}, "
+        "\"option_order\": [2, 0, 1]},"
+        "\"s\": {\"type\": \"score\", \"instructions\": \"How dark?\", \"criteria\": "
+        "[\"bright\", \"dim\", \"dark\", \"pitch black\"], \"option_order\": [3, 1, 0, 2]},"
+        "\"n\": {\"type\": \"noul\", \"instructions\": \"Is anyone home?\", "
+        "\"option_order\": [1, 0]}}}");
+    skycmd_response *rp = decide_body(s,
+        "{\"state\": \"the door is open and the lights are off\", \"questions\": {"
+        "\"c\": {\"type\": \"choice\", \"instructions\": \"What next?\", \"criteria\": "
+        "{\"c\": \"wait\", \"a\": \"close the door\", \"b\": \"turn on the lights\"}}}}");
+    /* the choice: same probabilities per key; listed in the caller's order a, b, c */
+    static const char *keys[3] = {"a", "b", "c"};
+    for (size_t j = 0; j < 3; j++) {
+        cr_expect_str_eq(skycmd_response_option_key(ro, 0, j), keys[j]);
+        cr_expect_eq(prob_of(ro, 0, keys[j]), prob_of(rp, 0, keys[j]), "key %s", keys[j]);
+    }
+    cr_expect_str_eq(skycmd_response_answer_choice(ro, 0), skycmd_response_answer_choice(rp, 0));
+    cr_expect_eq(skycmd_response_input_tokens(ro) > 0, 1);
+    /* the score: levels keep their meaning (the value is sum_i i * p_i in level order) */
+    double v = 0.0, sum = 0.0;
+    for (size_t j = 0; j < 4; j++) {
+        char k[4];
+        snprintf(k, sizeof k, "%zu", j);
+        cr_expect_str_eq(skycmd_response_option_key(ro, 1, j), k);
+        v += (double)j * skycmd_response_option_probability(ro, 1, j);
+        sum += skycmd_response_option_probability(ro, 1, j);
+    }
+    cr_expect(fabs(sum - 1.0) < 1e-12);
+    cr_expect(fabs(v - skycmd_response_answer_value(ro, 1)) < 1e-12, "%g vs %g", v,
+              skycmd_response_answer_value(ro, 1));
+    /* the noul: P(true) is the probability of option 1 ("true"), which sat in slot 0 */
+    cr_expect_eq(skycmd_response_answer_value(ro, 2), prob_of(ro, 2, "true"));
+    skycmd_response_free(ro);
+    skycmd_response_free(rp);
+    /* what laya's _check_question refuses is refused, naming the question and the field;
+     * null is absent */
+    static const char *bad[] = {"[0, 0, 1]", "[0, 1]", "[0, 1, 2, 3]", "[0, 1, 2.0]",
+                                "[true, 0, 1]", "[0, 1, 3]", "[-1, 0, 1]", "\"012\"", "{}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char body[512];
+        snprintf(body, sizeof body, "{\"state\": \"x\", \"questions\": {\"q\": {\"type\": "
+                 "\"choice\", \"instructions\": \"i\", \"criteria\": {\"a\": 1, \"b\": 2, "
+                 "\"c\": 3}, \"option_order\": %s}}}", bad[i]);
+        skycmd_request *req = NULL;
+        cr_expect_eq(skycmd_request_parse(body, strlen(body), &req), SKYCMD_E_REQUEST, "%s",
+                     bad[i]);
+        cr_expect(strstr(skycmd_request_errmsg(req), "questions.q: \"option_order\" must be a "
+                         "permutation of range(3)"), "%s: %s", bad[i], skycmd_request_errmsg(req));
+        skycmd_request_free(req);
+    }
+    skycmd_response *rn = decide_body(s, "{\"state\": \"x\", \"questions\": {\"q\": {\"type\": "
+                                         "\"noul\", \"instructions\": \"i\", \"option_order\": null}}}");
+    skycmd_response_free(rn);
+    skycmd_session_free(s);
+    skycmd_model_free(m);
+    unlink(path);
+}
+
+/* The parallel option layout (checkpoint built by laya: tests/fixtures/golden/ckpt/
+ * laya-parallel; the golden suite compares it with laya) gives bitwise the same answers one
+ * question at a time, batched, and on two threads; the int8 weights follow it too (close to
+ * f32, and far from what the sequential layout answers). */
+Test(decide, parallel_layout_is_the_same_batched_threaded_and_int8) {
+    const char *dir = SKYCMD_FIXTURES "/golden/ckpt/laya-parallel";
+    static const char body[] =
+        "{\"state\": \"a jar with a stuck lid\", \"questions\": {"
+        "\"t\": {\"type\": \"choice\", \"instructions\": \"Which tool?\", \"criteria\": "
+        "{\"hammer\": \"hits nails\", \"screwdriver\": \"turns screws\", \"saw\": \"cuts wood\", "
+        "\"glue\": \"sticks parts\"}},"
+        "\"s\": {\"type\": \"score\", \"instructions\": \"How stuck?\", \"criteria\": "
+        "[\"loose\", \"firm\", \"stuck\"]}, \"n\": {\"type\": \"noul\", \"instructions\": \"Open?\"}}}";
+    skycmd_error *err = skycmd_error_new();
+    char *ref = NULL;
+    static const int64_t threads[2] = {1, 2};
+    for (int w = 0; w < 3; w++) {
+        skycmd_options *o = skycmd_options_new();
+        skycmd_options_set_int(o, SKYCMD_OPT_TYPE, SKYCMD_TYPE_F32);
+        if (w == 2) skycmd_options_set_int(o, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_Q8);
+        skycmd_model *m = NULL;
+        cr_assert_eq(skycmd_model_open(dir, o, &m, err), SKYCMD_OK, "%s", skycmd_error_message(err));
+        for (int ti = 0; ti < (w == 2 ? 1 : 2); ti++) {
+            skycmd_session *s = NULL;
+            cr_assert_eq(skycmd_session_new(m, &s), 0);
+            if (w < 2) cr_assert_eq(skycmd_session_set_int(s, SKYCMD_OPT_THREADS, threads[ti]), 0);
+            char *js = NULL;
+            cr_assert_eq(skycmd_decide_json(s, body, strlen(body), &js), 0, "%s",
+                         skycmd_session_errmsg(s));
+            if (!ref) ref = js;
+            else if (w < 2) {
+                cr_expect_str_eq(js, ref, "threads %lld", (long long)threads[ti]);
+                skycmd_string_free(js);
+            } else {
+                /* int8: close to f32 on every probability */
+                cJSON *a = cJSON_Parse(ref), *b = cJSON_Parse(js);
+                cJSON *pa = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(a, "answers"), "t"), "probabilities");
+                cJSON *pb = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "answers"), "t"), "probabilities");
+                for (cJSON *x = pa->child; x; x = x->next)
+                    cr_expect(fabs(x->valuedouble - cJSON_GetObjectItem(pb, x->string)->valuedouble) < 0.05,
+                              "int8 %s: %g vs %g", x->string, cJSON_GetObjectItem(pb, x->string)->valuedouble,
+                              x->valuedouble);
+                cJSON_Delete(a);
+                cJSON_Delete(b);
+                skycmd_string_free(js);
+            }
+            skycmd_session_free(s);
+        }
+        skycmd_model_free(m);
+        skycmd_options_free(o);
+        if (w == 0) {
+            /* the same questions one request each, batched by decide_batch */
+            skycmd_options *o2 = skycmd_options_new();
+            skycmd_options_set_int(o2, SKYCMD_OPT_TYPE, SKYCMD_TYPE_F32);
+            cr_assert_eq(skycmd_model_open(dir, o2, &m, err), SKYCMD_OK);
+            skycmd_session *s = NULL;
+            cr_assert_eq(skycmd_session_new(m, &s), 0);
+            skycmd_request *rq[2] = {NULL, NULL};
+            cr_assert_eq(skycmd_request_parse(body, strlen(body), &rq[0]), 0);
+            cr_assert_eq(skycmd_request_parse(body, strlen(body), &rq[1]), 0);
+            skycmd_response *rs[2] = {NULL, NULL};
+            cr_assert_eq(skycmd_decide_batch(s, (const skycmd_request *const *)rq, 2, rs), 0, "%s",
+                         skycmd_session_errmsg(s));
+            cr_expect_str_eq(skycmd_response_json(rs[0]), ref);
+            cr_expect_str_eq(skycmd_response_json(rs[1]), ref);
+            for (int i = 0; i < 2; i++) {
+                skycmd_response_free(rs[i]);
+                skycmd_request_free(rq[i]);
+            }
+            skycmd_session_free(s);
+            skycmd_model_free(m);
+            skycmd_options_free(o2);
+        }
+    }
+    skycmd_string_free(ref);
+    skycmd_error_free(err);
+}

@@ -9,6 +9,7 @@
  * feed_forward_length array and a decision head count (1) that differs from the encoder's
  * (2); fx-b mixes F16, BF16, Q8_0 and F32 tensors and has 2 decision heads.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include "model/model.h"
 #include "kernels/kernels.h"
 #include "kernels/pool.h"
+#include "test_util.h"
 
 #define MAXN 512
 #define MAXK 64
@@ -258,6 +260,11 @@ Test(model, marker_order_and_duplicates) {
 static const char *g_nan_tensor;  /* load_variant: tensor whose element 3 becomes NaN */
 static void (*g_after_load)(sk_model *m);  /* load_variant: run on the loaded model */
 
+/* load_variant: a key set to a string, bool or float instead (added when the file lacks it) */
+static const char *g_set_key, *g_set_str;
+static int g_set_type;   /* 's' string, 'b' bool, 'f' float */
+static double g_set_num;
+
 static int load_variant(const char *drop, const char *reshape, const char *key, uint32_t val,
                         char *msg, size_t msg_cap) {
     sk_gguf *g = open_fixture("fx-a");
@@ -271,7 +278,14 @@ static int load_variant(const char *drop, const char *reshape, const char *key, 
             cr_assert_eq(sk_gguf_writer_add_u32(w, key, val), SKYCMD_OK);
             continue;
         }
+        if (g_set_key && sk_str_eq(k, g_set_key)) continue;
         cr_assert_eq(sk_gguf_writer_add_value(w, k, sk_gguf_kv_value(g, i)), SKYCMD_OK);
+    }
+    if (g_set_key) {
+        int r = g_set_type == 's'   ? sk_gguf_writer_add_str(w, g_set_key, g_set_str)
+                : g_set_type == 'b' ? sk_gguf_writer_add_bool(w, g_set_key, g_set_num != 0.0)
+                                    : sk_gguf_writer_add_f32(w, g_set_key, (float)g_set_num);
+        cr_assert_eq(r, SKYCMD_OK);
     }
     for (size_t i = 0; i < sk_gguf_n_tensors(g); i++) {
         const sk_gguf_tensor *t = sk_gguf_tensor_at(g, i);
@@ -380,15 +394,54 @@ static void use_row0(sk_model *m) {
     sk_scratch_free(s);
 }
 
-/* token_embd is read lazily: a NaN in row 0 loads, and is reported when a sequence uses
- * row 0 (other rows still work). */
-Test(model, nan_embedding_row) {
+/* token_embd is widened lazily at lookup, but scanned once at load: a NaN in row 0 refuses
+ * the model, naming the row and element, instead of failing every request that uses the
+ * token (issue 16). */
+Test(model, nan_embedding_row_is_refused_at_load) {
     char msg[512];
     g_nan_tensor = "token_embd.weight";  /* element 3 = row 0 */
     g_after_load = use_row0;
-    cr_assert_eq(load_variant(NULL, NULL, NULL, 0, msg, sizeof msg), SKYCMD_OK, "%s", msg);
+    cr_assert_eq(load_variant(NULL, NULL, NULL, 0, msg, sizeof msg), SKYCMD_E_FORMAT);
+    cr_assert(strstr(msg, "token_embd.weight") && strstr(msg, "row 0") &&
+              strstr(msg, "element 3"), "%s", msg);
     g_nan_tensor = NULL;
     g_after_load = NULL;
+}
+
+static void expect_refused(const char *key, int type, const char *str, double num,
+                           int want_rc, const char *want_msg) {
+    char msg[512];
+    g_set_key = key;
+    g_set_type = type;
+    g_set_str = str;
+    g_set_num = num;
+    int rc = load_variant(NULL, NULL, NULL, 0, msg, sizeof msg);
+    g_set_key = NULL;
+    cr_expect_eq(rc, want_rc, "%s: rc %d, %s", key, rc, msg);
+    if (want_msg) cr_expect(strstr(msg, key) && strstr(msg, want_msg), "%s: %s", key, msg);
+}
+
+/* Settings a GGUF can state that the forward pass does not compute are refused at load with
+ * the key named (never answered as if absent); the values it does compute still load. */
+Test(model, unimplemented_settings_are_refused_at_load) {
+    expect_refused("modern-bert.hidden_activation", 's', "gelu_pytorch_tanh", 0,
+                   SKYCMD_E_UNSUPPORTED, "gelu_pytorch_tanh");
+    expect_refused("modern-bert.hidden_activation", 's', "gelu", 0, SKYCMD_OK, NULL);
+    expect_refused("modern-bert.rope.scaling.type", 's', "yarn", 0, SKYCMD_E_UNSUPPORTED,
+                   "RoPE scaling");
+    expect_refused("modern-bert.rope.scaling.type", 's', "none", 0, SKYCMD_OK, NULL);
+    expect_refused("modern-bert.decision.option_layout", 's', "grid", 0,
+                   SKYCMD_E_UNSUPPORTED, "grid");
+    expect_refused("modern-bert.decision.option_layout", 's', "parallel", 0, SKYCMD_OK, NULL);
+    expect_refused("modern-bert.decision.option_layout", 's', "sequential", 0, SKYCMD_OK, NULL);
+    expect_refused("modern-bert.attention.causal", 'b', NULL, 1, SKYCMD_E_UNSUPPORTED, "true");
+    expect_refused("modern-bert.attention.causal", 'b', NULL, 0, SKYCMD_OK, NULL);
+    expect_refused("modern-bert.attention.layer_norm_epsilon", 'f', NULL, 1e-40,
+                   SKYCMD_E_UNSUPPORTED, "outside");
+    expect_refused("modern-bert.attention.layer_norm_epsilon", 'f', NULL, 2.0,
+                   SKYCMD_E_UNSUPPORTED, "outside");
+    expect_refused("modern-bert.attention.layer_norm_epsilon", 'f', NULL, 1e-12, SKYCMD_OK,
+                   NULL);
 }
 
 /* With a thread pool the logits are bitwise identical to one thread. */
@@ -439,8 +492,8 @@ Test(model, batch_equals_one_at_a_time) {
         fx_case *c = &cases[i];
         cr_assert_eq(sk_model_forward(m, s1, c->ids, c->n, c->qtype, c->markers, c->k,
                                       single[i], &e), SKYCMD_OK, "%s", e.msg);
-        seqs[ns++] = (sk_seq){c->ids, c->n, c->qtype, c->markers, c->k, batched[i]};
-        if (i == 2) seqs[ns++] = (sk_seq){c->ids, c->n, 1, NULL, 0, NULL};  /* no markers */
+        seqs[ns++] = (sk_seq){c->ids, c->n, c->qtype, c->markers, c->k, batched[i], NULL, NULL};
+        if (i == 2) seqs[ns++] = (sk_seq){c->ids, c->n, 1, NULL, 0, NULL, NULL, NULL};  /* no markers */
     }
     cr_assert_eq(sk_model_forward_batch(m, s2, seqs, ns, &e), SKYCMD_OK, "%s", e.msg);
     for (size_t i = 0; i < nc; i++) {
@@ -459,4 +512,29 @@ Test(model, batch_equals_one_at_a_time) {
     sk_scratch_free(s2);
     sk_model_free(m);
     sk_gguf_close(g);
+}
+
+/* A model opened from a caller's buffer leaves that buffer as it was: the load gives pages
+ * back to the system only for its own file mapping (on a caller's anonymous memory the same
+ * madvise would zero them, and the embedding rows read later would be zeros). */
+Test(model, load_from_buffer_leaves_the_buffer_intact) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/model/fx-b.gguf", SKYCMD_FIXTURES);
+    size_t n = 0;
+    uint8_t *file = tu_slurp(path, &n);
+    cr_assert(file && n > 0);
+    /* page-aligned, so every page the tensors span lies wholly inside the buffer */
+    uint8_t *buf = aligned_alloc(1 << 16, (n + (1 << 16) - 1) / (1 << 16) * (1 << 16));
+    cr_assert(buf);
+    memcpy(buf, file, n);
+    sk_err e = {0};
+    sk_gguf *g = NULL;
+    cr_assert_eq(sk_gguf_open_buffer(buf, n, &g, &e), SKYCMD_OK, "%s", e.msg);
+    sk_model *m = NULL;
+    cr_assert_eq(sk_model_load(g, SKYCMD_WEIGHTS_F32, &m, &e), SKYCMD_OK, "%s", e.msg);
+    cr_expect(memcmp(buf, file, n) == 0, "the load changed the caller's buffer");
+    sk_model_free(m);
+    sk_gguf_close(g);
+    free(buf);
+    free(file);
 }

@@ -595,3 +595,92 @@ Test(gguf, same_as_gguf_py_vocab1024) { check_gguf_expectation("vocab1024"); }
 Test(gguf, same_as_gguf_py_vocab4096) { check_gguf_expectation("vocab4096"); }
 Test(gguf, same_as_gguf_py_vocab1024_im) { check_gguf_expectation("vocab1024_im"); }
 Test(gguf, same_as_gguf_py_vocab1024_edge) { check_gguf_expectation("vocab1024_edge"); }
+
+/* ---------------------------------------------------------------- NFC, exhaustively */
+
+/* Our NFC against tokenizers 0.23.3's own (tools/golden/make_nfc_fixtures.py), for every
+ * code point U+0000..U+10FFFF but the surrogates, alone and in four contexts that exercise
+ * composition with a following mark, with a preceding starter, canonical reordering and
+ * Hangul LV+T; the fixture lists the results that are not the input, so every other one
+ * must come out unchanged. Then every NFD form tokenizers produces must normalize back as
+ * tokenizers normalizes it. U+11935 U+11930 (Dives Akuru, Unicode 13) stays two code
+ * points, as tokenizers (Unicode 9.0 tables) leaves it. */
+Test(tokenizer, nfc_matches_tokenizers_on_every_code_point) {
+    static const char *ctx_names[5] = {"alone", "before_acute", "after_A", "after_a_dotbelow",
+                                       "after_hangul_lv"};
+    FILE *f = fopen(SKYCMD_FIXTURES "/tokenizer/nfc_tokenizers.txt", "r");
+    cr_assert(f, "missing fixture");
+    enum { NCP = 0x110000 };
+    char **want[5];
+    for (int c = 0; c < 5; c++) want[c] = calloc(NCP, sizeof(char *));
+    static char line[512];
+    size_t n_nfd = 0, bad_nfd = 0;
+    uint32_t in[8], out[40];
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#') continue;
+        line[strcspn(line, "\n")] = 0;
+        char *name = strtok(line, " ");
+        char *cps = strtok(NULL, " ");
+        char *rest = strtok(NULL, "");
+        cr_assert(name && cps && rest);
+        unsigned long cp = strtoul(cps, NULL, 16);
+        if (strcmp(name, "nfd") == 0) {
+            char *eq = strstr(rest, " = ");
+            cr_assert(eq);
+            *eq = 0;
+            size_t n = 0, m = 0;
+            for (char *t = strtok(rest, " "); t; t = strtok(NULL, " ")) in[n++] = (uint32_t)strtoul(t, NULL, 16);
+            uint32_t exp[8];
+            for (char *t = strtok(eq + 3, " "); t; t = strtok(NULL, " ")) exp[m++] = (uint32_t)strtoul(t, NULL, 16);
+            size_t w = sk_nfc(in, n, out);
+            if (w != m || memcmp(out, exp, m * sizeof *exp) != 0) {
+                if (bad_nfd++ < 10) cr_log_error("NFC(NFD(U+%04lX)) differs from tokenizers", cp);
+            }
+            n_nfd++;
+            continue;
+        }
+        int c = 0;
+        while (c < 5 && strcmp(ctx_names[c], name) != 0) c++;
+        cr_assert_lt(c, 5, "unknown context %s", name);
+        want[c][cp] = strdup(rest);
+    }
+    fclose(f);
+    cr_expect_gt(n_nfd, 10000);
+    cr_expect_eq(bad_nfd, 0, "%zu NFD forms normalize differently", bad_nfd);
+    size_t bad = 0, changed = 0;
+    char got[512];
+    for (int c = 0; c < 5; c++) {
+        for (uint32_t cp = 0; cp < NCP; cp++) {
+            if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+            size_t n = 0;
+            switch (c) {
+            case 0: in[n++] = cp; break;
+            case 1: in[n++] = cp; in[n++] = 0x0301; break;
+            case 2: in[n++] = 0x41; in[n++] = cp; break;
+            case 3: in[n++] = 0x61; in[n++] = 0x0316; in[n++] = cp; break;
+            default: in[n++] = 0xAC00; in[n++] = cp; break;
+            }
+            size_t w = sk_nfc(in, n, out);
+            int same = w == n && memcmp(in, out, n * sizeof *in) == 0;
+            if (!want[c][cp]) {
+                if (!same && bad++ < 10)
+                    cr_log_error("%s U+%04X: changed, tokenizers leaves it", ctx_names[c], cp);
+                continue;
+            }
+            changed++;
+            size_t k = 0;
+            got[0] = 0;
+            for (size_t i = 0; i < w; i++)
+                k += (size_t)snprintf(got + k, sizeof got - k, "%s%X", i ? " " : "", out[i]);
+            if (strcmp(got, want[c][cp]) != 0 && bad++ < 10)
+                cr_log_error("%s U+%04X: %s, tokenizers %s", ctx_names[c], cp, got, want[c][cp]);
+        }
+        for (uint32_t cp = 0; cp < NCP; cp++) free(want[c][cp]);
+        free(want[c]);
+    }
+    cr_expect_gt(changed, 5000);
+    cr_expect_eq(bad, 0, "%zu results differ from tokenizers", bad);
+    const uint32_t dives[2] = {0x11935, 0x11930};
+    cr_expect_eq(sk_nfc(dives, 2, out), 2);
+    cr_expect_str_eq(sk_nfc_unicode_version, "9.0.0");
+}

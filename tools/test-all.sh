@@ -44,7 +44,10 @@ bindings/run-tests.sh --build-dir build --no-build
 stage "bindings from consumer projects outside the repository (no SWIG on PATH)"
 bindings/run-consumers.sh --build-dir build
 
-stage "Debian packages, installed and used by a pkg-config consumer"
+stage "Debian packages: lintian, installed and used by a pkg-config consumer"
 packaging/test-debs.sh build
+
+stage "release tarball, the Homebrew formula's commands, a moved install (no Criterion)"
+packaging/test-release.sh
 
 stage "all test stages passed"

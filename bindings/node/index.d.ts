@@ -67,25 +67,126 @@ export interface Answer {
   readonly choice: string | null;
   /** Expected level (score), P(true) (noul), the chosen key's probability (choice). */
   readonly value: number;
-  /** Confidence of choice/score; NaN for noul. */
-  readonly confidence: number;
+  /** Confidence of choice/score; undefined for noul (it has none; never NaN). */
+  readonly confidence: number | undefined;
   readonly probabilities: readonly Probability[];
+  /** Score answers: the criteria text of each level (legend[j] for level j). */
+  readonly legend?: readonly string[];
+}
+
+/** The Jev SDK's ChoiceAnswer. */
+export interface ChoiceAnswer {
+  readonly choice: string;
+  readonly confidence: number;
+  readonly probabilities: Readonly<Record<string, number>>;
+}
+
+/** The Jev SDK's ScoreAnswer (levels "0", "1", ... as keys). */
+export interface ScoreAnswer {
+  readonly score: number;
+  readonly confidence: number;
+  readonly legend: Readonly<Record<string, string>>;
+  readonly probabilities: Readonly<Record<string, number>>;
+}
+
+/** The Jev SDK's NoulAnswer: P(true). */
+export interface NoulAnswer {
+  readonly noul: number;
 }
 
 export declare class Response {
+  /** The name of the model that answered (the wire's "model": general.name or modelName). */
+  readonly model: string;
   readonly answers: readonly Answer[];
   readonly inputTokens: number;
   /** The library's wire JSON: {"model", "answers", "usage"}. */
   readonly json: string;
   answer(id: string): Answer | undefined;
+  readonly choices: Readonly<Record<string, ChoiceAnswer>>;
+  readonly scores: Readonly<Record<string, ScoreAnswer>>;
+  readonly nouls: Readonly<Record<string, NoulAnswer>>;
 }
 
-/** A /v1/systemone request: JSON text or an object (serialized with JSON.stringify). */
-export type Request = string | { state: unknown; questions: Record<string, unknown>; model?: string };
+/** A state, instructions or a criterion: text or any JSON value. */
+export type Content = string | number | boolean | null | readonly unknown[] | { readonly [k: string]: unknown };
+
+/** Ordered key/value pairs: an object, a Map or [key, value] pairs (the last two keep the
+ * order even of integer-like keys). */
+export type Entries<V> = Readonly<Record<string, V>> | ReadonlyMap<string, V> | ReadonlyArray<readonly [string, V]>;
+
+/** The Jev SDK's Choice: named alternatives (a null description: the name alone). */
+export declare class Choice {
+  constructor(fields: { instructions?: Content; criteria: Entries<Content> });
+  readonly type: 'choice';
+}
+
+/** The Jev SDK's Score: an ordered rubric, level 0 first. */
+export declare class Score {
+  constructor(fields: { instructions?: Content; criteria: readonly Content[] });
+  readonly type: 'score';
+}
+
+/** The Jev SDK's Noul: a yes/no question; instructions or a described outcome. */
+export declare class Noul {
+  constructor(fields: { instructions?: Content; criteria?: { true?: Content; false?: Content } });
+  readonly type: 'noul';
+}
+
+export type Question = Choice | Score | Noul;
+
+/** A request built from typed questions. */
+export declare class Request {
+  constructor(fields: { state: Content; questions: Entries<Question>; model?: string });
+  readonly model: string | undefined;
+  /** The /v1/systemone body as text, questions in order. */
+  json(): string;
+}
+export declare function request(fields: { state: Content; questions: Entries<Question>; model?: string }): Request;
+
+/** A /v1/systemone request: a typed Request, JSON text, or an object (JSON.stringify). */
+export type RequestInput = Request | string | { state: unknown; questions: Record<string, unknown>; model?: string };
+
+/** What convert() and quantize() use of an AbortSignal (declared here so that the types
+ * need neither the DOM lib nor @types/node). */
+export interface AbortSignalLike {
+  readonly aborted: boolean;
+  readonly reason?: unknown;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
+/** Options of convert() and quantize(). */
+export interface FileOptions extends Options {
+  /** Aborting rejects the call with SKYCMD_E_CANCELLED (cause: signal.reason); no output is left. */
+  signal?: AbortSignalLike;
+  /** Progress in the call's units (bytes or tensors), on the main thread. */
+  onProgress?: (done: number, total: number) => void;
+}
+
+export declare const Special: Readonly<{ CLS: 0; SEP: 1; MASK: 2; PAD: 3; UNK: 4 }>;
+export type SpecialToken = 0 | 1 | 2 | 3 | 4 | 'cls' | 'sep' | 'mask' | 'pad' | 'unk';
+
+/** A byte-level BPE tokenizer (synchronous calls). */
+export declare class Tokenizer {
+  /** Loads a Hugging Face tokenizer.json. close() it when done. */
+  static open(jsonPath: string): Tokenizer;
+  encode(text: string): Int32Array;
+  countTokens(text: string): number;
+  decode(ids: ArrayLike<number> | Iterable<number>): string;
+  /** The vocabulary entry of an id, or undefined. */
+  token(id: number): string | undefined;
+  readonly vocabSize: number;
+  /** The id of a special token, or undefined. */
+  specialId(which: SpecialToken): number | undefined;
+  /** Frees a tokenizer from open(); a model's tokenizer goes with its model. */
+  close(): void;
+}
 
 export declare class Model {
   /** Opens a GGUF decision model. Throws SkycmdError. */
   static open(ggufPath: string, options?: Options): Model;
+  /** Opens a model from GGUF bytes (copied: the buffer may be reused at once). */
+  static openBuffer(bytes: Uint8Array, options?: Options): Model;
   /** True after close(). */
   readonly closed: boolean;
   /** The model name reported in responses. */
@@ -93,19 +194,31 @@ export declare class Model {
   /** A hyper-parameter by GGUF-style name ("embedding_length", "decision.max_tokens", ...). */
   intParameter(name: string): number;
   /** Answers a request on the libuv thread pool. Rejects with SkycmdError. */
-  decide(request: Request): Promise<Response>;
+  decide(request: RequestInput): Promise<Response>;
   /** Answers a request on the calling thread (blocks the event loop). Throws SkycmdError. */
-  decideSync(request: Request): Response;
+  decideSync(request: RequestInput): Response;
+  /** Answers requests together (shared batches; each as decide() alone) on the pool. */
+  decideBatch(requests: Iterable<RequestInput>): Promise<Response[]>;
+  decideBatchSync(requests: Iterable<RequestInput>): Response[];
+  /** The model's tokenizer (unusable after close()). */
+  tokenizer(): Tokenizer;
   /** Frees the model (after in-flight async calls settle). Idempotent. */
   close(): void;
   [Symbol.dispose](): void;
 }
 
 export declare function open(ggufPath: string, options?: Options): Model;
-export declare function convert(layaDir: string, outPath: string, options?: Options): void;
-export declare function randomModel(preset: string, outPath: string, options?: Options): void;
-export declare function quantize(inPath: string, outPath: string, options?: Options): void;
-export declare function inspect(ggufPath: string, options?: Options): string;
+export declare function openBuffer(bytes: Uint8Array, options?: Options): Model;
+/** On the libuv thread pool. */
+export declare function convert(layaDir: string, outPath: string, options?: FileOptions): Promise<void>;
+export declare function randomModel(preset: string, outPath: string, options?: Options): Promise<void>;
+export declare function quantize(inPath: string, outPath: string, options?: FileOptions): Promise<void>;
+export declare function inspect(ggufPath: string, options?: Options): Promise<string>;
+/** The same on the calling thread (blocking). */
+export declare function convertSync(layaDir: string, outPath: string, options?: Options): void;
+export declare function randomModelSync(preset: string, outPath: string, options?: Options): void;
+export declare function quantizeSync(inPath: string, outPath: string, options?: Options): void;
+export declare function inspectSync(ggufPath: string, options?: Options): string;
 /** Throws SKYCMD_E_VERSION unless the running library is at least version n. */
 export declare function checkVersion(n: number): void;
 /** SKYCMD_VERSION_NUMBER of the header the addon was built against. */

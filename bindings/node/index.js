@@ -3,13 +3,19 @@
  * skycmd - Node.js binding of libskycmd (System One decision models in GGUF files).
  *
  * Contract:
- *  - The native part is the SWIG Node-API wrapper of ../swig/skycmd.i (build/Release/
- *    skycmd.node, Node-API 8: one binary for every Node >= 18) plus its hand-written
- *    decideAsync, which runs on the libuv thread pool.
+ *  - The native part is the SWIG Node-API wrapper of ../swig/skycmd.i (src/skycmd_wrap.cxx,
+ *    committed; built on `npm install` by node-gyp into build/Release/skycmd.node against
+ *    the libskycmd that `pkg-config skycmd` finds; Node-API 8: one binary for every
+ *    Node >= 18) plus its hand-written workers, which run on the libuv thread pool.
  *  - Every failure throws (or rejects with) a SkycmdError carrying the library's status
  *    (number), code (e.g. "SKYCMD_E_IO") and message.
- *  - Model.decide() returns a Promise and never blocks the event loop; decideSync() blocks.
- *    Both give identical answers (the same doubles).
+ *  - Model.decide(), decideBatch(), convert(), quantize(), inspect() and randomModel()
+ *    return Promises and never block the event loop; the *Sync variants block. Both give
+ *    identical answers (the same doubles). convert/quantize take {signal: AbortSignal,
+ *    onProgress(done, total)}: an aborted signal makes them reject with SKYCMD_E_CANCELLED
+ *    and leave no output.
+ *  - A noul answer has no confidence: its `confidence` is undefined (never NaN). A score
+ *    answer has a `legend` (the criteria text of each level); the others have none.
  *  - close() is idempotent. With async calls in flight the model is marked closed at once
  *    and freed when the last one settles. A model dropped without close() is freed by a
  *    FinalizationRegistry (sessions first, then the model: the C library refuses to free a
@@ -19,8 +25,18 @@
  */
 const path = require('path');
 
-const native = require(process.env.SKYCMD_NODE_ADDON ||
-                       path.join(__dirname, 'build', 'Release', 'skycmd.node'));
+function loadAddon() {
+  const file = process.env.SKYCMD_NODE_ADDON || path.join(__dirname, 'build', 'Release', 'skycmd.node');
+  try {
+    return require(file);
+  } catch (e) {
+    e.message = `skycmd: cannot load the native addon ${file} (built by \`npm install\` against ` +
+      `libskycmd found by pkg-config; at run time libskycmd.so.1 must be on the loader path, ` +
+      `e.g. LD_LIBRARY_PATH for a prefix install): ${e.message}`;
+    throw e;
+  }
+}
+const native = loadAddon();
 
 const Status = Object.freeze({
   OK: 0, INVALID_ARGUMENT: 1, MISUSE: 2, NOMEM: 3, IO: 4, FORMAT: 5, UNSUPPORTED: 6, BUSY: 7,
@@ -117,47 +133,115 @@ function buildOptions(op, opts) {
   return [box, session];
 }
 
+// Options of the call itself, not of the C options bag.
+const CALL_OPTIONS = new Set(['signal', 'onProgress']);
+
+function optionsOnly(opts) {
+  const out = {};
+  for (const [k, v] of Object.entries(opts || {})) if (!CALL_OPTIONS.has(k)) out[k] = v;
+  return out;
+}
+
 function handleLess(op, opts, fn) {
   ensureUsable();
-  const [o] = buildOptions(op, opts);
+  const [o] = buildOptions(op, optionsOnly(opts));
   const c = new native.SkyCall();
   check(op, fn(c, o), c.message());
   return c;
 }
 
-/** Converts a Laya checkpoint directory to one GGUF file (type, headType, name, pre). */
+function cancelledError(op, signal) {
+  const e = new SkycmdError(op, Status.CANCELLED, 'cancelled before it started');
+  e.cause = signal.reason;
+  return e;
+}
+
+// The libuv-pool form of a handle-less call: fileAsync in skycmd.i. An AbortSignal raises
+// the options box's cancel flag, which the C progress callback reads on the worker thread.
+async function fileOp(op, nativeOp, a, b, opts) {
+  ensureUsable();
+  const signal = opts && opts.signal;
+  const onProgress = opts && opts.onProgress;
+  if (signal && signal.aborted) throw cancelledError(op, signal);
+  const [o] = buildOptions(op, optionsOnly(opts));
+  const abort = () => o.cancel();
+  if (signal) signal.addEventListener('abort', abort, { once: true });
+  try {
+    return await native.fileAsync(nativeOp, String(a), String(b), o,
+                                  typeof onProgress === 'function' ? onProgress : undefined);
+  } catch (e) {
+    if (e && typeof e.status === 'number') {
+      const err = new SkycmdError(op, e.status, e.libraryMessage);
+      if (e.status === Status.CANCELLED && signal && signal.aborted) err.cause = signal.reason;
+      throw err;
+    }
+    throw e;
+  } finally {
+    if (signal) signal.removeEventListener('abort', abort);
+  }
+}
+
+/** Converts a Laya checkpoint directory to one GGUF file (type, headType, name, pre, signal,
+ * onProgress) on the thread pool. */
 function convert(layaDir, outPath, opts) {
+  return fileOp('convert', 'convert', layaDir, outPath, opts);
+}
+
+/** Re-types the tensors of a GGUF file (type, headType, signal, onProgress) on the pool. */
+function quantize(inPath, outPath, opts) {
+  return fileOp('quantize', 'quantize', inPath, outPath, opts);
+}
+
+/** Writes a deterministic random model of a preset (seed, massive, layout) on the pool. */
+function randomModel(preset, outPath, opts) {
+  return fileOp('random model', 'random', preset, outPath, opts);
+}
+
+/** Resolves to the printed header, metadata and tensor table of a GGUF file (maxArray, json). */
+function inspect(ggufPath, opts) {
+  return fileOp('inspect', 'inspect', ggufPath, '', opts);
+}
+
+/** convert() on the calling thread (blocks the event loop). */
+function convertSync(layaDir, outPath, opts) {
   handleLess('convert', opts, (c, o) => c.convert(String(layaDir), String(outPath), o));
 }
 
-/** Writes a deterministic random model of a preset (seed, massive, layout). */
-function randomModel(preset, outPath, opts) {
+/** randomModel() on the calling thread. */
+function randomModelSync(preset, outPath, opts) {
   handleLess('random model', opts, (c, o) => c.randomModel(String(preset), String(outPath), o));
 }
 
-/** Re-types the tensors of a GGUF file (type, headType). */
-function quantize(inPath, outPath, opts) {
+/** quantize() on the calling thread. */
+function quantizeSync(inPath, outPath, opts) {
   handleLess('quantize', opts, (c, o) => c.quantize(String(inPath), String(outPath), o));
 }
 
-/** The printed header, metadata and tensor table of a GGUF file (maxArray, json). */
-function inspect(ggufPath, opts) {
+/** inspect() on the calling thread. */
+function inspectSync(ggufPath, opts) {
   return handleLess('inspect', opts, (c, o) => c.inspect(String(ggufPath), o)).takeOutput();
 }
 
 const ANSWER_TYPES = ['choice', 'score', 'noul'];
 
+function freezeAnswer(a) {
+  const type = ANSWER_TYPES[a.type];
+  const answer = {
+    id: a.id,
+    type,
+    choice: a.choice,
+    value: a.value,
+    confidence: Number.isNaN(a.confidence) ? undefined : a.confidence,
+    probabilities: Object.freeze(a.probabilities.map((p) => Object.freeze({ key: p.key, p: p.p }))),
+  };
+  if (type === 'score') answer.legend = Object.freeze(a.legend ? a.legend.slice() : []);
+  return Object.freeze(answer);
+}
+
 class Response {
   constructor(plain) {
-    this.answers = plain.answers.map((a) => Object.freeze({
-      id: a.id,
-      type: ANSWER_TYPES[a.type],
-      choice: a.choice,
-      value: a.value,
-      confidence: a.confidence,
-      probabilities: Object.freeze(a.probabilities.map((p) => Object.freeze({ key: p.key, p: p.p }))),
-    }));
-    Object.freeze(this.answers);
+    this.model = plain.model;
+    this.answers = Object.freeze(plain.answers.map(freezeAnswer));
     this.inputTokens = plain.inputTokens;
     this.json = plain.json;
     Object.freeze(this);
@@ -166,6 +250,38 @@ class Response {
   /** The answer to question `id`, or undefined. */
   answer(id) {
     return this.answers.find((a) => a.id === id);
+  }
+
+  /** Choice answers by question id, as the Jev SDK's ChoiceAnswer: {choice, confidence,
+   * probabilities: {key: p}}. */
+  get choices() {
+    const out = {};
+    for (const a of this.answers) {
+      if (a.type !== 'choice') continue;
+      out[a.id] = Object.freeze({ choice: a.choice, confidence: a.confidence,
+        probabilities: Object.freeze(Object.fromEntries(a.probabilities.map((p) => [p.key, p.p]))) });
+    }
+    return Object.freeze(out);
+  }
+
+  /** Score answers by question id, as the SDK's ScoreAnswer: {score, confidence, legend:
+   * {level: text}, probabilities: {level: p}} (levels as keys "0", "1", ...). */
+  get scores() {
+    const out = {};
+    for (const a of this.answers) {
+      if (a.type !== 'score') continue;
+      out[a.id] = Object.freeze({ score: a.value, confidence: a.confidence,
+        legend: Object.freeze(Object.fromEntries(a.legend.map((l, j) => [String(j), l]))),
+        probabilities: Object.freeze(Object.fromEntries(a.probabilities.map((p) => [p.key, p.p]))) });
+    }
+    return Object.freeze(out);
+  }
+
+  /** Noul answers by question id, as the SDK's NoulAnswer: {noul: P(true)}. */
+  get nouls() {
+    const out = {};
+    for (const a of this.answers) if (a.type === 'noul') out[a.id] = Object.freeze({ noul: a.value });
+    return Object.freeze(out);
   }
 }
 
@@ -177,22 +293,143 @@ function plainFromBox(b) {
     const probabilities = [];
     const m = b.optionCount(i);
     for (let j = 0; j < m; j++) probabilities.push({ key: b.optionKey(i, j), p: b.optionProbability(i, j) });
+    const legend = [];
+    if (type === 1) for (let j = 0; j < m; j++) legend.push(b.optionLegend(i, j));
     answers.push({
       id: b.answerId(i), type, choice: type === 0 ? b.answerChoice(i) : null,
-      value: b.answerValue(i), confidence: b.answerConfidence(i), probabilities,
+      value: b.answerValue(i), confidence: b.answerConfidence(i), probabilities, legend,
     });
   }
-  return { answers, inputTokens: b.inputTokens(), json: b.json() };
+  return { model: b.model(), answers, inputTokens: b.inputTokens(), json: b.json() };
 }
 
+// ------------------------------------------------------------------ typed requests ----
+// Builders mirroring the Jev SDK (PyPI typesafe-sdk) Choice, Score and Noul. Content (a state,
+// instructions, a criterion) is a string or any JSON value. Order is kept: choice labels and
+// questions given as a Map (or as [key, value] pairs) keep their order even for keys that look
+// like integers, which plain JS objects would move to the front.
+
+function entriesOf(what, v) {
+  if (v instanceof Map) return [...v.entries()];
+  if (Array.isArray(v) && v.every((e) => Array.isArray(e) && e.length === 2)) return v;
+  if (v && typeof v === 'object') return Object.entries(v);
+  throw new SkycmdError('request', Status.REQUEST, `${what} must be an object, a Map or [key, value] pairs`);
+}
+
+// JSON text of [key, value] entries in order, leaving out undefined values.
+function orderedJSON(entries) {
+  const parts = [];
+  for (const [k, v] of entries) {
+    if (v === undefined) continue;
+    parts.push(`${JSON.stringify(String(k))}:${v instanceof RawJSON ? v.text : JSON.stringify(v)}`);
+  }
+  return `{${parts.join(',')}}`;
+}
+
+class RawJSON {
+  constructor(text) { this.text = text; }
+}
+
+class Choice {
+  /** {instructions?, criteria: {label: description | null} | Map | [label, description][]} */
+  constructor({ instructions, criteria } = {}) {
+    this.type = 'choice';
+    this.instructions = instructions;
+    this.criteria = entriesOf('choice criteria', criteria);
+    if (this.criteria.length === 0) throw new SkycmdError('request', Status.REQUEST, 'a choice needs at least one label');
+    Object.freeze(this);
+  }
+
+  toJSONText() {
+    const crit = orderedJSON(this.criteria.map(([k, v]) => [k, v === undefined ? null : v]));
+    return orderedJSON([['type', 'choice'], ['instructions', this.instructions], ['criteria', new RawJSON(crit)]]);
+  }
+
+  toJSON() { return JSON.parse(this.toJSONText()); }
+}
+
+class Score {
+  /** {instructions?, criteria: content[] (level 0 first)} */
+  constructor({ instructions, criteria } = {}) {
+    if (!Array.isArray(criteria) || criteria.length === 0) {
+      throw new SkycmdError('request', Status.REQUEST, 'a score needs at least one level');
+    }
+    this.type = 'score';
+    this.instructions = instructions;
+    this.criteria = Object.freeze(criteria.slice());
+    Object.freeze(this);
+  }
+
+  toJSONText() {
+    return orderedJSON([['type', 'score'], ['instructions', this.instructions], ['criteria', this.criteria]]);
+  }
+
+  toJSON() { return JSON.parse(this.toJSONText()); }
+}
+
+class Noul {
+  /** {instructions?, criteria?: {true?, false?}}: instructions or a described outcome. */
+  constructor({ instructions, criteria } = {}) {
+    const c = criteria || {};
+    if (instructions === undefined && c.true === undefined && c.false === undefined) {
+      throw new SkycmdError('request', Status.REQUEST, 'a noul needs instructions or a described outcome');
+    }
+    this.type = 'noul';
+    this.instructions = instructions;
+    this.criteria = criteria === undefined ? undefined : Object.freeze({ true: c.true, false: c.false });
+    Object.freeze(this);
+  }
+
+  toJSONText() {
+    const crit = this.criteria && new RawJSON(orderedJSON([['true', this.criteria.true], ['false', this.criteria.false]]));
+    return orderedJSON([['type', 'noul'], ['instructions', this.instructions], ['criteria', crit]]);
+  }
+
+  toJSON() { return JSON.parse(this.toJSONText()); }
+}
+
+class Request {
+  /** {state, questions: {name: Choice | Score | Noul} | Map | [name, question][], model?} */
+  constructor({ state, questions, model } = {}) {
+    if (state === undefined) throw new SkycmdError('request', Status.REQUEST, 'the request has no state');
+    this.state = state;
+    this.questions = entriesOf('questions', questions);
+    if (this.questions.length === 0) throw new SkycmdError('request', Status.REQUEST, 'the request asks no question');
+    for (const [name, q] of this.questions) {
+      if (!(q instanceof Choice || q instanceof Score || q instanceof Noul)) {
+        throw new SkycmdError('request', Status.REQUEST, `questions.${name}: not a Choice, Score or Noul`);
+      }
+    }
+    if (new Set(this.questions.map(([n]) => n)).size !== this.questions.length) {
+      throw new SkycmdError('request', Status.REQUEST, 'a question name is used twice');
+    }
+    this.model = model;
+    Object.freeze(this);
+  }
+
+  /** The /v1/systemone body as text, questions in order. */
+  json() {
+    const qs = orderedJSON(this.questions.map(([n, q]) => [n, new RawJSON(q.toJSONText())]));
+    return orderedJSON([['model', this.model], ['state', this.state], ['questions', new RawJSON(qs)]]);
+  }
+
+  toJSON() { return JSON.parse(this.json()); }
+}
+
+/** request({state, questions, model?}) is new Request(...). */
+function request(fields) { return new Request(fields); }
+
 function requestText(request) {
-  return typeof request === 'string' ? request : JSON.stringify(request);
+  if (typeof request === 'string') return request;
+  if (request instanceof Request) return request.json();
+  return JSON.stringify(request);
 }
 
 // Native models open right now (for leak checks).
 const live = { models: 0 };
 
 function freeNative(res) {
+  if (res.tokenizer) { res.tokenizer.close(); res.tokenizer = null; }
   for (const s of res.idle.splice(0)) s.close();
   if (res.box && res.box.isOpen() && res.box.close() === 0) live.models--;
 }
@@ -202,7 +439,7 @@ const registry = new FinalizationRegistry(freeNative);
 
 class Model {
   constructor(box, session) {
-    this._res = { box, idle: [] };
+    this._res = { box, idle: [], tokenizer: null };
     live.models++;
     this._session = session;
     this._pending = 0;
@@ -217,6 +454,20 @@ class Model {
     const c = new native.SkyCall();
     const box = new native.SkyModel();
     check('open', c.openModel(String(ggufPath), o, box), c.message());
+    return new Model(box, session);
+  }
+
+  /** Opens a model from the bytes of a GGUF file (a Buffer or Uint8Array; the same options
+   * as open). The model keeps its own copy: the buffer may be reused at once. */
+  static openBuffer(bytes, opts) {
+    ensureUsable();
+    if (!(bytes instanceof Uint8Array)) {
+      throw new SkycmdError('open buffer', Status.INVALID_ARGUMENT, 'the model bytes must be a Buffer or Uint8Array');
+    }
+    const [o, session] = buildOptions('open buffer', opts);
+    const c = new native.SkyCall();
+    const box = new native.SkyModel();
+    check('open buffer', native.skyOpenModelBuffer(c, bytes, o, box), c.message());
     return new Model(box, session);
   }
 
@@ -236,9 +487,19 @@ class Model {
     return v;
   }
 
-  /** Answers a request on the calling thread (blocks the event loop). */
-  decideSync(request) {
-    this._usable('decide');
+  /** The model's tokenizer (the same object every time); unusable after close(). */
+  tokenizer() {
+    this._usable('tokenizer');
+    if (!this._res.tokenizer) {
+      const box = new native.SkyTokenizer();
+      check('tokenizer', box.fromModel(this._res.box), box.message());
+      this._res.tokenizer = box;
+      this._tokenizer = new Tokenizer(box, this);
+    }
+    return this._tokenizer;
+  }
+
+  _takeSession() {
     let s = this._res.idle.pop();
     if (!s) {
       s = new native.SkySession();
@@ -248,6 +509,13 @@ class Model {
         if (st !== 0) { const m = s.message(); s.close(); check('session option', st, m); }
       }
     }
+    return s;
+  }
+
+  /** Answers a request on the calling thread (blocks the event loop). */
+  decideSync(request) {
+    this._usable('decide');
+    const s = this._takeSession();
     const r = new native.SkyResponse();
     try {
       check('decide', s.decide(requestText(request), r), s.message());
@@ -272,6 +540,48 @@ class Model {
     }
   }
 
+  /** Answers several requests together (skycmd_decide_batch: their sequences share the
+   * model's batches; each response is what decide() gives alone) on the libuv thread pool.
+   * All or nothing: a failure names the request ("request 2: ..."). */
+  async decideBatch(requests) {
+    this._usable('decide batch');
+    const texts = Array.from(requests, requestText);
+    this._pending++;
+    try {
+      const plains = await native.decideBatchAsync(this._res.box, texts, this._session);
+      return plains.map((p) => new Response(p));
+    } catch (e) {
+      if (e && typeof e.status === 'number') throw new SkycmdError('decide batch', e.status, e.libraryMessage);
+      throw e;
+    } finally {
+      if (--this._pending === 0 && this._closed) this._free();
+    }
+  }
+
+  /** decideBatch() on the calling thread (blocks the event loop). */
+  decideBatchSync(requests) {
+    this._usable('decide batch');
+    const batch = new native.SkyBatch();
+    for (const r of requests) check('decide batch', batch.add(requestText(r)), batch.message());
+    const s = this._takeSession();
+    try {
+      check('decide batch', s.decideBatch(batch), s.message());
+      const out = [];
+      for (let i = 0; i < batch.count(); i++) {
+        const r = new native.SkyResponse();
+        try {
+          check('decide batch', batch.takeResponse(i, r), batch.message());
+          out.push(new Response(plainFromBox(r)));
+        } finally {
+          r.close();
+        }
+      }
+      return out;
+    } finally {
+      this._res.idle.push(s);
+    }
+  }
+
   _free() {
     registry.unregister(this);
     freeNative(this._res);
@@ -288,10 +598,92 @@ class Model {
 }
 if (typeof Symbol.dispose === 'symbol') Model.prototype[Symbol.dispose] = Model.prototype.close;
 
+const Special = Object.freeze({ CLS: 0, SEP: 1, MASK: 2, PAD: 3, UNK: 4 });
+
+// Frees tokenizers loaded from a tokenizer.json that were dropped without close().
+const tokenizerRegistry = new FinalizationRegistry((box) => box.close());
+
+/** A byte-level BPE tokenizer: a model's (model.tokenizer()) or a tokenizer.json's
+ * (Tokenizer.open). Synchronous calls (tokenizing is fast). */
+class Tokenizer {
+  constructor(box, model) {
+    this._box = box;
+    this._model = model || null;
+    if (!model) tokenizerRegistry.register(this, box, this);
+  }
+
+  /** Loads a Hugging Face tokenizer.json (byte-level BPE). close() it when done. */
+  static open(jsonPath) {
+    ensureUsable();
+    const box = new native.SkyTokenizer();
+    check('open tokenizer', box.openJson(String(jsonPath)), box.message());
+    return new Tokenizer(box, null);
+  }
+
+  _usable(op) {
+    if ((this._model && this._model.closed) || !this._box.isOpen()) {
+      throw new SkycmdError(op, Status.MISUSE, 'tokenizer is closed');
+    }
+    return this._box;
+  }
+
+  /** The ids of UTF-8 text, as HF tokenizers encodes it without special tokens (up to a NUL). */
+  encode(text) {
+    const b = this._usable('encode');
+    check('encode', b.encode(String(text)), b.message());
+    const n = b.idCount();
+    const ids = new Int32Array(n);
+    for (let i = 0; i < n; i++) ids[i] = b.tokenId(i);
+    return ids;
+  }
+
+  /** How many ids encode(text) gives. */
+  countTokens(text) {
+    const b = this._usable('count tokens');
+    check('count tokens', b.count(String(text)), b.message());
+    return b.tokenCount();
+  }
+
+  /** The UTF-8 text of ids (an array or Int32Array). */
+  decode(ids) {
+    const b = this._usable('decode');
+    b.clearIds();
+    for (const id of ids) check('decode', b.appendId(id), b.message());
+    check('decode', b.decode(), b.message());
+    return b.decodedText();
+  }
+
+  /** The vocabulary entry of an id (byte-level form, e.g. "Ġthe"), or undefined. */
+  token(id) {
+    const t = this._usable('token').token(id);
+    return t === '' ? undefined : t;
+  }
+
+  get vocabSize() { return this._usable('vocab size').vocabSize(); }
+
+  /** The id of a special token (Special.CLS, ... or "cls", ...), or undefined. */
+  specialId(which) {
+    const k = typeof which === 'string' ? Special[which.toUpperCase()] : which;
+    if (k === undefined) throw new SkycmdError('special id', Status.INVALID_ARGUMENT, `unknown special token "${which}"`);
+    const id = this._usable('special id').specialId(k);
+    return id < 0 ? undefined : id;
+  }
+
+  /** Frees a tokenizer from Tokenizer.open (a model's goes with the model). Idempotent. */
+  close() {
+    if (this._model) return;
+    tokenizerRegistry.unregister(this);
+    this._box.close();
+  }
+}
+
 module.exports = {
-  Model, Response, SkycmdError, Status,
+  Model, Response, SkycmdError, Status, Tokenizer, Special,
+  Choice, Score, Noul, Request, request,
   open: Model.open,
+  openBuffer: Model.openBuffer,
   convert, randomModel, quantize, inspect, checkVersion,
+  convertSync, randomModelSync, quantizeSync, inspectSync,
   HEADER_VERSION_NUMBER,
   version: () => native.skycmd_version_string(),
   versionNumber: () => native.skycmd_version_number(),

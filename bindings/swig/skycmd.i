@@ -4,18 +4,31 @@
  * Contract: SWIG does not wrap the raw C ABI (out-parameters and char ** do not map well to
  * three languages). It wraps four small owned boxes written below in plain C:
  *
- *   SkyOptions  - a skycmd_options bag (setInt / setString)
- *   SkyCall     - a handle-less call (version check, inspect, convert, random model,
- *                 quantize, model open) with its own skycmd_error: status + message
- *   SkyModel    - an open skycmd_model (immutable, shared by threads)
- *   SkySession  - a skycmd_session (one thread at a time) that answers requests
- *   SkyResponse - a skycmd_response with typed accessors
+ *   SkyOptions   - a skycmd_options bag (setInt / setString) that also records the progress
+ *                  of convert/quantize in atomics and carries a cancel flag (see below)
+ *   SkyCall      - a handle-less call (version check, inspect, convert, random model,
+ *                  quantize, model open from a path or from bytes) with its own
+ *                  skycmd_error: status + message
+ *   SkyModel     - an open skycmd_model (immutable, shared by threads); owns the copy of
+ *                  the bytes of a model opened from a buffer
+ *   SkyTokenizer - a tokenizer: borrowed from a SkyModel (which then refuses to close with
+ *                  BUSY until the tokenizer box is closed) or loaded from a tokenizer.json
+ *   SkySession   - a skycmd_session (one thread at a time) that answers requests
+ *   SkyBatch     - parsed requests for SkySession.decideBatch and their responses
+ *   SkyResponse  - a skycmd_response with typed accessors
  *
  * No box ever throws: every fallible method returns a skycmd_status and leaves the message
  * in the box it was called on (message()), exactly like the C contract, so there is no
  * thread-local "last error" (Go goroutines migrate between threads). Each language's
  * hand-written layer turns (status, message) into its own error type. Every method checks
  * for a NULL/closed box, so a use after close() is SKYCMD_E_MISUSE, never a crash.
+ *
+ * Progress and cancellation without a cross-language callback: every SkyOptions box installs
+ * one C progress callback (sky_options_progress) whose user data is the box itself. It stores
+ * done/total/calls in atomics and returns the box's cancel flag, which any thread may raise
+ * with cancel(). A language reads progressDone()/progressTotal() whenever it likes (Go from a
+ * goroutine, Java from a thread), or, like the Node worker below, wraps the callback to also
+ * notify its own event loop. A raised flag stays raised: use a fresh box per call.
  * Generated code is produced by the build from this file; never edit it by hand.
  */
 %module skycmd
@@ -25,15 +38,51 @@
 %{
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "skycmd.h"
 
-typedef struct SkyOptions { skycmd_options *h; } SkyOptions;
+/* Counters shared between threads use the GCC/Clang __atomic builtins: the same code
+ * compiles as C (Go's cgo, Java's JNI glue) and as C++ (the Node addon), where C11
+ * _Atomic is not available. */
+typedef struct SkyOptions {
+    skycmd_options *h;
+    uint64_t done, total, calls; /* last progress report and how many there were */
+    int cancel;                  /* non-zero: the next progress report cancels the call */
+} SkyOptions;
 typedef struct SkyCall { skycmd_error *err; char *output; int status; } SkyCall;
-typedef struct SkyModel { skycmd_model *h; } SkyModel;
+typedef struct SkyModel {
+    skycmd_model *h;
+    void *bytes;   /* the model's own copy of a buffer it was opened from (or NULL) */
+    int borrowers; /* open SkyTokenizer boxes borrowed from this model */
+} SkyModel;
+typedef struct SkyTokenizer {
+    const skycmd_tokenizer *h;
+    skycmd_tokenizer *owned; /* == h when loaded from a tokenizer.json, else NULL */
+    SkyModel *model;         /* the lender when borrowed, else NULL */
+    int32_t *ids;            /* the id list: encode() output, decode() input */
+    size_t n_ids, cap_ids;
+    size_t count;            /* ids of the last encode() or count() */
+    char *text;              /* the last decode() output */
+    char *msg;
+} SkyTokenizer;
 typedef struct SkySession { skycmd_session *h; char *msg; } SkySession;
+typedef struct SkyBatch {
+    skycmd_request **reqs;
+    skycmd_response **out; /* filled by SkySession.decideBatch, taken by takeResponse */
+    size_t n, cap;
+    char *msg;
+} SkyBatch;
 typedef struct SkyResponse { skycmd_response *h; } SkyResponse;
+
+static int sky_options_progress(void *user_data, uint64_t done, uint64_t total) {
+    SkyOptions *o = (SkyOptions *)user_data;
+    __atomic_store_n(&o->done, done, __ATOMIC_RELAXED);
+    __atomic_store_n(&o->total, total, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&o->calls, 1, __ATOMIC_RELEASE);
+    return __atomic_load_n(&o->cancel, __ATOMIC_ACQUIRE) != 0;
+}
 
 static const char sky_closed_msg[] = "handle is closed";
 
@@ -43,15 +92,48 @@ static int sky_call_done(SkyCall *c, int st) {
     return st;
 }
 
-static void sky_session_setmsg(SkySession *s, const char *m) {
-    if (!s) return;
-    free(s->msg);
-    s->msg = NULL;
+/* Replace a box's message with a copy of m (NULL: none). */
+static void sky_setmsg(char **slot, const char *m) {
+    free(*slot);
+    *slot = NULL;
     if (m) {
         size_t n = strlen(m);
-        s->msg = (char *)malloc(n + 1);
-        if (s->msg) memcpy(s->msg, m, n + 1);
+        *slot = (char *)malloc(n + 1);
+        if (*slot) memcpy(*slot, m, n + 1);
     }
+}
+
+static void sky_session_setmsg(SkySession *s, const char *m) {
+    if (s) sky_setmsg(&s->msg, m);
+}
+
+/* Free a model box's model and its buffer copy; BUSY (nothing freed) while tokenizers are
+ * borrowed or sessions exist. */
+static int sky_model_release(SkyModel *m) {
+    int st;
+    if (__atomic_load_n(&m->borrowers, __ATOMIC_ACQUIRE) > 0) return SKYCMD_E_BUSY;
+    st = skycmd_model_free(m->h);
+    if (st != SKYCMD_OK) return st;
+    m->h = NULL;
+    free(m->bytes);
+    m->bytes = NULL;
+    return SKYCMD_OK;
+}
+
+static void sky_tokenizer_release(SkyTokenizer *t) {
+    if (t->owned) skycmd_tokenizer_free(t->owned);
+    if (t->model) __atomic_sub_fetch(&t->model->borrowers, 1, __ATOMIC_RELEASE);
+    t->h = NULL;
+    t->owned = NULL;
+    t->model = NULL;
+}
+
+static void sky_batch_free_responses(SkyBatch *b) {
+    size_t i;
+    if (!b->out) return;
+    for (i = 0; i < b->n; i++) skycmd_response_free(b->out[i]);
+    free(b->out);
+    b->out = NULL;
 }
 %}
 
@@ -74,48 +156,203 @@ static void sky_session_setmsg(SkySession *s, const char *m) {
 #endif
 
 #ifdef SWIGJAVASCRIPT
-/* Node only: decideAsync(model, requestJson, sessionOptions) -> Promise<plain answers>.
+/* Node only: decideAsync(model, requestJson, sessionOptions) -> Promise<plain answers>,
+ * decideBatchAsync(model, requestJsons[], sessionOptions) -> Promise<plain answers[]> and
+ * fileAsync(op, a, b, optionsBox, onProgress?) -> Promise<string | undefined> (op: "convert",
+ * "quantize", "random", "inspect").
  * SWIG's Node-API backend generates synchronous calls only, so this hand-written part runs
- * the decide on the libuv thread pool (Napi::AsyncWorker): a fresh session per call (the
+ * the work on the libuv thread pool (Napi::AsyncWorker): a fresh session per decide call (the
  * model is shared and immutable; sessions belong to one thread), built, used and freed on
- * the worker thread; the JS object is built on the main thread in OnOK. The worker holds a
- * reference to the JS model box so it cannot be collected while the work runs. */
+ * the worker thread; the JS object is built on the main thread in OnOK. The workers hold a
+ * reference to the JS model or options box so it cannot be collected while the work runs.
+ * fileAsync reports progress through Napi::AsyncProgressWorker (the latest report reaches
+ * onProgress(done, total) on the main thread) and is cancelled by the options box's cancel()
+ * flag, which the JS layer raises from an AbortSignal. */
 %wrapper %{
 #include <string>
 #include <vector>
 
 namespace {
 
+Napi::Error sky_napi_error(Napi::Env env, int status, const std::string &message) {
+    Napi::Error e = Napi::Error::New(env, message.empty() ? skycmd_strerror(status) : message);
+    e.Set("status", Napi::Number::New(env, status));
+    e.Set("libraryMessage", Napi::String::New(env, message));
+    return e;
+}
+
+/* The plain JS form of a response: {model, answers: [{id, type, choice, value, confidence,
+ * probabilities: [{key, p}], legend: [text] (score answers; else empty)}], inputTokens,
+ * json}. */
+Napi::Object sky_plain_response(Napi::Env env, const skycmd_response *resp) {
+    Napi::Object out = Napi::Object::New(env);
+    size_t n = skycmd_response_answer_count(resp);
+    Napi::Array answers = Napi::Array::New(env, n);
+    for (size_t i = 0; i < n; i++) {
+        Napi::Object a = Napi::Object::New(env);
+        const char *choice = skycmd_response_answer_choice(resp, i);
+        a.Set("id", skycmd_response_answer_id(resp, i));
+        a.Set("type", Napi::Number::New(env, skycmd_response_answer_type(resp, i)));
+        a.Set("choice", choice ? Napi::Value(Napi::String::New(env, choice)) : env.Null());
+        a.Set("value", Napi::Number::New(env, skycmd_response_answer_value(resp, i)));
+        a.Set("confidence", Napi::Number::New(env, skycmd_response_answer_confidence(resp, i)));
+        size_t m = skycmd_response_option_count(resp, i);
+        Napi::Array ps = Napi::Array::New(env, m);
+        for (size_t j = 0; j < m; j++) {
+            Napi::Object p = Napi::Object::New(env);
+            p.Set("key", skycmd_response_option_key(resp, i, j));
+            p.Set("p", Napi::Number::New(env, skycmd_response_option_probability(resp, i, j)));
+            ps.Set((uint32_t)j, p);
+        }
+        a.Set("probabilities", ps);
+        bool score = skycmd_response_answer_type(resp, i) == SKYCMD_QTYPE_SCORE;
+        Napi::Array legend = Napi::Array::New(env, score ? m : 0);
+        for (size_t j = 0; score && j < m; j++) {
+            const char *l = skycmd_response_option_legend(resp, i, j);
+            legend.Set((uint32_t)j, Napi::String::New(env, l ? l : ""));
+        }
+        a.Set("legend", legend);
+        answers.Set((uint32_t)i, a);
+    }
+    const char *model = skycmd_response_model(resp);
+    out.Set("model", model ? model : "");
+    out.Set("answers", answers);
+    out.Set("inputTokens", Napi::Number::New(env, (double)skycmd_response_input_tokens(resp)));
+    const char *json = skycmd_response_json(resp);
+    out.Set("json", json ? json : "");
+    return out;
+}
+
+class SkyFileWorker : public Napi::AsyncProgressWorker<uint64_t> {
+public:
+    SkyFileWorker(Napi::Env env, std::string op, std::string a, std::string b, Napi::Object opts_obj,
+                  SkyOptions *opts, Napi::Value on_progress)
+        : Napi::AsyncProgressWorker<uint64_t>(env), deferred_(Napi::Promise::Deferred::New(env)),
+          op_(std::move(op)), a_(std::move(a)), b_(std::move(b)), opts_(opts) {
+        opts_ref_ = Napi::Persistent(opts_obj);
+        if (on_progress.IsFunction()) progress_ref_ = Napi::Persistent(on_progress.As<Napi::Function>());
+    }
+
+    Napi::Promise Promise() { return deferred_.Promise(); }
+
+    void Execute(const ExecutionProgress &progress) override {
+        skycmd_error *err = skycmd_error_new();
+        char *out = NULL;
+        progress_ = &progress;
+        /* Wrap the box's own callback (atomics + cancel flag) to also notify the loop. */
+        skycmd_options_set_progress(opts_->h, Report, this);
+        if (op_ == "convert") status_ = skycmd_convert(a_.c_str(), b_.c_str(), opts_->h, err);
+        else if (op_ == "quantize") status_ = skycmd_quantize(a_.c_str(), b_.c_str(), opts_->h, err);
+        else if (op_ == "random") status_ = skycmd_random_model(a_.c_str(), b_.c_str(), opts_->h, err);
+        else status_ = skycmd_inspect(a_.c_str(), opts_->h, &out, err);
+        skycmd_options_set_progress(opts_->h, sky_options_progress, opts_);
+        progress_ = NULL;
+        if (status_ != SKYCMD_OK) message_ = err ? skycmd_error_message(err) : skycmd_strerror(status_);
+        if (out) output_ = out;
+        has_output_ = out != NULL;
+        skycmd_string_free(out);
+        skycmd_error_free(err);
+    }
+
+    void OnProgress(const uint64_t *data, size_t count) override {
+        if (progress_ref_.IsEmpty() || count < 2) return;
+        Napi::Env env = Env();
+        Napi::HandleScope scope(env);
+        progress_ref_.Call({Napi::Number::New(env, (double)data[0]), Napi::Number::New(env, (double)data[1])});
+    }
+
+    void OnOK() override {
+        Napi::Env env = Env();
+        Napi::HandleScope scope(env);
+        if (status_ != SKYCMD_OK) { deferred_.Reject(sky_napi_error(env, status_, message_).Value()); return; }
+        deferred_.Resolve(has_output_ ? Napi::Value(Napi::String::New(env, output_)) : env.Undefined());
+    }
+
+    void OnError(const Napi::Error &e) override { deferred_.Reject(e.Value()); }
+
+private:
+    static int Report(void *user_data, uint64_t done, uint64_t total) {
+        SkyFileWorker *w = static_cast<SkyFileWorker *>(user_data);
+        int stop = sky_options_progress(w->opts_, done, total);
+        if (w->progress_ && !w->progress_ref_.IsEmpty()) {
+            uint64_t pair[2] = {done, total};
+            w->progress_->Send(pair, 2);
+        }
+        return stop;
+    }
+
+    Napi::Promise::Deferred deferred_;
+    Napi::ObjectReference opts_ref_;
+    Napi::FunctionReference progress_ref_;
+    std::string op_, a_, b_;
+    SkyOptions *opts_;
+    const ExecutionProgress *progress_ = NULL;
+    int status_ = SKYCMD_OK;
+    std::string message_, output_;
+    bool has_output_ = false;
+};
+
+Napi::Value sky_file_async(const Napi::CallbackInfo &info) {
+    Napi::Env env = info.Env();
+    void *p = NULL;
+    Napi::Promise::Deferred early = Napi::Promise::Deferred::New(env);
+    if (info.Length() < 4 || !info[0].IsString() || !info[1].IsString() || !info[2].IsString() ||
+        !info[3].IsObject() || !SWIG_IsOK(SWIG_ConvertPtr(info[3], &p, SWIGTYPE_p_SkyOptions, 0)) || !p) {
+        early.Reject(Napi::TypeError::New(env, "fileAsync(op: string, a: string, b: string, options: SkyOptions, onProgress?)").Value());
+        return early.Promise();
+    }
+    SkyOptions *box = (SkyOptions *)p;
+    std::string op = info[0].As<Napi::String>().Utf8Value();
+    if (!box->h || (op != "convert" && op != "quantize" && op != "random" && op != "inspect")) {
+        early.Reject(sky_napi_error(env, box->h ? SKYCMD_E_INVALID_ARGUMENT : SKYCMD_E_NOMEM,
+                                    box->h ? "unknown file operation " + op : "").Value());
+        return early.Promise();
+    }
+    SkyFileWorker *w = new SkyFileWorker(env, op, info[1].As<Napi::String>().Utf8Value(),
+                                         info[2].As<Napi::String>().Utf8Value(), info[3].As<Napi::Object>(),
+                                         box, info.Length() > 4 ? info[4] : env.Undefined());
+    Napi::Promise promise = w->Promise();
+    w->Queue();
+    return promise;
+}
+
 class SkyDecideWorker : public Napi::AsyncWorker {
 public:
-    SkyDecideWorker(Napi::Env env, Napi::Object model_obj, skycmd_model *model, std::string json,
-                    std::vector<std::pair<int, int64_t> > opts)
+    SkyDecideWorker(Napi::Env env, Napi::Object model_obj, skycmd_model *model, std::vector<std::string> jsons,
+                    bool batch, std::vector<std::pair<int, int64_t> > opts)
         : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), model_(model),
-          json_(std::move(json)), opts_(std::move(opts)) {
+          jsons_(std::move(jsons)), batch_(batch), opts_(std::move(opts)) {
         model_ref_ = Napi::Persistent(model_obj);
     }
-    ~SkyDecideWorker() { skycmd_response_free(resp_); }
+    ~SkyDecideWorker() {
+        for (size_t i = 0; i < resps_.size(); i++) skycmd_response_free(resps_[i]);
+    }
 
     Napi::Promise Promise() { return deferred_.Promise(); }
 
     void Execute() override {
         skycmd_session *s = NULL;
-        skycmd_request *req = NULL;
+        std::vector<skycmd_request *> reqs(jsons_.size(), (skycmd_request *)NULL);
+        resps_.assign(jsons_.size(), (skycmd_response *)NULL);
         status_ = skycmd_session_new(model_, &s);
         if (status_ != SKYCMD_OK) { message_ = skycmd_strerror(status_); return; }
         for (size_t i = 0; i < opts_.size() && status_ == SKYCMD_OK; i++) {
             status_ = skycmd_session_set_int(s, opts_[i].first, opts_[i].second);
             if (status_ != SKYCMD_OK) message_ = skycmd_session_errmsg(s);
         }
-        if (status_ == SKYCMD_OK) {
-            status_ = skycmd_request_parse(json_.data(), json_.size(), &req);
-            if (status_ != SKYCMD_OK) message_ = req ? skycmd_request_errmsg(req) : skycmd_strerror(status_);
+        for (size_t i = 0; i < jsons_.size() && status_ == SKYCMD_OK; i++) {
+            status_ = skycmd_request_parse(jsons_[i].data(), jsons_[i].size(), &reqs[i]);
+            if (status_ != SKYCMD_OK) {
+                message_ = reqs[i] ? skycmd_request_errmsg(reqs[i]) : skycmd_strerror(status_);
+                if (batch_) message_ = "request " + std::to_string(i) + ": " + message_;
+            }
         }
         if (status_ == SKYCMD_OK) {
-            status_ = skycmd_decide(s, req, &resp_);
+            if (batch_) status_ = skycmd_decide_batch(s, reqs.data(), reqs.size(), resps_.data());
+            else status_ = skycmd_decide(s, reqs[0], &resps_[0]);
             if (status_ != SKYCMD_OK) message_ = skycmd_session_errmsg(s);
         }
-        skycmd_request_free(req);
+        for (size_t i = 0; i < reqs.size(); i++) skycmd_request_free(reqs[i]);
         skycmd_session_free(s);
     }
 
@@ -123,40 +360,16 @@ public:
         Napi::Env env = Env();
         Napi::HandleScope scope(env);
         if (status_ != SKYCMD_OK) {
-            Napi::Error e = Napi::Error::New(env, message_);
-            e.Set("status", Napi::Number::New(env, status_));
-            e.Set("libraryMessage", Napi::String::New(env, message_));
-            deferred_.Reject(e.Value());
+            deferred_.Reject(sky_napi_error(env, status_, message_).Value());
             return;
         }
-        Napi::Object out = Napi::Object::New(env);
-        size_t n = skycmd_response_answer_count(resp_);
-        Napi::Array answers = Napi::Array::New(env, n);
-        for (size_t i = 0; i < n; i++) {
-            Napi::Object a = Napi::Object::New(env);
-            const char *choice = skycmd_response_answer_choice(resp_, i);
-            a.Set("id", skycmd_response_answer_id(resp_, i));
-            a.Set("type", Napi::Number::New(env, skycmd_response_answer_type(resp_, i)));
-            a.Set("choice", choice ? Napi::Value(Napi::String::New(env, choice)) : env.Null());
-            a.Set("value", Napi::Number::New(env, skycmd_response_answer_value(resp_, i)));
-            a.Set("confidence", Napi::Number::New(env, skycmd_response_answer_confidence(resp_, i)));
-            size_t m = skycmd_response_option_count(resp_, i);
-            Napi::Array ps = Napi::Array::New(env, m);
-            for (size_t j = 0; j < m; j++) {
-                Napi::Object p = Napi::Object::New(env);
-                p.Set("key", skycmd_response_option_key(resp_, i, j));
-                p.Set("p", Napi::Number::New(env, skycmd_response_option_probability(resp_, i, j)));
-                ps.Set((uint32_t)j, p);
-            }
-            a.Set("probabilities", ps);
-            answers.Set((uint32_t)i, a);
+        if (!batch_) {
+            deferred_.Resolve(sky_plain_response(env, resps_[0]));
+            return;
         }
-        out.Set("answers", answers);
-        out.Set("inputTokens", Napi::Number::New(env, (double)skycmd_response_input_tokens(resp_)));
-        out.Set("json", skycmd_response_json(resp_));
-        skycmd_response_free(resp_);
-        resp_ = NULL;
-        deferred_.Resolve(out);
+        Napi::Array all = Napi::Array::New(env, resps_.size());
+        for (size_t i = 0; i < resps_.size(); i++) all.Set((uint32_t)i, sky_plain_response(env, resps_[i]));
+        deferred_.Resolve(all);
     }
 
     void OnError(const Napi::Error &e) override { deferred_.Reject(e.Value()); }
@@ -165,29 +378,44 @@ private:
     Napi::Promise::Deferred deferred_;
     Napi::ObjectReference model_ref_;
     skycmd_model *model_;
-    std::string json_;
+    std::vector<std::string> jsons_;
+    bool batch_;
     std::vector<std::pair<int, int64_t> > opts_;
-    skycmd_response *resp_ = NULL;
+    std::vector<skycmd_response *> resps_;
     int status_ = SKYCMD_OK;
     std::string message_;
 };
 
-Napi::Value sky_decide_async(const Napi::CallbackInfo &info) {
+/* decideAsync(model, json, options?) and decideBatchAsync(model, jsons[], options?). */
+Napi::Value sky_decide_common(const Napi::CallbackInfo &info, bool batch) {
     Napi::Env env = info.Env();
     void *p = NULL;
     Napi::Promise::Deferred early = Napi::Promise::Deferred::New(env);
-    if (info.Length() < 2 || !info[0].IsObject() || !info[1].IsString() ||
+    bool second_ok = batch ? info.Length() >= 2 && info[1].IsArray() : info.Length() >= 2 && info[1].IsString();
+    if (!second_ok || !info[0].IsObject() ||
         !SWIG_IsOK(SWIG_ConvertPtr(info[0], &p, SWIGTYPE_p_SkyModel, 0)) || !p) {
-        early.Reject(Napi::TypeError::New(env, "decideAsync(model: SkyModel, json: string, options?: number[])").Value());
+        early.Reject(Napi::TypeError::New(env, batch ? "decideBatchAsync(model: SkyModel, json: string[], options?: number[])"
+                                                     : "decideAsync(model: SkyModel, json: string, options?: number[])").Value());
         return early.Promise();
     }
     SkyModel *box = (SkyModel *)p;
     if (!box->h) {
-        Napi::Error e = Napi::Error::New(env, "model is closed");
-        e.Set("status", Napi::Number::New(env, SKYCMD_E_MISUSE));
-        e.Set("libraryMessage", Napi::String::New(env, "model is closed"));
-        early.Reject(e.Value());
+        early.Reject(sky_napi_error(env, SKYCMD_E_MISUSE, "model is closed").Value());
         return early.Promise();
+    }
+    std::vector<std::string> jsons;
+    if (batch) {
+        Napi::Array a = info[1].As<Napi::Array>();
+        for (uint32_t i = 0; i < a.Length(); i++) {
+            Napi::Value v = a.Get(i);
+            if (!v.IsString()) {
+                early.Reject(Napi::TypeError::New(env, "decideBatchAsync: every request must be a string").Value());
+                return early.Promise();
+            }
+            jsons.push_back(v.As<Napi::String>().Utf8Value());
+        }
+    } else {
+        jsons.push_back(info[1].As<Napi::String>().Utf8Value());
     }
     std::vector<std::pair<int, int64_t> > opts;
     if (info.Length() > 2 && info[2].IsArray()) {
@@ -196,17 +424,21 @@ Napi::Value sky_decide_async(const Napi::CallbackInfo &info) {
             opts.push_back(std::make_pair(a.Get(i).As<Napi::Number>().Int32Value(),
                                           a.Get(i + 1).As<Napi::Number>().Int64Value()));
     }
-    SkyDecideWorker *w = new SkyDecideWorker(env, info[0].As<Napi::Object>(), box->h,
-                                             info[1].As<Napi::String>().Utf8Value(), opts);
+    SkyDecideWorker *w = new SkyDecideWorker(env, info[0].As<Napi::Object>(), box->h, jsons, batch, opts);
     Napi::Promise promise = w->Promise();
     w->Queue();
     return promise;
 }
 
+Napi::Value sky_decide_async(const Napi::CallbackInfo &info) { return sky_decide_common(info, false); }
+Napi::Value sky_decide_batch_async(const Napi::CallbackInfo &info) { return sky_decide_common(info, true); }
+
 } // namespace
 %}
 %init %{
   exports.Set("decideAsync", Napi::Function::New(env, sky_decide_async, "decideAsync"));
+  exports.Set("decideBatchAsync", Napi::Function::New(env, sky_decide_batch_async, "decideBatchAsync"));
+  exports.Set("fileAsync", Napi::Function::New(env, sky_file_async, "fileAsync"));
 %}
 #endif
 
@@ -220,8 +452,35 @@ Napi::Value sky_decide_async(const Napi::CallbackInfo &info) {
 typedef struct SkyOptions {} SkyOptions;
 typedef struct SkyCall {} SkyCall;
 typedef struct SkyModel {} SkyModel;
+typedef struct SkyTokenizer {} SkyTokenizer;
 typedef struct SkySession {} SkySession;
+typedef struct SkyBatch {} SkyBatch;
 typedef struct SkyResponse {} SkyResponse;
+
+/* The bytes of a model opened from memory (skyOpenModelBuffer): a Go string (any
+ * bytes; []byte converts without a copy through unsafe.String), a Java byte[], a Node
+ * Buffer/Uint8Array. The box copies them, so the caller's buffer may go away at once. */
+#ifdef SWIGGO
+%apply (const char *STRING, size_t LENGTH) { (const char *gguf_data, size_t gguf_size) };
+#endif
+#ifdef SWIGJAVA
+%apply (const char *STRING, size_t LENGTH) { (const char *gguf_data, size_t gguf_size) };
+%typemap(jstype) (const char *gguf_data, size_t gguf_size) "byte[]"
+%typemap(javain) (const char *gguf_data, size_t gguf_size) "$javainput"
+#endif
+#ifdef SWIGJAVASCRIPT
+%typemap(in) (const char *gguf_data, size_t gguf_size) {
+  if (!$input.IsTypedArray() || $input.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+    SWIG_exception_fail(SWIG_TypeError, "in method '$symname', the model bytes must be a Buffer or Uint8Array");
+  }
+  Napi::Uint8Array bytes = $input.As<Napi::Uint8Array>();
+  $1 = ($1_ltype)bytes.Data();
+  $2 = bytes.ByteLength();
+}
+%typemap(typecheck, precedence=SWIG_TYPECHECK_VOIDPTR) (const char *gguf_data, size_t gguf_size) {
+  $1 = $input.IsTypedArray();
+}
+#endif
 
 %newobject SkyCall::takeOutput;
 %typemap(newfree) char * "skycmd_string_free($1);";
@@ -244,6 +503,7 @@ long long skyHeapInUse(void) { return -1; }
     SkyOptions() {
         SkyOptions *o = (SkyOptions *)calloc(1, sizeof *o);
         if (o) o->h = skycmd_options_new();
+        if (o && o->h) skycmd_options_set_progress(o->h, sky_options_progress, o);
         return o;
     }
     ~SkyOptions() {
@@ -258,6 +518,16 @@ long long skyHeapInUse(void) { return -1; }
         if (!$self->h) return SKYCMD_E_NOMEM;
         return skycmd_options_set_string($self->h, option, value);
     }
+    /* Ask the running (or next) convert/quantize that uses these options to stop: it fails
+     * with SKYCMD_E_CANCELLED at its next progress report and leaves no output. Any thread;
+     * the flag stays raised. */
+    void cancel() { __atomic_store_n(&$self->cancel, 1, __ATOMIC_RELEASE); }
+    bool cancelled() { return __atomic_load_n(&$self->cancel, __ATOMIC_ACQUIRE) != 0; }
+    /* The last progress report (done of total, in the call's units: bytes or tensors) and
+     * how many reports there were; 0 before the first. Any thread. */
+    long long progressDone() { return (long long)__atomic_load_n(&$self->done, __ATOMIC_RELAXED); }
+    long long progressTotal() { return (long long)__atomic_load_n(&$self->total, __ATOMIC_RELAXED); }
+    long long progressCalls() { return (long long)__atomic_load_n(&$self->calls, __ATOMIC_ACQUIRE); }
 }
 
 %extend SkyCall {
@@ -311,21 +581,46 @@ long long skyHeapInUse(void) { return -1; }
     }
 }
 
+/* Open a model from GGUF bytes through a SkyCall (status and message stay in it) into an
+ * empty SkyModel box, which keeps its own copy of the bytes for the model's lifetime (the C
+ * model reads the buffer and never copies it). A function, not a SkyCall method, because
+ * SWIG applies the (bytes, length) typemaps of each language to functions only. */
+%inline %{
+int skyOpenModelBuffer(SkyCall *call, const char *gguf_data, size_t gguf_size, SkyOptions *opts,
+                       SkyModel *into) {
+    void *copy;
+    int st;
+    if (!call) return SKYCMD_E_MISUSE;
+    if (!into || into->h || !gguf_data) {
+        skycmd_error_clear(call->err);
+        return sky_call_done(call, !gguf_data ? SKYCMD_E_INVALID_ARGUMENT : SKYCMD_E_MISUSE);
+    }
+    copy = malloc(gguf_size ? gguf_size : 1);
+    if (!copy) {
+        skycmd_error_clear(call->err);
+        return sky_call_done(call, SKYCMD_E_NOMEM);
+    }
+    memcpy(copy, gguf_data, gguf_size);
+    st = skycmd_model_open_buffer(copy, gguf_size, opts ? opts->h : NULL, &into->h, call->err);
+    if (st == SKYCMD_OK) into->bytes = copy;
+    else free(copy);
+    return sky_call_done(call, st);
+}
+%}
+
 %extend SkyModel {
     SkyModel() { return (SkyModel *)calloc(1, sizeof(SkyModel)); }
     ~SkyModel() {
-        /* A box collected with live sessions cannot free the model (the C library refuses
-         * with BUSY); the language layers keep the model reachable from its sessions. */
-        if ($self->h && skycmd_model_free($self->h) != SKYCMD_OK) return;
+        /* A box collected with live sessions or borrowed tokenizers cannot free the model
+         * (BUSY); the language layers keep the model reachable from its sessions and
+         * tokenizers. */
+        if ($self->h && sky_model_release($self) != SKYCMD_OK) return;
         free($self);
     }
     bool isOpen() { return $self->h != NULL; }
-    /* SKYCMD_E_BUSY (nothing freed) while sessions exist; closing twice is OK. */
-    int close() {
-        int st = skycmd_model_free($self->h);
-        if (st == SKYCMD_OK) $self->h = NULL;
-        return st;
-    }
+    /* SKYCMD_E_BUSY (nothing freed) while sessions or borrowed tokenizer boxes exist;
+     * closing twice is OK. */
+    int close() { return sky_model_release($self); }
     const char *name() {
         const char *n = $self->h ? skycmd_model_name($self->h) : NULL;
         return n ? n : "";
@@ -399,6 +694,22 @@ long long skyHeapInUse(void) { return -1; }
         sky_session_setmsg($self, st == SKYCMD_OK ? "" : skycmd_session_errmsg($self->h));
         return st;
     }
+    /* Answer every request of a batch together (skycmd_decide_batch); all or nothing, the
+     * failing request named in this session's message. Responses: SkyBatch.takeResponse. */
+    int decideBatch(SkyBatch *batch) {
+        int st;
+        if (!$self->h) { sky_session_setmsg($self, sky_closed_msg); return SKYCMD_E_MISUSE; }
+        if (!batch || batch->out) {
+            sky_session_setmsg($self, "batch is missing or already answered");
+            return SKYCMD_E_MISUSE;
+        }
+        batch->out = (skycmd_response **)calloc(batch->n ? batch->n : 1, sizeof *batch->out);
+        if (!batch->out) { sky_session_setmsg($self, skycmd_strerror(SKYCMD_E_NOMEM)); return SKYCMD_E_NOMEM; }
+        st = skycmd_decide_batch($self->h, (const skycmd_request *const *)batch->reqs, batch->n, batch->out);
+        sky_session_setmsg($self, st == SKYCMD_OK ? "" : skycmd_session_errmsg($self->h));
+        if (st != SKYCMD_OK) sky_batch_free_responses(batch);
+        return st;
+    }
     const char *message() { return $self->msg ? $self->msg : ""; }
 }
 
@@ -418,6 +729,11 @@ long long skyHeapInUse(void) { return -1; }
         return s ? s : "";
     }
     int64_t inputTokens() { return $self->h ? skycmd_response_input_tokens($self->h) : -1; }
+    /* The name of the model that answered (the wire's "model"). */
+    const char *model() {
+        const char *s = $self->h ? skycmd_response_model($self->h) : NULL;
+        return s ? s : "";
+    }
     /* size_t indices are exposed as long long so every language gets a plain integer. */
     long long answerCount() { return $self->h ? (long long)skycmd_response_answer_count($self->h) : 0; }
     const char *answerId(long long i) {
@@ -438,6 +754,10 @@ long long skyHeapInUse(void) { return -1; }
     double answerConfidence(long long i) {
         return ($self->h && i >= 0) ? skycmd_response_answer_confidence($self->h, (size_t)i) : NAN;
     }
+    /* False where the answer has no confidence (noul: the wire has none) or i is invalid. */
+    bool answerHasConfidence(long long i) {
+        return $self->h && i >= 0 && !isnan(skycmd_response_answer_confidence($self->h, (size_t)i));
+    }
     long long optionCount(long long i) {
         return ($self->h && i >= 0) ? (long long)skycmd_response_option_count($self->h, (size_t)i) : 0;
     }
@@ -450,4 +770,183 @@ long long skyHeapInUse(void) { return -1; }
         return ($self->h && i >= 0 && j >= 0)
                    ? skycmd_response_option_probability($self->h, (size_t)i, (size_t)j) : NAN;
     }
+    /* Score answers: the legend text of level j; "" for other answers or out of range. */
+    const char *optionLegend(long long i, long long j) {
+        const char *s = ($self->h && i >= 0 && j >= 0)
+                            ? skycmd_response_option_legend($self->h, (size_t)i, (size_t)j) : NULL;
+        return s ? s : "";
+    }
+}
+
+%extend SkyTokenizer {
+    SkyTokenizer() { return (SkyTokenizer *)calloc(1, sizeof(SkyTokenizer)); }
+    ~SkyTokenizer() {
+        sky_tokenizer_release($self);
+        free($self->ids);
+        free($self->text);
+        free($self->msg);
+        free($self);
+    }
+    /* Borrow the tokenizer of an open model into this empty box; the model refuses to close
+     * (BUSY) until this box is closed. */
+    int fromModel(SkyModel *model) {
+        if ($self->h) { sky_setmsg(&$self->msg, "tokenizer box is already open"); return SKYCMD_E_MISUSE; }
+        if (!model || !model->h) { sky_setmsg(&$self->msg, "model is closed"); return SKYCMD_E_MISUSE; }
+        $self->h = skycmd_model_tokenizer(model->h);
+        if (!$self->h) { sky_setmsg(&$self->msg, "the model has no tokenizer"); return SKYCMD_E_NOT_FOUND; }
+        __atomic_add_fetch(&model->borrowers, 1, __ATOMIC_ACQ_REL);
+        $self->model = model;
+        sky_setmsg(&$self->msg, "");
+        return SKYCMD_OK;
+    }
+    /* Load a Hugging Face tokenizer.json (byte-level BPE) into this empty box. */
+    int openJson(const char *path) {
+        skycmd_error *err;
+        int st;
+        if ($self->h) { sky_setmsg(&$self->msg, "tokenizer box is already open"); return SKYCMD_E_MISUSE; }
+        err = skycmd_error_new();
+        st = skycmd_tokenizer_open_json(path, &$self->owned, err);
+        $self->h = $self->owned;
+        sky_setmsg(&$self->msg, err ? skycmd_error_message(err) : skycmd_strerror(st));
+        skycmd_error_free(err);
+        return st;
+    }
+    bool isOpen() { return $self->h != NULL; }
+    /* Frees a loaded tokenizer or returns a borrowed one to its model; twice is OK. */
+    void close() { sky_tokenizer_release($self); }
+    const char *message() { return $self->msg ? $self->msg : ""; }
+    /* Encode UTF-8 text (up to its first NUL) as HF tokenizers does without special tokens;
+     * the ids replace the box's id list (tokenCount(), tokenId(i)). */
+    int encode(const char *text) {
+        size_t n = 0;
+        int st;
+        if (!$self->h) { sky_setmsg(&$self->msg, sky_closed_msg); return SKYCMD_E_MISUSE; }
+        if (!text) { sky_setmsg(&$self->msg, "text is NULL"); return SKYCMD_E_INVALID_ARGUMENT; }
+        st = skycmd_tokenizer_encode($self->h, text, strlen(text), $self->ids, $self->cap_ids, &n);
+        if (st == SKYCMD_OK && n > $self->cap_ids) {
+            int32_t *grown = (int32_t *)realloc($self->ids, n * sizeof *grown);
+            if (!grown) { sky_setmsg(&$self->msg, skycmd_strerror(SKYCMD_E_NOMEM)); return SKYCMD_E_NOMEM; }
+            $self->ids = grown;
+            $self->cap_ids = n;
+            st = skycmd_tokenizer_encode($self->h, text, strlen(text), $self->ids, $self->cap_ids, &n);
+        }
+        $self->n_ids = st == SKYCMD_OK ? n : 0;
+        $self->count = $self->n_ids;
+        sky_setmsg(&$self->msg, st == SKYCMD_OK ? "" : skycmd_strerror(st));
+        return st;
+    }
+    /* Count the tokens of text without keeping them (tokenCount()); the id list is kept. */
+    int count(const char *text) {
+        size_t n = 0;
+        int st;
+        if (!$self->h) { sky_setmsg(&$self->msg, sky_closed_msg); return SKYCMD_E_MISUSE; }
+        if (!text) { sky_setmsg(&$self->msg, "text is NULL"); return SKYCMD_E_INVALID_ARGUMENT; }
+        st = skycmd_tokenizer_encode($self->h, text, strlen(text), NULL, 0, &n);
+        $self->count = st == SKYCMD_OK ? n : 0;
+        sky_setmsg(&$self->msg, st == SKYCMD_OK ? "" : skycmd_strerror(st));
+        return st;
+    }
+    /* Tokens found by the last encode() or count(). */
+    long long tokenCount() { return (long long)$self->count; }
+    /* The id list (encode() output, decode() input). */
+    long long idCount() { return (long long)$self->n_ids; }
+    /* Id i of the list, or -1 out of range. */
+    int tokenId(long long i) {
+        return (i >= 0 && (size_t)i < $self->n_ids) ? $self->ids[i] : -1;
+    }
+    void clearIds() { $self->n_ids = 0; }
+    int appendId(int id) {
+        if ($self->n_ids == $self->cap_ids) {
+            size_t cap = $self->cap_ids ? 2 * $self->cap_ids : 64;
+            int32_t *grown = (int32_t *)realloc($self->ids, cap * sizeof *grown);
+            if (!grown) { sky_setmsg(&$self->msg, skycmd_strerror(SKYCMD_E_NOMEM)); return SKYCMD_E_NOMEM; }
+            $self->ids = grown;
+            $self->cap_ids = cap;
+        }
+        $self->ids[$self->n_ids++] = (int32_t)id;
+        return SKYCMD_OK;
+    }
+    /* Decode the id list to UTF-8 (decodedText()). */
+    int decode() {
+        char *out = NULL;
+        int st;
+        if (!$self->h) { sky_setmsg(&$self->msg, sky_closed_msg); return SKYCMD_E_MISUSE; }
+        st = skycmd_tokenizer_decode($self->h, $self->ids, $self->n_ids, &out);
+        free($self->text);
+        $self->text = NULL;
+        if (st == SKYCMD_OK && out) {
+            size_t n = strlen(out);
+            $self->text = (char *)malloc(n + 1);
+            if ($self->text) memcpy($self->text, out, n + 1);
+            else st = SKYCMD_E_NOMEM;
+        }
+        skycmd_string_free(out);
+        sky_setmsg(&$self->msg, st == SKYCMD_OK ? "" : skycmd_strerror(st));
+        return st;
+    }
+    const char *decodedText() { return $self->text ? $self->text : ""; }
+    /* The vocabulary entry of an id (byte-level form, e.g. "Ġthe"); "" out of range. */
+    const char *token(int id) {
+        const char *t = $self->h ? skycmd_tokenizer_token($self->h, (int32_t)id) : NULL;
+        return t ? t : "";
+    }
+    /* 0 when closed. */
+    long long vocabSize() { return $self->h ? (long long)skycmd_tokenizer_vocab_size($self->h) : 0; }
+    /* The id of a special token (SKYCMD_SPECIAL_*), -1 if none (or closed). */
+    int specialId(int which) { return $self->h ? skycmd_tokenizer_special_id($self->h, which) : -1; }
+}
+
+%extend SkyBatch {
+    SkyBatch() { return (SkyBatch *)calloc(1, sizeof(SkyBatch)); }
+    ~SkyBatch() {
+        size_t i;
+        sky_batch_free_responses($self);
+        for (i = 0; i < $self->n; i++) skycmd_request_free($self->reqs[i]);
+        free($self->reqs);
+        free($self->msg);
+        free($self);
+    }
+    /* Parse one more request; a parse error names it ("request 2: ...") in message(). */
+    int add(const char *request_json) {
+        skycmd_request *req = NULL;
+        int st;
+        char head[32];
+        if ($self->out) { sky_setmsg(&$self->msg, "the batch was already answered"); return SKYCMD_E_MISUSE; }
+        if (!request_json) { sky_setmsg(&$self->msg, "request is NULL"); return SKYCMD_E_INVALID_ARGUMENT; }
+        if ($self->n == $self->cap) {
+            size_t cap = $self->cap ? 2 * $self->cap : 8;
+            skycmd_request **grown = (skycmd_request **)realloc($self->reqs, cap * sizeof *grown);
+            if (!grown) { sky_setmsg(&$self->msg, skycmd_strerror(SKYCMD_E_NOMEM)); return SKYCMD_E_NOMEM; }
+            $self->reqs = grown;
+            $self->cap = cap;
+        }
+        st = skycmd_request_parse(request_json, strlen(request_json), &req);
+        if (st != SKYCMD_OK) {
+            const char *m = req ? skycmd_request_errmsg(req) : skycmd_strerror(st);
+            char *full = (char *)malloc(sizeof head + strlen(m));
+            snprintf(head, sizeof head, "request %lu: ", (unsigned long)$self->n);
+            if (full) { strcpy(full, head); strcat(full, m); }
+            sky_setmsg(&$self->msg, full ? full : m);
+            free(full);
+            skycmd_request_free(req);
+            return st;
+        }
+        $self->reqs[$self->n++] = req;
+        sky_setmsg(&$self->msg, "");
+        return SKYCMD_OK;
+    }
+    long long count() { return (long long)$self->n; }
+    bool answered() { return $self->out != NULL; }
+    /* Move the response of request i into an empty SkyResponse box (once per i). */
+    int takeResponse(long long i, SkyResponse *into) {
+        if (!$self->out || i < 0 || (size_t)i >= $self->n || !$self->out[i]) {
+            sky_setmsg(&$self->msg, "no such response (not answered, out of range or taken)");
+            return SKYCMD_E_MISUSE;
+        }
+        if (!into || into->h) { sky_setmsg(&$self->msg, "response box is missing or already used"); return SKYCMD_E_MISUSE; }
+        into->h = $self->out[i];
+        $self->out[i] = NULL;
+        return SKYCMD_OK;
+    }
+    const char *message() { return $self->msg ? $self->msg : ""; }
 }

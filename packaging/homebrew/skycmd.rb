@@ -1,12 +1,17 @@
 # Homebrew formula for skycmd (libskycmd + the skycmd CLI and server).
 # Lives in a tap (homebrew-tap/Formula/skycmd.rb); check with `brew audit --strict --new skycmd`
-# and `brew test skycmd`. In this repository CI only checks its syntax (`ruby -c`).
-# On a release: update url and sha256 (sha256sum of the tarball).
+# and `brew test skycmd`. Homebrew itself cannot be installed on this project's CI machines
+# (no download source for it), so CI runs `ruby -c` on this file and packaging/test-release.sh
+# runs the commands of `install` and `test do` below on the release tarball, in a prefix
+# that is then moved (as a bottle is poured elsewhere), with only the dependencies declared here:
+# pkg-config sees cjson, libmicrohttpd and utf8proc, not Criterion.
+# url and sha256 are written by tools/release-tarball.sh (run it at the release commit).
+# Homebrew copies LICENSE and CHANGELOG.md into the keg by itself.
 class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "0000000000000000000000000000000000000000000000000000000000000000"
+  sha256 "fb01928a7b782ea3a8c99d20691ab0e3ccf8a6d40b0bd63e474f254c9eed896b"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 

@@ -46,6 +46,10 @@ int sk_api_fail(skycmd_error *err, int status, const char *fmt, ...) SK_PRINTF(3
 
 /* Option lookup with a default when opts is NULL or the option is unset. */
 int64_t sk_opt_int(const skycmd_options *opts, int option, int64_t dflt);
+/* The converter's options from SKYCMD_OPT_TYPE, _HEAD_TYPE, _NAME, _PRE and the progress
+ * callback, with skycmd_convert's defaults (api/convert.c). */
+struct sk_convert_opts;
+int sk_api_convert_opts(const skycmd_options *opts, struct sk_convert_opts *o, skycmd_error *err);
 const char *sk_opt_str(const skycmd_options *opts, int option, const char *dflt);
 /* Validate a caller's options handle (NULL is allowed: all defaults). */
 int sk_opts_ok(const skycmd_options *opts);

@@ -10,7 +10,7 @@
 #include "../gguf/gguf.h"
 #include "api.h"
 
-static int fill_opts(const skycmd_options *opts, sk_convert_opts *o, skycmd_error *err) {
+int sk_api_convert_opts(const skycmd_options *opts, sk_convert_opts *o, skycmd_error *err) {
     memset(o, 0, sizeof *o);
     o->type = (uint32_t)sk_opt_int(opts, SKYCMD_OPT_TYPE, SKYCMD_TYPE_F16);
     o->head_type = (uint32_t)sk_opt_int(opts, SKYCMD_OPT_HEAD_TYPE, SKYCMD_TYPE_F32);
@@ -32,7 +32,7 @@ int skycmd_convert(const char *laya_dir, const char *out_path, const skycmd_opti
         return sk_api_fail(err, SKYCMD_E_INVALID_ARGUMENT,
                            "convert: a checkpoint directory and an output path are required");
     sk_convert_opts o;
-    int s = fill_opts(opts, &o, err);
+    int s = sk_api_convert_opts(opts, &o, err);
     if (s) return s;
     sk_err e = {0};
     sk_laya *l = NULL;
@@ -54,7 +54,7 @@ int skycmd_random_model(const char *preset, const char *out_path, const skycmd_o
         return sk_api_fail(err, SKYCMD_E_INVALID_ARGUMENT,
                            "random: a preset and an output path are required");
     sk_convert_opts o;
-    int s = fill_opts(opts, &o, err);
+    int s = sk_api_convert_opts(opts, &o, err);
     if (s) return s;
     uint64_t seed = (uint64_t)sk_opt_int(opts, SKYCMD_OPT_SEED, 42);
     int64_t massive = sk_opt_int(opts, SKYCMD_OPT_MASSIVE, 0);

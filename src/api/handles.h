@@ -29,6 +29,7 @@
 struct skycmd_model {
     uint32_t tag;
     sk_gguf *g;                 /* the file (mapped or the caller's buffer) */
+    uint8_t *gguf_buf;          /* a Laya directory converted in memory (owned), else NULL */
     sk_model *m;
     skycmd_tokenizer *tok;      /* owned_by_model = 1 */
     sk_temps temps;
@@ -51,6 +52,7 @@ struct skycmd_session {
     sk_prompt_ws ws;
     sk_i32v state_ids, ids, markers;
     sk_i32v batch_ids, batch_markers;  /* several questions' sequences, back to back */
+    sk_i32v batch_pos, batch_opt;      /* parallel option layout: parallel to batch_ids */
     sk_seq *seqs;
     size_t seqs_cap;
     struct sk_seq_meta {

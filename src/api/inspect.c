@@ -2,6 +2,7 @@
  * as text or JSON (SKYCMD_OPT_MAX_ARRAY, SKYCMD_OPT_JSON). The formatting lives in
  * src/gguf/gguf_describe.c so the fuzz target and the tests can reach it on buffers. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "api.h"
 #include "../gguf/gguf.h"
@@ -19,6 +20,26 @@ int skycmd_inspect(const char *gguf_path, const skycmd_options *opts, char **out
     int st = sk_gguf_open_file(gguf_path, &g, &e);
     if (st) return sk_api_report(err, &e, st);
     st = sk_gguf_describe(g, gguf_path, max_array < 0 ? 0 : (uint64_t)max_array, json, out, &e);
+    sk_str layout;
+    if (!st && !json &&
+        sk_gguf_get_str(g, "modern-bert.decision.option_layout", &layout) == SKYCMD_OK &&
+        sk_str_eq(layout, "parallel")) {
+        /* our key: say what it means for the other runtime that reads these files */
+        static const char note[] =
+            "note: modern-bert.decision.option_layout = parallel is libskycmd's key (laya's "
+            "parallel option layout); llama.cpp does not read it and answers this file with "
+            "the sequential layout, i.e. wrongly\n";
+        size_t n = strlen(*out);
+        char *grown = realloc(*out, n + sizeof note);
+        if (!grown) {
+            free(*out);
+            *out = NULL;
+            st = sk_fail(&e, SKYCMD_E_NOMEM, "inspect: out of memory");
+        } else {
+            memcpy(grown + n, note, sizeof note);
+            *out = grown;
+        }
+    }
     sk_gguf_close(g);
     return sk_api_report(err, &e, st);
 }

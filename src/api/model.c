@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "../convert/laya.h"
 #include "handles.h"
 
 static int model_ok(const skycmd_model *m) { return m && m->tag == SK_TAG_MODEL; }
@@ -16,6 +18,7 @@ static void model_destroy(skycmd_model *m) {
     }
     sk_model_free(m->m);
     sk_gguf_close(m->g);
+    free(m->gguf_buf);
     free(m->name);
     free(m->mask_text);
     m->tag = SK_TAG_DEAD;
@@ -42,6 +45,14 @@ static int model_init(skycmd_model *mod, const char *path, const skycmd_options 
         return rc;
     if ((rc = sk_tokenizer_from_gguf(g, &mod->tok, e))) return rc;
     mod->tok->owned_by_model = 1;
+    /* Every id the tokenizer can produce must have an embedding row (llama.cpp's converter
+     * pads the token list to the rows, never the other way round); refused here rather than
+     * failing each request that meets such a token. */
+    const uint32_t rows = sk_model_hparams(mod->m)->n_vocab;
+    if (sk_tokenizer_vocab_size(mod->tok) > rows)
+        return sk_fail(e, SKYCMD_E_FORMAT, "tokenizer.ggml.tokens has %zu tokens but "
+                       "token_embd.weight has %u rows: ids from %u up have no embedding",
+                       sk_tokenizer_vocab_size(mod->tok), rows, rows);
 
     mod->cls = sk_tokenizer_special(mod->tok, SKYCMD_SPECIAL_CLS);
     mod->sep = sk_tokenizer_special(mod->tok, SKYCMD_SPECIAL_SEP);
@@ -84,6 +95,30 @@ static int model_init(skycmd_model *mod, const char *path, const skycmd_options 
     return 0;
 }
 
+static int is_directory(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* A Laya checkpoint directory converted to GGUF in memory, exactly as skycmd_convert() with
+ * the same options would write it (no temporary file); the model owns the bytes. */
+static int convert_dir(skycmd_model *mod, const char *dir, const skycmd_options *opts,
+                       skycmd_error *err, sk_err *e) {
+    sk_convert_opts o;
+    int rc = sk_api_convert_opts(opts, &o, err);
+    if (rc) return sk_fail(e, rc, "model open: an empty SKYCMD_OPT_NAME or SKYCMD_OPT_PRE");
+    sk_laya *l = NULL;
+    rc = sk_laya_open_dir(dir, &l, e);
+    size_t size = 0;
+    if (!rc) {
+        sk_opt_log(opts, 1, "converting the Laya checkpoint %s in memory", dir);
+        rc = sk_laya_to_gguf_mem(l, &o, &mod->gguf_buf, &size, e);
+    }
+    sk_laya_free(l);
+    if (!rc) rc = sk_gguf_open_buffer(mod->gguf_buf, size, &mod->g, e);
+    return rc;
+}
+
 static int open_common(const char *path, const void *data, size_t size, const skycmd_options *opts,
                        skycmd_model **out, skycmd_error *err) {
     if (!out) return sk_api_fail(err, SKYCMD_E_INVALID_ARGUMENT, "model open: out is NULL");
@@ -93,7 +128,12 @@ static int open_common(const char *path, const void *data, size_t size, const sk
     skycmd_model *mod = calloc(1, sizeof *mod);
     if (!mod) return sk_api_fail(err, SKYCMD_E_NOMEM, "out of memory opening the model");
     mod->tag = SK_TAG_MODEL;
-    int rc = path ? sk_gguf_open_file(path, &mod->g, &e) : sk_gguf_open_buffer(data, size, &mod->g, &e);
+    const int dir = path && is_directory(path);
+    int rc;
+    if (dir)
+        rc = convert_dir(mod, path, opts, err, &e);
+    else
+        rc = path ? sk_gguf_open_file(path, &mod->g, &e) : sk_gguf_open_buffer(data, size, &mod->g, &e);
     if (!rc) {
         rc = model_init(mod, path, opts, &e);
         if (rc && path) sk_err_prefix(&e, "%s", path);

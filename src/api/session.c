@@ -52,6 +52,8 @@ void skycmd_session_free(skycmd_session *s) {
     sk_i32v_free(&s->markers);
     sk_i32v_free(&s->batch_ids);
     sk_i32v_free(&s->batch_markers);
+    sk_i32v_free(&s->batch_pos);
+    sk_i32v_free(&s->batch_opt);
     free(s->seqs);
     free(s->seq_meta);
     free(s->p_off);
@@ -230,6 +232,10 @@ static int flush_batch(skycmd_session *s, const sk_request *const *rs, size_t nr
         sk_seq *q = &s->seqs[k];
         q->ids = s->batch_ids.v + s->seq_meta[k].ids_off;
         q->markers = s->batch_markers.v + s->seq_meta[k].mk_off;
+        if (sk_model_hparams(m->m)->option_layout == SK_LAYOUT_PARALLEL) {
+            q->pos = s->batch_pos.v + s->seq_meta[k].ids_off;
+            q->opt = s->batch_opt.v + s->seq_meta[k].ids_off;
+        }
         q->logits = s->logits + lo;
         lo += q->n_markers;
     }
@@ -244,6 +250,11 @@ static int flush_batch(skycmd_session *s, const sk_request *const *rs, size_t nr
         double *p = s->probs + s->p_off[mt->g];
         double T = sk_temp_for(&m->temps, q->type, s->seqs[k].n_markers);
         sk_softmax(s->seqs[k].logits, s->seqs[k].n_markers, T, p);
+        if (q->order) { /* slot order back to option order, as laya's unpermute_probs */
+            double slot[SK_REQUEST_MAX_OPTIONS];
+            memcpy(slot, p, q->n_opts * sizeof *p);
+            for (size_t sl = 0; sl < q->n_opts; sl++) p[q->order[sl]] = slot[sl];
+        }
         if ((rc = sk_answer_from_probs(q->type, p, q->n_opts, &s->answers[mt->g], e)))
             return question_fail(e, mt->r, nr, q, rc);
     }
@@ -285,6 +296,7 @@ static int decide_multi(skycmd_session *s, const sk_request *const *rs, size_t n
     size_t n_seqs = 0;
     s->batch_ids.n = 0;
     s->batch_markers.n = 0;
+    s->batch_pos.n = s->batch_opt.n = 0;
     g = 0;
     for (size_t ri = 0; ri < nr; ri++) {
         const sk_request *r = rs[ri];
@@ -296,8 +308,11 @@ static int decide_multi(skycmd_session *s, const sk_request *const *rs, size_t n
         int64_t ntok = 0;
         for (size_t i = 0; i < r->nq; i++, g++) {
             const sk_rquestion *q = &r->q[i];
+            /* with an option_order the options are laid out in slot order */
+            const sk_jstr *texts = q->order ? q->slot_text : &q->opts[0].text;
+            const size_t stride = q->order ? sizeof(sk_jstr) : sizeof(sk_roption);
             rc = sk_prompt_build(&pt, sk_qtype_names[q->type], q->ins.s, q->ins.n,
-                                 &q->opts[0].text, sizeof(sk_roption), q->n_opts, s->state_ids.v,
+                                 texts, stride, q->n_opts, s->state_ids.v,
                                  s->state_ids.n, r->state_is_list, m->max_len, m->head_max_len,
                                  &s->ws, &s->ids, &s->markers, e);
             if (rc) return question_fail(e, ri, nr, q, rc);
@@ -307,6 +322,7 @@ static int decide_multi(skycmd_session *s, const sk_request *const *rs, size_t n
                 n_seqs = 0;
                 s->batch_ids.n = 0;
                 s->batch_markers.n = 0;
+                s->batch_pos.n = s->batch_opt.n = 0;
             }
             sk_seq *sq = &s->seqs[n_seqs];
             memset(sq, 0, sizeof *sq);
@@ -318,6 +334,17 @@ static int decide_multi(skycmd_session *s, const sk_request *const *rs, size_t n
             if (sk_i32v_append(&s->batch_ids, s->ids.v, s->ids.n) ||
                 sk_i32v_append(&s->batch_markers, s->markers.v, s->markers.n))
                 return sk_fail(e, SKYCMD_E_NOMEM, "out of memory answering the request");
+            if (sk_model_hparams(m->m)->option_layout == SK_LAYOUT_PARALLEL) {
+                /* laya.common.parallel_layout of this sequence */
+                if (sk_i32v_reserve(&s->batch_pos, s->ids.n) ||
+                    sk_i32v_reserve(&s->batch_opt, s->ids.n))
+                    return sk_fail(e, SKYCMD_E_NOMEM, "out of memory answering the request");
+                sk_prompt_parallel_layout(s->markers.v, s->markers.n, s->ws.head_len, s->ids.n,
+                                          s->batch_pos.v + s->batch_pos.n,
+                                          s->batch_opt.v + s->batch_opt.n);
+                s->batch_pos.n += s->ids.n;
+                s->batch_opt.n += s->ids.n;
+            }
             ntok += (int64_t)s->ids.n;
         }
         s->ntok[ri] = ntok;

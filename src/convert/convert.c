@@ -103,6 +103,10 @@ static int add_metadata(sk_gguf_writer *w, const sk_laya *l, const sk_convert_op
     CK(sk_gguf_writer_add_u32(w, ARCH ".decision.max_head_tokens", c->head_max_len));
     /* not read by llama.cpp: the Laya max_len, the sequence budget of the Python runtime */
     CK(sk_gguf_writer_add_u32(w, ARCH ".decision.max_tokens", c->max_len));
+    /* not read by llama.cpp either (which therefore answers such a file with the sequential
+     * layout, wrongly): laya's parallel option layout */
+    if (c->option_layout == 1)
+        CK(sk_gguf_writer_add_str(w, ARCH ".decision.option_layout", "parallel"));
     static const char *tn[3] = {"choice", "score", "noul"};
     char key[96];
     for (int i = 0; i < 3; i++) {
@@ -128,13 +132,17 @@ static int add_tokenizer(sk_gguf_writer *w, const sk_laya *l, const sk_convert_o
         sk_err_prefix(e, "%stokenizer", l->label);
         return s;
     }
+    /* An embedding table may have more rows than the tokenizer has ids (ModernBERT pads its
+     * vocabulary to a multiple of 64): laya never looks the extra rows up, and the GGUF token
+     * list is padded to the rows as llama.cpp's converter pads it. Fewer rows than ids would
+     * leave tokens without an embedding. */
     size_t nv = sk_tokenizer_vocab_size(tok);
-    if (nv != l->cfg.vocab_size) {
+    if (nv > l->cfg.vocab_size) {
         sk_tokenizer_free(tok);
         return sk_fail(e, SKYCMD_E_UNSUPPORTED,
                        "%stokenizer/tokenizer.json has %zu tokens but encoder/config.json "
-                       "\"vocab_size\" is %u (the embedding rows); they must be equal",
-                       l->label, nv, l->cfg.vocab_size);
+                       "\"vocab_size\" is %u (the embedding rows): ids from %u up would have "
+                       "no embedding", l->label, nv, l->cfg.vocab_size, l->cfg.vocab_size);
     }
     static const struct { int which; const char *key; } need[3] = {
         {SKYCMD_SPECIAL_CLS, "cls_token"}, {SKYCMD_SPECIAL_SEP, "sep_token"},
@@ -150,7 +158,7 @@ static int add_tokenizer(sk_gguf_writer *w, const sk_laya *l, const sk_convert_o
                            l->label, need[i].key);
         }
     }
-    s = sk_tokenizer_write_gguf(tok, w, o->pre ? o->pre : "gpt-2", e);
+    s = sk_tokenizer_write_gguf_padded(tok, w, o->pre ? o->pre : "gpt-2", l->cfg.vocab_size, e);
     if (!s) {
         /* One token type per question type; llama.cpp's loader requires 3. The tokenizer
          * module may already have written it (then the add reports a duplicate). */

@@ -7,6 +7,7 @@
 #include "laya.h"
 
 #include <cjson/cJSON.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,14 +112,33 @@ int sk_laya_parse_rl_config(const char *json, size_t len, const char *label, sk_
     int st;
     cJSON *root = parse_json(json, len, label, e, &st);
     if (!root) return st;
+    /* laya 0.4.15 Agent refuses a config without "head_layers" (_verify_compatibility) */
     st = get_u32(root, "head_layers", 1, 0, 1, 64, label, &c->head_layers, e);
+    /* ... and one without "encoder" (the Hub id of the base encoder; it changes nothing once
+     * encoder/config.json is there, but laya refuses the checkpoint without it) */
+    if (!st && !cJSON_GetObjectItemCaseSensitive(root, "encoder"))
+        st = sk_fail(e, SKYCMD_E_FORMAT, "%s: missing key \"encoder\" (laya refuses a "
+                     "checkpoint without it)", label);
+    if (!st) {
+        /* laya.common.uses_parallel_layout: "sequential" (the default) or "parallel"; anything
+         * else is a ValueError there. Stored as our decision.option_layout key. */
+        const cJSON *ol = cJSON_GetObjectItemCaseSensitive(root, "option_layout");
+        c->option_layout = 0;
+        if (ol && !(cJSON_IsString(ol) && (strcmp(ol->valuestring, "sequential") == 0 ||
+                                           strcmp(ol->valuestring, "parallel") == 0)))
+            st = sk_fail(e, SKYCMD_E_FORMAT, "%s: \"option_layout\" must be \"sequential\" or "
+                         "\"parallel\"", label);
+        else if (ol && strcmp(ol->valuestring, "parallel") == 0)
+            c->option_layout = 1;
+    }
     if (!st) st = get_u32(root, "max_len", 0, 512, 8, 1u << 20, label, &c->max_len, e);
     /* Absent keys take the Python runtime's defaults (laya 0.4.15 Agent: cfg.get("max_len", 512),
      * cfg.get("head_max_len", 192)). */
     if (!st) st = get_u32(root, "head_max_len", 0, 192, 1, 1u << 20, label, &c->head_max_len, e);
     if (!st) {
         const cJSON *ac = cJSON_GetObjectItemCaseSensitive(root, "act_costs");
-        if (ac && !cJSON_IsNull(ac) && !cJSON_IsObject(ac))
+        /* len(cfg.get("act_costs", {})): null has no len() there */
+        if (ac && !cJSON_IsObject(ac))
             st = sk_fail(e, SKYCMD_E_FORMAT, "%s: \"act_costs\" must be an object", label);
         else
             c->n_act = (uint32_t)(ac ? cJSON_GetArraySize(ac) : 0) + 1;
@@ -128,7 +148,9 @@ int sk_laya_parse_rl_config(const char *json, size_t len, const char *label, sk_
     if (!st) {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "temperature");
         c->temperature[0] = c->temperature[1] = c->temperature[2] = 1.0f;
-        if (t && !cJSON_IsNull(t)) {
+        /* cfg.get("temperature", [1.0, 1.0, 1.0]): absent is the default, null is not a
+         * list and laya refuses it */
+        if (t) {
             if (!cJSON_IsArray(t) || cJSON_GetArraySize(t) != 3) {
                 st = sk_fail(e, SKYCMD_E_FORMAT,
                              "%s: \"temperature\" must be a list of 3 numbers [choice, score, noul]",
@@ -145,7 +167,8 @@ int sk_laya_parse_rl_config(const char *json, size_t len, const char *label, sk_
     if (!st) {
         const cJSON *tb = cJSON_GetObjectItemCaseSensitive(root, "temperature_by_options");
         c->n_buckets = 0;
-        if (tb && !cJSON_IsNull(tb)) {
+        /* cfg.get("temperature_by_options", {}).items(): null fails there too */
+        if (tb) {
             if (!cJSON_IsObject(tb)) {
                 st = sk_fail(e, SKYCMD_E_FORMAT, "%s: \"temperature_by_options\" must be an object",
                              label);
@@ -196,6 +219,24 @@ static int get_theta(const cJSON *v, const char *what, const char *label, float 
     return SKYCMD_OK;
 }
 
+/* A rope_parameters dict (or one layer type's) must describe plain RoPE: its "rope_type"
+ * (or the older "type") absent or "default"; yarn, linear, dynamic, llama3, longrope scale
+ * the frequencies, which is not implemented. */
+static int check_rope_type(const cJSON *o, const char *what, const char *label, sk_err *e) {
+    static const char *keys[2] = {"rope_type", "type"};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *rt = cJSON_GetObjectItemCaseSensitive(o, keys[i]);
+        if (rt && !cJSON_IsNull(rt) &&
+            (!cJSON_IsString(rt) || strcmp(rt->valuestring, "default") != 0))
+            return sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s: \"%s.%s\" is %s%.20s%s; only "
+                           "\"default\" RoPE is implemented (no RoPE scaling)", label, what,
+                           keys[i], cJSON_IsString(rt) ? "\"" : "",
+                           cJSON_IsString(rt) ? rt->valuestring : "not a string",
+                           cJSON_IsString(rt) ? "\"" : "");
+    }
+    return SKYCMD_OK;
+}
+
 int sk_laya_parse_enc_config(const char *json, size_t len, const char *label, sk_laya_config *c,
                              sk_err *e) {
     int st;
@@ -207,11 +248,28 @@ int sk_laya_parse_enc_config(const char *json, size_t len, const char *label, sk
                      "%s: \"model_type\" is %s%.40s%s, only \"modernbert\" is supported", label,
                      cJSON_IsString(mt) ? "\"" : "", cJSON_IsString(mt) ? mt->valuestring : "not a string",
                      cJSON_IsString(mt) ? "\"" : "");
-    if (!st) st = get_u32(root, "hidden_size", 1, 0, 1, 65536, label, &c->hidden, e);
-    if (!st) st = get_u32(root, "num_hidden_layers", 1, 0, 1, 1024, label, &c->n_layers, e);
-    if (!st) st = get_u32(root, "num_attention_heads", 1, 0, 1, 4096, label, &c->n_heads, e);
-    if (!st) st = get_u32(root, "intermediate_size", 1, 0, 1, 1u << 20, label, &c->intermediate, e);
-    if (!st) st = get_u32(root, "vocab_size", 1, 0, 1, 1u << 24, label, &c->vocab_size, e);
+    /* Absent sizes take ModernBertConfig's defaults (transformers 5.23), as AutoConfig gives
+     * them to laya; the tensor shapes are then checked against them like load_state_dict. */
+    if (!st) st = get_u32(root, "hidden_size", 0, 768, 1, 65536, label, &c->hidden, e);
+    if (!st) st = get_u32(root, "num_hidden_layers", 0, 22, 1, 1024, label, &c->n_layers, e);
+    if (!st) st = get_u32(root, "num_attention_heads", 0, 12, 1, 4096, label, &c->n_heads, e);
+    if (!st)
+        st = get_u32(root, "intermediate_size", 0, 1152, 1, 1u << 20, label, &c->intermediate, e);
+    if (!st) st = get_u32(root, "vocab_size", 0, 50368, 1, 1u << 24, label, &c->vocab_size, e);
+    /* nn.Embedding(vocab_size, hidden, padding_idx=pad_token_id) refuses a padding index
+     * outside [-vocab_size, vocab_size): laya cannot build such a model (the index itself
+     * changes no inference value). Default 50283, so an absent key is refused the same way
+     * for a smaller vocabulary. */
+    if (!st) {
+        const cJSON *pad = cJSON_GetObjectItemCaseSensitive(root, "pad_token_id");
+        double pv = pad ? (cJSON_IsNumber(pad) ? pad->valuedouble : NAN) : 50283.0;
+        if (pad && cJSON_IsNull(pad)) pv = 0.0;
+        if (!(pv >= -(double)c->vocab_size && pv < (double)c->vocab_size) || floor(pv) != pv)
+            st = sk_fail(e, SKYCMD_E_FORMAT, "%s: \"pad_token_id\"%s must be an integer in "
+                         "[-vocab_size, vocab_size) = [-%u, %u) (transformers' embedding refuses "
+                         "it)", label, pad ? "" : " (absent: 50283)", c->vocab_size,
+                         c->vocab_size);
+    }
     if (!st)
         st = get_u32(root, "max_position_embeddings", 0, 8192, 1, 1u << 24, label,
                      &c->max_position, e);
@@ -244,22 +302,71 @@ int sk_laya_parse_enc_config(const char *json, size_t len, const char *label, sk
         double d = 0.0;
         if (ne) {
             st = get_num(ne, nk, label, &d, e);
-            if (!st && !(d > 0.0 && d < 1.0))
-                st = sk_fail(e, SKYCMD_E_FORMAT, "%s: \"%s\" must be in (0, 1)", label, nk);
+            /* Below FLT_MIN the f32 epsilon is subnormal or zero (a zero-variance row then
+             * divides by ~0); at 1 or more the norm no longer normalizes: neither is a trained
+             * model, and f32 arithmetic could not follow PyTorch on them. */
+            if (!st && !(d >= (double)FLT_MIN && d < 1.0))
+                st = sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s: \"%s\" = %g is outside [%g, 1)",
+                             label, nk, d, (double)FLT_MIN);
             if (!st) c->norm_eps = (float)d;
         }
     }
     snprintf(c->hidden_activation, sizeof c->hidden_activation, "gelu");
     if (!st) {
+        /* transformers applies ACT2FN[hidden_activation] in every MLP; the forward pass
+         * implements the erf GELU ("gelu") only, so any other name is refused rather than
+         * answered with the wrong function. */
         const cJSON *ha = cJSON_GetObjectItemCaseSensitive(root, "hidden_activation");
-        if (ha) {
-            if (!cJSON_IsString(ha) || !ha->valuestring[0] ||
-                strlen(ha->valuestring) >= sizeof c->hidden_activation)
-                st = sk_fail(e, SKYCMD_E_FORMAT, "%s: \"hidden_activation\" must be a short string",
+        if (ha && !cJSON_IsNull(ha)) {
+            if (!cJSON_IsString(ha))
+                st = sk_fail(e, SKYCMD_E_FORMAT, "%s: \"hidden_activation\" must be a string",
                              label);
-            else
-                snprintf(c->hidden_activation, sizeof c->hidden_activation, "%s", ha->valuestring);
+            else if (strcmp(ha->valuestring, "gelu") != 0)
+                st = sk_fail(e, SKYCMD_E_UNSUPPORTED,
+                             "%s: \"hidden_activation\" is \"%.40s\"; only \"gelu\" (the erf "
+                             "GELU) is implemented", label, ha->valuestring);
         }
+    }
+    /* Flags that would make the encoder attend causally. transformers' ModernBERT ignores
+     * them (its attention is always bidirectional), so a checkpoint that sets one was made
+     * for a model neither runtime computes: refused, never answered bidirectionally. */
+    static const char *causal[] = {"is_decoder", "is_causal", "add_cross_attention"};
+    for (int i = 0; i < 3 && !st; i++) {
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(root, causal[i]);
+        if (b && !cJSON_IsFalse(b) && !cJSON_IsNull(b))
+            st = sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s: \"%s\" must be false (a causal or "
+                         "decoder ModernBERT is not a System One encoder)", label, causal[i]);
+    }
+    /* RoPE scaling (transformers 4.x rope_scaling, merged by 5.x into every layer type's
+     * rope_parameters) changes the rotary frequencies; only plain RoPE is implemented. */
+    if (!st) {
+        const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+        if (rs && !cJSON_IsNull(rs))
+            st = sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s: \"rope_scaling\" is set; RoPE scaling "
+                         "(linear, dynamic, yarn, ...) is not implemented", label);
+    }
+    /* head_dim sizes the rotary frequencies in transformers (getattr(config, "head_dim") or
+     * hidden_size / num_attention_heads) while attention always splits hidden_size evenly. */
+    if (!st) {
+        const cJSON *hd = cJSON_GetObjectItemCaseSensitive(root, "head_dim");
+        if (hd && !cJSON_IsNull(hd) &&
+            (!cJSON_IsNumber(hd) || hd->valuedouble != (double)(c->hidden / c->n_heads)))
+            st = sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s: \"head_dim\" must be hidden_size / "
+                         "num_attention_heads = %u (RoPE over part of a head is not implemented)",
+                         label, c->hidden / c->n_heads);
+    }
+    /* The encoder's compute precision: transformers builds the model in config.dtype
+     * (from_config), so a bfloat16/float16 encoder config makes laya compute in that type. */
+    static const char *dtype_keys[] = {"dtype", "torch_dtype"};
+    for (int i = 0; i < 2 && !st; i++) {
+        const cJSON *dt = cJSON_GetObjectItemCaseSensitive(root, dtype_keys[i]);
+        if (dt && !cJSON_IsNull(dt) &&
+            (!cJSON_IsString(dt) || strcmp(dt->valuestring, "float32") != 0))
+            st = sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s: \"%s\" is %s%.20s%s; the Python "
+                         "runtime then computes the encoder in that precision, and only float32 "
+                         "compute is implemented", label, dtype_keys[i],
+                         cJSON_IsString(dt) ? "\"" : "", cJSON_IsString(dt) ? dt->valuestring : "not a string",
+                         cJSON_IsString(dt) ? "\"" : "");
     }
     /* RoPE: transformers 4.x flat keys, overridden by the 5.x rope_parameters form. */
     c->global_theta = 160000.0f;
@@ -276,8 +383,15 @@ int sk_laya_parse_enc_config(const char *json, size_t len, const char *label, sk
             if (!cJSON_IsObject(rp)) {
                 st = sk_fail(e, SKYCMD_E_FORMAT, "%s: \"rope_parameters\" must be an object", label);
             } else {
-                const cJSON *flat = cJSON_GetObjectItemCaseSensitive(rp, "rope_theta");
                 static const char *lt[2] = {"full_attention", "sliding_attention"};
+                /* transformers 5.23 types it dict[Literal[full_attention, sliding_attention],
+                 * dict] and refuses anything else (a flat {"rope_theta": ...} included), so
+                 * laya cannot load such a checkpoint: neither do we. */
+                for (const cJSON *k = rp->child; k && !st; k = k->next)
+                    if (!k->string || (strcmp(k->string, lt[0]) != 0 && strcmp(k->string, lt[1]) != 0))
+                        st = sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s: \"rope_parameters\" has the key "
+                                     "\"%.40s\"; transformers 5 accepts only \"full_attention\" and "
+                                     "\"sliding_attention\" there", label, k->string ? k->string : "");
                 float *dst[2] = {&c->global_theta, &c->local_theta};
                 for (int i = 0; i < 2 && !st; i++) {
                     const cJSON *p = cJSON_GetObjectItemCaseSensitive(rp, lt[i]);
@@ -286,18 +400,15 @@ int sk_laya_parse_enc_config(const char *json, size_t len, const char *label, sk
                     else if (p && !cJSON_IsNull(p))
                         st = sk_fail(e, SKYCMD_E_FORMAT,
                                      "%s: \"rope_parameters.%s\" must be an object", label, lt[i]);
-                    else th = flat;
                     if (!st && th) {
                         char what[64];
                         snprintf(what, sizeof what, "rope_parameters.%s.rope_theta", lt[i]);
                         st = get_theta(th, what, label, dst[i], e);
                     }
                     if (!st && p && cJSON_IsObject(p)) {
-                        const cJSON *rt = cJSON_GetObjectItemCaseSensitive(p, "rope_type");
-                        if (rt && (!cJSON_IsString(rt) || strcmp(rt->valuestring, "default") != 0))
-                            st = sk_fail(e, SKYCMD_E_UNSUPPORTED,
-                                         "%s: \"rope_parameters.%s.rope_type\" must be \"default\"",
-                                         label, lt[i]);
+                        char what[64];
+                        snprintf(what, sizeof what, "rope_parameters.%s", lt[i]);
+                        st = check_rope_type(p, what, label, e);
                     }
                 }
             }
@@ -434,7 +545,32 @@ static int open_common(sk_laya *l, const sk_laya_sources *src, sk_err *e) {
         snprintf(lab, sizeof lab, "%s%s", l->label, tn[i]);
         cJSON *r = parse_json(tj[i], tl[i], lab, e, &s);
         if (!r) return s;
+        /* transformers 5.23 takes [CLS], [SEP] and [MASK] from tokenizer_config.json only
+         * (special_tokens_map.json is not read): without them laya's tok.cls_token_id etc.
+         * are None and no sequence can be built, so we do not guess them either. */
+        static const char *need[4] = {"cls_token", "sep_token", "mask_token", "pad_token"};
+        for (int k = 0; i == 1 && k < 4 && !s; k++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, need[k]);
+            if (v && cJSON_IsObject(v)) v = cJSON_GetObjectItemCaseSensitive(v, "content");
+            if (!cJSON_IsString(v) || !v->valuestring[0])
+                s = sk_fail(e, SKYCMD_E_FORMAT, "%s: no \"%s\" (laya reads the special tokens "
+                            "from this file only)", lab, need[k]);
+        }
+        /* laya rewrites an absent or "TokenizersBackend" class to PreTrainedTokenizerFast,
+         * which runs tokenizer.json as it is (what we implement). Another class (BertTokenizer,
+         * GemmaTokenizer, ...) may rebuild the pipeline from its own options: refused rather
+         * than tokenized differently. */
+        const cJSON *cls = i == 1 ? cJSON_GetObjectItemCaseSensitive(r, "tokenizer_class") : NULL;
+        if (!s && cls && !cJSON_IsNull(cls) &&
+            !(cJSON_IsString(cls) && (strcmp(cls->valuestring, "PreTrainedTokenizerFast") == 0 ||
+                                      strcmp(cls->valuestring, "TokenizersBackend") == 0)))
+            s = sk_fail(e, SKYCMD_E_UNSUPPORTED, "%s: \"tokenizer_class\" is %s%.40s%s; only "
+                        "PreTrainedTokenizerFast / TokenizersBackend (tokenizer.json as it is) "
+                        "is implemented", lab, cJSON_IsString(cls) ? "\"" : "",
+                        cJSON_IsString(cls) ? cls->valuestring : "not a string",
+                        cJSON_IsString(cls) ? "\"" : "");
         cJSON_Delete(r);
+        if (s) return s;
     }
     l->tokenizer = sk_strndup(src->tokenizer, src->tokenizer_len);
     l->tok_config = sk_strndup(src->tok_config, src->tok_config_len);

@@ -37,6 +37,7 @@ typedef struct sk_laya_config {
     uint32_t max_len;
     uint32_t head_max_len;
     uint32_t n_act;         /* len(act_costs) + 1 */
+    uint32_t option_layout; /* 0 sequential, 1 parallel ("option_layout") */
     float temperature[3];   /* choice, score, noul */
     size_t n_buckets;
     sk_laya_bucket buckets[SK_LAYA_MAX_BUCKETS];

@@ -271,6 +271,33 @@ static int parse_noul(rctx *c, sk_rquestion *q, const sk_jv *crit, const sk_jv *
     return 0;
 }
 
+/* laya Agent._check_question: a list of n ints (not bools, not floats such as 1.0) that is
+ * a permutation of range(n). null counts as absent (the wire protocol's convention). */
+static int parse_option_order(rctx *c, sk_rquestion *q, const sk_jv *v) {
+    if (!v || v->type == SK_JNULL) return 0;
+    const size_t n = q->n_opts;
+    int ok = v->type == SK_JARR && v->n == n;
+    uint8_t seen[SK_REQUEST_MAX_OPTIONS] = {0};
+    for (size_t s = 0; ok && s < n; s++) {
+        const sk_jv *x = &v->items[s];
+        ok = x->type == SK_JNUM && x->is_int && x->num >= 0.0 && x->num < (double)n &&
+             !seen[(size_t)x->num];
+        if (ok) seen[(size_t)x->num] = 1;
+    }
+    if (!ok)
+        return QFAIL(c, q->id, SKYCMD_E_REQUEST, "\"option_order\" must be a permutation of "
+                     "range(%zu): one slot per option, each option once", n);
+    q->order = sk_arena_alloc(&c->r->doc.arena, n * sizeof *q->order);
+    q->slot_text = sk_arena_alloc(&c->r->doc.arena, n * sizeof *q->slot_text);
+    if (!q->order || !q->slot_text)
+        return sk_fail(c->e, SKYCMD_E_NOMEM, "out of memory building the request");
+    for (size_t s = 0; s < n; s++) {
+        q->order[s] = (uint16_t)v->items[s].num;
+        q->slot_text[s] = q->opts[q->order[s]].text;
+    }
+    return 0;
+}
+
 static int parse_question(rctx *c, sk_rquestion *q, sk_jstr id, const sk_jv *qv) {
     int rc;
     q->id = id;
@@ -298,9 +325,11 @@ static int parse_question(rctx *c, sk_rquestion *q, sk_jstr id, const sk_jv *qv)
     if (t != SKYCMD_QTYPE_NOUL && labels && labels->type != SK_JNULL)
         return QFAIL(c, id, SKYCMD_E_REQUEST, "\"labels\" is only supported for noul questions");
     const sk_jv *crit = sk_jobj_get(qv, "criteria");
-    if (t == SKYCMD_QTYPE_CHOICE) return parse_choice(c, q, crit);
-    if (t == SKYCMD_QTYPE_SCORE) return parse_score(c, q, crit);
-    return parse_noul(c, q, crit, labels);
+    rc = t == SKYCMD_QTYPE_CHOICE  ? parse_choice(c, q, crit)
+         : t == SKYCMD_QTYPE_SCORE ? parse_score(c, q, crit)
+                                   : parse_noul(c, q, crit, labels);
+    if (!rc) rc = parse_option_order(c, q, sk_jobj_get(qv, "option_order"));
+    return rc;
 }
 
 static int nonempty(const sk_jv *v) {

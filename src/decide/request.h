@@ -32,6 +32,11 @@ typedef struct sk_rquestion {
     sk_jstr ins;        /* instructions: the string, or json.dumps of the value */
     sk_roption *opts;
     size_t n_opts;
+    /* "option_order" (laya Agent): slot s shows option order[s], the markers come in slot
+     * order and the probabilities are put back in option order (unpermute_probs). NULL when
+     * the question has none; slot_text[s] = opts[order[s]].text then. */
+    uint16_t *order;
+    sk_jstr *slot_text;
 } sk_rquestion;
 
 typedef struct sk_request {

@@ -88,6 +88,10 @@ int sk_gguf_open_file(const char *path, sk_gguf **out, sk_err *e);
 /* Borrow `data` (must outlive the reader). */
 int sk_gguf_open_buffer(const void *data, size_t size, sk_gguf **out, sk_err *e);
 void sk_gguf_close(sk_gguf *g);
+/* Give the pages of [p, p + n) (inside the reader's data) back to the system when the data
+ * is the reader's own read-only file mapping (a later read maps them again from the page
+ * cache); a no-op for a caller's buffer, whose memory a release would zero. */
+void sk_gguf_release_pages(const sk_gguf *g, const void *p, size_t n);
 
 uint32_t sk_gguf_version(const sk_gguf *g);
 uint64_t sk_gguf_file_size(const sk_gguf *g);

@@ -537,6 +537,10 @@ static int parse(sk_gguf *g, sk_err *e) {
     return st;
 }
 
+void sk_gguf_release_pages(const sk_gguf *g, const void *p, size_t n) {
+    if (g && g->owns_map) sk_release_pages(p, n);
+}
+
 int sk_gguf_open_buffer(const void *data, size_t size, sk_gguf **out, sk_err *e) {
     if (!out) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sk_gguf_open_buffer: out is NULL");
     *out = NULL;

@@ -40,10 +40,16 @@ typedef struct sk_hparams {
     uint32_t max_head_tokens;
     uint32_t max_tokens;      /* decision.max_tokens, 0 if absent */
     uint32_t n_head_dec;      /* max(1, n_embd/64): Python's head count for decision blocks */
+    uint32_t option_layout;   /* SK_LAYOUT_SEQUENTIAL or _PARALLEL (decision.option_layout) */
     float eps;
     float rope_base;          /* global layers */
     float rope_base_swa;      /* local (sliding-window) layers */
 } sk_hparams;
+
+/* laya's option layouts (rl_agent_config.json "option_layout"): sequential, or parallel
+ * (laya.common.parallel_layout: the options share positions and do not attend to each
+ * other in the encoder; sequences then carry position and option ids, see sk_seq). */
+enum { SK_LAYOUT_SEQUENTIAL = 0, SK_LAYOUT_PARALLEL = 1 };
 
 typedef struct sk_model sk_model;      /* immutable after load, shareable by threads */
 typedef struct sk_scratch sk_scratch;  /* per-thread buffers, grown on demand and reused */
@@ -77,7 +83,7 @@ void sk_scratch_set_pool(sk_scratch *s, struct sk_pool *pool);
 void sk_scratch_set_activations(sk_scratch *s, int mode);
 /* Evaluate the last decision block unfolded, as the reference writes it: keys and values
  * projected on every row (tests compare it with the default folded form, which attends over
- * the block's input rows directly; see head_layer_markers in model.c). */
+ * the block's input rows directly; see head_layer_markers in forward.c). */
 void sk_scratch_set_unfolded(sk_scratch *s, int unfolded);
 
 /* One sequence: ids[0..n) (positions 0..n-1), question type qtype (0 choice, 1 score,
@@ -99,6 +105,10 @@ typedef struct sk_seq {
     const int32_t *markers;
     size_t n_markers;
     float *logits;        /* n_markers outputs */
+    /* parallel option layout only (else NULL): per token its RoPE position and its option
+     * (0 = shared, s + 1 = option s), as sk_prompt_parallel_layout computes them; NULL on a
+     * parallel model means positions 0..n-1 and no options */
+    const int32_t *pos, *opt;
 } sk_seq;
 int sk_model_forward_batch(const sk_model *m, sk_scratch *s, const sk_seq *seqs, size_t n_seqs,
                            sk_err *e);

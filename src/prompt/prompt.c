@@ -157,6 +157,7 @@ int sk_prompt_build(const sk_prompt_tok *t, const char *type_name, const char *i
 
     /* assemble: [CLS] head [SEP] options [SEP] state [SEP], then cut at max_len */
     size_t head_len = 1 + q_keep + 1 + opt_total + 1;
+    ws->head_len = head_len;
     size_t room = max_len > head_len + 1 ? max_len - head_len - 1 : 0;
     size_t st_n = n_state < room ? n_state : room;
     const int32_t *st = truncate_left ? state_ids + (n_state - st_n) : state_ids;
@@ -191,4 +192,34 @@ int sk_prompt_build(const sk_prompt_tok *t, const char *type_name, const char *i
                        kept, n_opts, max_len, head_max_len);
     }
     return 0;
+}
+
+void sk_prompt_parallel_layout(const int32_t *markers, size_t k, size_t head_len, size_t n,
+                               int32_t *pos, int32_t *opt) {
+    if (k == 0) {
+        for (size_t i = 0; i < n; i++) {
+            pos[i] = (int32_t)i;
+            opt[i] = 0;
+        }
+        return;
+    }
+    const size_t start = (size_t)markers[0];
+    size_t idx = 0, longest = 0;
+    for (; idx < start && idx < n; idx++) {
+        pos[idx] = (int32_t)idx;
+        opt[idx] = 0;
+    }
+    for (size_t s = 0; s < k; s++) {
+        const size_t a = (size_t)markers[s];
+        const size_t b = s + 1 < k ? (size_t)markers[s + 1] : head_len - 1;
+        if (b - a > longest) longest = b - a;
+        for (size_t x = 0; x < b - a && idx < n; x++, idx++) {
+            pos[idx] = (int32_t)(start + x);
+            opt[idx] = (int32_t)(s + 1);
+        }
+    }
+    for (size_t after = start + longest; idx < n; idx++, after++) {
+        pos[idx] = (int32_t)after;
+        opt[idx] = 0;
+    }
 }

@@ -59,6 +59,7 @@ typedef struct sk_prompt_ws {
     sk_i32v opts;      /* every option's tokens, marker first, back to back */
     size_t *opt_end;   /* end offset of option i in opts */
     size_t opt_cap;
+    size_t head_len;   /* the last sk_prompt_build's head length (through its closing [SEP]) */
 } sk_prompt_ws;
 
 void sk_prompt_ws_free(sk_prompt_ws *ws);
@@ -79,5 +80,13 @@ int sk_prompt_build(const sk_prompt_tok *t, const char *type_name, const char *i
                     const int32_t *state_ids,
                     size_t n_state, int truncate_left, size_t max_len, size_t head_max_len,
                     sk_prompt_ws *ws, sk_i32v *ids, sk_i32v *markers, sk_err *e);
+
+/* laya.common.parallel_layout: position ids and option ids of an n-token sequence whose k
+ * markers and head length are given. Every option starts at the position of the first
+ * marker; option_ids are s + 1 on option s's tokens (from its [MASK] to the next marker, the
+ * last one to the head's closing [SEP]) and 0 elsewhere; the closing [SEP] and the state
+ * continue after the longest option. */
+void sk_prompt_parallel_layout(const int32_t *markers, size_t k, size_t head_len, size_t n,
+                               int32_t *pos, int32_t *opt);
 
 #endif

@@ -44,9 +44,14 @@ static int cmp_mref(const void *x, const void *y) {
 
 int sk_tokenizer_write_gguf(const skycmd_tokenizer *t, sk_gguf_writer *w, const char *pre,
                             sk_err *e) {
+    return sk_tokenizer_write_gguf_padded(t, w, pre, 0, e);
+}
+
+int sk_tokenizer_write_gguf_padded(const skycmd_tokenizer *t, sk_gguf_writer *w,
+                                   const char *pre, size_t n_vocab, sk_err *e) {
     if (!t || !w) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "tokenizer: NULL argument");
     int rc = SKYCMD_OK;
-    size_t n = t->n_ids;
+    size_t n = n_vocab > t->n_ids ? n_vocab : t->n_ids;
     const char **toks = calloc(n + 1, sizeof *toks);
     int32_t *types = calloc(n + 1, sizeof *types);
     char **holes = calloc(n + 1, sizeof *holes);
@@ -62,7 +67,9 @@ int sk_tokenizer_write_gguf(const skycmd_tokenizer *t, sk_gguf_writer *w, const 
         goto done;
     }
     for (size_t id = 0; id < n; id++) {
-        if (!t->piece[id]) {
+        /* ids without a token (holes, and the padding up to n_vocab): "[PAD<id>]" of type
+         * UNUSED, as llama.cpp's converter writes them (get_vocab_base); never matched */
+        if (id >= t->n_ids || !t->piece[id]) {
             char buf[32];
             snprintf(buf, sizeof buf, "[PAD%zu]", id);
             if (!(holes[id] = sk_strdup(buf))) {

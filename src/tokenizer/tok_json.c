@@ -381,9 +381,9 @@ int sk_tok_set_patterns(skycmd_tokenizer *t, sk_err *e) {
         a->pattern = a->content;
         a->pattern_len = a->len;
         if (!(a->flags & SK_ADDED_NORMALIZED) || !t->nfc) continue;
-        utf8proc_uint8_t *nf = utf8proc_NFC((const utf8proc_uint8_t *)a->content);
+        size_t l = 0;
+        char *nf = sk_nfc_utf8(a->content, a->len, &l);
         if (!nf) return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
-        size_t l = strlen((const char *)nf);
         if (l != a->len || memcmp(nf, a->content, l) != 0) {
             a->pattern = sk_tok_strdup(t, (const char *)nf, l);
             a->pattern_len = (uint32_t)l;

@@ -248,12 +248,10 @@ static int is_ascii(const char *s, size_t n) {
     return 1;
 }
 
-#define NFC_OPTS (UTF8PROC_STABLE | UTF8PROC_COMPOSE)
-
 /* Scratch of one encode call: stack first, heap for large inputs. */
 typedef struct enc_scratch {
-    utf8proc_int32_t cps_stack[2048];
-    utf8proc_int32_t *cps;
+    uint32_t cps_stack[2048];
+    uint32_t *cps;       /* input code points, then their NFC after them */
     size_t cps_cap;
     char nfc_stack[8192];
     char *nfc;
@@ -272,40 +270,46 @@ static void scratch_free(enc_scratch *s) {
     if (s->nfc != s->nfc_stack) free(s->nfc);
 }
 
-/* NFC of s into the scratch (valid UTF-8 in, valid UTF-8 out). */
+/* NFC of s into the scratch (valid UTF-8 in, valid UTF-8 out), with tokenizers' own
+ * normalization data (nfc.c), not the system utf8proc's newer Unicode version. */
 static int nfc_into(enc_scratch *sc, const char *s, size_t n, const char **out, size_t *out_len,
                     sk_err *e) {
-    for (;;) {
-        utf8proc_ssize_t m = utf8proc_decompose_custom((const utf8proc_uint8_t *)s,
-                                                       (utf8proc_ssize_t)n, sc->cps,
-                                                       (utf8proc_ssize_t)sc->cps_cap, NFC_OPTS,
-                                                       NULL, NULL);
-        if (m < 0) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "tokenizer: NFC failed: %s", utf8proc_errmsg(m));
-        if ((size_t)m <= sc->cps_cap) {
-            m = utf8proc_normalize_utf32(sc->cps, m, NFC_OPTS);
-            if (m < 0) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "tokenizer: NFC failed");
-            size_t need;
-            if (sk_mul_size((size_t)m, 4, &need)) return sk_fail(e, SKYCMD_E_TOO_LARGE, "tokenizer: text too large");
-            if (need > sc->nfc_cap) {
-                char *p = malloc(need);
-                if (!p) return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
-                if (sc->nfc != sc->nfc_stack) free(sc->nfc);
-                sc->nfc = p;
-                sc->nfc_cap = need;
-            }
-            size_t o = 0;
-            for (utf8proc_ssize_t i = 0; i < m; i++)
-                o += (size_t)utf8proc_encode_char(sc->cps[i], (utf8proc_uint8_t *)sc->nfc + o);
-            *out = sc->nfc;
-            *out_len = o;
-            return SKYCMD_OK;
-        }
-        utf8proc_int32_t *p = sk_malloc_array((size_t)m, sizeof *p);
+    /* at most n code points in, SK_NFC_MAX_EXPANSION times that out */
+    size_t need_cps, need_bytes;
+    if (sk_mul_size(n, 1 + SK_NFC_MAX_EXPANSION, &need_cps) ||
+        sk_mul_size(sk_nfc_max_len(n), 4, &need_bytes))
+        return sk_fail(e, SKYCMD_E_TOO_LARGE, "tokenizer: text too large");
+    if (need_cps > sc->cps_cap) {
+        uint32_t *p = sk_malloc_array(need_cps, sizeof *p);
         if (!p) return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
         if (sc->cps != sc->cps_stack) free(sc->cps);
         sc->cps = p;
-        sc->cps_cap = (size_t)m;
+        sc->cps_cap = need_cps;
     }
+    size_t m = 0;
+    for (size_t i = 0; i < n;) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i,
+                                              (utf8proc_ssize_t)(n - i), &cp);
+        if (k <= 0) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "tokenizer: invalid UTF-8");
+        sc->cps[m++] = (uint32_t)cp;
+        i += (size_t)k;
+    }
+    uint32_t *nf = sc->cps + m;
+    const size_t w = sk_nfc(sc->cps, m, nf);
+    if (need_bytes > sc->nfc_cap) {
+        char *p = malloc(need_bytes ? need_bytes : 1);
+        if (!p) return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+        if (sc->nfc != sc->nfc_stack) free(sc->nfc);
+        sc->nfc = p;
+        sc->nfc_cap = need_bytes;
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < w; i++)
+        o += (size_t)utf8proc_encode_char((utf8proc_int32_t)nf[i], (utf8proc_uint8_t *)sc->nfc + o);
+    *out = sc->nfc;
+    *out_len = o;
+    return SKYCMD_OK;
 }
 
 /* ------------------------------------------------------------------ BPE --------- */

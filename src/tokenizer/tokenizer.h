@@ -120,6 +120,10 @@ int sk_tokenizer_from_json(const char *json, size_t len, const char *config_json
 int sk_tokenizer_from_gguf(const sk_gguf *g, skycmd_tokenizer **out, sk_err *e);
 /* Write every tokenizer.ggml.* key llama.cpp needs + skycmd.tokenizer.* keys (not the chat
  * template). pre NULL = "gpt-2". */
+/* The same with the token list padded to n_vocab entries (0 or <= the tokenizer's ids: no
+ * padding): an embedding table with more rows than the tokenizer has tokens. */
+int sk_tokenizer_write_gguf_padded(const skycmd_tokenizer *t, sk_gguf_writer *w,
+                                   const char *pre, size_t n_vocab, sk_err *e);
 int sk_tokenizer_write_gguf(const skycmd_tokenizer *t, sk_gguf_writer *w, const char *pre,
                             sk_err *e);
 void sk_tokenizer_free(skycmd_tokenizer *t);
@@ -172,5 +176,14 @@ int sk_uni_is_number(uint32_t cp);  /* \p{N} */
 int sk_uni_is_word(uint32_t cp);    /* \w (Rust regex) */
 /* Decode one code point of valid UTF-8 at s[i]; returns its length. */
 size_t sk_utf8_next(const char *s, size_t n, size_t i, uint32_t *cp);
+
+/* NFC as tokenizers 0.23.3 computes it (nfc.c; Unicode data of sk_nfc_unicode_version).
+ * out must hold sk_nfc_max_len(n) code points; returns the normalized length (<= that). */
+#define SK_NFC_MAX_EXPANSION 4
+extern const char *const sk_nfc_unicode_version;
+size_t sk_nfc_max_len(size_t n);
+size_t sk_nfc(const uint32_t *in, size_t n, uint32_t *out);
+/* The same on UTF-8 (malloc'd, NUL-terminated; NULL: out of memory or invalid UTF-8). */
+char *sk_nfc_utf8(const char *s, size_t n, size_t *out_len);
 
 #endif /* SK_TOKENIZER_H */

@@ -17,8 +17,9 @@ fixture=$src/tests/fixtures/gguf/basic.gguf
 libdir=$(dirname "$(find "$prefix" -name 'skycmd.pc' | head -n1)")
 libdir=$(dirname "$libdir")
 export PKG_CONFIG_PATH=$libdir/pkgconfig
-# The .pc names the configured prefix; point it at the scratch install instead.
-pc() { pkg-config --define-variable=prefix="$prefix" "$@"; }
+# The .pc finds its prefix from its own location: no --define-variable=prefix needed.
+pc() { pkg-config "$@"; }
+[ "$(pc --variable=prefix skycmd)" -ef "$prefix" ] || { echo "skycmd.pc does not name $prefix"; exit 1; }
 export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 cc=${CC:-cc}
 

@@ -69,6 +69,108 @@ MODELS = [
 ]
 
 
+# Checkpoints made by laya's and transformers' own classes (ModernBertConfig, AutoModel,
+# laya.common.DecisionModel, laya.train.save_checkpoint), not by our generator, in shapes our
+# presets do not have: several encoder and decision heads, odd local windows, other global
+# layer patterns and RoPE bases, norm_eps, both transformers config spellings, F32/BF16/F16
+# weights on disk, a padded vocabulary, no head_max_len, one and two decision blocks. Their
+# directories are committed under tests/fixtures/golden/ckpt/ (the C test cannot regenerate
+# torch's weights); the tokenizer is the BPE one of tests/fixtures/convert/pylaya.
+LAYA_BUILT = [
+    {"name": "laya-4x-f16-padded", "seed": 101, "spelling": "4.x", "dtype": "F16",
+     "enc": {"hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 4,
+             "intermediate_size": 96, "local_attention": 33, "global_attn_every_n_layers": 2,
+             "global_rope_theta": 80000.0, "local_rope_theta": 20000.0, "norm_eps": 1e-6,
+             "vocab_size": 384},
+     "rl": {"head_layers": 2, "max_len": 256, "temperature": [1.3, 0.8, 1.1]}},
+    # F32 weights on disk: the F16 file rounds them (the others are F16/BF16 already), which
+    # moves its well-spread answers by up to ~1.1e-3; the C test's F16 bound against laya on
+    # these weights is widened to 3e-3 for it (f16_tolerance), while against laya on the same
+    # F16-rounded weights it keeps the 1e-4 bound
+    {"name": "laya-5x-f32-d128", "seed": 202, "spelling": "5.x", "dtype": "F32", "f16_tolerance": 3e-3,
+     "enc": {"hidden_size": 128, "num_attention_heads": 4, "num_hidden_layers": 3,
+             "intermediate_size": 160, "local_attention": 16, "global_attn_every_n_layers": 3,
+             "global_rope_theta": 160000.0, "local_rope_theta": 10000.0, "norm_eps": 1e-5,
+             "vocab_size": 320},
+     "rl": {"head_layers": 1, "max_len": 256, "head_max_len": 64,
+            "temperature_by_options": {"choice:3-5": 1.7, "score:3-5": 0.7}}},
+    {"name": "laya-5x-bf16-odd", "seed": 303, "spelling": "5.x", "dtype": "BF16",
+     "enc": {"hidden_size": 96, "num_attention_heads": 3, "num_hidden_layers": 5,
+             "intermediate_size": 128, "local_attention": 65, "global_attn_every_n_layers": 2,
+             "global_rope_theta": 1000000.0, "local_rope_theta": 50000.0, "norm_eps": 1e-5,
+             "vocab_size": 320},
+     "rl": {"head_layers": 2, "max_len": 256, "head_max_len": 128}},
+    # laya's parallel option layout (laya.common.parallel_layout / parallel_option_masks):
+    # options share positions and are masked from each other; a small local window (measured
+    # in positions) so that the layout's windows differ from the sequential ones
+    {"name": "laya-parallel", "seed": 404, "spelling": "5.x", "dtype": "F16",
+     "enc": {"hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 4,
+             "intermediate_size": 96, "local_attention": 12, "global_attn_every_n_layers": 2,
+             "global_rope_theta": 160000.0, "local_rope_theta": 10000.0, "norm_eps": 1e-5,
+             "vocab_size": 320},
+     "rl": {"head_layers": 2, "max_len": 256, "head_max_len": 96, "option_layout": "parallel"}},
+]
+
+
+def build_laya_checkpoint(spec, tok_dir, out):
+    """A checkpoint written by laya's save_checkpoint from a DecisionModel over a ModernBERT
+    built by transformers, with weights drawn so that answers are well spread (the default
+    init gives near-uniform probabilities, which would prove little)."""
+    import torch
+    from safetensors.torch import load_file, save_file
+    from transformers import AutoModel, AutoTokenizer, ModernBertConfig
+    from laya.common import DecisionModel
+    from laya.train import save_checkpoint
+    torch.manual_seed(spec["seed"])
+    e = dict(spec["enc"])
+    glob_every = e.pop("global_attn_every_n_layers")
+    g_theta, l_theta = e.pop("global_rope_theta"), e.pop("local_rope_theta")
+    n = e["num_hidden_layers"]
+    cfg = ModernBertConfig(
+        **e, max_position_embeddings=512, pad_token_id=0, bos_token_id=2, eos_token_id=3,
+        cls_token_id=2, sep_token_id=3,
+        layer_types=["full_attention" if i % glob_every == 0 else "sliding_attention" for i in range(n)],
+        rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": g_theta},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": l_theta}})
+    enc = AutoModel.from_config(cfg, attn_implementation="sdpa")
+    model = DecisionModel(enc, spec["rl"]["head_layers"], 2)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() >= 2:
+                p.normal_(0.0, 1.0 / p.shape[-1] ** 0.5)
+            elif name.endswith("weight"):   # norms
+                p.normal_(1.0, 0.15)
+            else:
+                p.normal_(0.0, 0.1)
+        model.scorer[3].weight.mul_(6.0)   # spread the option logits
+    model.eval()
+    tok = AutoTokenizer.from_pretrained(tok_dir)
+    rl = {"encoder": "skycmd/" + spec["name"], **spec["rl"], "act_costs": {"escalate": 0.5}}
+    shutil.rmtree(out, ignore_errors=True)
+    save_checkpoint(model, tok, rl, out)   # weights in F16, as laya writes them
+    path = os.path.join(out, "model.safetensors")
+    if spec["dtype"] != "F16":
+        # the same values in F32 / BF16 on disk (F16 -> wider is exact for F32; BF16 rounds)
+        sd = {k: v.detach().float() for k, v in model.state_dict().items()}
+        dt = torch.float32 if spec["dtype"] == "F32" else torch.bfloat16
+        save_file({k: v.to(dt).contiguous() for k, v in sd.items()}, path)
+    ecfg_path = os.path.join(out, "encoder", "config.json")
+    with open(ecfg_path) as f:
+        ec = json.load(f)
+    ec.pop("dtype", None)   # float32 compute either way (a bf16 dtype would make laya compute in bf16)
+    if spec["spelling"] == "4.x":
+        # transformers 4.x keys, which 5.x still reads: no layer_types, no rope_parameters
+        ec.pop("layer_types", None)
+        ec.pop("rope_parameters", None)
+        ec["global_attn_every_n_layers"] = glob_every
+        ec["global_rope_theta"] = g_theta
+        ec["local_rope_theta"] = l_theta
+        ec["transformers_version"] = "4.48.0"
+    with open(ecfg_path, "w") as f:
+        json.dump(ec, f, indent=2, sort_keys=True)
+    return out
+
+
 # --------------------------------------------------------------------------- requests ----
 def _prose(n_sentences, start=0):
     s = [
@@ -279,6 +381,22 @@ def requests():
               '"instructions": "x?", "criteria": ["true"]}}}', True))
     # 70 options shrink to 4 tokens each: the markers run past max_len (laya: "only N of its 70
     # option markers fit"); the model's max_len of 256 is assumed (all presets use it)
+    # option_order (laya Agent): slot s shows option order[s]; probabilities come back in the
+    # caller's option order (unpermute_probs)
+    oc = _choice("Which tool fixes a loose screw?", {"hammer": "hits nails", "screwdriver": "turns screws",
+                                                      "saw": "cuts wood", "glue": "sticks parts"})
+    oc["option_order"] = [3, 1, 0, 2]
+    osc = _score("How tight is the lid?", ["loose", "slightly loose", "snug", "tight", "stuck"])
+    osc["option_order"] = [4, 2, 0, 1, 3]
+    on = _noul("Is the jar open?", {"true": "the lid is off"})
+    on["option_order"] = [1, 0]
+    oi = _choice("Pick a colour.", ["red", "green", "blue"])
+    oi["option_order"] = [0, 1, 2]
+    R.append(("option-order", _body("a jar with a stuck lid and a toolbox next to it",
+                                    {"tool": oc, "lid": osc, "open": on, "colour": oi}), False))
+    bad = _choice("Pick one.", {"a": "x", "b": "y", "c": "z"})
+    bad["option_order"] = [0, 0, 1]
+    R.append(("error-option-order-not-a-permutation", _body("s", {"q": bad}), True))
     R.append(("error-markers-past-max-len", _body("s", {
         "many": _choice("Pick one.", {"o%d" % i: "option number %d of many" % i for i in range(70)})}), True))
     return R
@@ -324,8 +442,10 @@ class Recorder:
             return out
 
         def unpermute_probs(p, order):
-            self.probs.append([float(x) for x in p])
-            return up(p, order)
+            # in the caller's option order (what the answer reports), as laya returns it
+            out = up(p, order)
+            self.probs.append([float(x) for x in out])
+            return out
 
         def temp_bucket(qt, k):
             b = tb(qt, k)
@@ -589,6 +709,56 @@ def main():
             | {"fixture": fname})
         nq = sum(len(c.get("questions", [])) for c in cases)
         print("%s: %d cases (%d questions), sha256 %s" % (spec["name"], len(cases), nq, sha[:16]))
+    tok_dir = os.path.join(repo, "tests", "fixtures", "convert", "pylaya", "tokenizer")
+    built = LAYA_BUILT
+    if a.models:
+        built = [b for b in LAYA_BUILT if b["name"] in set(a.models.split(","))]
+    for spec in built:
+        rel = os.path.join("ckpt", spec["name"])
+        ck = build_laya_checkpoint(spec, tok_dir, os.path.join(a.out, rel))
+        # laya may rewrite tokenizer_config.json in place: it runs on a copy
+        py = os.path.join(work, spec["name"] + "-py")
+        shutil.rmtree(py, ignore_errors=True)
+        shutil.copytree(ck, py)
+        sha = sha256_file(os.path.join(ck, "model.safetensors"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            agent = laya.Agent(py, device="cpu")
+        cases = run_model(agent, agent_mod, reqs)
+        header = {
+            "format": FORMAT_VERSION, "model": spec["name"], "checkpoint": rel, "built_by": spec,
+            "model_safetensors_sha256": sha,
+            "max_len": agent.cfg.get("max_len", 512), "head_max_len": agent.cfg.get("head_max_len", 192),
+            "temperature_applied": agent.temperature,
+            "temperature_by_options_applied": agent.temperature_by_options,
+            "special_ids": {"cls": agent.tok.cls_token_id, "sep": agent.tok.sep_token_id,
+                            "mask": agent.tok.mask_token_id, "pad": agent.tok.pad_token_id},
+            "versions": versions,
+        }
+        del agent
+        header["f16_rounded_tensors"] = f16_rounded_copy(py, py + "-f16w")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            agent16 = laya.Agent(py + "-f16w", device="cpu")
+        cases16 = run_model(agent16, agent_mod, reqs)
+        del agent16
+        spread = []
+        for c, c16 in zip(cases, cases16):
+            for q, q16 in zip(c.get("questions", []), c16.get("questions", [])):
+                assert q["ids"] == q16["ids"] and q["markers"] == q16["markers"]
+                q["probabilities_f16w"] = q16["probabilities"]
+                if len(q["probabilities"]) >= 2:
+                    spread.append(max(q["probabilities"]) - min(q["probabilities"]))
+        fname = spec["name"] + ".json"
+        outputs.append((fname, header, cases))
+        entry = {"model": spec["name"], "checkpoint": rel, "model_safetensors_sha256": sha,
+                 "fixture": fname}
+        if "f16_tolerance" in spec:
+            entry["f16_tolerance"] = spec["f16_tolerance"]
+        manifest["models"].append(entry)
+        spread.sort()
+        print("%s: %d cases, median max-min probability %.3f" % (spec["name"], len(cases),
+                                                                 spread[len(spread) // 2]))
     with open(os.path.join(a.out, "requests.json"), "w", encoding="utf-8") as f:
         f.write("[\n" + ",\n".join(compact_json({"name": n, "body": b, "expect_error": e}) for n, b, e in reqs) + "\n]\n")
     for fname, header, cases in outputs:
@@ -602,7 +772,7 @@ def main():
         except (OSError, ValueError, KeyError):
             old = []
         done = {m["model"] for m in manifest["models"]}
-        order = [m["name"] for m in MODELS]
+        order = [m["name"] for m in MODELS + LAYA_BUILT]
         merged = [m for m in old if m.get("model") not in done and m.get("model") in order] + manifest["models"]
         manifest["models"] = sorted(merged, key=lambda m: order.index(m["model"]))
     with open(os.path.join(a.out, "manifest.json"), "w", encoding="utf-8") as f:

@@ -23,7 +23,7 @@ if (process.env.SKYCMD_TEST_MODEL) {
   modelPath = process.env.SKYCMD_TEST_MODEL;
 } else {
   modelPath = path.join(tmp, 's1-pico.gguf');
-  try { sky.randomModel('s1-pico', modelPath); } catch (e) { modelError = e; }
+  try { sky.randomModelSync('s1-pico', modelPath); } catch (e) { modelError = e; }
 }
 
 function model(t) {
@@ -47,18 +47,21 @@ function bits(v) {
   return b.toString('hex');
 }
 
-// The cross-check form of run-tests.sh: every double as the hex digits of its bits.
+// The cross-check form of run-tests.sh: every double as the hex digits of its bits, an
+// absent confidence (noul) as "none".
 function dump(r) {
   let s = `input_tokens ${r.inputTokens}\n`;
   for (const a of r.answers) {
-    s += `answer ${a.id} ${a.type} choice=${a.choice ?? ''} value=${bits(a.value)} confidence=${bits(a.confidence)}\n`;
+    const conf = a.confidence === undefined ? 'none' : bits(a.confidence);
+    s += `answer ${a.id} ${a.type} choice=${a.choice ?? ''} value=${bits(a.value)} confidence=${conf}\n`;
     for (const p of a.probabilities) s += `option ${p.key} ${bits(p.p)}\n`;
   }
   return s;
 }
 
-function checkAnswers(r) {
+function checkAnswers(r, modelName = 's1-pico') {
   assert.equal(r.answers.length, 3, r.json);
+  assert.equal(r.model, modelName);
   assert.ok(r.inputTokens > 0);
   assert.deepEqual(r.answers.map((a) => [a.id, a.type]), [['action', 'choice'], ['danger', 'noul'], ['margin', 'score']]);
   for (const a of r.answers) {
@@ -71,16 +74,29 @@ function checkAnswers(r) {
   const best = act.probabilities[0].p >= act.probabilities[1].p ? act.probabilities[0] : act.probabilities[1];
   assert.equal(act.choice, best.key);
   assert.equal(act.value, best.p);
-  assert.ok(!Number.isNaN(act.confidence));
+  assert.equal(typeof act.confidence, 'number');
+  assert.ok(act.confidence >= 0 && act.confidence <= 1);
+  assert.equal(act.legend, undefined);
   const dn = r.answer('danger');
   assert.deepEqual(dn.probabilities.map((p) => p.key), ['false', 'true']);
   assert.equal(dn.value, dn.probabilities[1].p);
-  assert.ok(Number.isNaN(dn.confidence));
+  assert.equal(dn.confidence, undefined);
+  assert.ok('confidence' in dn);
+  assert.equal(dn.legend, undefined);
   assert.equal(dn.choice, null);
   const mg = r.answer('margin');
   assert.deepEqual(mg.probabilities.map((p) => p.key), ['0', '1', '2']);
   const exp = mg.probabilities.reduce((s, p, i) => s + i * p.p, 0);
   assert.ok(Math.abs(exp - mg.value) < 1e-9);
+  assert.equal(typeof mg.confidence, 'number');
+  assert.deepEqual(mg.legend, ['none', 'tight', 'comfortable']);
+  // The typed views (the Jev SDK's answer types).
+  assert.deepEqual(r.choices.action, { choice: act.choice, confidence: act.confidence,
+    probabilities: { thrust: act.probabilities[0].p, glide: act.probabilities[1].p } });
+  assert.deepEqual(r.scores.margin, { score: mg.value, confidence: mg.confidence,
+    legend: { 0: 'none', 1: 'tight', 2: 'comfortable' },
+    probabilities: { 0: mg.probabilities[0].p, 1: mg.probabilities[1].p, 2: mg.probabilities[2].p } });
+  assert.deepEqual(r.nouls, { danger: { noul: dn.value } });
   const wire = JSON.parse(r.json);
   assert.equal(wire.usage.input_tokens, r.inputTokens);
   assert.equal(wire.answers.action.choice, act.choice);
@@ -98,7 +114,7 @@ test('status values match the header', () => {
   assert.equal(Object.keys(sky.Status).length, pairs.length);
 });
 
-test('version check refuses a library older than the header', () => {
+test('version check refuses a library older than the header', async () => {
   assert.equal(sky._state.loadError, null);
   assert.ok(sky.HEADER_VERSION_NUMBER > 0);
   sky.checkVersion(sky.HEADER_VERSION_NUMBER);
@@ -109,7 +125,8 @@ test('version check refuses a library older than the header', () => {
   sky._state.loadError = new sky.SkycmdError('check version', sky.Status.VERSION, 'simulated old library');
   try {
     assert.throws(() => sky.Model.open(path.join(tmp, 'x.gguf')), { code: 'SKYCMD_E_VERSION' });
-    assert.throws(() => sky.randomModel('s1-pico', path.join(tmp, 'x.gguf')), { code: 'SKYCMD_E_VERSION' });
+    assert.throws(() => sky.randomModelSync('s1-pico', path.join(tmp, 'x.gguf')), { code: 'SKYCMD_E_VERSION' });
+    await assert.rejects(sky.randomModel('s1-pico', path.join(tmp, 'x.gguf')), { code: 'SKYCMD_E_VERSION' });
   } finally {
     sky._state.loadError = saved;
   }
@@ -157,9 +174,12 @@ test('errors: bad path, bad JSON, invalid request, closed handle', async (t) => 
   const junk = path.join(tmp, 'junk.gguf');
   fs.writeFileSync(junk, 'this is not a gguf file at all');
   assert.throws(() => sky.Model.open(junk), { code: 'SKYCMD_E_FORMAT' });
-  assert.throws(() => sky.inspect(path.join(tmp, 'nope.gguf')), { code: 'SKYCMD_E_IO' });
-  assert.throws(() => sky.randomModel('no-such-preset', path.join(tmp, 'p.gguf')), sky.SkycmdError);
-  assert.throws(() => sky.convert(path.join(tmp, 'no-such-dir'), path.join(tmp, 'c.gguf')), sky.SkycmdError);
+  assert.throws(() => sky.inspectSync(path.join(tmp, 'nope.gguf')), { code: 'SKYCMD_E_IO' });
+  await assert.rejects(sky.inspect(path.join(tmp, 'nope.gguf')), (e) => e instanceof sky.SkycmdError && e.code === 'SKYCMD_E_IO' && e.op === 'inspect');
+  assert.throws(() => sky.randomModelSync('no-such-preset', path.join(tmp, 'p.gguf')), sky.SkycmdError);
+  await assert.rejects(sky.randomModel('no-such-preset', path.join(tmp, 'p.gguf')), sky.SkycmdError);
+  assert.throws(() => sky.convertSync(path.join(tmp, 'no-such-dir'), path.join(tmp, 'c.gguf')), sky.SkycmdError);
+  await assert.rejects(sky.convert(path.join(tmp, 'no-such-dir'), path.join(tmp, 'c.gguf')), sky.SkycmdError);
   assert.ok(!fs.existsSync(path.join(tmp, 'c.gguf')));
   assert.throws(() => sky.Model.open(junk, { weights: 'bogus' }), { code: 'SKYCMD_E_INVALID_ARGUMENT' });
   const p = model(t);
@@ -185,15 +205,19 @@ test('errors: bad path, bad JSON, invalid request, closed handle', async (t) => 
 test('inspect, quantize and a seeded random model', async (t) => {
   const p = model(t);
   if (!p) return;
-  assert.match(sky.inspect(p), /modern-bert/);
-  JSON.parse(sky.inspect(p, { json: true }));
+  assert.match(sky.inspectSync(p), /modern-bert/);
+  assert.equal(await sky.inspect(p), sky.inspectSync(p));
+  JSON.parse(await sky.inspect(p, { json: true }));
   const q = path.join(tmp, 'q8.gguf');
-  sky.quantize(p, q, { type: 'q8_0' });
+  await sky.quantize(p, q, { type: 'q8_0' });
+  const qs = path.join(tmp, 'q8-sync.gguf');
+  sky.quantizeSync(p, qs, { type: 'q8_0' });
+  assert.ok(fs.readFileSync(q).equals(fs.readFileSync(qs)), 'async and sync quantize differ');
   const m = sky.Model.open(q);
   checkAnswers(await m.decide(request()));
   m.close();
   const seeded = path.join(tmp, 'seeded.gguf');
-  sky.randomModel('s1-pico', seeded, { seed: 7 });
+  await sky.randomModel('s1-pico', seeded, { seed: 7 });
   assert.ok(fs.statSync(seeded).size > 0);
 });
 

@@ -7,10 +7,10 @@
 //!
 //! Everything is `unsafe`; use the `skycmd` crate for a safe API.
 #![allow(non_camel_case_types)]
-#![no_std]
 
-use core::ffi::{c_char, c_int, c_uint, c_void};
-use core::marker::{PhantomData, PhantomPinned};
+// std::os::raw, not core::ffi (1.64): the crates build with rustc 1.63 (Debian bookworm).
+use std::marker::{PhantomData, PhantomPinned};
+use std::os::raw::{c_char, c_int, c_uint, c_void};
 
 macro_rules! opaque {
     ($($name:ident),*) => {$(
@@ -165,4 +165,6 @@ extern "C" {
     pub fn skycmd_response_option_count(resp: *const skycmd_response, i: usize) -> usize;
     pub fn skycmd_response_option_key(resp: *const skycmd_response, i: usize, j: usize) -> *const c_char;
     pub fn skycmd_response_option_probability(resp: *const skycmd_response, i: usize, j: usize) -> f64;
+    pub fn skycmd_response_model(resp: *const skycmd_response) -> *const c_char;
+    pub fn skycmd_response_option_legend(resp: *const skycmd_response, i: usize, j: usize) -> *const c_char;
 }

@@ -13,14 +13,29 @@
 //! - Before the first call the crate checks that the running library is at least the header
 //!   version it was built against ([`HEADER_VERSION_NUMBER`]); otherwise every call fails
 //!   with [`Status::VERSION`].
+//!
+//! Beyond open/decide: typed requests ([`Request`] with [`Choice`], [`Score`], [`Noul`], as
+//! in the Jev SDK), [`Model::decide_batch`], [`Model::open_buffer`] (the model owns the
+//! bytes), the [`Tokenizer`], and [`Options::progress`] (progress and cancellation of
+//! [`convert`] and [`quantize`]). Answers carry an `Option<f64>` confidence (None for noul),
+//! score legends ([`Probability::legend`]) and the answering model ([`Response::model`]).
+//!
+//! Linking: by default the installed libskycmd (pkg-config); with feature `bundled` the C
+//! sources compiled into the binary (see skycmd-sys).
+use std::any::Any;
 use std::ffi::{CStr, CString};
 use std::fmt;
 use std::marker::PhantomData;
-use std::os::raw::{c_char, c_int};
+use std::ops::ControlFlow;
+use std::os::raw::{c_char, c_int, c_void};
+use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+mod request;
+pub use request::{Choice, Content, Noul, Question, Request, Score};
 
 use skycmd_sys as sys;
 
@@ -171,6 +186,17 @@ pub fn version() -> &'static str {
     unsafe { static_str(sys::skycmd_version_string()) }
 }
 
+/// The running library's build: "git <commit> <build type>" (the build type is
+/// "cargo-bundled" for the `bundled` feature's build).
+pub fn build_id() -> &'static str {
+    unsafe { static_str(sys::skycmd_build_id()) }
+}
+
+/// The CPU features the library's kernels use on this machine.
+pub fn cpu_features() -> &'static str {
+    unsafe { static_str(sys::skycmd_cpu_features()) }
+}
+
 /// The running library's MAJOR*10000 + MINOR*100 + PATCH.
 pub fn version_number() -> u32 {
     unsafe { sys::skycmd_version_number() }
@@ -213,6 +239,48 @@ pub struct Options {
     ints: Vec<(c_int, i64)>,
     strs: Vec<(c_int, String)>,
     session: Vec<(c_int, i64)>,
+    progress: Option<ProgressCallback>,
+}
+
+type ProgressFn = dyn FnMut(u64, u64) -> ControlFlow<()> + Send;
+
+/// A progress closure shared by the clones of an [`Options`].
+#[derive(Clone)]
+struct ProgressCallback(Arc<Mutex<Box<ProgressFn>>>);
+
+impl fmt::Debug for ProgressCallback {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ProgressCallback")
+    }
+}
+
+/// What the C trampoline reaches through `user_data` during one call.
+struct ProgressState {
+    callback: ProgressCallback,
+    /// A panic of the closure, caught at the C boundary and resumed after the call returns.
+    panic: Mutex<Option<Box<dyn Any + Send>>>,
+}
+
+unsafe extern "C" fn progress_trampoline(user_data: *mut c_void, done: u64, total: u64) -> c_int {
+    // SAFETY: user_data is the ProgressState owned by the NativeOptions of this call.
+    let state = &*(user_data as *const ProgressState);
+    let mut panicked = state.panic.lock().unwrap_or_else(|e| e.into_inner());
+    if panicked.is_some() {
+        return 1;
+    }
+    // A panic must not unwind into C: catch it, cancel the call, resume it afterwards.
+    let r = panic::catch_unwind(AssertUnwindSafe(|| {
+        let mut f = state.callback.0.lock().unwrap_or_else(|e| e.into_inner());
+        (f)(done, total)
+    }));
+    match r {
+        Ok(ControlFlow::Continue(())) => 0,
+        Ok(ControlFlow::Break(())) => 1,
+        Err(payload) => {
+            *panicked = Some(payload);
+            1
+        }
+    }
 }
 
 impl Options {
@@ -271,10 +339,27 @@ impl Options {
     pub fn pre(self, s: &str) -> Self {
         self.string(sys::SKYCMD_OPT_PRE, s)
     }
+    /// Progress of long work ([`convert`], [`quantize`]): the closure gets (done, total) in
+    /// units the call chooses and returns `ControlFlow::Break(())` to cancel; the call then
+    /// fails with [`Status::CANCELLED`] and leaves no partial output. A panic in the closure
+    /// cancels the call and is resumed on the caller's thread once the call has returned.
+    pub fn progress(mut self, f: impl FnMut(u64, u64) -> ControlFlow<()> + Send + 'static) -> Self {
+        self.progress = Some(ProgressCallback(Arc::new(Mutex::new(Box::new(f)))));
+        self
+    }
 
     fn to_native(&self, op: &'static str) -> Result<NativeOptions> {
         let p = NonNull::new(unsafe { sys::skycmd_options_new() }).ok_or_else(|| err(op, sys::SKYCMD_E_NOMEM, ""))?;
-        let o = NativeOptions(p);
+        let mut o = NativeOptions { ptr: p, progress: None };
+        if let Some(cb) = &self.progress {
+            let state = Box::new(ProgressState { callback: cb.clone(), panic: Mutex::new(None) });
+            let user_data = &*state as *const ProgressState as *mut c_void;
+            let st = unsafe { sys::skycmd_options_set_progress(p.as_ptr(), Some(progress_trampoline), user_data) };
+            if st != sys::SKYCMD_OK {
+                return Err(err(op, st, "cannot set the progress callback"));
+            }
+            o.progress = Some(state);
+        }
         for &(k, v) in &self.ints {
             let st = unsafe { sys::skycmd_options_set_int(p.as_ptr(), k, v) };
             if st != sys::SKYCMD_OK {
@@ -292,11 +377,29 @@ impl Options {
     }
 }
 
-struct NativeOptions(NonNull<sys::skycmd_options>);
+struct NativeOptions {
+    ptr: NonNull<sys::skycmd_options>,
+    /// Boxed so that its address, given to C as user_data, stays put.
+    progress: Option<Box<ProgressState>>,
+}
+
+impl NativeOptions {
+    fn as_ptr(&self) -> *const sys::skycmd_options {
+        self.ptr.as_ptr()
+    }
+    /// Resumes a panic the progress closure raised during the call.
+    fn resume_panic(&self) {
+        if let Some(state) = &self.progress {
+            if let Some(payload) = state.panic.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                panic::resume_unwind(payload);
+            }
+        }
+    }
+}
 
 impl Drop for NativeOptions {
     fn drop(&mut self) {
-        unsafe { sys::skycmd_options_free(self.0.as_ptr()) }
+        unsafe { sys::skycmd_options_free(self.ptr.as_ptr()) }
     }
 }
 
@@ -304,10 +407,13 @@ fn handle_less(op: &'static str, opts: &Options, f: impl FnOnce(*const sys::skyc
     ensure_usable()?;
     let o = opts.to_native(op)?;
     let e = ErrorBox::new(op)?;
-    e.check(op, f(o.0.as_ptr(), e.0.as_ptr()))
+    let st = f(o.as_ptr(), e.0.as_ptr());
+    o.resume_panic();
+    e.check(op, st)
 }
 
-/// Converts a Laya checkpoint directory to one GGUF file (type, head type, name, pre).
+/// Converts a Laya checkpoint directory to one GGUF file (type, head type, name, pre,
+/// progress).
 pub fn convert(laya_dir: impl AsRef<Path>, out: impl AsRef<Path>, opts: &Options) -> Result<()> {
     let (d, o) = (cpath("convert", laya_dir.as_ref())?, cpath("convert", out.as_ref())?);
     handle_less("convert", opts, |op, e| unsafe { sys::skycmd_convert(d.as_ptr(), o.as_ptr(), op, e) })
@@ -319,7 +425,7 @@ pub fn random_model(preset: &str, out: impl AsRef<Path>, opts: &Options) -> Resu
     handle_less("random model", opts, |op, e| unsafe { sys::skycmd_random_model(p.as_ptr(), o.as_ptr(), op, e) })
 }
 
-/// Re-types the tensors of a GGUF file (type, head type).
+/// Re-types the tensors of a GGUF file (type, head type, progress).
 pub fn quantize(input: impl AsRef<Path>, out: impl AsRef<Path>, opts: &Options) -> Result<()> {
     let (i, o) = (cpath("quantize", input.as_ref())?, cpath("quantize", out.as_ref())?);
     handle_less("quantize", opts, |op, e| unsafe { sys::skycmd_quantize(i.as_ptr(), o.as_ptr(), op, e) })
@@ -349,9 +455,14 @@ pub struct Probability {
     /// "0".."n-1" for score, "false"/"true" for noul, the criteria key for choice.
     pub key: String,
     pub p: f64,
+    /// Score answers: the request's description of this level (a string as its text, any
+    /// other JSON value as compact JSON; the wire's "legend"). None otherwise.
+    pub legend: Option<String>,
 }
 
 /// The answer to one question.
+///
+/// Identical answers compare equal (`PartialEq`): an absent confidence is `None`, not NaN.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Answer {
     pub id: String,
@@ -360,14 +471,23 @@ pub struct Answer {
     pub choice: Option<String>,
     /// Expected level (score), P(true) (noul), the chosen key's probability (choice).
     pub value: f64,
-    /// Confidence of choice/score; NaN for noul (the wire has none).
-    pub confidence: f64,
+    /// Confidence of choice and score answers; None for noul (the wire has none).
+    pub confidence: Option<f64>,
     pub probabilities: Vec<Probability>,
+}
+
+impl Answer {
+    /// The probability of option `key`.
+    pub fn probability(&self, key: &str) -> Option<f64> {
+        self.probabilities.iter().find(|p| p.key == key).map(|p| p.p)
+    }
 }
 
 /// The answers of one decide call, copied out of the C response.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Response {
+    /// The name of the model that answered (the wire's "model").
+    pub model: String,
     pub answers: Vec<Answer>,
     pub input_tokens: i64,
     /// The library's wire JSON: {"model", "answers", "usage"}.
@@ -393,7 +513,14 @@ impl Response {
             };
             let m = sys::skycmd_response_option_count(r, i);
             let probabilities = (0..m)
-                .map(|j| Probability { key: owned_str(sys::skycmd_response_option_key(r, i, j)), p: sys::skycmd_response_option_probability(r, i, j) })
+                .map(|j| {
+                    let legend = sys::skycmd_response_option_legend(r, i, j);
+                    Probability {
+                        key: owned_str(sys::skycmd_response_option_key(r, i, j)),
+                        p: sys::skycmd_response_option_probability(r, i, j),
+                        legend: if legend.is_null() { None } else { Some(owned_str(legend)) },
+                    }
+                })
                 .collect();
             let c = sys::skycmd_response_answer_choice(r, i);
             answers.push(Answer {
@@ -401,13 +528,22 @@ impl Response {
                 kind,
                 choice: if c.is_null() { None } else { Some(owned_str(c)) },
                 value: sys::skycmd_response_answer_value(r, i),
-                confidence: sys::skycmd_response_answer_confidence(r, i),
+                // The C ABI marks "no confidence" (noul) as NaN.
+                confidence: Some(sys::skycmd_response_answer_confidence(r, i)).filter(|c| !c.is_nan()),
                 probabilities,
             });
         }
-        Response { answers, input_tokens: sys::skycmd_response_input_tokens(r), json: owned_str(sys::skycmd_response_json(r)) }
+        Response {
+            model: owned_str(sys::skycmd_response_model(r)),
+            answers,
+            input_tokens: sys::skycmd_response_input_tokens(r),
+            json: owned_str(sys::skycmd_response_json(r)),
+        }
     }
 }
+
+/// The memory a model opened with [`Model::open_buffer`] reads its weights from.
+type ModelBuffer = Box<dyn AsRef<[u8]> + Send + Sync>;
 
 /// An open decision model.
 pub struct Model {
@@ -415,6 +551,9 @@ pub struct Model {
     session_opts: Vec<(c_int, i64)>,
     /// Idle sessions for `Model::decide`; each is used by one call at a time.
     pool: Mutex<Vec<NonNull<sys::skycmd_session>>>,
+    /// The GGUF bytes of a model opened from memory: the C model points into them, so they
+    /// are dropped after it (Drop frees the model before the fields are dropped).
+    buffer: Option<ModelBuffer>,
 }
 
 // SAFETY: skycmd.h: "a skycmd_model is immutable once open and may be shared by any number of
@@ -430,9 +569,33 @@ impl Model {
         let o = opts.to_native("open")?;
         let e = ErrorBox::new("open")?;
         let mut m: *mut sys::skycmd_model = ptr::null_mut();
-        e.check("open", unsafe { sys::skycmd_model_open(p.as_ptr(), o.0.as_ptr(), &mut m, e.0.as_ptr()) })?;
+        e.check("open", unsafe { sys::skycmd_model_open(p.as_ptr(), o.as_ptr(), &mut m, e.0.as_ptr()) })?;
         let ptr = NonNull::new(m).ok_or_else(|| err("open", sys::SKYCMD_E_INTERNAL, "open returned no model"))?;
-        Ok(Model { ptr, session_opts: opts.session.clone(), pool: Mutex::new(Vec::new()) })
+        Ok(Model { ptr, session_opts: opts.session.clone(), pool: Mutex::new(Vec::new()), buffer: None })
+    }
+
+    /// Opens a model from GGUF bytes in memory (the options of [`Model::open`]). Nothing is
+    /// copied: the model takes ownership of `buffer` (a `Vec<u8>`, `Box<[u8]>`,
+    /// `&'static [u8]` from `include_bytes!`, `Arc<[u8]>`, ...) and reads it until dropped.
+    pub fn open_buffer<B: AsRef<[u8]> + Send + Sync + 'static>(buffer: B, opts: &Options) -> Result<Model> {
+        ensure_usable()?;
+        // Boxed first: the bytes' address must not change after the C model has seen it
+        // (an array's AsRef points into the value itself, which moves with it).
+        let buffer: ModelBuffer = Box::new(buffer);
+        let bytes: &[u8] = (*buffer).as_ref();
+        let o = opts.to_native("open buffer")?;
+        let e = ErrorBox::new("open buffer")?;
+        let mut m: *mut sys::skycmd_model = ptr::null_mut();
+        let st = unsafe { sys::skycmd_model_open_buffer(bytes.as_ptr() as *const c_void, bytes.len(), o.as_ptr(), &mut m, e.0.as_ptr()) };
+        e.check("open buffer", st)?;
+        let ptr = NonNull::new(m).ok_or_else(|| err("open buffer", sys::SKYCMD_E_INTERNAL, "open returned no model"))?;
+        Ok(Model { ptr, session_opts: opts.session.clone(), pool: Mutex::new(Vec::new()), buffer: Some(buffer) })
+    }
+
+    /// The model's tokenizer (borrowed from the model).
+    pub fn tokenizer(&self) -> Tokenizer<'_> {
+        let p = unsafe { sys::skycmd_model_tokenizer(self.ptr.as_ptr()) };
+        Tokenizer { ptr: NonNull::new(p as *mut _).expect("an open model has a tokenizer"), owned: false, _model: PhantomData }
     }
 
     /// The model name reported in responses.
@@ -475,15 +638,34 @@ impl Model {
         Ok(s)
     }
 
-    /// Answers a request; callable from many threads at once (a pooled session per call).
-    pub fn decide(&self, request_json: &str) -> Result<Response> {
+    /// Runs `f` with a pooled session (a new one if none is idle).
+    fn with_pooled_session<T>(&self, f: impl FnOnce(NonNull<sys::skycmd_session>) -> T) -> Result<T> {
         let s = match self.pool.lock().unwrap_or_else(|e| e.into_inner()).pop() {
             Some(s) => s,
             None => self.new_session()?,
         };
-        let r = unsafe { decide_raw(s, request_json) };
+        let r = f(s);
         self.pool.lock().unwrap_or_else(|e| e.into_inner()).push(s);
-        r
+        Ok(r)
+    }
+
+    /// Answers a request (its JSON text); callable from many threads at once (a pooled
+    /// session per call).
+    pub fn decide(&self, request_json: &str) -> Result<Response> {
+        self.with_pooled_session(|s| unsafe { decide_raw(s, request_json) })?
+    }
+
+    /// Answers a typed [`Request`].
+    pub fn decide_request(&self, request: &Request) -> Result<Response> {
+        self.decide(&request.to_json()?)
+    }
+
+    /// Answers several requests (JSON texts) together: their sequences share the model's
+    /// batches, and each answer is exactly what [`Model::decide`] gives for its request
+    /// alone. All or nothing: an invalid request fails the call, its message naming the
+    /// request ("request 2: ...").
+    pub fn decide_batch<S: AsRef<str>>(&self, requests: &[S]) -> Result<Vec<Response>> {
+        self.with_pooled_session(|s| unsafe { decide_batch_raw(s, requests) })?
     }
 
     /// Frees the model now, reporting an error from the library if any. The model is
@@ -501,6 +683,7 @@ impl Model {
         unsafe {
             ptr::drop_in_place(&mut m.session_opts);
             ptr::drop_in_place(&mut m.pool);
+            ptr::drop_in_place(&mut m.buffer);
         }
         r
     }
@@ -523,25 +706,66 @@ impl Drop for Model {
     }
 }
 
+/// A parsed request, freed on drop.
+struct ParsedRequest(*mut sys::skycmd_request);
+
+impl ParsedRequest {
+    fn parse(json: &str) -> Result<ParsedRequest> {
+        let mut req: *mut sys::skycmd_request = ptr::null_mut();
+        let st = unsafe { sys::skycmd_request_parse(json.as_ptr() as *const c_char, json.len(), &mut req) };
+        let parsed = ParsedRequest(req);
+        if st != sys::SKYCMD_OK {
+            let m = if req.is_null() { Status(st).description().to_string() } else { unsafe { owned_str(sys::skycmd_request_errmsg(req)) } };
+            return Err(err("decide", st, m));
+        }
+        Ok(parsed)
+    }
+}
+
+impl Drop for ParsedRequest {
+    fn drop(&mut self) {
+        unsafe { sys::skycmd_request_free(self.0) }
+    }
+}
+
 /// # Safety
 /// `s` must be a valid session not used by another thread during the call.
 unsafe fn decide_raw(s: NonNull<sys::skycmd_session>, request_json: &str) -> Result<Response> {
-    let mut req: *mut sys::skycmd_request = ptr::null_mut();
-    let st = sys::skycmd_request_parse(request_json.as_ptr() as *const c_char, request_json.len(), &mut req);
-    if st != sys::SKYCMD_OK {
-        let m = if req.is_null() { Status(st).description().to_string() } else { owned_str(sys::skycmd_request_errmsg(req)) };
-        sys::skycmd_request_free(req);
-        return Err(err("decide", st, m));
-    }
+    let req = ParsedRequest::parse(request_json)?;
     let mut resp: *mut sys::skycmd_response = ptr::null_mut();
-    let st = sys::skycmd_decide(s.as_ptr(), req, &mut resp);
-    sys::skycmd_request_free(req);
+    let st = sys::skycmd_decide(s.as_ptr(), req.0, &mut resp);
     if st != sys::SKYCMD_OK {
         return Err(err("decide", st, owned_str(sys::skycmd_session_errmsg(s.as_ptr()))));
     }
     let r = Response::copy_from(resp);
     sys::skycmd_response_free(resp);
     Ok(r)
+}
+
+/// # Safety
+/// `s` must be a valid session not used by another thread during the call.
+unsafe fn decide_batch_raw<J: AsRef<str>>(s: NonNull<sys::skycmd_session>, jsons: &[J]) -> Result<Vec<Response>> {
+    let mut reqs = Vec::with_capacity(jsons.len());
+    for (i, j) in jsons.iter().enumerate() {
+        reqs.push(ParsedRequest::parse(j.as_ref()).map_err(|mut e| {
+            e.message = format!("request {i}: {}", e.message);
+            e
+        })?);
+    }
+    let ptrs: Vec<*const sys::skycmd_request> = reqs.iter().map(|r| r.0 as *const _).collect();
+    let mut out: Vec<*mut sys::skycmd_response> = vec![ptr::null_mut(); jsons.len()];
+    let st = sys::skycmd_decide_batch(s.as_ptr(), ptrs.as_ptr(), ptrs.len(), out.as_mut_ptr());
+    if st != sys::SKYCMD_OK {
+        return Err(err("decide batch", st, owned_str(sys::skycmd_session_errmsg(s.as_ptr()))));
+    }
+    Ok(out
+        .into_iter()
+        .map(|r| {
+            let copy = Response::copy_from(r);
+            sys::skycmd_response_free(r);
+            copy
+        })
+        .collect())
 }
 
 /// Per-thread scratch of a model: `Send` (it may move to another thread) but not `Sync`
@@ -570,9 +794,20 @@ pub struct Session<'m> {
 unsafe impl Send for Session<'_> {}
 
 impl Session<'_> {
-    /// Answers a request with this session.
+    /// Answers a request (its JSON text) with this session.
     pub fn decide(&mut self, request_json: &str) -> Result<Response> {
         unsafe { decide_raw(self.ptr, request_json) }
+    }
+
+    /// Answers a typed [`Request`] with this session.
+    pub fn decide_request(&mut self, request: &Request) -> Result<Response> {
+        let json = request.to_json()?;
+        self.decide(&json)
+    }
+
+    /// [`Model::decide_batch`] with this session.
+    pub fn decide_batch<S: AsRef<str>>(&mut self, requests: &[S]) -> Result<Vec<Response>> {
+        unsafe { decide_batch_raw(self.ptr, requests) }
     }
 
     /// Sets a session option (threads, activations).
@@ -588,5 +823,112 @@ impl Session<'_> {
 impl Drop for Session<'_> {
     fn drop(&mut self) {
         unsafe { sys::skycmd_session_free(self.ptr.as_ptr()) }
+    }
+}
+
+/// Special tokens of a vocabulary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Special {
+    Cls = 0,
+    Sep = 1,
+    Mask = 2,
+    Pad = 3,
+    Unk = 4,
+}
+
+/// A byte-level BPE tokenizer: a model's ([`Model::tokenizer`], borrowed from the model) or
+/// one loaded from a Hugging Face tokenizer.json ([`Tokenizer::open_json`], owned).
+/// Immutable, so `Send + Sync`.
+pub struct Tokenizer<'m> {
+    ptr: NonNull<sys::skycmd_tokenizer>,
+    owned: bool,
+    _model: PhantomData<&'m Model>,
+}
+
+// SAFETY: skycmd.h: "Tokenizers are immutable"; every tokenizer call takes a const pointer.
+unsafe impl Send for Tokenizer<'_> {}
+unsafe impl Sync for Tokenizer<'_> {}
+
+impl Tokenizer<'static> {
+    /// Loads a Hugging Face tokenizer.json (byte-level BPE).
+    pub fn open_json(path: impl AsRef<Path>) -> Result<Tokenizer<'static>> {
+        ensure_usable()?;
+        let p = cpath("tokenizer", path.as_ref())?;
+        let e = ErrorBox::new("tokenizer")?;
+        let mut t: *mut sys::skycmd_tokenizer = ptr::null_mut();
+        e.check("tokenizer", unsafe { sys::skycmd_tokenizer_open_json(p.as_ptr(), &mut t, e.0.as_ptr()) })?;
+        let ptr = NonNull::new(t).ok_or_else(|| err("tokenizer", sys::SKYCMD_E_INTERNAL, "no tokenizer"))?;
+        Ok(Tokenizer { ptr, owned: true, _model: PhantomData })
+    }
+}
+
+impl Tokenizer<'_> {
+    fn encode_into(&self, text: &str, ids: &mut [i32]) -> Result<usize> {
+        let mut n = 0usize;
+        let st = unsafe { sys::skycmd_tokenizer_encode(self.ptr.as_ptr(), text.as_ptr() as *const c_char, text.len(), ids.as_mut_ptr(), ids.len(), &mut n) };
+        if st != sys::SKYCMD_OK {
+            return Err(err("encode", st, Status(st).description()));
+        }
+        Ok(n)
+    }
+
+    /// The token ids of `text`, as Hugging Face `tokenizers` encodes it with
+    /// `add_special_tokens=False`.
+    pub fn encode(&self, text: &str) -> Result<Vec<i32>> {
+        let n = self.count(text)?;
+        let mut ids = vec![0i32; n];
+        let m = self.encode_into(text, &mut ids)?;
+        debug_assert_eq!(m, n);
+        ids.truncate(m);
+        Ok(ids)
+    }
+
+    /// The number of tokens of `text` (no ids are stored).
+    pub fn count(&self, text: &str) -> Result<usize> {
+        self.encode_into(text, &mut [])
+    }
+
+    /// The UTF-8 text of `ids` (byte-level decoding).
+    pub fn decode(&self, ids: &[i32]) -> Result<String> {
+        let mut out: *mut c_char = ptr::null_mut();
+        let st = unsafe { sys::skycmd_tokenizer_decode(self.ptr.as_ptr(), ids.as_ptr(), ids.len(), &mut out) };
+        if st != sys::SKYCMD_OK {
+            return Err(err("decode", st, Status(st).description()));
+        }
+        let s = unsafe { owned_str(out) };
+        unsafe { sys::skycmd_string_free(out) };
+        Ok(s)
+    }
+
+    /// The vocabulary entry of `id` in its byte-level form (e.g. "Ġthe"); None out of range.
+    pub fn token(&self, id: i32) -> Option<String> {
+        let p = unsafe { sys::skycmd_tokenizer_token(self.ptr.as_ptr(), id) };
+        if p.is_null() {
+            None
+        } else {
+            Some(unsafe { owned_str(p) })
+        }
+    }
+
+    pub fn vocab_size(&self) -> usize {
+        unsafe { sys::skycmd_tokenizer_vocab_size(self.ptr.as_ptr()) }
+    }
+
+    /// The id of a special token; None if the vocabulary has none.
+    pub fn special_id(&self, which: Special) -> Option<i32> {
+        let id = unsafe { sys::skycmd_tokenizer_special_id(self.ptr.as_ptr(), which as c_int) };
+        if id < 0 {
+            None
+        } else {
+            Some(id)
+        }
+    }
+}
+
+impl Drop for Tokenizer<'_> {
+    fn drop(&mut self) {
+        if self.owned {
+            unsafe { sys::skycmd_tokenizer_free(self.ptr.as_ptr()) };
+        }
     }
 }

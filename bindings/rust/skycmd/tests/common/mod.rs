@@ -55,10 +55,9 @@ pub fn dump(r: &Response) -> String {
             AnswerType::Score => "score",
             AnswerType::Noul => "noul",
         };
-        s += &format!(
-            "answer {} {} choice={} value={:016x} confidence={:016x}\n",
-            a.id, kind, a.choice.as_deref().unwrap_or(""), a.value.to_bits(), a.confidence.to_bits()
-        );
+        // An absent value (a noul answer's confidence) is "none".
+        let confidence = a.confidence.map_or("none".to_string(), |c| format!("{:016x}", c.to_bits()));
+        s += &format!("answer {} {} choice={} value={:016x} confidence={confidence}\n", a.id, kind, a.choice.as_deref().unwrap_or(""), a.value.to_bits());
         for p in &a.probabilities {
             s += &format!("option {} {:016x}\n", p.key, p.p.to_bits());
         }
@@ -81,13 +80,18 @@ pub fn check_answers(r: &Response) {
     let best = if act.probabilities[0].p >= act.probabilities[1].p { &act.probabilities[0] } else { &act.probabilities[1] };
     assert_eq!(act.choice.as_deref(), Some(best.key.as_str()));
     assert_eq!(act.value, best.p);
-    assert!(!act.confidence.is_nan());
+    assert!(act.confidence.map_or(false, |c| (0.0..=1.0).contains(&c)));
     let dn = r.answer("danger").unwrap();
     assert_eq!(dn.probabilities.iter().map(|p| p.key.as_str()).collect::<Vec<_>>(), ["false", "true"]);
     assert_eq!(dn.value, dn.probabilities[1].p);
-    assert!(dn.confidence.is_nan());
+    assert_eq!(dn.confidence, None);
     assert_eq!(dn.choice, None);
+    assert!(act.probabilities.iter().chain(&dn.probabilities).all(|p| p.legend.is_none()));
     let mg = r.answer("margin").unwrap();
+    assert!(mg.confidence.is_some());
+    let legends: Vec<Option<&str>> = mg.probabilities.iter().map(|p| p.legend.as_deref()).collect();
+    assert_eq!(legends, [Some("none"), Some("tight"), Some("comfortable")]);
+    assert!(!r.model.is_empty() && r.json.contains(&format!("\"model\":\"{}\"", r.model)), "{} vs {}", r.model, r.json);
     assert_eq!(mg.probabilities.iter().map(|p| p.key.as_str()).collect::<Vec<_>>(), ["0", "1", "2"]);
     let exp: f64 = mg.probabilities.iter().enumerate().map(|(i, p)| i as f64 * p.p).sum();
     assert!((exp - mg.value).abs() < 1e-9);

@@ -2,14 +2,21 @@ package org.skycmd;
 
 import java.lang.ref.Cleaner;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.Function;
+import org.skycmd.internal.SkyBatch;
 import org.skycmd.internal.SkyCall;
 import org.skycmd.internal.SkyModel;
 import org.skycmd.internal.SkyOptions;
 import org.skycmd.internal.SkyResponse;
 import org.skycmd.internal.SkySession;
+import org.skycmd.internal.SkyTokenizer;
+import org.skycmd.internal.skycmd;
 
 /**
  * An open decision model. Thread-safe: the C model is immutable and shared; each
@@ -29,11 +36,21 @@ public final class Model implements AutoCloseable {
     private static final class State implements Runnable {
         SkyModel box;
         final ConcurrentLinkedDeque<SkySession> idle = new ConcurrentLinkedDeque<>();
+        /** The model's tokenizer, borrowed on first use (guarded by this State). */
+        SkyTokenizer tokenizer;
 
         @Override
         public void run() {
             SkySession s;
             while ((s = idle.poll()) != null) s.delete();
+            synchronized (this) {
+                // A borrowed tokenizer keeps the C model from closing (BUSY): return it first.
+                if (tokenizer != null) {
+                    tokenizer.close();
+                    tokenizer.delete();
+                    tokenizer = null;
+                }
+            }
             if (box != null) {
                 box.close();
                 box.delete();
@@ -72,6 +89,34 @@ public final class Model implements AutoCloseable {
                 String msg = c.message();
                 box.delete();
                 throw new SkycmdException("open", st, msg);
+            }
+            return new Model(box, opts.sessionOptions());
+        } finally {
+            c.delete();
+            o.delete();
+        }
+    }
+
+    /**
+     * Opens a GGUF decision model from its bytes (a resource, a download) without a file.
+     * The bytes are copied; the array may be reused at once.
+     */
+    public static Model openBuffer(byte[] gguf) { return openBuffer(gguf, null); }
+
+    /** {@link #openBuffer(byte[])} with options (weights, maxTokens, modelName, threads, activations). */
+    public static Model openBuffer(byte[] gguf, Options options) {
+        Skycmd.ensureUsable();
+        if (gguf == null) throw new SkycmdException("open buffer", Status.INVALID_ARGUMENT.code(), "the model bytes are null");
+        Options opts = options == null ? new Options() : options;
+        SkyOptions o = opts.toNative("open buffer");
+        SkyCall c = new SkyCall();
+        SkyModel box = new SkyModel();
+        try {
+            int st = skycmd.skyOpenModelBuffer(c, gguf, o, box);
+            if (st != 0) {
+                String msg = c.message();
+                box.delete();
+                throw new SkycmdException("open buffer", st, msg);
             }
             return new Model(box, opts.sessionOptions());
         } finally {
@@ -160,6 +205,95 @@ public final class Model implements AutoCloseable {
             } finally {
                 r.delete();
                 giveSession(s);
+            }
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    /** Answers a request built with {@link Request}. */
+    public Response decide(Request request) {
+        return decide(request.toJson());
+    }
+
+    /**
+     * Answers several requests together (skycmd_decide_batch): one pass over the model for
+     * all of them, the responses in request order. All or nothing: a request that does not
+     * parse or validate fails the call, and the message names it ("request 2: ...").
+     */
+    public List<Response> decideBatch(List<String> requestJsons) {
+        lock.readLock().lock();
+        try {
+            if (state.box == null) throw closed("decide batch");
+            SkyBatch batch = new SkyBatch();
+            SkySession s = null;
+            try {
+                for (String json : requestJsons) {
+                    int st = batch.add(json);
+                    if (st != 0) throw new SkycmdException("decide batch", st, batch.message());
+                }
+                s = takeSession();
+                int st = s.decideBatch(batch);
+                if (st != 0) throw new SkycmdException("decide batch", st, s.message());
+                List<Response> out = new ArrayList<>(requestJsons.size());
+                for (int i = 0; i < requestJsons.size(); i++) {
+                    SkyResponse r = new SkyResponse();
+                    try {
+                        st = batch.takeResponse(i, r);
+                        if (st != 0) throw new SkycmdException("decide batch", st, batch.message());
+                        out.add(new Response(r));
+                    } finally {
+                        r.delete();
+                    }
+                }
+                return Collections.unmodifiableList(out);
+            } finally {
+                batch.delete();
+                if (s != null) giveSession(s);
+            }
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    /** {@link #decideBatch(List)} for requests built with {@link Request}. */
+    public List<Response> decideBatchRequests(List<Request> requests) {
+        List<String> jsons = new ArrayList<>(requests.size());
+        for (Request r : requests) jsons.add(r.toJson());
+        return decideBatch(jsons);
+    }
+
+    /**
+     * The model's tokenizer (the one its requests are encoded with). It belongs to the model:
+     * usable until the model is closed, and its {@code close()} does nothing.
+     */
+    public Tokenizer tokenizer() {
+        lock.readLock().lock();
+        try {
+            if (state.box == null) throw closed("tokenizer");
+            return new Tokenizer(this);
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    /** Runs {@code f} on the model's tokenizer box (borrowed on first use), one call at a time. */
+    <T> T withTokenizer(String op, Function<SkyTokenizer, T> f) {
+        lock.readLock().lock();
+        try {
+            if (state.box == null) throw closed(op);
+            synchronized (state) {
+                if (state.tokenizer == null) {
+                    SkyTokenizer t = new SkyTokenizer();
+                    int st = t.fromModel(state.box);
+                    if (st != 0) {
+                        String msg = t.message();
+                        t.delete();
+                        throw new SkycmdException(op, st, msg);
+                    }
+                    state.tokenizer = t;
+                }
+                return f.apply(state.tokenizer);
             }
         } finally {
             lock.readLock().unlock();

@@ -2,14 +2,18 @@ package org.skycmd;
 
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalDouble;
 import org.skycmd.internal.SkyResponse;
 
 /** The answers of one decide call, copied out of the C response (which is freed at once). */
 public final class Response {
     private final List<Answer> answers;
     private final long inputTokens;
+    private final String model;
     private final String json;
 
     Response(SkyResponse b) {
@@ -20,11 +24,17 @@ public final class Response {
             List<Probability> ps = new ArrayList<>();
             long m = b.optionCount(i);
             for (long j = 0; j < m; j++) ps.add(new Probability(b.optionKey(i, j), b.optionProbability(i, j)));
+            // The C ABI reports a noul answer's absent confidence as NaN.
+            double conf = b.answerConfidence(i);
+            List<String> legend = new ArrayList<>();
+            if (t == AnswerType.SCORE) for (long j = 0; j < m; j++) legend.add(b.optionLegend(i, j));
             list.add(new Answer(b.answerId(i), t, t == AnswerType.CHOICE ? b.answerChoice(i) : null,
-                                b.answerValue(i), b.answerConfidence(i), Collections.unmodifiableList(ps)));
+                                b.answerValue(i), Double.isNaN(conf) ? OptionalDouble.empty() : OptionalDouble.of(conf),
+                                Collections.unmodifiableList(ps), Collections.unmodifiableList(legend)));
         }
         this.answers = Collections.unmodifiableList(list);
         this.inputTokens = b.inputTokens();
+        this.model = b.model();
         this.json = b.json();
     }
 
@@ -36,7 +46,25 @@ public final class Response {
         return answers.stream().filter(a -> a.id().equals(id)).findFirst();
     }
 
+    /** The choice answers by question id, in request order (the SDK's {@code choices}). */
+    public Map<String, Answer> choices() { return byType(AnswerType.CHOICE); }
+
+    /** The score answers by question id, in request order (the SDK's {@code scores}). */
+    public Map<String, Answer> scores() { return byType(AnswerType.SCORE); }
+
+    /** The noul answers by question id, in request order (the SDK's {@code nouls}). */
+    public Map<String, Answer> nouls() { return byType(AnswerType.NOUL); }
+
+    private Map<String, Answer> byType(AnswerType t) {
+        Map<String, Answer> m = new LinkedHashMap<>();
+        for (Answer a : answers) if (a.type() == t) m.put(a.id(), a);
+        return Collections.unmodifiableMap(m);
+    }
+
     public long inputTokens() { return inputTokens; }
+
+    /** The name of the model that answered (the wire's "model"). */
+    public String model() { return model; }
 
     /** The library's wire JSON: {"model", "answers", "usage"}. */
     public String json() { return json; }

@@ -54,32 +54,62 @@ public final class Skycmd {
         ensureUsable();
         SkyOptions o = (options == null ? new Options() : options).toNative(operation);
         SkyCall c = new SkyCall();
+        boolean ok = false;
         try {
             int st = body.run(c, o);
-            if (st != 0) {
-                SkycmdException e = new SkycmdException(operation, st, c.message());
-                c.delete();
-                throw e;
-            }
+            if (st != 0) throw new SkycmdException(operation, st, c.message());
+            ok = true;
             return c;
         } finally {
+            if (!ok) c.delete();
             o.delete();
+        }
+    }
+
+    /** A file operation ({@link Progress#CONVERT}, ...) with a Progress, or without one. */
+    static void fileCall(String operation, Options options, Progress progress, int op, String a, String b) {
+        if (progress == null) {
+            call(operation, options, (c, o) -> op == Progress.CONVERT ? c.convert(a, b, o)
+                    : op == Progress.QUANTIZE ? c.quantize(a, b, o) : c.randomModel(a, b, o)).delete();
+        } else {
+            call(operation, options, (c, o) -> progress.run(c, o, op, a, b)).delete();
         }
     }
 
     /** Converts a Laya checkpoint directory to one GGUF file (type, headType, name, pre). */
     public static void convert(Path layaDir, Path out, Options options) {
-        call("convert", options, (c, o) -> c.convert(layaDir.toString(), out.toString(), o)).delete();
+        convert(layaDir, out, options, null);
+    }
+
+    /**
+     * {@link #convert(Path, Path, Options)} with progress reports and cancellation
+     * ({@link Status#CANCELLED}, no output left); {@code progress} may be null.
+     */
+    public static void convert(Path layaDir, Path out, Options options, Progress progress) {
+        fileCall("convert", options, progress, Progress.CONVERT, layaDir.toString(), out.toString());
     }
 
     /** Writes a deterministic random model of a preset (seed, massive, layout). */
     public static void randomModel(String preset, Path out, Options options) {
-        call("random model", options, (c, o) -> c.randomModel(preset, out.toString(), o)).delete();
+        randomModel(preset, out, options, null);
+    }
+
+    /** {@link #randomModel(String, Path, Options)} with progress and cancellation (may be null). */
+    public static void randomModel(String preset, Path out, Options options, Progress progress) {
+        fileCall("random model", options, progress, Progress.RANDOM, preset, out.toString());
     }
 
     /** Re-types the tensors of a GGUF file (type, headType). */
     public static void quantize(Path in, Path out, Options options) {
-        call("quantize", options, (c, o) -> c.quantize(in.toString(), out.toString(), o)).delete();
+        quantize(in, out, options, null);
+    }
+
+    /**
+     * {@link #quantize(Path, Path, Options)} with progress reports and cancellation
+     * ({@link Status#CANCELLED}, no output left); {@code progress} may be null.
+     */
+    public static void quantize(Path in, Path out, Options options, Progress progress) {
+        fileCall("quantize", options, progress, Progress.QUANTIZE, in.toString(), out.toString());
     }
 
     /** The printed header, metadata and tensor table of a GGUF file (maxArray, json). */

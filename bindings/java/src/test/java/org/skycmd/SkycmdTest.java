@@ -14,6 +14,7 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.OptionalDouble;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -127,11 +128,12 @@ class SkycmdTest {
                 ? act.probabilities().get(0) : act.probabilities().get(1);
         assertEquals(best.key(), act.choice());
         assertEquals(best.p(), act.value());
-        assertFalse(Double.isNaN(act.confidence()));
+        assertTrue(act.confidence().isPresent());
+        assertFalse(Double.isNaN(act.confidence().getAsDouble()));
         Answer dn = r.answer("danger").orElseThrow();
         assertEquals(List.of("false", "true"), dn.probabilities().stream().map(Probability::key).toList());
         assertEquals(dn.probabilities().get(1).p(), dn.value());
-        assertTrue(Double.isNaN(dn.confidence()));
+        assertTrue(dn.confidence().isEmpty());
         assertNull(dn.choice());
         Answer mg = r.answer("margin").orElseThrow();
         assertEquals(3, mg.probabilities().size());
@@ -141,6 +143,12 @@ class SkycmdTest {
             exp += i * mg.probabilities().get(i).p();
         }
         assertEquals(exp, mg.value(), 1e-9);
+        assertTrue(mg.confidence().isPresent());
+        assertEquals(List.of("none", "tight", "comfortable"), mg.legend());
+        assertEquals(List.of(), act.legend());
+        assertEquals(List.of(), dn.legend());
+        assertFalse(r.model().isEmpty());
+        assertTrue(r.json().contains("\"model\""), r.json());
         assertTrue(r.json().contains("\"answers\"") && r.json().contains("\"" + act.choice() + "\""));
     }
 
@@ -158,6 +166,8 @@ class SkycmdTest {
     }
 
     static String bits(double v) { return String.format("%016x", Double.doubleToRawLongBits(v)); }
+
+    static String bits(OptionalDouble v) { return v.isPresent() ? bits(v.getAsDouble()) : "none"; }
 
     @Test
     void exampleRequestAnswered() throws IOException {
@@ -271,36 +281,278 @@ class SkycmdTest {
         assertTrue(rss600 - rss300 < 32768, "RSS grew by " + (rss600 - rss300) + " KiB");
     }
 
-    /** The jar path of NativeLoader: the native files extract from a jar into a temp dir. */
-    @Test
-    void nativeFilesExtractFromAJar() throws Exception {
+    static Path nativeLibrary() throws Exception {
         Path classes = Paths.get(NativeLoader.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-        Path nativeDir = classes.resolve("native/linux-x86_64");
+        return classes.resolve(NativeLoader.RESOURCE.substring(1));
+    }
+
+    /** The jar path of NativeLoader: the one native library extracts from a jar. */
+    @Test
+    void nativeLibraryExtractsFromAJar() throws Exception {
+        Path lib = nativeLibrary();
         Path jar = tmp.resolve("native.jar");
         try (OutputStream os = Files.newOutputStream(jar); JarOutputStream jos = new JarOutputStream(os)) {
-            for (String name : new String[] {"libskycmd_jni.so", "bundled.txt", Files.readString(nativeDir.resolve("bundled.txt")).trim()}) {
-                jos.putNextEntry(new JarEntry("native/linux-x86_64/" + name));
-                jos.write(Files.readAllBytes(nativeDir.resolve(name)));
-                jos.closeEntry();
-            }
-            jos.putNextEntry(new JarEntry("org/skycmd/Anchor.class"));
+            jos.putNextEntry(new JarEntry(NativeLoader.RESOURCE.substring(1)));
+            jos.write(Files.readAllBytes(lib));
             jos.closeEntry();
         }
-        try (URLClassLoader cl = new URLClassLoader(new URL[] {jar.toUri().toURL()}, null)) {
-            URL glue = cl.getResource("native/linux-x86_64/libskycmd_jni.so");
-            assertEquals("jar", glue.getProtocol());
-            // Run the extraction against a class whose resources come from the jar.
-            Method extract = NativeLoader.class.getDeclaredMethod("extract", Class.class);
-            extract.setAccessible(true);
-            Class<?> anchor = new URLClassLoader(new URL[] {jar.toUri().toURL()}, null) {
+        try (var cl = new URLClassLoader(new URL[] {jar.toUri().toURL()}, null) {
                 Class<?> define() throws Exception {
+                    Path classes = lib.getParent().getParent().getParent();
                     byte[] b = Files.readAllBytes(classes.resolve("org/skycmd/Probability.class"));
                     return defineClass("org.skycmd.Probability", b, 0, b.length);
                 }
-            }.define();
-            Path out = (Path) extract.invoke(null, anchor);
-            assertArrayEquals(Files.readAllBytes(nativeDir.resolve("libskycmd_jni.so")), Files.readAllBytes(out.resolve("libskycmd_jni.so")));
-            assertTrue(Files.isRegularFile(out.resolve(Files.readString(nativeDir.resolve("bundled.txt")).trim())));
+            }) {
+            assertEquals("jar", cl.getResource(NativeLoader.RESOURCE.substring(1)).getProtocol());
+            // Run the extraction against a class whose resources come from the jar.
+            Method extract = NativeLoader.class.getDeclaredMethod("extract", Class.class);
+            extract.setAccessible(true);
+            Path out = (Path) extract.invoke(null, cl.define());
+            assertEquals("libskycmd_jni.so", out.getFileName().toString());
+            assertArrayEquals(Files.readAllBytes(lib), Files.readAllBytes(out));
         }
+    }
+
+    /** The library is self-contained: its NEEDED entries are the C runtime only. */
+    @Test
+    void nativeLibraryNeedsOnlyTheCRuntime() throws Exception {
+        Process p = new ProcessBuilder("readelf", "-d", nativeLibrary().toString()).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(0, p.waitFor(), out);
+        List<String> needed = new ArrayList<>();
+        for (String line : out.split("\n")) {
+            int a = line.indexOf("(NEEDED)");
+            if (a >= 0) needed.add(line.substring(line.indexOf('[') + 1, line.indexOf(']')));
+        }
+        assertFalse(needed.isEmpty(), out);
+        for (String n : needed) {
+            assertTrue(n.matches("(libc|libm|libpthread|libdl|librt)\\.so\\.[0-9]+|ld-linux.*"), "unexpected NEEDED " + n + " in " + needed);
+        }
+        assertTrue(out.contains("NEEDED") && !out.contains("libskycmd") && !out.contains("cjson") && !out.contains("utf8proc"), out);
+    }
+
+    /** The example request written with the typed builders. */
+    static Request exampleRequest() {
+        return Request.of("vy 0 dx 36 up 9 dn 7 nxt 10 alt 32")
+                .question("action", Choice.of("Which input keeps the drone flying through the next gap?")
+                        .criterion("thrust", "fire the rotors for an upward impulse")
+                        .criterion("glide", "let gravity pull the drone down"))
+                .question("danger", Noul.of("Will the drone crash within the next half second if it keeps gliding?"))
+                .question("margin", Score.of("How much room is left above and below the drone?")
+                        .levels("none", "tight", "comfortable"));
+    }
+
+    @Test
+    void typedRequestAnswersLikeTheJsonFile() throws IOException {
+        Request req = exampleRequest();
+        assertEquals(List.of("action", "danger", "margin"), req.questionIds());
+        try (Model mod = Model.open(model())) {
+            Response fromFile = mod.decide(request());
+            Response typed = mod.decide(req);
+            checkAnswers(typed);
+            assertEquals(dump(fromFile), dump(typed));
+            // Equal answers are equal values (the noul's absent confidence is no NaN).
+            assertEquals(fromFile.answers(), typed.answers());
+            assertEquals(List.of("action"), List.copyOf(typed.choices().keySet()));
+            assertEquals(List.of("danger"), List.copyOf(typed.nouls().keySet()));
+            assertEquals(List.of("margin"), List.copyOf(typed.scores().keySet()));
+            Answer act = typed.choices().get("action");
+            assertEquals(act.value(), act.probability(act.choice()).getAsDouble());
+            assertTrue(act.probability("hover").isEmpty());
+            assertEquals(mod.name(), typed.model());
+            // The request's model field routes a server; the response names the model that answered.
+            assertEquals(mod.name(), mod.decide(req.model("someone-else")).model());
+            Response json = mod.decide(Request.of("x").question("s", Score.of("?").levels("low")
+                    .level(Content.json("{\"high\": [1, 2]}"))));
+            List<String> legend = json.scores().get("s").legend();
+            assertEquals(2, legend.size());
+            assertEquals("low", legend.get(0));
+            assertTrue(legend.get(1).startsWith("{") && legend.get(1).contains("high"), legend.get(1));
+        }
+    }
+
+    @Test
+    void typedRequestJsonAndValidation() {
+        String json = Request.of(Content.json("{\"vy\": 0}")).model("s1")
+                .question("q\"1", Noul.of("a \"quoted\"\n line\u0001").whenTrue("yes").whenFalse(Content.json("[1, 2]")))
+                .question("c", Choice.of((Content) null).criterion("x", (Content) null))
+                .toJson();
+        assertEquals("{\"model\": \"s1\", \"state\": {\"vy\": 0}, \"questions\": {\"q\\\"1\": {\"type\": \"noul\", "
+                + "\"instructions\": \"a \\\"quoted\\\"\\n line\\u0001\", \"criteria\": {\"true\": \"yes\", \"false\": [1, 2]}}, "
+                + "\"c\": {\"type\": \"choice\", \"criteria\": {\"x\": null}}}}", json);
+        assertThrows(IllegalArgumentException.class, () -> Request.of("s").toJson());
+        assertThrows(IllegalArgumentException.class, () -> Request.of("s").question("a", Choice.of("?")).toJson());
+        assertThrows(IllegalArgumentException.class, () -> Request.of("s").question("a", Score.of("?")).toJson());
+        assertThrows(IllegalArgumentException.class, () -> Request.of("s").question("a", Noul.of((Content) null)).toJson());
+        assertThrows(IllegalArgumentException.class, () -> Choice.of("?").criterion("a", "x").criterion("a", "y"));
+        assertThrows(IllegalArgumentException.class, () -> Request.of("s").question("a", Noul.of("?")).question("a", Noul.of("?")));
+    }
+
+    /** Text crosses JNI as real UTF-8 (not JNI's modified UTF-8): an emoji survives a round trip. */
+    @Test
+    void tokenizerOfTheModel() throws IOException {
+        String text = "the drone \uD83D\uDE81 glides \u00fcber caf\u00e9s \u4e2d\u6587";
+        try (Model mod = Model.open(model())) {
+            Tokenizer tok = mod.tokenizer();
+            int[] ids = tok.encode(text);
+            assertTrue(ids.length > 0);
+            assertEquals(ids.length, tok.count(text));
+            assertEquals(text, tok.decode(ids));
+            assertTrue(tok.vocabSize() > 0);
+            assertTrue(tok.token(ids[0]).isPresent());
+            assertTrue(tok.token(-1).isEmpty());
+            assertTrue(tok.token(tok.vocabSize()).isEmpty());
+            assertArrayEquals(ids, mod.tokenizer().encode(text));
+            // The same emoji in a request reaches the library intact: more tokens than without.
+            String plain = request();
+            String withEmoji = plain.replace("vy 0 dx 36", "vy 0 \uD83D\uDE81 dx 36");
+            assertTrue(mod.decide(withEmoji).inputTokens() > mod.decide(plain).inputTokens());
+            tok.close(); // a model's tokenizer: nothing happens
+            assertEquals(ids.length, tok.count(text));
+            mod.close(); // the borrowed tokenizer does not keep the model open
+            assertEquals(Status.MISUSE, assertThrows(SkycmdException.class, () -> tok.encode("x")).status());
+        }
+    }
+
+    @Test
+    void tokenizerFromJson() {
+        Path json = Paths.get("..", "..", "tests", "fixtures", "tokenizer", "vocab1024", "tokenizer.json");
+        assertEquals(Status.IO, assertThrows(SkycmdException.class, () -> Tokenizer.open(tmp.resolve("none.json"))).status());
+        Tokenizer tok = Tokenizer.open(json);
+        assertEquals(1024, tok.vocabSize());
+        String text = "Hello, world! \u00e9\u00e8 \uD83D\uDE00";
+        int[] ids = tok.encode(text);
+        assertEquals(text, tok.decode(ids));
+        assertEquals(ids.length, tok.count(text));
+        assertEquals("", tok.decode(new int[0]));
+        assertNotEquals(Status.OK, assertThrows(SkycmdException.class, () -> tok.decode(new int[] {1 << 30})).status());
+        tok.close();
+        tok.close();
+        assertEquals(Status.MISUSE, assertThrows(SkycmdException.class, () -> tok.encode("x")).status());
+    }
+
+    @Test
+    void decideBatchAnswersLikeSingleDecides() throws IOException {
+        String req = request();
+        String other = req.replace("vy 0 dx 36", "vy 3 dx 12");
+        try (Model mod = Model.open(model())) {
+            List<Response> rs = mod.decideBatch(List.of(req, other, req));
+            assertEquals(3, rs.size());
+            assertEquals(dump(mod.decide(req)), dump(rs.get(0)));
+            assertEquals(dump(mod.decide(other)), dump(rs.get(1)));
+            assertEquals(dump(rs.get(0)), dump(rs.get(2)));
+            List<Response> typed = mod.decideBatchRequests(List.of(exampleRequest()));
+            assertEquals(dump(rs.get(0)), dump(typed.get(0)));
+            SkycmdException e = assertThrows(SkycmdException.class, () -> mod.decideBatch(List.of(req, "{\"state\": 1}")));
+            assertEquals(Status.REQUEST, e.status());
+            assertTrue(e.libraryMessage().startsWith("request 1: "), e.libraryMessage());
+            assertTrue(mod.decideBatch(List.of()).isEmpty());
+        }
+    }
+
+    @Test
+    void openBufferAnswersLikeTheFile() throws IOException {
+        byte[] bytes = Files.readAllBytes(model());
+        String req = request();
+        String want;
+        try (Model mod = Model.open(model())) {
+            want = dump(mod.decide(req));
+        }
+        try (Model mod = Model.openBuffer(bytes)) {
+            java.util.Arrays.fill(bytes, (byte) 0); // the model keeps its own copy
+            assertEquals(want, dump(mod.decide(req)));
+        }
+        assertEquals(Status.FORMAT, assertThrows(SkycmdException.class, () -> Model.openBuffer(new byte[64])).status());
+        assertEquals(Status.INVALID_ARGUMENT, assertThrows(SkycmdException.class, () -> Model.openBuffer(null)).status());
+    }
+
+    @Test
+    void quantizeReportsProgressAndCancels() throws Exception {
+        Path m = model();
+        Path out = tmp.resolve("progress-q8.gguf");
+        List<long[]> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+        Progress p = new Progress((done, total) -> seen.add(new long[] {done, total}));
+        Skycmd.quantize(m, out, new Options().type(Options.Type.Q8_0), p);
+        assertTrue(Files.size(out) > 0);
+        assertFalse(seen.isEmpty());
+        assertTrue(p.reports() >= seen.size());
+        long[] last = seen.get(seen.size() - 1);
+        assertEquals(last[1], last[0], "the last report is complete");
+        assertEquals(p.total(), p.done());
+        for (int i = 1; i < seen.size(); i++) assertTrue(seen.get(i)[0] >= seen.get(i - 1)[0]);
+
+        // Cancelled before it starts: the first report stops it; no output.
+        Path none = tmp.resolve("cancelled.gguf");
+        Progress early = new Progress();
+        early.cancel();
+        assertTrue(early.isCancelled());
+        SkycmdException e = assertThrows(SkycmdException.class,
+                () -> Skycmd.quantize(m, none, new Options().type(Options.Type.Q8_0), early));
+        assertEquals(Status.CANCELLED, e.status());
+        assertFalse(Files.exists(none));
+
+        // Cancelled from the listener at the first report: nothing more is reported.
+        Progress[] self = new Progress[1];
+        List<Long> firstOnly = new java.util.concurrent.CopyOnWriteArrayList<>();
+        self[0] = new Progress((done, total) -> { firstOnly.add(done); self[0].cancel(); });
+        assertEquals(Status.CANCELLED, assertThrows(SkycmdException.class,
+                () -> Skycmd.quantize(m, none, new Options().type(Options.Type.Q8_0), self[0])).status());
+        assertEquals(1, firstOnly.size());
+        assertEquals(1, self[0].reports());
+        assertFalse(Files.exists(none));
+
+        // Cancelled from another thread while the call is paused in its first report.
+        java.util.concurrent.CountDownLatch reported = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch cancelledByOther = new java.util.concurrent.CountDownLatch(1);
+        Thread caller = Thread.currentThread();
+        Progress remote = new Progress((done, total) -> {
+            assertSame(caller, Thread.currentThread(), "reports come on the calling thread");
+            reported.countDown();
+            try {
+                assertTrue(cancelledByOther.await(10, java.util.concurrent.TimeUnit.SECONDS));
+            } catch (InterruptedException ie) {
+                throw new IllegalStateException(ie);
+            }
+        });
+        Thread other = new Thread(() -> {
+            try {
+                reported.await();
+                remote.cancel();
+                cancelledByOther.countDown();
+            } catch (InterruptedException ignored) {
+                // the test fails on its own timeout
+            }
+        });
+        other.start();
+        assertEquals(Status.CANCELLED, assertThrows(SkycmdException.class,
+                () -> Skycmd.quantize(m, none, new Options().type(Options.Type.Q8_0), remote)).status());
+        other.join();
+        assertEquals(1, remote.reports());
+        assertFalse(Files.exists(none));
+
+        // A throwing listener stops the call, and its exception is what the caller sees.
+        Progress throwing = new Progress((done, total) -> { throw new IllegalStateException("stop here"); });
+        IllegalStateException ise = assertThrows(IllegalStateException.class,
+                () -> Skycmd.quantize(m, none, new Options().type(Options.Type.Q8_0), throwing));
+        assertEquals("stop here", ise.getMessage());
+        assertEquals(1, throwing.reports());
+        assertFalse(Files.exists(none));
+        try (var dir = Files.list(tmp)) {
+            assertTrue(dir.noneMatch(f -> f.getFileName().toString().startsWith("cancelled.gguf")), "partial output left");
+        }
+        // The same Progress class on the other file calls: random model and convert.
+        Progress rnd = new Progress();
+        Skycmd.randomModel("s1-pico", tmp.resolve("progress-random.gguf"), null, rnd);
+        assertTrue(Files.size(tmp.resolve("progress-random.gguf")) > 0);
+        Path laya = tmp.resolve("progress-laya");
+        Skycmd.randomModel("s1-pico", laya, new Options().layout(Options.Layout.LAYA));
+        Progress conv = new Progress();
+        Skycmd.convert(laya, tmp.resolve("progress-conv.gguf"), null, conv);
+        assertTrue(conv.reports() > 0 && conv.done() == conv.total(), conv.done() + " of " + conv.total());
+        Progress convCancel = new Progress();
+        convCancel.cancel();
+        assertEquals(Status.CANCELLED, assertThrows(SkycmdException.class,
+                () -> Skycmd.convert(laya, tmp.resolve("progress-conv2.gguf"), null, convCancel)).status());
+        assertFalse(Files.exists(tmp.resolve("progress-conv2.gguf")));
     }
 }

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# consumer-test.sh WORKDIR - the Python binding used the way a stranger would (the contract is
+# in bindings/run-consumers.sh): a fresh venv of the system python3, `pip wheel` of
+# bindings/python against the libskycmd that PKG_CONFIG_PATH finds (libskycmd.a linked in),
+# `pip install` of that wheel, then a script outside the repository answers the example
+# request and writes its dump. No LD_LIBRARY_PATH: the extension needs only the system's
+# libcjson and libutf8proc (its NEEDED entries are printed).
+# Then the wheel is repaired into a manylinux wheel (repair-wheel.sh: auditwheel, pinned),
+# installed into a second venv and run with the system's libcjson and libutf8proc hidden
+# (bind-mounted over in a private mount namespace, where unshare is allowed): its dump must
+# equal the first one.
+set -euo pipefail
+work=$1
+: "${SKYCMD_REPO:?}" "${SKYCMD_CONSUMER_MODEL:?}" "${SKYCMD_CONSUMER_REQUEST:?}" "${SKYCMD_CONSUMER_DUMP:?}"
+py=${PYTHON:-/usr/bin/python3}
+[ -x "$py" ] || py=python3
+unset LD_LIBRARY_PATH
+
+echo "-- $("$py" --version) -m venv $work/venv"
+"$py" -m venv "$work/venv"
+echo "-- pip wheel \$SKYCMD_REPO/bindings/python -w $work/dist"
+"$work/venv/bin/pip" wheel -q "$SKYCMD_REPO/bindings/python" -w "$work/dist"
+wheel=$(ls "$work"/dist/skycmd-*.whl)
+echo "-- pip install $(basename "$wheel")"
+"$work/venv/bin/pip" install -q "$wheel"
+
+mkdir -p "$work/app"
+cat > "$work/app/answer.py" <<'PY'
+"""A consumer of the installed skycmd wheel: answer a request, write the cross-check dump."""
+import json
+import os
+import struct
+import sys
+
+import skycmd
+
+
+def bits(v):
+    return "%016x" % struct.unpack("<Q", struct.pack("<d", v))[0]
+
+
+with open(os.environ["SKYCMD_CONSUMER_REQUEST"], encoding="utf-8") as f:
+    request = json.load(f)
+with skycmd.Model.open(os.environ["SKYCMD_CONSUMER_MODEL"]) as model:
+    response = model.decide(request)
+lines = ["input_tokens %d" % response.input_tokens]
+for a in response:
+    conf = "none" if a.confidence is None else bits(a.confidence)
+    lines.append("answer %s %s choice=%s value=%s confidence=%s"
+                 % (a.id, a.type, a.choice or "", bits(a.value), conf))
+    lines.extend("option %s %s" % (o.key, bits(o.probability)) for o in a.options)
+with open(os.environ["SKYCMD_CONSUMER_DUMP"], "w") as f:
+    f.write("\n".join(lines) + "\n")
+print("skycmd", skycmd.__version__, "from", os.path.dirname(skycmd.__file__))
+print("model %s: %s" % (response.model, ", ".join(
+    "%s=%s" % (a.id, a.choice if a.choice is not None else round(a.value, 4)) for a in response)))
+if os.path.realpath(skycmd.__file__).startswith(os.path.realpath(os.environ["SKYCMD_REPO"]) + os.sep):
+    sys.exit("skycmd was imported from the repository, not from the installed wheel")
+PY
+ext=$("$work/venv/bin/python" -c 'import skycmd._skycmd as m; print(m.__file__)')
+echo "-- NEEDED of $(basename "$ext"):"
+readelf -d "$ext" | sed -n 's/.*(NEEDED) *Shared library: \[\(.*\)\]/   \1/p'
+if readelf -d "$ext" | grep -q 'libskycmd'; then echo "the extension needs libskycmd.so"; exit 1; fi
+echo "-- exported: $(nm -D --defined-only "$ext" | awk '{print $NF}' | tr '\n' ' ')"
+cd "$work/app"
+"$work/venv/bin/python" answer.py
+
+echo "-- manylinux: repair-wheel.sh $(basename "$wheel")"
+repaired=$(PYTHON="$py" bash "$SKYCMD_REPO/bindings/python/repair-wheel.sh" "$wheel" "$work/wheelhouse" | tail -n1)
+echo "   $(basename "$repaired"): $(cd "$work" && "$py" -m zipfile -l "$repaired" | awk '/\.so/ {print $1}' | tr '\n' ' ')"
+"$py" -m venv "$work/venv-manylinux"
+"$work/venv-manylinux/bin/pip" install -q "$repaired"
+hide=
+for lib in libcjson.so.1 libutf8proc.so.2; do
+    # (awk reads to the end: an early exit would make ldconfig die of SIGPIPE, and pipefail
+    # would then end this script without a word)
+    f=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ && f == "" {f = $NF} END {print f}')
+    [ -n "$f" ] && hide="$hide mount --bind /dev/null $(readlink -f "$f") &&"
+done
+run_repaired="SKYCMD_CONSUMER_DUMP=$work/manylinux.txt $work/venv-manylinux/bin/python answer.py"
+if [ -n "$hide" ] && unshare --mount --propagation private true 2>/dev/null; then
+    echo "   run with libcjson and libutf8proc hidden (private mount namespace)"
+    if unshare --mount --propagation private bash -c "$hide $work/venv/bin/python -c 'import skycmd'" 2>/dev/null; then
+        echo "   the plain wheel still loads: the libraries are not hidden"; exit 1
+    fi
+    echo "   (there the plain wheel fails to import, as it should)"
+    unshare --mount --propagation private bash -c "$hide $run_repaired"
+else
+    echo "   unshare is not allowed here: run with the system libraries present"
+    bash -c "$run_repaired"
+fi
+cmp "$SKYCMD_CONSUMER_DUMP" "$work/manylinux.txt"
+echo "   the manylinux wheel's answers equal the plain wheel's"

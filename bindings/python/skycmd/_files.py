@@ -1,0 +1,74 @@
+"""Handle-less calls on files: inspect, convert, quantize, random_model."""
+from __future__ import annotations
+
+import json as _json
+import os
+from typing import Any, Callable, Dict, Optional, Union
+
+from . import _skycmd
+from ._options import (OPT_HEAD_TYPE, OPT_JSON, OPT_LAYOUT, OPT_MASSIVE, OPT_MAX_ARRAY,
+                       OPT_NAME, OPT_PRE, OPT_SEED, OPT_TYPE, Layout, OptionPairs, Type, _enum,
+                       add)
+
+PathLike = Union[str, "os.PathLike[str]"]
+#: progress(done, total): raise (or return False) to cancel the call.
+Progress = Callable[[int, int], Any]
+#: log(level, message): 0 debug, 1 info, 2 warning. An exception in it is raised when the call
+#: returns (and, with progress, cancels the call at its next report).
+Log = Callable[[int, str], Any]
+
+
+def inspect(path: PathLike, *, max_array: Optional[int] = None) -> str:
+    """A GGUF file's header, metadata and tensor table as text (``skycmd inspect``)."""
+    pairs: OptionPairs = []
+    add(pairs, OPT_MAX_ARRAY, max_array)
+    return _skycmd.inspect(path, pairs)
+
+
+def inspect_json(path: PathLike, *, max_array: Optional[int] = None) -> Dict[str, Any]:
+    """The same as one JSON document, parsed."""
+    pairs: OptionPairs = [(OPT_JSON, 1)]
+    add(pairs, OPT_MAX_ARRAY, max_array)
+    return _json.loads(_skycmd.inspect(path, pairs))
+
+
+def _types(pairs: OptionPairs, type, head_type) -> None:
+    if type is not None:
+        add(pairs, OPT_TYPE, _enum(Type, type))
+    if head_type is not None:
+        add(pairs, OPT_HEAD_TYPE, _enum(Type, head_type))
+
+
+def convert(laya_dir: PathLike, out_path: PathLike, *, type: Union[Type, str, None] = None,
+            head_type: Union[Type, str, None] = None, name: Optional[str] = None,
+            pre: Optional[str] = None, progress: Optional[Progress] = None,
+            log: Optional[Log] = None) -> None:
+    """Convert a Laya checkpoint directory to one GGUF file. The GIL is released; progress is
+    called from the converting thread. On failure (or cancellation) no output file exists."""
+    pairs: OptionPairs = []
+    _types(pairs, type, head_type)
+    add(pairs, OPT_NAME, name)
+    add(pairs, OPT_PRE, pre)
+    _skycmd.convert(laya_dir, out_path, pairs, progress, log)
+
+
+def quantize(in_path: PathLike, out_path: PathLike, type: Union[Type, str] = Type.Q8_0, *,
+             head_type: Union[Type, str, None] = None,
+             progress: Optional[Progress] = None, log: Optional[Log] = None) -> None:
+    """Re-type the tensors of a GGUF file (every metadata key kept). The GIL is released."""
+    pairs: OptionPairs = []
+    _types(pairs, type, head_type)
+    _skycmd.quantize(in_path, out_path, pairs, progress, log)
+
+
+def random_model(preset: str, out_path: PathLike, *, seed: Optional[int] = None,
+                 massive: Optional[int] = None,
+                 layout: Union[Layout, str, None] = None) -> None:
+    """Write a random model ("s1-pico", "s1-nano", "s1-micro", "base", "large"), deterministic
+    from ``seed``, as a GGUF file or a Laya directory (``layout="laya"``)."""
+    pairs: OptionPairs = []
+    add(pairs, OPT_SEED, seed)
+    add(pairs, OPT_MASSIVE, massive)
+    if layout is not None:
+        add(pairs, OPT_LAYOUT, _enum(Layout, layout))
+    _skycmd.random_model(preset.encode(), out_path, pairs)

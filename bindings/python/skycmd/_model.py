@@ -1,0 +1,221 @@
+"""Model (a shared, thread-safe handle with a pool of C sessions) and Tokenizer."""
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+from concurrent.futures import Executor
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Union
+
+from . import _skycmd
+from ._options import (OPT_ACTIVATIONS, OPT_MAX_TOKENS, OPT_MODEL_NAME, OPT_THREADS,
+                       OPT_WEIGHTS, Activations, OptionPairs, Special, Weights, _enum, add)
+from ._requests import Question, Request, RequestLike, encode_request
+from ._response import Response, from_raw
+
+PathLike = Union[str, "os.PathLike[str]"]
+#: log(level, message): 0 debug, 1 info, 2 warning.
+Log = Callable[[int, str], Any]
+
+
+class Tokenizer:
+    """A byte-level BPE tokenizer: ``Model.tokenizer`` (borrowed; it keeps the model object
+    alive and fails with MisuseError once the model is closed) or ``Tokenizer.open(path)``
+    for a Hugging Face tokenizer.json."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+
+    @classmethod
+    def open(cls, tokenizer_json: PathLike) -> "Tokenizer":
+        return cls(_skycmd.tokenizer_open_json(tokenizer_json))
+
+    def encode(self, text: str) -> List[int]:
+        """Token ids exactly as HF tokenizers gives them with add_special_tokens=False."""
+        return self._raw.encode(text)
+
+    def count(self, text: str) -> int:
+        """The number of token ids of ``text`` (no list is made)."""
+        return self._raw.count(text)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return self._raw.decode(list(ids))
+
+    def token(self, id: int) -> Optional[str]:
+        """The vocabulary entry of an id (byte-level form, e.g. "Ġthe"), None if out of range."""
+        return self._raw.token(id)
+
+    @property
+    def vocab_size(self) -> int:
+        return self._raw.vocab_size
+
+    def special_id(self, which: Union[Special, str]) -> Optional[int]:
+        """The id of a special token ("cls", "sep", "mask", "pad", "unk"), None if absent."""
+        return self._raw.special_id(int(_enum(Special, which)))
+
+    @property
+    def cls_id(self) -> Optional[int]:
+        return self.special_id(Special.CLS)
+
+    @property
+    def sep_id(self) -> Optional[int]:
+        return self.special_id(Special.SEP)
+
+    @property
+    def mask_id(self) -> Optional[int]:
+        return self.special_id(Special.MASK)
+
+    @property
+    def pad_id(self) -> Optional[int]:
+        return self.special_id(Special.PAD)
+
+    @property
+    def unk_id(self) -> Optional[int]:
+        return self.special_id(Special.UNK)
+
+    def close(self) -> None:
+        """Release an opened tokenizer now (a borrowed one just lets go of its model)."""
+        self._raw.close()
+
+    def __enter__(self) -> "Tokenizer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _open_options(weights, max_tokens, model_name, threads, activations):
+    pairs: OptionPairs = []
+    if weights is not None:
+        add(pairs, OPT_WEIGHTS, _enum(Weights, weights))
+    add(pairs, OPT_MAX_TOKENS, max_tokens)
+    add(pairs, OPT_MODEL_NAME, model_name)
+    session: OptionPairs = []
+    add(session, OPT_THREADS, threads)
+    if activations is not None:
+        add(session, OPT_ACTIVATIONS, _enum(Activations, activations))
+    return pairs, session
+
+
+class Model:
+    """An open decision model. Share one Model between threads: each concurrent call takes
+    its own C session from the model's pool, and the GIL is released while it computes.
+    ``close()`` (or leaving a ``with`` block) frees the model once running calls end; later
+    calls raise MisuseError."""
+
+    __slots__ = ("_raw", "_tokenizer", "__weakref__")
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+        self._tokenizer: Optional[Tokenizer] = None
+
+    @classmethod
+    def open(cls, path: PathLike, *, threads: Optional[int] = None,
+             weights: Union[Weights, str, None] = None,
+             activations: Union[Activations, str, None] = None,
+             max_tokens: Optional[int] = None, model_name: Optional[str] = None,
+             log: Optional[Log] = None) -> "Model":
+        """Open a GGUF model (memory-mapped; the GIL is released while it loads).
+
+        threads: compute threads of each session (0 = one per core); weights: "f32"
+        (default, exact), "q8" (Q8_0 with calibrated outliers) or "q8_plain"; activations:
+        "q8x2" (default) or "q8"; max_tokens: the sequence budget instead of the model's
+        decision.max_tokens; model_name: the "model" reported in responses; log(level,
+        message): events of the load, e.g. the int8 relayout of the weights (level 0 debug,
+        1 info, 2 warning); an exception in it fails the open."""
+        pairs, session = _open_options(weights, max_tokens, model_name, threads, activations)
+        return cls(_skycmd.Model.open(path, pairs, session, log))
+
+    @classmethod
+    def open_buffer(cls, data: Union[bytes, bytearray, memoryview], *,
+                    threads: Optional[int] = None, weights: Union[Weights, str, None] = None,
+                    activations: Union[Activations, str, None] = None,
+                    max_tokens: Optional[int] = None,
+                    model_name: Optional[str] = None, log: Optional[Log] = None) -> "Model":
+        """Open a model from the bytes of a GGUF file. Nothing is copied: the model holds on
+        to the buffer (a bytearray cannot be resized meanwhile) until it is closed."""
+        pairs, session = _open_options(weights, max_tokens, model_name, threads, activations)
+        return cls(_skycmd.Model.open_buffer(data, pairs, session, log))
+
+    @property
+    def name(self) -> str:
+        return self._raw.name
+
+    @property
+    def closed(self) -> bool:
+        return self._raw.closed
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The model's tokenizer (borrowed)."""
+        if self._tokenizer is None:
+            self._tokenizer = Tokenizer(self._raw.tokenizer())
+        return self._tokenizer
+
+    def get_int(self, name: str) -> int:
+        """A hyper-parameter, e.g. "embedding_length", "block_count", "vocab_size",
+        "decision.max_tokens", "parameters" (NotFoundError if absent)."""
+        return self._raw.get_int(name)
+
+    @property
+    def idle_sessions(self) -> int:
+        """C sessions waiting in the pool (one is made per concurrent call, then reused)."""
+        return self._raw.idle_sessions
+
+    def decide(self, request: Optional[RequestLike] = None, *, state: Any = None,
+               questions: Optional[Mapping[str, Question]] = None,
+               model: Optional[str] = None) -> Response:
+        """Answer every question of a request: a Request, a dict, JSON text, or the SDK-style
+        keywords ``state=`` and ``questions=``. The GIL is released while it computes."""
+        return from_raw(self._raw.decide(_request(request, state, questions, model)))
+
+    def decide_batch(self, requests: Sequence[RequestLike]) -> List[Response]:
+        """Answer several requests together (their sequences share the model's batches; each
+        answer equals what decide gives alone). All or nothing: an error names the request."""
+        raw = self._raw.decide_batch([encode_request(r) for r in requests])
+        return [from_raw(r) for r in raw]
+
+    async def decide_async(self, request: Optional[RequestLike] = None, *, state: Any = None,
+                           questions: Optional[Mapping[str, Question]] = None,
+                           model: Optional[str] = None,
+                           executor: Optional[Executor] = None) -> Response:
+        """``decide`` on a thread of ``executor`` (the loop's default one if None), so the
+        event loop keeps running while the model computes."""
+        body = _request(request, state, questions, model)
+        loop = asyncio.get_running_loop()
+        raw = await loop.run_in_executor(executor, self._raw.decide, body)
+        return from_raw(raw)
+
+    async def decide_batch_async(self, requests: Sequence[RequestLike], *,
+                                 executor: Optional[Executor] = None) -> List[Response]:
+        bodies = [encode_request(r) for r in requests]
+        loop = asyncio.get_running_loop()
+        raw = await loop.run_in_executor(executor, functools.partial(self._raw.decide_batch, bodies))
+        return [from_raw(r) for r in raw]
+
+    def close(self) -> None:
+        """Close the model (idempotent). Calls running on other threads finish first."""
+        self._raw.close()
+
+    def __enter__(self) -> "Model":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return "<skycmd.Model closed>"
+        return f"<skycmd.Model {self.name!r}>"
+
+
+def _request(request, state, questions, model) -> Union[str, bytes]:
+    if request is None:
+        if questions is None:
+            raise TypeError("decide needs a request, or state= and questions=")
+        return Request(state=state, questions=questions, model=model).to_json()
+    if state is not None or questions is not None or model is not None:
+        raise TypeError("give either a request or state=/questions=/model=, not both")
+    return encode_request(request)

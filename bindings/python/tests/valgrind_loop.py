@@ -1,0 +1,51 @@
+"""valgrind_loop.py MODEL REQUEST ROUNDS - every entry point of the extension, success and
+error paths, for bindings/run-tests.sh to run under valgrind (PYTHONMALLOC=malloc): no
+invalid access and no definitely-lost block may come from the extension or the library."""
+import os
+import sys
+import tempfile
+
+import skycmd
+
+model_path, request_path, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with open(request_path, encoding="utf-8") as f:
+    request = f.read()
+bad_request = '{"state": "x", "questions": {"a": {"type": "choice", "instructions": "i"}}}'
+with tempfile.TemporaryDirectory() as tmp:
+    skycmd.random_model("s1-pico", os.path.join(tmp, "laya"), layout="laya", seed=1)
+    for i in range(rounds):
+        m = skycmd.Model.open(model_path, threads=1)
+        m.decide(request)
+        m.decide_batch([request, request])
+        tok = m.tokenizer
+        tok.decode(tok.encode("hello world"))
+        for call, error in ((lambda: m.decide(bad_request), skycmd.RequestError),
+                            (lambda: m.decide_batch([request, "{"]), skycmd.JsonError),
+                            (lambda: skycmd.Model.open(model_path + ".missing"), skycmd.IoError)):
+            try:
+                call()
+            except error:
+                pass
+        if i % 2:
+            m.close()  # the others are freed by the deallocator
+        del m, tok
+        try:
+            skycmd.quantize(model_path, os.path.join(tmp, "q.gguf"), "q8_0",
+                            progress=lambda d, t: 1 / 0)
+        except skycmd.CancelledError:
+            pass
+    skycmd.quantize(model_path, os.path.join(tmp, "q.gguf"), "q8_0")
+    skycmd.convert(os.path.join(tmp, "laya"), os.path.join(tmp, "c.gguf"))
+    skycmd.inspect_json(model_path)
+    skycmd.Model.open(model_path, weights="q8", log=lambda level, message: None).close()
+    try:
+        skycmd.Model.open(model_path, weights="q8", log=lambda level, message: 1 / 0)
+    except ZeroDivisionError:
+        pass
+    with skycmd.Tokenizer.open(os.path.join(tmp, "laya", "tokenizer", "tokenizer.json")) as t:
+        t.encode("x")
+    with open(model_path, "rb") as f:
+        with skycmd.Model.open_buffer(f.read()) as m:
+            m.decide(request)
+assert skycmd._skycmd.live_models() == 0
+print(f"python valgrind loop: {rounds} rounds done")

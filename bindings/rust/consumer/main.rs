@@ -1,0 +1,45 @@
+// The consumer program of consumer-test.sh (copied into each new Cargo project there):
+// answers a request the way a user of the crate would and writes the typed answers in the
+// cross-check's dump format (bindings/run-consumers.sh).
+//
+// usage: consumer MODEL.gguf REQUEST.json [DUMP]
+use std::fmt::Write;
+
+fn dump(r: &skycmd::Response) -> String {
+    let mut s = format!("input_tokens {}\n", r.input_tokens);
+    for a in &r.answers {
+        let kind = match a.kind {
+            skycmd::AnswerType::Choice => "choice",
+            skycmd::AnswerType::Score => "score",
+            skycmd::AnswerType::Noul => "noul",
+        };
+        // Every double as the 16 hex digits of its bits; an absent confidence as "none".
+        let confidence = a.confidence.map_or("none".to_string(), |c| format!("{:016x}", c.to_bits()));
+        let choice = a.choice.as_deref().unwrap_or("");
+        writeln!(s, "answer {} {kind} choice={choice} value={:016x} confidence={confidence}", a.id, a.value.to_bits()).unwrap();
+        for p in &a.probabilities {
+            writeln!(s, "option {} {:016x}", p.key, p.p.to_bits()).unwrap();
+        }
+    }
+    s
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 3 {
+        return Err("usage: consumer MODEL.gguf REQUEST.json [DUMP]".into());
+    }
+    println!("libskycmd {} ({})", skycmd::version(), skycmd::build_id());
+    let model = skycmd::Model::open(&args[1], &skycmd::Options::new())?;
+    let response = model.decide(&std::fs::read_to_string(&args[2])?)?;
+    println!("model {}, {} input tokens", response.model, response.input_tokens);
+    for a in &response.answers {
+        let probabilities: Vec<String> = a.probabilities.iter().map(|p| format!("{}={:.4}", p.key, p.p)).collect();
+        println!("  {} ({:?}): choice {:?} value {:.4} confidence {:?} [{}]", a.id, a.kind, a.choice, a.value, a.confidence, probabilities.join(" "));
+    }
+    if let Some(path) = args.get(3) {
+        std::fs::write(path, dump(&response))?;
+    }
+    model.close()?;
+    Ok(())
+}

@@ -1,0 +1,166 @@
+/*
+ * model_internal.h - what the files of src/model share: the model's and the scratch's
+ * layout and the functions one file provides to another. Not a public interface (model.h
+ * is); nothing outside src/model includes it.
+ *
+ * Who does what (each file's contract is at its top):
+ *   hparams.c  the hyper-parameters of a GGUF (sk_read_hparams) and what is refused there;
+ *   load.c     tensors: checks, prepacking into kernel panels, sk_model_load/_free;
+ *   scratch.c  per-thread buffers and their growth;
+ *   forward.c  the forward pass (encoder, decision head, scorer), single and batched;
+ *   layout.c   the option layouts: the parallel layout's attention mask;
+ *   int8.c     the int8 weights modes: calibration and the Q8_0 relayout after the load.
+ */
+#ifndef SK_MODEL_INTERNAL_H
+#define SK_MODEL_INTERNAL_H
+
+#include "model.h"
+#include "../kernels/kernels.h"
+#include "../kernels/pool.h"
+#include "../kernels/q8.h"
+#include "../quant/calib.h"
+
+/* Query rows per attention block: the block's keys are the union of its rows' windows. */
+#define SK_QB 16
+
+/* Python's nn.TransformerEncoderLayer and nn.LayerNorm default; the head and scorer always
+ * use it whatever the encoder's epsilon is. */
+#define SK_HEAD_EPS 1e-5f
+
+/* Sanity limits on hyper-parameters read from a file (far above any real model). */
+#define SK_MAX_EMBD 65536u
+#define SK_MAX_LAYERS 1024u
+#define SK_MAX_FF (1u << 20)
+#define SK_MAX_VOCAB (1u << 24)
+
+/* A Linear layer, prepacked for sk_gemm (see kernels.h); buf/bias own the memory. */
+typedef struct sk_linear {
+    sk_packed p;
+    void *buf;
+    float *bias;
+    /* int8 weights (SKYCMD_WEIGHTS_Q8*): when set, the product runs on them and buf is freed */
+    sk_q8_owned *q8;
+    const sk_gguf_tensor *src;   /* the file's tensor and the first row this Linear holds */
+    size_t row0;
+    size_t q8_bytes, q8_pbytes;  /* prepack sizes, for the load log */
+} sk_linear;
+
+typedef struct sk_enc_layer {
+    float *attn_norm;   /* NULL on layer 0 */
+    sk_linear qkv, out;
+    float *ffn_norm;
+    sk_linear up, down;
+    int global;         /* full attention, global RoPE base */
+} sk_enc_layer;
+
+typedef struct sk_head_layer {
+    float *norm1_w, *norm1_b;
+    sk_linear q, kv, out;   /* in_proj split: the last block needs K and V on every row but
+                               Q only at the markers */
+    float *norm2_w, *norm2_b;
+    sk_linear up, down;
+    /* The last block only: per head h, Wk_h^T ([d][hd], the keys' rows of the in_proj
+     * weight transposed) packed as a Linear of hd inputs and d outputs, one after another
+     * (kt_floats each). Built at the end of the load (build_key_transposes); NULL before
+     * that (int8 calibration runs unfolded) and when the block cannot be folded. */
+    float *kt;
+    size_t kt_floats;
+} sk_head_layer;
+
+struct sk_model {
+    sk_hparams hp;
+    uint64_t n_params;
+    int weights_mode;   /* SKYCMD_WEIGHTS_*: with an int8 mode, Q8_0 matrices of the file are
+                           packed straight into int8 panels (no f32 stage) */
+    /* token_embd.weight stays in the file (any supported type): only the rows of a
+     * sequence are widened, at lookup, so a large vocabulary costs no f32 copy. */
+    const sk_gguf_tensor *tok_embd;
+    uint64_t tok_row_bytes;
+    float *embd_norm;
+    sk_enc_layer *enc;
+    float *out_norm;
+    sk_head_layer *head;
+    float *type_emb;     /* [3][d] */
+    float *cls_norm_w, *cls_norm_b;
+    sk_linear cls;       /* d -> d */
+    sk_linear cls_out;   /* d -> 1 */
+    uint32_t head_dim;       /* encoder D */
+    uint32_t head_dim_dec;   /* decision head hd */
+    float inv_freq[2][512];  /* [0] global, [1] local; D/2 entries, as HF computes them */
+};
+
+struct sk_scratch {
+    size_t cap;          /* rows the buffers hold */
+    size_t cap_markers;
+    float *h, *a, *qkv, *att, *ff;
+    struct attn_ws {                   /* one per compute thread */
+        float *sc;                     /* attention probabilities [SK_QB][cap] */
+        float *kpack, *vpack;          /* one head's K and V^T, packed for sk_gemm */
+    } *tws;
+    int n_tws;
+    float *rope_cos[2], *rope_sin[2];  /* [cap][D/2] per base */
+    float *mh, *ma, *mq, *matt, *mff;  /* marker rows */
+    uint32_t d, D, Dmax, n_qkv, n_ff_max, n_ff_head;
+    sk_pool *pool;                     /* borrowed; NULL = one thread */
+    struct seq_rows *seqs;             /* batch layout */
+    struct attn_seq *aseq;             /* attention arguments per sequence */
+    size_t cap_seqs, cap_rows;
+    size_t *mrows;                     /* global row of each marker */
+    float *mlogits;                    /* scorer outputs before scattering */
+    float *mu, *mz;                    /* folded last block: [marker][head][d] */
+    int unfolded;                      /* sk_scratch_set_unfolded */
+    uint32_t Hdec;                     /* decision heads */
+    /* int8 path */
+    int act_mode;                      /* SK_Q8_ACT_* */
+    sk_q8_ws q8ws;
+    int q8_oom;                        /* a workspace could not grow during a forward call */
+    sk_calib *calib;                   /* load-time calibration record, else NULL */
+    struct sk_linear *const *calib_sites;
+    size_t n_calib_sites;
+};
+
+/* Sequence boundaries of the rows in the scratch (a batch packs sequences one after
+ * another; attention and RoPE positions stay within a sequence). */
+typedef struct seq_rows {
+    size_t off, n;      /* rows [off, off + n) */
+    size_t koff, k;     /* marker rows [koff, koff + k) */
+    const int32_t *pos, *opt;  /* parallel option layout (sk_seq), else NULL */
+} seq_rows;
+
+/* The arguments of one sequence's attention (see attention() in forward.c). */
+typedef struct attn_seq {
+    const float *q, *k, *v;
+    size_t ldq, nq, ldkv, n;
+    float *out;
+    size_t ldo;
+} attn_seq;
+
+
+/* hparams.c */
+int sk_read_hparams(const sk_gguf *g, sk_hparams *hp, sk_err *e);
+/* inv_freq exactly as transformers computes it in float32 (D/2 entries). */
+void sk_rope_inv_freq(float base, uint32_t D, float *out);
+
+/* scratch.c: grow the per-position buffers to n rows (and the RoPE tables with them), the
+ * marker rows to k, the per-sequence arrays to ns sequences and K markers. */
+int sk_scratch_reserve(const sk_model *m, sk_scratch *s, size_t n, sk_err *e);
+int sk_scratch_reserve_markers(sk_scratch *s, size_t k, sk_err *e);
+int sk_scratch_reserve_seqs(sk_scratch *s, size_t ns, size_t K, sk_err *e);
+
+/* forward.c: y = x W^T + b for n_rows rows, on the scratch's pool (f32, 16-bit or int8
+ * panels), recording the input's statistics while a calibration runs. */
+void sk_model_linear(sk_scratch *s, const sk_linear *L, const float *x, size_t ldx,
+                     size_t n_rows, float *y, size_t ldy);
+
+/* layout.c: one sequence's encoder attention in the parallel option layout; qkv rows of
+ * ld floats (q, k, v at 0, d, 2d; head h at h * D), out rows of ldo; win 0 = a global layer. */
+void sk_attention_parallel(sk_scratch *s, const seq_rows *sr, const float *qkv, size_t ld,
+                           size_t H, size_t D, size_t d, size_t win, float scale, float *out,
+                           size_t ldo);
+
+/* int8.c: replace the encoder matrices the converter's policy makes Q8_0 by int8 panels
+ * (weights_mode SKYCMD_WEIGHTS_Q8: calibrated on the built-in prompts first). */
+int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log_fn log,
+                     void *log_ud, sk_err *e);
+
+#endif /* SK_MODEL_INTERNAL_H */
