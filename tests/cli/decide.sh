@@ -46,4 +46,30 @@ printf '{"state":' > "$T/trunc.json"
 err=$("$CLI" decide "$T/pico.gguf" "$T/trunc.json" 2>&1 >/dev/null); [ $? -eq 1 ] || fail "bad JSON must exit 1"
 echo "$err" | grep -q 'malformed JSON' || fail "bad JSON message: $err"
 "$CLI" decide "$T/missing.gguf" "$SRC/examples/flappy-drone.json" >/dev/null 2>&1; [ $? -eq 1 ] || fail "missing model must exit 1"
+
+# The built-in default model: a lone request argument is answered by s1-pico-flappy (found
+# beside the program: <build>/share/skycmd/models); a lone GGUF argument is the model with
+# the request on stdin; $SKYCMD_DEFAULT_MODEL overrides; a missing one is an error naming
+# where it was looked for.
+out=$("$CLI" decide "$SRC/examples/flappy-drone.json") || fail "decide with the built-in model"
+case "$out" in *'"model":"s1-pico-flappy"'*) ;; *) fail "the built-in model did not answer: $out" ;; esac
+same=$("$CLI" decide "$SRC/models/s1-pico-flappy.gguf" "$SRC/examples/flappy-drone.json") || fail "decide the model file"
+[ "$out" = "$same" ] || fail "the built-in model and models/s1-pico-flappy.gguf answer differently"
+viastdin=$("$CLI" decide "$T/pico.gguf" < "$SRC/examples/flappy-drone.json") || fail "decide MODEL with the request on stdin"
+case "$viastdin" in *'"answers"'*) ;; *) fail "decide MODEL < request: $viastdin" ;; esac
+override=$(SKYCMD_DEFAULT_MODEL="$T/pico.gguf" "$CLI" decide "$SRC/examples/flappy-drone.json") || fail "SKYCMD_DEFAULT_MODEL"
+[ "$override" = "$viastdin" ] || fail "SKYCMD_DEFAULT_MODEL was not used"
+err=$(SKYCMD_DEFAULT_MODEL="$T/none.gguf" "$CLI" decide "$SRC/examples/flappy-drone.json" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 1 ] || fail "a missing SKYCMD_DEFAULT_MODEL must exit 1 (got $rc)"
+case "$err" in *"SKYCMD_DEFAULT_MODEL"*) ;; *) fail "missing default model: $err" ;; esac
+alone=$(mktemp -d "${TMPDIR:-/tmp}/skycmd-alone.XXXXXX")
+cp "$CLI" "$alone/skycmd"
+err=$("$alone/skycmd" decide "$SRC/examples/flappy-drone.json" 2>&1 >/dev/null); rc=$?
+rm -rf "$alone"
+if [ ! -f "$(dirname "$alone")/share/skycmd/models/s1-pico-flappy.gguf" ] &&
+   [ ! -f /usr/local/share/skycmd/models/s1-pico-flappy.gguf ]; then
+  [ $rc -eq 1 ] || fail "a program without its model must exit 1 (got $rc)"
+  case "$err" in *"is not installed (looked in"*) ;; *) fail "no built-in model: $err" ;; esac
+fi
+
 echo "ok"

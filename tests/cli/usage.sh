@@ -148,7 +148,7 @@ expect 2 -- decide --random nope "$REQ"
 expect 2 -- decide --random s1-pico "$REQ" extra
 expect 2 -- decide --random s1-pico "$REQ" --seed abc
 expect 2 -- decide - "$REQ" extra
-expect 2 "$P" -- decide -                          # model and request both on stdin
+# (`decide -` alone reads the request from stdin for the built-in model: tests/cli/decide.sh)
 expect 2 "$P" -- decide - -
 expect 2 -- tokenize "$P" a b
 expect 2 -- tokenize --json
