@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "serve_internal.h"
 
@@ -142,6 +143,75 @@ size_t discard_max(void) {
     if (m > 64u * 1024u * 1024u) m = 64u * 1024u * 1024u;
     return m;
 }
+/* ---------------------------------------------------------------- framing --------- */
+
+/* What the header scan found. libmicrohttpd 0.9.75 parses the message; these are the
+ * ambiguities of RFC 9112 it lets through, detected from the headers it hands us (see
+ * docs/serve.md, "Request framing", for what it does with each and what cannot be seen). */
+struct framing_scan {
+    int n_content_length, n_transfer_encoding;
+    int te_not_chunked;   /* a Transfer-Encoding other than exactly "chunked" */
+    int cl_not_digits;    /* a Content-Length that is not 1*DIGIT */
+    int bad_name;         /* a field name that is not a token: whitespace before the colon */
+    int folded_framing;   /* a name that starts with Content-Length/Transfer-Encoding and goes on */
+    int nul;
+};
+
+static int is_tchar(unsigned char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           (ch && strchr("!#$%&'*+-.^_`|~", ch) != NULL);
+}
+
+static int name_starts(const char *key, size_t n, const char *name) {
+    size_t m = strlen(name);
+    return n >= m && strncasecmp(key, name, m) == 0;
+}
+
+static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                   const char *value, size_t value_size) {
+    (void)kind;
+    struct framing_scan *f = cls;
+    if (!key) return MHD_YES;
+    if (memchr(key, 0, key_size) || (value && memchr(value, 0, value_size))) f->nul = 1;
+    int token = key_size > 0;
+    for (size_t i = 0; i < key_size; i++) token = token && is_tchar((unsigned char)key[i]);
+    if (!token) f->bad_name = 1;
+    const char *v = value ? value : "";
+    if (key_size == 14 && strncasecmp(key, "Content-Length", 14) == 0) {
+        f->n_content_length++;
+        int digits = value_size > 0;
+        for (size_t i = 0; i < value_size; i++) digits = digits && v[i] >= '0' && v[i] <= '9';
+        if (!digits) f->cl_not_digits = 1;
+    } else if (key_size == 17 && strncasecmp(key, "Transfer-Encoding", 17) == 0) {
+        f->n_transfer_encoding++;
+        if (value_size != 7 || strncasecmp(v, "chunked", 7) != 0) f->te_not_chunked = 1;
+    } else if (name_starts(key, key_size, "Content-Length") || name_starts(key, key_size, "Transfer-Encoding")) {
+        /* What libmicrohttpd 0.9.75 makes of an obsolete line folding of these headers
+         * ("Content-Length:\r\n 13" arrives as a field named "Content-Length13"). */
+        f->folded_framing = 1;
+    }
+    return MHD_YES;
+}
+
+/* RFC 9112 §6.3: a message whose length is ambiguous must be refused and the connection
+ * closed, since a proxy in front may have framed it otherwise. Returns 1 with r's 400 set. */
+static int framing_error(struct req *r, struct MHD_Connection *c) {
+    struct framing_scan f = {0};
+    MHD_get_connection_values_n(c, MHD_HEADER_KIND, scan_header, &f);
+    const char *why = NULL;
+    if (f.nul) why = "a request header holds a NUL byte";
+    else if (f.bad_name) why = "a header field name holds whitespace or a character not allowed in a token (RFC 9112 §5.1)";
+    else if (f.folded_framing) why = "a Content-Length or Transfer-Encoding header is malformed (obsolete line folding?)";
+    else if (f.n_content_length > 1) why = "several Content-Length headers (RFC 9112 §6.3)";
+    else if (f.n_content_length && f.cl_not_digits) why = "Content-Length is not a decimal number";
+    else if (f.n_transfer_encoding && f.n_content_length) why = "both Content-Length and Transfer-Encoding (RFC 9112 §6.3)";
+    else if (f.n_transfer_encoding > 1 || f.te_not_chunked) why = "the only Transfer-Encoding accepted is exactly \"chunked\"";
+    if (!why) return 0;
+    set_error(r, 400, why);
+    r->close_conn = 1;
+    return 1;
+}
+
 enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
                                   void **con_cls) {
@@ -157,6 +227,10 @@ enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
         snprintf(r->method, sizeof r->method, "%.7s", method);
         sbuf_adds(&r->path, url);
         make_rid(r, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-request-id"));
+        if (framing_error(r, c)) {
+            r->discard = 1;
+            return send_result(r); /* before any body byte: nothing after it is read */
+        }
         if (check_headers(r, c, url, method)) {
             r->discard = 1;
             /* Errors decided before the body: answer now when the body is too big to read

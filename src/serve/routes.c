@@ -254,28 +254,11 @@ static int authorized(struct MHD_Connection *c) {
     return ct_equal(h, n, S.cfg->api_key, strlen(S.cfg->api_key));
 }
 
-static enum MHD_Result header_nul(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
-                                  const char *value, size_t value_size) {
-    (void)kind;
-    if ((key && memchr(key, 0, key_size)) || (value && memchr(value, 0, value_size))) {
-        *(int *)cls = 1;
-        return MHD_NO;
-    }
-    return MHD_YES;
-}
-
 /* Decide what a request gets once its headers are known. Returns 1 when r's result is
  * already decided (an error), 0 when the request proceeds. */
 int check_headers(struct req *r, struct MHD_Connection *c, const char *url, const char *method) {
     const char *allow = NULL;
     r->route = route_of(url, &allow);
-    int nul = 0;
-    MHD_get_connection_values_n(c, MHD_HEADER_KIND, header_nul, &nul);
-    if (nul) {
-        set_error(r, 400, "a request header holds a NUL byte");
-        r->close_conn = 1;
-        return 1;
-    }
     int is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     int is_post = strcmp(method, "POST") == 0;
     if (r->route == ROUTE_OTHER) {
