@@ -37,6 +37,7 @@ enum MHD_Result send_result(struct req *r) {
         MHD_destroy_response(resp);
         r->status = 500;
         r->state = RS_RESPONDED;
+        conn_phase(r->conn, CONN_BUSY);
         return ok;
     }
     struct MHD_Response *resp =
@@ -56,6 +57,7 @@ enum MHD_Result send_result(struct req *r) {
     enum MHD_Result ok = MHD_queue_response(r->conn, r->status, resp);
     MHD_destroy_response(resp);
     r->state = RS_RESPONDED;
+    conn_phase(r->conn, CONN_BUSY);
     return ok;
 }
 
@@ -90,6 +92,7 @@ static struct req *req_get(void) {
     r->allow = NULL;
     r->questions = 0;
     r->tokens = 0;
+    r->buffered = 0;
     return r;
 }
 
@@ -98,6 +101,8 @@ static void shrink(struct sbuf *b) {
 }
 
 static void req_put(struct req *r) {
+    buffered_give(r->buffered);
+    r->buffered = 0;
     shrink(&r->body);
     shrink(&r->out);
     shrink(&r->path);
@@ -218,6 +223,9 @@ enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
     (void)cls;
     (void)version;
     struct req *r = *con_cls;
+    /* Headers are complete from the first call on: the body deadline runs until the
+     * request is answered or queued. -1: the reaper already cut the connection (408). */
+    if ((!r || r->state == RS_RECEIVING) && conn_phase(c, CONN_BODY) < 0) return MHD_NO;
     if (!r) {
         r = req_get();
         if (!r) return MHD_NO; /* out of memory: MHD closes the connection */
@@ -258,8 +266,18 @@ enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
             r->discard = 1;
             r->dropped = r->body.len + n;
             sbuf_reset(&r->body);
+            buffered_give(r->buffered);
+            r->buffered = 0;
             return MHD_YES;
         }
+        if (buffered_take(n) != 0) {
+            set_errorf(r, 503, "the server holds --max-buffered (%zu bytes) of request bodies; retry later",
+                       S.cfg->max_buffered);
+            r->discard = 1;
+            r->close_conn = 1;
+            return send_result(r);
+        }
+        r->buffered += n;
         sbuf_add(&r->body, upload_data, n);
         if (r->body.oom) {
             set_error(r, 503, "the server is out of memory, retry later");
@@ -306,8 +324,8 @@ enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
     (void)cls;
-    (void)c;
     struct req *r = *con_cls;
+    conn_phase(c, CONN_IDLE);
     if (!r) return;
     *con_cls = NULL;
     uint64_t micros = now_us() - r->t0;

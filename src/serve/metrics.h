@@ -24,11 +24,15 @@ struct metrics_gauges {
     int workers, workers_busy;
     unsigned connections;
     int models, ready, draining;
+    size_t buffered_bytes;
 };
 
 void metrics_init(void);
 /* One finished request: its route, HTTP status, duration, questions and input tokens. */
 void metrics_record(int route, unsigned status, uint64_t micros, size_t questions, int64_t tokens);
+void metrics_refused_connection(void);
+void metrics_record_timeout(void);
+void metrics_record_reload(int ok);
 void metrics_render(struct sbuf *out, const struct metrics_gauges *g);
 const char *route_label(int route);
 

@@ -29,6 +29,7 @@ static const char *error_type(unsigned status) {
     case 401: return "authentication_error";
     case 404: return "not_found_error";
     case 405: return "method_not_allowed_error";
+    case 408: return "timeout_error";
     case 413: return "request_too_large_error";
     case 415: return "invalid_request_error";
     case 422: return "unprocessable_entity_error";
@@ -221,6 +222,7 @@ void do_metrics(struct req *r) {
     g.models = atomic_load(&S.ready) ? S.n_models : 0;
     g.ready = atomic_load(&S.ready);
     g.draining = atomic_load(&S.draining);
+    g.buffered_bytes = buffered_now();
     r->status = 200;
     r->ctype = "text/plain; version=0.0.4; charset=utf-8";
     sbuf_reset(&r->out);
@@ -300,6 +302,13 @@ int check_headers(struct req *r, struct MHD_Connection *c, const char *url, cons
                     r->close_conn = 1;
                 return 1;
             }
+            if (errno == 0 && end != cl && buffered_take((size_t)v) != 0) {
+                set_errorf(r, 503, "the server holds --max-buffered (%zu bytes) of request bodies; retry later",
+                           S.cfg->max_buffered);
+                if (v > discard_max()) r->close_conn = 1;
+                return 1;
+            }
+            if (errno == 0 && end != cl) buffered_give((size_t)v); /* taken as it arrives */
         }
     }
     return 0;

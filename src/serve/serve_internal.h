@@ -53,6 +53,7 @@ struct req {
     const char *allow; /* for 405 */
     size_t questions;
     int64_t tokens;
+    size_t buffered; /* body bytes counted against --max-buffered */
 };
 
 struct model_slot {
@@ -97,6 +98,19 @@ struct server {
 };
 
 extern struct server S;
+
+/* conns.c: admission, deadlines, the buffered-bytes cap */
+enum conn_phase { CONN_HEADERS = 0, CONN_BODY = 1, CONN_BUSY = 2, CONN_IDLE = 3 };
+enum MHD_Result conn_admit(void *cls, const struct sockaddr *addr, socklen_t addrlen);
+void conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                 enum MHD_ConnectionNotificationCode code);
+int conn_phase(struct MHD_Connection *c, int phase); /* -1: the reaper cut it */
+unsigned conn_open_count(void);
+int buffered_take(size_t n); /* 0 taken, -1 over --max-buffered */
+void buffered_give(size_t n);
+size_t buffered_now(void);
+int conn_reaper_start(void);
+void conn_reaper_stop(void);
 
 /* server.c: logging */
 void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

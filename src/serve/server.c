@@ -154,12 +154,14 @@ int serve_run(const struct serve_config *cfg) {
     }
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     if (ipv6) flags |= MHD_USE_IPv6;
+    /* The daemon's own connection limit is above ours: at its limit libmicrohttpd stops
+     * accepting and clients hang in the backlog, while conn_admit() closes them at once. */
     S.daemon = MHD_start_daemon(
-        flags, (uint16_t)cfg->port, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        flags, (uint16_t)cfg->port, conn_admit, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&S.addr, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
-        MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_END);
+        (unsigned)cfg->max_connections + 64u, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, conn_notify, NULL,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_END);
     if (!S.daemon) {
         fprintf(stderr, "skycmd serve: cannot listen on %s port %d: %s\n", cfg->host, cfg->port,
                 errno ? strerror(errno) : "libmicrohttpd refused to start");
@@ -172,11 +174,12 @@ int serve_run(const struct serve_config *cfg) {
              ipv6 ? "]" : "", port, cfg->n_models, cfg->n_models == 1 ? "" : "s");
 
     int rc = 0;
-    if (load_models() != 0 || start_workers() != 0) {
+    if (conn_reaper_start() != 0 || load_models() != 0 || start_workers() != 0) {
         rc = 1;
         atomic_store(&S.draining, 1);
         MHD_stop_daemon(S.daemon);
         S.daemon = NULL;
+        conn_reaper_stop();
         stop_workers();
         free_models();
         free_list_release();
@@ -229,6 +232,7 @@ int serve_run(const struct serve_config *cfg) {
     MHD_stop_daemon(S.daemon);
     if (lfd != MHD_INVALID_SOCKET) close(lfd);
     S.daemon = NULL;
+    conn_reaper_stop();
     stop_workers();
     free_models();
     free_list_release();

@@ -135,6 +135,7 @@ int enqueue(struct req *r) {
     r->state = RS_QUEUED;
     r->t_enq = now_us();
     atomic_fetch_add(&S.in_pool, 1);
+    conn_phase(r->conn, CONN_BUSY);
     MHD_suspend_connection(r->conn);
     S.ring[(S.qhead + S.qlen) % S.qcap] = r;
     S.qlen++;
