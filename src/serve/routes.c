@@ -94,7 +94,7 @@ static void status_error(struct req *r, int st, const char *msg, const char *wha
 
 /* The part of answering that is per request: wait limit, model choice, parsing, limits.
  * Returns the parsed request (*mi = its model), or NULL when r already holds its error. */
-skycmd_request *prepare(struct req *r, int *mi) {
+skycmd_request *prepare(struct req *r, const struct model_set *set, int *mi) {
     const struct serve_config *cfg = S.cfg;
     uint64_t waited = now_us() - r->t_enq;
     if (cfg->timeout_s && waited > (uint64_t)cfg->timeout_s * 1000000u) {
@@ -109,9 +109,9 @@ skycmd_request *prepare(struct req *r, int *mi) {
     char mname[MODEL_NAME_MAX];
     switch (sj_find_model(body, len, mname, sizeof mname)) {
     case SJ_MODEL_STRING:
-        *mi = find_model(mname);
+        *mi = find_model(set, mname);
         if (*mi < 0) {
-            unknown_model(r, mname);
+            unknown_model(r, set, mname);
             return NULL;
         }
         break;
@@ -154,8 +154,6 @@ void finish(struct req *r, int st, skycmd_session *s, skycmd_response *resp) {
     skycmd_response_free(resp);
 }
 
-/* Requests a worker takes from the queue at once (SKYCMD_SERVE_BATCH, default 8, 1 = no
- * batching) and the questions such a batch may hold (one forward batch of the library). */
 /* ---------------------------------------------------------------- GET endpoints ---- */
 
 void do_health(struct req *r) {
@@ -183,15 +181,16 @@ void do_models(struct req *r) {
     struct sbuf *o = &r->out;
     sbuf_reset(o);
     int ready = atomic_load(&S.ready);
-    int n = ready ? S.n_models : 0;
+    struct model_set *set = ready ? models_acquire() : NULL;
+    int n = set ? set->n : 0;
     sbuf_adds(o, "{\"object\":\"list\",\"data\":[");
     for (int i = 0; i < n; i++) {
         int64_t params = 0, maxtok = 0;
-        skycmd_model_get_int(S.models[i].model, "parameters", &params);
-        skycmd_model_get_int(S.models[i].model, "decision.max_tokens", &maxtok);
+        skycmd_model_get_int(set->m[i]->model, "parameters", &params);
+        skycmd_model_get_int(set->m[i]->model, "decision.max_tokens", &maxtok);
         if (i) sbuf_adds(o, ",");
         sbuf_adds(o, "{\"id\":");
-        sbuf_add_json_str(o, S.models[i].name, strlen(S.models[i].name));
+        sbuf_add_json_str(o, set->m[i]->name, strlen(set->m[i]->name));
         sbuf_addf(o, ",\"object\":\"model\",\"owned_by\":\"skycmd\",\"default\":%s,"
                      "\"meta\":{\"n_params\":%lld,\"max_tokens\":%lld}}",
                   i == 0 ? "true" : "false", (long long)params, (long long)maxtok);
@@ -200,14 +199,15 @@ void do_models(struct req *r) {
     for (int i = 0; i < n; i++) {
         if (i) sbuf_adds(o, ",");
         sbuf_adds(o, "{\"name\":");
-        sbuf_add_json_str(o, S.models[i].name, strlen(S.models[i].name));
+        sbuf_add_json_str(o, set->m[i]->name, strlen(set->m[i]->name));
         sbuf_adds(o, ",\"description\":");
         char desc[MODEL_NAME_MAX + 64];
         snprintf(desc, sizeof desc, "System One decision model%s", i == 0 ? " (default)" : "");
         sbuf_add_json_str(o, desc, strlen(desc));
-        sbuf_addf(o, ",\"release_date\":\"%s\"}", S.models[i].date);
+        sbuf_addf(o, ",\"release_date\":\"%s\"}", set->m[i]->date);
     }
     sbuf_adds(o, "]}");
+    models_release(set);
 }
 
 void do_metrics(struct req *r) {
@@ -219,7 +219,7 @@ void do_metrics(struct req *r) {
     const union MHD_DaemonInfo *di =
         S.daemon ? MHD_get_daemon_info(S.daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS) : NULL;
     g.connections = di ? di->num_connections : 0;
-    g.models = atomic_load(&S.ready) ? S.n_models : 0;
+    g.models = atomic_load(&S.ready) ? S.cfg->n_models : 0;
     g.ready = atomic_load(&S.ready);
     g.draining = atomic_load(&S.draining);
     g.buffered_bytes = buffered_now();

@@ -56,25 +56,40 @@ struct req {
     size_t buffered; /* body bytes counted against --max-buffered */
 };
 
-struct model_slot {
+/* One opened model file, shared read-only by the sessions of every worker. Refcounted: held
+ * by each model_set that lists it (a reload that fails for this file lists it again). */
+struct loaded_model {
+    _Atomic int refs;
     skycmd_model *model;
     char name[MODEL_NAME_MAX];
     const char *path;
     char date[16]; /* the file's modification date, YYYY-MM-DD (/v1/models release_date) */
+    uint64_t generation; /* the reload that opened it */
+};
+
+/* The models served together, switched as a whole by a reload. Held by S.current and by
+ * every worker whose sessions were made from it; freed with the last holder. */
+struct model_set {
+    int refs; /* under S.setmu */
+    uint64_t generation;
+    int n;
+    struct loaded_model *m[SERVE_MAX_MODELS];
 };
 
 struct worker {
     pthread_t tid;
     int index;
     int started;
+    struct model_set *set; /* the set its sessions belong to (a reference) */
     skycmd_session *sessions[SERVE_MAX_MODELS];
 };
 
 struct server {
     const struct serve_config *cfg;
     struct MHD_Daemon *daemon;
-    struct model_slot models[SERVE_MAX_MODELS];
-    int n_models;
+    pthread_mutex_t setmu;
+    struct model_set *current; /* under setmu */
+    _Atomic uint64_t generation; /* current->generation, readable without the lock */
     struct worker *workers;
     int n_workers;
 
@@ -135,7 +150,7 @@ int check_headers(struct req *r, struct MHD_Connection *c, const char *url, cons
 void do_health(struct req *r);
 void do_models(struct req *r);
 void do_metrics(struct req *r);
-skycmd_request *prepare(struct req *r, int *mi);
+skycmd_request *prepare(struct req *r, const struct model_set *set, int *mi);
 void finish(struct req *r, int st, skycmd_session *s, skycmd_response *resp);
 
 /* workers.c: the pool */
@@ -145,9 +160,13 @@ int start_workers(void);
 void stop_workers(void);
 
 /* models.c: the registry */
-int find_model(const char *name);
-void unknown_model(struct req *r, const char *name);
-int load_models(void);
-void free_models(void);
+int find_model(const struct model_set *set, const char *name);
+void unknown_model(struct req *r, const struct model_set *set, const char *name);
+int load_models(void);   /* at start: every file must load; 0 or -1 */
+int reload_models(void); /* SIGHUP: returns the number of files that failed (kept) */
+struct model_set *models_acquire(void); /* the current set, referenced */
+void models_release(struct model_set *set);
+void free_models(void);  /* drops the current set (after the workers are gone) */
+void workers_wake(void); /* workers.c: let idle workers move to a new set */
 
 #endif

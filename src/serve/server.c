@@ -125,6 +125,7 @@ int serve_run(const struct serve_config *cfg) {
     pthread_mutex_init(&S.qmu, NULL);
     pthread_cond_init(&S.qcv, NULL);
     pthread_mutex_init(&S.logmu, NULL);
+    pthread_mutex_init(&S.setmu, NULL);
     metrics_init();
     S.qcap = cfg->queue ? cfg->queue : 1;
     S.ring = calloc(S.qcap, sizeof *S.ring);
@@ -144,6 +145,7 @@ int serve_run(const struct serve_config *cfg) {
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -189,36 +191,45 @@ int serve_run(const struct serve_config *cfg) {
     atomic_store(&S.ready, 1);
     {
         struct sbuf names = {0};
-        for (int i = 0; i < S.n_models; i++) {
+        struct model_set *ms = models_acquire();
+        for (int i = 0; ms && i < ms->n; i++) {
             if (i) sbuf_adds(&names, ", ");
-            sbuf_adds(&names, S.models[i].name);
+            sbuf_adds(&names, ms->m[i]->name);
         }
+        models_release(ms);
         log_line("skycmd serve: ready: %s; %d workers, queue %zu, auth %s", names.p ? names.p : "",
                  S.n_workers, S.qcap, cfg->api_key ? "on" : "off");
         sbuf_free(&names);
     }
 
     int sig = 0;
-    while (sigwait(&set, &sig) != 0) {
+    for (;;) {
+        if (sigwait(&set, &sig) != 0) continue;
+        if (sig != SIGHUP) break;
+        log_line("skycmd serve: SIGHUP: reloading %d model%s", cfg->n_models, cfg->n_models == 1 ? "" : "s");
+        int failed = reload_models();
+        metrics_record_reload(failed == 0);
     }
     log_line("skycmd serve: %s: finishing requests in flight, refusing new ones",
              sig == SIGINT ? "SIGINT" : "SIGTERM");
     atomic_store(&S.draining, 1);
-    /* MHD's epoll thread may still touch the listen socket after quiescing (it removes it
-     * from its epoll set asynchronously), so the socket is closed only once the daemon has
-     * stopped; until then MHD accepts nothing on it. */
+    /* New connections are refused from now on: the listening socket is shut down at once
+     * (Linux then stops listening and resets what waits in its backlog). It is closed only
+     * once the daemon has stopped, since MHD's epoll thread may still hold it in its set. */
     MHD_socket lfd = MHD_quiesce_daemon(S.daemon);
+    if (lfd != MHD_INVALID_SOCKET) shutdown(lfd, SHUT_RDWR);
 
     /* Requests in the pool are always finished. Connections still sending a body get until
      * the drain deadline; a second signal cuts that wait short. */
-    uint64_t deadline = now_us() + (uint64_t)(cfg->timeout_s ? cfg->timeout_s : 10) * 1000000u;
+    uint64_t deadline = now_us() + (uint64_t)cfg->drain_timeout_s * 1000000u;
     struct timespec tick = {0, 10 * 1000000L};
     for (;;) {
         long act = atomic_load(&S.active), pool = atomic_load(&S.in_pool);
         if (act <= 0 && pool <= 0) break;
         if (pool <= 0 && now_us() > deadline) break;
         siginfo_t si;
-        if (sigtimedwait(&set, &si, &tick) > 0) {
+        int got = sigtimedwait(&set, &si, &tick);
+        if (got > 0 && got != SIGHUP) { /* a second SIGTERM/SIGINT; a reload no longer matters */
             if (pool <= 0) break;
             deadline = 0;
         }

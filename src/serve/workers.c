@@ -20,17 +20,14 @@
 
 #include "serve_internal.h"
 
+/* Requests a worker takes from the queue at once (--batch-max, default 8, 1 = no batching)
+ * and the questions such a batch may hold (one forward batch of the library). */
 #define BATCH_MAX 32
 #define BATCH_QUESTIONS 16
-static int g_batch = -1;
 
 static int batch_limit(void) {
-    if (g_batch < 0) {
-        const char *env = getenv("SKYCMD_SERVE_BATCH");
-        long v = env && *env ? strtol(env, NULL, 10) : 8;
-        g_batch = v < 1 ? 1 : v > BATCH_MAX ? BATCH_MAX : (int)v;
-    }
-    return g_batch;
+    int v = S.cfg->batch_max;
+    return v < 1 ? 1 : v > BATCH_MAX ? BATCH_MAX : v;
 }
 
 /* Answer the n requests a worker took together. Those of the same model whose questions fit
@@ -42,10 +39,10 @@ static void answer_all(struct worker *w, struct req **rs, int n) {
     int mi[BATCH_MAX];
     size_t nq[BATCH_MAX];
     for (int i = 0; i < n; i++) {
-        q[i] = prepare(rs[i], &mi[i]);
+        q[i] = prepare(rs[i], w->set, &mi[i]);
         nq[i] = q[i] ? skycmd_request_question_count(q[i]) : 0;
     }
-    for (int m = 0; m < S.n_models; m++) {
+    for (int m = 0; m < w->set->n; m++) {
         int idx[BATCH_MAX], k = 0;
         size_t questions = 0;
         for (int i = 0; i <= n; i++) {
@@ -81,15 +78,73 @@ static void answer_all(struct worker *w, struct req **rs, int n) {
     for (int i = 0; i < n; i++) skycmd_request_free(q[i]);
 }
 
+/* Sessions for every model of set, configured; 0, or -1 with nothing made. */
+static int make_sessions(struct model_set *set, skycmd_session **out) {
+    for (int m = 0; m < set->n; m++) {
+        int st = skycmd_session_new(set->m[m]->model, &out[m]);
+        if (st == SKYCMD_OK && S.cfg->compute_threads > 0)
+            st = skycmd_session_set_int(out[m], SKYCMD_OPT_THREADS, S.cfg->compute_threads);
+        if (st == SKYCMD_OK && S.cfg->activations >= 0)
+            st = skycmd_session_set_int(out[m], SKYCMD_OPT_ACTIVATIONS, S.cfg->activations);
+        if (st != SKYCMD_OK) {
+            log_line("skycmd serve: cannot create a session for '%s': %s", set->m[m]->name,
+                     out[m] ? skycmd_session_errmsg(out[m]) : skycmd_strerror(st));
+            for (int k = 0; k <= m; k++) {
+                skycmd_session_free(out[k]);
+                out[k] = NULL;
+            }
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void drop_sessions(struct worker *w) {
+    for (int m = 0; m < SERVE_MAX_MODELS; m++) {
+        skycmd_session_free(w->sessions[m]);
+        w->sessions[m] = NULL;
+    }
+    models_release(w->set);
+    w->set = NULL;
+}
+
+/* Move w to the current model set when a reload made a new one. When the new sessions
+ * cannot be made, w keeps answering with the old set (and tries again next time). */
+static void follow_reload(struct worker *w) {
+    if (w->set && w->set->generation == atomic_load(&S.generation)) return;
+    struct model_set *set = models_acquire();
+    if (!set) return;
+    skycmd_session *fresh[SERVE_MAX_MODELS] = {0};
+    if (make_sessions(set, fresh) != 0) {
+        models_release(set);
+        return;
+    }
+    drop_sessions(w);
+    w->set = set;
+    memcpy(w->sessions, fresh, sizeof fresh);
+}
+
+void workers_wake(void) {
+    pthread_mutex_lock(&S.qmu);
+    pthread_cond_broadcast(&S.qcv);
+    pthread_mutex_unlock(&S.qmu);
+}
+
 static void *worker_main(void *arg) {
     struct worker *w = arg;
     struct req *rs[BATCH_MAX];
     for (;;) {
         pthread_mutex_lock(&S.qmu);
-        while (S.qlen == 0 && !S.quit) pthread_cond_wait(&S.qcv, &S.qmu);
+        while (S.qlen == 0 && !S.quit && w->set->generation == atomic_load(&S.generation))
+            pthread_cond_wait(&S.qcv, &S.qmu);
         if (S.qlen == 0 && S.quit) {
             pthread_mutex_unlock(&S.qmu);
             break;
+        }
+        if (S.qlen == 0) { /* woken by a reload: move to the new models while idle */
+            pthread_mutex_unlock(&S.qmu);
+            follow_reload(w);
+            continue;
         }
         /* One request, or, when a backlog has built up, a fair share of it: the queue is
          * split among the workers so that none idles while another holds a batch. */
@@ -109,6 +164,7 @@ static void *worker_main(void *arg) {
         pthread_mutex_unlock(&S.qmu);
 
         atomic_fetch_add(&S.busy, 1);
+        follow_reload(w);
         answer_all(w, rs, (int)take);
         atomic_fetch_sub(&S.busy, 1);
         for (size_t i = 0; i < take; i++) {
@@ -157,18 +213,8 @@ int start_workers(void) {
     for (int i = 0; i < S.cfg->workers; i++) {
         struct worker *w = &S.workers[i];
         w->index = i;
-        for (int m = 0; m < S.n_models; m++) {
-            int st = skycmd_session_new(S.models[m].model, &w->sessions[m]);
-            if (st == SKYCMD_OK && S.cfg->compute_threads > 0)
-                st = skycmd_session_set_int(w->sessions[m], SKYCMD_OPT_THREADS, S.cfg->compute_threads);
-            if (st == SKYCMD_OK && S.cfg->activations >= 0)
-                st = skycmd_session_set_int(w->sessions[m], SKYCMD_OPT_ACTIVATIONS, S.cfg->activations);
-            if (st != SKYCMD_OK) {
-                fprintf(stderr, "skycmd serve: cannot create a session for '%s': %s\n", S.models[m].name,
-                        w->sessions[m] ? skycmd_session_errmsg(w->sessions[m]) : skycmd_strerror(st));
-                return -1;
-            }
-        }
+        w->set = models_acquire();
+        if (!w->set || make_sessions(w->set, w->sessions) != 0) return -1;
         if (pthread_create(&w->tid, NULL, worker_main, w) != 0) {
             fprintf(stderr, "skycmd serve: cannot start worker thread %d\n", i);
             return -1;
@@ -188,7 +234,7 @@ void stop_workers(void) {
     for (int i = 0; i < S.cfg->workers; i++) {
         struct worker *w = &S.workers[i];
         if (w->started) pthread_join(w->tid, NULL);
-        for (int m = 0; m < SERVE_MAX_MODELS; m++) skycmd_session_free(w->sessions[m]);
+        drop_sessions(w);
     }
     free(S.workers);
     S.workers = NULL;
