@@ -93,6 +93,8 @@ static struct req *req_get(void) {
     r->questions = 0;
     r->tokens = 0;
     r->buffered = 0;
+    r->coding = CODING_IDENTITY;
+    r->dec = NULL;
     return r;
 }
 
@@ -101,6 +103,8 @@ static void shrink(struct sbuf *b) {
 }
 
 static void req_put(struct req *r) {
+    decoder_free(r->dec);
+    r->dec = NULL;
     buffered_give(r->buffered);
     r->buffered = 0;
     shrink(&r->body);
@@ -270,15 +274,41 @@ enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
             r->buffered = 0;
             return MHD_YES;
         }
-        if (buffered_take(n) != 0) {
+        size_t before = r->body.len + decoder_memory(r->dec);
+        if (r->coding != CODING_IDENTITY) {
+            if (!r->dec) r->dec = decoder_new(r->coding, S.cfg->max_body);
+            int st = r->dec ? decoder_feed(r->dec, upload_data, n, &r->body, S.cfg->max_body) : DEC_OOM;
+            if (st == DEC_OVER_LIMIT || st == DEC_ERROR) {
+                if (st == DEC_OVER_LIMIT)
+                    set_errorf(r, 413, "the decoded (%s) request body is over the limit of %zu bytes",
+                               coding_name(r->coding), S.cfg->max_body);
+                else
+                    set_errorf(r, 400, "the request body is not valid %s data", coding_name(r->coding));
+                /* the rest of the body is read and dropped (bounded by discard_max) */
+                r->discard = 1;
+                r->dropped = n;
+                sbuf_reset(&r->body);
+                decoder_free(r->dec);
+                r->dec = NULL;
+                buffered_give(r->buffered);
+                r->buffered = 0;
+                return MHD_YES;
+            }
+            if (st == DEC_OOM) r->body.oom = 1;
+        } else {
+            sbuf_add(&r->body, upload_data, n);
+        }
+        /* decoded bytes and the decoder's own memory count against --max-buffered */
+        size_t now = r->body.len + decoder_memory(r->dec);
+        size_t grew = now > before ? now - before : 0;
+        if (!r->body.oom && buffered_take(grew) != 0) {
             set_errorf(r, 503, "the server holds --max-buffered (%zu bytes) of request bodies; retry later",
                        S.cfg->max_buffered);
             r->discard = 1;
             r->close_conn = 1;
             return send_result(r);
         }
-        r->buffered += n;
-        sbuf_add(&r->body, upload_data, n);
+        if (!r->body.oom) r->buffered += grew;
         if (r->body.oom) {
             set_error(r, 503, "the server is out of memory, retry later");
             r->discard = 1;
@@ -306,6 +336,11 @@ enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
             set_error(r, 503, "Loading model");
             return send_result(r);
         }
+        if (r->coding != CODING_IDENTITY && (!r->dec || decoder_finish(r->dec) != DEC_OK)) {
+            set_errorf(r, 400, "the %s request body is truncated", coding_name(r->coding));
+            return send_result(r);
+        }
+        if (r->coding != CODING_IDENTITY) metrics_record_decoded(r->coding);
         if (r->body.len == 0) {
             set_error(r, 400, "request body is empty: send a JSON object with \"state\" and \"questions\"");
             return send_result(r);

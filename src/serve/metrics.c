@@ -25,6 +25,11 @@ static _Atomic uint64_t g_answered;
 static _Atomic uint64_t g_refused_conns;
 static _Atomic uint64_t g_timeouts;
 static _Atomic uint64_t g_reloads, g_reload_failures;
+static _Atomic uint64_t g_decoded[4]; /* by enum body_coding; [0] unused */
+
+void metrics_record_decoded(int coding) {
+    if (coding > 0 && coding < 4) atomic_fetch_add_explicit(&g_decoded[coding], 1, memory_order_relaxed);
+}
 
 void metrics_refused_connection(void) { atomic_fetch_add_explicit(&g_refused_conns, 1, memory_order_relaxed); }
 void metrics_record_timeout(void) { atomic_fetch_add_explicit(&g_timeouts, 1, memory_order_relaxed); }
@@ -45,6 +50,7 @@ void metrics_init(void) {
     atomic_store(&g_timeouts, 0);
     atomic_store(&g_reloads, 0);
     atomic_store(&g_reload_failures, 0);
+    for (int i = 0; i < 4; i++) atomic_store(&g_decoded[i], 0);
 }
 
 const char *route_label(int route) {
@@ -144,10 +150,16 @@ void metrics_render(struct sbuf *o, const struct metrics_gauges *g) {
               "# TYPE skycmd_buffered_bytes gauge\nskycmd_buffered_bytes %zu\n"
               "# HELP skycmd_reloads_total SIGHUP reloads, by result.\n"
               "# TYPE skycmd_reloads_total counter\nskycmd_reloads_total{result=\"ok\"} %llu\n"
-              "skycmd_reloads_total{result=\"failed\"} %llu\n",
+              "skycmd_reloads_total{result=\"failed\"} %llu\n"
+              "# HELP skycmd_decoded_bodies_total Compressed request bodies decoded, by Content-Encoding.\n"
+              "# TYPE skycmd_decoded_bodies_total counter\n"
+              "skycmd_decoded_bodies_total{coding=\"gzip\"} %llu\n"
+              "skycmd_decoded_bodies_total{coding=\"deflate\"} %llu\n"
+              "skycmd_decoded_bodies_total{coding=\"zstd\"} %llu\n",
               (unsigned long long)atomic_load(&g_refused_conns), (unsigned long long)atomic_load(&g_timeouts),
               g->buffered_bytes, (unsigned long long)atomic_load(&g_reloads),
-              (unsigned long long)atomic_load(&g_reload_failures));
+              (unsigned long long)atomic_load(&g_reload_failures), (unsigned long long)atomic_load(&g_decoded[1]),
+              (unsigned long long)atomic_load(&g_decoded[2]), (unsigned long long)atomic_load(&g_decoded[3]));
     sbuf_addf(o, "# HELP skycmd_build_info Library version.\n# TYPE skycmd_build_info gauge\n"
                  "skycmd_build_info{version=\"%s\"} 1\n",
               skycmd_version_string());

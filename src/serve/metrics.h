@@ -33,6 +33,7 @@ void metrics_record(int route, unsigned status, uint64_t micros, size_t question
 void metrics_refused_connection(void);
 void metrics_record_timeout(void);
 void metrics_record_reload(int ok);
+void metrics_record_decoded(int coding); /* a body decoded in full (enum body_coding) */
 void metrics_render(struct sbuf *out, const struct metrics_gauges *g);
 const char *route_label(int route);
 

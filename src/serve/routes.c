@@ -284,8 +284,11 @@ int check_headers(struct req *r, struct MHD_Connection *c, const char *url, cons
             return 1;
         }
         const char *ce = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Encoding");
-        if (ce && strcasecmp(ce, "identity") != 0) {
-            set_errorf(r, 415, "Content-Encoding '%.40s' is not supported; send the body uncompressed", ce);
+        r->coding = coding_of(ce);
+        if (r->coding < 0) {
+            r->coding = CODING_IDENTITY;
+            set_errorf(r, 415, "Content-Encoding '%.40s' is not supported; send zstd, gzip, deflate or identity",
+                       ce);
             return 1;
         }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");

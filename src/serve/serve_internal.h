@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "decode.h"
 #include "metrics.h"
 #include "serve.h"
 #include "serve_util.h"
@@ -54,6 +55,8 @@ struct req {
     size_t questions;
     int64_t tokens;
     size_t buffered; /* body bytes counted against --max-buffered */
+    int coding;      /* Content-Encoding (decode.h) */
+    struct body_decoder *dec;
 };
 
 /* One opened model file, shared read-only by the sessions of every worker. Refcounted: held
