@@ -43,16 +43,29 @@ enum MHD_Result send_result(struct req *r) {
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(r->out.len, r->out.p ? r->out.p : (void *)"", MHD_RESPMEM_MUST_COPY);
     if (!resp) return MHD_NO;
-    MHD_add_response_header(resp, "Content-Type", r->ctype ? r->ctype : "application/json");
+    if (r->status != 204) MHD_add_response_header(resp, "Content-Type", r->ctype ? r->ctype : "application/json");
     MHD_add_response_header(resp, "x-request-id", r->rid);
     MHD_add_response_header(resp, "x-typesafe-request-id", r->rid);
+    if (S.cfg->cors_origin) {
+        MHD_add_response_header(resp, "Access-Control-Allow-Origin", S.cfg->cors_origin);
+        MHD_add_response_header(resp, "Vary", "Origin");
+        if (r->preflight) {
+            MHD_add_response_header(resp, "Access-Control-Allow-Methods", r->allow ? r->allow : "GET, HEAD, POST");
+            MHD_add_response_header(resp, "Access-Control-Allow-Headers",
+                                    "Authorization, Content-Type, Content-Encoding, X-Request-Id");
+            MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+        } else {
+            MHD_add_response_header(resp, "Access-Control-Expose-Headers",
+                                    "x-request-id, x-typesafe-request-id, Retry-After");
+        }
+    }
     if (r->retry_after > 0) {
         char ra[16];
         snprintf(ra, sizeof ra, "%d", r->retry_after);
         MHD_add_response_header(resp, "Retry-After", ra);
     }
     if (r->status == 401) MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
-    if (r->status == 405 && r->allow) MHD_add_response_header(resp, "Allow", r->allow);
+    if ((r->status == 405 || r->preflight) && r->allow) MHD_add_response_header(resp, "Allow", r->allow);
     if (r->close_conn || atomic_load(&S.draining)) MHD_add_response_header(resp, "Connection", "close");
     enum MHD_Result ok = MHD_queue_response(r->conn, r->status, resp);
     MHD_destroy_response(resp);
@@ -95,6 +108,7 @@ static struct req *req_get(void) {
     r->buffered = 0;
     r->coding = CODING_IDENTITY;
     r->dec = NULL;
+    r->preflight = 0;
     return r;
 }
 
@@ -330,6 +344,7 @@ enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
         case ROUTE_HEALTH: do_health(r); return send_result(r);
         case ROUTE_MODELS: do_models(r); return send_result(r);
         case ROUTE_METRICS: do_metrics(r); return send_result(r);
+        case ROUTE_OPENAPI: do_openapi(r); return send_result(r);
         default: break;
         }
         if (!atomic_load(&S.ready)) {

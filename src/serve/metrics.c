@@ -7,7 +7,7 @@
 #include "skycmd.h"
 
 /* The statuses the server can send; anything else lands in "other". */
-static const unsigned k_codes[] = {200, 400, 401, 404, 405, 408, 413, 415, 422, 429, 431, 500, 501, 503};
+static const unsigned k_codes[] = {200, 204, 400, 401, 404, 405, 408, 413, 415, 422, 429, 431, 500, 501, 503};
 #define N_CODES (sizeof k_codes / sizeof k_codes[0])
 
 /* Latency buckets of POST /v1/systemone, in seconds (upper bounds). */
@@ -59,6 +59,7 @@ const char *route_label(int route) {
     case ROUTE_HEALTH: return "/health";
     case ROUTE_MODELS: return "/v1/models";
     case ROUTE_METRICS: return "/metrics";
+    case ROUTE_OPENAPI: return "/openapi.json";
     default: return "other";
     }
 }

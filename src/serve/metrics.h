@@ -15,8 +15,9 @@ enum serve_route {
     ROUTE_HEALTH = 1,
     ROUTE_MODELS = 2,
     ROUTE_METRICS = 3,
-    ROUTE_OTHER = 4,
-    ROUTE_COUNT = 5
+    ROUTE_OPENAPI = 4,
+    ROUTE_OTHER = 5,
+    ROUTE_COUNT = 6
 };
 
 struct metrics_gauges {

@@ -210,6 +210,13 @@ void do_models(struct req *r) {
     models_release(set);
 }
 
+extern const unsigned char serve_openapi_json[];
+extern const size_t serve_openapi_json_len;
+
+void do_openapi(struct req *r) {
+    set_json(r, 200, (const char *)serve_openapi_json, serve_openapi_json_len);
+}
+
 void do_metrics(struct req *r) {
     struct metrics_gauges g = {0};
     g.queue_depth = queue_depth();
@@ -236,7 +243,9 @@ static int route_of(const char *url, const char **allow) {
         return ROUTE_SYSTEMONE;
     }
     *allow = "GET, HEAD";
-    if (strcmp(url, "/health") == 0 || strcmp(url, "/v1/health") == 0) return ROUTE_HEALTH;
+    if (strcmp(url, "/health") == 0 || strcmp(url, "/v1/health") == 0 || strcmp(url, "/healthz") == 0)
+        return ROUTE_HEALTH;
+    if (strcmp(url, "/openapi.json") == 0) return ROUTE_OPENAPI;
     if (strcmp(url, "/v1/models") == 0 || strcmp(url, "/models") == 0) return ROUTE_MODELS;
     if (strcmp(url, "/metrics") == 0) return ROUTE_METRICS;
     *allow = NULL;
@@ -268,12 +277,20 @@ int check_headers(struct req *r, struct MHD_Connection *c, const char *url, cons
                    strlen(url) > 100 ? "at this path" : url);
         return 1;
     }
+    if (S.cfg->cors_origin && strcmp(method, "OPTIONS") == 0) {
+        /* a CORS preflight: answered without the key (browsers send none with it) */
+        r->status = 204;
+        r->preflight = 1;
+        r->allow = allow;
+        sbuf_reset(&r->out);
+        return 1;
+    }
     if ((r->route == ROUTE_SYSTEMONE && !is_post) || (r->route != ROUTE_SYSTEMONE && !is_get)) {
         r->allow = allow;
         set_errorf(r, 405, "method %s is not allowed on %s (allowed: %s)", method, url, allow);
         return 1;
     }
-    if (r->route != ROUTE_HEALTH && !authorized(c)) {
+    if (r->route != ROUTE_HEALTH && r->route != ROUTE_OPENAPI && !authorized(c)) {
         set_error(r, 401, "Invalid API Key");
         return 1;
     }

@@ -56,6 +56,7 @@ struct req {
     int64_t tokens;
     size_t buffered; /* body bytes counted against --max-buffered */
     int coding;      /* Content-Encoding (decode.h) */
+    int preflight;   /* a CORS preflight (OPTIONS with --cors-origin): 204 */
     struct body_decoder *dec;
 };
 
@@ -153,6 +154,7 @@ int check_headers(struct req *r, struct MHD_Connection *c, const char *url, cons
 void do_health(struct req *r);
 void do_models(struct req *r);
 void do_metrics(struct req *r);
+void do_openapi(struct req *r); /* docs/openapi.json, embedded at build time */
 skycmd_request *prepare(struct req *r, const struct model_set *set, int *mi);
 void finish(struct req *r, int st, skycmd_session *s, skycmd_response *resp);
 

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "serve_internal.h"
 
@@ -160,6 +161,24 @@ static void *worker_main(void *arg) {
             rs[i] = S.ring[S.qhead];
             S.qhead = (S.qhead + 1) % S.qcap;
             S.qlen--;
+        }
+        /* --batch-window-us: a batch that is not full waits that long for more requests
+         * (throughput under load for a bounded extra latency; 0 = never wait). */
+        if (S.cfg->batch_window_us && take < (size_t)batch_limit() && !S.quit) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            long ns = until.tv_nsec + (long)S.cfg->batch_window_us * 1000L;
+            until.tv_sec += ns / 1000000000L;
+            until.tv_nsec = ns % 1000000000L;
+            while (take < (size_t)batch_limit() && !S.quit) {
+                if (S.qlen > 0) {
+                    rs[take++] = S.ring[S.qhead];
+                    S.qhead = (S.qhead + 1) % S.qcap;
+                    S.qlen--;
+                    continue;
+                }
+                if (pthread_cond_timedwait(&S.qcv, &S.qmu, &until) != 0) break;
+            }
         }
         pthread_mutex_unlock(&S.qmu);
 
