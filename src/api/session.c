@@ -176,7 +176,8 @@ static int encode_cb(void *ctx, const char *text, size_t len, sk_i32v *out, sk_e
         if (s->tokcache) {
             h = text_hash(text, len);
             c = &s->tokcache[h % SK_TOKCACHE_SLOTS];
-            if (c->valid && c->h == h && c->len == len && memcmp(c->text, text, len) == 0) {
+            /* (len 0: an empty state's text may be NULL, and memcmp must not see NULL) */
+            if (c->valid && c->h == h && c->len == len && (len == 0 || memcmp(c->text, text, len) == 0)) {
                 if (sk_i32v_append(out, c->ids, c->n))
                     return sk_fail(e, SKYCMD_E_NOMEM, "out of memory tokenizing");
                 return 0;
