@@ -283,13 +283,17 @@ static int decide_multi(skycmd_session *s, const sk_request *const *rs, size_t n
         }
     }
     sk_prompt_tok pt = {encode_cb, s, m->cls, m->sep, m->mask, m->mask_text};
+    int cut_safe = sk_tokenizer_space_cut_safe(m->tok);
     size_t n_seqs = 0;
     s->batch_ids.n = 0;
     s->batch_markers.n = 0;
     g = 0;
     for (size_t ri = 0; ri < nr; ri++) {
         const sk_request *r = rs[ri];
-        if ((rc = sk_prompt_state_ids(&pt, r->state.s, r->state.n, &s->ws, &s->state_ids, e))) {
+        /* A sequence holds at most max_len tokens: the state is tokenized only as far as
+         * that can reach (identical ids; the cost no longer grows with the state's size). */
+        if ((rc = sk_prompt_state_ids_bounded(&pt, cut_safe, r->state.s, r->state.n, r->state_is_list,
+                                              m->max_len, &s->ws, &s->state_ids, e))) {
             sk_err_prefix(e, "state");
             if (nr > 1) sk_err_prefix(e, "request %zu", ri);
             return rc;
