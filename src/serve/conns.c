@@ -17,6 +17,10 @@
  *    0.9.75 has only an idle timeout, which any trickle of bytes resets; the kernel's count
  *    of bytes received (TCP_INFO) tells the reaper when an idle keep-alive connection starts
  *    its next request, without parsing anything.
+ *  - conn_request_started() counts the requests of a connection (the drain answers the first
+ *    one of a connection accepted before it, and refuses follow-ups with 503 + close);
+ *    conn_arriving() counts connections whose next request has begun to arrive (the drain
+ *    waits for them, within --drain-timeout).
  *  - buffered_take()/buffered_give(): the bytes of request bodies held in memory across all
  *    connections, capped at --max-buffered (the handler answers 503 + Retry-After past it).
  * Locking: one mutex guards the list and every phase change; the reaper writes to a socket
@@ -46,6 +50,7 @@ struct conn {
     uint64_t phase_start; /* now_us() when the phase began */
     uint64_t rx_mark;     /* bytes received when the connection went idle */
     int cut;              /* the reaper sent 408 and shut it down */
+    unsigned requests;    /* requests whose headers arrived on it */
 };
 
 static struct {
@@ -132,6 +137,27 @@ int conn_phase(struct MHD_Connection *c, int phase) {
     }
     pthread_mutex_unlock(&C.mu);
     return rc;
+}
+
+unsigned conn_request_started(struct MHD_Connection *c) {
+    struct conn *k = conn_of(c);
+    if (!k) return 1;
+    pthread_mutex_lock(&C.mu);
+    unsigned n = ++k->requests;
+    pthread_mutex_unlock(&C.mu);
+    return n;
+}
+
+unsigned conn_arriving(void) {
+    unsigned n = 0;
+    pthread_mutex_lock(&C.mu);
+    for (struct conn *k = C.head; k; k = k->next)
+        if (!k->cut && k->fd != MHD_INVALID_SOCKET &&
+            ((k->phase == CONN_HEADERS && bytes_received(k->fd) > k->rx_mark) ||
+             (k->phase == CONN_IDLE && bytes_received(k->fd) != k->rx_mark)))
+            n++;
+    pthread_mutex_unlock(&C.mu);
+    return n;
 }
 
 int buffered_take(size_t n) {

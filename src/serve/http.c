@@ -109,6 +109,7 @@ static struct req *req_get(void) {
     r->coding = CODING_IDENTITY;
     r->dec = NULL;
     r->preflight = 0;
+    r->nth = 0;
     return r;
 }
 
@@ -253,6 +254,7 @@ enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
         snprintf(r->method, sizeof r->method, "%.7s", method);
         sbuf_adds(&r->path, url);
         make_rid(r, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-request-id"));
+        r->nth = conn_request_started(c);
         if (framing_error(r, c)) {
             r->discard = 1;
             return send_result(r); /* before any body byte: nothing after it is read */

@@ -295,7 +295,9 @@ int check_headers(struct req *r, struct MHD_Connection *c, const char *url, cons
         return 1;
     }
     if (r->route == ROUTE_SYSTEMONE) {
-        if (atomic_load(&S.draining)) {
+        /* Draining: the first request of a connection accepted before the signal was sent
+         * before it (in flight); a follow-up on a kept-alive connection is refused. */
+        if (atomic_load(&S.draining) && r->nth > 1) {
             set_error(r, 503, "the server is shutting down");
             r->close_conn = 1;
             return 1;

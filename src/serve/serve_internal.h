@@ -57,6 +57,7 @@ struct req {
     size_t buffered; /* body bytes counted against --max-buffered */
     int coding;      /* Content-Encoding (decode.h) */
     int preflight;   /* a CORS preflight (OPTIONS with --cors-origin): 204 */
+    unsigned nth;    /* 1 for its connection's first request, 2 for the next, ... */
     struct body_decoder *dec;
 };
 
@@ -125,6 +126,8 @@ void conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
                  enum MHD_ConnectionNotificationCode code);
 int conn_phase(struct MHD_Connection *c, int phase); /* -1: the reaper cut it */
 unsigned conn_open_count(void);
+unsigned conn_request_started(struct MHD_Connection *c); /* 1 for a connection's first request */
+unsigned conn_arriving(void); /* connections whose next request has begun to arrive */
 int buffered_take(size_t n); /* 0 taken, -1 over --max-buffered */
 void buffered_give(size_t n);
 size_t buffered_now(void);

@@ -225,7 +225,7 @@ int serve_run(const struct serve_config *cfg) {
     struct timespec tick = {0, 10 * 1000000L};
     for (;;) {
         long act = atomic_load(&S.active), pool = atomic_load(&S.in_pool);
-        if (act <= 0 && pool <= 0) break;
+        if (act <= 0 && pool <= 0 && conn_arriving() == 0) break;
         if (pool <= 0 && now_us() > deadline) break;
         siginfo_t si;
         int got = sigtimedwait(&set, &si, &tick);
