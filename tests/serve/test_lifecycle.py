@@ -10,6 +10,7 @@ usage: test_lifecycle.py --cli build/skycmd [--work-dir DIR]
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -189,6 +190,51 @@ def sighup_reloads_under_load(ctx):
         eq(srv.stop(), 0, "exit status")
     finally:
         srv.kill()
+
+
+def sighup_reloads_under_wrk(ctx):
+    """The same under wrk (16 connections, 4 s, two reloads); registered only when wrk is
+    installed (tools/setup.sh --all), the Python loop above always runs."""
+    wrk = shutil.which("wrk")
+    path = os.path.join(ARGS.work_dir, "reloaded-wrk.gguf")
+    a, b = path + ".a", path + ".b"
+    random_model(a, 3)
+    random_model(b, 4)
+    shutil.copyfile(a, path)
+    srv = Server(ARGS, ["--threads", "2"], models=[path])
+    try:
+        before = request(srv.port, "POST", "/v1/systemone", BODY)[2]
+        lua = os.path.join(ARGS.work_dir, "post.lua")
+        with open(lua, "w") as f:
+            f.write('wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n')
+            f.write("wrk.body = " + json.dumps(BODY.decode()) + "\n")
+        p = subprocess.Popen([wrk, "-t2", "-c16", "-d4s", "-s", lua, f"http://127.0.0.1:{srv.port}/v1/systemone"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        time.sleep(1.0)
+        shutil.copyfile(b, path + ".tmp")
+        os.replace(path + ".tmp", path)
+        srv.proc.send_signal(signal.SIGHUP)
+        time.sleep(1.0)
+        shutil.copyfile(a, path + ".tmp")
+        os.replace(path + ".tmp", path)
+        srv.proc.send_signal(signal.SIGHUP)
+        out, _ = p.communicate(timeout=60)
+        m = re.search(r"(\d+) requests in", out)
+        check(m and int(m.group(1)) > 100, f"wrk made too few requests:\n{out}")
+        check("Non-2xx" not in out, f"wrk saw non-2xx answers:\n{out}")
+        check("Socket errors" not in out, f"wrk saw socket errors:\n{out}")
+        eq(request(srv.port, "POST", "/v1/systemone", BODY)[2], before, "the model of the last reload answers")
+        check(srv.text().count("released model") >= 2, "the replaced models were released")
+        print(f"  wrk: {m.group(1)} requests across two reloads, 0 non-2xx, 0 socket errors")
+        eq(srv.stop(), 0, "exit status")
+    finally:
+        srv.kill()
+
+
+if shutil.which("wrk"):
+    test(sighup_reloads_under_wrk)
+else:
+    print("wrk is not installed: sighup_reloads_under_wrk is not run (not counted)")
 
 
 if __name__ == "__main__":
