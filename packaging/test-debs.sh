@@ -5,7 +5,7 @@
 # and with find_package(skycmd), run `skycmd --version` and a random model end to end, check
 # ldconfig and the man pages, then remove the packages again (also on failure).
 # Needs root (dpkg) and: cmake, ninja or make, dpkg-dev (dpkg-shlibdeps), pkg-config,
-# libcjson-dev, libutf8proc-dev, libmicrohttpd-dev. Slow-ish (a full Release build), so it
+# libcjson-dev, libutf8proc-dev, libmicrohttpd-dev, libzstd-dev, zlib1g-dev. Slow-ish (a full Release build), so it
 # is not a ctest test; .ci/run calls it. Exit 0 when every check passed.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)

@@ -32,8 +32,10 @@
 #ifdef SKYCMD_HAVE_MHD
 
 #include <errno.h>
-#include <linux/tcp.h>
 #include <netinet/in.h>
+#ifdef __linux__
+#include <linux/tcp.h> /* struct tcp_info with tcpi_bytes_received */
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,13 +78,21 @@ enum MHD_Result conn_admit(void *cls, const struct sockaddr *addr, socklen_t add
     return MHD_YES;
 }
 
+/* The kernel's count of bytes received on fd. Elsewhere than Linux: 0 always, so a kept-alive
+ * connection's follow-up requests are held to --timeout only (first requests still to
+ * the header deadline). */
 static uint64_t bytes_received(MHD_socket fd) {
+#ifndef __linux__
+    (void)fd;
+    return 0;
+#else
     struct tcp_info ti;
     socklen_t len = sizeof ti;
     memset(&ti, 0, sizeof ti);
     if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return 0;
     if (len < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof ti.tcpi_bytes_received) return 0;
     return ti.tcpi_bytes_received;
+#endif
 }
 
 void conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
@@ -187,7 +197,11 @@ static void cut(struct conn *k, const char *what, unsigned limit_s) {
                       "Content-Length: %d\r\n\r\n%s",
                       bn, body);
     if (mn > 0 && (size_t)mn < sizeof msg) {
+#ifdef MSG_NOSIGNAL
         ssize_t w = send(k->fd, msg, (size_t)mn, MSG_DONTWAIT | MSG_NOSIGNAL);
+#else
+        ssize_t w = send(k->fd, msg, (size_t)mn, MSG_DONTWAIT); /* SIGPIPE is ignored */
+#endif
         (void)w; /* best effort: the close below is what matters */
     }
     shutdown(k->fd, SHUT_RDWR);
