@@ -34,6 +34,8 @@ static void usage(FILE *out) {
             "      --api-key-file F     read the key from file F (first line); or set SKYCMD_API_KEY\n"
             "      --max-connections N  open connections at most (default 512); past it new\n"
             "                           connections are closed at once\n"
+            "      --max-connections-per-ip N  at most N of them from one client address\n"
+            "                           (default 0 = no per-address cap)\n"
             "      --timeout S          idle keep-alive timeout and longest wait for a worker,\n"
             "                           seconds (default 30; 0 = none)\n"
             "      --header-timeout S   a request's headers must arrive within S s (default 10)\n"
@@ -233,6 +235,10 @@ int cmd_serve(int argc, char **argv) {
             NEED_ARG();
             if (parse_u64(v, 1000000, &u) || u == 0) BAD_VALUE();
             cfg.queue = (size_t)u;
+        } else if (!strcmp(a, "--max-connections-per-ip")) {
+            NEED_ARG();
+            if (parse_u64(v, 65536, &u)) BAD_VALUE();
+            cfg.max_connections_per_ip = (unsigned)u;
         } else if (!strcmp(a, "--max-connections")) {
             NEED_ARG();
             if (parse_u64(v, 65536, &u) || u == 0) BAD_VALUE();

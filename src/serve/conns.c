@@ -5,7 +5,8 @@
  * Contract:
  *  - conn_admit() (libmicrohttpd's accept policy, epoll thread) closes a new connection at
  *    once when --max-connections are open, so that nothing waits in the backlog. The daemon's
- *    own limit is set above ours, so the listening socket keeps being accepted from.
+ *    own limit is set above ours, so the listening socket keeps being accepted from. With
+ *    --max-connections-per-ip, so is one from an address that already holds that many.
  *  - conn_notify() (epoll thread) tracks every open connection in a list (struct conn).
  *  - conn_phase() records where the connection's current request is: waiting for its headers
  *    (from the accept, or from the first byte after the previous response), receiving its
@@ -53,7 +54,29 @@ struct conn {
     uint64_t rx_mark;     /* bytes received when the connection went idle */
     int cut;              /* the reaper sent 408 and shut it down */
     unsigned requests;    /* requests whose headers arrived on it */
+    unsigned char ip[16]; /* the client's address (IPv4 in the first 4 bytes), for the per-IP cap */
+    int ip_len;
 };
+
+/* The address part of a socket address: 4 bytes for IPv4 (or IPv4-mapped IPv6), 16 for IPv6. */
+static int ip_of(const struct sockaddr *a, unsigned char out[16]) {
+    if (!a) return 0;
+    if (a->sa_family == AF_INET) {
+        memcpy(out, &((const struct sockaddr_in *)(const void *)a)->sin_addr, 4);
+        return 4;
+    }
+    if (a->sa_family == AF_INET6) {
+        const unsigned char *b = ((const struct sockaddr_in6 *)(const void *)a)->sin6_addr.s6_addr;
+        static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        if (memcmp(b, mapped, 12) == 0) {
+            memcpy(out, b + 12, 4);
+            return 4;
+        }
+        memcpy(out, b, 16);
+        return 16;
+    }
+    return 0;
+}
 
 static struct {
     pthread_mutex_t mu;
@@ -69,11 +92,23 @@ unsigned conn_open_count(void) { return atomic_load(&C.open); }
 
 enum MHD_Result conn_admit(void *cls, const struct sockaddr *addr, socklen_t addrlen) {
     (void)cls;
-    (void)addr;
     (void)addrlen;
     if (atomic_load(&C.open) >= S.cfg->max_connections) {
         metrics_refused_connection();
         return MHD_NO; /* libmicrohttpd closes the socket at once */
+    }
+    if (S.cfg->max_connections_per_ip) {
+        unsigned char ip[16];
+        int n = ip_of(addr, ip);
+        unsigned same = 0;
+        pthread_mutex_lock(&C.mu);
+        for (struct conn *k = C.head; k && n; k = k->next)
+            if (k->ip_len == n && memcmp(k->ip, ip, (size_t)n) == 0) same++;
+        pthread_mutex_unlock(&C.mu);
+        if (n && same >= S.cfg->max_connections_per_ip) {
+            metrics_refused_connection();
+            return MHD_NO;
+        }
     }
     return MHD_YES;
 }
@@ -106,6 +141,8 @@ void conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
         k->fd = ci ? ci->connect_fd : MHD_INVALID_SOCKET;
         k->phase = CONN_HEADERS;
         k->phase_start = now_us();
+        const union MHD_ConnectionInfo *ai = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        k->ip_len = ai ? ip_of(ai->client_addr, k->ip) : 0;
         pthread_mutex_lock(&C.mu);
         k->next = C.head;
         if (C.head) C.head->prev = k;

@@ -49,6 +49,7 @@ struct serve_config {
     const char *cors_origin;   /* NULL: no CORS headers */
     size_t queue;              /* queued requests waiting for a worker */
     unsigned max_connections;  /* concurrent TCP connections */
+    unsigned max_connections_per_ip; /* 0: no per-address cap */
     int weights;               /* skycmd_weights */
     int activations;           /* skycmd_activations, -1 = library default */
     int64_t max_tokens;        /* 0 = model default */

@@ -196,6 +196,41 @@ def past_max_connections_refused_at_once(ctx):
 
 
 @test
+def per_ip_cap(ctx):
+    with Server(ARGS, ["--threads", "2", "--max-connections-per-ip", "3", "--header-timeout", "60"]) as srv:
+        held = []
+        deadline = time.time() + 10
+        while len(held) < 3 and time.time() < deadline:
+            c = srv.conn(timeout=5)
+            try:
+                eq(request(c, "GET", "/health")[0], 200, "held connection")
+                held.append(c)
+            except OSError:
+                c.close()
+                time.sleep(0.1)
+        eq(len(held), 3, "connections held")
+        s = connect(srv.port)
+        try:
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: a\r\n\r\n")
+        except OSError:
+            pass
+        out, closed, secs = read_all(s, 3)
+        check(closed and secs < 1.0 and b"200 OK" not in out, f"a 4th connection from 127.0.0.1: {out[:80]!r}")
+        s.close()
+        # another address (127.0.0.2 is loopback too) is not capped by 127.0.0.1's connections
+        s = socket.socket()
+        s.settimeout(5)
+        s.bind(("127.0.0.2", 0))
+        s.connect(("127.0.0.1", srv.port))
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        out, _, _ = read_all(s, 3)
+        check(out.startswith(b"HTTP/1.1 200"), f"from 127.0.0.2: {out[:80]!r}")
+        s.close()
+        for c in held:
+            c.close()
+
+
+@test
 def buffered_bytes_cap(ctx):
     with Server(ARGS, ["--threads", "2", "--max-buffered", "1m", "--max-body", "2m"]) as srv:
         state = "s" * 800000
