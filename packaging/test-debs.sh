@@ -14,7 +14,8 @@
 #   - the conffile /etc/default/skycmd kept when edited across a reinstall and a remove,
 #     gone after a purge; dpkg -P of everything (also on failure).
 # Needs root (dpkg) and: cmake, ninja or make, dpkg-dev (dpkg-shlibdeps), file, binutils,
-# lintian, pkg-config, libcjson-dev, libutf8proc-dev, libmicrohttpd-dev, python3; systemd
+# lintian, pkg-config, libcjson-dev, libutf8proc-dev, libmicrohttpd-dev, libzstd-dev,
+# zlib1g-dev, python3; systemd
 # (systemd-analyze) is used when present. Slow-ish (a full build), so it is not a ctest
 # test; tools/test-all.sh calls it. Exit 0 when every check passed.
 set -euo pipefail

@@ -3,7 +3,7 @@
 #   1. tools/release-tarball.sh makes skycmd-X.Y.Z.tar.gz, the same bytes twice, and
 #      writes its url and sha256 into (a copy of) the Homebrew formula;
 #   2. the formula's `install` commands on the unpacked tarball, with pkg-config seeing
-#      only the formula's dependencies (cjson, libmicrohttpd, utf8proc and what their .pc
+#      only the formula's dependencies (cjson, libmicrohttpd, utf8proc, zstd, zlib and what their .pc
 #      files require; Criterion hidden): -DBUILD_TESTING=OFF configures no test and
 #      builds the library, the CLI and the server;
 #   3. the installed prefix is moved elsewhere (relocatable install): a consumer compiles
@@ -47,7 +47,8 @@ grep -q "^## $version " "$src/CHANGELOG.md" || { echo "CHANGELOG.md has no entry
 echo "== pkg-config with the formula's dependencies only"
 pcdir=$work/pkgconfig
 mkdir -p "$pcdir"
-pending=(libcjson libutf8proc libmicrohttpd)
+# (libzstd: the formula's zstd; zlib: the system's, which Homebrew does not list)
+pending=(libcjson libutf8proc libmicrohttpd libzstd zlib)
 while [ ${#pending[@]} -gt 0 ]; do
   mod=${pending[0]}; pending=("${pending[@]:1}")
   [ -e "$pcdir/$mod.pc" ] && continue

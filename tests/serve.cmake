@@ -5,6 +5,14 @@
 #   serve_http      endpoints, error statuses, model selection, keep-alive, concurrency,
 #                   auth on/off, graceful shutdown                  (python3, stdlib only)
 #   serve_badinput  hostile HTTP and JSON over raw sockets           (python3, stdlib only)
+#   serve_framing   RFC 9112 framing ambiguities -> 400 + close, nothing smuggled (raw sockets)
+#   serve_limits    header/body deadlines (408), --max-connections (closed at once),
+#                   --max-buffered (503), idle keep-alive apart from the deadlines
+#   serve_lifecycle SIGTERM drain (connect refused, in flight answered, --drain-timeout) and
+#                   SIGHUP reload under load (0 failed, new answers, a bad file keeps the old)
+#   serve_encoding  zstd/gzip/deflate request bodies, bombs -> 413, corrupt -> 400, unknown -> 415
+#   serve_contract  docs/openapi.json valid (openapi-spec-validator), served at /openapi.json,
+#                   schemathesis >= 1,000 cases: no 5xx, responses match (skipped, 77, without)
 #   serve_sdk       the typesafe-sdk 0.7.5 client against the server (skipped, 77, without it)
 #   serve_load      wrk, 5 s at 64 connections, RSS and clean stop   (skipped, 77, without wrk)
 #
@@ -41,11 +49,23 @@ add_test(NAME serve_http
          COMMAND ${Python3_EXECUTABLE} ${_serve_dir}/test_http.py ${_serve_args} --work-dir ${_serve_work}/http)
 add_test(NAME serve_badinput
          COMMAND ${Python3_EXECUTABLE} ${_serve_dir}/test_badinput.py ${_serve_args} --work-dir ${_serve_work}/badinput)
+add_test(NAME serve_framing
+         COMMAND ${Python3_EXECUTABLE} ${_serve_dir}/test_framing.py ${_serve_args} --work-dir ${_serve_work}/framing)
+add_test(NAME serve_limits
+         COMMAND ${Python3_EXECUTABLE} ${_serve_dir}/test_limits.py ${_serve_args} --work-dir ${_serve_work}/limits)
+add_test(NAME serve_lifecycle
+         COMMAND ${Python3_EXECUTABLE} ${_serve_dir}/test_lifecycle.py ${_serve_args} --work-dir ${_serve_work}/lifecycle)
+add_test(NAME serve_encoding
+         COMMAND ${Python3_EXECUTABLE} ${_serve_dir}/test_encoding.py ${_serve_args} --work-dir ${_serve_work}/encoding)
 add_test(NAME serve_sdk
          COMMAND ${SKYCMD_SERVE_SDK_PYTHON} ${_serve_dir}/test_sdk.py ${_serve_args} --work-dir ${_serve_work}/sdk)
+# The contract test needs openapi-spec-validator and schemathesis: the same interpreter as
+# serve_sdk (the CI venv, tools/requirements-ci.txt).
+add_test(NAME serve_contract
+         COMMAND ${SKYCMD_SERVE_SDK_PYTHON} ${_serve_dir}/test_contract.py ${_serve_args} --work-dir ${_serve_work}/contract)
 add_test(NAME serve_load
          COMMAND bash ${_serve_dir}/load.sh --ci ${_serve_args} --work-dir ${_serve_work}/load)
-set_tests_properties(serve_http serve_badinput serve_sdk PROPERTIES TIMEOUT 600)
-set_tests_properties(serve_sdk serve_load PROPERTIES SKIP_RETURN_CODE 77)
+set_tests_properties(serve_http serve_badinput serve_framing serve_limits serve_lifecycle serve_encoding serve_sdk serve_contract PROPERTIES TIMEOUT 600)
+set_tests_properties(serve_sdk serve_contract serve_load PROPERTIES SKIP_RETURN_CODE 77)
 # The load test measures; keep it alone on the machine.
 set_tests_properties(serve_load PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)

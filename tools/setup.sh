@@ -11,6 +11,7 @@ want_all=0
 
 apt_pkgs=(build-essential cmake ninja-build pkg-config git ca-certificates
           libcjson-dev libutf8proc-dev libmicrohttpd-dev libcriterion-dev
+          libzstd-dev zlib1g-dev zstd
           python3 python3-venv)
 if [ "$want_all" = 1 ]; then
   apt_pkgs+=(clang libclang-rt-14-dev abigail-tools wrk ruby valgrind dpkg-dev file lintian python3-dev)

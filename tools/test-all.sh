@@ -36,7 +36,7 @@ stage "ThreadSanitizer: the threaded code (thread pool stress, HTTP server under
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSKYCMD_TSAN=ON >/dev/null
 cmake --build build-tsan --target skycmd_cli threads_stress
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  ctest --test-dir build-tsan --output-on-failure -R '^(threads_stress|serve_http|serve_badinput)$'
+  ctest --test-dir build-tsan --output-on-failure -R '^(threads_stress|serve_http|serve_badinput|serve_framing|serve_limits|serve_lifecycle|serve_encoding)$'
 
 stage "bindings: Go, Java, Node, Rust (and the cross-check against the CLI)"
 bindings/run-tests.sh --build-dir build --no-build

@@ -20,6 +20,7 @@ class Skycmd < Formula
   depends_on "cjson"
   depends_on "libmicrohttpd"
   depends_on "utf8proc"
+  depends_on "zstd" # skycmd serve decodes zstd request bodies (zlib is the system's)
 
   def install
     system "cmake", "-S", ".", "-B", "build", "-DBUILD_TESTING=OFF", *std_cmake_args

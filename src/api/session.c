@@ -178,7 +178,8 @@ static int encode_cb(void *ctx, const char *text, size_t len, sk_i32v *out, sk_e
         if (s->tokcache) {
             h = text_hash(text, len);
             c = &s->tokcache[h % SK_TOKCACHE_SLOTS];
-            if (c->valid && c->h == h && c->len == len && memcmp(c->text, text, len) == 0) {
+            /* (len 0: an empty state's text may be NULL, and memcmp must not see NULL) */
+            if (c->valid && c->h == h && c->len == len && (len == 0 || memcmp(c->text, text, len) == 0)) {
                 if (sk_i32v_append(out, c->ids, c->n))
                     return sk_fail(e, SKYCMD_E_NOMEM, "out of memory tokenizing");
                 return 0;
@@ -293,6 +294,7 @@ static int decide_multi(skycmd_session *s, const sk_request *const *rs, size_t n
         }
     }
     sk_prompt_tok pt = {encode_cb, s, m->cls, m->sep, m->mask, m->mask_text};
+    int cut_safe = sk_tokenizer_space_cut_safe(m->tok);
     size_t n_seqs = 0;
     s->batch_ids.n = 0;
     s->batch_markers.n = 0;
@@ -300,7 +302,10 @@ static int decide_multi(skycmd_session *s, const sk_request *const *rs, size_t n
     g = 0;
     for (size_t ri = 0; ri < nr; ri++) {
         const sk_request *r = rs[ri];
-        if ((rc = sk_prompt_state_ids(&pt, r->state.s, r->state.n, &s->ws, &s->state_ids, e))) {
+        /* A sequence holds at most max_len tokens: the state is tokenized only as far as
+         * that can reach (identical ids; the cost no longer grows with the state's size). */
+        if ((rc = sk_prompt_state_ids_bounded(&pt, cut_safe, r->state.s, r->state.n, r->state_is_list,
+                                              m->max_len, &s->ws, &s->state_ids, e))) {
             sk_err_prefix(e, "state");
             if (nr > 1) sk_err_prefix(e, "request %zu", ri);
             return rc;

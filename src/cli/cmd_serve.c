@@ -14,9 +14,10 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: skycmd serve --model [NAME=]PATH [--model ...] [options]\n"
             "\n"
-            "Serve POST /v1/systemone (llama-server compatible envelope), GET /health, GET /v1/models\n"
-            "and GET /metrics over HTTP/1.1. Stops cleanly on SIGTERM/SIGINT: requests in flight\n"
-            "are finished, new ones refused.\n"
+            "Serve POST /v1/systemone (llama-server compatible envelope), GET /health (/healthz),\n"
+            "GET /v1/models, GET /metrics and GET /openapi.json (the contract) over HTTP/1.1.\n"
+            "SIGTERM/SIGINT: the listening socket closes, requests in flight are answered, then\n"
+            "exit 0. SIGHUP: every --model is reloaded from its file (a failing file keeps the old).\n"
             "\n"
             "models:\n"
             "  -m, --model [NAME=]PATH  a GGUF decision model; repeat to load several. The request's\n"
@@ -31,13 +32,25 @@ static void usage(FILE *out) {
             "      --port PORT          TCP port (default 8080; 0 = any free port, printed)\n"
             "      --api-key KEY        require 'Authorization: Bearer KEY' (all but /health)\n"
             "      --api-key-file F     read the key from file F (first line); or set SKYCMD_API_KEY\n"
-            "      --max-connections N  open connections at most (default 512)\n"
-            "      --timeout S          idle connection timeout and longest wait for a worker,\n"
+            "      --max-connections N  open connections at most (default 512); past it new\n"
+            "                           connections are closed at once\n"
+            "      --max-connections-per-ip N  at most N of them from one client address\n"
+            "                           (default 0 = no per-address cap)\n"
+            "      --timeout S          idle keep-alive timeout and longest wait for a worker,\n"
             "                           seconds (default 30; 0 = none)\n"
+            "      --header-timeout S   a request's headers must arrive within S s (default 10)\n"
+            "      --body-timeout S     its body within S s after them (default 30); else 408\n"
+            "      --drain-timeout S    SIGTERM: wait at most S s for requests in flight (default 30)\n"
+            "      --cors-origin O      send Access-Control-Allow-Origin: O (and answer preflights)\n"
             "limits:\n"
             "      --max-body BYTES     largest request body (default 2097152; k/m suffixes)\n"
             "      --max-questions N    questions per request (default 256) -> 413 above\n"
             "      --queue N            requests waiting for a worker (default 256) -> 429 above\n"
+            "      --max-buffered BYTES request bytes buffered across all connections (default:\n"
+            "                           1/8 of the RAM, 64 MiB..4 GiB) -> 503 + Retry-After above\n"
+            "      --batch-max N        requests one worker answers together (default 8, 1..32;\n"
+            "                           1 = no batching)\n"
+            "      --batch-window-us U  how long a worker waits for a batch to fill (default 0)\n"
             "threads:\n"
             "  -t, --threads N          worker threads answering requests (default: CPU count)\n"
             "      --compute-threads N  threads inside one request (default 1)\n"
@@ -121,6 +134,16 @@ int cmd_serve(int argc, char **argv) {
     cfg.timeout_s = 30;
     cfg.queue = 256;
     cfg.max_connections = 512;
+    cfg.header_timeout_s = 10;
+    cfg.body_timeout_s = 30;
+    cfg.drain_timeout_s = 30;
+    cfg.batch_max = 8;
+    {
+        long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+        uint64_t ram = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : (uint64_t)1 << 30;
+        uint64_t b = ram / 8, lo = (uint64_t)64 << 20, hi = (uint64_t)4 << 30;
+        cfg.max_buffered = (size_t)(b < lo ? lo : b > hi ? hi : b);
+    }
     cfg.weights = SKYCMD_WEIGHTS_F32;
     cfg.activations = -1;
     const char *key = NULL, *key_file = NULL;
@@ -185,10 +208,37 @@ int cmd_serve(int argc, char **argv) {
             NEED_ARG();
             if (parse_u64(v, 86400, &u)) BAD_VALUE();
             cfg.timeout_s = (unsigned)u;
+        } else if (!strcmp(a, "--header-timeout") || !strcmp(a, "--body-timeout") ||
+                   !strcmp(a, "--drain-timeout")) {
+            NEED_ARG();
+            if (parse_u64(v, 86400, &u) || u == 0) BAD_VALUE();
+            if (a[2] == 'h') cfg.header_timeout_s = (unsigned)u;
+            else if (a[2] == 'b') cfg.body_timeout_s = (unsigned)u;
+            else cfg.drain_timeout_s = (unsigned)u;
+        } else if (!strcmp(a, "--max-buffered")) {
+            NEED_ARG();
+            if (parse_u64(v, (uint64_t)1 << 40, &u) || u == 0) BAD_VALUE();
+            cfg.max_buffered = (size_t)u;
+        } else if (!strcmp(a, "--batch-max")) {
+            NEED_ARG();
+            if (parse_u64(v, 32, &u) || u == 0) BAD_VALUE();
+            cfg.batch_max = (int)u;
+        } else if (!strcmp(a, "--batch-window-us")) {
+            NEED_ARG();
+            if (parse_u64(v, 1000000, &u)) BAD_VALUE();
+            cfg.batch_window_us = (unsigned)u;
+        } else if (!strcmp(a, "--cors-origin")) {
+            NEED_ARG();
+            if (!*v || strpbrk(v, "\r\n")) BAD_VALUE();
+            cfg.cors_origin = v;
         } else if (!strcmp(a, "--queue")) {
             NEED_ARG();
             if (parse_u64(v, 1000000, &u) || u == 0) BAD_VALUE();
             cfg.queue = (size_t)u;
+        } else if (!strcmp(a, "--max-connections-per-ip")) {
+            NEED_ARG();
+            if (parse_u64(v, 65536, &u)) BAD_VALUE();
+            cfg.max_connections_per_ip = (unsigned)u;
         } else if (!strcmp(a, "--max-connections")) {
             NEED_ARG();
             if (parse_u64(v, 65536, &u) || u == 0) BAD_VALUE();

@@ -90,6 +90,48 @@ int sk_prompt_state_ids(const sk_prompt_tok *t, const char *state, size_t n, sk_
     return encode_text(t, ws, out, e);
 }
 
+/* A cut just before s[k] splits the state's encoding exactly (see sk_tokenizer_space_cut_safe):
+ * s[k] is a space, s[k-1] a printable ASCII byte that is not the end of a mask text (which
+ * would become a space). The mask text itself holds no space, so no mask spans the cut. */
+static int state_cut_ok(const char *s, size_t k, const char *mt, size_t mlen) {
+    if (k == 0 || s[k] != ' ') return 0;
+    unsigned char b = (unsigned char)s[k - 1];
+    if (b <= 0x20 || b >= 0x7F) return 0;
+    return !(mlen && k >= mlen && memcmp(s + k - mlen, mt, mlen) == 0);
+}
+
+int sk_prompt_state_ids_bounded(const sk_prompt_tok *t, int cut_safe, const char *state, size_t n,
+                                int keep_end, size_t need, sk_prompt_ws *ws, sk_i32v *out, sk_err *e) {
+    const char *mt = t->mask_text;
+    size_t mlen = mt ? strlen(mt) : 0;
+    if (!cut_safe || need == 0 || (mlen && memchr(mt, ' ', mlen)))
+        return sk_prompt_state_ids(t, state, n, ws, out, e);
+    /* A token covers at least one byte, usually about four: start there, double on a miss
+     * (so the work stays within twice the last, sufficient, attempt). */
+    size_t want = need > SIZE_MAX / 8 ? SIZE_MAX : need * 4;
+    if (want < 1024) want = 1024;
+    while (want < n) {
+        size_t k = 0;
+        if (!keep_end) {
+            for (size_t i = want; i < n && !k; i++)
+                if (state_cut_ok(state, i, mt, mlen)) k = i;
+        } else {
+            for (size_t i = n - want; i > 0 && !k; i--)
+                if (state_cut_ok(state, i, mt, mlen)) k = i;
+        }
+        if (!k) break; /* no provably safe cut: the whole state */
+        out->n = 0;
+        reset_text(&ws->text);
+        if (!keep_end) sk_prompt_unmask(&ws->text, state, k, mt);
+        else sk_prompt_unmask(&ws->text, state + k, n - k, mt);
+        int rc = encode_text(t, ws, out, e);
+        if (rc) return rc;
+        if (out->n >= need) return 0;
+        want = want > SIZE_MAX / 2 ? SIZE_MAX : want * 2;
+    }
+    return sk_prompt_state_ids(t, state, n, ws, out, e);
+}
+
 /* Python's a // b for b > 0. */
 static long floordiv(long a, long b) {
     long q = a / b;

@@ -71,6 +71,17 @@ void sk_prompt_unmask(sk_buf *out, const char *s, size_t n, const char *mask_tex
 int sk_prompt_state_ids(const sk_prompt_tok *t, const char *state, size_t n, sk_prompt_ws *ws,
                         sk_i32v *out, sk_err *e);
 
+/* The state's ids as far as a sequence of `need` tokens can use them: the first `need`
+ * ids of sk_prompt_state_ids() (all of them when keep_end is 0), or its last `need` ids
+ * (keep_end: a list state, which keeps its end). Identical ids, at a cost linear in what
+ * is used rather than in the state's size: when cut_safe (sk_tokenizer_space_cut_safe() of
+ * the tokenizer behind t->encode), only a prefix (or
+ * suffix) of the state that ends at a safe cut (an ASCII space after a printable ASCII
+ * byte, no mask text touching it) is tokenized, doubled until it yields `need` ids. A
+ * state with no such cut is tokenized whole. out is reset first. */
+int sk_prompt_state_ids_bounded(const sk_prompt_tok *t, int cut_safe, const char *state, size_t n,
+                                int keep_end, size_t need, sk_prompt_ws *ws, sk_i32v *out, sk_err *e);
+
 /* One question. The rendered option texts are opts[i * stride bytes] for i < n_opts (so an
  * array of any struct holding an sk_jstr can be passed). ids and markers are reset
  * and filled; on success markers->n == n_opts. A question whose markers fall past max_len

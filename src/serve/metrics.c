@@ -7,7 +7,7 @@
 #include "skycmd.h"
 
 /* The statuses the server can send; anything else lands in "other". */
-static const unsigned k_codes[] = {200, 400, 401, 404, 405, 408, 413, 415, 422, 429, 431, 500, 501, 503};
+static const unsigned k_codes[] = {200, 204, 400, 401, 404, 405, 408, 413, 415, 422, 429, 431, 500, 501, 503};
 #define N_CODES (sizeof k_codes / sizeof k_codes[0])
 
 /* Latency buckets of POST /v1/systemone, in seconds (upper bounds). */
@@ -22,6 +22,20 @@ static _Atomic uint64_t g_hist_count;
 static _Atomic uint64_t g_questions;
 static _Atomic uint64_t g_tokens;
 static _Atomic uint64_t g_answered;
+static _Atomic uint64_t g_refused_conns;
+static _Atomic uint64_t g_timeouts;
+static _Atomic uint64_t g_reloads, g_reload_failures;
+static _Atomic uint64_t g_decoded[4]; /* by enum body_coding; [0] unused */
+
+void metrics_record_decoded(int coding) {
+    if (coding > 0 && coding < 4) atomic_fetch_add_explicit(&g_decoded[coding], 1, memory_order_relaxed);
+}
+
+void metrics_refused_connection(void) { atomic_fetch_add_explicit(&g_refused_conns, 1, memory_order_relaxed); }
+void metrics_record_timeout(void) { atomic_fetch_add_explicit(&g_timeouts, 1, memory_order_relaxed); }
+void metrics_record_reload(int ok) {
+    atomic_fetch_add_explicit(ok ? &g_reloads : &g_reload_failures, 1, memory_order_relaxed);
+}
 
 void metrics_init(void) {
     for (size_t r = 0; r < ROUTE_COUNT; r++)
@@ -32,6 +46,11 @@ void metrics_init(void) {
     atomic_store(&g_questions, 0);
     atomic_store(&g_tokens, 0);
     atomic_store(&g_answered, 0);
+    atomic_store(&g_refused_conns, 0);
+    atomic_store(&g_timeouts, 0);
+    atomic_store(&g_reloads, 0);
+    atomic_store(&g_reload_failures, 0);
+    for (int i = 0; i < 4; i++) atomic_store(&g_decoded[i], 0);
 }
 
 const char *route_label(int route) {
@@ -40,6 +59,7 @@ const char *route_label(int route) {
     case ROUTE_HEALTH: return "/health";
     case ROUTE_MODELS: return "/v1/models";
     case ROUTE_METRICS: return "/metrics";
+    case ROUTE_OPENAPI: return "/openapi.json";
     default: return "other";
     }
 }
@@ -122,6 +142,25 @@ void metrics_render(struct sbuf *o, const struct metrics_gauges *g) {
               "# TYPE skycmd_draining gauge\nskycmd_draining %d\n",
               g->queue_depth, g->queue_capacity, g->workers, g->workers_busy, g->connections,
               g->models, g->ready, g->draining);
+    sbuf_addf(o,
+              "# HELP skycmd_connections_refused_total Connections closed at once: --max-connections open.\n"
+              "# TYPE skycmd_connections_refused_total counter\nskycmd_connections_refused_total %llu\n"
+              "# HELP skycmd_request_timeouts_total Connections cut with 408 by the header or body deadline.\n"
+              "# TYPE skycmd_request_timeouts_total counter\nskycmd_request_timeouts_total %llu\n"
+              "# HELP skycmd_buffered_bytes Request body bytes held in memory.\n"
+              "# TYPE skycmd_buffered_bytes gauge\nskycmd_buffered_bytes %zu\n"
+              "# HELP skycmd_reloads_total SIGHUP reloads, by result.\n"
+              "# TYPE skycmd_reloads_total counter\nskycmd_reloads_total{result=\"ok\"} %llu\n"
+              "skycmd_reloads_total{result=\"failed\"} %llu\n"
+              "# HELP skycmd_decoded_bodies_total Compressed request bodies decoded, by Content-Encoding.\n"
+              "# TYPE skycmd_decoded_bodies_total counter\n"
+              "skycmd_decoded_bodies_total{coding=\"gzip\"} %llu\n"
+              "skycmd_decoded_bodies_total{coding=\"deflate\"} %llu\n"
+              "skycmd_decoded_bodies_total{coding=\"zstd\"} %llu\n",
+              (unsigned long long)atomic_load(&g_refused_conns), (unsigned long long)atomic_load(&g_timeouts),
+              g->buffered_bytes, (unsigned long long)atomic_load(&g_reloads),
+              (unsigned long long)atomic_load(&g_reload_failures), (unsigned long long)atomic_load(&g_decoded[1]),
+              (unsigned long long)atomic_load(&g_decoded[2]), (unsigned long long)atomic_load(&g_decoded[3]));
     sbuf_addf(o, "# HELP skycmd_build_info Library version.\n# TYPE skycmd_build_info gauge\n"
                  "skycmd_build_info{version=\"%s\"} 1\n",
               skycmd_version_string());

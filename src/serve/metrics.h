@@ -15,8 +15,9 @@ enum serve_route {
     ROUTE_HEALTH = 1,
     ROUTE_MODELS = 2,
     ROUTE_METRICS = 3,
-    ROUTE_OTHER = 4,
-    ROUTE_COUNT = 5
+    ROUTE_OPENAPI = 4,
+    ROUTE_OTHER = 5,
+    ROUTE_COUNT = 6
 };
 
 struct metrics_gauges {
@@ -24,11 +25,16 @@ struct metrics_gauges {
     int workers, workers_busy;
     unsigned connections;
     int models, ready, draining;
+    size_t buffered_bytes;
 };
 
 void metrics_init(void);
 /* One finished request: its route, HTTP status, duration, questions and input tokens. */
 void metrics_record(int route, unsigned status, uint64_t micros, size_t questions, int64_t tokens);
+void metrics_refused_connection(void);
+void metrics_record_timeout(void);
+void metrics_record_reload(int ok);
+void metrics_record_decoded(int coding); /* a body decoded in full (enum body_coding) */
 void metrics_render(struct sbuf *out, const struct metrics_gauges *g);
 const char *route_label(int route);
 

@@ -2,12 +2,14 @@
  * serve.h - `skycmd serve`: the /v1/systemone HTTP server, on the public API only.
  *
  * Contract: serve_run() loads the models, listens, answers until SIGTERM/SIGINT, then
- * drains (finishes the requests it has accepted, refuses new ones) and returns the process
- * exit status (0 after a clean shutdown, 1 when a model or the socket could not be opened).
+ * drains (closes the listening socket, finishes the requests it has accepted) and returns
+ * the process exit status (0 after a clean shutdown, 1 when a model or the socket could not
+ * be opened). SIGHUP reloads every model from its file (a file that fails keeps the old).
  *
  * Design (see docs/serve.md): libmicrohttpd runs one internal epoll thread that does all
  * socket I/O and HTTP parsing for every connection; slow or stalled clients only cost that
- * thread a connection slot (bounded by --max-connections and cut by --timeout). A request
+ * thread a connection slot (bounded by --max-connections, cut by the header and body
+ * deadlines and the idle --timeout). A request
  * whose body is complete is suspended and handed to a fixed pool of worker threads through a
  * bounded queue; each worker owns one skycmd_session per loaded model (models are shared
  * read-only). When the queue is full the request is refused at once with 429 + Retry-After.
@@ -37,9 +39,17 @@ struct serve_config {
     char *api_key;             /* NULL: no authentication */
     size_t max_body;           /* bytes */
     size_t max_questions;      /* per request */
-    unsigned timeout_s;        /* idle connection timeout and queue wait limit */
+    unsigned timeout_s;        /* idle keep-alive timeout and queue wait limit */
+    unsigned header_timeout_s; /* a request's headers complete within this (408 + close) */
+    unsigned body_timeout_s;   /* its body within this after the headers (408 + close) */
+    unsigned drain_timeout_s;  /* SIGTERM: longest wait for requests in flight */
+    size_t max_buffered;       /* request body bytes buffered across connections (503) */
+    int batch_max;             /* requests a worker answers together (1 = no batching) */
+    unsigned batch_window_us;  /* how long a worker waits for a batch to fill (0 = no wait) */
+    const char *cors_origin;   /* NULL: no CORS headers */
     size_t queue;              /* queued requests waiting for a worker */
     unsigned max_connections;  /* concurrent TCP connections */
+    unsigned max_connections_per_ip; /* 0: no per-address cap */
     int weights;               /* skycmd_weights */
     int activations;           /* skycmd_activations, -1 = library default */
     int64_t max_tokens;        /* 0 = model default */

@@ -721,6 +721,24 @@ const char *sk_tokenizer_piece(const skycmd_tokenizer *t, int32_t id) {
 
 size_t sk_tokenizer_vocab_size(const skycmd_tokenizer *t) { return t ? t->n_ids : 0; }
 
+int sk_tokenizer_space_cut_safe(const skycmd_tokenizer *t) {
+    if (!t) return 0;
+    for (size_t i = 0; i < t->n_added; i++) {
+        const sk_added_token *a = &t->added[i];
+        if (a->flags & SK_ADDED_RSTRIP) return 0;
+        /* a match spanning the cut would hold the space and the printable byte before it;
+         * runs of spaces alone (ModernBERT's "  " ... "        ") cannot */
+        int space = 0, printable = 0;
+        for (size_t j = 0; j < a->pattern_len; j++) {
+            unsigned char b = (unsigned char)a->pattern[j];
+            space |= b == ' ';
+            printable |= b > 0x20 && b < 0x7F;
+        }
+        if (space && printable) return 0;
+    }
+    return 1;
+}
+
 /* ------------------------------------------------------------------ finish ------ */
 
 /* Insertion sort of one first-byte bucket: longest pattern first (buckets are small; no

@@ -139,6 +139,13 @@ int32_t sk_tokenizer_special(const skycmd_tokenizer *t, int which /* skycmd_spec
 const char *sk_tokenizer_special_text(const skycmd_tokenizer *t, int which);
 const char *sk_tokenizer_piece(const skycmd_tokenizer *t, int32_t id);
 size_t sk_tokenizer_vocab_size(const skycmd_tokenizer *t);
+/* 1 when cutting a text just before an ASCII space that follows a printable ASCII byte
+ * splits its encoding exactly: encode(a + b) == encode(a) + encode(b) for such a cut
+ * between a and b. True for this tokenizer's pipeline (GPT-2 pieces never span such a
+ * space, NFC never composes across it) unless an added token's pattern holds a space and
+ * a printable ASCII byte (a match could span the cut) or an added token strips whitespace
+ * on its right. */
+int sk_tokenizer_space_cut_safe(const skycmd_tokenizer *t);
 
 /* A deterministic small byte-level BPE vocabulary of exactly vocab_size entries, written as
  * a real HF tokenizer.json + tokenizer_config.json (both malloc'ed, NUL-terminated).

@@ -294,7 +294,8 @@ def error_413_too_many_questions(ctx):
 
 @test
 def error_415_content_encoding(ctx):
-    st, h, body = request(ctx["srv"].port, "POST", "/v1/systemone", BODY, headers={"Content-Encoding": "gzip"})
+    # (zstd, gzip and deflate are decoded: test_encoding.py)
+    st, h, body = request(ctx["srv"].port, "POST", "/v1/systemone", BODY, headers={"Content-Encoding": "br"})
     error_of(st, h, body, 415)
 
 
@@ -504,6 +505,58 @@ def graceful_shutdown_finishes_in_flight(ctx):
 
 
 @test
+def healthz_and_openapi(ctx):
+    st, h, body = request(ctx["srv"].port, "GET", "/healthz")
+    eq((st, json.loads(body)), (200, {"status": "ok"}), "/healthz")
+    st, h, body = request(ctx["srv"].port, "GET", "/openapi.json")
+    eq(st, 200, "/openapi.json status")
+    with open(os.path.join(ARGS.source_dir, "docs", "openapi.json"), "rb") as f:
+        eq(body, f.read(), "/openapi.json is docs/openapi.json")
+    eq(json.loads(body)["openapi"], "3.1.0", "OpenAPI version")
+    st, _, _ = request(ctx["srv"].port, "OPTIONS", "/v1/systemone")
+    eq(st, 405, "OPTIONS without --cors-origin")
+
+
+@test
+def cors_origin(ctx):
+    with Server(ARGS, ["--cors-origin", "https://app.example", "--api-key", "k"]) as srv:
+        st, h, body = request(srv.port, "OPTIONS", "/v1/systemone",
+                              headers={"Origin": "https://app.example", "Access-Control-Request-Method": "POST"})
+        eq(st, 204, "preflight status (no key needed)")
+        eq(h.get("access-control-allow-origin"), "https://app.example", "allow-origin")
+        check("POST" in h.get("access-control-allow-methods", ""), "allow-methods")
+        check("authorization" in h.get("access-control-allow-headers", "").lower(), "allow-headers")
+        eq(body, b"", "no body")
+        st, h, _ = request(srv.port, "POST", "/v1/systemone", BODY, headers={"Authorization": "Bearer k"})
+        eq(st, 200, "POST")
+        eq(h.get("access-control-allow-origin"), "https://app.example", "allow-origin on a response")
+        check("x-request-id" in h.get("access-control-expose-headers", ""), "expose-headers")
+        st, h, _ = request(srv.port, "POST", "/v1/systemone", BODY)
+        eq(st, 401, "the key is still required")
+        eq(h.get("access-control-allow-origin"), "https://app.example", "allow-origin on an error")
+
+
+@test
+def batch_flags(ctx):
+    ref = request(ctx["srv"].port, "POST", "/v1/systemone", BODY)[2]
+    with Server(ARGS, ["--batch-max", "1", "--batch-window-us", "500"], models=[f"pico={ctx['model']}"]) as srv:
+        eq(request(srv.port, "POST", "/v1/systemone", BODY)[2], ref, "answer with --batch-max 1 --batch-window-us 500")
+    with Server(ARGS, ["--batch-max", "32", "--batch-window-us", "2000", "--threads", "1"],
+                models=[f"pico={ctx['model']}"]) as srv:
+        out = []
+        ts = [threading.Thread(target=lambda: out.append(request(srv.port, "POST", "/v1/systemone", BODY)[2]))
+              for _ in range(8)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        eq(out, [ref] * 8, "answers of batched requests")
+    for bad in (["--batch-max", "0"], ["--batch-max", "33"], ["--batch-window-us", "x"]):
+        p = subprocess.run([ARGS.cli, "serve", "--model", ctx["model"]] + bad, capture_output=True, text=True)
+        eq(p.returncode, 2, f"{bad} is a usage error")
+
+
+@test
 def sigint_stops_cleanly(ctx):
     srv = Server(ARGS, [])
     eq(request(srv.port, "POST", "/v1/systemone", BODY)[0], 200, "answer")
@@ -521,6 +574,9 @@ def startup_errors(ctx):
     p = subprocess.run([ARGS.cli, "serve", "--help"], capture_output=True, text=True, timeout=60)
     eq(p.returncode, 0, "--help")
     check("--api-key" in p.stdout and "--max-body" in p.stdout, "help text")
+    for opt in ("--batch-max", "--batch-window-us", "--header-timeout", "--body-timeout", "--drain-timeout",
+                "--max-buffered", "--cors-origin"):
+        check(opt in p.stdout, f"--help documents {opt}")
     p = subprocess.run([ARGS.cli, "serve", "--model", ctx["model"], "--port", "99999"], capture_output=True,
                        text=True, timeout=60)
     eq(p.returncode, 2, "bad port is a usage error")

@@ -134,5 +134,35 @@ def sdk_errors_map_to_its_exceptions(ctx):
             check(e.request_id, "request id on errors")
 
 
+@test
+def sdk_zstd_bodies(ctx):
+    # typesafe-sdk[zstd] (pinned in tools/requirements-ci.txt) compresses bodies of 1 KiB and
+    # more with zstd; the server decodes them (it answered 415 before).
+    from typesafe_sdk._core import compression
+    if os.environ.get("SKYCMD_REQUIRE_SDK") == "1":
+        check("zstd" in compression.COMPRESSORS, "typesafe-sdk's zstd extra is not installed (backports.zstd)")
+    if "zstd" not in compression.COMPRESSORS:
+        print("  typesafe-sdk without its zstd extra: bodies go uncompressed (install typesafe-sdk[zstd])")
+    import urllib.request
+    def decoded():
+        req = urllib.request.Request(ctx["url"] + "/metrics", headers={"Authorization": "Bearer " + KEY})
+        with urllib.request.urlopen(req) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith('skycmd_decoded_bodies_total{coding="zstd"}'):
+                    return int(line.split()[-1])
+        return 0
+    n0 = decoded()
+    state = REQ["state"] + " " + "telemetry 0123456789 " * 200  # > 1 KiB: compressed
+    with TypeSafeClient(api_key=KEY, base_url=ctx["url"], retry=RetryPolicy(max_retries=0)) as client:
+        res = client.system_one(state=state, questions=typed_questions(REQ))
+        eq(list(res.answers), list(REQ["questions"]), "answers of a zstd body")
+        plain = TypeSafeClient(api_key=KEY, base_url=ctx["url"], compression=False)
+        with plain:
+            res2 = plain.system_one(state=state, questions=typed_questions(REQ))
+        eq(res2.model_dump()["answers"], res.model_dump()["answers"], "same answers compressed or not")
+    if "zstd" in compression.COMPRESSORS:
+        eq(decoded(), n0 + 1, "zstd bodies the server decoded")
+
+
 if __name__ == "__main__":
     main_guard(lambda: run_tests(ARGS, setup, teardown))

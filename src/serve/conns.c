@@ -1,0 +1,301 @@
+/*
+ * conns.c - connection admission, request deadlines and the buffered-bytes cap of
+ * `skycmd serve`.
+ *
+ * Contract:
+ *  - conn_admit() (libmicrohttpd's accept policy, epoll thread) closes a new connection at
+ *    once when --max-connections are open, so that nothing waits in the backlog. The daemon's
+ *    own limit is set above ours, so the listening socket keeps being accepted from. With
+ *    --max-connections-per-ip, so is one from an address that already holds that many.
+ *  - conn_notify() (epoll thread) tracks every open connection in a list (struct conn).
+ *  - conn_phase() records where the connection's current request is: waiting for its headers
+ *    (from the accept, or from the first byte after the previous response), receiving its
+ *    body (from the end of its headers), or answered/in the pool (no deadline). It returns -1
+ *    when the reaper has already cut the connection; the handler then returns MHD_NO.
+ *  - A reaper thread ticks every 50 ms: a connection past --header-timeout in the headers
+ *    phase, or past --body-timeout in the body phase, is sent a 408 with Connection: close
+ *    and shut down (libmicrohttpd then sees the end of stream and closes it). libmicrohttpd
+ *    0.9.75 has only an idle timeout, which any trickle of bytes resets; the kernel's count
+ *    of bytes received (TCP_INFO) tells the reaper when an idle keep-alive connection starts
+ *    its next request, without parsing anything.
+ *  - conn_request_started() counts the requests of a connection (the drain answers the first
+ *    one of a connection accepted before it, and refuses follow-ups with 503 + close);
+ *    conn_arriving() counts connections whose next request has begun to arrive (the drain
+ *    waits for them, within --drain-timeout).
+ *  - buffered_take()/buffered_give(): the bytes of request bodies held in memory across all
+ *    connections, capped at --max-buffered (the handler answers 503 + Retry-After past it).
+ * Locking: one mutex guards the list and every phase change; the reaper writes to a socket
+ * only under it, while the connection is in a phase in which libmicrohttpd writes nothing.
+ */
+#define _GNU_SOURCE
+#include "serve.h"
+
+#ifdef SKYCMD_HAVE_MHD
+
+#include <errno.h>
+#include <netinet/in.h>
+#ifdef __linux__
+#include <linux/tcp.h> /* struct tcp_info with tcpi_bytes_received */
+#endif
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "serve_internal.h"
+
+struct conn {
+    struct conn *prev, *next;
+    MHD_socket fd;
+    int phase;
+    uint64_t phase_start; /* now_us() when the phase began */
+    uint64_t rx_mark;     /* bytes received when the connection went idle */
+    int cut;              /* the reaper sent 408 and shut it down */
+    unsigned requests;    /* requests whose headers arrived on it */
+    unsigned char ip[16]; /* the client's address (IPv4 in the first 4 bytes), for the per-IP cap */
+    int ip_len;
+};
+
+/* The address part of a socket address: 4 bytes for IPv4 (or IPv4-mapped IPv6), 16 for IPv6. */
+static int ip_of(const struct sockaddr *a, unsigned char out[16]) {
+    if (!a) return 0;
+    if (a->sa_family == AF_INET) {
+        memcpy(out, &((const struct sockaddr_in *)(const void *)a)->sin_addr, 4);
+        return 4;
+    }
+    if (a->sa_family == AF_INET6) {
+        const unsigned char *b = ((const struct sockaddr_in6 *)(const void *)a)->sin6_addr.s6_addr;
+        static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        if (memcmp(b, mapped, 12) == 0) {
+            memcpy(out, b + 12, 4);
+            return 4;
+        }
+        memcpy(out, b, 16);
+        return 16;
+    }
+    return 0;
+}
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct conn *head;
+    _Atomic unsigned open;
+    _Atomic size_t buffered;
+    pthread_t reaper;
+    int reaper_started, stop;
+} C = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+unsigned conn_open_count(void) { return atomic_load(&C.open); }
+
+enum MHD_Result conn_admit(void *cls, const struct sockaddr *addr, socklen_t addrlen) {
+    (void)cls;
+    (void)addrlen;
+    if (atomic_load(&C.open) >= S.cfg->max_connections) {
+        metrics_refused_connection();
+        return MHD_NO; /* libmicrohttpd closes the socket at once */
+    }
+    if (S.cfg->max_connections_per_ip) {
+        unsigned char ip[16];
+        int n = ip_of(addr, ip);
+        unsigned same = 0;
+        pthread_mutex_lock(&C.mu);
+        for (struct conn *k = C.head; k && n; k = k->next)
+            if (k->ip_len == n && memcmp(k->ip, ip, (size_t)n) == 0) same++;
+        pthread_mutex_unlock(&C.mu);
+        if (n && same >= S.cfg->max_connections_per_ip) {
+            metrics_refused_connection();
+            return MHD_NO;
+        }
+    }
+    return MHD_YES;
+}
+
+/* The kernel's count of bytes received on fd. Elsewhere than Linux: 0 always, so a kept-alive
+ * connection's follow-up requests are held to --timeout only (first requests still to
+ * the header deadline). */
+static uint64_t bytes_received(MHD_socket fd) {
+#ifndef __linux__
+    (void)fd;
+    return 0;
+#else
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    memset(&ti, 0, sizeof ti);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return 0;
+    if (len < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof ti.tcpi_bytes_received) return 0;
+    return ti.tcpi_bytes_received;
+#endif
+}
+
+void conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                 enum MHD_ConnectionNotificationCode code) {
+    (void)cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        struct conn *k = calloc(1, sizeof *k);
+        *socket_context = k;
+        if (!k) return; /* untracked: only the idle timeout applies to it */
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        k->fd = ci ? ci->connect_fd : MHD_INVALID_SOCKET;
+        k->phase = CONN_HEADERS;
+        k->phase_start = now_us();
+        const union MHD_ConnectionInfo *ai = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        k->ip_len = ai ? ip_of(ai->client_addr, k->ip) : 0;
+        pthread_mutex_lock(&C.mu);
+        k->next = C.head;
+        if (C.head) C.head->prev = k;
+        C.head = k;
+        pthread_mutex_unlock(&C.mu);
+        atomic_fetch_add(&C.open, 1);
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        struct conn *k = *socket_context;
+        *socket_context = NULL;
+        if (!k) return;
+        /* libmicrohttpd closes the socket only after this callback: the reaper, which
+         * holds the lock whenever it touches k->fd, never sees a closed or reused fd. */
+        pthread_mutex_lock(&C.mu);
+        if (k->prev) k->prev->next = k->next;
+        else C.head = k->next;
+        if (k->next) k->next->prev = k->prev;
+        pthread_mutex_unlock(&C.mu);
+        free(k);
+        atomic_fetch_sub(&C.open, 1);
+    }
+}
+
+static struct conn *conn_of(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? (struct conn *)ci->socket_context : NULL;
+}
+
+int conn_phase(struct MHD_Connection *c, int phase) {
+    struct conn *k = conn_of(c);
+    if (!k) return 0;
+    int rc = 0;
+    pthread_mutex_lock(&C.mu);
+    if (k->cut) {
+        rc = -1;
+    } else if (k->phase != phase) {
+        k->phase = phase;
+        k->phase_start = now_us();
+        if (phase == CONN_IDLE) k->rx_mark = bytes_received(k->fd);
+    }
+    pthread_mutex_unlock(&C.mu);
+    return rc;
+}
+
+unsigned conn_request_started(struct MHD_Connection *c) {
+    struct conn *k = conn_of(c);
+    if (!k) return 1;
+    pthread_mutex_lock(&C.mu);
+    unsigned n = ++k->requests;
+    pthread_mutex_unlock(&C.mu);
+    return n;
+}
+
+unsigned conn_arriving(void) {
+    unsigned n = 0;
+    pthread_mutex_lock(&C.mu);
+    for (struct conn *k = C.head; k; k = k->next)
+        if (!k->cut && k->fd != MHD_INVALID_SOCKET &&
+            ((k->phase == CONN_HEADERS && bytes_received(k->fd) > k->rx_mark) ||
+             (k->phase == CONN_IDLE && bytes_received(k->fd) != k->rx_mark)))
+            n++;
+    pthread_mutex_unlock(&C.mu);
+    return n;
+}
+
+int buffered_take(size_t n) {
+    size_t cur = atomic_load(&C.buffered);
+    for (;;) {
+        if (n > S.cfg->max_buffered || cur > S.cfg->max_buffered - n) return -1;
+        if (atomic_compare_exchange_weak(&C.buffered, &cur, cur + n)) return 0;
+    }
+}
+
+void buffered_give(size_t n) {
+    if (n) atomic_fetch_sub(&C.buffered, n);
+}
+
+size_t buffered_now(void) { return atomic_load(&C.buffered); }
+
+/* A 408 written straight to the socket: the connection is between libmicrohttpd's writes
+ * (no response is queued in these phases), and the body is a fixed envelope. */
+static void cut(struct conn *k, const char *what, unsigned limit_s) {
+    char body[256], msg[512];
+    int bn = snprintf(body, sizeof body,
+                      "{\"error\":{\"code\":408,\"message\":\"the request %s did not arrive within %u s\","
+                      "\"type\":\"timeout_error\"}}",
+                      what, limit_s);
+    int mn = snprintf(msg, sizeof msg,
+                      "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                      "Content-Length: %d\r\n\r\n%s",
+                      bn, body);
+    if (mn > 0 && (size_t)mn < sizeof msg) {
+#ifdef MSG_NOSIGNAL
+        ssize_t w = send(k->fd, msg, (size_t)mn, MSG_DONTWAIT | MSG_NOSIGNAL);
+#else
+        ssize_t w = send(k->fd, msg, (size_t)mn, MSG_DONTWAIT); /* SIGPIPE is ignored */
+#endif
+        (void)w; /* best effort: the close below is what matters */
+    }
+    shutdown(k->fd, SHUT_RDWR);
+    k->cut = 1;
+    metrics_record_timeout();
+}
+
+static void *reaper_main(void *arg) {
+    (void)arg;
+    const uint64_t header_us = (uint64_t)S.cfg->header_timeout_s * 1000000u;
+    const uint64_t body_us = (uint64_t)S.cfg->body_timeout_s * 1000000u;
+    pthread_mutex_lock(&C.mu);
+    while (!C.stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&C.cv, &C.mu, &ts);
+        if (C.stop) break;
+        uint64_t now = now_us();
+        for (struct conn *k = C.head; k; k = k->next) {
+            if (k->cut || k->fd == MHD_INVALID_SOCKET) continue;
+            if (k->phase == CONN_IDLE) {
+                /* the next request has begun once a byte of it arrived */
+                if (bytes_received(k->fd) != k->rx_mark) {
+                    k->phase = CONN_HEADERS;
+                    k->phase_start = now;
+                }
+            } else if (k->phase == CONN_HEADERS && header_us && now - k->phase_start > header_us) {
+                cut(k, "headers", S.cfg->header_timeout_s);
+            } else if (k->phase == CONN_BODY && body_us && now - k->phase_start > body_us) {
+                cut(k, "body", S.cfg->body_timeout_s);
+            }
+        }
+    }
+    pthread_mutex_unlock(&C.mu);
+    return NULL;
+}
+
+int conn_reaper_start(void) {
+    C.stop = 0;
+    if (pthread_create(&C.reaper, NULL, reaper_main, NULL) != 0) return -1;
+    C.reaper_started = 1;
+    return 0;
+}
+
+void conn_reaper_stop(void) {
+    if (!C.reaper_started) return;
+    pthread_mutex_lock(&C.mu);
+    C.stop = 1;
+    pthread_cond_signal(&C.cv);
+    pthread_mutex_unlock(&C.mu);
+    pthread_join(C.reaper, NULL);
+    C.reaper_started = 0;
+}
+
+#endif /* SKYCMD_HAVE_MHD */

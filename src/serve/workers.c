@@ -1,0 +1,263 @@
+/*
+ * workers.c - the worker pool of `skycmd serve`: a bounded queue, batching, the hand-off.
+ *
+ * Contract: enqueue() (epoll thread) suspends a complete request's connection and queues it,
+ * or refuses at once when the queue is full. `workers` threads each own one skycmd_session
+ * per model; a worker takes one request, or a fair share of a backlog (at most the batch
+ * limit), answers them (same-model requests whose questions fit one forward batch go through
+ * skycmd_decide_batch; answers are exactly those of lone requests), marks each done and
+ * resumes its connection, after which it touches it no more.
+ */
+#define _GNU_SOURCE
+#include "serve.h"
+
+#ifdef SKYCMD_HAVE_MHD
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "serve_internal.h"
+
+/* Requests a worker takes from the queue at once (--batch-max, default 8, 1 = no batching)
+ * and the questions such a batch may hold (one forward batch of the library). */
+#define BATCH_MAX 32
+#define BATCH_QUESTIONS 16
+
+static int batch_limit(void) {
+    int v = S.cfg->batch_max;
+    return v < 1 ? 1 : v > BATCH_MAX ? BATCH_MAX : v;
+}
+
+/* Answer the n requests a worker took together. Those of the same model whose questions fit
+ * in one forward batch run through skycmd_decide_batch (each answer is exactly what it would
+ * be alone); if such a batch fails, its requests are answered one by one so that each gets
+ * its own error. A lone request takes the plain skycmd_decide path. */
+static void answer_all(struct worker *w, struct req **rs, int n) {
+    skycmd_request *q[BATCH_MAX];
+    int mi[BATCH_MAX];
+    size_t nq[BATCH_MAX];
+    for (int i = 0; i < n; i++) {
+        q[i] = prepare(rs[i], w->set, &mi[i]);
+        nq[i] = q[i] ? skycmd_request_question_count(q[i]) : 0;
+    }
+    for (int m = 0; m < w->set->n; m++) {
+        int idx[BATCH_MAX], k = 0;
+        size_t questions = 0;
+        for (int i = 0; i <= n; i++) {
+            /* close the group at the end or when the next request would overflow it */
+            int take = i < n && q[i] && mi[i] == m;
+            if (k && (i == n || (take && questions + nq[i] > BATCH_QUESTIONS))) {
+                skycmd_session *s = w->sessions[m];
+                skycmd_response *out[BATCH_MAX];
+                int st = SKYCMD_E_INVALID_ARGUMENT;
+                if (k > 1) {
+                    const skycmd_request *list[BATCH_MAX];
+                    for (int j = 0; j < k; j++) list[j] = q[idx[j]];
+                    st = skycmd_decide_batch(s, list, (size_t)k, out);
+                }
+                for (int j = 0; j < k; j++) {
+                    if (st == SKYCMD_OK) {
+                        finish(rs[idx[j]], SKYCMD_OK, s, out[j]);
+                    } else {
+                        skycmd_response *resp = NULL;
+                        int st1 = skycmd_decide(s, q[idx[j]], &resp);
+                        finish(rs[idx[j]], st1, s, resp);
+                    }
+                }
+                k = 0;
+                questions = 0;
+            }
+            if (take) {
+                idx[k++] = i;
+                questions += nq[i];
+            }
+        }
+    }
+    for (int i = 0; i < n; i++) skycmd_request_free(q[i]);
+}
+
+/* Sessions for every model of set, configured; 0, or -1 with nothing made. */
+static int make_sessions(struct model_set *set, skycmd_session **out) {
+    for (int m = 0; m < set->n; m++) {
+        int st = skycmd_session_new(set->m[m]->model, &out[m]);
+        if (st == SKYCMD_OK && S.cfg->compute_threads > 0)
+            st = skycmd_session_set_int(out[m], SKYCMD_OPT_THREADS, S.cfg->compute_threads);
+        if (st == SKYCMD_OK && S.cfg->activations >= 0)
+            st = skycmd_session_set_int(out[m], SKYCMD_OPT_ACTIVATIONS, S.cfg->activations);
+        if (st != SKYCMD_OK) {
+            log_line("skycmd serve: cannot create a session for '%s': %s", set->m[m]->name,
+                     out[m] ? skycmd_session_errmsg(out[m]) : skycmd_strerror(st));
+            for (int k = 0; k <= m; k++) {
+                skycmd_session_free(out[k]);
+                out[k] = NULL;
+            }
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void drop_sessions(struct worker *w) {
+    for (int m = 0; m < SERVE_MAX_MODELS; m++) {
+        skycmd_session_free(w->sessions[m]);
+        w->sessions[m] = NULL;
+    }
+    models_release(w->set);
+    w->set = NULL;
+}
+
+/* Move w to the current model set when a reload made a new one. When the new sessions
+ * cannot be made, w keeps answering with the old set (and tries again next time). */
+static void follow_reload(struct worker *w) {
+    if (w->set && w->set->generation == atomic_load(&S.generation)) return;
+    struct model_set *set = models_acquire();
+    if (!set) return;
+    skycmd_session *fresh[SERVE_MAX_MODELS] = {0};
+    if (make_sessions(set, fresh) != 0) {
+        models_release(set);
+        return;
+    }
+    drop_sessions(w);
+    w->set = set;
+    memcpy(w->sessions, fresh, sizeof fresh);
+}
+
+void workers_wake(void) {
+    pthread_mutex_lock(&S.qmu);
+    pthread_cond_broadcast(&S.qcv);
+    pthread_mutex_unlock(&S.qmu);
+}
+
+static void *worker_main(void *arg) {
+    struct worker *w = arg;
+    struct req *rs[BATCH_MAX];
+    for (;;) {
+        pthread_mutex_lock(&S.qmu);
+        while (S.qlen == 0 && !S.quit && w->set->generation == atomic_load(&S.generation))
+            pthread_cond_wait(&S.qcv, &S.qmu);
+        if (S.qlen == 0 && S.quit) {
+            pthread_mutex_unlock(&S.qmu);
+            break;
+        }
+        if (S.qlen == 0) { /* woken by a reload: move to the new models while idle */
+            pthread_mutex_unlock(&S.qmu);
+            follow_reload(w);
+            continue;
+        }
+        /* One request, or, when a backlog has built up, a fair share of it: the queue is
+         * split among the workers so that none idles while another holds a batch. */
+        size_t take = 1;
+        if (S.qlen > 1) {
+            size_t nw = S.cfg->workers > 0 ? (size_t)S.cfg->workers : 1;
+            size_t share = (S.qlen + nw - 1) / nw;
+            size_t lim = (size_t)batch_limit();
+            take = share < lim ? share : lim;
+            if (take < 1) take = 1;
+        }
+        for (size_t i = 0; i < take; i++) {
+            rs[i] = S.ring[S.qhead];
+            S.qhead = (S.qhead + 1) % S.qcap;
+            S.qlen--;
+        }
+        /* --batch-window-us: a batch that is not full waits that long for more requests
+         * (throughput under load for a bounded extra latency; 0 = never wait). */
+        if (S.cfg->batch_window_us && take < (size_t)batch_limit() && !S.quit) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            long ns = until.tv_nsec + (long)S.cfg->batch_window_us * 1000L;
+            until.tv_sec += ns / 1000000000L;
+            until.tv_nsec = ns % 1000000000L;
+            while (take < (size_t)batch_limit() && !S.quit) {
+                if (S.qlen > 0) {
+                    rs[take++] = S.ring[S.qhead];
+                    S.qhead = (S.qhead + 1) % S.qcap;
+                    S.qlen--;
+                    continue;
+                }
+                if (pthread_cond_timedwait(&S.qcv, &S.qmu, &until) != 0) break;
+            }
+        }
+        pthread_mutex_unlock(&S.qmu);
+
+        atomic_fetch_add(&S.busy, 1);
+        follow_reload(w);
+        answer_all(w, rs, (int)take);
+        atomic_fetch_sub(&S.busy, 1);
+        for (size_t i = 0; i < take; i++) {
+            struct req *r = rs[i];
+            struct MHD_Connection *c = r->conn;
+            r->state = RS_DONE;
+            /* After this call the epoll thread owns r again: touch nothing. */
+            MHD_resume_connection(c);
+            /* Counted out only once resumed: the drain never stops the daemon while one of
+             * its connections is still suspended (libmicrohttpd forbids that). */
+            atomic_fetch_sub(&S.in_pool, 1);
+        }
+    }
+    return NULL;
+}
+
+/* Suspend r and queue it; 0 when queued, -1 when the queue is full. */
+int enqueue(struct req *r) {
+    pthread_mutex_lock(&S.qmu);
+    if (S.qlen >= S.qcap) {
+        pthread_mutex_unlock(&S.qmu);
+        return -1;
+    }
+    r->state = RS_QUEUED;
+    r->t_enq = now_us();
+    atomic_fetch_add(&S.in_pool, 1);
+    conn_phase(r->conn, CONN_BUSY);
+    MHD_suspend_connection(r->conn);
+    S.ring[(S.qhead + S.qlen) % S.qcap] = r;
+    S.qlen++;
+    pthread_cond_signal(&S.qcv);
+    pthread_mutex_unlock(&S.qmu);
+    return 0;
+}
+
+size_t queue_depth(void) {
+    pthread_mutex_lock(&S.qmu);
+    size_t n = S.qlen;
+    pthread_mutex_unlock(&S.qmu);
+    return n;
+}
+
+int start_workers(void) {
+    S.workers = calloc((size_t)S.cfg->workers, sizeof *S.workers);
+    if (!S.workers) return -1;
+    for (int i = 0; i < S.cfg->workers; i++) {
+        struct worker *w = &S.workers[i];
+        w->index = i;
+        w->set = models_acquire();
+        if (!w->set || make_sessions(w->set, w->sessions) != 0) return -1;
+        if (pthread_create(&w->tid, NULL, worker_main, w) != 0) {
+            fprintf(stderr, "skycmd serve: cannot start worker thread %d\n", i);
+            return -1;
+        }
+        w->started = 1;
+        S.n_workers = i + 1;
+    }
+    return 0;
+}
+
+void stop_workers(void) {
+    pthread_mutex_lock(&S.qmu);
+    S.quit = 1;
+    pthread_cond_broadcast(&S.qcv);
+    pthread_mutex_unlock(&S.qmu);
+    if (!S.workers) return;
+    for (int i = 0; i < S.cfg->workers; i++) {
+        struct worker *w = &S.workers[i];
+        if (w->started) pthread_join(w->tid, NULL);
+        drop_sessions(w);
+    }
+    free(S.workers);
+    S.workers = NULL;
+}
+
+
+#endif /* SKYCMD_HAVE_MHD */
