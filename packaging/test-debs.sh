@@ -123,6 +123,7 @@ grep -q "man1/skycmd-inspect.1.gz" "$work/list2"
 grep -q " ./usr/lib/systemd/system/skycmd.service$" "$work/list2"
 grep -q " ./etc/default/skycmd$" "$work/list2"
 grep -q " ./usr/share/bash-completion/completions/skycmd$" "$work/list2"
+grep -q " ./usr/share/skycmd/models/s1-pico-flappy.gguf$" "$work/list2"
 
 echo "== dpkg -i"
 dpkg -i "${debs[@]}" "${ddebs[@]}" >/dev/null
@@ -151,6 +152,11 @@ grep -q "library $version, ABI $abi" "$work/version"
 printf '%s' '{"state": "vy 0 dx 36", "questions": {"action": {"type": "choice",
   "instructions": "Which input?", "criteria": {"thrust": "go up", "glide": "go down"}}}}' > "$work/req.json"
 /usr/bin/skycmd decide "$work/pico.gguf" "$work/req.json" > "$work/answer.json"
+# the built-in model is installed with the CLI and answers when no model is given
+[ -f /usr/share/skycmd/models/s1-pico-flappy.gguf ] || { echo "the built-in model is not installed"; exit 1; }
+/usr/bin/skycmd decide "$work/req.json" > "$work/builtin.json"
+grep -q '"model":"s1-pico-flappy"' "$work/builtin.json" ||
+  { echo "the built-in model did not answer: $(cat "$work/builtin.json")"; exit 1; }
 grep -q '"answers"' "$work/answer.json"
 man -w skycmd-inspect >/dev/null 2>&1 || [ -f /usr/share/man/man1/skycmd-inspect.1.gz ]
 
