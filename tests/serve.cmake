@@ -8,7 +8,9 @@
 #   serve_sdk       the typesafe-sdk 0.7.5 client against the server (skipped, 77, without it)
 #   serve_load      wrk, 5 s at 64 connections, RSS and clean stop   (skipped, 77, without wrk)
 #
-# SKYCMD_SERVE_SDK_PYTHON picks the interpreter that has typesafe-sdk installed.
+# serve_sdk picks the interpreter that has typesafe-sdk when it runs, not here (a cached
+# setting would keep the interpreter found at the first configure): $SKYCMD_SERVE_SDK_PYTHON,
+# else the pinned CI venv .venv-ci that tools/setup.sh --all makes (see test_sdk.py).
 # Unit tests of the server's own helpers (no HTTP needed).
 add_executable(test_serve_util ${CMAKE_CURRENT_SOURCE_DIR}/serve/test_serve_util.c
                                ${CMAKE_SOURCE_DIR}/src/serve/serve_util.c)
@@ -26,13 +28,6 @@ if(NOT Python3_Interpreter_FOUND)
   return()
 endif()
 
-if(EXISTS /opt/gvenv/bin/python)
-  set(_sdk_py /opt/gvenv/bin/python)
-else()
-  set(_sdk_py ${Python3_EXECUTABLE})
-endif()
-set(SKYCMD_SERVE_SDK_PYTHON ${_sdk_py} CACHE FILEPATH "Python interpreter with typesafe-sdk for the serve_sdk test")
-
 set(_serve_dir ${CMAKE_CURRENT_SOURCE_DIR}/serve)
 set(_serve_work ${CMAKE_BINARY_DIR}/serve-tests)
 set(_serve_args --cli $<TARGET_FILE:skycmd_cli> --source-dir ${CMAKE_SOURCE_DIR})
@@ -42,7 +37,7 @@ add_test(NAME serve_http
 add_test(NAME serve_badinput
          COMMAND ${Python3_EXECUTABLE} ${_serve_dir}/test_badinput.py ${_serve_args} --work-dir ${_serve_work}/badinput)
 add_test(NAME serve_sdk
-         COMMAND ${SKYCMD_SERVE_SDK_PYTHON} ${_serve_dir}/test_sdk.py ${_serve_args} --work-dir ${_serve_work}/sdk)
+         COMMAND ${Python3_EXECUTABLE} ${_serve_dir}/test_sdk.py ${_serve_args} --work-dir ${_serve_work}/sdk)
 add_test(NAME serve_load
          COMMAND bash ${_serve_dir}/load.sh --ci ${_serve_args} --work-dir ${_serve_work}/load)
 set_tests_properties(serve_http serve_badinput serve_sdk PROPERTIES TIMEOUT 600)

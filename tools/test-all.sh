@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-export PATH="$root/.venv-ci/bin:/usr/local/go/bin:$HOME/.cargo/bin:$PATH"
+. tools/toolchains.sh   # the CI venv and the binding toolchains on PATH, as setup.sh found them
 # The tools the suites need, from the pinned CI venv (tools/requirements-ci.txt).
 export SWIG="$root/.venv-ci/bin/swig"
 export SKYCMD_SERVE_SDK_PYTHON="$root/.venv-ci/bin/python"

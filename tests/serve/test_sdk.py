@@ -4,7 +4,9 @@
 the example request with its own typed objects, lists the models, and maps our error
 statuses to its own exception classes.
 
-Exit status 77 (ctest: skipped) when typesafe_sdk is not importable by this interpreter.
+Runs itself with the interpreter of sdk_interpreter() ($SKYCMD_SERVE_SDK_PYTHON, else .venv-ci).
+Exit status 77 (ctest: skipped) when typesafe_sdk is not importable by that interpreter, 1
+instead when SKYCMD_REQUIRE_SDK=1.
 
 usage: test_sdk.py --cli build/skycmd [--model m.gguf] [--work-dir DIR]
 """
@@ -12,6 +14,27 @@ usage: test_sdk.py --cli build/skycmd [--model m.gguf] [--work-dir DIR]
 import json
 import os
 import sys
+
+
+def sdk_interpreter():
+    """The interpreter that has typesafe-sdk, chosen when the test runs (not when CMake
+    configures: the venv of tools/setup.sh --all may be made after build/ was configured):
+    $SKYCMD_SERVE_SDK_PYTHON, else the project's pinned CI venv (.venv-ci), else this one."""
+    chosen = os.environ.get("SKYCMD_SERVE_SDK_PYTHON")
+    if chosen:
+        return chosen
+    venv = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".venv-ci", "bin", "python")
+    return os.path.normpath(venv) if os.path.exists(venv) else sys.executable
+
+
+_sdk_python = sdk_interpreter()
+if os.path.abspath(_sdk_python) != os.path.abspath(sys.executable) and "SKYCMD_SERVE_SDK_REEXEC" not in os.environ:
+    if not os.access(_sdk_python, os.X_OK):
+        print(f"SKYCMD_SERVE_SDK_PYTHON={_sdk_python} is not an executable interpreter")
+        print("0 passed, 1 failed")
+        sys.exit(1)
+    os.environ["SKYCMD_SERVE_SDK_REEXEC"] = "1"
+    os.execv(_sdk_python, [_sdk_python] + sys.argv)
 
 from serve_common import (Server, check, eq, example_request, ensure_model, main_guard, parse_args, run_tests,
                           test)
