@@ -96,7 +96,7 @@ SRC
   javac_version=$(javac -version 2>&1 | awk '{print $2}')
   version_at_least "$javac_version" 17 ||
     die "javac $javac_version ($(command -v javac)) is too old: bindings/java needs a JDK >= 17 (Debian: openjdk-17-jdk-headless)"
-  mvn_version=$(mvn -B -v 2>/dev/null | grep -o 'Apache Maven [0-9.]*' | head -n1 | awk '{print $3}')
+  mvn_version=$(mvn -B -v 2>/dev/null | sed 's/\x1b\[[0-9;]*m//g' | awk '/^Apache Maven/ {print $3}')
   version_at_least "${mvn_version:-0}" 3.6.3 ||
     die "Maven ${mvn_version:-?} ($(command -v mvn)) is too old: bindings/java needs Maven >= 3.6.3 (Debian: maven)"
 
