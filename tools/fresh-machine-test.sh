@@ -75,18 +75,19 @@ R=$dir/root
 [ -n "$log" ] || log="$(dirname "$dir")/skycmd-fresh-$(date -u +%Y%m%dT%H%M%SZ).log"
 : > "$log"
 
-mounts=()
+debootstrap_pgid=""
 cleanup() {
-  local rc=$? pid m i
+  local rc=$? pid m
   trap - EXIT INT TERM
+  [ -n "$debootstrap_pgid" ] && kill -TERM -- "-$debootstrap_pgid" 2>/dev/null
   # processes started inside the root (servers, daemons) would keep its mounts busy
   for pid in /proc/[0-9]*; do
     [ "$(readlink "$pid/root" 2>/dev/null)" = "$R" ] && kill -KILL "${pid#/proc/}" 2>/dev/null
   done
-  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
-    m=${mounts[i]}
+  # every mount under the root, deepest first: ours, and any debootstrap left when stopped
+  while read -r m; do
     umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || echo "fresh-machine-test: cannot unmount $m" >&2
-  done
+  done < <(findmnt -rn -o TARGET | grep "^$R/" | sort -r)
   if findmnt -rn -o TARGET | grep -q "^$R\(/\|$\)"; then
     echo "fresh-machine-test: mounts left under $R; not removing it" >&2
   elif [ "$keep" = 1 ]; then
@@ -102,7 +103,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 mount_in() {  # mount_in TARGET MOUNT-ARGS...
-  mkdir -p "$R$1"; mount "${@:2}" "$R$1"; mounts+=("$R$1")
+  mkdir -p "$R$1"; mount "${@:2}" "$R$1"
 }
 
 now() { date +%s; }
@@ -111,8 +112,12 @@ t_start=$(now)
 
 echo "== debootstrap bookworm (minbase) into $R"
 t0=$(now)
-nice debootstrap --variant=minbase ${cache_dir:+--cache-dir="$cache_dir"} bookworm "$R" "$mirror" \
-  > "$dir/debootstrap.log" 2>&1 || { tail -n 30 "$dir/debootstrap.log"; echo "debootstrap failed"; exit 1; }
+# (its own process group, so that cleanup can stop it)
+setsid nice debootstrap --variant=minbase ${cache_dir:+--cache-dir="$cache_dir"} bookworm "$R" "$mirror" \
+  > "$dir/debootstrap.log" 2>&1 &
+debootstrap_pgid=$!
+wait $debootstrap_pgid || { tail -n 30 "$dir/debootstrap.log"; echo "debootstrap failed"; exit 1; }
+debootstrap_pgid=""
 t_debootstrap=$(( $(now) - t0 ))
 echo "debootstrap: $(elapsed $t_debootstrap)"
 
@@ -161,12 +166,17 @@ inside() {  # inside NAME COMMAND: run COMMAND in the root's repository; times a
   echo
   echo "== [$name] # $cmd"
   t=$(now)
-  set +e
-  nice chroot "$R" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
-    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin ${CI:+CI=$CI} "${ca_env[@]}" \
-    /bin/bash -c "cd /root/libskycmd && $cmd" 2>&1 | tee -a "$log" | grep -a --line-buffered -vE "$apt_noise"
-  rc=${PIPESTATUS[0]}
-  set -e
+  # in the background with `wait`, so that a TERM/INT trap runs at once (and kills what runs
+  # inside) instead of after the command
+  echo 1 > "$dir/rc"
+  {
+    nice chroot "$R" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
+      PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin ${CI:+CI=$CI} "${ca_env[@]}" \
+      /bin/bash -c "cd /root/libskycmd && $cmd" 2>&1
+    echo $? > "$dir/rc"
+  } | tee -a "$log" | { grep -a --line-buffered -vE "$apt_noise" || true; } &
+  wait $! || true
+  rc=$(cat "$dir/rc")
   t=$(( $(now) - t ))
   results+=("$name: exit $rc in $(elapsed $t)   # $cmd")
   return "$rc"
