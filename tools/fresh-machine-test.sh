@@ -194,7 +194,7 @@ fi
 
 echo
 echo "== test summaries seen inside the root (full log: $log)"
-grep -aE '^===== |^(ok|FAIL)[[:space:]]|^test result:|Tests run: [0-9]+, Failures|^# (pass|fail) |tests passed, [0-9]+ tests failed|^[0-9]+ passed, [0-9]+ failed|^== [a-z]+: |^(go|java|node|rust|python|crosscheck|valgrind): |^consumers: |^crosscheck: |^  [a-z_.]+: |test-debs.sh: |^lintian|^[EW]: (skycmd|libskycmd)' "$log" |
+grep -aE '^===== |^----- [^:]+: [0-9]+ s$|^(ok|FAIL)[[:space:]]|^test result:|Tests run: [0-9]+, Failures|^# (pass|fail) |tests passed, [0-9]+ tests failed|^[0-9]+ passed, [0-9]+ failed|^== [a-z]+: |^(go|java|node|rust|python|crosscheck|valgrind): |^consumers: |^crosscheck: |^  [a-z_.]+: |test-debs.sh: |^lintian|^[EW]: (skycmd|libskycmd)' "$log" |
   head -n 200 || true
 echo
 echo "== fresh machine (Debian bookworm chroot, commit ${commit:0:12})"

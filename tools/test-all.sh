@@ -13,7 +13,13 @@ export SKYCMD_SERVE_SDK_PYTHON="$root/.venv-ci/bin/python"
 export SKYCMD_REQUIRE_SDK=1
 jobs=$(nproc)
 
-stage() { printf '\n===== %s =====\n' "$*"; }
+stage_name="" stage_start=$(date +%s)
+stage() {  # prints the time the previous stage took, then the new stage's banner
+  local now; now=$(date +%s)
+  [ -n "$stage_name" ] && printf -- '----- %s: %d s\n' "$stage_name" $((now - stage_start))
+  stage_name=$* stage_start=$now
+  printf '\n===== %s =====\n' "$*"
+}
 
 stage "build (RelWithDebInfo)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
