@@ -58,8 +58,10 @@ if [ "$want_all" = 1 ]; then
 
   . tools/toolchains.sh
 
-  # Go
-  if ! command -v go >/dev/null; then
+  # Go: Debian's 1.22 when there is no Go or one too old (it lives in /usr/lib/go-1.22/bin,
+  # ahead of /usr/bin on tools/toolchains.sh's PATH, so it also wins over golang-go 1.19)
+  go_version() { local v; v=$(go env GOVERSION 2>/dev/null) || v=go0; echo "${v#go}"; }
+  if ! command -v go >/dev/null || ! version_at_least "$(go_version)" 1.22; then
     apt_refresh
     if ! apt-cache show golang-1.22-go >/dev/null 2>&1; then
       . /etc/os-release
@@ -78,15 +80,21 @@ SRC
     fi
     apt_install golang-1.22-go
   fi
-  go_version=$(go env GOVERSION); go_version=${go_version#go}
+  hash -r
+  go_version=$(go_version)
   version_at_least "$go_version" 1.22 ||
     die "Go $go_version ($(command -v go)) is too old: bindings/go needs Go >= 1.22 (Debian: golang-1.22 from bookworm-backports)"
 
-  # Rust
-  if ! command -v cargo >/dev/null; then
+  # Rust: Debian's rustc-web/cargo-web when there is no cargo, or when the cargo is Debian's
+  # own too old one (package cargo, 1.63: cargo-web replaces it); a rustup one is left alone
+  cargo_version() { cargo --version 2>/dev/null | awk '{print $2}'; }
+  if ! command -v cargo >/dev/null ||
+     { ! version_at_least "$(cargo_version)" 1.78 &&
+       dpkg-query -S "$(command -v cargo)" 2>/dev/null | grep -q '^cargo:'; }; then
     apt_install rustc-web cargo-web
+    hash -r
   fi
-  cargo_version=$(cargo --version | awk '{print $2}')
+  cargo_version=$(cargo_version)
   version_at_least "$cargo_version" 1.78 ||
     die "cargo $cargo_version ($(command -v cargo)) is too old: bindings/rust needs cargo >= 1.78 (Cargo.lock v4; Debian: rustc-web + cargo-web from bookworm-security)"
 
