@@ -72,6 +72,7 @@ made_dir=0
 if [ -z "$dir" ]; then dir=$(mktemp -d /var/tmp/skycmd-fresh.XXXXXX); made_dir=1; fi
 mkdir -p "$dir"; dir=$(realpath "$dir")
 R=$dir/root
+[ ! -e "$R" ] || { echo "fresh-machine-test: $R exists (a kept root?): remove it or give another --dir" >&2; exit 2; }
 [ -n "$log" ] || log="$(dirname "$dir")/skycmd-fresh-$(date -u +%Y%m%dT%H%M%SZ).log"
 : > "$log"
 
