@@ -30,6 +30,7 @@
 # variables when a CA is given). Processes left in the root are killed and all mounts undone on
 # exit, failure or interrupt.
 set -euo pipefail
+{ # the whole script is read before it runs: an edit of this file during a run cannot break it
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 keep=0 only_setup=0 dir="" log="" cache_dir="" mirror=http://deb.debian.org/debian host_ca=1
@@ -203,3 +204,4 @@ echo "debootstrap: $(elapsed $t_debootstrap)"
 printf '%s\n' "${results[@]}"
 echo "total: $(elapsed $(( $(now) - t_start )))"
 exit "$status"
+}
