@@ -16,7 +16,9 @@
 #   serve_sdk       the typesafe-sdk 0.7.5 client against the server (skipped, 77, without it)
 #   serve_load      wrk, 5 s at 64 connections, RSS and clean stop   (skipped, 77, without wrk)
 #
-# SKYCMD_SERVE_SDK_PYTHON picks the interpreter that has typesafe-sdk installed.
+# serve_sdk picks the interpreter that has typesafe-sdk when it runs, not here (a cached
+# setting would keep the interpreter found at the first configure): $SKYCMD_SERVE_SDK_PYTHON,
+# else the pinned CI venv .venv-ci that tools/setup.sh --all makes (see test_sdk.py).
 # Unit tests of the server's own helpers (no HTTP needed).
 add_executable(test_serve_util ${CMAKE_CURRENT_SOURCE_DIR}/serve/test_serve_util.c
                                ${CMAKE_SOURCE_DIR}/src/serve/serve_util.c)
@@ -33,13 +35,6 @@ if(NOT Python3_Interpreter_FOUND)
   message(STATUS "skycmd serve tests: no python3, HTTP tests disabled")
   return()
 endif()
-
-if(EXISTS /opt/gvenv/bin/python)
-  set(_sdk_py /opt/gvenv/bin/python)
-else()
-  set(_sdk_py ${Python3_EXECUTABLE})
-endif()
-set(SKYCMD_SERVE_SDK_PYTHON ${_sdk_py} CACHE FILEPATH "Python interpreter with typesafe-sdk for the serve_sdk test")
 
 set(_serve_dir ${CMAKE_CURRENT_SOURCE_DIR}/serve)
 set(_serve_work ${CMAKE_BINARY_DIR}/serve-tests)
@@ -58,11 +53,11 @@ add_test(NAME serve_lifecycle
 add_test(NAME serve_encoding
          COMMAND ${Python3_EXECUTABLE} ${_serve_dir}/test_encoding.py ${_serve_args} --work-dir ${_serve_work}/encoding)
 add_test(NAME serve_sdk
-         COMMAND ${SKYCMD_SERVE_SDK_PYTHON} ${_serve_dir}/test_sdk.py ${_serve_args} --work-dir ${_serve_work}/sdk)
-# The contract test needs openapi-spec-validator and schemathesis: the same interpreter as
-# serve_sdk (the CI venv, tools/requirements-ci.txt).
+         COMMAND ${Python3_EXECUTABLE} ${_serve_dir}/test_sdk.py ${_serve_args} --work-dir ${_serve_work}/sdk)
+# The contract test needs openapi-spec-validator and schemathesis: it runs itself under the
+# same interpreter as serve_sdk (chosen when it runs: serve_common.run_under_sdk_python).
 add_test(NAME serve_contract
-         COMMAND ${SKYCMD_SERVE_SDK_PYTHON} ${_serve_dir}/test_contract.py ${_serve_args} --work-dir ${_serve_work}/contract)
+         COMMAND ${Python3_EXECUTABLE} ${_serve_dir}/test_contract.py ${_serve_args} --work-dir ${_serve_work}/contract)
 add_test(NAME serve_load
          COMMAND bash ${_serve_dir}/load.sh --ci ${_serve_args} --work-dir ${_serve_work}/load)
 set_tests_properties(serve_http serve_badinput serve_framing serve_limits serve_lifecycle serve_encoding serve_sdk serve_contract PROPERTIES TIMEOUT 600)

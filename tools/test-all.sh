@@ -6,14 +6,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-export PATH="$root/.venv-ci/bin:/usr/local/go/bin:$HOME/.cargo/bin:$PATH"
+. tools/toolchains.sh   # the CI venv and the binding toolchains on PATH, as setup.sh found them
 # The tools the suites need, from the pinned CI venv (tools/requirements-ci.txt).
 export SWIG="$root/.venv-ci/bin/swig"
 export SKYCMD_SERVE_SDK_PYTHON="$root/.venv-ci/bin/python"
 export SKYCMD_REQUIRE_SDK=1
 jobs=$(nproc)
 
-stage() { printf '\n===== %s =====\n' "$*"; }
+stage_name="" stage_start=$(date +%s)
+stage() {  # prints the time the previous stage took, then the new stage's banner
+  local now; now=$(date +%s)
+  [ -n "$stage_name" ] && printf -- '----- %s: %d s\n' "$stage_name" $((now - stage_start))
+  stage_name=$* stage_start=$now
+  printf '\n===== %s =====\n' "$*"
+}
 
 stage "build (RelWithDebInfo)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -259,3 +259,30 @@ def main_guard(fn):
         sys.exit(fn())
     except KeyboardInterrupt:
         sys.exit(130)
+
+
+# ---- the interpreter of the tests that use the SDK and the contract tools ----
+
+def sdk_interpreter():
+    """The interpreter that has typesafe-sdk, chosen when the test runs (not when CMake
+    configures: the venv of tools/setup.sh --all may be made after build/ was configured):
+    $SKYCMD_SERVE_SDK_PYTHON, else the project's pinned CI venv (.venv-ci), else this one."""
+    chosen = os.environ.get("SKYCMD_SERVE_SDK_PYTHON")
+    if chosen:
+        return chosen
+    venv = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".venv-ci", "bin", "python")
+    return os.path.normpath(venv) if os.path.exists(venv) else sys.executable
+
+
+def run_under_sdk_python():
+    """Re-run the calling test script under sdk_interpreter() unless it already runs there
+    (test_sdk.py and test_contract.py need the CI venv's packages)."""
+    chosen = sdk_interpreter()
+    if os.path.abspath(chosen) == os.path.abspath(sys.executable) or "SKYCMD_SERVE_SDK_REEXEC" in os.environ:
+        return
+    if not os.access(chosen, os.X_OK):
+        print(f"SKYCMD_SERVE_SDK_PYTHON={chosen} is not an executable interpreter")
+        print("0 passed, 1 failed")
+        sys.exit(1)
+    os.environ["SKYCMD_SERVE_SDK_REEXEC"] = "1"
+    os.execv(chosen, [chosen] + sys.argv)

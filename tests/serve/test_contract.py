@@ -6,7 +6,7 @@ no 5xx answer and every response matching the document (status, content type, sc
 headers).
 
 Needs openapi-spec-validator and schemathesis (tools/requirements-ci.txt) for the
-interpreter in SKYCMD_SERVE_SDK_PYTHON; exit 77 (skipped, with the reason printed) without
+interpreter serve_common.sdk_interpreter() picks ($SKYCMD_SERVE_SDK_PYTHON, else .venv-ci); exit 77 (skipped, with the reason printed) without
 them, unless SKYCMD_REQUIRE_SDK=1, where their absence is a failure.
 
 usage: test_contract.py --cli build/skycmd [--model m.gguf] [--work-dir DIR]
@@ -19,6 +19,8 @@ import subprocess
 import sys
 import urllib.request
 
+import serve_common
+serve_common.run_under_sdk_python()
 from serve_common import Server, check, eq, ensure_model, main_guard, parse_args, run_tests, test
 
 MIN_CASES = 1000

@@ -4,7 +4,9 @@
 the example request with its own typed objects, lists the models, and maps our error
 statuses to its own exception classes.
 
-Exit status 77 (ctest: skipped) when typesafe_sdk is not importable by this interpreter.
+Runs itself with the interpreter of serve_common.sdk_interpreter() ($SKYCMD_SERVE_SDK_PYTHON, else .venv-ci).
+Exit status 77 (ctest: skipped) when typesafe_sdk is not importable by that interpreter, 1
+instead when SKYCMD_REQUIRE_SDK=1.
 
 usage: test_sdk.py --cli build/skycmd [--model m.gguf] [--work-dir DIR]
 """
@@ -13,6 +15,9 @@ import json
 import os
 import sys
 
+
+import serve_common
+serve_common.run_under_sdk_python()
 from serve_common import (Server, check, eq, example_request, ensure_model, main_guard, parse_args, run_tests,
                           test)
 
