@@ -12,7 +12,7 @@
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: skycmd serve --model [NAME=]PATH [--model ...] [options]\n"
+            "usage: skycmd serve [--model [NAME=]PATH [--model ...]] [options]\n"
             "\n"
             "Serve POST /v1/systemone (llama-server compatible envelope), GET /health (/healthz),\n"
             "GET /v1/models, GET /metrics and GET /openapi.json (the contract) over HTTP/1.1.\n"
@@ -22,7 +22,8 @@ static void usage(FILE *out) {
             "models:\n"
             "  -m, --model [NAME=]PATH  a GGUF decision model; repeat to load several. The request's\n"
             "                           \"model\" picks one by NAME (default NAME: the model's own\n"
-            "                           name); absent, \"jev-latest\" or \"default\" = the first model\n"
+            "                           name); absent, \"jev-latest\" or \"default\" = the first model.\n"
+            "                           Without --model: the built-in s1-pico-flappy (as decide)\n"
             "      --q8                 keep matrices as Q8_0 at load (calibrated outlier columns)\n"
             "      --no-calib           with --q8: plain Q8_0, no outlier columns\n"
             "      --q8-fast            --q8 plus single-pass int8 activations (fastest)\n"
@@ -269,10 +270,10 @@ int cmd_serve(int argc, char **argv) {
             return 2;
         }
     }
-    if (cfg.n_models == 0) {
-        fprintf(stderr, "skycmd serve: --model PATH is required\n\n");
-        usage(stderr);
-        return 2;
+    static char default_model[4300]; /* lives for the process, like the --model paths */
+    if (cfg.n_models == 0) { /* the built-in model (cli_default_model) */
+        if (cli_default_model("serve", default_model, sizeof default_model)) return 1;
+        cfg.models[cfg.n_models++] = (struct serve_model_spec){.path = default_model};
     }
     if (no_calib && !q8) {
         fprintf(stderr, "skycmd serve: --no-calib needs --q8\n");

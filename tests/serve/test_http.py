@@ -564,13 +564,30 @@ def sigint_stops_cleanly(ctx):
 
 
 @test
+def builtin_model_without_model_flag(ctx):
+    builtin = os.path.join(os.path.dirname(os.path.abspath(ARGS.cli)), "share", "skycmd", "models",
+                           "s1-pico-flappy.gguf")
+    if not os.path.exists(builtin):
+        check(False, f"the build tree has no built-in model at {builtin}")
+    srv = Server(ARGS, [], models=[], env={"SKYCMD_DEFAULT_MODEL": ""})
+    st, _, body = request(srv.port, "POST", "/v1/systemone", BODY)
+    eq(st, 200, "answer")
+    eq(json.loads(body)["model"], "s1-pico-flappy", "the built-in model answers")
+    eq(srv.stop(), 0, "exit status")
+
+
+@test
 def startup_errors(ctx):
     p = subprocess.run([ARGS.cli, "serve", "--model", os.path.join(ARGS.work_dir, "missing.gguf"), "--port", "0"],
                        capture_output=True, text=True, timeout=60)
     eq(p.returncode, 1, "missing model exit status")
     check("missing.gguf" in p.stderr, "message names the file")
-    p = subprocess.run([ARGS.cli, "serve"], capture_output=True, text=True, timeout=60)
-    eq(p.returncode, 2, "no --model is a usage error")
+    # without --model the built-in model serves; when it cannot be found that is an error
+    missing_default = dict(os.environ, SKYCMD_DEFAULT_MODEL=os.path.join(ARGS.work_dir, "none.gguf"))
+    p = subprocess.run([ARGS.cli, "serve", "--port", "0"], capture_output=True, text=True, timeout=60,
+                       env=missing_default)
+    eq(p.returncode, 1, "no --model and no built-in model: exit status")
+    check("SKYCMD_DEFAULT_MODEL" in p.stderr, "the message names SKYCMD_DEFAULT_MODEL")
     p = subprocess.run([ARGS.cli, "serve", "--help"], capture_output=True, text=True, timeout=60)
     eq(p.returncode, 0, "--help")
     check("--api-key" in p.stdout and "--max-body" in p.stdout, "help text")
