@@ -44,7 +44,7 @@ cmake --build build-tsan --target skycmd_cli threads_stress
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   ctest --test-dir build-tsan --output-on-failure -R '^(threads_stress|serve_http|serve_badinput|serve_framing|serve_limits|serve_lifecycle|serve_encoding)$'
 
-stage "bindings: Go, Java, Node, Rust (and the cross-check against the CLI)"
+stage "bindings: Go, Java, Node, Rust, Python (and the cross-check against the CLI)"
 bindings/run-tests.sh --build-dir build --no-build
 
 stage "bindings from consumer projects outside the repository (no SWIG on PATH)"
