@@ -42,7 +42,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 CEILING = 64
 GRAVITY = 1
 MAX_FALL = 6
-THRUST_SPEED = 2
+THRUST_SPEED = 4
 SPEED = 2
 SPACING = 40
 WALL = 6

@@ -1,7 +1,7 @@
 """Fly one Flappy Drone episode with the model's decisions and draw it as an animated GIF.
 
     python3 tools/train/play.py [--skycmd build/skycmd] [--model models/s1-pico-flappy.gguf]
-                                [--seed 7] [--steps 240] [--out docs/flappy-drone.gif]
+                                [--seed 11] [--steps 240] [--out docs/flappy-drone.gif]
 
 Each step the drone's state (the text of tools/train/flappy.py) goes to `skycmd serve`'s
 /v1/systemone with the three example questions; the drone thrusts when the model says
@@ -37,7 +37,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--skycmd", default=os.path.join(ROOT, "build", "skycmd"))
     ap.add_argument("--model", default=os.path.join(ROOT, "models", "s1-pico-flappy.gguf"))
-    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--steps", type=int, default=240)
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "flappy-drone.gif"))
     a = ap.parse_args()
@@ -74,9 +74,11 @@ def main():
                 for y0, y1 in ((0, g.bottom), (g.top, height)):
                     d.rectangle([x0 * scale, (height - y1) * scale, (x0 + flappy.WALL) * scale,
                                  (height - y0) * scale], fill=(70, 160, 90))
-            for k, alt in enumerate(path[-drone_x:]):
-                x = drone_x - (len(path[-drone_x:]) - 1 - k)
-                d.point((x * scale, (height - alt) * scale), fill=(240, 200, 80))
+            trail = path[-drone_x:]
+            points = [((drone_x - (len(trail) - 1 - k)) * scale, (height - alt) * scale)
+                      for k, alt in enumerate(trail)]
+            if len(points) > 1:
+                d.line(points, fill=(240, 200, 80), width=2)
             d.ellipse([(drone_x - 1.5) * scale, (height - w.alt - 1.5) * scale,
                        (drone_x + 1.5) * scale, (height - w.alt + 1.5) * scale],
                       fill=(250, 90, 70) if action == "thrust" else (240, 240, 240))
