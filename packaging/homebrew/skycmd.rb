@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "fb01928a7b782ea3a8c99d20691ab0e3ccf8a6d40b0bd63e474f254c9eed896b"
+  sha256 "b5024916d24d6df61148b09111e3eeb160cfea9845a9f4e82c3759839e273a80"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
