@@ -54,10 +54,29 @@ function headersDir() {
   return null;
 }
 
+// Debian's node-gyp runs the system's gyp module (package gyp, in /usr/lib/python3): its
+// Python must be the system one, not the python3 that comes first on PATH (an active
+// virtualenv cannot import it). An explicit --python (npm_config_python) wins.
+function debianPython(cmd, pre) {
+  if (process.env.npm_config_python) return null;
+  let script = pre.length ? pre[0] : cmd;
+  try {
+    if (!path.isAbsolute(script)) {
+      script = execFileSync('sh', ['-c', 'command -v "$0"', script], { encoding: 'utf8' }).trim();
+    }
+    script = fs.realpathSync(script);
+  } catch (e) {
+    return null;
+  }
+  return script.startsWith('/usr/share/nodejs/node-gyp/') && fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : null;
+}
+
 const [cmd, pre] = nodeGyp();
 const args = [...pre, 'rebuild'];
 const nodedir = headersDir();
 if (nodedir) args.push(`--nodedir=${nodedir}`);
+const python = debianPython(cmd, pre);
+if (python) args.push(`--python=${python}`);
 console.log(`skycmd install: ${[cmd, ...args].join(' ')}`);
 const r = spawnSync(cmd, args, { stdio: 'inherit', cwd: __dirname });
 if (r.error) fail(`cannot run node-gyp (${r.error.message}); install node-gyp (Debian: apt install node-gyp)`);
