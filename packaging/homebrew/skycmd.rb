@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "b5024916d24d6df61148b09111e3eeb160cfea9845a9f4e82c3759839e273a80"
+  sha256 "b85d376c44f3d879ec0f8f2ebccd434bf1e2915551332546065bee9ccd4adeff"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
