@@ -50,6 +50,12 @@ apt_install build-essential cmake ninja-build pkg-config git ca-certificates \
             libzstd-dev zlib1g-dev zstd \
             python3 python3-venv
 
+# The server's HTTP library: libmicrohttpd 1.0.1 built from Debian's source package when the
+# system's is older than 1.0 (bookworm: 0.9.75 cannot refuse obsolete line folding).
+if ! pkg-config --atleast-version=1.0 libmicrohttpd 2>/dev/null; then
+  tools/build-mhd.sh
+fi
+
 if [ "$want_all" = 1 ]; then
   # sanitizers and fuzzing (clang's runtimes), the ABI check, the load test, the HTTP SDK's
   # interpreter, the valgrind leak loop, the Debian packages and their lint, tests/cli/tokenize.sh
@@ -125,5 +131,6 @@ SRC
   .venv-ci/bin/pip install -q --disable-pip-version-check -r tools/requirements-ci.txt
 fi
 
+. tools/toolchains.sh   # (again: PKG_CONFIG_PATH for tools/build-mhd.sh's libmicrohttpd)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build

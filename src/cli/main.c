@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "serve.h"
 
 static const struct {
     const char *name;
@@ -44,6 +45,7 @@ static void version(void) {
            skycmd_abi_version());
     printf("build: %s\n", skycmd_build_id());
     printf("cpu features: %s\n", skycmd_cpu_features());
+    printf("%s\n", serve_http_library());
 }
 
 int main(int argc, char **argv) {

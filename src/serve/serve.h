@@ -60,4 +60,8 @@ struct serve_config {
 
 int serve_run(const struct serve_config *cfg);
 
+/* One line naming the HTTP library this server runs on, its version and whether it rejects
+ * obsolete line folding (printed by `skycmd --version` and logged at start). */
+const char *serve_http_library(void);
+
 #endif

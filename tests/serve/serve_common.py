@@ -55,6 +55,11 @@ class Failure(AssertionError):
     pass
 
 
+class Skip(Exception):
+    """A test that cannot run here: printed as SKIP with its reason and counted apart, never
+    as a pass. raise Skip("why")."""
+
+
 def check(cond, msg="check failed"):
     if not cond:
         raise Failure(msg)
@@ -232,7 +237,7 @@ def error_of(status, headers, body, code, etype=None, contains=None):
 
 def run_tests(args, setup=None, teardown=None):
     ctx = setup() if setup else None
-    passed = failed = 0
+    passed = failed = skipped = 0
     for fn in _TESTS:
         if args.only and args.only not in fn.__name__:
             continue
@@ -241,6 +246,9 @@ def run_tests(args, setup=None, teardown=None):
             fn(ctx) if setup else fn()
             passed += 1
             print(f"PASS {fn.__name__} ({time.time() - t:.2f} s)", flush=True)
+        except Skip as why:
+            skipped += 1
+            print(f"SKIP {fn.__name__}: {why}", flush=True)
         except Exception:  # noqa: BLE001 - every failure is reported, the run goes on
             failed += 1
             print(f"FAIL {fn.__name__}:\n{traceback.format_exc()}", flush=True)
@@ -250,7 +258,7 @@ def run_tests(args, setup=None, teardown=None):
         except Exception:  # noqa: BLE001
             failed += 1
             print(f"FAIL teardown:\n{traceback.format_exc()}", flush=True)
-    print(f"{passed} passed, {failed} failed", flush=True)
+    print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""), flush=True)
     return 0 if failed == 0 and passed > 0 else 1
 
 

@@ -114,11 +114,18 @@ def bad_http_version(ctx):
 
 @test
 def header_without_colon_and_nul(ctx):
-    for data in (b"GET /health HTTP/1.1\r\nHost x\r\n\r\n",
-                 b"GET /he\x00alth HTTP/1.1\r\nHost: x\r\n\r\n"):
-        sts, _ = raw(ctx["srv"].port, data)
-        check(sts and sts[0] in (400, 404), f"status {sts} for {data!r}")
-        alive(ctx)
+    sts, _ = raw(ctx["srv"].port, b"GET /health HTTP/1.1\r\nHost x\r\n\r\n")
+    check(sts and sts[0] == 400, f"status {sts} for a header without a colon")
+    alive(ctx)
+    # A NUL in the request line: libmicrohttpd 0.9.75 answers 404 for the cut path;
+    # libmicrohttpd >= 1.0 (strict) closes the connection at once without an answer, as it
+    # does for any request line it cannot parse (RFC 9112 2.2 lets a server drop such a
+    # message). Either way nothing is served for the truncated path "/he".
+    t0 = time.time()
+    sts, _ = raw(ctx["srv"].port, b"GET /he\x00alth HTTP/1.1\r\nHost: x\r\n\r\n", read_timeout=4)
+    check(not sts and time.time() - t0 < 3 or sts and sts[0] in (400, 404),
+          f"status {sts} (after {time.time() - t0:.1f} s) for a NUL in the request line")
+    alive(ctx)
     # RFC 9110 5.5: a NUL in a field value is rejected or replaced by SP (libmicrohttpd
     # replaces it); either way the request is well-defined and the server goes on.
     sts, _ = raw(ctx["srv"].port, b"GET /health HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n")
