@@ -335,6 +335,56 @@ static void run_tournament_case(lmodel *lm, skycmd_session *sess, const cJSON *c
     sk_i32v_free(&marks);
 }
 
+/* The report of one pass: the wire's usage is laya system_one's usage, key for key. */
+static void run_truncation_case(lmodel *lm, skycmd_session *sess, const cJSON *c, const char *mname, counts *n) {
+    const char *cname = jget(c, "name")->valuestring, *body = jget(c, "body")->valuestring;
+    char where[300], why[200];
+    sk_request ir;
+    sk_err ie = {0};
+    cr_assert_eq(sk_request_parse(body, strlen(body), &ir, &ie), SKYCMD_OK, "%s: %s", cname, ie.msg);
+    sk_prompt_ws ws = {0};
+    sk_i32v sids = {0}, ids = {0}, marks = {0};
+    cr_assert_eq(sk_prompt_state_ids(&lm->pt, ir.state.s, ir.state.n, &ws, &sids, &ie), SKYCMD_OK);
+    skycmd_request *req = NULL;
+    cr_assert_eq(skycmd_request_parse(body, strlen(body), &req), SKYCMD_OK);
+    skycmd_response *resp = NULL;
+    cr_assert_eq(skycmd_decide(sess, req, &resp), SKYCMD_OK, "%s %s: %s", mname, cname, skycmd_session_errmsg(sess));
+    cJSON *wire = cJSON_Parse(skycmd_response_json(resp));
+    cr_assert(wire);
+    const cJSON *ours = jget(wire, "usage"), *laya = jget(c, "usage");
+    char *a = cJSON_PrintUnformatted(ours), *b = cJSON_PrintUnformatted(laya);
+    cr_assert(cJSON_Compare(ours, laya, 1), "%s %s: usage %s, laya %s", mname, cname, a, b);
+    free(a);
+    free(b);
+    size_t i = 0;
+    const cJSON *q;
+    cJSON_ArrayForEach(q, jget(c, "questions")) {
+        const sk_rquestion *rq = &ir.q[i];
+        snprintf(where, sizeof where, "%s %s/%s", mname, cname, jget(q, "id")->valuestring);
+        const sk_jstr *tx = rq->order ? rq->slot_text : &rq->opts[0].text;
+        size_t stride = rq->order ? sizeof(sk_jstr) : sizeof(sk_roption);
+        cr_assert_eq(sk_prompt_build(&lm->pt, sk_qtype_names[rq->type], rq->ins.s, rq->ins.n, tx, stride, rq->n_opts,
+                                     sids.v, sids.n, ir.state_is_list, (size_t)lm->max_len, (size_t)lm->head_max,
+                                     &ws, &ids, &marks, &ie), SKYCMD_OK);
+        cr_assert(same_ints(jget(q, "ids"), ids.v, ids.n, why, sizeof why), "%s: ids: %s", where, why);
+        int listed = 0;
+        const cJSON *t;
+        cJSON_ArrayForEach(t, jget(laya, "truncated_questions")) listed |= strcmp(t->valuestring, jget(q, "id")->valuestring) == 0;
+        cr_assert_eq(skycmd_response_answer_truncated(resp, i), listed, "%s: answer truncated", where);
+        n->windows_built++;
+        check_probs(resp, i, q, where, n);
+        i++;
+    }
+    cJSON_Delete(wire);
+    skycmd_response_free(resp);
+    skycmd_request_free(req);
+    sk_request_free(&ir);
+    sk_prompt_ws_free(&ws);
+    sk_i32v_free(&sids);
+    sk_i32v_free(&ids);
+    sk_i32v_free(&marks);
+}
+
 Test(long_golden, agrees_with_laya) {
     char path[1200];
     snprintf(path, sizeof path, "%s/long/manifest.json", SKYCMD_FIXTURES);
@@ -343,7 +393,7 @@ Test(long_golden, agrees_with_laya) {
     size_t n_models = 0;
     cJSON_ArrayForEach(entry, jget(man, "models")) {
         const char *mname = jget(entry, "model")->valuestring;
-        char scratch[1200] = "";
+        char scratch[1000] = "";
         lmodel lm = {0};
         open_model(entry, &lm, scratch, sizeof scratch);
         snprintf(path, sizeof path, "%s/long/%s", SKYCMD_FIXTURES, jget(entry, "fixture")->valuestring);
@@ -370,6 +420,8 @@ Test(long_golden, agrees_with_laya) {
                 n.errors++;
             } else if (strcmp(kind, "long") == 0) {
                 run_long_case(&lm, sess, c, mname, &n);
+            } else if (strcmp(kind, "truncation") == 0) {
+                run_truncation_case(&lm, sess, c, mname, &n);
             } else {
                 run_tournament_case(&lm, sess, c, mname, &n);
             }
@@ -387,4 +439,107 @@ Test(long_golden, agrees_with_laya) {
     }
     cr_assert_eq(n_models, 2, "both fixture models ran");
     cJSON_Delete(man);
+}
+
+/* ------------------------------------------------------------------ opt-in ---------- */
+
+static skycmd_model *pico(char *scratch, size_t cap) {
+    tu_scratch_make(scratch, cap, "long", "optin");
+    char dir[1400];
+    snprintf(dir, sizeof dir, "%s/m.gguf", scratch);
+    skycmd_options *o = skycmd_options_new();
+    cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_SEED, 7), SKYCMD_OK);
+    cr_assert_eq(skycmd_random_model("s1-pico", dir, o, NULL), SKYCMD_OK);
+    skycmd_model *m = NULL;
+    cr_assert_eq(skycmd_model_open(dir, NULL, &m, NULL), SKYCMD_OK);
+    skycmd_options_free(o);
+    return m;
+}
+
+static char *decide_json(skycmd_session *s, const char *body) {
+    char *out = NULL;
+    int st = skycmd_decide_json(s, body, strlen(body), &out);
+    cr_assert_eq(st, SKYCMD_OK, "%s: %s", body, skycmd_session_errmsg(s));
+    return out;
+}
+
+#define PLAIN_Q "\"questions\":{\"n\":{\"type\":\"noul\",\"instructions\":\"Is it?\"}," \
+    "\"c\":{\"type\":\"choice\",\"instructions\":\"Pick\",\"criteria\":{\"a\":\"x\",\"b\":\"y\"}}}"
+
+Test(long_optin, default_wire_is_unchanged) {
+    char scratch[1000];
+    skycmd_model *m = pico(scratch, sizeof scratch);
+    skycmd_session *s = NULL;
+    cr_assert_eq(skycmd_session_new(m, &s), SKYCMD_OK);
+    const char *plain = "{\"state\":\"a short state\"," PLAIN_Q "}";
+    const char *off = "{\"state\":\"a short state\",\"long\":false,\"report_truncation\":false,"
+                      "\"tournament_group\":0," PLAIN_Q "}";
+    char *a = decide_json(s, plain), *b = decide_json(s, off);
+    cr_assert_str_eq(a, b, "controls that are off change nothing");
+    cJSON *j = cJSON_Parse(a);
+    cr_assert_eq(cJSON_GetArraySize(jget(j, "usage")), 2, "usage keeps input_tokens and output_tokens only: %s", a);
+    cr_assert_null(jget(jget(jget(j, "answers"), "c"), "window"));
+    cJSON_Delete(j);
+    /* the one-pass answer through long.c (long on, state fits; report on) is the plain one */
+    const char *lng = "{\"state\":\"a short state\",\"long\":true,\"report_truncation\":true," PLAIN_Q "}";
+    char *c = decide_json(s, lng);
+    cJSON *ja = cJSON_Parse(a), *jc = cJSON_Parse(c);
+    cr_assert(cJSON_Compare(jget(ja, "answers"), jget(jc, "answers"), 1), "%s\nvs\n%s", a, c);
+    cr_assert_eq(jnum(jget(jc, "usage"), "windows"), 1);
+    cr_assert_eq(jnum(jget(jc, "usage"), "input_tokens"), jnum(jget(ja, "usage"), "input_tokens"));
+    cr_assert(cJSON_IsFalse(jget(jget(jc, "usage"), "truncated")));
+    cJSON_Delete(ja);
+    cJSON_Delete(jc);
+    /* session options do the same as the body */
+    cr_assert_eq(skycmd_session_set_int(s, SKYCMD_OPT_LONG, 1), SKYCMD_OK);
+    cr_assert_eq(skycmd_session_set_int(s, SKYCMD_OPT_REPORT_TRUNCATION, 1), SKYCMD_OK);
+    char *d = decide_json(s, plain);
+    cr_assert_str_eq(c, d);
+    /* and the body can turn them off again */
+    char *e = decide_json(s, off);
+    cr_assert_str_eq(a, e);
+    cr_assert_eq(skycmd_session_set_int(s, SKYCMD_OPT_TOURNAMENT_GROUP, 1), SKYCMD_E_INVALID_ARGUMENT);
+    cr_assert_eq(skycmd_session_set_int(s, SKYCMD_OPT_TOURNAMENT_GROUP, 101), SKYCMD_E_INVALID_ARGUMENT);
+    cr_assert_eq(skycmd_session_set_int(s, SKYCMD_OPT_REPORT_TRUNCATION, 3), SKYCMD_E_INVALID_ARGUMENT);
+    skycmd_string_free(a);
+    skycmd_string_free(b);
+    skycmd_string_free(c);
+    skycmd_string_free(d);
+    skycmd_string_free(e);
+    skycmd_session_free(s);
+    cr_assert_eq(skycmd_model_free(m), SKYCMD_OK);
+    tu_rm_rf(scratch);
+}
+
+Test(long_optin, bad_controls_are_refused) {
+    static const char *bad[] = {
+        "{\"state\":\"s\",\"long\":1," PLAIN_Q "}",
+        "{\"state\":\"s\",\"window\":8," PLAIN_Q "}",
+        "{\"state\":\"s\",\"long\":true,\"window\":-1," PLAIN_Q "}",
+        "{\"state\":\"s\",\"long\":true,\"stride\":2.5," PLAIN_Q "}",
+        "{\"state\":\"s\",\"tournament_group\":1," PLAIN_Q "}",
+        "{\"state\":\"s\",\"tournament_group\":101," PLAIN_Q "}",
+        "{\"state\":\"s\",\"tournament_group\":true," PLAIN_Q "}",
+        "{\"state\":\"s\",\"long\":true,\"tournament_group\":4," PLAIN_Q "}",
+        "{\"state\":\"s\",\"report_truncation\":\"yes\"," PLAIN_Q "}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        skycmd_request *r = NULL;
+        int st = skycmd_request_parse(bad[i], strlen(bad[i]), &r);
+        cr_assert_eq(st, SKYCMD_E_REQUEST, "%s: %s", bad[i], skycmd_status_name(st));
+        cr_assert(strlen(skycmd_request_errmsg(r)) > 0);
+        skycmd_request_free(r);
+    }
+}
+
+Test(long_optin, accessors_are_null_safe) {
+    int64_t a, b, c, d;
+    cr_assert_eq(skycmd_response_windows(NULL), 0);
+    cr_assert_eq(skycmd_response_answer_window(NULL, 0, &a, &b, &c, &d), SKYCMD_E_MISUSE);
+    cr_assert_eq(skycmd_response_truncated(NULL), -1);
+    cr_assert_eq(skycmd_response_state_tokens(NULL), -1);
+    cr_assert_eq(skycmd_response_state_tokens_dropped(NULL), -1);
+    cr_assert_eq(skycmd_response_answer_truncated(NULL, 0), -1);
+    cr_assert_eq(skycmd_response_answer_options_distinct(NULL, 0), -1);
+    cr_assert_eq(skycmd_response_answer_rounds(NULL, 0), -1);
 }

@@ -139,6 +139,18 @@ def cases(model):
     C.append(("long-error-stride", "long", body(prose(300 // k, 12), long_questions(), long=True,
                                                 window=40, stride=41), True))
 
+    # the truncation report of one pass (laya system_one's usage): a state cut for every
+    # question, a list state (keeps its end), options whose spans collapse, a state that fits
+    C.append(("trunc-state-cut", "truncation", body(prose(400 // k, 13), long_questions(),
+                                                    report_truncation=True), False))
+    C.append(("trunc-list-state", "truncation", body([prose(60 // k, 14 + i) for i in range(8)], {
+        "alarm": long_questions()["alarm"]}, report_truncation=True), False))
+    C.append(("trunc-options-collapse", "truncation", body(prose(30 // k, 15), {
+        "c": choice("Pick one.", {"the drone option %d" % i: "number %d" % i for i in range(30)}),
+        "n": {"type": "noul", "instructions": "Is it calm?"}}, report_truncation=True), False))
+    C.append(("trunc-none", "truncation", body(prose(20 // k, 16), long_questions(),
+                                               report_truncation=True), False))
+
     # tournaments (laya serve, LAYA_TOURNAMENT_GROUP)
     def labels(n, salt):
         return {"l%03d" % i: "%s %s" % (WORDS[(i * 7 + salt) % len(WORDS)], WORDS[(i * 13 + salt) % len(WORDS)])
@@ -167,7 +179,8 @@ def cases(model):
     C.append(("tour-ordered-dropped", "tournament", body(st, {"c": ordered2, "d": choice(
         "Which other label fits?", labels(20, 9))}, tournament_group=9), False))
     if small:
-        C = [c for c in C if c[0] in ("long-default-3", "long-tie-repeated", "long-window-48", "long-many-options", "long-fits",
+        C = [c for c in C if c[0] in ("long-default-3", "long-tie-repeated", "trunc-state-cut",
+                                      "trunc-options-collapse", "long-window-48", "long-many-options", "long-fits",
                                       "long-noul-only", "long-error-stride", "tour-30-g16", "tour-mixed",
                                       "tour-150-g8")]
     return C
@@ -314,6 +327,21 @@ def run_long(agent, rec, name, obj):
             "room": room, "starts": starts, "ends": ends, "windows": windows, "usage": usage, "questions": qout}
 
 
+def run_truncation(agent, rec, name, obj):
+    qs = obj["questions"]
+    rec.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = agent.system_one(obj["state"], qs)
+    ids = list(qs.keys())
+    if len(rec.probs) != len(ids):
+        sys.exit("make_long_golden: %s: %d probability rows for %d questions" % (name, len(rec.probs), len(ids)))
+    qout = [{"id": q, "type": qs[q]["type"], "keys": keys_of(agent, qs[q]), "ids": rec.probs[j][0],
+             "probabilities": rec.probs[j][1]} for j, q in enumerate(ids)]
+    usage = {k: v for k, v in out["usage"].items()}
+    return {"name": name, "kind": "truncation", "usage": usage, "questions": qout}
+
+
 def run_tournament(agent, rec, name, obj):
     import laya.serve as serve
     qs = obj["questions"]
@@ -425,13 +453,16 @@ def main():
                             out.append({"name": name, "kind": kind, "body": b, "error": str(e)})
                             continue
                         sys.exit("make_long_golden: laya accepted %s" % name)
-                    c = run_long(agent, rec, name, obj) if kind == "long" else run_tournament(agent, rec, name, obj)
+                    run = {"long": run_long, "tournament": run_tournament, "truncation": run_truncation}[kind]
+                    c = run(agent, rec, name, obj)
                     c["body"] = b
                     out.append(c)
                     if kind == "long":
                         print("%s %s: %d state tokens, window %d stride %d, %d windows, deciding %s"
                               % (spec["name"], name, len(c["state_ids"]), c["window"], c["stride"], c["windows"],
                                  [q["window"]["index"] if q["window"] else None for q in c["questions"]]))
+                    elif kind == "truncation":
+                        print("%s %s: usage %s" % (spec["name"], name, json.dumps(c["usage"])))
                     else:
                         print("%s %s: %d passes, rounds %s" % (spec["name"], name, c["passes"],
                                                                [q["rounds"] for q in c["questions"]]))
