@@ -31,7 +31,10 @@
 
 #define LJ_BATCH_SEQS 16      /* the plain path's batch bounds (session.c) */
 #define LJ_BATCH_TOKENS 4096
-#define LJ_MAX_CHOICE_OPTIONS 100 /* laya serve MAX_CHOICE_OPTIONS: past it an order is dropped */
+#define LJ_MAX_CHOICE_OPTIONS 100
+/* Sequences one long request may cost (windows x questions): the work stays linear in the
+ * state, but a body should not buy an unbounded number of forward passes (413 past it). */
+#define LJ_MAX_LONG_SEQUENCES 65536 /* laya serve MAX_CHOICE_OPTIONS: past it an order is dropped */
 
 /* One sequence to score: a question (or a subset of its options) against a state slice. */
 typedef struct lj {
@@ -138,6 +141,11 @@ static lctl controls(const skycmd_session *s, const sk_request *r) {
     if ((r->ctl_set & SK_CTL_REPORT_TRUNCATION))
         c.truncation = r->ctl_report_truncation ? 1 : (c.truncation == 2 ? 2 : 0);
     if (r->ctl_set & SK_CTL_TOURNAMENT_GROUP) c.group = r->ctl_tournament_group;
+    /* the two do not combine: what the body asks for wins over the session's other one (a
+     * server's --tournament-group does not refuse a body's "long"); both from the session
+     * are refused when the request is answered */
+    if ((r->ctl_set & SK_CTL_LONG) && c.is_long && !(r->ctl_set & SK_CTL_TOURNAMENT_GROUP)) c.group = 0;
+    if ((r->ctl_set & SK_CTL_TOURNAMENT_GROUP) && c.group > 0 && !(r->ctl_set & SK_CTL_LONG)) c.is_long = 0;
     if (!c.is_long) c.window = c.stride = 0;
     return c;
 }
@@ -387,8 +395,8 @@ int sk_long_decide(skycmd_session *s, const sk_request *r, skycmd_response **out
     int rc;
     lctl c = controls(s, r);
     if (c.is_long && c.group > 0)
-        return sk_fail(e, SKYCMD_E_REQUEST, "long states and tournaments cannot be combined "
-                                            "(\"long\" with \"tournament_group\")");
+        return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "long states and tournaments cannot be combined "
+                                            "(SKYCMD_OPT_LONG with SKYCMD_OPT_TOURNAMENT_GROUP)");
     if (!s->lws && !(s->lws = calloc(1, sizeof *s->lws))) return oom(e);
     struct sk_long_ws *w = s->lws;
     w->n_jobs = w->n_probs = w->n_texts = 0;
@@ -458,6 +466,10 @@ int sk_long_decide(skycmd_session *s, const sk_request *r, skycmd_response **out
                 w->starts[nw++] = i;
                 if (i + size >= n_state) break;
             }
+            if (nw > LJ_MAX_LONG_SEQUENCES / (r->nq ? r->nq : 1))
+                return sk_fail(e, SKYCMD_E_TOO_LARGE,
+                               "long: %zu windows x %zu questions is more than %d sequences; use a "
+                               "larger window or stride, or a shorter state", nw, r->nq, LJ_MAX_LONG_SEQUENCES);
             for (size_t k = 0; k < nw; k++) {
                 size_t len = n_state - w->starts[k] < size ? n_state - w->starts[k] : size;
                 for (size_t i = 0; i < r->nq; i++)
