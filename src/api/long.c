@@ -79,6 +79,9 @@ struct sk_long_ws {
     size_t starts_cap;
 };
 
+_Static_assert(SK_LONG_MAX_WINDOW == (int64_t)1 << 20 && SK_TOURNAMENT_MAX_GROUP == 100,
+               "core.c's option bounds of SKYCMD_OPT_WINDOW/_STRIDE/_TOURNAMENT_GROUP");
+
 int sk_long_is_option(int option) {
     return option == SKYCMD_OPT_LONG || option == SKYCMD_OPT_WINDOW || option == SKYCMD_OPT_STRIDE ||
            option == SKYCMD_OPT_REPORT_TRUNCATION || option == SKYCMD_OPT_TOURNAMENT_GROUP;
