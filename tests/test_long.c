@@ -543,3 +543,41 @@ Test(long_optin, accessors_are_null_safe) {
     cr_assert_eq(skycmd_response_answer_options_distinct(NULL, 0), -1);
     cr_assert_eq(skycmd_response_answer_rounds(NULL, 0), -1);
 }
+
+/* skycmd_decide_batch (the server's batching) answers a long request, a tournament and a plain
+ * one exactly as three lone skycmd_decide calls do. */
+Test(long_optin, batch_equals_lone_decides) {
+    char scratch[1000];
+    skycmd_model *m = pico(scratch, sizeof scratch);
+    skycmd_session *s = NULL;
+    cr_assert_eq(skycmd_session_new(m, &s), SKYCMD_OK);
+    char big[12000] = "{\"state\":\"";
+    for (int i = 0; i < 300; i++) snprintf(big + strlen(big), sizeof big - strlen(big), "word%d is here. ", i);
+    snprintf(big + strlen(big), sizeof big - strlen(big), "\",\"long\":true,\"window\":40," PLAIN_Q "}");
+    char opts[4000] = "";
+    for (int i = 0; i < 40; i++) snprintf(opts + strlen(opts), sizeof opts - strlen(opts), "%s\"o%d\":\"option %d\"",
+                                          i ? "," : "", i, i);
+    char tour[5000];
+    snprintf(tour, sizeof tour, "{\"state\":\"s\",\"tournament_group\":6,\"questions\":{\"c\":{\"type\":\"choice\","
+             "\"instructions\":\"Pick\",\"criteria\":{%s}}}}", opts);
+    const char *bodies[3] = {big, tour, "{\"state\":\"plain\"," PLAIN_Q "}"};
+    skycmd_request *reqs[3];
+    skycmd_response *lone[3], *batch[3];
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(skycmd_request_parse(bodies[i], strlen(bodies[i]), &reqs[i]), SKYCMD_OK, "%s",
+                     skycmd_request_errmsg(reqs[i]));
+        cr_assert_eq(skycmd_decide(s, reqs[i], &lone[i]), SKYCMD_OK, "%s", skycmd_session_errmsg(s));
+    }
+    cr_assert_eq(skycmd_decide_batch(s, (const skycmd_request *const *)reqs, 3, batch), SKYCMD_OK, "%s",
+                 skycmd_session_errmsg(s));
+    for (int i = 0; i < 3; i++) {
+        cr_assert_str_eq(skycmd_response_json(batch[i]), skycmd_response_json(lone[i]), "request %d", i);
+        skycmd_response_free(lone[i]);
+        skycmd_response_free(batch[i]);
+        skycmd_request_free(reqs[i]);
+    }
+    cr_assert_gt(strlen(bodies[0]), 3000);
+    skycmd_session_free(s);
+    cr_assert_eq(skycmd_model_free(m), SKYCMD_OK);
+    tu_rm_rf(scratch);
+}
