@@ -152,6 +152,16 @@ typedef enum skycmd_option {
     SKYCMD_OPT_JSON           = 9,  /* inspect: 1 = one JSON document                     */
     SKYCMD_OPT_MAX_TOKENS     = 10, /* override decision.max_tokens (sequence budget)     */
     SKYCMD_OPT_LAYOUT         = 11, /* skycmd_layout of a random model                    */
+    /* session options of long states, truncation and tournaments (laya 0.4.15's
+     * Agent.predict_long and laya serve's LAYA_TOURNAMENT_GROUP; docs/compat.md). A request
+     * body's "long", "window", "stride", "report_truncation", "tournament_group" override
+     * them for that request. Added in 0.1.0. */
+    SKYCMD_OPT_LONG           = 12, /* 1 = scan a state longer than one sequence in windows */
+    SKYCMD_OPT_WINDOW         = 13, /* state tokens per window (0 = laya's default)       */
+    SKYCMD_OPT_STRIDE         = 14, /* tokens between window starts (0 = half the window) */
+    SKYCMD_OPT_REPORT_TRUNCATION = 15, /* 0 off; 1 usage.truncated & co. on the wire;
+                                        * 2 recorded for the accessors only (wire as is)   */
+    SKYCMD_OPT_TOURNAMENT_GROUP = 20, /* choices over N options by elimination (0 = off)  */
     /* string options */
     SKYCMD_OPT_NAME           = 100, /* general.name written by convert                   */
     SKYCMD_OPT_PRE            = 101, /* tokenizer.ggml.pre written by convert             */
@@ -369,6 +379,39 @@ SKYCMD_API const char *skycmd_response_model(const skycmd_response *resp);
  * Added in 0.1.0. */
 SKYCMD_API const char *skycmd_response_option_legend(const skycmd_response *resp, size_t i,
                                                      size_t j);
+/* Long states (SKYCMD_OPT_LONG or the body's "long"): the windows the model scored (the
+ * wire's usage.windows): 1 for a state that fit, N for N windows; 0 when the decide was not
+ * a long one or for a bad handle. Added in 0.1.0. */
+SKYCMD_API int64_t skycmd_response_windows(const skycmd_response *resp);
+/* The window that decided answer i (the wire's answers.<id>.window): its index, the
+ * [token_start, token_end) span into the tokenized state and the window count. SKYCMD_OK;
+ * SKYCMD_E_NOT_FOUND when no window decided it (not a long decide, or the state fit one
+ * window); SKYCMD_E_MISUSE / SKYCMD_E_INVALID_ARGUMENT for a bad handle, i or pointer.
+ * Added in 0.1.0. */
+SKYCMD_API int skycmd_response_answer_window(const skycmd_response *resp, size_t i,
+                                             int64_t *index, int64_t *token_start,
+                                             int64_t *token_end, int64_t *count);
+/* Truncation (recorded when SKYCMD_OPT_REPORT_TRUNCATION is 1 or 2, or the body asked for
+ * "report_truncation"): usage.truncated as laya reports it (0/1 for one pass; for a long
+ * state the number of windows that were cut), -1 when not recorded. Added in 0.1.0. */
+SKYCMD_API int64_t skycmd_response_truncated(const skycmd_response *resp);
+/* usage.state_tokens (the state's length in tokens; summed over windows for a long state)
+ * and usage.state_tokens_dropped (the most any question lost); -1 when not recorded.
+ * Added in 0.1.0. */
+SKYCMD_API int64_t skycmd_response_state_tokens(const skycmd_response *resp);
+SKYCMD_API int64_t skycmd_response_state_tokens_dropped(const skycmd_response *resp);
+/* 1 when answer i's sequence lost state tokens (it is in usage.truncated_questions), 0 when
+ * not, -1 when not recorded or out of range. Added in 0.1.0. */
+SKYCMD_API int skycmd_response_answer_truncated(const skycmd_response *resp, size_t i);
+/* Options of answer i that no longer have a token span of their own after the head budget
+ * cut them (laya's usage.options): the number of distinct spans, or -1 when none collapsed,
+ * truncation was not recorded, or out of range. Added in 0.1.0. */
+SKYCMD_API int64_t skycmd_response_answer_options_distinct(const skycmd_response *resp,
+                                                           size_t i);
+/* Tournaments (SKYCMD_OPT_TOURNAMENT_GROUP or the body's "tournament_group"): the
+ * elimination rounds answer i played (the wire's x_tournament.rounds), 0 when it played
+ * none, -1 out of range. Added in 0.1.0. */
+SKYCMD_API int64_t skycmd_response_answer_rounds(const skycmd_response *resp, size_t i);
 
 #ifdef __cplusplus
 }

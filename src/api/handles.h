@@ -75,6 +75,10 @@ struct skycmd_session {
     size_t probs_cap;
     sk_answer *answers;
     size_t answers_cap;
+    /* long.c: long states, tournaments, the truncation report (session options and work
+     * buffers, NULL until first needed) */
+    int64_t long_on, long_window, long_stride, report_truncation, tournament_group;
+    struct sk_long_ws *lws;
 };
 
 struct skycmd_request {
@@ -92,10 +96,23 @@ struct skycmd_response {
     size_t n;
     sk_answer_json *a;
     sk_arena arena;      /* model name, ids, keys, legends, probabilities */
+    sk_response_extra x; /* long.c's additions (windows, truncation, tournament); zero = none */
 };
 
 /* Build a response of answers a to request r (copies everything it needs). */
 int sk_response_new(const sk_request *r, const sk_answer *a, const char *model_name,
                     int64_t input_tokens, skycmd_response **out, sk_err *e);
 
+/* session.c's tokenizer callback (through the session's cache), for sk_prompt_tok. */
+int sk_session_encode_cb(void *ctx, const char *text, size_t len, sk_i32v *out, sk_err *e);
+
+/* long.c: long states (laya Agent.predict_long), tournaments (laya serve
+ * _predict_with_tournament) and the truncation report. */
+int sk_long_is_option(int option);
+int sk_long_set_option(skycmd_session *s, int option, int64_t value); /* 0 or -1 (errmsg set) */
+void sk_long_ws_free(struct sk_long_ws *w);
+/* Whether request r (with the session's options) needs long.c rather than the plain path. */
+int sk_long_wanted(const skycmd_session *s, const sk_request *r);
+/* Answer r through long.c: *out receives the response. */
+int sk_long_decide(skycmd_session *s, const sk_request *r, skycmd_response **out, sk_err *e);
 #endif

@@ -49,7 +49,7 @@ const char *skycmd_response_json(const skycmd_response *resp) {
     if (!resp->json) {
         sk_buf b;
         sk_buf_init(&b);
-        sk_response_json_write(&b, resp->model, resp->a, resp->n, resp->input_tokens);
+        sk_response_json_write_ext(&b, resp->model, resp->a, resp->n, resp->input_tokens, &resp->x);
         ((skycmd_response *)resp)->json = sk_buf_detach(&b); /* NULL: out of memory */
     }
     return resp->json;
@@ -110,4 +110,63 @@ const char *skycmd_response_model(const skycmd_response *resp) {
 const char *skycmd_response_option_legend(const skycmd_response *resp, size_t i, size_t j) {
     const sk_answer_json *a = answer_at(resp, i);
     return a && a->level_legends && j < a->n ? a->level_legends[j] : NULL;
+}
+
+/* ---- long.c's additions (windows, truncation, tournament) ---- */
+
+static const sk_answer_extra *extra_at(const skycmd_response *r, size_t i) {
+    if (!r || r->tag != SK_TAG_RESPONSE || i >= r->n || !r->x.a) return NULL;
+    return &r->x.a[i];
+}
+
+int64_t skycmd_response_windows(const skycmd_response *resp) {
+    if (!resp || resp->tag != SK_TAG_RESPONSE || !resp->x.windows_on) return 0;
+    return resp->x.windows;
+}
+
+int skycmd_response_answer_window(const skycmd_response *resp, size_t i, int64_t *index,
+                                  int64_t *token_start, int64_t *token_end, int64_t *count) {
+    if (!resp || resp->tag != SK_TAG_RESPONSE) return SKYCMD_E_MISUSE;
+    if (i >= resp->n || !index || !token_start || !token_end || !count)
+        return SKYCMD_E_INVALID_ARGUMENT;
+    const sk_answer_extra *x = extra_at(resp, i);
+    if (!x || !x->has_window) return SKYCMD_E_NOT_FOUND;
+    *index = x->w_index;
+    *token_start = x->w_start;
+    *token_end = x->w_end;
+    *count = x->w_count;
+    return SKYCMD_OK;
+}
+
+int64_t skycmd_response_truncated(const skycmd_response *resp) {
+    if (!resp || resp->tag != SK_TAG_RESPONSE || !resp->x.truncation) return -1;
+    return resp->x.truncated;
+}
+
+int64_t skycmd_response_state_tokens(const skycmd_response *resp) {
+    if (!resp || resp->tag != SK_TAG_RESPONSE || !resp->x.truncation) return -1;
+    return resp->x.state_tokens;
+}
+
+int64_t skycmd_response_state_tokens_dropped(const skycmd_response *resp) {
+    if (!resp || resp->tag != SK_TAG_RESPONSE || !resp->x.truncation) return -1;
+    return resp->x.state_tokens_dropped;
+}
+
+int skycmd_response_answer_truncated(const skycmd_response *resp, size_t i) {
+    const sk_answer_extra *x = extra_at(resp, i);
+    if (!x || !resp->x.truncation) return -1;
+    return x->truncated == 1;
+}
+
+int64_t skycmd_response_answer_options_distinct(const skycmd_response *resp, size_t i) {
+    const sk_answer_extra *x = extra_at(resp, i);
+    if (!x || !resp->x.truncation) return -1;
+    return x->options_distinct;
+}
+
+int64_t skycmd_response_answer_rounds(const skycmd_response *resp, size_t i) {
+    if (!resp || resp->tag != SK_TAG_RESPONSE || i >= resp->n) return -1;
+    const sk_answer_extra *x = extra_at(resp, i);
+    return x ? x->rounds : 0;
 }

@@ -62,6 +62,7 @@ void skycmd_session_free(skycmd_session *s) {
     free(s->rbatch);
     sk_ids_free(&s->tokbuf);
     tokcache_free(s->tokcache);
+    sk_long_ws_free(s->lws);
     free(s->logits);
     free(s->probs);
     free(s->answers);
@@ -74,7 +75,8 @@ int skycmd_session_set_int(skycmd_session *s, int option, int64_t value) {
     if (!session_ok(s)) return SKYCMD_E_MISUSE;
     int64_t lo, hi;
     if (skycmd_option_bounds(option, &lo, &hi) != SKYCMD_OK ||
-        (option != SKYCMD_OPT_THREADS && option != SKYCMD_OPT_ACTIVATIONS)) {
+        (option != SKYCMD_OPT_THREADS && option != SKYCMD_OPT_ACTIVATIONS &&
+         !sk_long_is_option(option))) {
         snprintf(s->errmsg, sizeof s->errmsg, "option %d is not a session option", option);
         return SKYCMD_E_INVALID_ARGUMENT;
     }
@@ -83,7 +85,9 @@ int skycmd_session_set_int(skycmd_session *s, int option, int64_t value) {
                  (long long)value, (long long)lo, (long long)hi);
         return SKYCMD_E_INVALID_ARGUMENT;
     }
-    if (option == SKYCMD_OPT_THREADS) {
+    if (sk_long_is_option(option)) {
+        if (sk_long_set_option(s, option, value)) return SKYCMD_E_INVALID_ARGUMENT;
+    } else if (option == SKYCMD_OPT_THREADS) {
         /* 0 = one thread per online core; the logits are identical for any count */
         long n = value ? (long)value : sysconf(_SC_NPROCESSORS_ONLN);
         if (n < 1) n = 1;
@@ -169,7 +173,7 @@ static void tokcache_put(struct sk_tok_entry *c, uint64_t h, const char *text, s
 
 /* The prompt builder's tokenizer callback: the model's tokenizer (through the cache) into a
  * reused buffer. */
-static int encode_cb(void *ctx, const char *text, size_t len, sk_i32v *out, sk_err *e) {
+int sk_session_encode_cb(void *ctx, const char *text, size_t len, sk_i32v *out, sk_err *e) {
     skycmd_session *s = ctx;
     struct sk_tok_entry *c = NULL;
     uint64_t h = 0;
@@ -293,7 +297,7 @@ static int decide_multi(skycmd_session *s, const sk_request *const *rs, size_t n
             off += rs[ri]->q[i].n_opts;
         }
     }
-    sk_prompt_tok pt = {encode_cb, s, m->cls, m->sep, m->mask, m->mask_text};
+    sk_prompt_tok pt = {sk_session_encode_cb, s, m->cls, m->sep, m->mask, m->mask_text};
     int cut_safe = sk_tokenizer_space_cut_safe(m->tok);
     size_t n_seqs = 0;
     s->batch_ids.n = 0;
@@ -382,6 +386,7 @@ int skycmd_decide(skycmd_session *s, const skycmd_request *req, skycmd_response 
     int rc = check_request(req, 0, 1, &e);
     if (rc) return set_err(s, &e, rc);
     const sk_request *r = &req->r;
+    if (sk_long_wanted(s, r)) return set_err(s, &e, sk_long_decide(s, r, out, &e));
     rc = decide_multi(s, &r, 1, &e);
     if (!rc) rc = new_response(s, r, 0, out, &e);
     return set_err(s, &e, rc);
@@ -401,9 +406,25 @@ int skycmd_decide_batch(skycmd_session *s, const skycmd_request *const *reqs, si
     if (rc) return set_err(s, &e, rc);
     if (grow((void **)&s->rbatch, &s->rbatch_cap, n ? n : 1, sizeof *s->rbatch))
         return set_err(s, &e, sk_fail(&e, SKYCMD_E_NOMEM, "out of memory answering the requests"));
-    for (size_t i = 0; i < n; i++) s->rbatch[i] = &reqs[i]->r;
-    rc = decide_multi(s, s->rbatch, n, &e);
-    for (size_t i = 0; i < n && !rc; i++) rc = new_response(s, s->rbatch[i], i, &out[i], &e);
+    int any_long = 0;
+    for (size_t i = 0; i < n; i++) {
+        s->rbatch[i] = &reqs[i]->r;
+        any_long |= sk_long_wanted(s, s->rbatch[i]);
+    }
+    if (any_long) { /* long.c answers one request at a time; the others as skycmd_decide would */
+        for (size_t i = 0; i < n && !rc; i++) {
+            if (sk_long_wanted(s, s->rbatch[i])) {
+                rc = sk_long_decide(s, s->rbatch[i], &out[i], &e);
+            } else {
+                rc = decide_multi(s, &s->rbatch[i], 1, &e);
+                if (!rc) rc = new_response(s, s->rbatch[i], 0, &out[i], &e);
+            }
+            if (rc && n > 1) sk_err_prefix(&e, "request %zu", i);
+        }
+    } else {
+        rc = decide_multi(s, s->rbatch, n, &e);
+        for (size_t i = 0; i < n && !rc; i++) rc = new_response(s, s->rbatch[i], i, &out[i], &e);
+    }
     if (rc)
         for (size_t i = 0; i < n; i++) {
             skycmd_response_free(out[i]);
@@ -424,8 +445,12 @@ int skycmd_decide_json(skycmd_session *s, const char *request_json, size_t len,
     if (rc) return set_err(s, &e, rc);
     const sk_request *rp = &r;
     skycmd_response *resp = NULL;
-    rc = decide_multi(s, &rp, 1, &e);
-    if (!rc) rc = new_response(s, &r, 0, &resp, &e);
+    if (sk_long_wanted(s, rp)) {
+        rc = sk_long_decide(s, rp, &resp, &e);
+    } else {
+        rc = decide_multi(s, &rp, 1, &e);
+        if (!rc) rc = new_response(s, &r, 0, &resp, &e);
+    }
     if (!rc) {
         if (skycmd_response_json(resp)) { /* the caller takes the response's text */
             *response_json = resp->json;

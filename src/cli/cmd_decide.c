@@ -42,6 +42,17 @@ static void usage(FILE *out) {
             "  --no-calib         Q8_0 weights without calibration (alone: two-pass activations)\n"
             "  --threads N        compute threads (0 = one per core; default 1)\n"
             "  --max-tokens N     sequence budget instead of the model's decision.max_tokens\n"
+            "long states and many options (laya's predict_long and LAYA_TOURNAMENT_GROUP):\n"
+            "  --long             read a state longer than one sequence in overlapping windows\n"
+            "                     (answers name their deciding window, usage.windows counts them)\n"
+            "  --window N         state tokens per window (default: laya's, capped at the room\n"
+            "                     the questions leave)\n"
+            "  --stride N         tokens between window starts (default: half the window)\n"
+            "  --tournament-group N  answer a choice over N options by elimination in groups\n"
+            "                     of N (2..100)\n"
+            "  --report-truncation  add laya's usage.truncated, state_tokens, state_tokens_dropped,\n"
+            "                     truncated_questions (and usage.options) to the response\n"
+            "                     (a warning on stderr names anything cut either way)\n"
             "output:\n"
             "  --model-name NAME  the \"model\" reported in the response\n"
             "  --pretty           indent the response\n"
@@ -86,11 +97,70 @@ static void print_pretty(const char *s) {
     putchar('\n');
 }
 
+/* The long-state, tournament and truncation options of the session. The truncation
+ * report is always recorded (2: for the accessors, the output unchanged) so that a cut can
+ * be warned about; --report-truncation also puts it in the response (1). */
+static int set_long_options(skycmd_session *sess, int is_long, int64_t window, int64_t stride,
+                            int64_t group, int report_truncation) {
+    int st = skycmd_session_set_int(sess, SKYCMD_OPT_REPORT_TRUNCATION, report_truncation ? 1 : 2);
+    if (!st && is_long) st = skycmd_session_set_int(sess, SKYCMD_OPT_LONG, 1);
+    if (!st && window != CLI_UNSET) st = skycmd_session_set_int(sess, SKYCMD_OPT_WINDOW, window);
+    if (!st && stride != CLI_UNSET) st = skycmd_session_set_int(sess, SKYCMD_OPT_STRIDE, stride);
+    if (!st && group != CLI_UNSET) st = skycmd_session_set_int(sess, SKYCMD_OPT_TOURNAMENT_GROUP, group);
+    return st;
+}
+
+/* Decide, print one warning line on stderr for every cut (the state, or options that no
+ * longer have a token span of their own), and hand back the response JSON. */
+static int decide_warn(skycmd_session *sess, const char *body, size_t len, char **json) {
+    skycmd_request *req = NULL;
+    skycmd_response *resp = NULL;
+    int st = skycmd_request_parse(body, len, &req);
+    if (st) {
+        fprintf(stderr, "skycmd decide: %s (%s)\n", req ? skycmd_request_errmsg(req) : skycmd_strerror(st),
+                skycmd_status_name(st));
+    } else if ((st = skycmd_decide(sess, req, &resp))) {
+        fprintf(stderr, "skycmd decide: %s (%s)\n", skycmd_session_errmsg(sess), skycmd_status_name(st));
+    } else {
+        size_t n = skycmd_response_answer_count(resp);
+        int64_t dropped = skycmd_response_state_tokens_dropped(resp);
+        if (skycmd_response_truncated(resp) > 0 && dropped > 0) {
+            fprintf(stderr, "skycmd decide: warning: the state was cut: %lld of its %lld tokens were not read "
+                    "(questions:", (long long)dropped, (long long)skycmd_response_state_tokens(resp));
+            for (size_t i = 0; i < n; i++)
+                if (skycmd_response_answer_truncated(resp, i) == 1)
+                    fprintf(stderr, " %s", skycmd_response_answer_id(resp, i));
+            fprintf(stderr, "); --long reads all of it\n");
+        }
+        for (size_t i = 0; i < n; i++) {
+            int64_t distinct = skycmd_response_answer_options_distinct(resp, i);
+            if (distinct >= 0)
+                fprintf(stderr, "skycmd decide: warning: question %s: its %zu options were cut to fit the "
+                        "question's token budget and only %lld of them can still be told apart%s\n",
+                        skycmd_response_answer_id(resp, i), skycmd_response_option_count(resp, i),
+                        (long long)distinct,
+                        skycmd_response_answer_type(resp, i) == SKYCMD_QTYPE_CHOICE
+                            ? "; --tournament-group N reads them in groups" : "");
+        }
+        const char *j = skycmd_response_json(resp);
+        size_t jn = j ? strlen(j) + 1 : 0;
+        if (j && (*json = malloc(jn))) memcpy(*json, j, jn);
+        if (!j || !*json) {
+            fprintf(stderr, "skycmd decide: out of memory writing the response\n");
+            st = SKYCMD_E_NOMEM;
+        }
+    }
+    skycmd_response_free(resp);
+    skycmd_request_free(req);
+    return st;
+}
+
 int cmd_decide(int argc, char **argv) {
     cli_model_args m = CLI_MODEL_ARGS_UNSET;
     const char *random = NULL, *name = NULL;
     int64_t threads = CLI_UNSET, max_tokens = CLI_UNSET;
-    int pretty = 0, q8 = 0, q8_fast = 0, no_calib = 0;
+    int pretty = 0, q8 = 0, q8_fast = 0, no_calib = 0, is_long = 0, report_truncation = 0;
+    int64_t window = CLI_UNSET, stride = CLI_UNSET, group = CLI_UNSET;
     const cli_opt opts[] = {
         {"--random", NULL, CLI_STRING, &random, 0, 0, NULL},
         CLI_OPTS_SEED(m),
@@ -103,6 +173,11 @@ int cmd_decide(int argc, char **argv) {
         /* a session option: range checked here, set on the session below */
         {"--threads", NULL, CLI_INT, &threads, 0, SKYCMD_OPT_THREADS, NULL},
         {"--pretty", NULL, CLI_FLAG, &pretty, 0, 0, NULL},
+        {"--long", NULL, CLI_FLAG, &is_long, 0, 0, NULL},
+        {"--window", NULL, CLI_INT, &window, 0, SKYCMD_OPT_WINDOW, NULL},
+        {"--stride", NULL, CLI_INT, &stride, 0, SKYCMD_OPT_STRIDE, NULL},
+        {"--tournament-group", NULL, CLI_INT, &group, 0, SKYCMD_OPT_TOURNAMENT_GROUP, NULL},
+        {"--report-truncation", NULL, CLI_FLAG, &report_truncation, 0, 0, NULL},
     };
     const cli_cmd cmd = {"decide", usage, opts, sizeof opts / sizeof opts[0], 0, 2, 0};
     const char *pos[2];
@@ -131,6 +206,11 @@ int cmd_decide(int argc, char **argv) {
                     m.head_type != CLI_UNSET))
         return cli_usage_error(&cmd, "--seed, --massive, --type and --head-type only apply with --random");
     if (q8 && q8_fast) return cli_usage_error(&cmd, "--q8 and --q8-fast exclude each other");
+    if (!is_long && (window != CLI_UNSET || stride != CLI_UNSET))
+        return cli_usage_error(&cmd, "--window and --stride only apply with --long");
+    if (is_long && group != CLI_UNSET && group != 0)
+        return cli_usage_error(&cmd, "--long and --tournament-group cannot be combined");
+    if (group == 1) return cli_usage_error(&cmd, "--tournament-group must be 0 (off) or at least 2");
     if (model_path && strcmp(model_path, "-") == 0 && strcmp(req_path, "-") == 0)
         return cli_usage_error(&cmd, "the model and the request cannot both come from stdin");
 
@@ -180,9 +260,10 @@ int cmd_decide(int argc, char **argv) {
     } else if (acts != CLI_UNSET &&
                (st = skycmd_session_set_int(sess, SKYCMD_OPT_ACTIVATIONS, acts))) {
         fprintf(stderr, "skycmd decide: int8 activations: %s\n", skycmd_session_errmsg(sess));
-    } else if ((st = skycmd_decide_json(sess, body, len, &resp))) {
-        fprintf(stderr, "skycmd decide: %s (%s)\n", skycmd_session_errmsg(sess),
-                skycmd_status_name(st));
+    } else if ((st = set_long_options(sess, is_long, window, stride, group, report_truncation))) {
+        fprintf(stderr, "skycmd decide: %s\n", skycmd_session_errmsg(sess));
+    } else if ((st = decide_warn(sess, body, len, &resp))) {
+        /* the message is printed */
     } else {
         if (pretty) print_pretty(resp);
         else printf("%s\n", resp);
@@ -190,7 +271,7 @@ int cmd_decide(int argc, char **argv) {
     }
     cli_end(&run, SKYCMD_OK);
 out:
-    skycmd_string_free(resp);
+    free(resp); /* from decide_warn's malloc */
     skycmd_session_free(sess);
     skycmd_model_free(model);
     free(body);

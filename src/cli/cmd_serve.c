@@ -52,6 +52,9 @@ static void usage(FILE *out) {
             "      --batch-max N        requests one worker answers together (default 8, 1..32;\n"
             "                           1 = no batching)\n"
             "      --batch-window-us U  how long a worker waits for a batch to fill (default 0)\n"
+            "      --tournament-group N answer a choice over N options by elimination in groups\n"
+            "                           of N (2..100; laya serve's LAYA_TOURNAMENT_GROUP; default\n"
+            "                           0 = off; a body's \"tournament_group\" overrides it)\n"
             "threads:\n"
             "  -t, --threads N          worker threads answering requests (default: CPU count)\n"
             "      --compute-threads N  threads inside one request (default 1)\n"
@@ -201,6 +204,10 @@ int cmd_serve(int argc, char **argv) {
             NEED_ARG();
             if (parse_u64(v, (uint64_t)1 << 30, &u) || u == 0) BAD_VALUE();
             cfg.max_body = (size_t)u;
+        } else if (!strcmp(a, "--tournament-group")) {
+            NEED_ARG();
+            if (parse_u64(v, 100, &u) || u == 1) BAD_VALUE();
+            cfg.tournament_group = (int64_t)u;
         } else if (!strcmp(a, "--max-questions")) {
             NEED_ARG();
             if (parse_u64(v, 1000000, &u) || u == 0) BAD_VALUE();

@@ -241,6 +241,65 @@ sk_answer_json *sk_answer_json_copy(const sk_request *r, const sk_answer *a, sk_
 
 void sk_response_json_write(sk_buf *b, const char *model_name, const sk_answer_json *a,
                             size_t n, int64_t input_tokens) {
+    sk_response_json_write_ext(b, model_name, a, n, input_tokens, NULL);
+}
+
+/* long.c's fields of answer an (x: the answer's extra, NULL = none), in laya's names. */
+static void put_answer_extra(sk_buf *b, const sk_answer_json *an, const sk_answer_extra *x) {
+    if (!x) return;
+    if (x->has_window)
+        sk_buf_printf(b, ",\"window\":{\"index\":%lld,\"token_start\":%lld,\"token_end\":%lld,"
+                         "\"count\":%lld}", (long long)x->w_index, (long long)x->w_start,
+                      (long long)x->w_end, (long long)x->w_count);
+    if (x->rounds > 0) {
+        sk_buf_puts(b, ",\"x_tournament\":{\"finalists\":[");
+        for (size_t i = 0; i < x->n_finalists; i++) {
+            if (i) sk_buf_putc(b, ',');
+            sk_pyjson_str(b, an->keys[x->finalists[i]], an->key_lens[x->finalists[i]]);
+        }
+        sk_buf_printf(b, "],\"rounds\":%lld", (long long)x->rounds);
+        if (x->order_dropped) sk_buf_puts(b, ",\"option_order_dropped\":true");
+        sk_buf_putc(b, '}');
+    }
+}
+
+/* long.c's usage fields, after input_tokens and output_tokens. */
+static void put_usage_extra(sk_buf *b, const sk_answer_json *a, size_t n, const sk_response_extra *x) {
+    if (!x) return;
+    if (x->truncation == 1) {
+        sk_buf_printf(b, ",\"state_tokens\":%lld,\"state_tokens_dropped\":%lld,\"truncated\":",
+                      (long long)x->state_tokens, (long long)x->state_tokens_dropped);
+        if (x->truncated_is_count) sk_buf_printf(b, "%lld", (long long)x->truncated);
+        else sk_buf_puts(b, x->truncated ? "true" : "false");
+        sk_buf_puts(b, ",\"truncated_questions\":[");
+        int first = 1;
+        for (size_t i = 0; x->a && i < n; i++)
+            if (x->a[i].truncated == 1) {
+                if (!first) sk_buf_putc(b, ',');
+                first = 0;
+                sk_pyjson_str(b, a[i].id, a[i].id_len);
+            }
+        sk_buf_putc(b, ']');
+        first = 1;
+        for (size_t i = 0; x->a && i < n; i++)
+            if (x->a[i].options_distinct >= 0) {
+                sk_buf_puts(b, first ? ",\"options\":{" : ",");
+                first = 0;
+                sk_pyjson_str(b, a[i].id, a[i].id_len);
+                sk_buf_printf(b, ":{\"total\":%zu,\"distinct\":%lld,\"tokens_per_option\":", a[i].n,
+                              (long long)x->a[i].options_distinct);
+                if (x->a[i].tokens_per_option >= 0)
+                    sk_buf_printf(b, "%lld}", (long long)x->a[i].tokens_per_option);
+                else sk_buf_puts(b, "null}");
+            }
+        if (!first) sk_buf_putc(b, '}');
+    }
+    if (x->windows_on) sk_buf_printf(b, ",\"windows\":%lld", (long long)x->windows);
+}
+
+void sk_response_json_write_ext(sk_buf *b, const char *model_name, const sk_answer_json *a,
+                                size_t n, int64_t input_tokens, const sk_response_extra *x) {
+    const sk_answer_extra *ax = x ? x->a : NULL;
     sk_buf_puts(b, "{\"model\":");
     const char *mn = model_name ? model_name : "";
     sk_pyjson_str(b, mn, strlen(mn));
@@ -255,6 +314,7 @@ void sk_response_json_write(sk_buf *b, const char *model_name, const sk_answer_j
         if (an->type == SKYCMD_QTYPE_NOUL) {
             sk_buf_puts(b, "\"noul\":");
             sk_json_put_double(b, an->value);
+            put_answer_extra(b, an, ax ? &ax[qi] : NULL);
             sk_buf_putc(b, '}');
             continue;
         }
@@ -276,8 +336,11 @@ void sk_response_json_write(sk_buf *b, const char *model_name, const sk_answer_j
         }
         sk_buf_puts(b, "},\"confidence\":");
         sk_json_put_double(b, an->confidence);
+        put_answer_extra(b, an, ax ? &ax[qi] : NULL);
         sk_buf_putc(b, '}');
     }
-    sk_buf_printf(b, "},\"usage\":{\"input_tokens\":%lld,\"output_tokens\":0}}",
+    sk_buf_printf(b, "},\"usage\":{\"input_tokens\":%lld,\"output_tokens\":0",
                   (long long)input_tokens);
+    put_usage_extra(b, a, n, x);
+    sk_buf_puts(b, "}}");
 }

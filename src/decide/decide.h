@@ -80,6 +80,32 @@ typedef struct sk_answer_json {
 /* Copies of answers a[0..r->nq) with the request's ids, keys and legends, allocated in
  * arena; NULL when out of memory. */
 sk_answer_json *sk_answer_json_copy(const sk_request *r, const sk_answer *a, sk_arena *arena);
+/* What long.c adds to an answer and to usage (docs/compat.md "Long states, truncation,
+ * tournaments"). All zero = nothing added: the default wire. */
+typedef struct sk_answer_extra {
+    int has_window;              /* answers.<id>.window */
+    int64_t w_index, w_start, w_end, w_count;
+    int truncated;               /* in usage.truncated_questions (-1: not recorded) */
+    int64_t options_distinct;    /* usage.options.<id>: -1 = no collapse (or not recorded) */
+    int64_t tokens_per_option;   /*   its tokens_per_option, -1 = None */
+    int64_t rounds;              /* x_tournament.rounds (0: no tournament) */
+    size_t n_finalists;          /* x_tournament.finalists: indices into the answer's keys */
+    size_t *finalists;
+    int order_dropped;           /* x_tournament.option_order_dropped */
+} sk_answer_extra;
+
+typedef struct sk_response_extra {
+    const sk_answer_extra *a;    /* per answer, or NULL: nothing added */
+    int windows_on;              /* write usage.windows */
+    int64_t windows;
+    int truncation;              /* 0 not recorded, 1 recorded and on the wire, 2 recorded only */
+    int truncated_is_count;      /* usage.truncated is a window count (long), else a bool */
+    int64_t truncated, state_tokens, state_tokens_dropped;
+} sk_response_extra;
+
+/* The response JSON for answers a[0..n), with x's additions (x NULL: none). */
+void sk_response_json_write_ext(sk_buf *b, const char *model_name, const sk_answer_json *a,
+                                size_t n, int64_t input_tokens, const sk_response_extra *x);
 /* The response JSON for answers a[0..n). */
 void sk_response_json_write(sk_buf *b, const char *model_name, const sk_answer_json *a,
                             size_t n, int64_t input_tokens);

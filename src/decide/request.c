@@ -338,6 +338,54 @@ static int nonempty(const sk_jv *v) {
     return 1;
 }
 
+/* The opt-in controls "long", "window", "stride", "report_truncation", "tournament_group"
+ * (null = not given). Refused: a wrong type, a value out of range, window/stride without
+ * "long": true, "long" together with "tournament_group". */
+static int parse_controls(sk_request *r, const sk_jv *root, sk_err *e) {
+    static const struct { const char *name; unsigned bit; int is_bool; int64_t lo, hi; } k[] = {
+        {"long", SK_CTL_LONG, 1, 0, 1},
+        {"window", SK_CTL_WINDOW, 0, 0, SK_LONG_MAX_WINDOW},
+        {"stride", SK_CTL_STRIDE, 0, 0, SK_LONG_MAX_WINDOW},
+        {"report_truncation", SK_CTL_REPORT_TRUNCATION, 1, 0, 1},
+        {"tournament_group", SK_CTL_TOURNAMENT_GROUP, 0, 0, SK_TOURNAMENT_MAX_GROUP},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        const sk_jv *v = sk_jobj_get(root, k[i].name);
+        if (!v || v->type == SK_JNULL) continue;
+        int64_t x;
+        if (k[i].is_bool) {
+            if (v->type != SK_JTRUE && v->type != SK_JFALSE)
+                return sk_fail(e, SKYCMD_E_REQUEST, "\"%s\" must be a boolean", k[i].name);
+            x = v->type == SK_JTRUE;
+        } else {
+            if (v->type != SK_JNUM || !v->is_int || v->num < (double)k[i].lo || v->num > (double)k[i].hi)
+                return sk_fail(e, SKYCMD_E_REQUEST, "\"%s\" must be an integer in [%lld, %lld]%s",
+                               k[i].name, (long long)k[i].lo, (long long)k[i].hi,
+                               k[i].bit == SK_CTL_TOURNAMENT_GROUP ? " (0 = off; at least 2 when on)"
+                                                                   : " (0 = the default)");
+            x = (int64_t)v->num;
+            if (k[i].bit == SK_CTL_TOURNAMENT_GROUP && x == 1)
+                return sk_fail(e, SKYCMD_E_REQUEST, "\"tournament_group\" must be 0 (off) or at least %d",
+                               SK_TOURNAMENT_MIN_GROUP);
+        }
+        r->ctl_set |= k[i].bit;
+        switch (k[i].bit) {
+        case SK_CTL_LONG: r->ctl_long = (int)x; break;
+        case SK_CTL_WINDOW: r->ctl_window = x; break;
+        case SK_CTL_STRIDE: r->ctl_stride = x; break;
+        case SK_CTL_REPORT_TRUNCATION: r->ctl_report_truncation = (int)x; break;
+        default: r->ctl_tournament_group = x; break;
+        }
+    }
+    int is_long = (r->ctl_set & SK_CTL_LONG) && r->ctl_long;
+    if ((r->ctl_set & (SK_CTL_WINDOW | SK_CTL_STRIDE)) && !is_long)
+        return sk_fail(e, SKYCMD_E_REQUEST, "\"%s\" only applies with \"long\": true",
+                       r->ctl_set & SK_CTL_WINDOW ? "window" : "stride");
+    if (is_long && (r->ctl_set & SK_CTL_TOURNAMENT_GROUP) && r->ctl_tournament_group)
+        return sk_fail(e, SKYCMD_E_REQUEST, "\"long\" and \"tournament_group\" cannot be combined");
+    return 0;
+}
+
 int sk_request_parse(const char *json, size_t len, sk_request *r, sk_err *e) {
     memset(r, 0, sizeof *r);
     if (!json) return sk_fail(e, SKYCMD_E_JSON, "malformed JSON: the body is empty");
@@ -371,6 +419,7 @@ int sk_request_parse(const char *json, size_t len, sk_request *r, sk_err *e) {
         rc = sk_fail(e, SKYCMD_E_UNSUPPORTED, "this model cannot use images or files");
         goto done;
     }
+    if ((rc = parse_controls(r, root, e))) goto done;
     const sk_jv *qs = sk_jobj_get(root, "questions");
     if (!qs || qs->type != SK_JOBJ || qs->n == 0) {
         rc = sk_fail(e, SKYCMD_E_REQUEST, "\"questions\" must be a non-empty object");

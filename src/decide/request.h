@@ -46,7 +46,21 @@ typedef struct sk_request {
     sk_rquestion *q;
     size_t nq;
     size_t max_opts;          /* largest option count of any question */
+    /* Opt-in controls of the body (long.c; docs/compat.md "Long states, truncation,
+     * tournaments"): a bit of ctl_set says the body gave the control (null = not given),
+     * else the session's option applies. */
+    unsigned ctl_set;         /* SK_CTL_* */
+    int ctl_long, ctl_report_truncation;
+    int64_t ctl_window, ctl_stride, ctl_tournament_group;
 } sk_request;
+
+enum { SK_CTL_LONG = 1, SK_CTL_WINDOW = 2, SK_CTL_STRIDE = 4, SK_CTL_REPORT_TRUNCATION = 8,
+       SK_CTL_TOURNAMENT_GROUP = 16 };
+/* Largest window / stride a body or a session may ask for, and the tournament group range
+ * (laya serve's LAYA_TOURNAMENT_GROUP: 2..MAX_CHOICE_OPTIONS = 100; 0 = off). */
+#define SK_LONG_MAX_WINDOW ((int64_t)1 << 20)
+#define SK_TOURNAMENT_MIN_GROUP 2
+#define SK_TOURNAMENT_MAX_GROUP 100
 
 extern const char *const sk_qtype_names[3];
 

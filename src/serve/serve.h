@@ -56,6 +56,7 @@ struct serve_config {
     int log_format;            /* serve_log_format */
     int access_log;            /* print one line per request */
     int verbose;               /* also library log events and startup details */
+    int64_t tournament_group;  /* SKYCMD_OPT_TOURNAMENT_GROUP of each session (0 = off) */
 };
 
 int serve_run(const struct serve_config *cfg);

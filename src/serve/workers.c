@@ -87,6 +87,8 @@ static int make_sessions(struct model_set *set, skycmd_session **out) {
             st = skycmd_session_set_int(out[m], SKYCMD_OPT_THREADS, S.cfg->compute_threads);
         if (st == SKYCMD_OK && S.cfg->activations >= 0)
             st = skycmd_session_set_int(out[m], SKYCMD_OPT_ACTIVATIONS, S.cfg->activations);
+        if (st == SKYCMD_OK && S.cfg->tournament_group > 0)
+            st = skycmd_session_set_int(out[m], SKYCMD_OPT_TOURNAMENT_GROUP, S.cfg->tournament_group);
         if (st != SKYCMD_OK) {
             log_line("skycmd serve: cannot create a session for '%s': %s", set->m[m]->name,
                      out[m] ? skycmd_session_errmsg(out[m]) : skycmd_strerror(st));

@@ -4204,6 +4204,81 @@ fail:
 
 
 // js_global_getter
+Napi::Value exports_SKYCMD_OPT_LONG_get(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Value jsresult;
+  
+  jsresult = SWIG_From_int  SWIG_NAPI_FROM_CALL_ARGS((int)(SKYCMD_OPT_LONG));
+  
+  return jsresult;
+  
+  goto fail;
+fail:
+  return Napi::Value();
+}
+
+
+// js_global_getter
+Napi::Value exports_SKYCMD_OPT_WINDOW_get(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Value jsresult;
+  
+  jsresult = SWIG_From_int  SWIG_NAPI_FROM_CALL_ARGS((int)(SKYCMD_OPT_WINDOW));
+  
+  return jsresult;
+  
+  goto fail;
+fail:
+  return Napi::Value();
+}
+
+
+// js_global_getter
+Napi::Value exports_SKYCMD_OPT_STRIDE_get(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Value jsresult;
+  
+  jsresult = SWIG_From_int  SWIG_NAPI_FROM_CALL_ARGS((int)(SKYCMD_OPT_STRIDE));
+  
+  return jsresult;
+  
+  goto fail;
+fail:
+  return Napi::Value();
+}
+
+
+// js_global_getter
+Napi::Value exports_SKYCMD_OPT_REPORT_TRUNCATION_get(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Value jsresult;
+  
+  jsresult = SWIG_From_int  SWIG_NAPI_FROM_CALL_ARGS((int)(SKYCMD_OPT_REPORT_TRUNCATION));
+  
+  return jsresult;
+  
+  goto fail;
+fail:
+  return Napi::Value();
+}
+
+
+// js_global_getter
+Napi::Value exports_SKYCMD_OPT_TOURNAMENT_GROUP_get(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Value jsresult;
+  
+  jsresult = SWIG_From_int  SWIG_NAPI_FROM_CALL_ARGS((int)(SKYCMD_OPT_TOURNAMENT_GROUP));
+  
+  return jsresult;
+  
+  goto fail;
+fail:
+  return Napi::Value();
+}
+
+
+// js_global_getter
 Napi::Value exports_SKYCMD_OPT_NAME_get(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   Napi::Value jsresult;
@@ -8439,6 +8514,41 @@ do {
 // jsnapi_register_global_variable
 do {
   Napi::PropertyDescriptor pd = Napi::PropertyDescriptor::Accessor<exports_SKYCMD_OPT_LAYOUT_get, JS_veto_set_variable>("SKYCMD_OPT_LAYOUT");
+  NAPI_CHECK_MAYBE(exports.DefineProperties({
+    pd
+  }));
+} while (0);
+// jsnapi_register_global_variable
+do {
+  Napi::PropertyDescriptor pd = Napi::PropertyDescriptor::Accessor<exports_SKYCMD_OPT_LONG_get, JS_veto_set_variable>("SKYCMD_OPT_LONG");
+  NAPI_CHECK_MAYBE(exports.DefineProperties({
+    pd
+  }));
+} while (0);
+// jsnapi_register_global_variable
+do {
+  Napi::PropertyDescriptor pd = Napi::PropertyDescriptor::Accessor<exports_SKYCMD_OPT_WINDOW_get, JS_veto_set_variable>("SKYCMD_OPT_WINDOW");
+  NAPI_CHECK_MAYBE(exports.DefineProperties({
+    pd
+  }));
+} while (0);
+// jsnapi_register_global_variable
+do {
+  Napi::PropertyDescriptor pd = Napi::PropertyDescriptor::Accessor<exports_SKYCMD_OPT_STRIDE_get, JS_veto_set_variable>("SKYCMD_OPT_STRIDE");
+  NAPI_CHECK_MAYBE(exports.DefineProperties({
+    pd
+  }));
+} while (0);
+// jsnapi_register_global_variable
+do {
+  Napi::PropertyDescriptor pd = Napi::PropertyDescriptor::Accessor<exports_SKYCMD_OPT_REPORT_TRUNCATION_get, JS_veto_set_variable>("SKYCMD_OPT_REPORT_TRUNCATION");
+  NAPI_CHECK_MAYBE(exports.DefineProperties({
+    pd
+  }));
+} while (0);
+// jsnapi_register_global_variable
+do {
+  Napi::PropertyDescriptor pd = Napi::PropertyDescriptor::Accessor<exports_SKYCMD_OPT_TOURNAMENT_GROUP_get, JS_veto_set_variable>("SKYCMD_OPT_TOURNAMENT_GROUP");
   NAPI_CHECK_MAYBE(exports.DefineProperties({
     pd
   }));

@@ -128,6 +128,11 @@ extern swig_intgo _wrap_SKYCMD_OPT_MAX_ARRAY_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_JSON_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_MAX_TOKENS_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_LAYOUT_raw_e964a9d9a07774e8(void);
+extern swig_intgo _wrap_SKYCMD_OPT_LONG_raw_e964a9d9a07774e8(void);
+extern swig_intgo _wrap_SKYCMD_OPT_WINDOW_raw_e964a9d9a07774e8(void);
+extern swig_intgo _wrap_SKYCMD_OPT_STRIDE_raw_e964a9d9a07774e8(void);
+extern swig_intgo _wrap_SKYCMD_OPT_REPORT_TRUNCATION_raw_e964a9d9a07774e8(void);
+extern swig_intgo _wrap_SKYCMD_OPT_TOURNAMENT_GROUP_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_NAME_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_PRE_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_MODEL_NAME_raw_e964a9d9a07774e8(void);
@@ -546,6 +551,41 @@ func _swig_getSKYCMD_OPT_LAYOUT() (_swig_ret Skycmd_option) {
 }
 
 var SKYCMD_OPT_LAYOUT Skycmd_option = _swig_getSKYCMD_OPT_LAYOUT()
+func _swig_getSKYCMD_OPT_LONG() (_swig_ret Skycmd_option) {
+	var swig_r Skycmd_option
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_LONG_raw_e964a9d9a07774e8())
+	return swig_r
+}
+
+var SKYCMD_OPT_LONG Skycmd_option = _swig_getSKYCMD_OPT_LONG()
+func _swig_getSKYCMD_OPT_WINDOW() (_swig_ret Skycmd_option) {
+	var swig_r Skycmd_option
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_WINDOW_raw_e964a9d9a07774e8())
+	return swig_r
+}
+
+var SKYCMD_OPT_WINDOW Skycmd_option = _swig_getSKYCMD_OPT_WINDOW()
+func _swig_getSKYCMD_OPT_STRIDE() (_swig_ret Skycmd_option) {
+	var swig_r Skycmd_option
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_STRIDE_raw_e964a9d9a07774e8())
+	return swig_r
+}
+
+var SKYCMD_OPT_STRIDE Skycmd_option = _swig_getSKYCMD_OPT_STRIDE()
+func _swig_getSKYCMD_OPT_REPORT_TRUNCATION() (_swig_ret Skycmd_option) {
+	var swig_r Skycmd_option
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_REPORT_TRUNCATION_raw_e964a9d9a07774e8())
+	return swig_r
+}
+
+var SKYCMD_OPT_REPORT_TRUNCATION Skycmd_option = _swig_getSKYCMD_OPT_REPORT_TRUNCATION()
+func _swig_getSKYCMD_OPT_TOURNAMENT_GROUP() (_swig_ret Skycmd_option) {
+	var swig_r Skycmd_option
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_TOURNAMENT_GROUP_raw_e964a9d9a07774e8())
+	return swig_r
+}
+
+var SKYCMD_OPT_TOURNAMENT_GROUP Skycmd_option = _swig_getSKYCMD_OPT_TOURNAMENT_GROUP()
 func _swig_getSKYCMD_OPT_NAME() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
 	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_NAME_raw_e964a9d9a07774e8())

@@ -1165,6 +1165,66 @@ intgo _wrap_SKYCMD_OPT_LAYOUT_raw_e964a9d9a07774e8() {
 }
 
 
+intgo _wrap_SKYCMD_OPT_LONG_raw_e964a9d9a07774e8() {
+  enum skycmd_option result;
+  intgo _swig_go_result;
+  
+  
+  result = SKYCMD_OPT_LONG;
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_SKYCMD_OPT_WINDOW_raw_e964a9d9a07774e8() {
+  enum skycmd_option result;
+  intgo _swig_go_result;
+  
+  
+  result = SKYCMD_OPT_WINDOW;
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_SKYCMD_OPT_STRIDE_raw_e964a9d9a07774e8() {
+  enum skycmd_option result;
+  intgo _swig_go_result;
+  
+  
+  result = SKYCMD_OPT_STRIDE;
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_SKYCMD_OPT_REPORT_TRUNCATION_raw_e964a9d9a07774e8() {
+  enum skycmd_option result;
+  intgo _swig_go_result;
+  
+  
+  result = SKYCMD_OPT_REPORT_TRUNCATION;
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_SKYCMD_OPT_TOURNAMENT_GROUP_raw_e964a9d9a07774e8() {
+  enum skycmd_option result;
+  intgo _swig_go_result;
+  
+  
+  result = SKYCMD_OPT_TOURNAMENT_GROUP;
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
 intgo _wrap_SKYCMD_OPT_NAME_raw_e964a9d9a07774e8() {
   enum skycmd_option result;
   intgo _swig_go_result;

@@ -1,0 +1,583 @@
+/*
+ * test_long.c - long states, tournaments and the truncation report against laya 0.4.15
+ * itself (fixtures: tests/fixtures/long/, written by tools/golden/make_long_golden.py from
+ * laya's Agent.predict_long and laya serve's _predict_with_tournament).
+ *
+ * For every model of the manifest (s1-pico regenerated with skycmd_random_model, the
+ * committed laya-built checkpoint laya-5x-f32-d128; both opened as F32) and every case:
+ *   - long: the state's token ids equal laya's; every window laya scored, for every question,
+ *     is built by our prompt builder into laya's ids and markers (head + state slice + [SEP]);
+ *     skycmd_decide with the body's controls gives laya's window count, the deciding window
+ *     of every answer (index, token_start, token_end, count; none when the state fit), its
+ *     probabilities within 1e-4, laya's choice, input_tokens and truncation figures; a body
+ *     laya refuses is refused (SKYCMD_E_REQUEST);
+ *   - tournament: the final pass's ids and markers equal laya's (narrowed choices cut to the
+ *     finalists), the answers' probabilities (0 for eliminated options) within 1e-4, choice,
+ *     finalists and rounds (accessor and wire) and the summed input_tokens equal laya serve's.
+ * Plus properties of the opt-in: a request without controls keeps today's wire byte for
+ * byte; the one-pass answer through long.c is the plain path's exactly.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+
+#include "test_util.h"
+
+#include "skycmd.h"
+#include "decide/request.h"
+
+#define TOL 1e-4
+
+static double jnum(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    cr_assert(cJSON_IsNumber(v), "fixture: \"%s\" missing", k);
+    return v->valuedouble;
+}
+
+static const cJSON *jget(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+
+/* ints of arr == got[0..n) ? else a message naming the first difference */
+static int same_ints(const cJSON *arr, const int32_t *got, size_t n, char *why, size_t cap) {
+    size_t i = 0;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, arr) {
+        if (i >= n) {
+            snprintf(why, cap, "length %zu, laya %d", n, cJSON_GetArraySize(arr));
+            return 0;
+        }
+        if ((int32_t)x->valuedouble != got[i]) {
+            snprintf(why, cap, "index %zu: %d, laya %d", i, got[i], (int)x->valuedouble);
+            return 0;
+        }
+        i++;
+    }
+    if (i != n) {
+        snprintf(why, cap, "length %zu, laya %zu", n, i);
+        return 0;
+    }
+    return 1;
+}
+
+typedef struct lmodel {
+    skycmd_model *model;
+    sk_prompt_tok pt;
+    tu_tok_ctx tc;
+    int64_t max_len, head_max;
+} lmodel;
+
+/* The sha256 of the fixture's model must be the one the golden suite checks the generator
+ * (or the committed checkpoint) against, so test_golden vouches for the weights. */
+static void check_same_weights(const char *name, const char *sha) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/golden/manifest.json", SKYCMD_FIXTURES);
+    cJSON *gm = tu_load_json(path);
+    const cJSON *m;
+    int found = 0;
+    cJSON_ArrayForEach(m, jget(gm, "models")) {
+        if (strcmp(jget(m, "model")->valuestring, name) == 0) {
+            cr_assert_str_eq(jget(m, "model_safetensors_sha256")->valuestring, sha,
+                             "%s: the long fixtures were made from other weights than the golden suite's", name);
+            found = 1;
+        }
+    }
+    cr_assert(found, "%s: not in tests/fixtures/golden/manifest.json", name);
+    cJSON_Delete(gm);
+}
+
+static void open_model(const cJSON *entry, lmodel *lm, char *scratch, size_t cap) {
+    const char *name = jget(entry, "model")->valuestring;
+    check_same_weights(name, jget(entry, "model_safetensors_sha256")->valuestring);
+    char dir[1400];
+    skycmd_options *o = skycmd_options_new();
+    skycmd_error *err = skycmd_error_new();
+    cr_assert(o && err);
+    const cJSON *preset = jget(entry, "preset");
+    if (preset) {
+        tu_scratch_make(scratch, cap, "long", name);
+        snprintf(dir, sizeof dir, "%s/laya", scratch);
+        cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_SEED, (int64_t)jnum(entry, "seed")), SKYCMD_OK);
+        cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_LAYOUT, SKYCMD_LAYOUT_LAYA), SKYCMD_OK);
+        int st = skycmd_random_model(preset->valuestring, dir, o, err);
+        cr_assert_eq(st, SKYCMD_OK, "%s: skycmd_random_model: %s", name, skycmd_error_message(err));
+        cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_LAYOUT, SKYCMD_LAYOUT_GGUF), SKYCMD_OK);
+    } else {
+        snprintf(dir, sizeof dir, "%s/%s", SKYCMD_FIXTURES, jget(entry, "checkpoint")->valuestring);
+    }
+    cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_TYPE, SKYCMD_TYPE_F32), SKYCMD_OK);
+    int st = skycmd_model_open(dir, o, &lm->model, err);
+    cr_assert_eq(st, SKYCMD_OK, "%s: skycmd_model_open(%s): %s", name, dir, skycmd_error_message(err));
+    skycmd_options_free(o);
+    skycmd_error_free(err);
+    const skycmd_tokenizer *tok = skycmd_model_tokenizer(lm->model);
+    lm->tc = (tu_tok_ctx){tok, {0}};
+    lm->pt = (sk_prompt_tok){tu_tok_encode, &lm->tc, skycmd_tokenizer_special_id(tok, SKYCMD_SPECIAL_CLS),
+                             skycmd_tokenizer_special_id(tok, SKYCMD_SPECIAL_SEP),
+                             skycmd_tokenizer_special_id(tok, SKYCMD_SPECIAL_MASK),
+                             sk_tokenizer_special_text(tok, SKYCMD_SPECIAL_MASK)};
+    cr_assert_eq(skycmd_model_get_int(lm->model, "decision.max_tokens", &lm->max_len), SKYCMD_OK);
+    cr_assert_eq(skycmd_model_get_int(lm->model, "decision.max_head_tokens", &lm->head_max), SKYCMD_OK);
+}
+
+typedef struct counts {
+    size_t cases, windows_built, answers, probs, errors;
+    double max_dp;
+    char where[200];
+} counts;
+
+static void check_probs(const skycmd_response *resp, size_t i, const cJSON *q, const char *where, counts *n) {
+    const cJSON *p = jget(q, "probabilities"), *keys = jget(q, "keys");
+    size_t k = skycmd_response_option_count(resp, i);
+    cr_assert_eq(k, (size_t)cJSON_GetArraySize(p), "%s: option count", where);
+    size_t j = 0;
+    const cJSON *x, *key = keys->child;
+    cJSON_ArrayForEach(x, p) {
+        cr_assert_str_eq(skycmd_response_option_key(resp, i, j), key->valuestring, "%s: key %zu", where, j);
+        double d = fabs(skycmd_response_option_probability(resp, i, j) - x->valuedouble);
+        if (x->valuedouble == 0.0)  /* an eliminated option: exactly 0 */
+            cr_assert_eq(skycmd_response_option_probability(resp, i, j), 0.0, "%s: eliminated %s", where,
+                         key->valuestring);
+        cr_assert_leq(d, TOL, "%s: p[%s] %.9g, laya %.9g", where, key->valuestring,
+                      skycmd_response_option_probability(resp, i, j), x->valuedouble);
+        if (d > n->max_dp) {
+            n->max_dp = d;
+            snprintf(n->where, sizeof n->where, "%s/%s", where, key->valuestring);
+        }
+        n->probs++;
+        j++;
+        key = key->next;
+    }
+    if (strcmp(jget(q, "type")->valuestring, "choice") == 0) {
+        /* laya's choice: the first argmax of its probabilities */
+        size_t best = 0, jj = 0;
+        double bv = -1;
+        cJSON_ArrayForEach(x, p) {
+            if (x->valuedouble > bv) {
+                bv = x->valuedouble;
+                best = jj;
+            }
+            jj++;
+        }
+        cr_assert_str_eq(skycmd_response_answer_choice(resp, i), cJSON_GetArrayItem(keys, (int)best)->valuestring,
+                         "%s: choice", where);
+    }
+    n->answers++;
+}
+
+static void run_long_case(lmodel *lm, skycmd_session *sess, const cJSON *c, const char *mname, counts *n) {
+    const char *cname = jget(c, "name")->valuestring, *body = jget(c, "body")->valuestring;
+    char where[300], why[200];
+    sk_request ir;
+    sk_err ie = {0};
+    cr_assert_eq(sk_request_parse(body, strlen(body), &ir, &ie), SKYCMD_OK, "%s: %s", cname, ie.msg);
+    sk_prompt_ws ws = {0};
+    sk_i32v sids = {0}, ids = {0}, marks = {0};
+    cr_assert_eq(sk_prompt_state_ids(&lm->pt, ir.state.s, ir.state.n, &ws, &sids, &ie), SKYCMD_OK);
+    cr_assert(same_ints(jget(c, "state_ids"), sids.v, sids.n, why, sizeof why), "%s %s: state ids: %s", mname,
+              cname, why);
+    /* every window laya scored, for every question: head + slice + [SEP] */
+    const cJSON *starts = jget(c, "starts"), *ends = jget(c, "ends");
+    const int64_t windows = (int64_t)jnum(c, "windows");
+    const cJSON *qs = jget(c, "questions");
+    for (int w = 0; w < cJSON_GetArraySize(starts); w++) {
+        size_t s0 = (size_t)cJSON_GetArrayItem(starts, w)->valuedouble;
+        size_t s1 = (size_t)cJSON_GetArrayItem(ends, w)->valuedouble;
+        size_t qi = 0;
+        const cJSON *q;
+        cJSON_ArrayForEach(q, qs) {
+            const sk_rquestion *rq = &ir.q[qi++];
+            const sk_jstr *texts = rq->order ? rq->slot_text : &rq->opts[0].text;
+            size_t stride = rq->order ? sizeof(sk_jstr) : sizeof(sk_roption);
+            int st = sk_prompt_build(&lm->pt, sk_qtype_names[rq->type], rq->ins.s, rq->ins.n, texts, stride,
+                                     rq->n_opts, sids.v + s0, s1 - s0, windows == 1 && ir.state_is_list,
+                                     (size_t)lm->max_len, (size_t)lm->head_max, &ws, &ids, &marks, &ie);
+            cr_assert_eq(st, SKYCMD_OK, "%s %s: build: %s", mname, cname, ie.msg);
+            const cJSON *head = jget(q, "head_ids");
+            size_t hl = (size_t)cJSON_GetArraySize(head);
+            snprintf(where, sizeof where, "%s %s/%s window %d", mname, cname, jget(q, "id")->valuestring, w);
+            cr_assert(ids.n >= hl + 1 && same_ints(head, ids.v, hl, why, sizeof why), "%s: head ids: %s", where, why);
+            size_t used = ids.n - hl - 1;
+            cr_assert_eq(used, windows == 1 ? (s1 - s0 < used ? s1 - s0 : used) : s1 - s0,
+                         "%s: %zu state tokens read", where, used);
+            cr_assert(memcmp(ids.v + hl, sids.v + s0, used * sizeof(int32_t)) == 0, "%s: state slice", where);
+            cr_assert_eq(ids.v[ids.n - 1], lm->pt.sep, "%s: closing [SEP]", where);
+            cr_assert(same_ints(jget(q, "markers"), marks.v, marks.n, why, sizeof why), "%s: markers: %s", where,
+                      why);
+            n->windows_built++;
+        }
+    }
+    /* the decide, with the body's own controls, and the truncation report for the accessors */
+    cr_assert_eq(skycmd_session_set_int(sess, SKYCMD_OPT_REPORT_TRUNCATION, 2), SKYCMD_OK);
+    skycmd_request *req = NULL;
+    cr_assert_eq(skycmd_request_parse(body, strlen(body), &req), SKYCMD_OK);
+    skycmd_response *resp = NULL;
+    int st = skycmd_decide(sess, req, &resp);
+    cr_assert_eq(st, SKYCMD_OK, "%s %s: decide: %s", mname, cname, skycmd_session_errmsg(sess));
+    cr_assert_eq(skycmd_response_windows(resp), windows, "%s %s: usage.windows", mname, cname);
+    const cJSON *usage = jget(c, "usage");
+    cr_assert_eq(skycmd_response_input_tokens(resp), (int64_t)jnum(usage, "input_tokens"), "%s %s: input_tokens",
+                 mname, cname);
+    cr_assert_eq(skycmd_response_state_tokens(resp), (int64_t)jnum(usage, "state_tokens"), "%s %s: state_tokens",
+                 mname, cname);
+    cr_assert_eq(skycmd_response_state_tokens_dropped(resp), (int64_t)jnum(usage, "state_tokens_dropped"),
+                 "%s %s: state_tokens_dropped", mname, cname);
+    const cJSON *tr = jget(usage, "truncated");
+    cr_assert_eq(skycmd_response_truncated(resp), cJSON_IsBool(tr) ? (int64_t)cJSON_IsTrue(tr) : (int64_t)tr->valuedouble,
+                 "%s %s: truncated", mname, cname);
+    size_t i = 0;
+    const cJSON *q;
+    cJSON_ArrayForEach(q, qs) {
+        snprintf(where, sizeof where, "%s %s/%s", mname, cname, jget(q, "id")->valuestring);
+        int64_t wi, ws0, ws1, wc;
+        int wst = skycmd_response_answer_window(resp, i, &wi, &ws0, &ws1, &wc);
+        const cJSON *win = jget(q, "window");
+        if (cJSON_IsNull(win) || !win) {
+            cr_assert_eq(wst, SKYCMD_E_NOT_FOUND, "%s: laya names no deciding window", where);
+        } else {
+            cr_assert_eq(wst, SKYCMD_OK, "%s: no deciding window", where);
+            cr_assert_eq(wi, (int64_t)jnum(win, "index"), "%s: deciding window %lld, laya %d", where, (long long)wi,
+                         (int)jnum(win, "index"));
+            cr_assert_eq(ws0, (int64_t)jnum(win, "token_start"), "%s: token_start", where);
+            cr_assert_eq(ws1, (int64_t)jnum(win, "token_end"), "%s: token_end", where);
+            cr_assert_eq(wc, (int64_t)jnum(win, "count"), "%s: count", where);
+        }
+        check_probs(resp, i, q, where, n);
+        i++;
+    }
+    /* the wire: usage.windows and answers.<id>.window as laya names them */
+    cJSON *wire = cJSON_Parse(skycmd_response_json(resp));
+    cr_assert(wire);
+    cr_assert_eq((int64_t)jnum(jget(wire, "usage"), "windows"), windows);
+    cr_assert_null(jget(jget(wire, "usage"), "truncated"), "mode 2 keeps the truncation report off the wire");
+    cJSON_Delete(wire);
+    skycmd_response_free(resp);
+    skycmd_request_free(req);
+    sk_request_free(&ir);
+    sk_prompt_ws_free(&ws);
+    sk_i32v_free(&sids);
+    sk_i32v_free(&ids);
+    sk_i32v_free(&marks);
+    cr_assert_eq(skycmd_session_set_int(sess, SKYCMD_OPT_REPORT_TRUNCATION, 0), SKYCMD_OK);
+}
+
+static void run_tournament_case(lmodel *lm, skycmd_session *sess, const cJSON *c, const char *mname, counts *n) {
+    const char *cname = jget(c, "name")->valuestring, *body = jget(c, "body")->valuestring;
+    char where[300], why[200];
+    sk_request ir;
+    sk_err ie = {0};
+    cr_assert_eq(sk_request_parse(body, strlen(body), &ir, &ie), SKYCMD_OK, "%s: %s", cname, ie.msg);
+    sk_prompt_ws ws = {0};
+    sk_i32v sids = {0}, ids = {0}, marks = {0};
+    cr_assert_eq(sk_prompt_state_ids(&lm->pt, ir.state.s, ir.state.n, &ws, &sids, &ie), SKYCMD_OK);
+    skycmd_request *req = NULL;
+    cr_assert_eq(skycmd_request_parse(body, strlen(body), &req), SKYCMD_OK);
+    skycmd_response *resp = NULL;
+    int st = skycmd_decide(sess, req, &resp);
+    cr_assert_eq(st, SKYCMD_OK, "%s %s: decide: %s", mname, cname, skycmd_session_errmsg(sess));
+    cr_assert_eq(skycmd_response_input_tokens(resp), (int64_t)jnum(c, "input_tokens"),
+                 "%s %s: input_tokens %lld (every pass), laya serve %d", mname, cname,
+                 (long long)skycmd_response_input_tokens(resp), (int)jnum(c, "input_tokens"));
+    cJSON *wire = cJSON_Parse(skycmd_response_json(resp));
+    cr_assert(wire);
+    size_t i = 0;
+    const cJSON *q;
+    cJSON_ArrayForEach(q, jget(c, "questions")) {
+        const sk_rquestion *rq = &ir.q[i];
+        const char *qid = jget(q, "id")->valuestring;
+        snprintf(where, sizeof where, "%s %s/%s", mname, cname, qid);
+        const cJSON *fin = jget(q, "finalists");
+        int64_t rounds = (int64_t)jnum(q, "rounds");
+        cr_assert_eq(skycmd_response_answer_rounds(resp, i), rounds, "%s: rounds", where);
+        const cJSON *xa = jget(jget(jget(wire, "answers"), qid), "x_tournament");
+        /* the final pass's sequence: narrowed choices show their finalists, in criteria order */
+        sk_jstr texts[SK_REQUEST_MAX_OPTIONS];
+        size_t nt = 0;
+        if (rounds > 0) {
+            cr_assert(xa, "%s: no x_tournament on the wire", where);
+            cr_assert_eq(cJSON_GetArraySize(jget(xa, "finalists")), cJSON_GetArraySize(fin), "%s: finalists", where);
+            cr_assert_eq((int64_t)jnum(xa, "rounds"), rounds);
+            cr_assert_eq(cJSON_IsTrue(jget(xa, "option_order_dropped")),
+                         cJSON_IsTrue(jget(q, "option_order_dropped")), "%s: option_order_dropped", where);
+            const cJSON *f, *g = jget(xa, "finalists")->child;
+            cJSON_ArrayForEach(f, fin) {
+                cr_assert_str_eq(g->valuestring, f->valuestring, "%s: finalist", where);
+                g = g->next;
+                for (size_t o = 0; o < rq->n_opts; o++)
+                    if (rq->opts[o].key.n == strlen(f->valuestring) &&
+                        memcmp(rq->opts[o].key.s, f->valuestring, rq->opts[o].key.n) == 0)
+                        texts[nt++] = rq->opts[o].text;
+            }
+            cr_assert_eq(nt, (size_t)cJSON_GetArraySize(fin));
+            st = sk_prompt_build(&lm->pt, sk_qtype_names[rq->type], rq->ins.s, rq->ins.n, texts, sizeof(sk_jstr),
+                                 nt, sids.v, sids.n, ir.state_is_list, (size_t)lm->max_len, (size_t)lm->head_max,
+                                 &ws, &ids, &marks, &ie);
+        } else {
+            cr_assert_null(xa, "%s: x_tournament on a choice that played no round", where);
+            const sk_jstr *tx = rq->order ? rq->slot_text : &rq->opts[0].text;
+            size_t stride = rq->order ? sizeof(sk_jstr) : sizeof(sk_roption);
+            st = sk_prompt_build(&lm->pt, sk_qtype_names[rq->type], rq->ins.s, rq->ins.n, tx, stride, rq->n_opts,
+                                 sids.v, sids.n, ir.state_is_list, (size_t)lm->max_len, (size_t)lm->head_max, &ws,
+                                 &ids, &marks, &ie);
+        }
+        cr_assert_eq(st, SKYCMD_OK, "%s: build: %s", where, ie.msg);
+        cr_assert(same_ints(jget(q, "ids"), ids.v, ids.n, why, sizeof why), "%s: final ids: %s", where, why);
+        cr_assert(same_ints(jget(q, "markers"), marks.v, marks.n, why, sizeof why), "%s: final markers: %s", where,
+                  why);
+        n->windows_built++;
+        check_probs(resp, i, q, where, n);
+        i++;
+    }
+    cJSON_Delete(wire);
+    skycmd_response_free(resp);
+    skycmd_request_free(req);
+    sk_request_free(&ir);
+    sk_prompt_ws_free(&ws);
+    sk_i32v_free(&sids);
+    sk_i32v_free(&ids);
+    sk_i32v_free(&marks);
+}
+
+/* The report of one pass: the wire's usage is laya system_one's usage, key for key. */
+static void run_truncation_case(lmodel *lm, skycmd_session *sess, const cJSON *c, const char *mname, counts *n) {
+    const char *cname = jget(c, "name")->valuestring, *body = jget(c, "body")->valuestring;
+    char where[300], why[200];
+    sk_request ir;
+    sk_err ie = {0};
+    cr_assert_eq(sk_request_parse(body, strlen(body), &ir, &ie), SKYCMD_OK, "%s: %s", cname, ie.msg);
+    sk_prompt_ws ws = {0};
+    sk_i32v sids = {0}, ids = {0}, marks = {0};
+    cr_assert_eq(sk_prompt_state_ids(&lm->pt, ir.state.s, ir.state.n, &ws, &sids, &ie), SKYCMD_OK);
+    skycmd_request *req = NULL;
+    cr_assert_eq(skycmd_request_parse(body, strlen(body), &req), SKYCMD_OK);
+    skycmd_response *resp = NULL;
+    cr_assert_eq(skycmd_decide(sess, req, &resp), SKYCMD_OK, "%s %s: %s", mname, cname, skycmd_session_errmsg(sess));
+    cJSON *wire = cJSON_Parse(skycmd_response_json(resp));
+    cr_assert(wire);
+    const cJSON *ours = jget(wire, "usage"), *laya = jget(c, "usage");
+    char *a = cJSON_PrintUnformatted(ours), *b = cJSON_PrintUnformatted(laya);
+    cr_assert(cJSON_Compare(ours, laya, 1), "%s %s: usage %s, laya %s", mname, cname, a, b);
+    free(a);
+    free(b);
+    size_t i = 0;
+    const cJSON *q;
+    cJSON_ArrayForEach(q, jget(c, "questions")) {
+        const sk_rquestion *rq = &ir.q[i];
+        snprintf(where, sizeof where, "%s %s/%s", mname, cname, jget(q, "id")->valuestring);
+        const sk_jstr *tx = rq->order ? rq->slot_text : &rq->opts[0].text;
+        size_t stride = rq->order ? sizeof(sk_jstr) : sizeof(sk_roption);
+        cr_assert_eq(sk_prompt_build(&lm->pt, sk_qtype_names[rq->type], rq->ins.s, rq->ins.n, tx, stride, rq->n_opts,
+                                     sids.v, sids.n, ir.state_is_list, (size_t)lm->max_len, (size_t)lm->head_max,
+                                     &ws, &ids, &marks, &ie), SKYCMD_OK);
+        cr_assert(same_ints(jget(q, "ids"), ids.v, ids.n, why, sizeof why), "%s: ids: %s", where, why);
+        int listed = 0;
+        const cJSON *t;
+        cJSON_ArrayForEach(t, jget(laya, "truncated_questions")) listed |= strcmp(t->valuestring, jget(q, "id")->valuestring) == 0;
+        cr_assert_eq(skycmd_response_answer_truncated(resp, i), listed, "%s: answer truncated", where);
+        n->windows_built++;
+        check_probs(resp, i, q, where, n);
+        i++;
+    }
+    cJSON_Delete(wire);
+    skycmd_response_free(resp);
+    skycmd_request_free(req);
+    sk_request_free(&ir);
+    sk_prompt_ws_free(&ws);
+    sk_i32v_free(&sids);
+    sk_i32v_free(&ids);
+    sk_i32v_free(&marks);
+}
+
+Test(long_golden, agrees_with_laya) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/long/manifest.json", SKYCMD_FIXTURES);
+    cJSON *man = tu_load_json(path);
+    const cJSON *entry;
+    size_t n_models = 0;
+    cJSON_ArrayForEach(entry, jget(man, "models")) {
+        const char *mname = jget(entry, "model")->valuestring;
+        char scratch[1000] = "";
+        lmodel lm = {0};
+        open_model(entry, &lm, scratch, sizeof scratch);
+        snprintf(path, sizeof path, "%s/long/%s", SKYCMD_FIXTURES, jget(entry, "fixture")->valuestring);
+        cJSON *fx = tu_load_json(path);
+        cr_assert_eq((int64_t)jnum(fx, "max_len"), lm.max_len, "%s: max_len", mname);
+        cr_assert_eq((int64_t)jnum(fx, "head_max_len"), lm.head_max, "%s: head_max_len", mname);
+        skycmd_session *sess = NULL;
+        cr_assert_eq(skycmd_session_new(lm.model, &sess), SKYCMD_OK);
+        counts n = {0};
+        const cJSON *c;
+        cJSON_ArrayForEach(c, jget(fx, "cases")) {
+            const char *cname = jget(c, "name")->valuestring, *kind = jget(c, "kind")->valuestring;
+            n.cases++;
+            if (jget(c, "error")) {
+                const char *body = jget(c, "body")->valuestring;
+                skycmd_request *req = NULL;
+                cr_assert_eq(skycmd_request_parse(body, strlen(body), &req), SKYCMD_OK);
+                skycmd_response *resp = NULL;
+                int st = skycmd_decide(sess, req, &resp);
+                cr_assert_eq(st, SKYCMD_E_REQUEST, "%s %s: laya refuses this (%s); we gave %s", mname, cname,
+                             jget(c, "error")->valuestring, skycmd_status_name(st));
+                cr_assert_null(resp);
+                skycmd_request_free(req);
+                n.errors++;
+            } else if (strcmp(kind, "long") == 0) {
+                run_long_case(&lm, sess, c, mname, &n);
+            } else if (strcmp(kind, "truncation") == 0) {
+                run_truncation_case(&lm, sess, c, mname, &n);
+            } else {
+                run_tournament_case(&lm, sess, c, mname, &n);
+            }
+        }
+        printf("long golden %s F32: %zu cases (%zu refused) | %zu sequences' ids+markers equal laya's | %zu answers, "
+               "%zu probabilities, max|dp| %.3g (at %s)\n",
+               mname, n.cases, n.errors, n.windows_built, n.answers, n.probs, n.max_dp, n.where);
+        cr_assert_gt(n.answers, 0);
+        skycmd_session_free(sess);
+        cr_assert_eq(skycmd_model_free(lm.model), SKYCMD_OK);
+        sk_ids_free(&lm.tc.ids);
+        cJSON_Delete(fx);
+        if (scratch[0]) tu_rm_rf(scratch);
+        n_models++;
+    }
+    cr_assert_eq(n_models, 2, "both fixture models ran");
+    cJSON_Delete(man);
+}
+
+/* ------------------------------------------------------------------ opt-in ---------- */
+
+static skycmd_model *pico(char *scratch, size_t cap) {
+    tu_scratch_make(scratch, cap, "long", "optin");
+    char dir[1400];
+    snprintf(dir, sizeof dir, "%s/m.gguf", scratch);
+    skycmd_options *o = skycmd_options_new();
+    cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_SEED, 7), SKYCMD_OK);
+    cr_assert_eq(skycmd_random_model("s1-pico", dir, o, NULL), SKYCMD_OK);
+    skycmd_model *m = NULL;
+    cr_assert_eq(skycmd_model_open(dir, NULL, &m, NULL), SKYCMD_OK);
+    skycmd_options_free(o);
+    return m;
+}
+
+static char *decide_json(skycmd_session *s, const char *body) {
+    char *out = NULL;
+    int st = skycmd_decide_json(s, body, strlen(body), &out);
+    cr_assert_eq(st, SKYCMD_OK, "%s: %s", body, skycmd_session_errmsg(s));
+    return out;
+}
+
+#define PLAIN_Q "\"questions\":{\"n\":{\"type\":\"noul\",\"instructions\":\"Is it?\"}," \
+    "\"c\":{\"type\":\"choice\",\"instructions\":\"Pick\",\"criteria\":{\"a\":\"x\",\"b\":\"y\"}}}"
+
+Test(long_optin, default_wire_is_unchanged) {
+    char scratch[1000];
+    skycmd_model *m = pico(scratch, sizeof scratch);
+    skycmd_session *s = NULL;
+    cr_assert_eq(skycmd_session_new(m, &s), SKYCMD_OK);
+    const char *plain = "{\"state\":\"a short state\"," PLAIN_Q "}";
+    const char *off = "{\"state\":\"a short state\",\"long\":false,\"report_truncation\":false,"
+                      "\"tournament_group\":0," PLAIN_Q "}";
+    char *a = decide_json(s, plain), *b = decide_json(s, off);
+    cr_assert_str_eq(a, b, "controls that are off change nothing");
+    cJSON *j = cJSON_Parse(a);
+    cr_assert_eq(cJSON_GetArraySize(jget(j, "usage")), 2, "usage keeps input_tokens and output_tokens only: %s", a);
+    cr_assert_null(jget(jget(jget(j, "answers"), "c"), "window"));
+    cJSON_Delete(j);
+    /* the one-pass answer through long.c (long on, state fits; report on) is the plain one */
+    const char *lng = "{\"state\":\"a short state\",\"long\":true,\"report_truncation\":true," PLAIN_Q "}";
+    char *c = decide_json(s, lng);
+    cJSON *ja = cJSON_Parse(a), *jc = cJSON_Parse(c);
+    cr_assert(cJSON_Compare(jget(ja, "answers"), jget(jc, "answers"), 1), "%s\nvs\n%s", a, c);
+    cr_assert_eq(jnum(jget(jc, "usage"), "windows"), 1);
+    cr_assert_eq(jnum(jget(jc, "usage"), "input_tokens"), jnum(jget(ja, "usage"), "input_tokens"));
+    cr_assert(cJSON_IsFalse(jget(jget(jc, "usage"), "truncated")));
+    cJSON_Delete(ja);
+    cJSON_Delete(jc);
+    /* session options do the same as the body */
+    cr_assert_eq(skycmd_session_set_int(s, SKYCMD_OPT_LONG, 1), SKYCMD_OK);
+    cr_assert_eq(skycmd_session_set_int(s, SKYCMD_OPT_REPORT_TRUNCATION, 1), SKYCMD_OK);
+    char *d = decide_json(s, plain);
+    cr_assert_str_eq(c, d);
+    /* and the body can turn them off again */
+    char *e = decide_json(s, off);
+    cr_assert_str_eq(a, e);
+    cr_assert_eq(skycmd_session_set_int(s, SKYCMD_OPT_TOURNAMENT_GROUP, 1), SKYCMD_E_INVALID_ARGUMENT);
+    cr_assert_eq(skycmd_session_set_int(s, SKYCMD_OPT_TOURNAMENT_GROUP, 101), SKYCMD_E_INVALID_ARGUMENT);
+    cr_assert_eq(skycmd_session_set_int(s, SKYCMD_OPT_REPORT_TRUNCATION, 3), SKYCMD_E_INVALID_ARGUMENT);
+    skycmd_string_free(a);
+    skycmd_string_free(b);
+    skycmd_string_free(c);
+    skycmd_string_free(d);
+    skycmd_string_free(e);
+    skycmd_session_free(s);
+    cr_assert_eq(skycmd_model_free(m), SKYCMD_OK);
+    tu_rm_rf(scratch);
+}
+
+Test(long_optin, bad_controls_are_refused) {
+    static const char *bad[] = {
+        "{\"state\":\"s\",\"long\":1," PLAIN_Q "}",
+        "{\"state\":\"s\",\"window\":8," PLAIN_Q "}",
+        "{\"state\":\"s\",\"long\":true,\"window\":-1," PLAIN_Q "}",
+        "{\"state\":\"s\",\"long\":true,\"stride\":2.5," PLAIN_Q "}",
+        "{\"state\":\"s\",\"tournament_group\":1," PLAIN_Q "}",
+        "{\"state\":\"s\",\"tournament_group\":101," PLAIN_Q "}",
+        "{\"state\":\"s\",\"tournament_group\":true," PLAIN_Q "}",
+        "{\"state\":\"s\",\"long\":true,\"tournament_group\":4," PLAIN_Q "}",
+        "{\"state\":\"s\",\"report_truncation\":\"yes\"," PLAIN_Q "}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        skycmd_request *r = NULL;
+        int st = skycmd_request_parse(bad[i], strlen(bad[i]), &r);
+        cr_assert_eq(st, SKYCMD_E_REQUEST, "%s: %s", bad[i], skycmd_status_name(st));
+        cr_assert(strlen(skycmd_request_errmsg(r)) > 0);
+        skycmd_request_free(r);
+    }
+}
+
+Test(long_optin, accessors_are_null_safe) {
+    int64_t a, b, c, d;
+    cr_assert_eq(skycmd_response_windows(NULL), 0);
+    cr_assert_eq(skycmd_response_answer_window(NULL, 0, &a, &b, &c, &d), SKYCMD_E_MISUSE);
+    cr_assert_eq(skycmd_response_truncated(NULL), -1);
+    cr_assert_eq(skycmd_response_state_tokens(NULL), -1);
+    cr_assert_eq(skycmd_response_state_tokens_dropped(NULL), -1);
+    cr_assert_eq(skycmd_response_answer_truncated(NULL, 0), -1);
+    cr_assert_eq(skycmd_response_answer_options_distinct(NULL, 0), -1);
+    cr_assert_eq(skycmd_response_answer_rounds(NULL, 0), -1);
+}
+
+/* skycmd_decide_batch (the server's batching) answers a long request, a tournament and a plain
+ * one exactly as three lone skycmd_decide calls do. */
+Test(long_optin, batch_equals_lone_decides) {
+    char scratch[1000];
+    skycmd_model *m = pico(scratch, sizeof scratch);
+    skycmd_session *s = NULL;
+    cr_assert_eq(skycmd_session_new(m, &s), SKYCMD_OK);
+    char big[12000] = "{\"state\":\"";
+    for (int i = 0; i < 300; i++) snprintf(big + strlen(big), sizeof big - strlen(big), "word%d is here. ", i);
+    snprintf(big + strlen(big), sizeof big - strlen(big), "\",\"long\":true,\"window\":40," PLAIN_Q "}");
+    char opts[4000] = "";
+    for (int i = 0; i < 40; i++) snprintf(opts + strlen(opts), sizeof opts - strlen(opts), "%s\"o%d\":\"option %d\"",
+                                          i ? "," : "", i, i);
+    char tour[5000];
+    snprintf(tour, sizeof tour, "{\"state\":\"s\",\"tournament_group\":6,\"questions\":{\"c\":{\"type\":\"choice\","
+             "\"instructions\":\"Pick\",\"criteria\":{%s}}}}", opts);
+    const char *bodies[3] = {big, tour, "{\"state\":\"plain\"," PLAIN_Q "}"};
+    skycmd_request *reqs[3];
+    skycmd_response *lone[3], *batch[3];
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(skycmd_request_parse(bodies[i], strlen(bodies[i]), &reqs[i]), SKYCMD_OK, "%s",
+                     skycmd_request_errmsg(reqs[i]));
+        cr_assert_eq(skycmd_decide(s, reqs[i], &lone[i]), SKYCMD_OK, "%s", skycmd_session_errmsg(s));
+    }
+    cr_assert_eq(skycmd_decide_batch(s, (const skycmd_request *const *)reqs, 3, batch), SKYCMD_OK, "%s",
+                 skycmd_session_errmsg(s));
+    for (int i = 0; i < 3; i++) {
+        cr_assert_str_eq(skycmd_response_json(batch[i]), skycmd_response_json(lone[i]), "request %d", i);
+        skycmd_response_free(lone[i]);
+        skycmd_response_free(batch[i]);
+        skycmd_request_free(reqs[i]);
+    }
+    cr_assert_gt(strlen(bodies[0]), 3000);
+    skycmd_session_free(s);
+    cr_assert_eq(skycmd_model_free(m), SKYCMD_OK);
+    tu_rm_rf(scratch);
+}
