@@ -1,0 +1,114 @@
+/*
+ * test_amx.c - the AMX kernels (src/kernels/amx.c) against the scalar references.
+ *
+ * Every test here needs the tile unit and the tile state granted by the OS; on a machine
+ * without them each test is skipped with the reason printed (Criterion reports it as
+ * skipped, never as passed). The int8 GEMM must equal sk_q8_gemm_ref bit for bit (the
+ * contract of q8.h), on shapes with row counts around the 16-row tile (the tail rows take
+ * the VNNI kernel), partial panels, odd and even block counts, both activation modes, with
+ * and without bias, and weight quants including -128.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "skycmd.h"
+#include "gguf/gguf.h"
+#include "kernels/cpu.h"
+#include "kernels/kernels.h"
+#include "kernels/q8.h"
+
+static uint32_t g_seed = 12345;
+static uint32_t rnd(void) {
+    g_seed = g_seed * 1664525u + 1013904223u;
+    return g_seed >> 8;
+}
+static float frand(void) { return (float)(rnd() % 20001) / 10000.0f - 1.0f; }
+
+static void need_amx_int8(void) {
+    if (!(sk_cpu_features() & SK_CPU_AMX_INT8))
+        cr_skip_test("no AMX-INT8 tile state on this CPU/OS (features: %s): skipped",
+                     skycmd_cpu_features());
+}
+
+/* Q8_0 blocks in INPUT_BLOCK_MAJOR order, random scales and quants (-128 included). */
+static uint8_t *random_q8(size_t n_out, size_t n_in) {
+    size_t nb = n_out * (n_in / 32);
+    uint8_t *b = malloc(nb * 34);
+    for (size_t i = 0; i < nb; i++) {
+        uint16_t d = sk_f32_to_f16(0.001f + (float)(rnd() % 1000) / 50000.0f);
+        b[i * 34] = (uint8_t)d;
+        b[i * 34 + 1] = (uint8_t)(d >> 8);
+        for (int j = 0; j < 32; j++) b[i * 34 + 2 + j] = (uint8_t)(rnd() & 0xff);
+    }
+    return b;
+}
+
+static void q8_amx_equals_ref(size_t n_rows, size_t n_in, size_t n_out, int mode, int with_bias,
+                              size_t o0, size_t o1) {
+    uint8_t *w = random_q8(n_out, n_in);
+    float *bias = malloc(n_out * sizeof(float)), *x = malloc(n_rows * n_in * sizeof(float));
+    for (size_t o = 0; o < n_out; o++) bias[o] = frand();
+    for (size_t i = 0; i < n_rows * n_in; i++) x[i] = frand() * (i % 37 == 0 ? 20.0f : 1.0f);
+    /* an all-extreme row: the largest int32 block sums the kernels can meet */
+    for (size_t i = 0; i < n_in && n_rows > 2; i++) x[2 * n_in + i] = (i & 1) ? -1.0f : 1.0f;
+    const size_t pb = sk_q8_panel_bytes(n_out, n_in);
+    uint8_t *pan = aligned_alloc(64, (pb + 63) / 64 * 64);
+    sk_q8_pack_panels(w, n_out, n_in, pan);
+    sk_q8_packed p = {pan, n_in, n_out, with_bias ? bias : NULL};
+    sk_q8_act a = {0};
+    cr_assert_eq(sk_q8_act_reserve(&a, n_rows, n_in), 0);
+    sk_q8_quantize_act(x, n_in, n_rows, n_in, mode, NULL, &a);
+    const size_t ny = n_rows * n_out;
+    float *y0 = malloc(ny * sizeof(float)), *y1 = malloc(ny * sizeof(float));
+    for (size_t i = 0; i < ny; i++) y0[i] = y1[i] = -7.0f;  /* outside [o0, o1) untouched */
+    sk_q8_gemm_ref(&a, &p, o0, o1, y0, n_out);
+    sk_q8_gemm_amx(&a, &p, o0, o1, y1, n_out);
+    for (size_t i = 0; i < ny; i++)
+        cr_assert(memcmp(&y0[i], &y1[i], sizeof(float)) == 0,
+                  "amx differs from the reference at row %zu output %zu: %.9g vs %.9g "
+                  "(%zux%zux%zu mode %d bias %d outputs [%zu, %zu))",
+                  i / n_out, i % n_out, (double)y1[i], (double)y0[i], n_rows, n_in, n_out, mode,
+                  with_bias, o0, o1);
+    sk_q8_act_free(&a);
+    free(pan);
+    free(w);
+    free(bias);
+    free(x);
+    free(y0);
+    free(y1);
+}
+
+Test(amx, q8_gemm_bit_identical_to_reference) {
+    need_amx_int8();
+    const size_t shapes[][3] = {{16, 32, 16},  {16, 64, 5},   {17, 96, 33},  {31, 128, 48},
+                                {32, 768, 64}, {48, 256, 17}, {5, 384, 20},  {130, 768, 96},
+                                {64, 1152, 40}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int mode = 0; mode < 2; mode++)
+            for (int b = 0; b < 2; b++)
+                q8_amx_equals_ref(shapes[i][0], shapes[i][1], shapes[i][2], mode, b, 0, shapes[i][2]);
+}
+
+Test(amx, q8_gemm_output_ranges) {
+    need_amx_int8();
+    /* the pool splits by panels: [o0, o1) with o0 a multiple of 16 */
+    for (int mode = 0; mode < 2; mode++) {
+        q8_amx_equals_ref(40, 256, 80, mode, 1, 16, 48);
+        q8_amx_equals_ref(40, 256, 80, mode, 0, 64, 80);
+        q8_amx_equals_ref(16, 64, 70, mode, 1, 64, 70);
+    }
+}
+
+Test(amx, q8_dispatch_picks_amx_and_obeys_the_cap) {
+    need_amx_int8();
+    cr_assert(strstr(skycmd_cpu_features(), "amx-int8") != NULL, "%s", skycmd_cpu_features());
+    if (!sk_amx_usable()) cr_skip_test("SKYCMD_KERNELS caps the kernels below AMX: skipped");
+    cr_assert_str_eq(sk_q8_kernel_name(), "amx");
+    sk_q8_force_kernel(2);
+    cr_assert_str_eq(sk_q8_kernel_name(), "vnni");
+    sk_q8_force_kernel(-1);
+    cr_assert_str_eq(sk_q8_kernel_name(), "amx");
+}
