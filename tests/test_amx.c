@@ -112,3 +112,107 @@ Test(amx, q8_dispatch_picks_amx_and_obeys_the_cap) {
     sk_q8_force_kernel(-1);
     cr_assert_str_eq(sk_q8_kernel_name(), "amx");
 }
+
+/* ---------------------------------------------------------------- BF16 tiles ---- */
+
+static void need_amx_bf16(void) {
+    const int f = sk_cpu_features();
+    if (!(f & SK_CPU_AMX_BF16) || !(f & SK_CPU_AVX512BF16))
+        cr_skip_test("no AMX-BF16 tile state or AVX512-BF16 on this CPU/OS (features: %s): skipped",
+                     skycmd_cpu_features());
+}
+
+/* W ([n_out][n_in], f32 values or bf16-exact when bf16_exact) packed as F32 panels, then into
+ * the AMX layout; the kernel against its scalar model (same products, double sums: only the
+ * f32 accumulation differs) and against the plain f32 reference (the split's error). */
+static void bf16_case(size_t n_rows, size_t n_in, size_t n_out, int wtype, int with_bias) {
+    float *w = malloc(n_out * n_in * sizeof(float)), *x = malloc(n_rows * n_in * sizeof(float));
+    float *b = malloc((n_out + 16) * sizeof(float));
+    for (size_t i = 0; i < n_out * n_in; i++) {
+        w[i] = frand() * 0.1f;
+        if (wtype == SK_PACK_AMX_BF16X2) w[i] = sk_bf16_to_f32(sk_f32_to_bf16(w[i]));
+    }
+    for (size_t i = 0; i < n_rows * n_in; i++) x[i] = frand() * (i % 41 == 0 ? 30.0f : 1.0f);
+    for (size_t o = 0; o < n_out + 16; o++) b[o] = o < n_out ? frand() : 0.0f;
+    float *pf = aligned_alloc(64, (sk_packed_floats(n_out, n_in) * 4 + 63) / 64 * 64);
+    sk_pack_ref(w, n_in, n_out, n_in, pf);
+    sk_packed src = {pf, with_bias ? b : NULL, n_in, n_out, n_in * SK_PANEL, SK_PACK_F32, 0};
+    const size_t elems = sk_amx_bf16_packed_elems(n_out, n_in);
+    cr_assert(elems > 0);
+    uint16_t *pa = aligned_alloc(64, (elems * sk_pack_elem_size(wtype) + 63) / 64 * 64);
+    sk_pack_amx_bf16(&src, wtype, pa);
+    sk_packed amx = {pa, with_bias ? b : NULL, n_in, n_out, (n_in + 31) / 32 * 32 * SK_PANEL, wtype, 0};
+    const size_t ldy = n_out + 3;
+    float *y0 = malloc(n_rows * ldy * sizeof(float)), *y1 = malloc(n_rows * ldy * sizeof(float));
+    float *y2 = malloc(n_rows * ldy * sizeof(float));
+    sk_gemm_amx_bf16_ref(x, n_in, n_rows, &amx, y0, ldy);
+    sk_gemm_amx_bf16(x, n_in, n_rows, &amx, y1, ldy);
+    sk_gemm_ref(x, n_in, n_rows, n_in, w, with_bias ? b : NULL, n_out, y2, ldy);
+    double worst_model = 0, worst_f32 = 0;
+    for (size_t r = 0; r < n_rows; r++)
+        for (size_t o = 0; o < n_out; o++) {
+            double mag = 0;
+            for (size_t i = 0; i < n_in; i++) mag += fabs((double)x[r * n_in + i] * w[o * n_in + i]);
+            mag += with_bias ? fabs(b[o]) : 0;
+            const double got = y1[r * ldy + o];
+            /* f32 accumulation of n_in exact products: well within n_in * 2^-24 * mag */
+            const double e_model = fabs(got - y0[r * ldy + o]) / (mag + 1e-30);
+            const double e_f32 = fabs(got - y2[r * ldy + o]) / (mag + 1e-30);
+            if (e_model > worst_model) worst_model = e_model;
+            if (e_f32 > worst_f32) worst_f32 = e_f32;
+            cr_assert(e_model <= 1e-6, "amx vs its model at (%zu, %zu): %.9g vs %.9g", r, o, got,
+                      (double)y0[r * ldy + o]);
+            /* the split: X3 drops lo.lo (<= 2^-16 |x w|) and the rest of x, w (2^-17 each);
+             * X2 loses only the rest of x */
+            cr_assert(e_f32 <= (wtype == SK_PACK_AMX_BF16X3 ? 4e-5 : 2e-5),
+                      "amx vs f32 at (%zu, %zu): %.9g vs %.9g", r, o, got, (double)y2[r * ldy + o]);
+        }
+    cr_log_info("bf16 %s %zux%zux%zu: worst |err|/sum|xw| %.2e vs model, %.2e vs f32",
+                wtype == SK_PACK_AMX_BF16X3 ? "x3" : "x2", n_rows, n_in, n_out, worst_model, worst_f32);
+    free(w);
+    free(x);
+    free(b);
+    free(pf);
+    free(pa);
+    free(y0);
+    free(y1);
+    free(y2);
+}
+
+Test(amx, bf16_gemm_against_its_model_and_f32) {
+    need_amx_bf16();
+    const size_t shapes[][3] = {{1, 32, 16}, {16, 64, 64}, {17, 96, 33}, {40, 100, 80},
+                                {130, 768, 96}, {5, 1152, 70}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int x3 = 0; x3 < 2; x3++)
+            for (int b = 0; b < 2; b++)
+                bf16_case(shapes[i][0], shapes[i][1], shapes[i][2],
+                          x3 ? SK_PACK_AMX_BF16X3 : SK_PACK_AMX_BF16X2, b);
+}
+
+Test(amx, bf16_gemm_pool_views) {
+    need_amx_bf16();
+    /* sk_gemm on a panel view (what sk_gemm_pool hands each thread) equals the whole call */
+    const size_t n_rows = 20, n_in = 64, n_out = 96;
+    float *w = malloc(n_out * n_in * sizeof(float)), *x = malloc(n_rows * n_in * sizeof(float));
+    for (size_t i = 0; i < n_out * n_in; i++) w[i] = frand();
+    for (size_t i = 0; i < n_rows * n_in; i++) x[i] = frand();
+    float *pf = aligned_alloc(64, sk_packed_floats(n_out, n_in) * 4);
+    sk_pack_ref(w, n_in, n_out, n_in, pf);
+    sk_packed src = {pf, NULL, n_in, n_out, n_in * SK_PANEL, SK_PACK_F32, 0};
+    uint16_t *pa = aligned_alloc(64, sk_amx_bf16_packed_elems(n_out, n_in) * 4);
+    sk_pack_amx_bf16(&src, SK_PACK_AMX_BF16X3, pa);
+    sk_packed amx = {pa, NULL, n_in, n_out, n_in * SK_PANEL, SK_PACK_AMX_BF16X3, 0};
+    float y0[20 * 96], y1[20 * 96];
+    sk_gemm(x, n_in, n_rows, &amx, y0, n_out);
+    sk_packed v = amx;
+    v.data = (const char *)v.data + 2 * v.pstride * sk_pack_elem_size(v.wtype);
+    v.n_out = n_out - 32;
+    sk_gemm(x, n_in, n_rows, &amx, y1, n_out);
+    sk_gemm(x, n_in, n_rows, &v, y1 + 32, n_out);
+    cr_assert(memcmp(y0, y1, sizeof y0) == 0);
+    free(w);
+    free(x);
+    free(pf);
+    free(pa);
+}

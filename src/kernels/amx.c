@@ -27,12 +27,100 @@
  *  - The tile configuration is loaded at the start of each call and released at its end
  *    (TILERELEASE), so a thread holds no live tile state between calls.
  */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "q8.h"
 #include "cpu.h"
+#include "kernels.h"
+
+/* ---- portable parts: the bf16 weight layout and the scalar model of the BF16 kernel ---- */
+
+static size_t round32(size_t k) { return (k + 31) / 32 * 32; }
+
+size_t sk_amx_bf16_packed_elems(size_t n_out, size_t n_in) {
+    size_t panels = (n_out + 15) / 16, r;
+    if (n_in > SIZE_MAX - 31 || __builtin_mul_overflow(panels, round32(n_in), &r) ||
+        __builtin_mul_overflow(r, (size_t)16, &r))
+        return 0;
+    return r;
+}
+
+static float packed_elem(const sk_packed *w, size_t o, size_t i) {
+    const size_t p = o / SK_PANEL, c = o % SK_PANEL, at = p * w->pstride + i * sk_packed_rstride(w) + c;
+    if (w->wtype == SK_PACK_F32) return ((const float *)w->data)[at];
+    float v;
+    sk_widen16_ref(w->wtype, (const uint16_t *)w->data + at, &v, 1);
+    return v;
+}
+
+/* bf16 bits of f, round to nearest even (the conversion the kernel uses for activations;
+ * NaN stays NaN). */
+static uint16_t to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static float from_bf16(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+void sk_pack_amx_bf16(const sk_packed *src, int wtype, uint16_t *out) {
+    const size_t kp = round32(src->n_in), panels = (src->n_out + 15) / 16;
+    const int x3 = wtype == SK_PACK_AMX_BF16X3;
+    const size_t tile = 512, step = x3 ? 2 * tile : tile;
+    for (size_t p = 0; p < panels; p++)
+        for (size_t s = 0; s < kp / 32; s++) {
+            uint16_t *hi = out + p * (kp / 32) * step + s * step, *lo = hi + tile;
+            for (size_t kk = 0; kk < 16; kk++)
+                for (size_t c = 0; c < 16; c++)
+                    for (size_t t = 0; t < 2; t++) {
+                        const size_t o = p * 16 + c, i = s * 32 + 2 * kk + t;
+                        const float v = o < src->n_out && i < src->n_in ? packed_elem(src, o, i) : 0.0f;
+                        const uint16_t h = to_bf16(v);
+                        hi[(kk * 16 + c) * 2 + t] = h;
+                        if (x3) lo[(kk * 16 + c) * 2 + t] = to_bf16(v - from_bf16(h));
+                    }
+        }
+}
+
+/* Scalar model of the AMX kernel's products (same split, same dropped term), summed in
+ * double: the tests' reference and the fallback when the buffer cannot be had. */
+void sk_gemm_amx_bf16_ref(const float *x, size_t ldx, size_t n_rows, const sk_packed *w,
+                          float *y, size_t ldy) {
+    const size_t k = w->n_in, kp = round32(k), nsteps = kp / 32;
+    const int x3 = w->wtype == SK_PACK_AMX_BF16X3;
+    const size_t step = x3 ? 1024 : 512;
+    const uint16_t *wd = w->data;
+    for (size_t r = 0; r < n_rows; r++)
+        for (size_t o = 0; o < w->n_out; o++) {
+            const size_t p = o / 16, c = o % 16;
+            const uint16_t *wp = wd + p * w->pstride * (x3 ? 2 : 1);
+            double s = 0.0;
+            for (size_t i = 0; i < k; i++) {
+                const float xv = x[r * ldx + i];
+                const uint16_t xh = to_bf16(xv), xl = to_bf16(xv - from_bf16(xh));
+                const size_t st = i / 32, kk = (i % 32) / 2, t = i % 2;
+                const uint16_t *tile = wp + st * step;
+                const double wh = from_bf16(tile[(kk * 16 + c) * 2 + t]);
+                s += (double)from_bf16(xh) * wh + (double)from_bf16(xl) * wh;
+                if (x3) s += (double)from_bf16(xh) * from_bf16(tile[512 + (kk * 16 + c) * 2 + t]);
+            }
+            (void)nsteps;
+            y[r * ldy + o] = (float)(s + (w->bias ? w->bias[o] : 0.0f));
+        }
+}
+
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
-#include <string.h>
 
 #define AMXI8 __attribute__((target("avx512vnni,avx512vl,avx512bw,avx512f,avx2,fma,f16c")))
 
@@ -193,9 +281,184 @@ AMXI8 void sk_q8_gemm_amx(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, 
     }
 }
 
+
+/* ======================================================================================
+ * BF16 tiles: the f32 GEMM of kernels.h on weights held as bf16 (SK_PACK_AMX_BF16X2, the
+ * matrices of a BF16 file, exact) or as a bf16 hi + lo pair (SK_PACK_AMX_BF16X3, from f32).
+ *  - Activations are split per call: hi = bf16(x) (round to nearest even), lo = bf16(x - hi)
+ *    (x - hi is exact in f32), so x = hi + lo to ~2^-17 relative. Products: hi.W + lo.W for
+ *    X2 (the weights are exact, only the activation's last bits are lost), hi.Wh + lo.Wh +
+ *    hi.Wl for X3 (lo.Wl, ~2^-16 relative, is dropped). TDPBF16PS multiplies bf16 pairs
+ *    exactly and accumulates in f32 with round-to-nearest-even; bf16 denormal inputs are taken
+ *    as zero and denormal outputs flushed (values below 1e-38: nothing a model meets).
+ *  - So the result is not bit-identical to the AVX-512 f32 kernel: it is within ~1e-5
+ *    relative per product (X3) of the f32 sum; tests hold it to a bound against the reference
+ *    in double, and the model-level tolerance is checked against laya's goldens.
+ *  - Weight layout (sk_pack_amx_bf16): per panel of 16 outputs, per step of 32 inputs
+ *    (n_in rounded up to 32 with zeros): a 1024-byte B tile, row kk holding for each output
+ *    c the pair (w[c][32s + 2kk], w[c][32s + 2kk + 1]); X3 follows it with the lo tile.
+ *    pstride is 16 * n_in rounded up, in elements of sk_pack_elem_size() bytes (2 or 4).
+ *  - The split activations go to a per-thread buffer (the only kernel that allocates: grown
+ *    on demand, freed when the thread exits). Rows are converted in chunks of at most
+ *    ~512 KB, zero-padded to 16 rows, so the buffer is bounded and stays in L2; for each
+ *    chunk, panels are taken 4 at a time (4 C tiles, 16 x 64 outputs) with the weights of
+ *    those panels reused over every 16-row block of the chunk.
+ * ====================================================================================== */
+
+#define AMXBF __attribute__((target("avx512bf16,avx512vl,avx512bw,avx512f,avx2,fma,f16c")))
+
+#define T_C0 0
+#define T_C1 1
+#define T_C2 2
+#define T_C3 3
+#define T_AH 4
+#define T_AL 5
+#define T_BH 6
+#define T_BL 7
+static const amx_cfg bf_cfg = {
+    .palette = 1,
+    .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
+    .rows = {16, 16, 16, 16, 16, 16, 16, 16},
+};
+
+/* The per-thread buffer of split activations. */
+static pthread_key_t g_buf_key;
+static pthread_once_t g_buf_once = PTHREAD_ONCE_INIT;
+static int g_buf_key_ok;
+typedef struct amx_buf {
+    uint16_t *p;
+    size_t cap;  /* elements */
+} amx_buf;
+static void buf_free(void *v) {
+    amx_buf *b = v;
+    if (b) free(b->p);
+    free(b);
+}
+static void buf_key_init(void) { g_buf_key_ok = pthread_key_create(&g_buf_key, buf_free) == 0; }
+static uint16_t *thread_buf(size_t elems) {
+    pthread_once(&g_buf_once, buf_key_init);
+    if (!g_buf_key_ok) return NULL;
+    amx_buf *b = pthread_getspecific(g_buf_key);
+    if (!b) {
+        b = calloc(1, sizeof *b);
+        if (!b || pthread_setspecific(g_buf_key, b)) {
+            free(b);
+            return NULL;
+        }
+    }
+    if (b->cap < elems) {
+        uint16_t *p = aligned_alloc(64, (elems * 2 + 63) / 64 * 64);
+        if (!p) return NULL;
+        free(b->p);
+        b->p = p;
+        b->cap = elems;
+    }
+    return b->p;
+}
+
+/* Rows [0, nr) of x (nr <= rows, rows % 16 == 0) into hi/lo [rows][kp], zero-padded. */
+AMXBF static void split_rows(const float *x, size_t ldx, size_t nr, size_t rows, size_t k,
+                             size_t kp, uint16_t *hi, uint16_t *lo) {
+    for (size_t r = 0; r < rows; r++) {
+        uint16_t *h = hi + r * kp, *l = lo + r * kp;
+        const float *xr = x + r * ldx;
+        for (size_t i = 0; i < kp; i += 16) {
+            const size_t left = r < nr && i < k ? (k - i < 16 ? k - i : 16) : 0;
+            const __mmask16 m = (__mmask16)((1u << left) - 1u);
+            const __m512 v = left ? _mm512_maskz_loadu_ps(m, xr + i) : _mm512_setzero_ps();
+            const __m256bh vh = _mm512_cvtneps_pbh(v);
+            const __m512 vhf = _mm512_castsi512_ps(_mm512_slli_epi32(
+                _mm512_cvtepu16_epi32((__m256i)vh), 16));
+            const __m256bh vl = _mm512_cvtneps_pbh(_mm512_sub_ps(v, vhf));
+            _mm256_storeu_si256((__m256i *)(h + i), (__m256i)vh);
+            _mm256_storeu_si256((__m256i *)(l + i), (__m256i)vl);
+        }
+    }
+}
+
+/* One 16-row block, panels p0 .. p0 + np - 1 (np <= 4). */
+#define BF_PANEL(j, CJ)                                                                    \
+    if (np > j) {                                                                          \
+        const uint16_t *b_ = wp + (j) * pbytes_step * nsteps + s * pbytes_step;            \
+        TILE_LOAD(T_BH, b_, 64);                                                           \
+        TILE_DPBF16PS(CJ, T_AH, T_BH);                                                     \
+        TILE_DPBF16PS(CJ, T_AL, T_BH);                                                     \
+        if (x3) {                                                                          \
+            TILE_LOAD(T_BL, b_ + 512, 64);                                                 \
+            TILE_DPBF16PS(CJ, T_AH, T_BL);                                                 \
+        }                                                                                  \
+    }
+
+AMXBF static void bf_block(const uint16_t *hi, const uint16_t *lo, size_t kp, const uint16_t *wp,
+                           size_t np, int x3, float out[4][256]) {
+    const size_t nsteps = kp / 32, pbytes_step = x3 ? 1024 : 512;  /* in uint16 */
+    TILE_ZERO(T_C0);
+    TILE_ZERO(T_C1);
+    TILE_ZERO(T_C2);
+    TILE_ZERO(T_C3);
+    for (size_t s = 0; s < nsteps; s++) {
+        TILE_LOAD(T_AH, hi + s * 32, kp * 2);
+        TILE_LOAD(T_AL, lo + s * 32, kp * 2);
+        BF_PANEL(0, T_C0)
+        BF_PANEL(1, T_C1)
+        BF_PANEL(2, T_C2)
+        BF_PANEL(3, T_C3)
+    }
+    TILE_STORE(T_C0, out[0], 64);
+    if (np > 1) TILE_STORE(T_C1, out[1], 64);
+    if (np > 2) TILE_STORE(T_C2, out[2], 64);
+    if (np > 3) TILE_STORE(T_C3, out[3], 64);
+}
+
+AMXBF void sk_gemm_amx_bf16(const float *x, size_t ldx, size_t n_rows, const sk_packed *w,
+                            float *y, size_t ldy) {
+    const size_t k = w->n_in, kp = round32(k), m = w->n_out, panels = (m + 15) / 16;
+    const int x3 = w->wtype == SK_PACK_AMX_BF16X3;
+    /* rows per chunk: ~512 KB of split activations, a multiple of 16 */
+    size_t chunk = (size_t)262144 / (kp * 2) / 16 * 16;
+    if (chunk < 16) chunk = 16;
+    const size_t want = (n_rows + 15) / 16 * 16 < chunk ? (n_rows + 15) / 16 * 16 : chunk;
+    uint16_t *buf = thread_buf(2 * want * kp);
+    if (!buf) {
+        sk_gemm_amx_bf16_ref(x, ldx, n_rows, w, y, ldy);
+        return;
+    }
+    _Alignas(64) float out[4][256];
+    const uint16_t *wd = w->data;
+    tile_config(&bf_cfg);
+    for (size_t r0 = 0; r0 < n_rows; r0 += chunk) {
+        const size_t nr = n_rows - r0 < chunk ? n_rows - r0 : chunk, rows = (nr + 15) / 16 * 16;
+        uint16_t *hi = buf, *lo = buf + rows * kp;
+        split_rows(x + r0 * ldx, ldx, nr, rows, k, kp, hi, lo);
+        for (size_t p0 = 0; p0 < panels; p0 += 4) {
+            const size_t np = panels - p0 < 4 ? panels - p0 : 4;
+            const uint16_t *wp = wd + p0 * w->pstride * (x3 ? 2 : 1);
+            for (size_t b = 0; b < rows; b += 16) {
+                bf_block(hi + b * kp, lo + b * kp, kp, wp, np, x3, out);
+                const size_t vr = nr - b < 16 ? nr - b : 16;
+                for (size_t j = 0; j < np; j++) {
+                    const size_t o = (p0 + j) * 16, nc = m - o < 16 ? m - o : 16;
+                    const __mmask16 mk = (__mmask16)((1u << nc) - 1u);
+                    const __m512 bias = w->bias ? _mm512_maskz_loadu_ps(mk, w->bias + o) : _mm512_setzero_ps();
+                    for (size_t r = 0; r < vr; r++)
+                        _mm512_mask_storeu_ps(y + (r0 + b + r) * ldy + o, mk,
+                                              _mm512_add_ps(_mm512_load_ps(out[j] + r * 16), bias));
+                }
+            }
+        }
+    }
+    TILE_RELEASE();
+}
+
+
 #else
+/* Not x86-64: the dispatchers never call these; they exist so that the symbols resolve. */
 void sk_q8_gemm_amx(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1, float *y,
                     size_t ldy) {
     sk_q8_gemm_ref(a, w, o0, o1, y, ldy);
+}
+void sk_gemm_amx_bf16(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
+                      size_t ldy) {
+    sk_gemm_amx_bf16_ref(x, ldx, n_rows, w, y, ldy);
 }
 #endif
