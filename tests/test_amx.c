@@ -8,6 +8,7 @@
  * the VNNI kernel), partial panels, odd and even block counts, both activation modes, with
  * and without bias, and weight quants including -128.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include "kernels/cpu.h"
 #include "kernels/kernels.h"
 #include "kernels/q8.h"
+#include "test_util.h"
 
 static uint32_t g_seed = 12345;
 static uint32_t rnd(void) {
@@ -215,4 +217,41 @@ Test(amx, bf16_gemm_pool_views) {
     free(x);
     free(pf);
     free(pa);
+}
+
+/* ---------------------------------------------------------------- the model mode ---- */
+
+static void keep_log(void *ud, int level, const char *msg) {
+    (void)level;
+    char *buf = ud;
+    if (strstr(msg, "bf16x3")) snprintf(buf, 512, "%s", msg);
+}
+
+/* SKYCMD_WEIGHTS_BF16X3 on an f32 and a bf16 file: the load says the encoder went to the
+ * tiles (accuracy against laya: the golden suite with SKYCMD_GOLDEN_WEIGHTS=bf16x3). */
+Test(amx, bf16x3_weights_mode_moves_the_encoder, .fini = tu_scratch_remove) {
+    need_amx_bf16();
+    if (!sk_amx_usable()) cr_skip_test("SKYCMD_KERNELS caps the kernels below AMX: skipped");
+    char dir[512], path[600];
+    tu_scratch_make(dir, sizeof dir, "amx", "bf16x3");
+    const int types[] = {SKYCMD_TYPE_F32, SKYCMD_TYPE_BF16};
+    for (int t = 0; t < 2; t++) {
+        snprintf(path, sizeof path, "%s/m%d.gguf", dir, t);
+        skycmd_options *o = skycmd_options_new();
+        skycmd_error *err = skycmd_error_new();
+        cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_TYPE, types[t]), SKYCMD_OK);
+        cr_assert_eq(skycmd_random_model("s1-micro", path, o, err), SKYCMD_OK, "%s",
+                     skycmd_error_message(err));
+        skycmd_options_free(o);
+        char msg[512] = "";
+        o = skycmd_options_new();
+        cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_BF16X3), SKYCMD_OK);
+        cr_assert_eq(skycmd_options_set_log(o, keep_log, msg), SKYCMD_OK);
+        skycmd_model *m = NULL;
+        cr_assert_eq(skycmd_model_open(path, o, &m, err), SKYCMD_OK, "%s", skycmd_error_message(err));
+        cr_assert(strstr(msg, "24 encoder matrices on AMX-BF16 tiles") != NULL, "log: %s", msg);
+        skycmd_model_free(m);
+        skycmd_options_free(o);
+        skycmd_error_free(err);
+    }
 }

@@ -156,20 +156,13 @@ static void tile_config(const amx_cfg *c) {
     __asm__ volatile("ldtilecfg %0" ::"m"(*c) : "memory");
 }
 
-/* Tiles of the int8 kernel: C (16 x 16 int32) of the q and r passes of even and odd blocks,
- * A (16 rows x 32 int8) of q and r, B (8 rows x 64 int8) of even and odd blocks. */
-#define T_CQ0 0
-#define T_CR0 1
-#define T_AQ 2
-#define T_AR 3
-#define T_B0 4
-#define T_B1 5
-#define T_CQ1 6
-#define T_CR1 7
+/* Tiles of the int8 kernel: C 0-3 (16 x 16 int32 block sums), A 4-5 (16 rows x 32 int8),
+ * B 6-7 (8 rows x 64 int8). Q8 runs groups of 4 blocks (C j for block 4g + j); Q8x2 groups
+ * of 2 (C 0/1 the q/r sums of the even block, C 2/3 of the odd one). */
 static const amx_cfg q8_cfg = {
     .palette = 1,
-    .colsb = {64, 64, 32, 32, 64, 64, 64, 64},
-    .rows = {16, 16, 16, 16, 8, 8, 16, 16},
+    .colsb = {64, 64, 64, 64, 32, 32, 64, 64},
+    .rows = {16, 16, 16, 16, 16, 16, 8, 8},
 };
 
 /* The reference's float step for one block of 16 rows x 16 outputs: sums (16 x 16 int32,
@@ -186,60 +179,64 @@ static const amx_cfg q8_cfg = {
         }                                                                                   \
     } while (0)
 
-/* 16 rows from r0, the 16 outputs of panel p (nc valid). */
+/* The tile work of block b: its exact int32 sums into sums (and sums + 256 for the r pass). */
+#define Q8_ISSUE(b, CQ, CR, AT, ART, BT, two, sums)                                         \
+    do {                                                                                    \
+        TILE_ZERO(CQ);                                                                      \
+        TILE_LOAD(BT, ch + (b) * SK_Q8_CHUNK, 64);                                          \
+        TILE_LOAD(AT, xq + (b) * 32, xstride);                                              \
+        TILE_DPBSSD(CQ, AT, BT);                                                            \
+        if (two) {                                                                          \
+            TILE_ZERO(CR);                                                                  \
+            TILE_LOAD(ART, xr + (b) * 32, xstride);                                         \
+            TILE_DPBSSD(CR, ART, BT);                                                       \
+        }                                                                                   \
+        TILE_STORE(CQ, (sums), 64);                                                         \
+        if (two) TILE_STORE(CR, (sums) + 256, 64);                                          \
+    } while (0)
+
+/* 16 rows from r0, the 16 outputs of panel p (nc valid). Software-pipelined: the tile unit
+ * works on group g while the vector units run the float step of group g - 1 from the other
+ * half of the buffer, so no load waits on a tile store just issued. */
 AMXI8 static inline void q8_tile16(const sk_q8_act *a, const sk_q8_packed *w, size_t r0,
                                    size_t p, size_t nc, float *y, size_t ldy, int two) {
     const size_t nb = w->n_in / 32, xstride = nb * 32;
     const uint8_t *ch = w->panels + p * nb * SK_Q8_CHUNK;
     const int8_t *xq = a->q + r0 * xstride, *xr = a->r + r0 * xstride;
     const float *xs = a->xs + r0 * nb;
-    _Alignas(64) int32_t sq0[256], sr0[256], sq1[256], sr1[256];
+    const size_t G = two ? 2 : 4;      /* blocks per group */
+    /* [half][block in group][q sums 256, r sums 256] */
+    _Alignas(64) int32_t buf[2][4][512];
     __m512 acc[16];
 #pragma GCC unroll 16
     for (int r = 0; r < 16; r++) acc[r] = _mm512_setzero_ps();
-    size_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        const uint8_t *c0 = ch + b * SK_Q8_CHUNK, *c1 = c0 + SK_Q8_CHUNK;
-        TILE_ZERO(T_CQ0);
-        TILE_ZERO(T_CQ1);
-        TILE_LOAD(T_B0, c0, 64);
-        TILE_LOAD(T_B1, c1, 64);
-        TILE_LOAD(T_AQ, xq + b * 32, xstride);
-        TILE_DPBSSD(T_CQ0, T_AQ, T_B0);
-        TILE_LOAD(T_AQ, xq + (b + 1) * 32, xstride);
-        TILE_DPBSSD(T_CQ1, T_AQ, T_B1);
-        if (two) {
-            TILE_ZERO(T_CR0);
-            TILE_ZERO(T_CR1);
-            TILE_LOAD(T_AR, xr + b * 32, xstride);
-            TILE_DPBSSD(T_CR0, T_AR, T_B0);
-            TILE_LOAD(T_AR, xr + (b + 1) * 32, xstride);
-            TILE_DPBSSD(T_CR1, T_AR, T_B1);
+    const size_t ng = (nb + G - 1) / G;
+    for (size_t g = 0; g <= ng; g++) {
+        if (g < ng) {
+            int32_t(*h)[512] = buf[g & 1];
+            const size_t b = g * G;
+            if (two) {
+                Q8_ISSUE(b, 0, 1, 4, 5, 6, 1, h[0]);
+                if (b + 1 < nb) Q8_ISSUE(b + 1, 2, 3, 4, 5, 7, 1, h[1]);
+            } else {
+                Q8_ISSUE(b, 0, 1, 4, 5, 6, 0, h[0]);
+                if (b + 1 < nb) Q8_ISSUE(b + 1, 1, 1, 5, 5, 7, 0, h[1]);
+                if (b + 2 < nb) Q8_ISSUE(b + 2, 2, 1, 4, 5, 6, 0, h[2]);
+                if (b + 3 < nb) Q8_ISSUE(b + 3, 3, 1, 5, 5, 7, 0, h[3]);
+            }
         }
-        TILE_STORE(T_CQ0, sq0, 64);
-        if (two) TILE_STORE(T_CR0, sr0, 64);
-        TILE_STORE(T_CQ1, sq1, 64);
-        if (two) TILE_STORE(T_CR1, sr1, 64);
-        const __m512 wd0 = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(c0 + SK_Q8_CHUNK_SCALES)));
-        const __m512 wd1 = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(c1 + SK_Q8_CHUNK_SCALES)));
-        Q8_STEP(acc, sq0, sr0, two, xs + b, nb, wd0);
-        Q8_STEP(acc, sq1, sr1, two, xs + b + 1, nb, wd1);
-    }
-    if (b < nb) {
-        const uint8_t *c0 = ch + b * SK_Q8_CHUNK;
-        TILE_ZERO(T_CQ0);
-        TILE_LOAD(T_B0, c0, 64);
-        TILE_LOAD(T_AQ, xq + b * 32, xstride);
-        TILE_DPBSSD(T_CQ0, T_AQ, T_B0);
-        if (two) {
-            TILE_ZERO(T_CR0);
-            TILE_LOAD(T_AR, xr + b * 32, xstride);
-            TILE_DPBSSD(T_CR0, T_AR, T_B0);
+        if (g > 0) {
+            int32_t(*h)[512] = buf[(g - 1) & 1];
+            const size_t b0 = (g - 1) * G;
+            for (size_t j = 0; j < G && b0 + j < nb; j++) {
+                const uint8_t *cj = ch + (b0 + j) * SK_Q8_CHUNK;
+                const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(cj + SK_Q8_CHUNK_SCALES)));
+                if (two)
+                    Q8_STEP(acc, h[j], h[j] + 256, 1, xs + b0 + j, nb, wd);
+                else
+                    Q8_STEP(acc, h[j], h[j], 0, xs + b0 + j, nb, wd);
+            }
         }
-        TILE_STORE(T_CQ0, sq0, 64);
-        if (two) TILE_STORE(T_CR0, sr0, 64);
-        const __m512 wd0 = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(c0 + SK_Q8_CHUNK_SCALES)));
-        Q8_STEP(acc, sq0, sr0, two, xs + b, nb, wd0);
     }
     const __mmask16 m = (__mmask16)((1u << nc) - 1u);
     const size_t o = p * SK_Q8_PANEL;
