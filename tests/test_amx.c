@@ -87,7 +87,7 @@ Test(amx, q8_gemm_bit_identical_to_reference) {
     need_amx_int8();
     const size_t shapes[][3] = {{16, 32, 16},  {16, 64, 5},   {17, 96, 33},  {31, 128, 48},
                                 {32, 768, 64}, {48, 256, 17}, {5, 384, 20},  {130, 768, 96},
-                                {64, 1152, 40}};
+                                {64, 1152, 40}, {32, 1152, 656}};  /* last: 2 panel groups */
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int mode = 0; mode < 2; mode++)
             for (int b = 0; b < 2; b++)
