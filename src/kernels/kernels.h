@@ -28,7 +28,8 @@
 /* Kernel levels. */
 enum { SK_LEVEL_SCALAR = 0, SK_LEVEL_AVX2 = 1, SK_LEVEL_AVX512 = 2 };
 /* The level the dispatchers use: the best the CPU supports, lowered by
- * sk_kernels_force_level() (tests) or the environment variable SKYCMD_KERNELS=scalar|avx2. */
+ * sk_kernels_force_level() (tests) or the environment variable SKYCMD_KERNELS=scalar|avx2
+ * (SKYCMD_KERNELS=avx512 leaves the level and turns the AMX kernels off: cpu.h). */
 int sk_kernels_level(void);
 /* Test hook: cap the level (-1 restores automatic choice). Not for concurrent use. */
 void sk_kernels_force_level(int level);
