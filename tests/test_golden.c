@@ -370,7 +370,17 @@ static void run_one_type(const golden_model *m, size_t ti, const char *gguf, con
     const char *name = m->name;
     skycmd_model *model = NULL;
     skycmd_error *err = skycmd_error_new();
-    int st = skycmd_model_open(gguf, NULL, &model, err);
+    /* SKYCMD_GOLDEN_WEIGHTS=bf16x3 runs the same bounds on the AMX-BF16 mode (by hand: the
+     * mode is opt-in; see docs/performance.md) */
+    const char *gw = getenv("SKYCMD_GOLDEN_WEIGHTS");
+    skycmd_options *gopt = NULL;
+    if (gw && !strcmp(gw, "bf16x3")) {
+        gopt = skycmd_options_new();
+        cr_assert_eq(skycmd_options_set_int(gopt, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_BF16X3), SKYCMD_OK);
+        cr_log_info("%s %s: weights mode bf16x3 (cpu: %s)", name, tname, skycmd_cpu_features());
+    }
+    int st = skycmd_model_open(gguf, gopt, &model, err);
+    skycmd_options_free(gopt);
     cr_assert_eq(st, SKYCMD_OK, "%s %s: skycmd_model_open: %s: %s", name, tname,
                  skycmd_status_name(st), skycmd_error_message(err));
     skycmd_error_free(err);

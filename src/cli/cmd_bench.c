@@ -58,6 +58,8 @@ static void usage(FILE *out) {
             "                       activations\n"
             "  --q8-fast            Q8_0 weights, single-pass int8 activations (fastest)\n"
             "  --no-calib           Q8_0 weights without calibration (alone: two-pass activations)\n"
+            "  --bf16x3             encoder products on AMX-BF16 tiles (f32 weights as bf16\n"
+            "                       hi+lo, three products); the f32 path where there is no AMX\n"
             "  --threads N          compute threads of the session (0 = one per core; default 1)\n"
             "request:\n"
             "  --questions N        questions per request (default 3: the example's choice, noul\n"
@@ -406,11 +408,11 @@ typedef struct bench_args {
     const char *model_path, *preset, *save_request;
     long long seed, questions, tokens, iters, warmup, threads, peak_ms;
     double seconds;
-    int type, q8, q8_fast, no_calib, json, single, drop_cache;
+    int type, q8, q8_fast, no_calib, json, single, drop_cache, bf16x3;
 } bench_args;
 
 static int parse_args(int argc, char **argv, bench_args *a) {
-    *a = (bench_args){NULL, NULL, NULL, 42, 3, 0, 0, 3, 1, 200, 3.0, -1, 0, 0, 0, 0, 1, 0};
+    *a = (bench_args){NULL, NULL, NULL, 42, 3, 0, 0, 3, 1, 200, 3.0, -1, 0, 0, 0, 0, 1, 0, 0};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (cli_is_help(s)) {
@@ -422,6 +424,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
             a->q8_fast = 1;
         } else if (!strcmp(s, "--no-calib")) {
             a->no_calib = 1;
+        } else if (!strcmp(s, "--bf16x3")) {
+            a->bf16x3 = 1;
         } else if (!strcmp(s, "--json")) {
             a->json = 1;
         } else if (!strcmp(s, "--drop-cache")) {
@@ -501,6 +505,10 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         fprintf(stderr, "skycmd bench: --type only applies to --random\n");
         return 2;
     }
+    if (a->bf16x3 && (a->q8 || a->q8_fast || a->no_calib)) {
+        fprintf(stderr, "skycmd bench: --bf16x3 excludes --q8, --q8-fast and --no-calib\n");
+        return 2;
+    }
     if (a->q8 && a->q8_fast) {
         fprintf(stderr, "skycmd bench: --q8 and --q8-fast exclude each other\n");
         return 2;
@@ -544,6 +552,9 @@ int cmd_bench(int argc, char **argv) {
         acts = A.q8_fast ? SKYCMD_ACT_Q8 : SKYCMD_ACT_Q8X2;
         mode = A.q8_fast ? (A.no_calib ? "q8-fast-no-calib" : "q8-fast")
                          : (A.no_calib ? "q8-no-calib" : "q8");
+    } else if (A.bf16x3) {
+        weights = SKYCMD_WEIGHTS_BF16X3;
+        mode = "bf16x3";
     }
     double la0[3] = {-1, -1, -1}, la1[3] = {-1, -1, -1};
     if (getloadavg(la0, 3) < 0) la0[0] = -1;

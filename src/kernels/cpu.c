@@ -1,15 +1,59 @@
-/* cpu.c - run-time CPU feature detection that the kernels dispatch on. */
+/* cpu.c - run-time CPU feature detection that the kernels dispatch on.
+ *
+ * AMX needs three yeses before a kernel may touch a tile register: CPUID leaf 7 reports the
+ * unit (AMX-TILE plus AMX-INT8 / AMX-BF16), XCR0 has the tile state enabled by the OS (bits
+ * 17 XTILECFG and 18 XTILEDATA), and on Linux the process asked for the 8 KB tile data
+ * state with arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) and was granted it (the
+ * kernel refuses, for instance, when a thread's sigaltstack is too small for the larger
+ * signal frame). Any no leaves the AMX bits clear and the AVX-512 kernels run as before. */
+#define _DEFAULT_SOURCE
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "skycmd.h"
 #include "cpu.h"
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__clang__)
+#if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
 
 static int g_features = -1;
+
+#if defined(__x86_64__)
+/* The AMX bits (see the top of the file); asks Linux for the tile data state once. */
+static int amx_features(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return 0;  /* OSXSAVE */
+    if (__get_cpuid_max(0, NULL) < 7) return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    const int tile = (d >> 24) & 1, i8 = (d >> 25) & 1, bf = (d >> 22) & 1;
+    if (!tile || !(i8 || bf)) return 0;
+    unsigned xlo, xhi;
+    __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+    (void)xhi;
+    if ((xlo & (3u << 17)) != (3u << 17)) return 0;
+#if defined(__linux__)
+    /* ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 (asm/prctl.h, Linux >= 5.16);
+     * an older kernel answers EINVAL: no AMX. */
+    if (syscall(SYS_arch_prctl, 0x1023, 18) != 0) return 0;
+#else
+    return 0;  /* other systems: no known way to be granted the state here */
+#endif
+    int f = 0;
+    if (i8) f |= SK_CPU_AMX_INT8;
+    if (bf) f |= SK_CPU_AMX_BF16;
+    __cpuid_count(7, 1, a, b, c, d);
+    if ((a >> 5) & 1) f |= SK_CPU_AVX512BF16;
+    return f;
+}
+#else
+static int amx_features(void) { return 0; }
+#endif
 
 int sk_cpu_features(void) {
     int f = __atomic_load_n(&g_features, __ATOMIC_ACQUIRE);
@@ -32,19 +76,32 @@ int sk_cpu_features(void) {
     if (__builtin_cpu_supports("avx512f")) f |= SK_CPU_AVX512F;
     if (__builtin_cpu_supports("avx512bw")) f |= SK_CPU_AVX512BW;
     if (__builtin_cpu_supports("avx512vnni")) f |= SK_CPU_AVX512VNNI;
+    f |= amx_features();
 #endif
     __atomic_store_n(&g_features, f, __ATOMIC_RELEASE);
     return f;
 }
 
+int sk_amx_usable(void) {
+    static int cached = -1;
+    int u = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
+    if (u >= 0) return u;
+    const char *env = getenv("SKYCMD_KERNELS");
+    u = (sk_cpu_features() & (SK_CPU_AMX_INT8 | SK_CPU_AMX_BF16)) != 0 &&
+        !(env && (!strcmp(env, "scalar") || !strcmp(env, "avx2") || !strcmp(env, "avx512")));
+    __atomic_store_n(&cached, u, __ATOMIC_RELEASE);
+    return u;
+}
+
 const char *skycmd_cpu_features(void) {
-    static const char *names[] = {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vnni"};
-    static char text[96];
+    static const char *names[] = {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vnni",
+                                  "amx-int8", "amx-bf16", "avx512bf16"};
+    static char text[128];
     static int done;
     if (__atomic_load_n(&done, __ATOMIC_ACQUIRE)) return text;
     int f = sk_cpu_features();
-    char buf[96] = "";
-    for (int i = 0; i < 6; i++)
+    char buf[128] = "";
+    for (int i = 0; i < 9; i++)
         if (f & (1 << i)) {
             if (buf[0]) strcat(buf, " ");
             strcat(buf, names[i]);

@@ -7,7 +7,16 @@ enum {
     SK_CPU_F16C = 1 << 2,
     SK_CPU_AVX512F = 1 << 3,
     SK_CPU_AVX512BW = 1 << 4,
-    SK_CPU_AVX512VNNI = 1 << 5
+    SK_CPU_AVX512VNNI = 1 << 5,
+    /* AMX: set only when CPUID reports the unit, XCR0 has the tile state enabled and Linux
+     * granted this process the tile data state (arch_prctl ARCH_REQ_XCOMP_PERM). */
+    SK_CPU_AMX_INT8 = 1 << 6,
+    SK_CPU_AMX_BF16 = 1 << 7,
+    SK_CPU_AVX512BF16 = 1 << 8
 };
 int sk_cpu_features(void);
+/* 1 when the AMX kernels may run: the CPU and OS allow them (SK_CPU_AMX_*), the f32 kernels
+ * are at the AVX-512 level and SKYCMD_KERNELS (scalar|avx2|avx512) does not cap them off.
+ * Each AMX kernel also checks its own feature bit. */
+int sk_amx_usable(void);
 #endif

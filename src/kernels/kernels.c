@@ -43,6 +43,10 @@ const char *sk_kernels_level_name(int level) {
 }
 
 void sk_gemm(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y, size_t ldy) {
+    if (w->wtype >= SK_PACK_AMX_BF16X2) {  /* made only where the AMX kernel may run */
+        sk_gemm_amx_bf16(x, ldx, n_rows, w, y, ldy);
+        return;
+    }
     switch (sk_kernels_level()) {
     case SK_LEVEL_AVX512: sk_gemm_avx512(x, ldx, n_rows, w, y, ldy); break;
     case SK_LEVEL_AVX2: sk_gemm_avx2(x, ldx, n_rows, w, y, ldy); break;

@@ -28,7 +28,8 @@
 /* Kernel levels. */
 enum { SK_LEVEL_SCALAR = 0, SK_LEVEL_AVX2 = 1, SK_LEVEL_AVX512 = 2 };
 /* The level the dispatchers use: the best the CPU supports, lowered by
- * sk_kernels_force_level() (tests) or the environment variable SKYCMD_KERNELS=scalar|avx2. */
+ * sk_kernels_force_level() (tests) or the environment variable SKYCMD_KERNELS=scalar|avx2
+ * (SKYCMD_KERNELS=avx512 leaves the level and turns the AMX kernels off: cpu.h). */
 int sk_kernels_level(void);
 /* Test hook: cap the level (-1 restores automatic choice). Not for concurrent use. */
 void sk_kernels_force_level(int level);
@@ -37,7 +38,11 @@ const char *sk_kernels_level_name(int level);
 /* Element types of packed weights. F16 and BF16 panels are widened exactly to f32 as the
  * GEMM reads them, so they give the same results as f32 panels of the widened values with
  * half the memory. */
-enum { SK_PACK_F32 = 0, SK_PACK_F16 = 1, SK_PACK_BF16 = 2 };
+enum { SK_PACK_F32 = 0, SK_PACK_F16 = 1, SK_PACK_BF16 = 2,
+       /* AMX tile layouts (src/kernels/amx.c), made only when the tile unit is usable:
+        * bf16 weights (exact for a BF16 file), and bf16 hi + lo pairs of f32 weights. Only
+        * sk_gemm / sk_gemm_pool (dispatching to sk_gemm_amx_bf16) read them. */
+       SK_PACK_AMX_BF16X2 = 3, SK_PACK_AMX_BF16X3 = 4 };
 
 /* A packed weight matrix (or a view of one). */
 typedef struct sk_packed {
@@ -167,5 +172,18 @@ int sk_all_finite_avx512(const float *x, size_t n);
 void sk_widen16_ref(int wtype, const void *src, float *dst, size_t n);
 void sk_widen16(int wtype, const void *src, float *dst, size_t n);
 void sk_widen16_avx2(int wtype, const void *src, float *dst, size_t n);
+
+/* AMX BF16 GEMM (src/kernels/amx.c): y = x . W^T + b on SK_PACK_AMX_BF16X2/X3 weights
+ * (activations split into bf16 hi + lo per call; see amx.c for the error bound). Call only
+ * when sk_amx_usable() and SK_CPU_AMX_BF16 and SK_CPU_AVX512BF16. The _ref is its scalar
+ * model (the same products summed in double). sk_pack_amx_bf16 writes the layout from any
+ * packed F32/F16/BF16 matrix (sk_amx_bf16_packed_elems(n_out, n_in) elements of
+ * sk_pack_elem_size(wtype) bytes; 0 on overflow); its pstride is 16 * round_up(n_in, 32). */
+size_t sk_amx_bf16_packed_elems(size_t n_out, size_t n_in);
+void sk_pack_amx_bf16(const sk_packed *src, int wtype, uint16_t *out);
+void sk_gemm_amx_bf16(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
+                      size_t ldy);
+void sk_gemm_amx_bf16_ref(const float *x, size_t ldx, size_t n_rows, const sk_packed *w,
+                          float *y, size_t ldy);
 
 #endif /* SK_KERNELS_H */

@@ -132,7 +132,9 @@ void sk_pack_u16(const uint16_t *w, size_t ldw, size_t n_out, size_t n_in, uint1
     }
 }
 
-size_t sk_pack_elem_size(int wtype) { return wtype == SK_PACK_F32 ? 4 : 2; }
+size_t sk_pack_elem_size(int wtype) {
+    return wtype == SK_PACK_F32 || wtype == SK_PACK_AMX_BF16X3 ? 4 : 2;
+}
 
 /* Scalar GEMM on the packed layout: each output is one sequential f32 sum over i, like the
  * reference, so the two agree closely (identically without FMA contraction). 16-bit panels

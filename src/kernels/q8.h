@@ -86,12 +86,17 @@ void sk_q8_gemm_avx2(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_
                      float *y, size_t ldy);
 void sk_q8_gemm_vnni(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
                      float *y, size_t ldy);
-/* Best of the above for this CPU (respects sk_kernels_level(): scalar level -> ref). */
+/* AMX tiles (src/kernels/amx.c): call only when sk_amx_usable() and SK_CPU_AMX_INT8. */
+void sk_q8_gemm_amx(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
+                    float *y, size_t ldy);
+/* Best of the above for this CPU (respects sk_kernels_level(): scalar level -> ref; AMX
+ * unless SKYCMD_KERNELS caps it, see cpu.h). */
 void sk_q8_gemm(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1, float *y,
                 size_t ldy);
-/* "vnni", "avx2" or "scalar": what sk_q8_gemm uses. */
+/* "amx", "vnni", "avx2" or "scalar": what sk_q8_gemm uses. */
 const char *sk_q8_kernel_name(void);
-/* Test hook: 0 scalar, 1 avx2, 2 vnni, -1 automatic. Not for concurrent use. */
+/* Test hook: 0 scalar, 1 avx2, 2 vnni, 3 amx, -1 automatic (a cap: never above what the
+ * CPU allows). Not for concurrent use. */
 void sk_q8_force_kernel(int which);
 
 /* A Linear layer on int8 weights, with outlier columns. */

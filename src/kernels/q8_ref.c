@@ -198,6 +198,8 @@ static int q8_level(void) {
         lv = 1;
         if ((f & SK_CPU_AVX512VNNI) && (f & SK_CPU_AVX512BW) && sk_kernels_level() >= SK_LEVEL_AVX512)
             lv = 2;
+        /* the AMX kernel hands its n_rows % 16 tail to the VNNI one */
+        if (lv == 2 && (f & SK_CPU_AMX_INT8) && sk_amx_usable()) lv = 3;
     }
     const int force = __atomic_load_n(&g_force, __ATOMIC_RELAXED);
     return force >= 0 && force < lv ? force : lv;
@@ -206,7 +208,7 @@ static int q8_level(void) {
 void sk_q8_force_kernel(int which) { __atomic_store_n(&g_force, which, __ATOMIC_RELAXED); }
 
 const char *sk_q8_kernel_name(void) {
-    static const char *names[] = {"scalar", "avx2", "vnni"};
+    static const char *names[] = {"scalar", "avx2", "vnni", "amx"};
     return names[q8_level()];
 }
 
@@ -214,6 +216,7 @@ void sk_q8_gemm(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
                 size_t ldy) {
     switch (q8_level()) {
 #if defined(__x86_64__)
+    case 3: sk_q8_gemm_amx(a, w, o0, o1, y, ldy); break;
     case 2: sk_q8_gemm_vnni(a, w, o0, o1, y, ldy); break;
     case 1: sk_q8_gemm_avx2(a, w, o0, o1, y, ldy); break;
 #endif

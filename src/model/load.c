@@ -219,7 +219,8 @@ static int load_linear2(sk_model *m, const sk_gguf *g, const char *prefix /* < 1
     if (rc) return rc;
     /* With an int8 weights mode a Q8_0 matrix goes from the file's bytes to int8 panels;
      * anything else is packed as f32 or 16-bit panels. */
-    const int q8_direct = m->weights_mode != SKYCMD_WEIGHTS_F32 && t->type == SK_GGML_Q8_0;
+    const int q8_direct = (m->weights_mode == SKYCMD_WEIGHTS_Q8 ||
+                           m->weights_mode == SKYCMD_WEIGHTS_Q8_PLAIN) && t->type == SK_GGML_Q8_0;
     const float *w = NULL;
     const uint16_t *w16 = NULL;
     void *owned = NULL;
@@ -420,9 +421,9 @@ int sk_model_load_ex(const sk_gguf *g, int weights_mode, skycmd_log_fn log, void
     *out = NULL;
     if (!g) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sk_model_load: no GGUF reader");
     if (weights_mode != SKYCMD_WEIGHTS_F32 && weights_mode != SKYCMD_WEIGHTS_Q8 &&
-        weights_mode != SKYCMD_WEIGHTS_Q8_PLAIN)
+        weights_mode != SKYCMD_WEIGHTS_Q8_PLAIN && weights_mode != SKYCMD_WEIGHTS_BF16X3)
         return sk_fail(e, SKYCMD_E_UNSUPPORTED, "weights mode %d is not one of "
-                       "SKYCMD_WEIGHTS_F32, _Q8, _Q8_PLAIN", weights_mode);
+                       "SKYCMD_WEIGHTS_F32, _Q8, _Q8_PLAIN, _BF16X3", weights_mode);
     sk_model *m = calloc(1, sizeof *m);
     if (!m) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
     m->weights_mode = weights_mode;
@@ -516,7 +517,9 @@ int sk_model_load_ex(const sk_gguf *g, int weights_mode, skycmd_log_fn log, void
     if (!rc) rc = load_tensor(m, g, "cls.norm.bias", d, 1, 1, &m->cls_norm_b, e);
     if (!rc) rc = load_linear(m, g, "cls", d, d, 1, &m->cls, e);
     if (!rc) rc = load_linear(m, g, "cls.output", d, 1, 1, &m->cls_out, e);
-    if (!rc && weights_mode != SKYCMD_WEIGHTS_F32)
+    if (!rc && weights_mode == SKYCMD_WEIGHTS_BF16X3)
+        rc = sk_model_to_amx_bf16(m, log, log_ud, e);
+    else if (!rc && weights_mode != SKYCMD_WEIGHTS_F32)
         rc = sk_model_to_int8(m, g, weights_mode, log, log_ud, e);
     if (!rc && hp->n_head_layers > 0)
         rc = build_key_transposes(m, &m->head[hp->n_head_layers - 1], e);

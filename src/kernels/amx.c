@@ -1,0 +1,469 @@
+/*
+ * amx.c - Intel AMX kernels (Sapphire Rapids and later): the int8 GEMM of the Q8 paths on
+ * tile registers. Every function carries its own target attribute, so only this file's code
+ * uses AMX instructions; the dispatchers call it only when sk_amx_usable() and the kernel's
+ * feature bit (cpu.h) say the tile state was granted to the process.
+ *
+ * Int8 GEMM (sk_q8_gemm_amx), bit-identical to sk_q8_gemm_ref:
+ *  - The panel layout of q8.h is already the AMX B-operand layout: a chunk's 512 quant bytes
+ *    are 8 rows of 64 bytes, row j holding bytes 4j..4j+3 of each of the 16 outputs, which is
+ *    what TDPBSSD reads as a K = 32 by N = 16 int8 matrix ("VNNI" pairing of 4). The
+ *    activations' signed quants (sk_q8_act.q / .r, row stride n_blocks * 32) are the A
+ *    operand as they lie: 16 rows of 32 bytes. No repacking, no +128 bias (TDPBSSD is signed
+ *    by signed).
+ *  - Q8_0 scales are per block of 32 inputs, and the reference's float step is per block
+ *    (acc = fmaf(xs * wd, isum, acc), blocks in order), so each TDPBSSD covers exactly one
+ *    block (K = 32) into a zeroed tile: its int32 results are the exact block sums of 16 rows
+ *    x 16 outputs. They are stored to a small buffer and the float step runs there in AVX-512,
+ *    16 accumulator registers (one per row, 16 outputs per lane) in the reference's order:
+ *    the result is bit for bit the reference's. Q8x2 runs the second pass (residual quants)
+ *    in a second tile and combines 128 dq + dr in int32 (exact, |value| < 2^31).
+ *  - The TMUL does a block of 16 x 16 x 32 in ~16 cycles; the float step (convert, scale,
+ *    fma per row: 48 vector uops per block) costs more, so the kernel is bound by that step,
+ *    not by the matrix unit (on the development VM the tile work alone and the float step
+ *    alone each measured about half of the combined time). Software-pipelined: the tile unit
+ *    computes group g of blocks (4 for Q8, 2 for Q8x2, one C tile each per pass) into one
+ *    half of a buffer while the vector units run the float step of group g - 1.
+ *  - Rows are taken 16 at a time; the n_rows % 16 rows left over go to the AVX-512 VNNI
+ *    kernel (bit-identical too), so no tile ever reads past the activation rows.
+ *  - The tile configuration is loaded at the start of each call and released at its end
+ *    (TILERELEASE), so a thread holds no live tile state between calls.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "q8.h"
+#include "cpu.h"
+#include "kernels.h"
+
+/* ---- portable parts: the bf16 weight layout and the scalar model of the BF16 kernel ---- */
+
+static size_t round32(size_t k) { return (k + 31) / 32 * 32; }
+
+size_t sk_amx_bf16_packed_elems(size_t n_out, size_t n_in) {
+    size_t panels = (n_out + 15) / 16, r;
+    if (n_in > SIZE_MAX - 31 || __builtin_mul_overflow(panels, round32(n_in), &r) ||
+        __builtin_mul_overflow(r, (size_t)16, &r))
+        return 0;
+    return r;
+}
+
+static float packed_elem(const sk_packed *w, size_t o, size_t i) {
+    const size_t p = o / SK_PANEL, c = o % SK_PANEL, at = p * w->pstride + i * sk_packed_rstride(w) + c;
+    if (w->wtype == SK_PACK_F32) return ((const float *)w->data)[at];
+    float v;
+    sk_widen16_ref(w->wtype, (const uint16_t *)w->data + at, &v, 1);
+    return v;
+}
+
+/* bf16 bits of f, round to nearest even (the conversion the kernel uses for activations;
+ * NaN stays NaN). */
+static uint16_t to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static float from_bf16(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+void sk_pack_amx_bf16(const sk_packed *src, int wtype, uint16_t *out) {
+    const size_t kp = round32(src->n_in), panels = (src->n_out + 15) / 16;
+    const int x3 = wtype == SK_PACK_AMX_BF16X3;
+    const size_t tile = 512, step = x3 ? 2 * tile : tile;
+    for (size_t p = 0; p < panels; p++)
+        for (size_t s = 0; s < kp / 32; s++) {
+            uint16_t *hi = out + p * (kp / 32) * step + s * step, *lo = hi + tile;
+            for (size_t kk = 0; kk < 16; kk++)
+                for (size_t c = 0; c < 16; c++)
+                    for (size_t t = 0; t < 2; t++) {
+                        const size_t o = p * 16 + c, i = s * 32 + 2 * kk + t;
+                        const float v = o < src->n_out && i < src->n_in ? packed_elem(src, o, i) : 0.0f;
+                        const uint16_t h = to_bf16(v);
+                        hi[(kk * 16 + c) * 2 + t] = h;
+                        if (x3) lo[(kk * 16 + c) * 2 + t] = to_bf16(v - from_bf16(h));
+                    }
+        }
+}
+
+/* Scalar model of the AMX kernel's products (same split, same dropped term), summed in
+ * double: the tests' reference and the fallback when the buffer cannot be had. */
+void sk_gemm_amx_bf16_ref(const float *x, size_t ldx, size_t n_rows, const sk_packed *w,
+                          float *y, size_t ldy) {
+    const size_t k = w->n_in, kp = round32(k), nsteps = kp / 32;
+    const int x3 = w->wtype == SK_PACK_AMX_BF16X3;
+    const size_t step = x3 ? 1024 : 512;
+    const uint16_t *wd = w->data;
+    for (size_t r = 0; r < n_rows; r++)
+        for (size_t o = 0; o < w->n_out; o++) {
+            const size_t p = o / 16, c = o % 16;
+            const uint16_t *wp = wd + p * w->pstride * (x3 ? 2 : 1);
+            double s = 0.0;
+            for (size_t i = 0; i < k; i++) {
+                const float xv = x[r * ldx + i];
+                const uint16_t xh = to_bf16(xv), xl = to_bf16(xv - from_bf16(xh));
+                const size_t st = i / 32, kk = (i % 32) / 2, t = i % 2;
+                const uint16_t *tile = wp + st * step;
+                const double wh = from_bf16(tile[(kk * 16 + c) * 2 + t]);
+                s += (double)from_bf16(xh) * wh + (double)from_bf16(xl) * wh;
+                if (x3) s += (double)from_bf16(xh) * from_bf16(tile[512 + (kk * 16 + c) * 2 + t]);
+            }
+            (void)nsteps;
+            y[r * ldy + o] = (float)(s + (w->bias ? w->bias[o] : 0.0f));
+        }
+}
+
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#define AMXI8 __attribute__((target("avx512vnni,avx512vl,avx512bw,avx512f,avx2,fma,f16c")))
+
+/* The tile instructions as inline assembly with their memory effects spelled out (GCC 12's
+ * intrinsics give tileloadd no memory input and ldtilecfg an 8-byte one, so the compiler
+ * could move stores to the operands past them). Tile numbers must be literal digits. */
+#define TILE_LOAD(t, base, stride) TILE_LOAD_(t, base, stride)
+#define TILE_LOAD_(t, base, stride)                                                        \
+    __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"((const void *)(base)),          \
+                     "r"((long)(stride)) : "memory")
+#define TILE_STORE(t, base, stride) TILE_STORE_(t, base, stride)
+#define TILE_STORE_(t, base, stride)                                                       \
+    __asm__ volatile("tilestored %%tmm" #t ", (%0,%1,1)" ::"r"((void *)(base)),             \
+                     "r"((long)(stride)) : "memory")
+#define TILE_ZERO(t) TILE_ZERO_(t)
+#define TILE_ZERO_(t) __asm__ volatile("tilezero %%tmm" #t ::)
+/* c += a . b (int8 x int8 -> int32, signed by signed) */
+#define TILE_DPBSSD(c, a, b) TILE_DPBSSD_(c, a, b)
+#define TILE_DPBSSD_(c, a, b) __asm__ volatile("tdpbssd %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
+/* c += a . b (bf16 pairs -> f32) */
+#define TILE_DPBF16PS(c, a, b) TILE_DPBF16PS_(c, a, b)
+#define TILE_DPBF16PS_(c, a, b) __asm__ volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
+#define TILE_RELEASE() __asm__ volatile("tilerelease" ::: "memory")
+
+/* The 64-byte tile configuration of palette 1. */
+typedef struct amx_cfg {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_cfg;
+
+static void tile_config(const amx_cfg *c) {
+    __asm__ volatile("ldtilecfg %0" ::"m"(*c) : "memory");
+}
+
+/* Tiles of the int8 kernel: C 0-3 (16 x 16 int32 block sums), A 4-5 (16 rows x 32 int8),
+ * B 6-7 (8 rows x 64 int8). Q8 runs groups of 4 blocks (C j for block 4g + j); Q8x2 groups
+ * of 2 (C 0/1 the q/r sums of the even block, C 2/3 of the odd one). */
+static const amx_cfg q8_cfg = {
+    .palette = 1,
+    .colsb = {64, 64, 64, 64, 32, 32, 64, 64},
+    .rows = {16, 16, 16, 16, 16, 16, 8, 8},
+};
+
+/* The reference's float step for one block of 16 rows x 16 outputs: sums (16 x 16 int32,
+ * dq; dr as well for Q8x2), acc[r] += (xs[r] * wd) * isum, lane by lane. */
+#define Q8_STEP(acc, sq, sr, two, xs, xstride, wd)                                          \
+    do {                                                                                    \
+        _Pragma("GCC unroll 16") for (int r_ = 0; r_ < 16; r_++) {                          \
+            __m512i is_ = _mm512_load_si512((const void *)((sq) + r_ * 16));                \
+            if (two)                                                                        \
+                is_ = _mm512_add_epi32(_mm512_slli_epi32(is_, 7),                           \
+                                       _mm512_load_si512((const void *)((sr) + r_ * 16)));  \
+            const __m512 sc_ = _mm512_mul_ps(_mm512_set1_ps((xs)[(size_t)r_ * (xstride)]), (wd)); \
+            acc[r_] = _mm512_fmadd_ps(sc_, _mm512_cvtepi32_ps(is_), acc[r_]);               \
+        }                                                                                   \
+    } while (0)
+
+/* The tile work of block b: its exact int32 sums into sums (and sums + 256 for the r pass). */
+#define Q8_ISSUE(b, CQ, CR, AT, ART, BT, two, sums)                                         \
+    do {                                                                                    \
+        TILE_ZERO(CQ);                                                                      \
+        TILE_LOAD(BT, ch + (b) * SK_Q8_CHUNK, 64);                                          \
+        TILE_LOAD(AT, xq + (b) * 32, xstride);                                              \
+        TILE_DPBSSD(CQ, AT, BT);                                                            \
+        if (two) {                                                                          \
+            TILE_ZERO(CR);                                                                  \
+            TILE_LOAD(ART, xr + (b) * 32, xstride);                                         \
+            TILE_DPBSSD(CR, ART, BT);                                                       \
+        }                                                                                   \
+        TILE_STORE(CQ, (sums), 64);                                                         \
+        if (two) TILE_STORE(CR, (sums) + 256, 64);                                          \
+    } while (0)
+
+/* 16 rows from r0, the 16 outputs of panel p (nc valid). Software-pipelined: the tile unit
+ * works on group g while the vector units run the float step of group g - 1 from the other
+ * half of the buffer, so no load waits on a tile store just issued. */
+AMXI8 static inline void q8_tile16(const sk_q8_act *a, const sk_q8_packed *w, size_t r0,
+                                   size_t p, size_t nc, float *y, size_t ldy, int two) {
+    const size_t nb = w->n_in / 32, xstride = nb * 32;
+    const uint8_t *ch = w->panels + p * nb * SK_Q8_CHUNK;
+    const int8_t *xq = a->q + r0 * xstride, *xr = a->r + r0 * xstride;
+    const float *xs = a->xs + r0 * nb;
+    const size_t G = two ? 2 : 4;      /* blocks per group */
+    /* [half][block in group][q sums 256, r sums 256] */
+    _Alignas(64) int32_t buf[2][4][512];
+    __m512 acc[16];
+#pragma GCC unroll 16
+    for (int r = 0; r < 16; r++) acc[r] = _mm512_setzero_ps();
+    const size_t ng = (nb + G - 1) / G;
+    for (size_t g = 0; g <= ng; g++) {
+        if (g < ng) {
+            int32_t(*h)[512] = buf[g & 1];
+            const size_t b = g * G;
+            if (two) {
+                Q8_ISSUE(b, 0, 1, 4, 5, 6, 1, h[0]);
+                if (b + 1 < nb) Q8_ISSUE(b + 1, 2, 3, 4, 5, 7, 1, h[1]);
+            } else {
+                Q8_ISSUE(b, 0, 1, 4, 5, 6, 0, h[0]);
+                if (b + 1 < nb) Q8_ISSUE(b + 1, 1, 1, 5, 5, 7, 0, h[1]);
+                if (b + 2 < nb) Q8_ISSUE(b + 2, 2, 1, 4, 5, 6, 0, h[2]);
+                if (b + 3 < nb) Q8_ISSUE(b + 3, 3, 1, 5, 5, 7, 0, h[3]);
+            }
+        }
+        if (g > 0) {
+            int32_t(*h)[512] = buf[(g - 1) & 1];
+            const size_t b0 = (g - 1) * G;
+            for (size_t j = 0; j < G && b0 + j < nb; j++) {
+                const uint8_t *cj = ch + (b0 + j) * SK_Q8_CHUNK;
+                const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(cj + SK_Q8_CHUNK_SCALES)));
+                if (two)
+                    Q8_STEP(acc, h[j], h[j] + 256, 1, xs + b0 + j, nb, wd);
+                else
+                    Q8_STEP(acc, h[j], h[j], 0, xs + b0 + j, nb, wd);
+            }
+        }
+    }
+    const __mmask16 m = (__mmask16)((1u << nc) - 1u);
+    const size_t o = p * SK_Q8_PANEL;
+    const __m512 bias = w->bias ? _mm512_maskz_loadu_ps(m, w->bias + o) : _mm512_setzero_ps();
+#pragma GCC unroll 16
+    for (int r = 0; r < 16; r++) {
+        const __m512 v = w->bias ? _mm512_add_ps(acc[r], bias) : acc[r];
+        _mm512_mask_storeu_ps(y + (r0 + (size_t)r) * ldy + o, m, v);
+    }
+}
+
+AMXI8 void sk_q8_gemm_amx(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
+                          float *y, size_t ldy) {
+    const size_t full = a->n_rows / 16 * 16;
+    if (full) {
+        tile_config(&q8_cfg);
+        /* groups of panels of ~768 KB (in L2), each swept by every 16-row block, whose
+         * activations (16 x n_in bytes per pass) stay in L1 across the group's panels:
+         * measured 25-40 % faster than panels outside rows (A tiles from L2) */
+        const size_t pend = (o1 + SK_Q8_PANEL - 1) / SK_Q8_PANEL;
+        size_t pg = (size_t)786432 / ((w->n_in / 32) * SK_Q8_CHUNK);
+        if (pg < 1) pg = 1;
+        for (size_t pg0 = o0 / SK_Q8_PANEL; pg0 < pend; pg0 += pg)
+            for (size_t r0 = 0; r0 < full; r0 += 16)
+                for (size_t p = pg0; p < pend && p < pg0 + pg; p++) {
+                    const size_t nc = o1 - p * SK_Q8_PANEL < SK_Q8_PANEL ? o1 - p * SK_Q8_PANEL : SK_Q8_PANEL;
+                    if (a->two_pass)
+                        q8_tile16(a, w, r0, p, nc, y, ldy, 1);
+                    else
+                        q8_tile16(a, w, r0, p, nc, y, ldy, 0);
+                }
+        TILE_RELEASE();
+    }
+    if (full < a->n_rows) {
+        /* the last rows: the VNNI kernel on a view that starts at row `full` */
+        sk_q8_act tail = *a;
+        const size_t off = full * a->n_blocks;
+        tail.n_rows = a->n_rows - full;
+        tail.xs = a->xs + off;
+        tail.q = a->q + off * 32;
+        tail.r = a->r + off * 32;
+        tail.qb = a->qb + off * 32;
+        tail.rb = a->rb + off * 32;
+        sk_q8_gemm_vnni(&tail, w, o0, o1, y + full * ldy, ldy);
+    }
+}
+
+
+/* ======================================================================================
+ * BF16 tiles: the f32 GEMM of kernels.h on weights held as bf16 (SK_PACK_AMX_BF16X2, the
+ * matrices of a BF16 file, exact) or as a bf16 hi + lo pair (SK_PACK_AMX_BF16X3, from f32).
+ *  - Activations are split per call: hi = bf16(x) (round to nearest even), lo = bf16(x - hi)
+ *    (x - hi is exact in f32), so x = hi + lo to ~2^-17 relative. Products: hi.W + lo.W for
+ *    X2 (the weights are exact, only the activation's last bits are lost), hi.Wh + lo.Wh +
+ *    hi.Wl for X3 (lo.Wl, ~2^-16 relative, is dropped). TDPBF16PS multiplies bf16 pairs
+ *    exactly and accumulates in f32 with round-to-nearest-even; bf16 denormal inputs are taken
+ *    as zero and denormal outputs flushed (values below 1e-38: nothing a model meets).
+ *  - So the result is not bit-identical to the AVX-512 f32 kernel: it is within ~1e-5
+ *    relative per product (X3) of the f32 sum; tests hold it to a bound against the reference
+ *    in double, and the model-level tolerance is checked against laya's goldens.
+ *  - Weight layout (sk_pack_amx_bf16): per panel of 16 outputs, per step of 32 inputs
+ *    (n_in rounded up to 32 with zeros): a 1024-byte B tile, row kk holding for each output
+ *    c the pair (w[c][32s + 2kk], w[c][32s + 2kk + 1]); X3 follows it with the lo tile.
+ *    pstride is 16 * n_in rounded up, in elements of sk_pack_elem_size() bytes (2 or 4).
+ *  - The split activations go to a per-thread buffer (the only kernel that allocates: grown
+ *    on demand, freed when the thread exits). Rows are converted in chunks of at most
+ *    ~512 KB, zero-padded to 16 rows, so the buffer is bounded and stays in L2; for each
+ *    chunk, panels are taken 4 at a time (4 C tiles, 16 x 64 outputs) with the weights of
+ *    those panels reused over every 16-row block of the chunk.
+ * ====================================================================================== */
+
+#define AMXBF __attribute__((target("avx512bf16,avx512vl,avx512bw,avx512f,avx2,fma,f16c")))
+
+#define T_C0 0
+#define T_C1 1
+#define T_C2 2
+#define T_C3 3
+#define T_AH 4
+#define T_AL 5
+#define T_BH 6
+#define T_BL 7
+static const amx_cfg bf_cfg = {
+    .palette = 1,
+    .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
+    .rows = {16, 16, 16, 16, 16, 16, 16, 16},
+};
+
+/* The per-thread buffer of split activations. */
+static pthread_key_t g_buf_key;
+static pthread_once_t g_buf_once = PTHREAD_ONCE_INIT;
+static int g_buf_key_ok;
+typedef struct amx_buf {
+    uint16_t *p;
+    size_t cap;  /* elements */
+} amx_buf;
+static void buf_free(void *v) {
+    amx_buf *b = v;
+    if (b) free(b->p);
+    free(b);
+}
+static void buf_key_init(void) { g_buf_key_ok = pthread_key_create(&g_buf_key, buf_free) == 0; }
+static uint16_t *thread_buf(size_t elems) {
+    pthread_once(&g_buf_once, buf_key_init);
+    if (!g_buf_key_ok) return NULL;
+    amx_buf *b = pthread_getspecific(g_buf_key);
+    if (!b) {
+        b = calloc(1, sizeof *b);
+        if (!b || pthread_setspecific(g_buf_key, b)) {
+            free(b);
+            return NULL;
+        }
+    }
+    if (b->cap < elems) {
+        uint16_t *p = aligned_alloc(64, (elems * 2 + 63) / 64 * 64);
+        if (!p) return NULL;
+        free(b->p);
+        b->p = p;
+        b->cap = elems;
+    }
+    return b->p;
+}
+
+/* Rows [0, nr) of x (nr <= rows, rows % 16 == 0) into hi/lo [rows][kp], zero-padded. */
+AMXBF static void split_rows(const float *x, size_t ldx, size_t nr, size_t rows, size_t k,
+                             size_t kp, uint16_t *hi, uint16_t *lo) {
+    for (size_t r = 0; r < rows; r++) {
+        uint16_t *h = hi + r * kp, *l = lo + r * kp;
+        const float *xr = x + r * ldx;
+        for (size_t i = 0; i < kp; i += 16) {
+            const size_t left = r < nr && i < k ? (k - i < 16 ? k - i : 16) : 0;
+            const __mmask16 m = (__mmask16)((1u << left) - 1u);
+            const __m512 v = left ? _mm512_maskz_loadu_ps(m, xr + i) : _mm512_setzero_ps();
+            const __m256bh vh = _mm512_cvtneps_pbh(v);
+            const __m512 vhf = _mm512_castsi512_ps(_mm512_slli_epi32(
+                _mm512_cvtepu16_epi32((__m256i)vh), 16));
+            const __m256bh vl = _mm512_cvtneps_pbh(_mm512_sub_ps(v, vhf));
+            _mm256_storeu_si256((__m256i *)(h + i), (__m256i)vh);
+            _mm256_storeu_si256((__m256i *)(l + i), (__m256i)vl);
+        }
+    }
+}
+
+/* One 16-row block, panels p0 .. p0 + np - 1 (np <= 4). */
+#define BF_PANEL(j, CJ)                                                                    \
+    if (np > j) {                                                                          \
+        const uint16_t *b_ = wp + (j) * pbytes_step * nsteps + s * pbytes_step;            \
+        TILE_LOAD(T_BH, b_, 64);                                                           \
+        TILE_DPBF16PS(CJ, T_AH, T_BH);                                                     \
+        TILE_DPBF16PS(CJ, T_AL, T_BH);                                                     \
+        if (x3) {                                                                          \
+            TILE_LOAD(T_BL, b_ + 512, 64);                                                 \
+            TILE_DPBF16PS(CJ, T_AH, T_BL);                                                 \
+        }                                                                                  \
+    }
+
+AMXBF static void bf_block(const uint16_t *hi, const uint16_t *lo, size_t kp, const uint16_t *wp,
+                           size_t np, int x3, float out[4][256]) {
+    const size_t nsteps = kp / 32, pbytes_step = x3 ? 1024 : 512;  /* in uint16 */
+    TILE_ZERO(T_C0);
+    TILE_ZERO(T_C1);
+    TILE_ZERO(T_C2);
+    TILE_ZERO(T_C3);
+    for (size_t s = 0; s < nsteps; s++) {
+        TILE_LOAD(T_AH, hi + s * 32, kp * 2);
+        TILE_LOAD(T_AL, lo + s * 32, kp * 2);
+        BF_PANEL(0, T_C0)
+        BF_PANEL(1, T_C1)
+        BF_PANEL(2, T_C2)
+        BF_PANEL(3, T_C3)
+    }
+    TILE_STORE(T_C0, out[0], 64);
+    if (np > 1) TILE_STORE(T_C1, out[1], 64);
+    if (np > 2) TILE_STORE(T_C2, out[2], 64);
+    if (np > 3) TILE_STORE(T_C3, out[3], 64);
+}
+
+AMXBF void sk_gemm_amx_bf16(const float *x, size_t ldx, size_t n_rows, const sk_packed *w,
+                            float *y, size_t ldy) {
+    const size_t k = w->n_in, kp = round32(k), m = w->n_out, panels = (m + 15) / 16;
+    const int x3 = w->wtype == SK_PACK_AMX_BF16X3;
+    /* rows per chunk: ~512 KB of split activations, a multiple of 16 */
+    size_t chunk = (size_t)262144 / (kp * 2) / 16 * 16;
+    if (chunk < 16) chunk = 16;
+    const size_t want = (n_rows + 15) / 16 * 16 < chunk ? (n_rows + 15) / 16 * 16 : chunk;
+    uint16_t *buf = thread_buf(2 * want * kp);
+    if (!buf) {
+        sk_gemm_amx_bf16_ref(x, ldx, n_rows, w, y, ldy);
+        return;
+    }
+    _Alignas(64) float out[4][256];
+    const uint16_t *wd = w->data;
+    tile_config(&bf_cfg);
+    for (size_t r0 = 0; r0 < n_rows; r0 += chunk) {
+        const size_t nr = n_rows - r0 < chunk ? n_rows - r0 : chunk, rows = (nr + 15) / 16 * 16;
+        uint16_t *hi = buf, *lo = buf + rows * kp;
+        split_rows(x + r0 * ldx, ldx, nr, rows, k, kp, hi, lo);
+        for (size_t p0 = 0; p0 < panels; p0 += 4) {
+            const size_t np = panels - p0 < 4 ? panels - p0 : 4;
+            const uint16_t *wp = wd + p0 * w->pstride * (x3 ? 2 : 1);
+            for (size_t b = 0; b < rows; b += 16) {
+                bf_block(hi + b * kp, lo + b * kp, kp, wp, np, x3, out);
+                const size_t vr = nr - b < 16 ? nr - b : 16;
+                for (size_t j = 0; j < np; j++) {
+                    const size_t o = (p0 + j) * 16, nc = m - o < 16 ? m - o : 16;
+                    const __mmask16 mk = (__mmask16)((1u << nc) - 1u);
+                    const __m512 bias = w->bias ? _mm512_maskz_loadu_ps(mk, w->bias + o) : _mm512_setzero_ps();
+                    for (size_t r = 0; r < vr; r++)
+                        _mm512_mask_storeu_ps(y + (r0 + b + r) * ldy + o, mk,
+                                              _mm512_add_ps(_mm512_load_ps(out[j] + r * 16), bias));
+                }
+            }
+        }
+    }
+    TILE_RELEASE();
+}
+
+
+#else
+/* Not x86-64: the dispatchers never call these; they exist so that the symbols resolve. */
+void sk_q8_gemm_amx(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1, float *y,
+                    size_t ldy) {
+    sk_q8_gemm_ref(a, w, o0, o1, y, ldy);
+}
+void sk_gemm_amx_bf16(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
+                      size_t ldy) {
+    sk_gemm_amx_bf16_ref(x, ldx, n_rows, w, y, ldy);
+}
+#endif

@@ -1,0 +1,68 @@
+/*
+ * amx_bf16.c - the SKYCMD_WEIGHTS_BF16X3 mode, applied after the load: the encoder's matrix
+ * products move to the AMX BF16 tiles (src/kernels/amx.c). f32 and f16 matrices become bf16
+ * hi + lo pairs (three products: f32-accuracy class, ~1e-5 relative per product), matrices of
+ * a BF16 file stay bf16 exactly (two products: only the activations are split). Where the
+ * tile unit is not usable (no AMX, the OS refused the tile state, SKYCMD_KERNELS caps it)
+ * nothing changes and the load log says so: the f32 kernels run as in SKYCMD_WEIGHTS_F32.
+ * The decision head stays on the f32 kernels (its last block reads its key/value matrix in
+ * place with other views, and it runs on few rows).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "model_internal.h"
+#include "../kernels/cpu.h"
+
+static void alog(skycmd_log_fn log, void *ud, int level, const char *fmt, ...) SK_PRINTF(4, 5);
+static void alog(skycmd_log_fn log, void *ud, int level, const char *fmt, ...) {
+    if (!log) return;
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    log(ud, level, msg);
+}
+
+static int to_amx(sk_linear *L, size_t *bytes) {
+    if (L->q8 || !L->p.data || L->p.rstride || L->p.wtype >= SK_PACK_AMX_BF16X2) return 0;
+    const int wtype = L->p.wtype == SK_PACK_BF16 ? SK_PACK_AMX_BF16X2 : SK_PACK_AMX_BF16X3;
+    const size_t elems = sk_amx_bf16_packed_elems(L->p.n_out, L->p.n_in);
+    size_t n;
+    if (!elems || sk_mul_size(elems, sk_pack_elem_size(wtype), &n) || n > SIZE_MAX - 64)
+        return SKYCMD_E_NOMEM;
+    uint16_t *buf = aligned_alloc(64, (n + 63) / 64 * 64);
+    if (!buf) return SKYCMD_E_NOMEM;
+    sk_pack_amx_bf16(&L->p, wtype, buf);
+    free(L->buf);
+    L->buf = buf;
+    L->p.data = buf;
+    L->p.wtype = wtype;
+    L->p.pstride = (L->p.n_in + 31) / 32 * 32 * SK_PANEL;
+    *bytes += n;
+    return 0;
+}
+
+int sk_model_to_amx_bf16(sk_model *m, skycmd_log_fn log, void *log_ud, sk_err *e) {
+    const int f = sk_cpu_features();
+    if (!sk_amx_usable() || !(f & SK_CPU_AMX_BF16) || !(f & SK_CPU_AVX512BF16) ||
+        sk_kernels_level() < SK_LEVEL_AVX512) {
+        alog(log, log_ud, 1, "bf16x3: no usable AMX-BF16 tiles here (cpu: %s%s): f32 kernels",
+             skycmd_cpu_features(), sk_amx_usable() ? "" : "; capped by SKYCMD_KERNELS or not granted");
+        return SKYCMD_OK;
+    }
+    size_t bytes = 0, n = 0;
+    for (uint32_t l = 0; l < m->hp.n_layer; l++) {
+        sk_linear *list[] = {&m->enc[l].qkv, &m->enc[l].out, &m->enc[l].up, &m->enc[l].down};
+        for (size_t i = 0; i < 4; i++) {
+            if (to_amx(list[i], &bytes))
+                return sk_fail(e, SKYCMD_E_NOMEM, "out of memory relaying out matrices for AMX");
+            n++;
+        }
+    }
+    alog(log, log_ud, 1, "bf16x3: %zu encoder matrices on AMX-BF16 tiles (%zu bytes; f32/f16 "
+         "as bf16 hi+lo, bf16 as is)", n, bytes);
+    return SKYCMD_OK;
+}

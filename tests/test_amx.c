@@ -1,0 +1,257 @@
+/*
+ * test_amx.c - the AMX kernels (src/kernels/amx.c) against the scalar references.
+ *
+ * Every test here needs the tile unit and the tile state granted by the OS; on a machine
+ * without them each test is skipped with the reason printed (Criterion reports it as
+ * skipped, never as passed). The int8 GEMM must equal sk_q8_gemm_ref bit for bit (the
+ * contract of q8.h), on shapes with row counts around the 16-row tile (the tail rows take
+ * the VNNI kernel), partial panels, odd and even block counts, both activation modes, with
+ * and without bias, and weight quants including -128.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "skycmd.h"
+#include "gguf/gguf.h"
+#include "kernels/cpu.h"
+#include "kernels/kernels.h"
+#include "kernels/q8.h"
+#include "test_util.h"
+
+static uint32_t g_seed = 12345;
+static uint32_t rnd(void) {
+    g_seed = g_seed * 1664525u + 1013904223u;
+    return g_seed >> 8;
+}
+static float frand(void) { return (float)(rnd() % 20001) / 10000.0f - 1.0f; }
+
+static void need_amx_int8(void) {
+    if (!(sk_cpu_features() & SK_CPU_AMX_INT8))
+        cr_skip_test("no AMX-INT8 tile state on this CPU/OS (features: %s): skipped",
+                     skycmd_cpu_features());
+}
+
+/* Q8_0 blocks in INPUT_BLOCK_MAJOR order, random scales and quants (-128 included). */
+static uint8_t *random_q8(size_t n_out, size_t n_in) {
+    size_t nb = n_out * (n_in / 32);
+    uint8_t *b = malloc(nb * 34);
+    for (size_t i = 0; i < nb; i++) {
+        uint16_t d = sk_f32_to_f16(0.001f + (float)(rnd() % 1000) / 50000.0f);
+        b[i * 34] = (uint8_t)d;
+        b[i * 34 + 1] = (uint8_t)(d >> 8);
+        for (int j = 0; j < 32; j++) b[i * 34 + 2 + j] = (uint8_t)(rnd() & 0xff);
+    }
+    return b;
+}
+
+static void q8_amx_equals_ref(size_t n_rows, size_t n_in, size_t n_out, int mode, int with_bias,
+                              size_t o0, size_t o1) {
+    uint8_t *w = random_q8(n_out, n_in);
+    float *bias = malloc(n_out * sizeof(float)), *x = malloc(n_rows * n_in * sizeof(float));
+    for (size_t o = 0; o < n_out; o++) bias[o] = frand();
+    for (size_t i = 0; i < n_rows * n_in; i++) x[i] = frand() * (i % 37 == 0 ? 20.0f : 1.0f);
+    /* an all-extreme row: the largest int32 block sums the kernels can meet */
+    for (size_t i = 0; i < n_in && n_rows > 2; i++) x[2 * n_in + i] = (i & 1) ? -1.0f : 1.0f;
+    const size_t pb = sk_q8_panel_bytes(n_out, n_in);
+    uint8_t *pan = aligned_alloc(64, (pb + 63) / 64 * 64);
+    sk_q8_pack_panels(w, n_out, n_in, pan);
+    sk_q8_packed p = {pan, n_in, n_out, with_bias ? bias : NULL};
+    sk_q8_act a = {0};
+    cr_assert_eq(sk_q8_act_reserve(&a, n_rows, n_in), 0);
+    sk_q8_quantize_act(x, n_in, n_rows, n_in, mode, NULL, &a);
+    const size_t ny = n_rows * n_out;
+    float *y0 = malloc(ny * sizeof(float)), *y1 = malloc(ny * sizeof(float));
+    for (size_t i = 0; i < ny; i++) y0[i] = y1[i] = -7.0f;  /* outside [o0, o1) untouched */
+    sk_q8_gemm_ref(&a, &p, o0, o1, y0, n_out);
+    sk_q8_gemm_amx(&a, &p, o0, o1, y1, n_out);
+    for (size_t i = 0; i < ny; i++)
+        cr_assert(memcmp(&y0[i], &y1[i], sizeof(float)) == 0,
+                  "amx differs from the reference at row %zu output %zu: %.9g vs %.9g "
+                  "(%zux%zux%zu mode %d bias %d outputs [%zu, %zu))",
+                  i / n_out, i % n_out, (double)y1[i], (double)y0[i], n_rows, n_in, n_out, mode,
+                  with_bias, o0, o1);
+    sk_q8_act_free(&a);
+    free(pan);
+    free(w);
+    free(bias);
+    free(x);
+    free(y0);
+    free(y1);
+}
+
+Test(amx, q8_gemm_bit_identical_to_reference) {
+    need_amx_int8();
+    const size_t shapes[][3] = {{16, 32, 16},  {16, 64, 5},   {17, 96, 33},  {31, 128, 48},
+                                {32, 768, 64}, {48, 256, 17}, {5, 384, 20},  {130, 768, 96},
+                                {64, 1152, 40}, {32, 1152, 656}};  /* last: 2 panel groups */
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int mode = 0; mode < 2; mode++)
+            for (int b = 0; b < 2; b++)
+                q8_amx_equals_ref(shapes[i][0], shapes[i][1], shapes[i][2], mode, b, 0, shapes[i][2]);
+}
+
+Test(amx, q8_gemm_output_ranges) {
+    need_amx_int8();
+    /* the pool splits by panels: [o0, o1) with o0 a multiple of 16 */
+    for (int mode = 0; mode < 2; mode++) {
+        q8_amx_equals_ref(40, 256, 80, mode, 1, 16, 48);
+        q8_amx_equals_ref(40, 256, 80, mode, 0, 64, 80);
+        q8_amx_equals_ref(16, 64, 70, mode, 1, 64, 70);
+    }
+}
+
+Test(amx, q8_dispatch_picks_amx_and_obeys_the_cap) {
+    need_amx_int8();
+    cr_assert(strstr(skycmd_cpu_features(), "amx-int8") != NULL, "%s", skycmd_cpu_features());
+    if (!sk_amx_usable()) cr_skip_test("SKYCMD_KERNELS caps the kernels below AMX: skipped");
+    cr_assert_str_eq(sk_q8_kernel_name(), "amx");
+    sk_q8_force_kernel(2);
+    cr_assert_str_eq(sk_q8_kernel_name(), "vnni");
+    sk_q8_force_kernel(-1);
+    cr_assert_str_eq(sk_q8_kernel_name(), "amx");
+}
+
+/* ---------------------------------------------------------------- BF16 tiles ---- */
+
+static void need_amx_bf16(void) {
+    const int f = sk_cpu_features();
+    if (!(f & SK_CPU_AMX_BF16) || !(f & SK_CPU_AVX512BF16))
+        cr_skip_test("no AMX-BF16 tile state or AVX512-BF16 on this CPU/OS (features: %s): skipped",
+                     skycmd_cpu_features());
+}
+
+/* W ([n_out][n_in], f32 values or bf16-exact when bf16_exact) packed as F32 panels, then into
+ * the AMX layout; the kernel against its scalar model (same products, double sums: only the
+ * f32 accumulation differs) and against the plain f32 reference (the split's error). */
+static void bf16_case(size_t n_rows, size_t n_in, size_t n_out, int wtype, int with_bias) {
+    float *w = malloc(n_out * n_in * sizeof(float)), *x = malloc(n_rows * n_in * sizeof(float));
+    float *b = malloc((n_out + 16) * sizeof(float));
+    for (size_t i = 0; i < n_out * n_in; i++) {
+        w[i] = frand() * 0.1f;
+        if (wtype == SK_PACK_AMX_BF16X2) w[i] = sk_bf16_to_f32(sk_f32_to_bf16(w[i]));
+    }
+    for (size_t i = 0; i < n_rows * n_in; i++) x[i] = frand() * (i % 41 == 0 ? 30.0f : 1.0f);
+    for (size_t o = 0; o < n_out + 16; o++) b[o] = o < n_out ? frand() : 0.0f;
+    float *pf = aligned_alloc(64, (sk_packed_floats(n_out, n_in) * 4 + 63) / 64 * 64);
+    sk_pack_ref(w, n_in, n_out, n_in, pf);
+    sk_packed src = {pf, with_bias ? b : NULL, n_in, n_out, n_in * SK_PANEL, SK_PACK_F32, 0};
+    const size_t elems = sk_amx_bf16_packed_elems(n_out, n_in);
+    cr_assert(elems > 0);
+    uint16_t *pa = aligned_alloc(64, (elems * sk_pack_elem_size(wtype) + 63) / 64 * 64);
+    sk_pack_amx_bf16(&src, wtype, pa);
+    sk_packed amx = {pa, with_bias ? b : NULL, n_in, n_out, (n_in + 31) / 32 * 32 * SK_PANEL, wtype, 0};
+    const size_t ldy = n_out + 3;
+    float *y0 = malloc(n_rows * ldy * sizeof(float)), *y1 = malloc(n_rows * ldy * sizeof(float));
+    float *y2 = malloc(n_rows * ldy * sizeof(float));
+    sk_gemm_amx_bf16_ref(x, n_in, n_rows, &amx, y0, ldy);
+    sk_gemm_amx_bf16(x, n_in, n_rows, &amx, y1, ldy);
+    sk_gemm_ref(x, n_in, n_rows, n_in, w, with_bias ? b : NULL, n_out, y2, ldy);
+    double worst_model = 0, worst_f32 = 0;
+    for (size_t r = 0; r < n_rows; r++)
+        for (size_t o = 0; o < n_out; o++) {
+            double mag = 0;
+            for (size_t i = 0; i < n_in; i++) mag += fabs((double)x[r * n_in + i] * w[o * n_in + i]);
+            mag += with_bias ? fabs(b[o]) : 0;
+            const double got = y1[r * ldy + o];
+            /* f32 accumulation of n_in exact products: well within n_in * 2^-24 * mag */
+            const double e_model = fabs(got - y0[r * ldy + o]) / (mag + 1e-30);
+            const double e_f32 = fabs(got - y2[r * ldy + o]) / (mag + 1e-30);
+            if (e_model > worst_model) worst_model = e_model;
+            if (e_f32 > worst_f32) worst_f32 = e_f32;
+            cr_assert(e_model <= 1e-6, "amx vs its model at (%zu, %zu): %.9g vs %.9g", r, o, got,
+                      (double)y0[r * ldy + o]);
+            /* the split: X3 drops lo.lo (<= 2^-16 |x w|) and the rest of x, w (2^-17 each);
+             * X2 loses only the rest of x */
+            cr_assert(e_f32 <= (wtype == SK_PACK_AMX_BF16X3 ? 4e-5 : 2e-5),
+                      "amx vs f32 at (%zu, %zu): %.9g vs %.9g", r, o, got, (double)y2[r * ldy + o]);
+        }
+    cr_log_info("bf16 %s %zux%zux%zu: worst |err|/sum|xw| %.2e vs model, %.2e vs f32",
+                wtype == SK_PACK_AMX_BF16X3 ? "x3" : "x2", n_rows, n_in, n_out, worst_model, worst_f32);
+    free(w);
+    free(x);
+    free(b);
+    free(pf);
+    free(pa);
+    free(y0);
+    free(y1);
+    free(y2);
+}
+
+Test(amx, bf16_gemm_against_its_model_and_f32) {
+    need_amx_bf16();
+    const size_t shapes[][3] = {{1, 32, 16}, {16, 64, 64}, {17, 96, 33}, {40, 100, 80},
+                                {130, 768, 96}, {5, 1152, 70}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int x3 = 0; x3 < 2; x3++)
+            for (int b = 0; b < 2; b++)
+                bf16_case(shapes[i][0], shapes[i][1], shapes[i][2],
+                          x3 ? SK_PACK_AMX_BF16X3 : SK_PACK_AMX_BF16X2, b);
+}
+
+Test(amx, bf16_gemm_pool_views) {
+    need_amx_bf16();
+    /* sk_gemm on a panel view (what sk_gemm_pool hands each thread) equals the whole call */
+    const size_t n_rows = 20, n_in = 64, n_out = 96;
+    float *w = malloc(n_out * n_in * sizeof(float)), *x = malloc(n_rows * n_in * sizeof(float));
+    for (size_t i = 0; i < n_out * n_in; i++) w[i] = frand();
+    for (size_t i = 0; i < n_rows * n_in; i++) x[i] = frand();
+    float *pf = aligned_alloc(64, sk_packed_floats(n_out, n_in) * 4);
+    sk_pack_ref(w, n_in, n_out, n_in, pf);
+    sk_packed src = {pf, NULL, n_in, n_out, n_in * SK_PANEL, SK_PACK_F32, 0};
+    uint16_t *pa = aligned_alloc(64, sk_amx_bf16_packed_elems(n_out, n_in) * 4);
+    sk_pack_amx_bf16(&src, SK_PACK_AMX_BF16X3, pa);
+    sk_packed amx = {pa, NULL, n_in, n_out, n_in * SK_PANEL, SK_PACK_AMX_BF16X3, 0};
+    float y0[20 * 96], y1[20 * 96];
+    sk_gemm(x, n_in, n_rows, &amx, y0, n_out);
+    sk_packed v = amx;
+    v.data = (const char *)v.data + 2 * v.pstride * sk_pack_elem_size(v.wtype);
+    v.n_out = n_out - 32;
+    sk_gemm(x, n_in, n_rows, &amx, y1, n_out);
+    sk_gemm(x, n_in, n_rows, &v, y1 + 32, n_out);
+    cr_assert(memcmp(y0, y1, sizeof y0) == 0);
+    free(w);
+    free(x);
+    free(pf);
+    free(pa);
+}
+
+/* ---------------------------------------------------------------- the model mode ---- */
+
+static void keep_log(void *ud, int level, const char *msg) {
+    (void)level;
+    char *buf = ud;
+    if (strstr(msg, "bf16x3")) snprintf(buf, 512, "%s", msg);
+}
+
+/* SKYCMD_WEIGHTS_BF16X3 on an f32 and a bf16 file: the load says the encoder went to the
+ * tiles (accuracy against laya: the golden suite with SKYCMD_GOLDEN_WEIGHTS=bf16x3). */
+Test(amx, bf16x3_weights_mode_moves_the_encoder, .fini = tu_scratch_remove) {
+    need_amx_bf16();
+    if (!sk_amx_usable()) cr_skip_test("SKYCMD_KERNELS caps the kernels below AMX: skipped");
+    char dir[512], path[600];
+    tu_scratch_make(dir, sizeof dir, "amx", "bf16x3");
+    const int types[] = {SKYCMD_TYPE_F32, SKYCMD_TYPE_BF16};
+    for (int t = 0; t < 2; t++) {
+        snprintf(path, sizeof path, "%s/m%d.gguf", dir, t);
+        skycmd_options *o = skycmd_options_new();
+        skycmd_error *err = skycmd_error_new();
+        cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_TYPE, types[t]), SKYCMD_OK);
+        cr_assert_eq(skycmd_random_model("s1-micro", path, o, err), SKYCMD_OK, "%s",
+                     skycmd_error_message(err));
+        skycmd_options_free(o);
+        char msg[512] = "";
+        o = skycmd_options_new();
+        cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_BF16X3), SKYCMD_OK);
+        cr_assert_eq(skycmd_options_set_log(o, keep_log, msg), SKYCMD_OK);
+        skycmd_model *m = NULL;
+        cr_assert_eq(skycmd_model_open(path, o, &m, err), SKYCMD_OK, "%s", skycmd_error_message(err));
+        cr_assert(strstr(msg, "24 encoder matrices on AMX-BF16 tiles") != NULL, "log: %s", msg);
+        skycmd_model_free(m);
+        skycmd_options_free(o);
+        skycmd_error_free(err);
+    }
+}
