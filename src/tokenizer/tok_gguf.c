@@ -23,6 +23,13 @@ static int looks_special(const char *s, size_t n) {
     return 0;
 }
 
+static int all_metaspace(const char *s, size_t n) {
+    if (n == 0 || n % 3) return 0;
+    for (size_t i = 0; i < n; i += 3)
+        if (memcmp(s + i, "\xE2\x96\x81", 3) != 0) return 0;
+    return 1;
+}
+
 typedef struct mref {
     uint32_t rank;
     int32_t a, b;
@@ -89,6 +96,11 @@ int sk_tokenizer_write_gguf_padded(const skycmd_tokenizer *t, sk_gguf_writer *w,
         if (ai >= 0) {
             const sk_added_token *a = &t->added[ai];
             types[id] = (a->flags & SK_ADDED_SPECIAL) || looks_special(a->content, a->len) ? TT_CONTROL : TT_USER;
+            /* llama.cpp's converter for pre "mmbert" (ModernBertModel.get_vocab_base): the
+             * user tokens for runs of U+2581 are never matched by the reference tokenizer
+             * (not normalized, so only literal U+2581 text): NORMAL tokens of BPE */
+            if (types[id] == TT_USER && pre && strcmp(pre, "mmbert") == 0 && all_metaspace(a->content, a->len))
+                types[id] = TT_NORMAL;
             if (t->model_tok[id] && (t->model_tok_len[id] != a->len ||
                                      memcmp(t->model_tok[id], a->content, a->len) != 0)) {
                 ovid[n_ov] = (int32_t)id;
