@@ -186,6 +186,12 @@ int sk_tokenizer_space_cut_safe(const skycmd_tokenizer *t);
 int sk_tokenizer_random_json(uint32_t vocab_size, uint64_t seed, char **tokenizer_json,
                              char **tokenizer_config_json, sk_err *e);
 
+/* A deterministic Gemma-style (mmBERT) vocabulary of exactly vocab_size entries (2048 ..
+ * 2^20), as tokenizer.json + tokenizer_config.json (malloc'ed); layout in tok_random_spm.c:
+ * 0 <pad>, 1 <eos>, 2 <bos>, 3 <unk>, 4 <mask>, byte fallback tokens, U+2581 for spaces. */
+int sk_tokenizer_random_spm_json(uint32_t vocab_size, uint64_t seed, char **tokenizer_json,
+                                 char **tokenizer_config_json, sk_err *e);
+
 /* ---- internal pieces shared by the tokenizer's files ---- */
 skycmd_tokenizer *sk_tok_alloc(void);
 char *sk_tok_strdup(skycmd_tokenizer *t, const char *s, size_t n);

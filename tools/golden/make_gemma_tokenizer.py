@@ -22,7 +22,13 @@ This script does the same on a corpus it writes itself (26 scripts):
      per string "<ids>\\t<hex of decode>" computed by `tokenizers` (and checked against
      transformers' AutoTokenizer).
 
-Run: /tmp/gvenv/bin/python tools/golden/make_gemma_tokenizer.py
+  5. with --test-bin build/tests/test_gemma_tok: has that binary write the 256k-vocabulary
+     Gemma-shaped tokenizer its C generator makes (sk_tokenizer_random_spm_json; a
+     SentencePiece model of mmBERT's size needs far more text than this corpus), checks its
+     pipeline shape, and writes expected_spm256k.txt (the 14 MB tokenizer.json itself is not
+     committed: the test regenerates it).
+
+Run: /tmp/gvenv/bin/python tools/golden/make_gemma_tokenizer.py --test-bin build/tests/test_gemma_tok
 Pinned: sentencepiece==0.2.3, protobuf==7.36.2, tokenizers==0.23.3, transformers==5.23.0.
 """
 import json
@@ -290,7 +296,30 @@ def corpus(vocab_dir, seed=20261202):
     return uniq
 
 
+def write_expected(d, name, strs, expect_vocab=None):
+    tk = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
+    at = AutoTokenizer.from_pretrained(d, local_files_only=True)
+    sp = [at.cls_token_id, at.sep_token_id, at.mask_token_id, at.pad_token_id, at.unk_token_id]
+    assert sp == [2, 1, 4, 0, 3], sp
+    n_fallback = 0
+    with open(os.path.join(FIX, "expected_%s.txt" % name), "w") as f:
+        f.write("specials %s %d\n" % (" ".join(map(str, sp)), tk.get_vocab_size(with_added_tokens=True)))
+        for s in strs:
+            ids = tk.encode(s, add_special_tokens=False).ids
+            assert ids == at(s, add_special_tokens=False)["input_ids"], (name, s[:40])
+            n_fallback += any(len(tk.id_to_token(i)) == 6 and tk.id_to_token(i).startswith("<0x") for i in ids)
+            dec = tk.decode(ids, skip_special_tokens=False)
+            f.write(" ".join(map(str, ids)) + "\t" + dec.encode("utf-8").hex() + "\n")
+    print(name, len(strs), "strings;", n_fallback, "use byte fallback; vocab",
+          tk.get_vocab_size(with_added_tokens=True))
+
+
 def main():
+    import argparse
+    import subprocess
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--test-bin", help="build/tests/test_gemma_tok: also the 256k generated vocabulary")
+    args = ap.parse_args()
     assert tokenizers.__version__ == "0.23.3", tokenizers.__version__
     assert transformers.__version__ == "5.23.0", transformers.__version__
     assert spm.__version__ == "0.2.3", spm.__version__
@@ -302,22 +331,16 @@ def main():
         for s in strs:
             f.write(s.encode("utf-8").hex() + "\n")
     for d in (small, meta):
-        name = os.path.basename(d)
-        tk = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
-        at = AutoTokenizer.from_pretrained(d, local_files_only=True)
-        sp = [at.cls_token_id, at.sep_token_id, at.mask_token_id, at.pad_token_id, at.unk_token_id]
-        assert sp == [2, 1, 4, 0, 3], sp
-        n_fallback = 0
-        with open(os.path.join(FIX, "expected_%s.txt" % name), "w") as f:
-            f.write("specials %s %d\n" % (" ".join(map(str, sp)), tk.get_vocab_size(with_added_tokens=True)))
-            for s in strs:
-                ids = tk.encode(s, add_special_tokens=False).ids
-                assert ids == at(s, add_special_tokens=False)["input_ids"], (name, s[:40])
-                n_fallback += any(len(tk.id_to_token(i)) == 6 and tk.id_to_token(i).startswith("<0x") for i in ids)
-                dec = tk.decode(ids, skip_special_tokens=False)
-                f.write(" ".join(map(str, ids)) + "\t" + dec.encode("utf-8").hex() + "\n")
-        print(name, len(strs), "strings;", n_fallback, "use byte fallback; vocab",
-              tk.get_vocab_size(with_added_tokens=True))
+        write_expected(d, os.path.basename(d), strs)
+    if args.test_bin:
+        with tempfile.TemporaryDirectory() as tmp:
+            env = dict(os.environ, SKYCMD_WRITE_GEMMA_FIXTURES=tmp)
+            subprocess.run([args.test_bin, "--filter", "corpus/spm256k"], env=env, check=True)
+            with open(os.path.join(tmp, "tokenizer.json"), encoding="utf-8") as f:
+                tj = json.load(f)
+            check_gemma_shape(tj)
+            assert len(tj["model"]["vocab"]) == 256000
+            write_expected(tmp, "spm256k", strs)
 
 
 if __name__ == "__main__":
