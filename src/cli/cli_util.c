@@ -147,14 +147,16 @@ static int set_value(const cli_cmd *cmd, const cli_opt *o, const char *v) {
 }
 
 int cli_check_preset(const cli_cmd *cmd, const char *what, const char *name) {
-    static const char *const presets[] = {"s1-pico", "s1-nano", "s1-micro", "base", "large"};
+    static const char *const presets[] = {"s1-pico", "s1-nano", "s1-micro", "base", "large",
+                                          "mmbert-small", "mmbert-base"};
     for (size_t k = 0; k < sizeof presets / sizeof presets[0]; k++) {
         size_t n = strlen(presets[k]);
         if (strncmp(name, presets[k], n) == 0 && (!name[n] || strcmp(name + n, "-xt") == 0))
             return 0;
     }
     return cli_usage_error(cmd, "%s: unknown preset '%s' (s1-pico, s1-nano, s1-micro, base, "
-                           "large; add -xt for out-of-range temperatures)", what, name);
+                           "large, mmbert-small, mmbert-base; add -xt for out-of-range "
+                           "temperatures)", what, name);
 }
 
 int cli_parse(const cli_cmd *cmd, int argc, char **argv, const char **pos, int *n_pos) {

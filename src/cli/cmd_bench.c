@@ -364,7 +364,8 @@ static int make_random(const char *preset, const char *path, long long seed, int
 }
 
 static int is_preset(const char *p) {
-    static const char *const names[] = {"s1-pico", "s1-nano", "s1-micro", "base", "large"};
+    static const char *const names[] = {"s1-pico", "s1-nano", "s1-micro", "base", "large",
+                                        "mmbert-small", "mmbert-base"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(p, names[i])) return 1;
     return 0;
@@ -449,7 +450,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
             } else if (!strcmp(s, "--random")) {
                 if (!is_preset(v)) {
                     fprintf(stderr, "skycmd bench: --random: unknown preset '%s' (s1-pico, "
-                            "s1-nano, s1-micro, base, large)\n", v);
+                            "s1-nano, s1-micro, base, large, mmbert-small, mmbert-base)\n", v);
                     return 2;
                 }
                 a->preset = v;

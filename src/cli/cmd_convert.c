@@ -5,7 +5,7 @@
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: skycmd convert <laya_dir | --random s1-pico|s1-nano|s1-micro|base|large> <out.gguf>\n"
+            "usage: skycmd convert <laya_dir | --random s1-pico|s1-nano|s1-micro|base|large|mmbert-small|mmbert-base> <out.gguf>\n"
             "                      [--type f32|f16|bf16|q8_0] [--head-type f32|f16|bf16|q8_0]\n"
             "                      [--pre NAME] [--name NAME] [--seed N] [--massive N]\n"
             "\n"

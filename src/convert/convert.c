@@ -158,7 +158,10 @@ static int add_tokenizer(sk_gguf_writer *w, const sk_laya *l, const sk_convert_o
                            l->label, need[i].key);
         }
     }
-    s = sk_tokenizer_write_gguf_padded(tok, w, o->pre ? o->pre : "gpt-2", l->cfg.vocab_size, e);
+    /* llama.cpp names the SentencePiece-style (Gemma) pipeline of mmBERT "mmbert": its
+     * pre-tokenizer splits words at U+2581 and treats the all-U+2581 user tokens as normal */
+    const char *pre = o->pre ? o->pre : tok->pretok == SK_PRETOK_BYTELEVEL ? "gpt-2" : "mmbert";
+    s = sk_tokenizer_write_gguf_padded(tok, w, pre, l->cfg.vocab_size, e);
     if (!s) {
         /* One token type per question type; llama.cpp's loader requires 3. The tokenizer
          * module may already have written it (then the add reports a duplicate). */

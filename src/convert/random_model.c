@@ -19,13 +19,17 @@
 #endif
 
 static const sk_random_preset k_presets[] = {
-    /* name       hidden heads layers inter vocab head_layers */
-    {"s1-pico", 64, 1, 2, 128, 1024, 1},
-    {"s1-nano", 128, 2, 4, 256, 2048, 1},
-    {"s1-micro", 256, 4, 6, 512, 4096, 2},
+    /* name       hidden heads layers inter vocab head_layers mmbert */
+    {"s1-pico", 64, 1, 2, 128, 1024, 1, 0},
+    {"s1-nano", 128, 2, 4, 256, 2048, 1, 0},
+    {"s1-micro", 256, 4, 6, 512, 4096, 2, 0},
     /* ModernBERT-base and -large compute shapes with a small generated vocabulary. */
-    {"base", 768, 12, 22, 1152, 4096, 2},
-    {"large", 1024, 16, 28, 2624, 4096, 2},
+    {"base", 768, 12, 22, 1152, 4096, 2, 0},
+    {"large", 1024, 16, 28, 2624, 4096, 2, 0},
+    /* mmBERT-small / -base (Julia-1 / laya-multilingual): 22 layers, intermediate 1152, the
+     * Gemma-sized vocabulary (256000) with a generated Gemma-style tokenizer */
+    {"mmbert-small", 384, 6, 22, 1152, 256000, 2, 1},
+    {"mmbert-base", 768, 12, 22, 1152, 256000, 2, 1},
 };
 
 #define R_MAX_LEN 256
@@ -171,7 +175,8 @@ int sk_random_build(const char *preset, uint64_t seed, uint32_t massive, sk_rand
     const sk_random_preset *p = sk_random_find_preset(preset, &xt);
     if (!p)
         return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT,
-                       "unknown random preset \"%s\" (s1-pico, s1-nano, s1-micro, base, large; "
+                       "unknown random preset \"%s\" (s1-pico, s1-nano, s1-micro, base, large, "
+                       "mmbert-small, mmbert-base; "
                        "add -xt for out-of-range temperatures)",
                        preset ? preset : "(null)");
     if (massive > 64 || massive > p->hidden / 4)
@@ -181,8 +186,13 @@ int sk_random_build(const char *preset, uint64_t seed, uint32_t massive, sk_rand
     sk_laya_config c;
     memset(&c, 0, sizeof c);
     c.head_layers = p->head_layers;
-    c.max_len = R_MAX_LEN;
-    c.head_max_len = R_HEAD_MAX_LEN;
+    const uint32_t max_len = p->mmbert ? 1024 : R_MAX_LEN, head_max_len = p->mmbert ? 256 : R_HEAD_MAX_LEN;
+    const uint32_t local_attention = p->mmbert ? 128 : R_LOCAL_ATTENTION;
+    const double local_theta = p->mmbert ? 160000.0 : 10000.0;
+    /* special ids of the tokenizer: Gemma's <bos> CLS / <eos> SEP, or [CLS]=2 [SEP]=3 */
+    const unsigned cls_id = 2, sep_id = p->mmbert ? 1 : 3;
+    c.max_len = max_len;
+    c.head_max_len = head_max_len;
     c.n_act = 2;
     c.vocab_size = p->vocab;
     c.hidden = p->hidden;
@@ -203,7 +213,8 @@ int sk_random_build(const char *preset, uint64_t seed, uint32_t massive, sk_rand
         mch[i] = ch;
     }
 
-    int s = sk_tokenizer_random_json(p->vocab, seed, &out->tokenizer, &out->tok_config, e);
+    int s = p->mmbert ? sk_tokenizer_random_spm_json(p->vocab, seed, &out->tokenizer, &out->tok_config, e)
+                      : sk_tokenizer_random_json(p->vocab, seed, &out->tokenizer, &out->tok_config, e);
     if (s) return s;
 
     /* Temperatures: calibrated-looking values in [0.6, 2.5]. */
@@ -222,7 +233,7 @@ int sk_random_build(const char *preset, uint64_t seed, uint32_t massive, sk_rand
                   "  \"act_costs\": {\"escalate\": 0.5},\n  \"cost_wrong_act\": 3.0,\n"
                   "  \"amp_dtype\": \"bf16\",\n  \"model_name\": \"rl-agent\",\n"
                   "  \"temperature\": [%.9g, %.9g, %.9g],\n  \"temperature_by_options\": {",
-                  p->name, p->head_layers, R_MAX_LEN, R_HEAD_MAX_LEN, (double)temp[0],
+                  p->name, p->head_layers, max_len, head_max_len, (double)temp[0],
                   (double)temp[1], (double)temp[2]);
     for (int i = 0; i < 5; i++) json_temp(&b, bk[i], bv[i], i > 0);
     if (xt) json_temp(&b, "choice:11+", 0.1f, 1); /* below the clamp */
@@ -233,15 +244,15 @@ int sk_random_build(const char *preset, uint64_t seed, uint32_t massive, sk_rand
     sk_buf_init(&b);
     sk_buf_printf(&b,
         "{\n  \"architectures\": [\n    \"ModernBertModel\"\n  ],\n"
-        "  \"attention_bias\": false,\n  \"attention_dropout\": 0.0,\n  \"bos_token_id\": 2,\n"
+        "  \"attention_bias\": false,\n  \"attention_dropout\": 0.0,\n  \"bos_token_id\": %u,\n"
         "  \"classifier_activation\": \"gelu\",\n  \"classifier_bias\": false,\n"
         "  \"classifier_dropout\": 0.0,\n  \"classifier_pooling\": \"cls\",\n"
-        "  \"cls_token_id\": 2,\n  \"decoder_bias\": true,\n  \"deterministic_flash_attn\": false,\n"
-        "  \"embedding_dropout\": 0.0,\n  \"eos_token_id\": 3,\n"
+        "  \"cls_token_id\": %u,\n  \"decoder_bias\": true,\n  \"deterministic_flash_attn\": false,\n"
+        "  \"embedding_dropout\": 0.0,\n  \"eos_token_id\": %u,\n"
         "  \"global_attn_every_n_layers\": %u,\n  \"hidden_activation\": \"gelu\",\n"
         "  \"hidden_size\": %u,\n  \"initializer_cutoff_factor\": 2.0,\n"
         "  \"initializer_range\": 0.02,\n  \"intermediate_size\": %u,\n  \"layer_types\": [",
-        R_GLOBAL_EVERY, p->hidden, p->intermediate);
+        cls_id, cls_id, sep_id, R_GLOBAL_EVERY, p->hidden, p->intermediate);
     for (uint32_t i = 0; i < p->layers; i++)
         sk_buf_printf(&b, "%s\n    \"%s\"", i ? "," : "",
                       i % R_GLOBAL_EVERY == 0 ? "full_attention" : "sliding_attention");
@@ -251,10 +262,10 @@ int sk_random_build(const char *preset, uint64_t seed, uint32_t massive, sk_rand
         "  \"norm_bias\": false,\n  \"norm_eps\": 1e-05,\n  \"num_attention_heads\": %u,\n"
         "  \"num_hidden_layers\": %u,\n  \"pad_token_id\": 0,\n  \"rope_parameters\": {\n"
         "    \"full_attention\": {\n      \"rope_theta\": 160000.0,\n      \"rope_type\": \"default\"\n    },\n"
-        "    \"sliding_attention\": {\n      \"rope_theta\": 10000.0,\n      \"rope_type\": \"default\"\n    }\n  },\n"
-        "  \"sep_token_id\": 3,\n  \"sparse_pred_ignore_index\": -100,\n  \"sparse_prediction\": false,\n"
+        "    \"sliding_attention\": {\n      \"rope_theta\": %.1f,\n      \"rope_type\": \"default\"\n    }\n  },\n"
+        "  \"sep_token_id\": %u,\n  \"sparse_pred_ignore_index\": -100,\n  \"sparse_prediction\": false,\n"
         "  \"tie_word_embeddings\": true,\n  \"transformers_version\": \"5.23.0\",\n  \"vocab_size\": %u\n}\n",
-        R_LOCAL_ATTENTION, R_MAX_POSITION, p->heads, p->layers, p->vocab);
+        local_attention, R_MAX_POSITION, p->heads, p->layers, local_theta, sep_id, p->vocab);
     out->enc_config = sk_buf_detach(&b);
 
     sk_buf_init(&b);
@@ -266,9 +277,11 @@ int sk_random_build(const char *preset, uint64_t seed, uint32_t massive, sk_rand
     for (uint32_t i = 0; i < massive; i++) sk_buf_printf(&b, "%s%u", i ? ", " : "", mch[i]);
     sk_buf_puts(&b, "]}\n}\n");
     out->config = sk_buf_detach(&b);
-    out->special_map = sk_strdup(
-        "{\n  \"cls_token\": \"[CLS]\",\n  \"mask_token\": \"[MASK]\",\n  \"pad_token\": \"[PAD]\",\n"
-        "  \"sep_token\": \"[SEP]\",\n  \"unk_token\": \"[UNK]\"\n}\n");
+    out->special_map = sk_strdup(p->mmbert
+        ? "{\n  \"cls_token\": \"<bos>\",\n  \"mask_token\": \"<mask>\",\n  \"pad_token\": \"<pad>\",\n"
+          "  \"sep_token\": \"<eos>\",\n  \"unk_token\": \"<unk>\"\n}\n"
+        : "{\n  \"cls_token\": \"[CLS]\",\n  \"mask_token\": \"[MASK]\",\n  \"pad_token\": \"[PAD]\",\n"
+          "  \"sep_token\": \"[SEP]\",\n  \"unk_token\": \"[UNK]\"\n}\n");
     if (!out->rl_config || !out->enc_config || !out->config || !out->special_map) {
         sk_random_free(out);
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");

@@ -1,7 +1,8 @@
 /*
  * random_model.h - deterministic random System One models ("s1-pico", "s1-nano",
- * "s1-micro", "base", "large"), built as a complete Laya checkpoint (F32 safetensors, the
- * three configs and a real byte-level BPE tokenizer.json) that the Python reference loads,
+ * "s1-micro", "base", "large", and mmBERT's "mmbert-small", "mmbert-base"), built as a complete Laya checkpoint (F32 safetensors, the
+ * three configs and a real tokenizer.json: byte-level BPE, or for the mmbert presets the
+ * Gemma-style SentencePiece BPE of sk_tokenizer_random_spm_json with 256000 tokens) that the Python reference loads,
  * and that converts to GGUF through the same path as a trained checkpoint.
  *
  * Contract:
@@ -27,6 +28,9 @@
 typedef struct sk_random_preset {
     const char *name;
     uint32_t hidden, heads, layers, intermediate, vocab, head_layers;
+    /* mmBERT shapes: a Gemma-style tokenizer (<pad>=0 <eos>=1 <bos>=2 <unk>=3 <mask>=4),
+     * max_len 1024 / head_max_len 256, local window 128, local RoPE base 160000 */
+    int mmbert;
 } sk_random_preset;
 
 /* NULL if unknown. `extreme` (may be NULL) is set for the "-xt" variants. */

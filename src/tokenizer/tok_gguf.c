@@ -23,6 +23,13 @@ static int looks_special(const char *s, size_t n) {
     return 0;
 }
 
+static int all_metaspace(const char *s, size_t n) {
+    if (n == 0 || n % 3) return 0;
+    for (size_t i = 0; i < n; i += 3)
+        if (memcmp(s + i, "\xE2\x96\x81", 3) != 0) return 0;
+    return 1;
+}
+
 typedef struct mref {
     uint32_t rank;
     int32_t a, b;
@@ -89,6 +96,11 @@ int sk_tokenizer_write_gguf_padded(const skycmd_tokenizer *t, sk_gguf_writer *w,
         if (ai >= 0) {
             const sk_added_token *a = &t->added[ai];
             types[id] = (a->flags & SK_ADDED_SPECIAL) || looks_special(a->content, a->len) ? TT_CONTROL : TT_USER;
+            /* llama.cpp's converter for pre "mmbert" (ModernBertModel.get_vocab_base): the
+             * user tokens for runs of U+2581 are never matched by the reference tokenizer
+             * (not normalized, so only literal U+2581 text): NORMAL tokens of BPE */
+            if (types[id] == TT_USER && pre && strcmp(pre, "mmbert") == 0 && all_metaspace(a->content, a->len))
+                types[id] = TT_NORMAL;
             if (t->model_tok[id] && (t->model_tok_len[id] != a->len ||
                                      memcmp(t->model_tok[id], a->content, a->len) != 0)) {
                 ovid[n_ov] = (int32_t)id;
@@ -164,6 +176,10 @@ int sk_tokenizer_write_gguf_padded(const skycmd_tokenizer *t, sk_gguf_writer *w,
         W(sk_gguf_writer_add_arr_str(w, "skycmd.tokenizer.model_override_tokens", ovtok, n_ov));
     }
     if (cls >= 0) W(sk_gguf_writer_add_u32(w, "skycmd.tokenizer.cls_token_id", (uint32_t)cls));
+    if (t->pipeline_json && (t->pretok != SK_PRETOK_BYTELEVEL || t->n_dec || t->n_norm > t->nfc)) {
+        W(sk_gguf_writer_add_str(w, "skycmd.tokenizer.pipeline", t->pipeline_json));
+        W(sk_gguf_writer_add_bool(w, "skycmd.tokenizer.byte_fallback", t->byte_fallback));
+    }
     if (t->bpe_unk) {
         W(sk_gguf_writer_add_str(w, "skycmd.tokenizer.bpe_unk_token", t->bpe_unk));
         W(sk_gguf_writer_add_bool(w, "skycmd.tokenizer.fuse_unk", t->fuse_unk));
@@ -292,8 +308,11 @@ int sk_tokenizer_from_gguf(const sk_gguf *g, skycmd_tokenizer **out, sk_err *e) 
     }
     sk_str nz;
     if (sk_gguf_get_str(g, "skycmd.tokenizer.normalizer", &nz) == SKYCMD_OK) {
-        if (sk_str_eq(nz, "nfc")) t->nfc = 1;
-        else if (!sk_str_eq(nz, "none")) {
+        if (sk_str_eq(nz, "nfc")) {
+            t->nfc = 1;
+            t->n_norm = 1;
+            t->norm[0].kind = SK_STEP_NFC;
+        } else if (!sk_str_eq(nz, "none")) {
             rc = sk_fail(e, SKYCMD_E_UNSUPPORTED, "GGUF: skycmd.tokenizer.normalizer \"%.*s\" is not supported",
                          (int)(nz.len > 32 ? 32 : nz.len), nz.ptr);
             goto done;
@@ -304,6 +323,11 @@ int sk_tokenizer_from_gguf(const sk_gguf *g, skycmd_tokenizer **out, sk_err *e) 
     t->byte_level_decoder = 1;
     if (sk_gguf_get_str(g, "skycmd.tokenizer.decoder", &nz) == SKYCMD_OK && sk_str_eq(nz, "none"))
         t->byte_level_decoder = 0;
+    /* the SentencePiece-style pipelines carry their tokenizer.json objects whole */
+    if (sk_gguf_get_str(g, "skycmd.tokenizer.pipeline", &nz) == SKYCMD_OK) {
+        if ((rc = sk_tok_parse_pipeline_json(t, nz.ptr, (size_t)nz.len, e))) goto done;
+    }
+    if (sk_gguf_get_bool(g, "skycmd.tokenizer.byte_fallback", &b) == SKYCMD_OK) t->byte_fallback = b;
     if (sk_gguf_get_str(g, "skycmd.tokenizer.bpe_unk_token", &nz) == SKYCMD_OK) {
         if (!(t->bpe_unk = sk_strndup(nz.ptr, (size_t)nz.len))) {
             rc = sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");

@@ -2,9 +2,11 @@
  * tok_json.c - load a Hugging Face tokenizer.json (+ tokenizer_config.json for the special
  * tokens) into a skycmd_tokenizer.
  *
- * Supported: normalizer NFC / none (or a Sequence of NFC), pre-tokenizer ByteLevel with
- * use_regex (add_prefix_space false), BPE model (merges as "a b" strings or [a, b] pairs,
- * unk_token, fuse_unk, ignore_merges), decoder ByteLevel / none. Anything else that changes
+ * Supported: the byte-level pipeline (normalizer NFC / none, pre-tokenizer ByteLevel with
+ * use_regex and add_prefix_space false, decoder ByteLevel / none) and the SentencePiece-style
+ * ones of Gemma/mmBERT (tok_spm.c: Replace normalizers, Split / Metaspace / no
+ * pre-tokenizer, Replace/ByteFallback/Fuse/Metaspace/Strip decoders); BPE model (merges as
+ * "a b" strings or [a, b] pairs, unk_token, fuse_unk, ignore_merges, byte_fallback). Anything else that changes
  * ids is refused with SKYCMD_E_UNSUPPORTED rather than tokenized differently.
  *
  * Added-token ids are assigned the way tokenizers 0.23 does when it deserializes (the "id"
@@ -30,46 +32,6 @@ static int jbool(const cJSON *o, const char *k, int dflt) {
 static const char *jstr(const cJSON *o, const char *k) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
     return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static int check_normalizer(const cJSON *n, int *nfc, sk_err *e) {
-    if (!n || cJSON_IsNull(n)) return SKYCMD_OK;
-    const char *type = jstr(n, "type");
-    if (type && strcmp(type, "NFC") == 0) {
-        *nfc = 1;
-        return SKYCMD_OK;
-    }
-    if (type && strcmp(type, "Sequence") == 0) {
-        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(n, "normalizers");
-        const cJSON *x;
-        cJSON_ArrayForEach(x, arr) {
-            int rc = check_normalizer(x, nfc, e);
-            if (rc) return rc;
-        }
-        return SKYCMD_OK;
-    }
-    return sk_fail(e, SKYCMD_E_UNSUPPORTED, "tokenizer.json: normalizer \"%s\" is not supported (only NFC)",
-                   type ? type : "?");
-}
-
-static int check_pretok(const cJSON *p, sk_err *e) {
-    if (!p || cJSON_IsNull(p))
-        return sk_fail(e, SKYCMD_E_UNSUPPORTED, "tokenizer.json: a ByteLevel pre_tokenizer is required");
-    const char *type = jstr(p, "type");
-    if (type && strcmp(type, "Sequence") == 0) {
-        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(p, "pretokenizers");
-        if (cJSON_GetArraySize(arr) != 1)
-            return sk_fail(e, SKYCMD_E_UNSUPPORTED, "tokenizer.json: pre_tokenizer Sequence must hold exactly one ByteLevel");
-        return check_pretok(cJSON_GetArrayItem(arr, 0), e);
-    }
-    if (!type || strcmp(type, "ByteLevel") != 0)
-        return sk_fail(e, SKYCMD_E_UNSUPPORTED, "tokenizer.json: pre_tokenizer \"%s\" is not supported (only ByteLevel)",
-                       type ? type : "?");
-    if (jbool(p, "add_prefix_space", 1))
-        return sk_fail(e, SKYCMD_E_UNSUPPORTED, "tokenizer.json: pre_tokenizer.add_prefix_space = true is not supported");
-    if (!jbool(p, "use_regex", 1))
-        return sk_fail(e, SKYCMD_E_UNSUPPORTED, "tokenizer.json: pre_tokenizer.use_regex = false is not supported");
-    return SKYCMD_OK;
 }
 
 /* Content of a special-token entry of tokenizer_config.json: "text" or {"content": ...}. */
@@ -123,15 +85,10 @@ int sk_tokenizer_from_json(const char *json, size_t len, const char *config_json
         rc = sk_fail(e, SKYCMD_E_UNSUPPORTED, "tokenizer.json: unknown version \"%s\"", ver);
         goto done;
     }
-    if ((rc = check_normalizer(cJSON_GetObjectItemCaseSensitive(root, "normalizer"), &t->nfc, e)))
+    if ((rc = sk_tok_parse_pipeline(t, cJSON_GetObjectItemCaseSensitive(root, "normalizer"),
+                                    cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"),
+                                    cJSON_GetObjectItemCaseSensitive(root, "decoder"), e)))
         goto done;
-    if ((rc = check_pretok(cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), e))) goto done;
-    {
-        const cJSON *dec = cJSON_GetObjectItemCaseSensitive(root, "decoder");
-        const char *dt = dec ? jstr(dec, "type") : NULL;
-        t->byte_level_decoder = !dec || cJSON_IsNull(dec) ? 0 : 1;
-        if (dt && strcmp(dt, "ByteLevel") != 0 && strcmp(dt, "Sequence") != 0) t->byte_level_decoder = 1;
-    }
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
     if (!cJSON_IsObject(model)) {
         rc = sk_fail(e, SKYCMD_E_FORMAT, "tokenizer.json: missing \"model\"");
@@ -154,8 +111,9 @@ int sk_tokenizer_from_json(const char *json, size_t len, const char *config_json
                          "tokenizer.json: model.continuing_subword_prefix / end_of_word_suffix are not supported");
             goto done;
         }
-        if (jbool(model, "byte_fallback", 0)) {
-            rc = sk_fail(e, SKYCMD_E_UNSUPPORTED, "tokenizer.json: model.byte_fallback is not supported");
+        t->byte_fallback = jbool(model, "byte_fallback", 0);
+        if (t->byte_fallback && t->pretok == SK_PRETOK_BYTELEVEL) {
+            rc = sk_fail(e, SKYCMD_E_UNSUPPORTED, "tokenizer.json: model.byte_fallback with a ByteLevel pre_tokenizer is not supported");
             goto done;
         }
         t->ignore_merges = jbool(model, "ignore_merges", 0);
@@ -374,21 +332,24 @@ done:
     return SKYCMD_OK;
 }
 
-/* Matching patterns: NFC of the content for normalized tokens when the normalizer is NFC. */
+/* Matching patterns: the normalizer applied to the content of normalized tokens. */
 int sk_tok_set_patterns(skycmd_tokenizer *t, sk_err *e) {
     for (size_t i = 0; i < t->n_added; i++) {
         sk_added_token *a = &t->added[i];
         a->pattern = a->content;
         a->pattern_len = a->len;
-        if (!(a->flags & SK_ADDED_NORMALIZED) || !t->nfc) continue;
-        size_t l = 0;
-        char *nf = sk_nfc_utf8(a->content, a->len, &l);
-        if (!nf) return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
-        if (l != a->len || memcmp(nf, a->content, l) != 0) {
-            a->pattern = sk_tok_strdup(t, (const char *)nf, l);
-            a->pattern_len = (uint32_t)l;
+        if (!(a->flags & SK_ADDED_NORMALIZED) || t->n_norm == 0) continue;
+        sk_buf nb;
+        sk_buf_init(&nb);
+        if (sk_tok_normalize(t, a->content, a->len, &nb)) {
+            sk_buf_free(&nb);
+            return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
         }
-        free(nf);
+        if (nb.len != a->len || memcmp(nb.data, a->content, nb.len) != 0) {
+            a->pattern = sk_tok_strdup(t, nb.data ? nb.data : "", nb.len);
+            a->pattern_len = (uint32_t)nb.len;
+        }
+        sk_buf_free(&nb);
         if (!a->pattern) return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
     }
     return SKYCMD_OK;

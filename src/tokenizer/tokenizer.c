@@ -363,6 +363,9 @@ typedef struct enc_ctx {
     sk_err *e;
     enc_scratch *sc;
     const char *text; /* the string pre-tokens refer to */
+    int at_start;     /* the piece being pre-tokenized starts at offset 0 of the input */
+    sk_buf norm;      /* normalized piece (normalizer chains other than NFC alone) */
+    sk_buf meta;      /* Metaspace-transformed piece */
 } enc_ctx;
 
 #define BPE_STACK 256
@@ -376,7 +379,12 @@ static int emit(enc_ctx *c, int32_t id) {
 static int bpe_word(enc_ctx *c, const unsigned char *w, size_t n) {
     const skycmd_tokenizer *t = c->t;
     if (n == 0) return SKYCMD_OK;
-    {
+    const int byte_level = t->pretok == SK_PRETOK_BYTELEVEL;
+    if (!byte_level && t->ignore_merges) {
+        int32_t id = sk_strmap_get(&t->vocab, (const char *)w, n);
+        if (id >= 0) return emit(c, id);
+    }
+    if (byte_level) {
         /* the byte-level form of the word, for the ignore_merges lookup */
         if (t->ignore_merges) {
             char stackw[512];
@@ -412,21 +420,42 @@ static int bpe_word(enc_ctx *c, const unsigned char *w, size_t n) {
             return sk_fail(c->e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
         }
     }
-    /* initial symbols, with HF's unknown-char handling */
+    /* initial symbols, with HF's unknown-char handling (BPE::merge_word): one per char (per
+     * byte-level char for the byte-level pipeline); a char missing from the vocabulary becomes
+     * its <0xNN> tokens under byte_fallback when all of them exist (a pending unknown stays
+     * pending across them, as in HF), else the unknown token (fused when fuse_unk). */
     size_t ns = 0;
     int32_t pend_unk = -1;
-    for (size_t i = 0; i < n; i++) {
-        int32_t id = t->byte_id[w[i]];
+    for (size_t i = 0; i < n;) {
+        int32_t id;
+        size_t l = 1;
+        if (byte_level) id = t->byte_id[w[i]];
+        else {
+            uint32_t cp;
+            l = sk_utf8_next((const char *)w, n, i, &cp);
+            id = sk_strmap_get(&t->vocab, (const char *)w + i, l);
+        }
         if (id >= 0) {
             if (pend_unk >= 0) {
                 s[ns++].id = pend_unk;
                 pend_unk = -1;
             }
             s[ns++].id = id;
-        } else if (t->bpe_unk_id >= 0) {
-            if (pend_unk >= 0 && !t->fuse_unk) s[ns++].id = pend_unk;
-            pend_unk = t->bpe_unk_id;
+        } else {
+            int fell_back = 0;
+            if (!byte_level && t->byte_fallback) {
+                fell_back = 1;
+                for (size_t k = 0; k < l; k++)
+                    if (t->fallback_id[w[i + k]] < 0) fell_back = 0;
+                if (fell_back)
+                    for (size_t k = 0; k < l; k++) s[ns++].id = t->fallback_id[w[i + k]];
+            }
+            if (!fell_back && t->bpe_unk_id >= 0) {
+                if (pend_unk >= 0 && !t->fuse_unk) s[ns++].id = pend_unk;
+                pend_unk = t->bpe_unk_id;
+            }
         }
+        i += l;
     }
     if (pend_unk >= 0) s[ns++].id = pend_unk;
     for (size_t i = 0; i < ns; i++) {
@@ -474,8 +503,122 @@ static int on_pretoken(void *ud, size_t start, size_t end) {
     return bpe_word(c, (const unsigned char *)c->text + start, end - start);
 }
 
+static void replace_all(sk_buf *out, const char *s, size_t n, const sk_step *st) {
+    size_t i = 0, start = 0;
+    while (i + st->a_len <= n) {
+        if (memcmp(s + i, st->a, st->a_len) == 0) {
+            sk_buf_append(out, s + start, i - start);
+            sk_buf_append(out, st->b, st->b_len);
+            i += st->a_len;
+            start = i;
+        } else i++;
+    }
+    sk_buf_append(out, s + start, n - start);
+}
+
+int sk_tok_normalize(const skycmd_tokenizer *t, const char *s, size_t n, sk_buf *out) {
+    sk_buf a, b;
+    sk_buf_init(&a);
+    sk_buf_init(&b);
+    sk_buf_append(&a, s, n);
+    for (int k = 0; k < t->n_norm && !a.failed; k++) {
+        const sk_step *st = &t->norm[k];
+        b.len = 0;
+        if (st->kind == SK_STEP_NFC) {
+            size_t l = 0;
+            char *nf = sk_nfc_utf8(a.data ? a.data : "", a.len, &l);
+            if (!nf) {
+                b.failed = 1;
+                break;
+            }
+            sk_buf_append(&b, nf, l);
+            free(nf);
+        } else replace_all(&b, a.data ? a.data : "", a.len, st);
+        sk_buf tmp = a;
+        a = b;
+        b = tmp;
+    }
+    int failed = a.failed || b.failed;
+    if (!failed) sk_buf_append(out, a.data ? a.data : "", a.len);
+    sk_buf_free(&a);
+    sk_buf_free(&b);
+    return failed || out->failed ? SKYCMD_E_NOMEM : SKYCMD_OK;
+}
+
+/* A literal Split: pieces per behavior, empty ones dropped (NormalizedString::split). */
+static int split_literal(enc_ctx *c, const char *s, size_t n) {
+    const skycmd_tokenizer *t = c->t;
+    const char *pat = t->split_pat;
+    size_t pl = t->split_len, start = 0, i = 0;
+    int rc = SKYCMD_OK;
+    const unsigned char *u = (const unsigned char *)s;
+#define PIECE(a, b) \
+    do { \
+        if ((b) > (a) && (rc = bpe_word(c, u + (a), (b) - (a)))) return rc; \
+    } while (0)
+    while (i + pl <= n) {
+        if (memcmp(s + i, pat, pl) != 0) {
+            i++;
+            continue;
+        }
+        size_t m0 = i, m1 = i + pl;
+        switch (t->split_behavior) {
+        case SK_SPLIT_REMOVED: PIECE(start, m0); start = m1; break;
+        case SK_SPLIT_ISOLATED: PIECE(start, m0); PIECE(m0, m1); start = m1; break;
+        case SK_SPLIT_MERGED_PREV: PIECE(start, m1); start = m1; break;
+        case SK_SPLIT_MERGED_NEXT: PIECE(start, m0); start = m0; break;
+        default: /* Contiguous: a run of matches is one piece */
+            while (m1 + pl <= n && memcmp(s + m1, pat, pl) == 0) m1 += pl;
+            PIECE(start, m0);
+            PIECE(m0, m1);
+            start = m1;
+            break;
+        }
+        i = m1;
+    }
+    PIECE(start, n);
+#undef PIECE
+    return rc;
+}
+
+/* Metaspace: ' ' -> replacement, prepend per scheme, then split before every replacement. */
+static int metaspace(enc_ctx *c, const char *s, size_t n) {
+    const skycmd_tokenizer *t = c->t;
+    const char *rep = t->meta_rep;
+    size_t rl = t->meta_rep_len;
+    sk_buf *b = &c->meta;
+    b->len = 0;
+    int starts = n >= rl && memcmp(s, rep, rl) == 0;
+    starts |= n > 0 && s[0] == ' '; /* becomes the replacement */
+    if (!starts && (t->meta_prepend == SK_PREPEND_ALWAYS || (t->meta_prepend == SK_PREPEND_FIRST && c->at_start)))
+        sk_buf_append(b, rep, rl);
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == ' ') sk_buf_append(b, rep, rl);
+        else sk_buf_putc(b, s[i]);
+    }
+    if (b->failed) return sk_fail(c->e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+    const unsigned char *u = (const unsigned char *)b->data;
+    size_t m = b->len;
+    if (!t->meta_split) return bpe_word(c, u, m);
+    size_t start = 0;
+    int rc;
+    for (size_t i = 1; i + rl <= m; i++) {
+        if (memcmp(u + i, rep, rl) != 0) continue;
+        if ((rc = bpe_word(c, u + start, i - start))) return rc;
+        start = i;
+        i += rl - 1;
+    }
+    return bpe_word(c, u + start, m - start);
+}
+
 static int encode_plain(enc_ctx *c, const char *s, size_t n) {
     if (n == 0) return SKYCMD_OK;
+    switch (c->t->pretok) {
+    case SK_PRETOK_NONE: return bpe_word(c, (const unsigned char *)s, n);
+    case SK_PRETOK_SPLIT: return split_literal(c, s, n);
+    case SK_PRETOK_METASPACE: return metaspace(c, s, n);
+    default: break;
+    }
     const char *saved = c->text;
     c->text = s;
     int rc = sk_pretok_gpt2(s, n, on_pretoken, c);
@@ -565,11 +708,23 @@ static int split_added(enc_ctx *c, int p, const char *s, size_t n, piece_fn fn) 
             start = ns > start_offset ? ns : start_offset;
         }
         if (a->flags & SK_ADDED_RSTRIP) stop += ws_leading_len(s + stop, n - stop);
-        if (start_offset < start && (rc = fn(c, s + start_offset, start - start_offset))) return rc;
+        if (start_offset < start) {
+            int saved = c->at_start;
+            c->at_start = saved && start_offset == 0;
+            rc = fn(c, s + start_offset, start - start_offset);
+            c->at_start = saved;
+            if (rc) return rc;
+        }
         if ((rc = emit(c, a->id))) return rc;
         start_offset = stop;
     }
-    if (start_offset < n) return fn(c, s + start_offset, n - start_offset);
+    if (start_offset < n) {
+        int saved = c->at_start;
+        c->at_start = saved && start_offset == 0;
+        rc = fn(c, s + start_offset, n - start_offset);
+        c->at_start = saved;
+        return rc;
+    }
     return SKYCMD_OK;
 }
 
@@ -578,7 +733,14 @@ static int on_normalized_piece(enc_ctx *c, const char *s, size_t n) {
 }
 
 static int on_raw_piece(enc_ctx *c, const char *s, size_t n) {
-    if (!c->t->nfc || is_ascii(s, n)) return on_normalized_piece(c, s, n);
+    const skycmd_tokenizer *t = c->t;
+    if (t->n_norm == 0 || (t->n_norm == 1 && t->norm[0].kind == SK_STEP_NFC && is_ascii(s, n)))
+        return on_normalized_piece(c, s, n);
+    if (!(t->n_norm == 1 && t->norm[0].kind == SK_STEP_NFC)) {
+        c->norm.len = 0;
+        if (sk_tok_normalize(t, s, n, &c->norm)) return sk_fail(c->e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+        return on_normalized_piece(c, c->norm.data ? c->norm.data : "", c->norm.len);
+    }
     const char *ns = NULL;
     size_t nn = 0;
     int rc = nfc_into(c->sc, s, n, &ns, &nn, c->e);
@@ -595,10 +757,14 @@ int sk_tokenizer_encode(const skycmd_tokenizer *t, const char *text, size_t len,
         return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "tokenizer: text is not valid UTF-8");
     enc_scratch sc;
     scratch_init(&sc);
-    enc_ctx c = {t, out, e, &sc, text};
+    enc_ctx c = {t, out, e, &sc, text, 1, {0}, {0}};
+    sk_buf_init(&c.norm);
+    sk_buf_init(&c.meta);
     size_t n0 = out->n;
     int rc = split_added(&c, 0, text, len, on_raw_piece);
     scratch_free(&sc);
+    sk_buf_free(&c.norm);
+    sk_buf_free(&c.meta);
     if (rc) out->n = n0;
     return rc;
 }
@@ -648,13 +814,119 @@ static void append_lossy(sk_buf *b, const unsigned char *p, size_t n) {
     }
 }
 
+/* "<0xNN>" -> NN like ByteFallback (u8::from_str_radix(&tok[3..5], 16), "+N" too); -1 if not. */
+static int byte_token(const char *p, size_t n) {
+    if (n != 6 || memcmp(p, "<0x", 3) != 0 || p[5] != '>') return -1;
+    int v = 0;
+    for (int i = 3; i < 5; i++) {
+        char ch = p[i];
+        int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+              : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+        if (d < 0) {
+            if (i == 3 && ch == '+') continue;
+            return -1;
+        }
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+/* The decoder chain over the token strings (tokenizers' decode_chain per step, then join). */
+static int decode_chain(const skycmd_tokenizer *t, sk_buf *toks, size_t n, sk_buf *out) {
+    sk_buf *tmp = calloc(n ? n : 1, sizeof *tmp);
+    if (!tmp) return SKYCMD_E_NOMEM;
+    int failed = 0;
+    for (int k = 0; k < t->n_dec; k++) {
+        const sk_step *st = &t->dec[k];
+        size_t m = 0;
+        if (st->kind == SK_STEP_FUSE) {
+            if (n == 0) continue;
+            for (size_t i = 1; i < n; i++) {
+                sk_buf_append(&toks[0], toks[i].data ? toks[i].data : "", toks[i].len);
+                sk_buf_free(&toks[i]);
+            }
+            n = 1;
+            continue;
+        }
+        if (st->kind == SK_STEP_BYTE_FALLBACK) {
+            sk_buf bytes;
+            sk_buf_init(&bytes);
+            size_t n_bytes = 0;
+            for (size_t i = 0; i <= n; i++) {
+                int v = i < n ? byte_token(toks[i].data ? toks[i].data : "", toks[i].len) : -1;
+                if (v >= 0) {
+                    sk_buf_putc(&bytes, (char)v);
+                    n_bytes++;
+                    sk_buf_free(&toks[i]);
+                    continue;
+                }
+                if (n_bytes) {
+                    if (sk_utf8_valid(bytes.data, bytes.len)) {
+                        sk_buf_init(&tmp[m]);
+                        sk_buf_append(&tmp[m++], bytes.data, bytes.len);
+                    } else
+                        for (size_t q = 0; q < n_bytes; q++) {
+                            sk_buf_init(&tmp[m]);
+                            sk_buf_append(&tmp[m++], "\xEF\xBF\xBD", 3);
+                        }
+                    bytes.len = 0;
+                    n_bytes = 0;
+                }
+                if (i < n) tmp[m++] = toks[i];
+            }
+            failed |= bytes.failed;
+            sk_buf_free(&bytes);
+            memcpy(toks, tmp, m * sizeof *toks);
+            n = m;
+            continue;
+        }
+        for (size_t i = 0; i < n; i++) {
+            sk_buf r;
+            sk_buf_init(&r);
+            const char *p = toks[i].data ? toks[i].data : "";
+            size_t len = toks[i].len;
+            if (st->kind == SK_STEP_REPLACE) replace_all(&r, p, len, st);
+            else if (st->kind == SK_STEP_METASPACE) {
+                int drop = i == 0 && st->opt != SK_PREPEND_NEVER;
+                for (size_t j = 0; j < len;) {
+                    if (len - j >= st->a_len && memcmp(p + j, st->a, st->a_len) == 0) {
+                        if (!drop) sk_buf_putc(&r, ' ');
+                        j += st->a_len;
+                    } else sk_buf_putc(&r, p[j++]);
+                }
+            } else { /* Strip */
+                size_t j0 = 0, j1 = len;
+                for (int q = 0; q < st->opt && j1 - j0 >= st->a_len && memcmp(p + j0, st->a, st->a_len) == 0; q++)
+                    j0 += st->a_len;
+                for (int q = 0; q < st->opt2 && j1 - j0 >= st->a_len && memcmp(p + j1 - st->a_len, st->a, st->a_len) == 0; q++)
+                    j1 -= st->a_len;
+                sk_buf_append(&r, p + j0, j1 - j0);
+            }
+            sk_buf_free(&toks[i]);
+            toks[i] = r;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        failed |= toks[i].failed;
+        sk_buf_append(out, toks[i].data ? toks[i].data : "", toks[i].len);
+        sk_buf_free(&toks[i]);
+    }
+    free(tmp);
+    return failed || out->failed ? SKYCMD_E_NOMEM : SKYCMD_OK;
+}
+
 int sk_tokenizer_decode(const skycmd_tokenizer *t, const int32_t *ids, size_t n, sk_buf *b,
                         sk_err *e) {
     if (!t || (!ids && n) || !b) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "tokenizer: NULL argument");
     sk_buf raw;
     sk_buf_init(&raw);
+    sk_buf *toks = NULL;
+    if (t->n_dec && !(toks = sk_malloc_array(n ? n : 1, sizeof *toks)))
+        return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
     for (size_t i = 0; i < n; i++) {
         if (ids[i] < 0 || (size_t)ids[i] >= t->n_ids || !t->piece[ids[i]]) {
+            for (size_t q = 0; toks && q < i; q++) sk_buf_free(&toks[q]);
+            free(toks);
             sk_buf_free(&raw);
             return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "tokenizer: id %d at index %zu is not in the vocabulary",
                            (int)ids[i], i);
@@ -666,6 +938,12 @@ int sk_tokenizer_decode(const skycmd_tokenizer *t, const int32_t *ids, size_t n,
             const sk_added_token *a = &t->added[t->added_of_id[ids[i]]];
             p = a->pattern;
             len = a->pattern_len;
+        }
+        if (t->n_dec) {
+            toks[i].data = NULL;
+            sk_buf_init(&toks[i]);
+            sk_buf_append(&toks[i], p, len);
+            continue;
         }
         if (!t->byte_level_decoder) {
             if (i) sk_buf_putc(&raw, ' '); /* no decoder: HF joins the tokens with spaces */
@@ -690,6 +968,12 @@ int sk_tokenizer_decode(const skycmd_tokenizer *t, const int32_t *ids, size_t n,
             raw.len = mark;
             sk_buf_append(&raw, p, len);
         }
+    }
+    if (toks) {
+        int rc = decode_chain(t, toks, n, b);
+        free(toks);
+        sk_buf_free(&raw);
+        return rc ? sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory") : SKYCMD_OK;
     }
     if (raw.failed) {
         sk_buf_free(&raw);
@@ -723,6 +1007,10 @@ size_t sk_tokenizer_vocab_size(const skycmd_tokenizer *t) { return t ? t->n_ids 
 
 int sk_tokenizer_space_cut_safe(const skycmd_tokenizer *t) {
     if (!t) return 0;
+    /* Without a pre-tokenizer that starts a word at a space, BPE merges across the cut
+     * (the Gemma pipeline BPEs a whole piece as one word). */
+    if (t->pretok != SK_PRETOK_BYTELEVEL || t->n_norm > 1 || (t->n_norm == 1 && t->norm[0].kind != SK_STEP_NFC))
+        return 0;
     for (size_t i = 0; i < t->n_added; i++) {
         const sk_added_token *a = &t->added[i];
         if (a->flags & SK_ADDED_RSTRIP) return 0;
@@ -772,9 +1060,15 @@ int sk_tok_finish(skycmd_tokenizer *t, sk_err *e) {
         }
         t->byte_id[b] = sk_strmap_get(&t->vocab, u, l);
     }
+    sk_tok_set_fallback_ids(t);
     if (t->bpe_unk) {
         t->bpe_unk_id = sk_strmap_get(&t->vocab, t->bpe_unk, strlen(t->bpe_unk));
-        if (t->bpe_unk_id < 0) {
+        if (t->bpe_unk_id < 0 && t->pretok != SK_PRETOK_BYTELEVEL) {
+            for (int b = 0; b < 256; b++)
+                if (!t->byte_fallback || t->fallback_id[b] < 0)
+                    return sk_fail(e, SKYCMD_E_FORMAT, "tokenizer: model.unk_token \"%s\" is not in the vocabulary",
+                                   t->bpe_unk);
+        } else if (t->bpe_unk_id < 0) {
             /* HF fails only when an unknown char is met; we refuse up front if it could be */
             for (int b = 0; b < 256; b++)
                 if (t->byte_id[b] < 0)

@@ -37,6 +37,19 @@ enum {
     SK_ADDED_IN_MODEL = 32 /* the BPE model vocabulary also has an entry at this id */
 };
 
+/* One step of a normalizer or decoder chain. */
+enum { SK_STEP_NFC = 1, SK_STEP_REPLACE, SK_STEP_BYTE_FALLBACK, SK_STEP_FUSE, SK_STEP_METASPACE, SK_STEP_STRIP };
+enum { SK_PRETOK_BYTELEVEL = 0, SK_PRETOK_NONE, SK_PRETOK_SPLIT, SK_PRETOK_METASPACE };
+enum { SK_SPLIT_REMOVED = 0, SK_SPLIT_ISOLATED, SK_SPLIT_MERGED_PREV, SK_SPLIT_MERGED_NEXT, SK_SPLIT_CONTIGUOUS };
+enum { SK_PREPEND_ALWAYS = 0, SK_PREPEND_NEVER, SK_PREPEND_FIRST };
+#define SK_MAX_STEPS 8
+typedef struct sk_step {
+    int kind;
+    const char *a, *b;   /* Replace: pattern, content; Metaspace: replacement; Strip: content */
+    uint32_t a_len, b_len;
+    int opt, opt2;       /* Metaspace: prepend scheme; Strip: start, stop */
+} sk_step;
+
 typedef struct sk_added_token {
     int32_t id;
     uint32_t flags;
@@ -90,9 +103,27 @@ struct skycmd_tokenizer {
     uint32_t *first_start[2]; /* 257 offsets into first_list */
     uint32_t *first_list[2];
 
-    int nfc;                  /* normalizer NFC (else none) */
+    int nfc;                  /* the normalizer has an NFC step */
     int ignore_merges;
     int byte_level_decoder;
+    /* The SentencePiece-style pipelines (Gemma/mmBERT): normalizer steps, pre-tokenizer,
+     * decoder steps, BPE byte fallback. pretok SK_PRETOK_BYTELEVEL with no steps is the
+     * byte-level pipeline above. */
+    sk_step norm[SK_MAX_STEPS];
+    int n_norm;
+    int pretok;               /* SK_PRETOK_* */
+    const char *split_pat;    /* Split: the literal pattern */
+    uint32_t split_len;
+    int split_behavior;       /* SK_SPLIT_* */
+    char meta_rep[5];         /* Metaspace: the replacement char (UTF-8) */
+    uint32_t meta_rep_len;
+    int meta_prepend;         /* SK_PREPEND_* */
+    int meta_split;
+    sk_step dec[SK_MAX_STEPS];
+    int n_dec;                /* 0 with byte_level_decoder: the ByteLevel decoder */
+    int byte_fallback;
+    int32_t fallback_id[256]; /* id of "<0xNN>" per byte, -1 if none */
+    const char *pipeline_json; /* {"normalizer":..,"pre_tokenizer":..,"decoder":..} as loaded */
     char *bpe_unk;            /* BPE model unk_token (NULL = none) */
     int fuse_unk;
     int32_t bpe_unk_id;
@@ -155,6 +186,12 @@ int sk_tokenizer_space_cut_safe(const skycmd_tokenizer *t);
 int sk_tokenizer_random_json(uint32_t vocab_size, uint64_t seed, char **tokenizer_json,
                              char **tokenizer_config_json, sk_err *e);
 
+/* A deterministic Gemma-style (mmBERT) vocabulary of exactly vocab_size entries (2048 ..
+ * 2^20), as tokenizer.json + tokenizer_config.json (malloc'ed); layout in tok_random_spm.c:
+ * 0 <pad>, 1 <eos>, 2 <bos>, 3 <unk>, 4 <mask>, byte fallback tokens, U+2581 for spaces. */
+int sk_tokenizer_random_spm_json(uint32_t vocab_size, uint64_t seed, char **tokenizer_json,
+                                 char **tokenizer_config_json, sk_err *e);
+
 /* ---- internal pieces shared by the tokenizer's files ---- */
 skycmd_tokenizer *sk_tok_alloc(void);
 char *sk_tok_strdup(skycmd_tokenizer *t, const char *s, size_t n);
@@ -163,7 +200,17 @@ char *sk_tok_strdup(skycmd_tokenizer *t, const char *s, size_t n);
 int sk_tok_finish(skycmd_tokenizer *t, sk_err *e);
 /* Build the vocabulary map from model_tok[] (first step of every loader). */
 int sk_tok_build_vocab(skycmd_tokenizer *t, sk_err *e);
-/* Fill added[].pattern (NFC of normalized contents when the normalizer is NFC). */
+/* Parse the normalizer / pre_tokenizer / decoder objects of a tokenizer.json (cJSON, NULL
+ * allowed) into t; keeps their JSON for the GGUF. */
+int sk_tok_parse_pipeline(skycmd_tokenizer *t, const void *normalizer, const void *pre_tokenizer,
+                          const void *decoder, sk_err *e);
+/* The same from the JSON text sk_tok_parse_pipeline kept (GGUF key skycmd.tokenizer.pipeline). */
+int sk_tok_parse_pipeline_json(skycmd_tokenizer *t, const char *json, size_t len, sk_err *e);
+/* The normalizer chain applied to s (valid UTF-8), appended to out: SKYCMD_OK or _NOMEM. */
+int sk_tok_normalize(const skycmd_tokenizer *t, const char *s, size_t n, sk_buf *out);
+/* Fill fallback_id[] (after the vocabulary map is built). */
+void sk_tok_set_fallback_ids(skycmd_tokenizer *t);
+/* Fill added[].pattern (normalized contents: the normalizer applied to them). */
 int sk_tok_set_patterns(skycmd_tokenizer *t, sk_err *e);
 int sk_tok_merge_init(skycmd_tokenizer *t, size_t n_merges, sk_err *e);
 /* Add merge number `rank` (a later duplicate pair replaces the earlier one, like HF). */

@@ -11,6 +11,10 @@
  *      to GGUF, reload and compare ids (trap on disagreement).
  *   2: load the rest as a GGUF file's tokenizer; if accepted, encode fixed strings.
  *   3: decode the rest as little-endian int32 ids.
+ *   4: encode the rest with a small Gemma-style vocabulary (Replace normalizer, Split
+ *      pre-tokenizer, BPE byte_fallback, Replace/ByteFallback/Fuse decoder) and with a
+ *      Metaspace one, each from JSON and from GGUF: same rules as mode 0.
+ *   5: decode the rest as int32 ids with the Gemma-style vocabulary (byte-fallback decoder).
  * Seeds: corpus/tokenizer/.
  */
 #include <stdint.h>
@@ -22,6 +26,46 @@
 static skycmd_tokenizer *g_json, *g_gguf;
 static uint8_t *g_mem;
 static sk_gguf *g_file;
+static skycmd_tokenizer *g_spm[2], *g_spm_gguf[2];
+static uint8_t *g_spm_mem[2];
+static sk_gguf *g_spm_file[2];
+
+/* A Gemma-shaped tokenizer.json: <pad> <eos> <bos> <unk> <mask>, a whitespace-run piece, the
+ * 256 byte tokens, a few pieces and their merges. metaspace: the Metaspace pipeline. */
+static char *spm_json(int metaspace) {
+    sk_buf b;
+    sk_buf_init(&b);
+    static const char *const pieces[] = {"\u2581", "a", "b", "c", "\u2581a", "ab", "\u2581ab", "\u4e2d", "\u2581\u2581"};
+    sk_buf_puts(&b, "{\"version\":\"1.0\",\"added_tokens\":[");
+    static const char *const specials[] = {"<pad>", "<eos>", "<bos>", "<unk>", "<mask>"};
+    for (int i = 0; i < 5; i++)
+        sk_buf_printf(&b, "%s{\"id\":%d,\"content\":\"%s\",\"single_word\":false,\"lstrip\":%s,\"rstrip\":false,"
+                      "\"normalized\":false,\"special\":true}", i ? "," : "", i, specials[i],
+                      metaspace && i == 4 ? "true" : "false");
+    sk_buf_puts(&b, ",{\"id\":5,\"content\":\"\u2581\u2581\u2581\",\"single_word\":false,\"lstrip\":false,"
+                    "\"rstrip\":false,\"normalized\":false,\"special\":false}],");
+    if (metaspace)
+        sk_buf_puts(&b, "\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"Metaspace\",\"replacement\":\"\u2581\","
+                        "\"prepend_scheme\":\"first\",\"split\":true},\"decoder\":{\"type\":\"Sequence\",\"decoders\":["
+                        "{\"type\":\"Metaspace\",\"replacement\":\"\u2581\",\"prepend_scheme\":\"first\",\"split\":true},"
+                        "{\"type\":\"ByteFallback\"},{\"type\":\"Fuse\"}]},");
+    else
+        sk_buf_puts(&b, "\"normalizer\":{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\u2581\"},"
+                        "\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"String\":\" \"},\"behavior\":"
+                        "\"MergedWithPrevious\",\"invert\":false},\"decoder\":{\"type\":\"Sequence\",\"decoders\":["
+                        "{\"type\":\"Replace\",\"pattern\":{\"String\":\"\u2581\"},\"content\":\" \"},"
+                        "{\"type\":\"ByteFallback\"},{\"type\":\"Fuse\"}]},");
+    sk_buf_puts(&b, "\"model\":{\"type\":\"BPE\",\"dropout\":null,\"unk_token\":\"<unk>\",\"fuse_unk\":true,"
+                    "\"byte_fallback\":true,\"ignore_merges\":false,\"vocab\":{");
+    for (int i = 0; i < 5; i++) sk_buf_printf(&b, "\"%s\":%d,", specials[i], i);
+    sk_buf_puts(&b, "\"\u2581\u2581\u2581\":5");
+    int id = 6;
+    for (int v = 0; v < 256; v++) sk_buf_printf(&b, ",\"<0x%02X>\":%d", v, id++);
+    for (size_t i = 0; i < sizeof pieces / sizeof pieces[0]; i++) sk_buf_printf(&b, ",\"%s\":%d", pieces[i], id++);
+    sk_buf_puts(&b, "},\"merges\":[[\"\u2581\",\"a\"],[\"a\",\"b\"],[\"\u2581a\",\"b\"],[\"\u2581\",\"\u2581\"],"
+                    "[\"\u2581\u2581\",\"\u2581\"]]}}");
+    return sk_buf_detach(&b);
+}
 
 static skycmd_tokenizer *roundtrip(const skycmd_tokenizer *t, uint8_t **mem, sk_gguf **g) {
     sk_gguf_writer *w = sk_gguf_writer_new(0);
@@ -46,6 +90,12 @@ static void setup(void) {
     free(c);
     g_gguf = roundtrip(g_json, &g_mem, &g_file);
     if (!g_gguf) __builtin_trap();
+    for (int k = 0; k < 2; k++) {
+        char *sj = spm_json(k);
+        if (!sj || sk_tokenizer_from_json(sj, strlen(sj), NULL, 0, &g_spm[k], NULL) != SKYCMD_OK) __builtin_trap();
+        free(sj);
+        if (!(g_spm_gguf[k] = roundtrip(g_spm[k], &g_spm_mem[k], &g_spm_file[k]))) __builtin_trap();
+    }
 }
 
 static void same_ids(const skycmd_tokenizer *a, const skycmd_tokenizer *b, const char *s, size_t n) {
@@ -71,7 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size == 0) return 0;
     const char *s = (const char *)data + 1;
     size_t n = size - 1;
-    switch (data[0] % 4) {
+    switch (data[0] % 6) {
     case 0:
         same_ids(g_json, g_gguf, s, n);
         break;
@@ -114,6 +164,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(copy);
         break;
     }
+    case 4:
+        same_ids(g_spm[0], g_spm_gguf[0], s, n);
+        same_ids(g_spm[1], g_spm_gguf[1], s, n);
+        break;
     default: {
         size_t k = n / 4;
         int32_t *ids = malloc((k ? k : 1) * sizeof *ids);
@@ -121,7 +175,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (k) memcpy(ids, s, k * sizeof *ids);
         sk_buf d;
         sk_buf_init(&d);
-        sk_tokenizer_decode(g_json, ids, k, &d, NULL);
+        sk_tokenizer_decode(data[0] % 6 == 5 ? g_spm[0] : g_json, ids, k, &d, NULL);
         sk_buf_free(&d);
         free(ids);
         break;

@@ -1,0 +1,340 @@
+/*
+ * test_gemma_tok.c - the SentencePiece-style (Gemma / mmBERT) tokenizer pipelines against
+ * Hugging Face `tokenizers` 0.23.3.
+ *
+ * Fixtures (tests/fixtures/gemma_tok/, made by tools/golden/make_gemma_tokenizer.py): a
+ * SentencePiece BPE model with byte fallback trained on a 26-script corpus and converted the
+ * way transformers 5.23 converts Gemma's tokenizer.model (normalizer Replace " "->"\u2581",
+ * Split pre-tokenizer, BPE byte_fallback + fuse_unk, decoder Replace/ByteFallback/Fuse), a
+ * Metaspace variant (the pipeline llama.cpp's mmbert pre-tokenizer describes), corpus.txt
+ * (>= 3000 hex UTF-8 strings: CJK, Arabic, Devanagari, Thai, Cyrillic, emoji, combining marks,
+ * whitespace runs, characters outside the vocabulary, special-token text) and
+ * expected_<name>.txt (ids and decode by `tokenizers`, special ids by AutoTokenizer). Every
+ * string is checked with the tokenizer loaded from tokenizer.json and with the one rebuilt
+ * from a GGUF written by sk_tokenizer_write_gguf.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "skycmd.h"
+#include "tokenizer/tokenizer.h"
+#include "test_util.h"
+
+#define FIX SKYCMD_FIXTURES "/gemma_tok"
+
+static skycmd_tokenizer *load_json_dir(const char *name) {
+    char p1[512], p2[512];
+    snprintf(p1, sizeof p1, FIX "/%s/tokenizer.json", name);
+    snprintf(p2, sizeof p2, FIX "/%s/tokenizer_config.json", name);
+    size_t l1 = 0, l2 = 0;
+    char *j = tu_read_file(p1, &l1), *c = tu_read_file(p2, &l2);
+    cr_assert(j && c, "cannot read fixture %s", name);
+    skycmd_tokenizer *t = NULL;
+    sk_err e;
+    sk_err_clear(&e);
+    int rc = sk_tokenizer_from_json(j, l1, c, l2, &t, &e);
+    cr_assert_eq(rc, SKYCMD_OK, "load %s: %s", name, e.msg);
+    free(j);
+    free(c);
+    return t;
+}
+
+/* Write t to an in-memory GGUF and rebuild it from there. */
+static skycmd_tokenizer *via_gguf(const skycmd_tokenizer *t, uint8_t **mem, sk_gguf **g) {
+    sk_err e;
+    sk_err_clear(&e);
+    sk_gguf_writer *w = sk_gguf_writer_new(0);
+    cr_assert(w);
+    cr_assert_eq(sk_tokenizer_write_gguf(t, w, "mmbert", &e), SKYCMD_OK, "%s", e.msg);
+    size_t sz = 0;
+    cr_assert_eq(sk_gguf_writer_write_mem(w, mem, &sz, &e), SKYCMD_OK, "%s", e.msg);
+    sk_gguf_writer_free(w);
+    cr_assert_eq(sk_gguf_open_buffer(*mem, sz, g, &e), SKYCMD_OK, "%s", e.msg);
+    skycmd_tokenizer *t2 = NULL;
+    cr_assert_eq(sk_tokenizer_from_gguf(*g, &t2, &e), SKYCMD_OK, "%s", e.msg);
+    return t2;
+}
+
+static size_t unhex(const char *h, size_t n, char *out) {
+    size_t k = 0;
+    for (size_t i = 0; i + 1 < n; i += 2) {
+        unsigned v;
+        char tmp[3] = {h[i], h[i + 1], 0};
+        sscanf(tmp, "%2x", &v);
+        out[k++] = (char)v;
+    }
+    return k;
+}
+
+typedef struct counts {
+    size_t strings, ids_ok_json, ids_ok_gguf, decode_ok;
+} counts;
+
+static counts run_corpus(const char *name) {
+    counts c = {0, 0, 0, 0};
+    skycmd_tokenizer *tj = load_json_dir(name);
+    uint8_t *mem = NULL;
+    sk_gguf *g = NULL;
+    skycmd_tokenizer *tg = via_gguf(tj, &mem, &g);
+    char path[512];
+    snprintf(path, sizeof path, FIX "/expected_%s.txt", name);
+    FILE *fe = fopen(path, "r");
+    FILE *fc = fopen(FIX "/corpus.txt", "r");
+    cr_assert(fe && fc, "missing corpus or %s", path);
+    char *le = NULL, *lc = NULL;
+    size_t ce = 0, cc = 0;
+    /* header: specials cls sep mask pad unk vocab_size */
+    cr_assert(getline(&le, &ce, fe) > 0);
+    int sp[5];
+    size_t vs;
+    cr_assert_eq(sscanf(le, "specials %d %d %d %d %d %zu", &sp[0], &sp[1], &sp[2], &sp[3], &sp[4], &vs), 6);
+    for (int w = 0; w < 5; w++) {
+        cr_expect_eq(sk_tokenizer_special(tj, w), sp[w], "%s special %d (json)", name, w);
+        cr_expect_eq(sk_tokenizer_special(tg, w), sp[w], "%s special %d (gguf)", name, w);
+    }
+    cr_expect_eq(sk_tokenizer_vocab_size(tj), vs, "%s vocab size", name);
+    cr_expect_eq(sk_tokenizer_vocab_size(tg), vs, "%s vocab size (gguf)", name);
+    sk_ids a = {0}, b = {0}, exp = {0};
+    sk_buf dec;
+    sk_buf_init(&dec);
+    int reported = 0;
+    ssize_t nc;
+    while ((nc = getline(&lc, &cc, fc)) > 0) {
+        cr_assert(getline(&le, &ce, fe) > 0, "%s: expected file shorter than the corpus", name);
+        while (nc > 0 && (lc[nc - 1] == '\n' || lc[nc - 1] == '\r')) lc[--nc] = 0;
+        char *text = malloc((size_t)nc / 2 + 1);
+        size_t tl = unhex(lc, (size_t)nc, text);
+        exp.n = 0;
+        char *p = le;
+        while (*p && *p != '\t') {
+            char *end;
+            long v = strtol(p, &end, 10);
+            if (end == p) break;
+            sk_ids_push(&exp, (int32_t)v);
+            p = end;
+            while (*p == ' ') p++;
+        }
+        char *dh = strchr(le, '\t');
+        cr_assert(dh, "%s: bad expected line", name);
+        dh++;
+        size_t dl = strcspn(dh, "\r\n");
+        char *dtext = malloc(dl / 2 + 1);
+        size_t dtl = unhex(dh, dl, dtext);
+        a.n = b.n = 0;
+        sk_err e;
+        sk_err_clear(&e);
+        int r1 = sk_tokenizer_encode(tj, text, tl, &a, &e);
+        int r2 = sk_tokenizer_encode(tg, text, tl, &b, &e);
+        int ok1 = r1 == 0 && a.n == exp.n && (exp.n == 0 || memcmp(a.ids, exp.ids, exp.n * 4) == 0);
+        int ok2 = r2 == 0 && b.n == exp.n && (exp.n == 0 || memcmp(b.ids, exp.ids, exp.n * 4) == 0);
+        dec.len = 0;
+        int r3 = sk_tokenizer_decode(tj, exp.ids, exp.n, &dec, &e);
+        int ok3 = r3 == 0 && dec.len == dtl && memcmp(dec.data ? dec.data : "", dtext, dtl) == 0;
+        c.strings++;
+        c.ids_ok_json += ok1;
+        c.ids_ok_gguf += ok2;
+        c.decode_ok += ok3;
+        if ((!ok1 || !ok2 || !ok3) && reported++ < 5)
+            cr_log_error("%s: string %zu (%.60s): json %s gguf %s decode %s (got %zu/%zu ids, expected %zu)",
+                         name, c.strings - 1, lc, ok1 ? "ok" : "DIFF", ok2 ? "ok" : "DIFF",
+                         ok3 ? "ok" : "DIFF", a.n, b.n, exp.n);
+        free(text);
+        free(dtext);
+    }
+    cr_log_info("%s: %zu strings, ids equal to tokenizers: json %zu, gguf %zu; decode equal %zu", name,
+                c.strings, c.ids_ok_json, c.ids_ok_gguf, c.decode_ok);
+    fprintf(stderr, "%s: %zu strings, ids equal to tokenizers: json %zu, gguf %zu; decode equal %zu\n", name,
+            c.strings, c.ids_ok_json, c.ids_ok_gguf, c.decode_ok);
+    free(le);
+    free(lc);
+    fclose(fe);
+    fclose(fc);
+    sk_ids_free(&a);
+    sk_ids_free(&b);
+    sk_ids_free(&exp);
+    sk_buf_free(&dec);
+    sk_tokenizer_free(tj);
+    sk_tokenizer_free(tg);
+    sk_gguf_close(g);
+    free(mem);
+    return c;
+}
+
+static void check_corpus(const char *name) {
+    counts c = run_corpus(name);
+    cr_assert_geq(c.strings, 3000, "%s: corpus has only %zu strings", name, c.strings);
+    cr_expect_eq(c.ids_ok_json, c.strings, "%s: %zu of %zu strings differ (json)", name,
+                 c.strings - c.ids_ok_json, c.strings);
+    cr_expect_eq(c.ids_ok_gguf, c.strings, "%s: %zu of %zu strings differ (gguf)", name,
+                 c.strings - c.ids_ok_gguf, c.strings);
+    cr_expect_eq(c.decode_ok, c.strings, "%s: %zu of %zu decodes differ", name, c.strings - c.decode_ok,
+                 c.strings);
+}
+
+Test(corpus, gemma3000, .timeout = 120) { check_corpus("gemma3000"); }
+Test(corpus, gemma3000_metaspace, .timeout = 120) { check_corpus("gemma3000_metaspace"); }
+
+/* ---- the 256k vocabulary: generated here (sk_tokenizer_random_spm_json), ids by tokenizers ----
+ * A SentencePiece model of mmBERT's size needs far more text than a test carries, so the 256k
+ * tokenizer is the deterministic Gemma-shaped generator's; tools/golden/make_gemma_tokenizer.py
+ * --test-bin runs this binary with SKYCMD_WRITE_GEMMA_FIXTURES=<dir> to get the same files,
+ * and commits only the ids `tokenizers` gives (expected_spm256k.txt). */
+#define SPM256K_VOCAB 256000u
+#define SPM256K_SEED 20261201u
+
+static skycmd_tokenizer *spm256k(double *load_ms) {
+    char *j = NULL, *c = NULL;
+    sk_err e;
+    sk_err_clear(&e);
+    cr_assert_eq(sk_tokenizer_random_spm_json(SPM256K_VOCAB, SPM256K_SEED, &j, &c, &e), SKYCMD_OK, "%s", e.msg);
+    const char *dir = getenv("SKYCMD_WRITE_GEMMA_FIXTURES");
+    if (dir && *dir) {
+        char p[1024];
+        snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+        FILE *f = fopen(p, "wb");
+        cr_assert(f && fwrite(j, 1, strlen(j), f) == strlen(j) && fclose(f) == 0, "cannot write %s", p);
+        snprintf(p, sizeof p, "%s/tokenizer_config.json", dir);
+        f = fopen(p, "wb");
+        cr_assert(f && fwrite(c, 1, strlen(c), f) == strlen(c) && fclose(f) == 0, "cannot write %s", p);
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    skycmd_tokenizer *t = NULL;
+    cr_assert_eq(sk_tokenizer_from_json(j, strlen(j), c, strlen(c), &t, &e), SKYCMD_OK, "%s", e.msg);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    *load_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    fprintf(stderr, "spm256k: tokenizer.json %zu bytes, %zu ids, parsed in %.0f ms\n", strlen(j),
+            sk_tokenizer_vocab_size(t), *load_ms);
+    free(j);
+    free(c);
+    return t;
+}
+
+Test(corpus, spm256k, .timeout = 300) {
+    double ms;
+    skycmd_tokenizer *t = spm256k(&ms);
+    cr_assert_eq(sk_tokenizer_vocab_size(t), SPM256K_VOCAB);
+    const char *dir = getenv("SKYCMD_WRITE_GEMMA_FIXTURES");
+    if (dir && *dir) {
+        sk_tokenizer_free(t);
+        return;
+    }
+    FILE *fe = fopen(FIX "/expected_spm256k.txt", "r"), *fc = fopen(FIX "/corpus.txt", "r");
+    cr_assert(fe && fc, "missing corpus.txt or expected_spm256k.txt (tools/golden/make_gemma_tokenizer.py --test-bin)");
+    char *le = NULL, *lc = NULL;
+    size_t ce = 0, cc = 0, n_str = 0, n_ok = 0, n_dec = 0;
+    cr_assert(getline(&le, &ce, fe) > 0);
+    int sp[5];
+    size_t vs;
+    cr_assert_eq(sscanf(le, "specials %d %d %d %d %d %zu", &sp[0], &sp[1], &sp[2], &sp[3], &sp[4], &vs), 6);
+    for (int w = 0; w < 5; w++) cr_expect_eq(sk_tokenizer_special(t, w), sp[w], "special %d", w);
+    cr_expect_eq(sk_tokenizer_vocab_size(t), vs);
+    sk_ids a = {0}, exp = {0};
+    sk_buf dec;
+    sk_buf_init(&dec);
+    ssize_t nc;
+    while ((nc = getline(&lc, &cc, fc)) > 0) {
+        cr_assert(getline(&le, &ce, fe) > 0, "expected file shorter than the corpus");
+        while (nc > 0 && (lc[nc - 1] == '\n' || lc[nc - 1] == '\r')) lc[--nc] = 0;
+        char *text = malloc((size_t)nc / 2 + 1);
+        size_t tl = unhex(lc, (size_t)nc, text);
+        exp.n = 0;
+        char *p = le;
+        while (*p && *p != '\t') {
+            char *end;
+            long v = strtol(p, &end, 10);
+            if (end == p) break;
+            sk_ids_push(&exp, (int32_t)v);
+            p = end;
+            while (*p == ' ') p++;
+        }
+        char *dh = strchr(le, '\t');
+        cr_assert(dh);
+        dh++;
+        size_t dl = strcspn(dh, "\r\n");
+        char *dtext = malloc(dl / 2 + 1);
+        size_t dtl = unhex(dh, dl, dtext);
+        a.n = 0;
+        sk_err e;
+        sk_err_clear(&e);
+        int r = sk_tokenizer_encode(t, text, tl, &a, &e);
+        n_ok += r == 0 && a.n == exp.n && (exp.n == 0 || memcmp(a.ids, exp.ids, exp.n * 4) == 0);
+        dec.len = 0;
+        r = sk_tokenizer_decode(t, exp.ids, exp.n, &dec, &e);
+        n_dec += r == 0 && dec.len == dtl && memcmp(dec.data ? dec.data : "", dtext, dtl) == 0;
+        n_str++;
+        free(text);
+        free(dtext);
+    }
+    fprintf(stderr, "spm256k: %zu strings, ids equal to tokenizers %zu, decode equal %zu\n", n_str, n_ok, n_dec);
+    cr_expect_geq(n_str, 3000);
+    cr_expect_eq(n_ok, n_str, "%zu of %zu strings differ", n_str - n_ok, n_str);
+    cr_expect_eq(n_dec, n_str, "%zu of %zu decodes differ", n_str - n_dec, n_str);
+    free(le);
+    free(lc);
+    fclose(fe);
+    fclose(fc);
+    sk_ids_free(&a);
+    sk_ids_free(&exp);
+    sk_buf_free(&dec);
+    sk_tokenizer_free(t);
+}
+
+/* ---- behaviour the corpus cannot show ---- */
+
+static int load_str(const char *json, skycmd_tokenizer **t, sk_err *e) {
+    return sk_tokenizer_from_json(json, strlen(json), NULL, 0, t, e);
+}
+
+Test(pipeline, refuses_what_it_does_not_implement) {
+    static const char *const bad[] = {
+        /* a Regex Replace normalizer */
+        "{\"normalizer\":{\"type\":\"Replace\",\"pattern\":{\"Regex\":\" +\"},\"content\":\"_\"},\"pre_tokenizer\":null,"
+        "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]}}",
+        /* an inverted Split */
+        "{\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"String\":\" \"},\"behavior\":\"Removed\",\"invert\":true},"
+        "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]}}",
+        /* a decoder chain step we do not know */
+        "{\"pre_tokenizer\":null,\"decoder\":{\"type\":\"Sequence\",\"decoders\":[{\"type\":\"CTC\"}]},"
+        "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]}}",
+        /* a Unigram model */
+        "{\"pre_tokenizer\":null,\"model\":{\"type\":\"Unigram\",\"vocab\":[[\"a\",0.0]]}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        skycmd_tokenizer *t = NULL;
+        sk_err e;
+        sk_err_clear(&e);
+        cr_expect_eq(load_str(bad[i], &t, &e), SKYCMD_E_UNSUPPORTED, "case %zu: %s", i, e.msg);
+        cr_expect_null(t);
+    }
+    /* a Metaspace replacement of two characters is malformed */
+    skycmd_tokenizer *t = NULL;
+    sk_err e;
+    sk_err_clear(&e);
+    cr_expect_eq(load_str("{\"pre_tokenizer\":{\"type\":\"Metaspace\",\"replacement\":\"ab\"},"
+                          "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]}}", &t, &e),
+                 SKYCMD_E_FORMAT, "%s", e.msg);
+}
+
+Test(pipeline, gemma_cut_is_never_assumed_safe) {
+    /* the Gemma pipeline BPEs a whole piece: merges cross spaces, so the prompt code must not
+     * encode a state in space-cut chunks */
+    skycmd_tokenizer *t = load_json_dir("gemma3000");
+    cr_expect_eq(sk_tokenizer_space_cut_safe(t), 0);
+    sk_ids a = {0};
+    sk_err e;
+    sk_err_clear(&e);
+    cr_expect_eq(sk_tokenizer_encode(t, "a\xff", 2, &a, &e), SKYCMD_E_INVALID_ARGUMENT);
+    int32_t bad_id = 3000;
+    sk_buf d;
+    sk_buf_init(&d);
+    cr_expect_eq(sk_tokenizer_decode(t, &bad_id, 1, &d, &e), SKYCMD_E_INVALID_ARGUMENT);
+    sk_buf_free(&d);
+    sk_ids_free(&a);
+    sk_tokenizer_free(t);
+}
