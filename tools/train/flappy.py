@@ -256,6 +256,17 @@ def questions(rng: Optional[random.Random]) -> Dict[str, Dict[str, object]]:
     }
 
 
+def all_questions() -> Iterator[Dict[str, Dict[str, object]]]:
+    """Every wording of every question (one question per dict), for the tokenizer's corpus."""
+    base = questions(None)
+    for qid, wordings in (("action", ACTION_INSTRUCTIONS), ("danger", DANGER_INSTRUCTIONS),
+                          ("margin", MARGIN_INSTRUCTIONS)):
+        for w in wordings:
+            q = dict(base[qid])
+            q["instructions"] = w
+            yield {qid: q}
+
+
 def dataset(seed: int, n: int, paraphrase: bool) -> List[Dict[str, object]]:
     """n labelled, distinct states: half met in flight, half drawn broadly."""
     rng = random.Random(seed)

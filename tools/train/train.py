@@ -33,6 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 import flappy  # noqa: E402
+import state_tokenizer  # noqa: E402
 
 
 def auc(scores, labels):
@@ -106,6 +107,11 @@ def main():
     ap.add_argument("--val", type=int, default=2000, help="validation states")
     ap.add_argument("--test", type=int, default=2000, help="test states (committed)")
     ap.add_argument("--epochs", type=int, default=6)
+    ap.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (encoder and head)")
+    ap.add_argument("--micro-batch", type=int, default=32)
+    ap.add_argument("--tokenizer", choices=("state", "random"), default="state",
+                    help="state: a BPE trained on the state language (tools/train/state_tokenizer.py); "
+                         "random: the random s1-pico vocabulary")
     # one thread: torch's two-thread kernels wait on each other when the machine has other
     # work (a 2x2240x64 by 64x192 product took 8 ms on 2 threads, 0.7 ms on 1, under load)
     ap.add_argument("--threads", type=int, default=1)
@@ -140,17 +146,25 @@ def main():
     base = os.path.join(work, "base")
     shutil.rmtree(base, ignore_errors=True)
     subprocess.run([args.skycmd, "random", "s1-pico", base, "--layout", "laya", "--seed", str(args.seed)], check=True)
+    if args.tokenizer == "state":
+        # the same s1-pico shape (its 1,024-row embedding table is kept: ids past the
+        # tokenizer's are padding, docs/compat.md), with a vocabulary made for the states
+        texts = []
+        for qs in flappy.all_questions():
+            texts += state_tokenizer.prompt_texts([qs])
+        lines = state_tokenizer.corpus([r["state"] for r in train], texts)
+        state_tokenizer.train_tokenizer(lines, 1024, os.path.join(base, "tokenizer"))
 
     # 3. laya's own loop
-    cfg = TrainConfig(epochs=args.epochs, micro_batch=32, grad_accum=1, encoder_lr=2e-3, head_lr=2e-3,
+    cfg = TrainConfig(epochs=args.epochs, micro_batch=args.micro_batch, grad_accum=1, encoder_lr=args.lr, head_lr=args.lr,
                       min_lr=1e-5, weight_decay=0.01, seed=args.seed % (2 ** 31), calib_max=2000,
                       calib_frac=0.1, eval_data=os.path.join(work, "val.jsonl"))
     trained = os.path.join(work, "trained")
     shutil.rmtree(trained, ignore_errors=True)
-    t1 = time.time()
+    t1, c1 = time.time(), time.process_time()
     summary = finetune(os.path.join(work, "train.jsonl"), base, trained, config=cfg, device="cpu")
-    train_s = time.time() - t1
-    print("trained in %.0f s; temperatures %s" % (train_s, summary["temperature"]), flush=True)
+    train_s, train_cpu_s = time.time() - t1, time.process_time() - c1
+    print("trained in %.0f s (%.0f s of CPU); temperatures %s" % (train_s, train_cpu_s, summary["temperature"]), flush=True)
 
     # 4. test-set figures from laya's runtime on the saved checkpoint, then the GGUF
     agent = laya.Agent(trained, device="cpu")
@@ -178,6 +192,7 @@ def main():
         "data": {"train": len(train), "validation": len(val), "test": len(test),
                  "train_items": summary["train_items"], "calibration_items": summary["calibration_items"]},
         "training": {"epochs": args.epochs, "threads": args.threads, "seconds": round(train_s, 1),
+                     "cpu_seconds": round(train_cpu_s, 1), "tokenizer": args.tokenizer,
                      "epoch_loss": summary["epoch_loss"], "config": cfg.__dict__},
         "temperature": summary["temperature"],
         "temperature_by_options": summary["temperature_by_options"],
