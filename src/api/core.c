@@ -137,6 +137,8 @@ static const sk_opt_desc k_opts[] = {
     {SKYCMD_OPT_JSON, 0, 0, 1, 0},
     {SKYCMD_OPT_MAX_TOKENS, 0, 0, 1 << 20, 0},
     {SKYCMD_OPT_LAYOUT, 0, 0, 1, SKYCMD_LAYOUT_GGUF},
+    {SKYCMD_OPT_MAX_LEN, 0, 0, 1 << 20, 0},
+    {SKYCMD_OPT_HEAD_MAX_LEN, 0, 0, 1 << 20, 0},
     {SKYCMD_OPT_NAME, 1, 0, 0, 0},
     {SKYCMD_OPT_PRE, 1, 0, 0, 0},
     {SKYCMD_OPT_MODEL_NAME, 1, 0, 0, 0},
