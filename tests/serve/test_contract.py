@@ -99,7 +99,7 @@ def schemathesis_finds_no_server_error_or_schema_violation(ctx):
                "--phases", phases,
                "--max-examples", "900", "--seed", "17", "--workers", workers, "--request-timeout", "30",
                "--report", "json", "--report-json-path", report]
-        p = subprocess.run(cmd, capture_output=True, text=True, cwd=ARGS.work_dir, timeout=900)
+        p = subprocess.run(cmd, capture_output=True, text=True, cwd=ARGS.work_dir, timeout=1400)
         tail = "\n".join(p.stdout.splitlines()[-25:])
         print("  " + "\n  ".join(tail.splitlines()[-8:]))
         check(os.path.exists(report), f"no schemathesis report; exit {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-2000:]}")
