@@ -162,6 +162,11 @@ typedef enum skycmd_option {
     SKYCMD_OPT_REPORT_TRUNCATION = 15, /* 0 off; 1 usage.truncated & co. on the wire;
                                         * 2 recorded for the accessors only (wire as is)   */
     SKYCMD_OPT_TOURNAMENT_GROUP = 20, /* choices over N options by elimination (0 = off)  */
+    /* session options of one decide call (laya serve's per-request BODY_CONTROLS); 0 = the
+     * model's value. Set on the session before skycmd_decide*, they apply to every request
+     * it answers until set back to 0. Added in 0.1.0. */
+    SKYCMD_OPT_MAX_LEN        = 16, /* laya max_len: sequence budget of this call         */
+    SKYCMD_OPT_HEAD_MAX_LEN   = 17, /* laya head_max_len: question + options budget       */
     /* string options */
     SKYCMD_OPT_NAME           = 100, /* general.name written by convert                   */
     SKYCMD_OPT_PRE            = 101, /* tokenizer.ggml.pre written by convert             */
@@ -320,7 +325,7 @@ SKYCMD_API size_t      skycmd_request_question_count(const skycmd_request *req);
 
 /* ---------------------------------------------------------------- sessions -------- */
 /* A session holds the scratch memory of one thread (SKYCMD_OPT_THREADS,
- * SKYCMD_OPT_ACTIVATIONS). */
+ * SKYCMD_OPT_ACTIVATIONS, SKYCMD_OPT_MAX_LEN, SKYCMD_OPT_HEAD_MAX_LEN). */
 SKYCMD_API int  skycmd_session_new(skycmd_model *model, skycmd_session **out);
 SKYCMD_API void skycmd_session_free(skycmd_session *session);
 SKYCMD_API int  skycmd_session_set_int(skycmd_session *session, int option, int64_t value);

@@ -144,6 +144,8 @@ static const sk_opt_desc k_opts[] = {
     {SKYCMD_OPT_STRIDE, 0, 0, (int64_t)1 << 20, 0},
     {SKYCMD_OPT_REPORT_TRUNCATION, 0, 0, 2, 0},
     {SKYCMD_OPT_TOURNAMENT_GROUP, 0, 0, 100, 0},
+    {SKYCMD_OPT_MAX_LEN, 0, 0, 1 << 20, 0},
+    {SKYCMD_OPT_HEAD_MAX_LEN, 0, 0, 1 << 20, 0},
     {SKYCMD_OPT_NAME, 1, 0, 0, 0},
     {SKYCMD_OPT_PRE, 1, 0, 0, 0},
     {SKYCMD_OPT_MODEL_NAME, 1, 0, 0, 0},

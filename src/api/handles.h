@@ -47,6 +47,7 @@ struct skycmd_session {
     sk_scratch *scratch;
     sk_pool *pool;              /* SKYCMD_OPT_THREADS > 1: the scratch's compute threads */
     int64_t threads, activations;
+    size_t max_len, head_max_len;      /* SKYCMD_OPT_MAX_LEN / _HEAD_MAX_LEN; 0 = the model's */
     char errmsg[SK_ERR_MSG_MAX];
     /* reused work buffers */
     sk_prompt_ws ws;

@@ -76,6 +76,7 @@ int skycmd_session_set_int(skycmd_session *s, int option, int64_t value) {
     int64_t lo, hi;
     if (skycmd_option_bounds(option, &lo, &hi) != SKYCMD_OK ||
         (option != SKYCMD_OPT_THREADS && option != SKYCMD_OPT_ACTIVATIONS &&
+         option != SKYCMD_OPT_MAX_LEN && option != SKYCMD_OPT_HEAD_MAX_LEN &&
          !sk_long_is_option(option))) {
         snprintf(s->errmsg, sizeof s->errmsg, "option %d is not a session option", option);
         return SKYCMD_E_INVALID_ARGUMENT;
@@ -87,6 +88,10 @@ int skycmd_session_set_int(skycmd_session *s, int option, int64_t value) {
     }
     if (sk_long_is_option(option)) {
         if (sk_long_set_option(s, option, value)) return SKYCMD_E_INVALID_ARGUMENT;
+    } else if (option == SKYCMD_OPT_MAX_LEN || option == SKYCMD_OPT_HEAD_MAX_LEN) {
+        /* the budgets of the calls that follow (laya's per-call max_len / head_max_len) */
+        if (option == SKYCMD_OPT_MAX_LEN) s->max_len = (size_t)value;
+        else s->head_max_len = (size_t)value;
     } else if (option == SKYCMD_OPT_THREADS) {
         /* 0 = one thread per online core; the logits are identical for any count */
         long n = value ? (long)value : sysconf(_SC_NPROCESSORS_ONLN);
@@ -298,6 +303,9 @@ static int decide_multi(skycmd_session *s, const sk_request *const *rs, size_t n
         }
     }
     sk_prompt_tok pt = {sk_session_encode_cb, s, m->cls, m->sep, m->mask, m->mask_text};
+    /* laya's per-call overrides (Agent.system_one(max_len=, head_max_len=)) */
+    const size_t max_len = s->max_len ? s->max_len : m->max_len;
+    const size_t head_max_len = s->head_max_len ? s->head_max_len : m->head_max_len;
     int cut_safe = sk_tokenizer_space_cut_safe(m->tok);
     size_t n_seqs = 0;
     s->batch_ids.n = 0;
@@ -309,7 +317,7 @@ static int decide_multi(skycmd_session *s, const sk_request *const *rs, size_t n
         /* A sequence holds at most max_len tokens: the state is tokenized only as far as
          * that can reach (identical ids; the cost no longer grows with the state's size). */
         if ((rc = sk_prompt_state_ids_bounded(&pt, cut_safe, r->state.s, r->state.n, r->state_is_list,
-                                              m->max_len, &s->ws, &s->state_ids, e))) {
+                                              max_len, &s->ws, &s->state_ids, e))) {
             sk_err_prefix(e, "state");
             if (nr > 1) sk_err_prefix(e, "request %zu", ri);
             return rc;
@@ -322,7 +330,7 @@ static int decide_multi(skycmd_session *s, const sk_request *const *rs, size_t n
             const size_t stride = q->order ? sizeof(sk_jstr) : sizeof(sk_roption);
             rc = sk_prompt_build(&pt, sk_qtype_names[q->type], q->ins.s, q->ins.n,
                                  texts, stride, q->n_opts, s->state_ids.v,
-                                 s->state_ids.n, r->state_is_list, m->max_len, m->head_max_len,
+                                 s->state_ids.n, r->state_is_list, max_len, head_max_len,
                                  &s->ws, &s->ids, &s->markers, e);
             if (rc) return question_fail(e, ri, nr, q, rc);
             if (n_seqs &&

@@ -176,4 +176,16 @@ int cli_abort(cli_run *run, int rc);
 /* Flush stdout; on failure (e.g. a full disk) print why and return 1, else 0. */
 int cli_flush_stdout(const char *cmd);
 
+/* ------------------------------------------------------------ decide --batch --- */
+/* `skycmd decide --batch`: one request per line of in_path ("-": stdin), answers to
+ * out_path (NULL or "-": stdout) in input order (cmd_decide_batch.c). Fields hold CLI_UNSET
+ * when not given. Returns the exit status. */
+typedef struct cli_batch_args {
+    const char *in_path, *out_path;
+    int64_t jobs, window, threads;
+    int activations;
+    int fail_fast, progress;
+} cli_batch_args;
+int cli_decide_batch(const char *cmd, skycmd_model *model, const cli_batch_args *a);
+
 #endif

@@ -15,6 +15,7 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: skycmd decide [MODEL.gguf | --random PRESET] REQUEST.json|- [options]\n"
             "       skycmd decide MODEL.gguf            (the request from stdin)\n"
+            "       skycmd decide [MODEL.gguf] --batch IN.jsonl [-o OUT.jsonl] [--jobs N]\n"
             "\n"
             "Answer a /v1/systemone request (read from REQUEST.json, or stdin when it is '-')\n"
             "with a decision model and print the response JSON:\n"
@@ -53,16 +54,29 @@ static void usage(FILE *out) {
             "  --report-truncation  add laya's usage.truncated, state_tokens, state_tokens_dropped,\n"
             "                     truncated_questions (and usage.options) to the response\n"
             "                     (a warning on stderr names anything cut either way)\n"
+            "batch (one request per line; output line k answers input line k):\n"
+            "  --batch FILE       answer every line of FILE ('-': stdin), streamed in windows;\n"
+            "                     a bad line gets {\"error\":{\"line\",\"status\",\"message\"}}\n"
+            "                     and is reported on stderr; blank lines are skipped\n"
+            "  -o, --output FILE  write the answers to FILE instead of stdout\n"
+            "  --jobs N           answer with N threads, one session each (0 = one per core;\n"
+            "                     default 1); --threads still sets each one's compute threads\n"
+            "  --batch-window N   lines read, sorted by length and answered at once (default\n"
+            "                     1024): memory stays bounded whatever the file's size\n"
+            "  --fail-fast        stop at the first bad line (its window is still written)\n"
+            "  --no-progress      no progress bar (it is drawn only when stderr is a terminal)\n"
             "output:\n"
             "  --model-name NAME  the \"model\" reported in the response\n"
             "  --pretty           indent the response\n"
             "  -h, --help         show this help\n"
             "\n"
-            "exit status: 0 answered, 1 error (message on stderr), 2 usage error\n"
+            "exit status: 0 answered (with --batch: every line), 1 error (message on stderr;\n"
+            "             with --batch: a line failed), 2 usage error\n"
             "examples:\n"
             "  skycmd decide examples/flappy-drone.json --pretty\n"
             "  skycmd decide s1-pico.gguf examples/flappy-drone.json --pretty\n"
-            "  skycmd decide --random s1-pico examples/flappy-drone.json --q8\n");
+            "  skycmd decide --random s1-pico examples/flappy-drone.json --q8\n"
+            "  skycmd decide s1-pico.gguf --batch requests.jsonl -o answers.jsonl --jobs 2\n");
 }
 
 /* Re-indent compact JSON without touching any value (number text stays as printed). */
@@ -161,6 +175,9 @@ int cmd_decide(int argc, char **argv) {
     int64_t threads = CLI_UNSET, max_tokens = CLI_UNSET;
     int pretty = 0, q8 = 0, q8_fast = 0, no_calib = 0, is_long = 0, report_truncation = 0;
     int64_t window = CLI_UNSET, stride = CLI_UNSET, group = CLI_UNSET;
+    const char *batch = NULL, *output = NULL;
+    int64_t jobs = CLI_UNSET, batch_window = CLI_UNSET;
+    int fail_fast = 0, no_progress = 0;
     const cli_opt opts[] = {
         {"--random", NULL, CLI_STRING, &random, 0, 0, NULL},
         CLI_OPTS_SEED(m),
@@ -178,6 +195,12 @@ int cmd_decide(int argc, char **argv) {
         {"--stride", NULL, CLI_INT, &stride, 0, SKYCMD_OPT_STRIDE, NULL},
         {"--tournament-group", NULL, CLI_INT, &group, 0, SKYCMD_OPT_TOURNAMENT_GROUP, NULL},
         {"--report-truncation", NULL, CLI_FLAG, &report_truncation, 0, 0, NULL},
+        {"--batch", NULL, CLI_STRING, &batch, 0, 0, NULL},
+        {"--output", "-o", CLI_STRING, &output, 0, 0, NULL},
+        {"--jobs", NULL, CLI_INT, &jobs, 0, SKYCMD_OPT_THREADS, NULL},
+        {"--batch-window", NULL, CLI_INT, &batch_window, 0, 0, NULL},
+        {"--fail-fast", NULL, CLI_FLAG, &fail_fast, 0, 0, NULL},
+        {"--no-progress", NULL, CLI_FLAG, &no_progress, 0, 0, NULL},
     };
     const cli_cmd cmd = {"decide", usage, opts, sizeof opts / sizeof opts[0], 0, 2, 0};
     const char *pos[2];
@@ -186,7 +209,28 @@ int cmd_decide(int argc, char **argv) {
     /* decide REQ | decide MODEL (request on stdin) | decide MODEL REQ | decide --random P [REQ] */
     char default_model[4300];
     const char *model_path = NULL, *req_path = "-";
-    if (random) {
+    if (!batch && (output || jobs != CLI_UNSET || batch_window != CLI_UNSET || fail_fast || no_progress))
+        return cli_usage_error(&cmd, "-o, --jobs, --batch-window, --fail-fast and --no-progress only apply with --batch");
+    if (batch && pretty) return cli_usage_error(&cmd, "--pretty does not apply with --batch (one JSON line per request)");
+    if (batch && (is_long || report_truncation || window != CLI_UNSET || stride != CLI_UNSET || group != CLI_UNSET))
+        return cli_usage_error(&cmd, "--long, --window, --stride, --tournament-group and --report-truncation do not "
+                                     "apply with --batch: give them in each request line (\"long\": true, ...)");
+    if (batch && batch_window != CLI_UNSET && (batch_window < 1 || batch_window > 1000000))
+        return cli_usage_error(&cmd, "--batch-window %lld: give 1..1000000 lines", (long long)batch_window);
+    if (batch) {
+        /* decide [MODEL] --batch FILE: a positional argument is the model */
+        if (random && n_pos > 0) return cli_usage_error(&cmd, "unexpected argument '%s' (the requests come from --batch)", pos[0]);
+        if (n_pos > 1) return cli_usage_error(&cmd, "unexpected argument '%s' (the requests come from --batch)", pos[1]);
+        if (!random && n_pos == 1) {
+            model_path = pos[0];
+        } else if (!random) {
+            if (cli_default_model(cmd.name, default_model, sizeof default_model)) return 1;
+            model_path = default_model;
+        }
+        req_path = NULL;
+        if (model_path && strcmp(model_path, "-") == 0 && strcmp(batch, "-") == 0)
+            return cli_usage_error(&cmd, "the model and the requests cannot both come from stdin");
+    } else if (random) {
         req_path = n_pos > 0 ? pos[0] : "-";
     } else if (n_pos == 2) {
         model_path = pos[0];
@@ -200,7 +244,7 @@ int cmd_decide(int argc, char **argv) {
     } else {
         return cli_usage_error(&cmd, "give REQUEST.json (or '-'), MODEL.gguf REQUEST.json, or --random PRESET");
     }
-    if (random && n_pos > 1) return cli_usage_error(&cmd, "unexpected argument '%s'", pos[1]);
+    if (!batch && random && n_pos > 1) return cli_usage_error(&cmd, "unexpected argument '%s'", pos[1]);
     if (random && (rc = cli_check_preset(&cmd, "--random", random))) return rc;
     if (!random && (m.seed != CLI_UNSET || m.massive != CLI_UNSET || m.type != CLI_UNSET ||
                     m.head_type != CLI_UNSET))
@@ -211,13 +255,13 @@ int cmd_decide(int argc, char **argv) {
     if (is_long && group != CLI_UNSET && group != 0)
         return cli_usage_error(&cmd, "--long and --tournament-group cannot be combined");
     if (group == 1) return cli_usage_error(&cmd, "--tournament-group must be 0 (off) or at least 2");
-    if (model_path && strcmp(model_path, "-") == 0 && strcmp(req_path, "-") == 0)
+    if (req_path && model_path && strcmp(model_path, "-") == 0 && strcmp(req_path, "-") == 0)
         return cli_usage_error(&cmd, "the model and the request cannot both come from stdin");
 
     /* read the request first: a bad path should not cost a model load */
     char *body = NULL;
     size_t len = 0;
-    if (cli_read_input(cmd.name, req_path, DECIDE_MAX_BODY, &body, &len)) return 1;
+    if (req_path && cli_read_input(cmd.name, req_path, DECIDE_MAX_BODY, &body, &len)) return 1;
 
     int weights = SKYCMD_WEIGHTS_F32, acts = CLI_UNSET;
     if (q8 || q8_fast || no_calib) {
@@ -251,7 +295,10 @@ int cmd_decide(int argc, char **argv) {
     }
     cli_temp_free(&run.tmp); /* the model keeps its mapping; the name is not needed */
     rc = 1;
-    if ((st = skycmd_session_new(model, &sess))) {
+    if (batch) {
+        const cli_batch_args ba = {batch, output, jobs, batch_window, threads, acts, fail_fast, !no_progress};
+        rc = cli_decide_batch(cmd.name, model, &ba);
+    } else if ((st = skycmd_session_new(model, &sess))) {
         fprintf(stderr, "skycmd decide: %s\n", skycmd_strerror(st));
     } else if (threads != CLI_UNSET &&
                (st = skycmd_session_set_int(sess, SKYCMD_OPT_THREADS, threads))) {

@@ -55,6 +55,10 @@ static void usage(FILE *out) {
             "      --tournament-group N answer a choice over N options by elimination in groups\n"
             "                           of N (2..100; laya serve's LAYA_TOURNAMENT_GROUP; default\n"
             "                           0 = off; a body's \"tournament_group\" overrides it)\n"
+            "      --max-token-budget N a request's max_len / head_max_len at most (default 8192)\n"
+            "                           -> 422 above (laya serve's LAYA_MAX_TOKEN_BUDGET)\n"
+            "      --max-batch-tokens N POST /v1/systemone/batch: states x questions x max_len one\n"
+            "                           pass may hold (default 131072, LAYA_MAX_BATCH_TOKENS)\n"
             "threads:\n"
             "  -t, --threads N          worker threads answering requests (default: CPU count)\n"
             "      --compute-threads N  threads inside one request (default 1)\n"
@@ -135,6 +139,8 @@ int cmd_serve(int argc, char **argv) {
     cfg.compute_threads = 1;
     cfg.max_body = 2u * 1024u * 1024u;
     cfg.max_questions = 256;
+    cfg.max_token_budget = 8192;
+    cfg.max_batch_tokens = 131072;
     cfg.timeout_s = 30;
     cfg.queue = 256;
     cfg.max_connections = 512;
@@ -212,6 +218,14 @@ int cmd_serve(int argc, char **argv) {
             NEED_ARG();
             if (parse_u64(v, 1000000, &u) || u == 0) BAD_VALUE();
             cfg.max_questions = (size_t)u;
+        } else if (!strcmp(a, "--max-token-budget")) {
+            NEED_ARG();
+            if (parse_u64(v, (uint64_t)1 << 20, &u) || u == 0) BAD_VALUE();
+            cfg.max_token_budget = (int64_t)u;
+        } else if (!strcmp(a, "--max-batch-tokens")) {
+            NEED_ARG();
+            if (parse_u64(v, (uint64_t)1 << 40, &u) || u == 0) BAD_VALUE();
+            cfg.max_batch_tokens = (int64_t)u;
         } else if (!strcmp(a, "--timeout")) {
             NEED_ARG();
             if (parse_u64(v, 86400, &u)) BAD_VALUE();

@@ -60,6 +60,7 @@ const char *route_label(int route) {
     case ROUTE_MODELS: return "/v1/models";
     case ROUTE_METRICS: return "/metrics";
     case ROUTE_OPENAPI: return "/openapi.json";
+    case ROUTE_SYSTEMONE_BATCH: return "/v1/systemone/batch";
     default: return "other";
     }
 }

@@ -17,7 +17,8 @@ enum serve_route {
     ROUTE_METRICS = 3,
     ROUTE_OPENAPI = 4,
     ROUTE_OTHER = 5,
-    ROUTE_COUNT = 6
+    ROUTE_SYSTEMONE_BATCH = 6,
+    ROUTE_COUNT = 7
 };
 
 struct metrics_gauges {

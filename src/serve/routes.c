@@ -122,6 +122,12 @@ skycmd_request *prepare(struct req *r, const struct model_set *set, int *mi) {
 
     skycmd_request *q = NULL;
     int st = skycmd_request_parse(body, len, &q);
+    /* laya's per-request budgets (batch.c), checked once the body is known to be JSON */
+    r->max_len = r->head_max_len = 0;
+    if (st != SKYCMD_E_JSON && read_budgets(r, body, len)) {
+        skycmd_request_free(q);
+        return NULL;
+    }
     if (st != SKYCMD_OK) {
         status_error(r, st, q ? skycmd_request_errmsg(q) : NULL, "request parsing");
         skycmd_request_free(q);
@@ -242,6 +248,10 @@ static int route_of(const char *url, const char **allow) {
         *allow = "POST";
         return ROUTE_SYSTEMONE;
     }
+    if (strcmp(url, "/v1/systemone/batch") == 0) {
+        *allow = "POST";
+        return ROUTE_SYSTEMONE_BATCH;
+    }
     *allow = "GET, HEAD";
     if (strcmp(url, "/health") == 0 || strcmp(url, "/v1/health") == 0 || strcmp(url, "/healthz") == 0)
         return ROUTE_HEALTH;
@@ -285,7 +295,8 @@ int check_headers(struct req *r, struct MHD_Connection *c, const char *url, cons
         sbuf_reset(&r->out);
         return 1;
     }
-    if ((r->route == ROUTE_SYSTEMONE && !is_post) || (r->route != ROUTE_SYSTEMONE && !is_get)) {
+    int post_route = r->route == ROUTE_SYSTEMONE || r->route == ROUTE_SYSTEMONE_BATCH;
+    if ((post_route && !is_post) || (!post_route && !is_get)) {
         r->allow = allow;
         set_errorf(r, 405, "method %s is not allowed on %s (allowed: %s)", method, url, allow);
         return 1;
@@ -294,7 +305,7 @@ int check_headers(struct req *r, struct MHD_Connection *c, const char *url, cons
         set_error(r, 401, "Invalid API Key");
         return 1;
     }
-    if (r->route == ROUTE_SYSTEMONE) {
+    if (post_route) {
         /* Draining: the first request of a connection accepted before the signal was sent
          * before it (in flight); a follow-up on a kept-alive connection is refused. */
         if (atomic_load(&S.draining) && r->nth > 1) {

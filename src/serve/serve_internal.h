@@ -59,6 +59,7 @@ struct req {
     int preflight;   /* a CORS preflight (OPTIONS with --cors-origin): 204 */
     unsigned nth;    /* 1 for its connection's first request, 2 for the next, ... */
     struct body_decoder *dec;
+    int64_t max_len, head_max_len; /* the body's laya budgets (batch.c); 0 = the model's */
 };
 
 /* One opened model file, shared read-only by the sessions of every worker. Refcounted: held
@@ -160,6 +161,11 @@ void do_metrics(struct req *r);
 void do_openapi(struct req *r); /* docs/openapi.json, embedded at build time */
 skycmd_request *prepare(struct req *r, const struct model_set *set, int *mi);
 void finish(struct req *r, int st, skycmd_session *s, skycmd_response *resp);
+
+/* batch.c: laya serve's request controls and POST /v1/systemone/batch (on a worker) */
+int read_budgets(struct req *r, const char *body, size_t len); /* 0, or 1 with r's 422 */
+int set_budgets(skycmd_session *s, int64_t max_len, int64_t head_max_len);
+void answer_batch(struct req *r, const struct model_set *set, skycmd_session *const *sessions);
 
 /* workers.c: the pool */
 int enqueue(struct req *r); /* 0 queued (r suspended), -1 queue full */

@@ -329,6 +329,64 @@ int sj_find_model(const char *s, size_t n, char *out, size_t cap) {
     return found;
 }
 
+int sj_member(const char *s, size_t n, const char *key, size_t *off, size_t *len) {
+    int found = 0;
+    size_t klen = strlen(key);
+    char kbuf[64];
+    if (klen >= sizeof kbuf) return 0;
+    size_t i = skip_ws(s, n, 0);
+    if (i >= n || s[i] != '{') return 0;
+    i = skip_ws(s, n, i + 1);
+    if (i < n && s[i] == '}') return 0;
+    while (i < n) {
+        if (s[i] != '"') return found;
+        int key_long = 0;
+        if (!scan_string(s, n, &i, kbuf, sizeof kbuf, &key_long)) return found;
+        i = skip_ws(s, n, i);
+        if (i >= n || s[i] != ':') return found;
+        i = skip_ws(s, n, i + 1);
+        size_t start = i;
+        if (!skip_value(s, n, &i)) return found;
+        if (!key_long && strcmp(kbuf, key) == 0) {
+            *off = start;
+            *len = i - start;
+            found = 1;
+        }
+        i = skip_ws(s, n, i);
+        if (i >= n || s[i] != ',') return found;
+        i = skip_ws(s, n, i + 1);
+    }
+    return found;
+}
+
+int sj_array_next(const char *s, size_t n, size_t *pos, size_t *off, size_t *len) {
+    size_t i = *pos;
+    if (i == 0) {
+        i = skip_ws(s, n, 0);
+        if (i >= n || s[i] != '[') return -1;
+        i = skip_ws(s, n, i + 1);
+        if (i < n && s[i] == ']') {
+            *pos = n;
+            return 0;
+        }
+    } else {
+        if (i >= n) return 0;
+        i = skip_ws(s, n, i);
+        if (i < n && s[i] == ']') {
+            *pos = n;
+            return 0;
+        }
+        if (i >= n || s[i] != ',') return -1;
+        i = skip_ws(s, n, i + 1);
+    }
+    size_t start = i;
+    if (!skip_value(s, n, &i)) return -1;
+    *off = start;
+    *len = i - start;
+    *pos = i;
+    return 1;
+}
+
 int ct_equal(const char *a, size_t an, const char *b, size_t bn) {
     /* Walk the secret's length whatever the candidate is; mix in the length difference. */
     unsigned diff = (unsigned)(an != bn);

@@ -38,6 +38,15 @@ enum sj_model_kind {
  * (the library's parser reports the real error afterwards). */
 int sj_find_model(const char *json, size_t n, char *out, size_t cap);
 
+/* The raw text of the top-level member `key` of a JSON object (the last one, which the
+ * library and Python's json keep): 1 with s[*off .. *off + *len) the value's bytes, 0 when
+ * absent or the body cannot be scanned. Meant for bodies the library's parser has already
+ * accepted as JSON; never reads past n either way. */
+int sj_member(const char *s, size_t n, const char *key, size_t *off, size_t *len);
+/* The elements of the JSON array s[0..n): start with *pos = 0; 1 with the next element's
+ * span, 0 after the last, -1 when s is not a well-formed array. */
+int sj_array_next(const char *s, size_t n, size_t *pos, size_t *off, size_t *len);
+
 /* 1 when a (len an) equals b (len bn); time depends only on bn (the secret's length). */
 int ct_equal(const char *a, size_t an, const char *b, size_t bn);
 

@@ -31,50 +31,64 @@ static int batch_limit(void) {
     return v < 1 ? 1 : v > BATCH_MAX ? BATCH_MAX : v;
 }
 
-/* Answer the n requests a worker took together. Those of the same model whose questions fit
- * in one forward batch run through skycmd_decide_batch (each answer is exactly what it would
- * be alone); if such a batch fails, its requests are answered one by one so that each gets
- * its own error. A lone request takes the plain skycmd_decide path. */
+/* Answer the n requests a worker took together. Those of the same model and the same laya
+ * budgets (max_len / head_max_len) whose questions fit in one forward batch run through
+ * skycmd_decide_batch (each answer is exactly what it would be alone); if such a batch
+ * fails, its requests are answered one by one so that each gets its own error. A lone
+ * request takes the plain skycmd_decide path. A POST /v1/systemone/batch is answered on its
+ * own (batch.c). */
 static void answer_all(struct worker *w, struct req **rs, int n) {
     skycmd_request *q[BATCH_MAX];
-    int mi[BATCH_MAX];
+    int mi[BATCH_MAX], done[BATCH_MAX];
     size_t nq[BATCH_MAX];
     for (int i = 0; i < n; i++) {
+        done[i] = 0;
+        q[i] = NULL;
+        if (rs[i]->route == ROUTE_SYSTEMONE_BATCH) {
+            answer_batch(rs[i], w->set, w->sessions);
+            done[i] = 1;
+            continue;
+        }
         q[i] = prepare(rs[i], w->set, &mi[i]);
         nq[i] = q[i] ? skycmd_request_question_count(q[i]) : 0;
+        if (!q[i]) done[i] = 1;
     }
-    for (int m = 0; m < w->set->n; m++) {
+    for (int first = 0; first < n; first++) {
+        if (done[first]) continue;
+        /* the group: `first` and the later requests that can share its batches, in order */
         int idx[BATCH_MAX], k = 0;
         size_t questions = 0;
-        for (int i = 0; i <= n; i++) {
-            /* close the group at the end or when the next request would overflow it */
-            int take = i < n && q[i] && mi[i] == m;
-            if (k && (i == n || (take && questions + nq[i] > BATCH_QUESTIONS))) {
-                skycmd_session *s = w->sessions[m];
-                skycmd_response *out[BATCH_MAX];
-                int st = SKYCMD_E_INVALID_ARGUMENT;
-                if (k > 1) {
-                    const skycmd_request *list[BATCH_MAX];
-                    for (int j = 0; j < k; j++) list[j] = q[idx[j]];
-                    st = skycmd_decide_batch(s, list, (size_t)k, out);
-                }
-                for (int j = 0; j < k; j++) {
-                    if (st == SKYCMD_OK) {
-                        finish(rs[idx[j]], SKYCMD_OK, s, out[j]);
-                    } else {
-                        skycmd_response *resp = NULL;
-                        int st1 = skycmd_decide(s, q[idx[j]], &resp);
-                        finish(rs[idx[j]], st1, s, resp);
-                    }
-                }
-                k = 0;
-                questions = 0;
-            }
-            if (take) {
-                idx[k++] = i;
-                questions += nq[i];
+        const struct req *a = rs[first];
+        for (int i = first; i < n; i++) {
+            if (done[i] || mi[i] != mi[first] || rs[i]->max_len != a->max_len ||
+                rs[i]->head_max_len != a->head_max_len)
+                continue;
+            if (k && questions + nq[i] > BATCH_QUESTIONS) continue;
+            idx[k++] = i;
+            questions += nq[i];
+            done[i] = 1;
+        }
+        skycmd_session *s = w->sessions[mi[first]];
+        skycmd_response *out[BATCH_MAX];
+        int st = set_budgets(s, a->max_len, a->head_max_len);
+        int st_batch = SKYCMD_E_INVALID_ARGUMENT;
+        if (st == SKYCMD_OK && k > 1) {
+            const skycmd_request *list[BATCH_MAX];
+            for (int j = 0; j < k; j++) list[j] = q[idx[j]];
+            st_batch = skycmd_decide_batch(s, list, (size_t)k, out);
+        }
+        for (int j = 0; j < k; j++) {
+            if (st != SKYCMD_OK) {
+                finish(rs[idx[j]], st, s, NULL);
+            } else if (st_batch == SKYCMD_OK) {
+                finish(rs[idx[j]], SKYCMD_OK, s, out[j]);
+            } else {
+                skycmd_response *resp = NULL;
+                int st1 = skycmd_decide(s, q[idx[j]], &resp);
+                finish(rs[idx[j]], st1, s, resp);
             }
         }
+        set_budgets(s, 0, 0);
     }
     for (int i = 0; i < n; i++) skycmd_request_free(q[i]);
 }
