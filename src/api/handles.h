@@ -75,6 +75,7 @@ struct skycmd_session {
     size_t probs_cap;
     sk_answer *answers;
     size_t answers_cap;
+    sk_gate gate;               /* SKYCMD_OPT_MIN_CONFIDENCE; a request's min_confidence wins */
 };
 
 struct skycmd_request {

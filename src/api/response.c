@@ -111,3 +111,13 @@ const char *skycmd_response_option_legend(const skycmd_response *resp, size_t i,
     const sk_answer_json *a = answer_at(resp, i);
     return a && a->level_legends && j < a->n ? a->level_legends[j] : NULL;
 }
+
+int skycmd_response_answer_abstention(const skycmd_response *resp, size_t i) {
+    const sk_answer_json *a = answer_at(resp, i);
+    return a ? a->gate : -1;
+}
+
+double skycmd_response_answer_abstention_threshold(const skycmd_response *resp, size_t i) {
+    const sk_answer_json *a = answer_at(resp, i);
+    return a && a->gate != SK_GATE_NONE ? a->gate_thr : NAN;
+}

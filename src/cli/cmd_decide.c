@@ -42,6 +42,11 @@ static void usage(FILE *out) {
             "  --no-calib         Q8_0 weights without calibration (alone: two-pass activations)\n"
             "  --threads N        compute threads (0 = one per core; default 1)\n"
             "  --max-tokens N     sequence budget instead of the model's decision.max_tokens\n"
+            "  --min-confidence X|JSON\n"
+            "                     abstention gate (laya's min_confidence): a number in [0, 1] or\n"
+            "                     a per-bucket map such as '{\"choice:2\": 0.6, \"default\": 0.5}';\n"
+            "                     answers then carry \"abstention\" and \"abstention_threshold\"\n"
+            "                     (a request's own \"min_confidence\" wins)\n"
             "output:\n"
             "  --model-name NAME  the \"model\" reported in the response\n"
             "  --pretty           indent the response\n"
@@ -88,7 +93,7 @@ static void print_pretty(const char *s) {
 
 int cmd_decide(int argc, char **argv) {
     cli_model_args m = CLI_MODEL_ARGS_UNSET;
-    const char *random = NULL, *name = NULL;
+    const char *random = NULL, *name = NULL, *min_conf = NULL;
     int64_t threads = CLI_UNSET, max_tokens = CLI_UNSET;
     int pretty = 0, q8 = 0, q8_fast = 0, no_calib = 0;
     const cli_opt opts[] = {
@@ -103,6 +108,7 @@ int cmd_decide(int argc, char **argv) {
         /* a session option: range checked here, set on the session below */
         {"--threads", NULL, CLI_INT, &threads, 0, SKYCMD_OPT_THREADS, NULL},
         {"--pretty", NULL, CLI_FLAG, &pretty, 0, 0, NULL},
+        {"--min-confidence", NULL, CLI_STRING, &min_conf, 0, 0, NULL},
     };
     const cli_cmd cmd = {"decide", usage, opts, sizeof opts / sizeof opts[0], 0, 2, 0};
     const char *pos[2];
@@ -180,6 +186,10 @@ int cmd_decide(int argc, char **argv) {
     } else if (acts != CLI_UNSET &&
                (st = skycmd_session_set_int(sess, SKYCMD_OPT_ACTIVATIONS, acts))) {
         fprintf(stderr, "skycmd decide: int8 activations: %s\n", skycmd_session_errmsg(sess));
+    } else if (min_conf &&
+               (st = skycmd_session_set_string(sess, SKYCMD_OPT_MIN_CONFIDENCE, min_conf))) {
+        fprintf(stderr, "skycmd decide: --min-confidence: %s\n", skycmd_session_errmsg(sess));
+        rc = 2;
     } else if ((st = skycmd_decide_json(sess, body, len, &resp))) {
         fprintf(stderr, "skycmd decide: %s (%s)\n", skycmd_session_errmsg(sess),
                 skycmd_status_name(st));

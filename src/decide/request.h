@@ -15,6 +15,7 @@
 #define SK_REQUEST_H
 
 #include "../prompt/pyjson.h"
+#include "gate.h"
 
 #define SK_REQUEST_MAX_BYTES ((size_t)16 << 20)
 #define SK_REQUEST_MAX_QUESTIONS 4096
@@ -46,6 +47,7 @@ typedef struct sk_request {
     sk_rquestion *q;
     size_t nq;
     size_t max_opts;          /* largest option count of any question */
+    sk_gate gate;             /* "min_confidence" (laya serve BODY_CONTROLS); unset if absent/null */
 } sk_request;
 
 extern const char *const sk_qtype_names[3];
