@@ -402,6 +402,21 @@ SKYCMD_API int skycmd_response_answer_abstention(const skycmd_response *resp, si
 SKYCMD_API double skycmd_response_answer_abstention_threshold(const skycmd_response *resp,
                                                               size_t i);
 
+/* ---------------------------------------------------------------- calibration ----- */
+/* Refit a model's temperatures on a labelled JSONL file exactly as laya 0.4.15's
+ * fit_temperature_map does (docs/calibrate.md: the file format, the optimiser, the floors
+ * and the clamps), and write out_path: a copy of the GGUF model in which only the
+ * <arch>.decision.temperature.* keys differ (atomically; no partial output). out_path NULL
+ * fits and reports without writing. Options: SKYCMD_OPT_WEIGHTS, SKYCMD_OPT_THREADS,
+ * SKYCMD_OPT_CALIB_* (abstention thresholds), progress (bytes of the labelled file). A
+ * labelled line that is not a valid request or lacks a target fails the call, naming its
+ * line. *report_json (may be NULL) receives the report for skycmd_string_free(): text, or
+ * with SKYCMD_OPT_JSON = 1 one JSON document (docs/calibrate.md lists its fields).
+ * Added in 0.1.0. */
+SKYCMD_API int skycmd_calibrate(const char *model_path, const char *labelled_path,
+                                const char *out_path, const skycmd_options *opts,
+                                char **report_json, skycmd_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -76,6 +76,10 @@ struct skycmd_session {
     sk_answer *answers;
     size_t answers_cap;
     sk_gate gate;               /* SKYCMD_OPT_MIN_CONFIDENCE; a request's min_confidence wins */
+    /* calibrate.c: receives each question's raw marker logits (before temperature, in
+     * marker order), g = the question's overall index in the decide call */
+    void (*logit_sink)(void *ud, size_t g, int qtype, const float *z, size_t k);
+    void *logit_sink_ud;
 };
 
 struct skycmd_request {

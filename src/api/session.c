@@ -263,6 +263,8 @@ static int flush_batch(skycmd_session *s, const sk_request *const *rs, size_t nr
         const struct sk_seq_meta *mt = &s->seq_meta[k];
         const sk_rquestion *q = &rs[mt->r]->q[mt->q];
         double *p = s->probs + s->p_off[mt->g];
+        if (s->logit_sink)
+            s->logit_sink(s->logit_sink_ud, mt->g, q->type, s->seqs[k].logits, s->seqs[k].n_markers);
         double T = sk_temp_for(&m->temps, q->type, s->seqs[k].n_markers);
         sk_softmax(s->seqs[k].logits, s->seqs[k].n_markers, T, p);
         if (q->order) { /* slot order back to option order, as laya's unpermute_probs */
