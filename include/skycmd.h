@@ -167,10 +167,21 @@ typedef enum skycmd_option {
      * it answers until set back to 0. Added in 0.1.0. */
     SKYCMD_OPT_MAX_LEN        = 16, /* laya max_len: sequence budget of this call         */
     SKYCMD_OPT_HEAD_MAX_LEN   = 17, /* laya head_max_len: question + options budget       */
+    /* skycmd_calibrate (laya.calibrate.fit_abstention_thresholds) */
+    SKYCMD_OPT_CALIB_ABSTENTION     = 22, /* 1 = also fit per-bucket abstention thresholds  */
+    SKYCMD_OPT_CALIB_ABSTAIN_MIN_N  = 23, /* their per-bucket floor (laya: 100)             */
+    SKYCMD_OPT_CALIB_CONSERVATIVE   = 24, /* 1 = one pseudo-error margin (laya's default)   */
     /* string options */
     SKYCMD_OPT_NAME           = 100, /* general.name written by convert                   */
     SKYCMD_OPT_PRE            = 101, /* tokenizer.ggml.pre written by convert             */
-    SKYCMD_OPT_MODEL_NAME     = 102  /* "model" reported in responses                     */
+    SKYCMD_OPT_MODEL_NAME     = 102, /* "model" reported in responses                     */
+    /* abstention gate of a session (skycmd_session_set_string): laya's min_confidence as
+     * JSON text, a number in [0, 1] or a per-bucket map such as {"choice:2": 0.6,
+     * "default": 0.5}; NULL or "" removes it. A request's own "min_confidence" wins. */
+    SKYCMD_OPT_MIN_CONFIDENCE = 105,
+    /* skycmd_calibrate: the error tolerated among accepted answers, a number in [0, 1] as
+     * text (laya's target_error; default "0.1") */
+    SKYCMD_OPT_CALIB_TARGET_ERROR = 106
 } skycmd_option;
 
 /* GGUF element types, with ggml's numbering. */
@@ -420,6 +431,42 @@ SKYCMD_API int64_t skycmd_response_answer_options_distinct(const skycmd_response
  * elimination rounds answer i played (the wire's x_tournament.rounds), 0 when it played
  * none, -1 out of range. Added in 0.1.0. */
 SKYCMD_API int64_t skycmd_response_answer_rounds(const skycmd_response *resp, size_t i);
+
+/* ---------------------------------------------------------------- abstention ------ */
+/* laya.confidence's gate (docs/compat.md, "Abstention"). Set on a session with
+ * SKYCMD_OPT_MIN_CONFIDENCE, or per request with the body's "min_confidence"; answers then
+ * carry "abstention", "abstention_threshold" (and "low_confidence": true when abstained).
+ * Without a gate nothing changes. Added in 0.1.0. */
+typedef enum skycmd_abstention {
+    SKYCMD_ABSTENTION_NONE        = 0, /* no gate was set: the wire has no such field      */
+    SKYCMD_ABSTENTION_PASSED      = 1, /* answer_confidence >= its threshold                */
+    SKYCMD_ABSTENTION_ABSTAINED   = 2, /* below it                                          */
+    SKYCMD_ABSTENTION_UNEVALUATED = 3  /* no usable confidence                              */
+} skycmd_abstention;
+/* String session options (SKYCMD_OPT_MIN_CONFIDENCE); errors leave the message in the
+ * session (SKYCMD_E_INVALID_ARGUMENT with laya's validation text). */
+SKYCMD_API int skycmd_session_set_string(skycmd_session *session, int option,
+                                         const char *value);
+/* The skycmd_abstention of answer i; -1 out of range. */
+SKYCMD_API int skycmd_response_answer_abstention(const skycmd_response *resp, size_t i);
+/* The threshold answer i was gated at; NaN without a gate or out of range. */
+SKYCMD_API double skycmd_response_answer_abstention_threshold(const skycmd_response *resp,
+                                                              size_t i);
+
+/* ---------------------------------------------------------------- calibration ----- */
+/* Refit a model's temperatures on a labelled JSONL file exactly as laya 0.4.15's
+ * fit_temperature_map does (docs/calibrate.md: the file format, the optimiser, the floors
+ * and the clamps), and write out_path: a copy of the GGUF model in which only the
+ * <arch>.decision.temperature.* keys differ (atomically; no partial output). out_path NULL
+ * fits and reports without writing. Options: SKYCMD_OPT_WEIGHTS, SKYCMD_OPT_THREADS,
+ * SKYCMD_OPT_CALIB_* (abstention thresholds), progress (bytes of the labelled file). A
+ * labelled line that is not a valid request or lacks a target fails the call, naming its
+ * line. *report_json (may be NULL) receives the report for skycmd_string_free(): text, or
+ * with SKYCMD_OPT_JSON = 1 one JSON document (docs/calibrate.md lists its fields).
+ * Added in 0.1.0. */
+SKYCMD_API int skycmd_calibrate(const char *model_path, const char *labelled_path,
+                                const char *out_path, const skycmd_options *opts,
+                                char **report_json, skycmd_error *err);
 
 #ifdef __cplusplus
 }

@@ -26,12 +26,12 @@ struct skycmd_error {
     sk_err e;
 };
 
-#define SK_OPT_INT_MAX 24
-#define SK_OPT_STR_MAX 4
+#define SK_OPT_INT_MAX 32 /* room for the options up to 31 */
+#define SK_OPT_STR_MAX 8  /* room for the string options 100..107 */
 
 struct skycmd_options {
     uint32_t tag;
-    int64_t ints[SK_OPT_INT_MAX];     /* indexed by skycmd_option (1..23) */
+    int64_t ints[SK_OPT_INT_MAX];     /* indexed by skycmd_option (1..31) */
     unsigned char int_set[SK_OPT_INT_MAX];
     char *strs[SK_OPT_STR_MAX];       /* indexed by option - 100 */
     skycmd_progress_fn progress;

@@ -149,6 +149,12 @@ static const sk_opt_desc k_opts[] = {
     {SKYCMD_OPT_NAME, 1, 0, 0, 0},
     {SKYCMD_OPT_PRE, 1, 0, 0, 0},
     {SKYCMD_OPT_MODEL_NAME, 1, 0, 0, 0},
+    /* calibrate: laya.calibrate.fit_abstention_thresholds and its parameters */
+    {SKYCMD_OPT_CALIB_ABSTENTION, 0, 0, 1, 0},
+    {SKYCMD_OPT_CALIB_ABSTAIN_MIN_N, 0, 1, INT32_MAX, 100},
+    {SKYCMD_OPT_CALIB_CONSERVATIVE, 0, 0, 1, 1},
+    {SKYCMD_OPT_MIN_CONFIDENCE, 1, 0, 0, 0},
+    {SKYCMD_OPT_CALIB_TARGET_ERROR, 1, 0, 0, 0},
 };
 
 static const sk_opt_desc *find_opt(int id) {

@@ -80,6 +80,11 @@ struct skycmd_session {
      * buffers, NULL until first needed) */
     int64_t long_on, long_window, long_stride, report_truncation, tournament_group;
     struct sk_long_ws *lws;
+    sk_gate gate;               /* SKYCMD_OPT_MIN_CONFIDENCE; a request's min_confidence wins */
+    /* calibrate.c: receives each question's raw marker logits (before temperature, in
+     * marker order), g = the question's overall index in the decide call */
+    void (*logit_sink)(void *ud, size_t g, int qtype, const float *z, size_t k);
+    void *logit_sink_ud;
 };
 
 struct skycmd_request {

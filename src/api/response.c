@@ -170,3 +170,13 @@ int64_t skycmd_response_answer_rounds(const skycmd_response *resp, size_t i) {
     const sk_answer_extra *x = extra_at(resp, i);
     return x ? x->rounds : 0;
 }
+
+int skycmd_response_answer_abstention(const skycmd_response *resp, size_t i) {
+    const sk_answer_json *a = answer_at(resp, i);
+    return a ? a->gate : -1;
+}
+
+double skycmd_response_answer_abstention_threshold(const skycmd_response *resp, size_t i) {
+    const sk_answer_json *a = answer_at(resp, i);
+    return a && a->gate != SK_GATE_NONE ? a->gate_thr : NAN;
+}

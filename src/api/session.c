@@ -113,6 +113,20 @@ int skycmd_session_set_int(skycmd_session *s, int option, int64_t value) {
     return SKYCMD_OK;
 }
 
+int skycmd_session_set_string(skycmd_session *s, int option, const char *value) {
+    if (!session_ok(s)) return SKYCMD_E_MISUSE;
+    if (option != SKYCMD_OPT_MIN_CONFIDENCE) {
+        snprintf(s->errmsg, sizeof s->errmsg, "option %d is not a string session option", option);
+        return SKYCMD_E_INVALID_ARGUMENT;
+    }
+    sk_err e = {0};
+    sk_gate g;
+    int rc = sk_gate_from_text(value, &g, &e);
+    if (rc) return set_err(s, &e, rc == SKYCMD_E_REQUEST ? SKYCMD_E_INVALID_ARGUMENT : rc);
+    s->gate = g;
+    return set_err(s, &e, SKYCMD_OK);
+}
+
 const char *skycmd_session_errmsg(const skycmd_session *s) {
     if (!session_ok(s)) return "invalid skycmd_session handle";
     return s->errmsg;
@@ -258,6 +272,8 @@ static int flush_batch(skycmd_session *s, const sk_request *const *rs, size_t nr
         const struct sk_seq_meta *mt = &s->seq_meta[k];
         const sk_rquestion *q = &rs[mt->r]->q[mt->q];
         double *p = s->probs + s->p_off[mt->g];
+        if (s->logit_sink)
+            s->logit_sink(s->logit_sink_ud, mt->g, q->type, s->seqs[k].logits, s->seqs[k].n_markers);
         double T = sk_temp_for(&m->temps, q->type, s->seqs[k].n_markers);
         sk_softmax(s->seqs[k].logits, s->seqs[k].n_markers, T, p);
         if (q->order) { /* slot order back to option order, as laya's unpermute_probs */
@@ -372,7 +388,10 @@ static int decide_multi(skycmd_session *s, const sk_request *const *rs, size_t n
 /* The response to request ri of the last decide_multi. */
 static int new_response(skycmd_session *s, const sk_request *r, size_t ri, skycmd_response **out,
                         sk_err *e) {
-    return sk_response_new(r, s->answers + s->q_off[ri], s->model->name, s->ntok[ri], out, e);
+    int rc = sk_response_new(r, s->answers + s->q_off[ri], s->model->name, s->ntok[ri], out, e);
+    /* the abstention gate (laya serve: the body's min_confidence over the deployment's) */
+    if (!rc) sk_answers_gate((*out)->a, (*out)->n, r->gate.set ? &r->gate : &s->gate);
+    return rc;
 }
 
 static int check_request(const skycmd_request *req, size_t i, size_t n, sk_err *e) {

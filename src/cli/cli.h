@@ -31,6 +31,7 @@ int cmd_decide(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 
 /* ------------------------------------------------------------ small helpers ---- */
 int cli_is_help(const char *arg);

@@ -65,6 +65,11 @@ static void usage(FILE *out) {
             "                     1024): memory stays bounded whatever the file's size\n"
             "  --fail-fast        stop at the first bad line (its window is still written)\n"
             "  --no-progress      no progress bar (it is drawn only when stderr is a terminal)\n"
+            "  --min-confidence X|JSON\n"
+            "                     abstention gate (laya's min_confidence): a number in [0, 1] or\n"
+            "                     a per-bucket map such as '{\"choice:2\": 0.6, \"default\": 0.5}';\n"
+            "                     answers then carry \"abstention\" and \"abstention_threshold\"\n"
+            "                     (a request's own \"min_confidence\" wins)\n"
             "output:\n"
             "  --model-name NAME  the \"model\" reported in the response\n"
             "  --pretty           indent the response\n"
@@ -171,7 +176,7 @@ static int decide_warn(skycmd_session *sess, const char *body, size_t len, char 
 
 int cmd_decide(int argc, char **argv) {
     cli_model_args m = CLI_MODEL_ARGS_UNSET;
-    const char *random = NULL, *name = NULL;
+    const char *random = NULL, *name = NULL, *min_conf = NULL;
     int64_t threads = CLI_UNSET, max_tokens = CLI_UNSET;
     int pretty = 0, q8 = 0, q8_fast = 0, no_calib = 0, is_long = 0, report_truncation = 0;
     int64_t window = CLI_UNSET, stride = CLI_UNSET, group = CLI_UNSET;
@@ -201,6 +206,7 @@ int cmd_decide(int argc, char **argv) {
         {"--batch-window", NULL, CLI_INT, &batch_window, 0, 0, NULL},
         {"--fail-fast", NULL, CLI_FLAG, &fail_fast, 0, 0, NULL},
         {"--no-progress", NULL, CLI_FLAG, &no_progress, 0, 0, NULL},
+        {"--min-confidence", NULL, CLI_STRING, &min_conf, 0, 0, NULL},
     };
     const cli_cmd cmd = {"decide", usage, opts, sizeof opts / sizeof opts[0], 0, 2, 0};
     const char *pos[2];
@@ -212,9 +218,11 @@ int cmd_decide(int argc, char **argv) {
     if (!batch && (output || jobs != CLI_UNSET || batch_window != CLI_UNSET || fail_fast || no_progress))
         return cli_usage_error(&cmd, "-o, --jobs, --batch-window, --fail-fast and --no-progress only apply with --batch");
     if (batch && pretty) return cli_usage_error(&cmd, "--pretty does not apply with --batch (one JSON line per request)");
-    if (batch && (is_long || report_truncation || window != CLI_UNSET || stride != CLI_UNSET || group != CLI_UNSET))
-        return cli_usage_error(&cmd, "--long, --window, --stride, --tournament-group and --report-truncation do not "
-                                     "apply with --batch: give them in each request line (\"long\": true, ...)");
+    if (batch && (is_long || report_truncation || window != CLI_UNSET || stride != CLI_UNSET || group != CLI_UNSET ||
+                  min_conf))
+        return cli_usage_error(&cmd, "--long, --window, --stride, --tournament-group, --report-truncation and "
+                                     "--min-confidence do not apply with --batch: give them in each request line "
+                                     "(\"long\": true, \"min_confidence\": 0.6, ...)");
     if (batch && batch_window != CLI_UNSET && (batch_window < 1 || batch_window > 1000000))
         return cli_usage_error(&cmd, "--batch-window %lld: give 1..1000000 lines", (long long)batch_window);
     if (batch) {
@@ -307,6 +315,10 @@ int cmd_decide(int argc, char **argv) {
     } else if (acts != CLI_UNSET &&
                (st = skycmd_session_set_int(sess, SKYCMD_OPT_ACTIVATIONS, acts))) {
         fprintf(stderr, "skycmd decide: int8 activations: %s\n", skycmd_session_errmsg(sess));
+    } else if (min_conf &&
+               (st = skycmd_session_set_string(sess, SKYCMD_OPT_MIN_CONFIDENCE, min_conf))) {
+        fprintf(stderr, "skycmd decide: --min-confidence: %s\n", skycmd_session_errmsg(sess));
+        rc = 2;
     } else if ((st = set_long_options(sess, is_long, window, stride, group, report_truncation))) {
         fprintf(stderr, "skycmd decide: %s\n", skycmd_session_errmsg(sess));
     } else if ((st = decide_warn(sess, body, len, &resp))) {

@@ -18,6 +18,7 @@ static const struct {
     {"tokenize", cmd_tokenize, "show the token ids of a text"},
     {"bench", cmd_bench, "measure load time, latency and throughput"},
     {"serve", cmd_serve, "serve POST /v1/systemone over HTTP"},
+    {"calibrate", cmd_calibrate, "refit a model's temperatures on labelled data (laya.calibrate)"},
 };
 #define N_CMDS (sizeof k_cmds / sizeof k_cmds[0])
 

@@ -239,6 +239,24 @@ sk_answer_json *sk_answer_json_copy(const sk_request *r, const sk_answer *a, sk_
     return out;
 }
 
+void sk_answers_gate(sk_answer_json *a, size_t n, const sk_gate *g) {
+    for (size_t i = 0; i < n; i++) {
+        a[i].gate = SK_GATE_NONE;
+        a[i].gate_thr = NAN;
+        if (g && g->set) a[i].gate = sk_gate_state(g, a[i].type, a[i].p, a[i].n, &a[i].gate_thr);
+    }
+}
+
+/* apply_confidence_gate's fields, in laya's order (flag_low_confidence adds its flag first). */
+static void put_gate(sk_buf *b, const sk_answer_json *an) {
+    if (an->gate == SK_GATE_NONE) return;
+    if (an->gate == SK_GATE_ABSTAINED) sk_buf_puts(b, ",\"low_confidence\":true");
+    sk_buf_puts(b, ",\"abstention\":\"");
+    sk_buf_puts(b, sk_gate_state_name(an->gate));
+    sk_buf_puts(b, "\",\"abstention_threshold\":");
+    sk_json_put_double(b, an->gate_thr);
+}
+
 void sk_response_json_write(sk_buf *b, const char *model_name, const sk_answer_json *a,
                             size_t n, int64_t input_tokens) {
     sk_response_json_write_ext(b, model_name, a, n, input_tokens, NULL);
@@ -315,6 +333,7 @@ void sk_response_json_write_ext(sk_buf *b, const char *model_name, const sk_answ
             sk_buf_puts(b, "\"noul\":");
             sk_json_put_double(b, an->value);
             put_answer_extra(b, an, ax ? &ax[qi] : NULL);
+            put_gate(b, an);
             sk_buf_putc(b, '}');
             continue;
         }
@@ -337,6 +356,7 @@ void sk_response_json_write_ext(sk_buf *b, const char *model_name, const sk_answ
         sk_buf_puts(b, "},\"confidence\":");
         sk_json_put_double(b, an->confidence);
         put_answer_extra(b, an, ax ? &ax[qi] : NULL);
+        put_gate(b, an);
         sk_buf_putc(b, '}');
     }
     sk_buf_printf(b, "},\"usage\":{\"input_tokens\":%lld,\"output_tokens\":0",

@@ -75,6 +75,8 @@ typedef struct sk_answer_json {
     /* score: per level, its description as text (a string as decoded, any other value as
      * its compact JSON), NULL where the request gave none; NULL for other types. */
     const char **level_legends;
+    int gate;            /* SK_GATE_*: the abstention state; SK_GATE_NONE writes nothing */
+    double gate_thr;     /* its threshold (abstention_threshold) */
 } sk_answer_json;
 
 /* Copies of answers a[0..r->nq) with the request's ids, keys and legends, allocated in
@@ -109,6 +111,8 @@ void sk_response_json_write_ext(sk_buf *b, const char *model_name, const sk_answ
 /* The response JSON for answers a[0..n). */
 void sk_response_json_write(sk_buf *b, const char *model_name, const sk_answer_json *a,
                             size_t n, int64_t input_tokens);
+/* Gate answers a[0..n) with g (nothing when g is unset): laya's apply_confidence_gate. */
+void sk_answers_gate(sk_answer_json *a, size_t n, const sk_gate *g);
 /* A double as JSON (shortest round-trip digits, Python repr style). Non-finite -> null. */
 void sk_json_put_double(sk_buf *b, double x);
 

@@ -420,6 +420,10 @@ int sk_request_parse(const char *json, size_t len, sk_request *r, sk_err *e) {
         goto done;
     }
     if ((rc = parse_controls(r, root, e))) goto done;
+    /* laya serve's _validate_min_confidence: null is absent; refused before any work */
+    if ((v = sk_jobj_get(root, "min_confidence")) && v->type != SK_JNULL &&
+        (rc = sk_gate_from_jv(v, &r->gate, e)))
+        goto done;
     const sk_jv *qs = sk_jobj_get(root, "questions");
     if (!qs || qs->type != SK_JOBJ || qs->n == 0) {
         rc = sk_fail(e, SKYCMD_E_REQUEST, "\"questions\" must be a non-empty object");

@@ -15,6 +15,7 @@
 #define SK_REQUEST_H
 
 #include "../prompt/pyjson.h"
+#include "gate.h"
 
 #define SK_REQUEST_MAX_BYTES ((size_t)16 << 20)
 #define SK_REQUEST_MAX_QUESTIONS 4096
@@ -52,6 +53,7 @@ typedef struct sk_request {
     unsigned ctl_set;         /* SK_CTL_* */
     int ctl_long, ctl_report_truncation;
     int64_t ctl_window, ctl_stride, ctl_tournament_group;
+    sk_gate gate;             /* "min_confidence" (laya serve BODY_CONTROLS); unset if absent/null */
 } sk_request;
 
 enum { SK_CTL_LONG = 1, SK_CTL_WINDOW = 2, SK_CTL_STRIDE = 4, SK_CTL_REPORT_TRUNCATION = 8,

@@ -69,7 +69,7 @@ for c in inspect convert random quantize decide tokenize bench serve; do
   run -- help "$c"
   [ $rc -eq 0 ] && [[ "$out" == "usage: skycmd $c"* ]] || fail "skycmd help $c"
 done
-[ "$(echo "$cmds" | wc -l)" -eq 8 ] || fail "skycmd --help lists $(echo "$cmds" | wc -l) commands, not 8"
+[ "$(echo "$cmds" | wc -l)" -eq 9 ] || fail "skycmd --help lists $(echo "$cmds" | wc -l) commands, not 9"
 
 # ---------------------------------------------------------------- top level
 expect 2 --
@@ -263,11 +263,12 @@ declare -A shapes=(
   [convert]='@ @ | --random @ @ | --random s1-pico @ --seed @ | @ @ --type @ | --random s1-pico @ --massive @ | @ @ --name @ --pre @'
   [random]='@ @ | s1-pico @ --layout @ | s1-pico @ --seed @ | s1-pico @ --massive @ | @ @ --type @ --head-type @'
   [quantize]='@ @ | @ @ --type @ | @ @ --head-type @'
-  [decide]="@ | @ @ | $P @ | $P $REQ --threads @ | $P $REQ --max-tokens @ | $P $REQ --model-name @ | --random @ $REQ | --random s1-pico $REQ --seed @ | @ $REQ --q8"
+  [decide]="@ | @ @ | $P @ | $P $REQ --threads @ | $P $REQ --max-tokens @ | $P $REQ --model-name @ | --random @ $REQ | --random s1-pico $REQ --seed @ | @ $REQ --q8 | $P $REQ --min-confidence @"
+  [calibrate]="@ @ -o @ | $P @ --dry-run | $P $REQ -o @ | $P @ --dry-run --abstention --target-error @ --min-bucket-n @"
   [tokenize]="@ | @ @ | --json @ @ | $P @ | $P -- @ | --json @ --ids-only @"
 )
 n=0
-for c in inspect convert random quantize decide tokenize; do
+for c in inspect convert random quantize decide tokenize calibrate; do
   IFS='|' read -ra forms <<<"${shapes[$c]}"
   for form in "${forms[@]}"; do
     read -ra words <<<"$form"

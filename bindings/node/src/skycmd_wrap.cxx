@@ -1372,27 +1372,28 @@ Napi::Value SWIG_NAPI_AppendOutput(Napi::Env env, Napi::Value result, Napi::Valu
 #define SWIGTYPE_p_long_long swig_types[9]
 #define SWIGTYPE_p_short swig_types[10]
 #define SWIGTYPE_p_signed_char swig_types[11]
-#define SWIGTYPE_p_skycmd_activations swig_types[12]
-#define SWIGTYPE_p_skycmd_error swig_types[13]
-#define SWIGTYPE_p_skycmd_layout swig_types[14]
-#define SWIGTYPE_p_skycmd_model swig_types[15]
-#define SWIGTYPE_p_skycmd_option swig_types[16]
-#define SWIGTYPE_p_skycmd_options swig_types[17]
-#define SWIGTYPE_p_skycmd_qtype swig_types[18]
-#define SWIGTYPE_p_skycmd_request swig_types[19]
-#define SWIGTYPE_p_skycmd_response swig_types[20]
-#define SWIGTYPE_p_skycmd_session swig_types[21]
-#define SWIGTYPE_p_skycmd_special swig_types[22]
-#define SWIGTYPE_p_skycmd_status swig_types[23]
-#define SWIGTYPE_p_skycmd_tokenizer swig_types[24]
-#define SWIGTYPE_p_skycmd_type swig_types[25]
-#define SWIGTYPE_p_skycmd_weights swig_types[26]
-#define SWIGTYPE_p_unsigned_char swig_types[27]
-#define SWIGTYPE_p_unsigned_int swig_types[28]
-#define SWIGTYPE_p_unsigned_long_long swig_types[29]
-#define SWIGTYPE_p_unsigned_short swig_types[30]
-static swig_type_info *swig_types[32];
-static swig_module_info swig_module = {swig_types, 31, 0, 0, 0, 0};
+#define SWIGTYPE_p_skycmd_abstention swig_types[12]
+#define SWIGTYPE_p_skycmd_activations swig_types[13]
+#define SWIGTYPE_p_skycmd_error swig_types[14]
+#define SWIGTYPE_p_skycmd_layout swig_types[15]
+#define SWIGTYPE_p_skycmd_model swig_types[16]
+#define SWIGTYPE_p_skycmd_option swig_types[17]
+#define SWIGTYPE_p_skycmd_options swig_types[18]
+#define SWIGTYPE_p_skycmd_qtype swig_types[19]
+#define SWIGTYPE_p_skycmd_request swig_types[20]
+#define SWIGTYPE_p_skycmd_response swig_types[21]
+#define SWIGTYPE_p_skycmd_session swig_types[22]
+#define SWIGTYPE_p_skycmd_special swig_types[23]
+#define SWIGTYPE_p_skycmd_status swig_types[24]
+#define SWIGTYPE_p_skycmd_tokenizer swig_types[25]
+#define SWIGTYPE_p_skycmd_type swig_types[26]
+#define SWIGTYPE_p_skycmd_weights swig_types[27]
+#define SWIGTYPE_p_unsigned_char swig_types[28]
+#define SWIGTYPE_p_unsigned_int swig_types[29]
+#define SWIGTYPE_p_unsigned_long_long swig_types[30]
+#define SWIGTYPE_p_unsigned_short swig_types[31]
+static swig_type_info *swig_types[33];
+static swig_module_info swig_module = {swig_types, 32, 0, 0, 0, 0};
 #define SWIG_TypeQuery(name) SWIG_TypeQueryModule(&swig_module, &swig_module, name)
 #define SWIG_MangledTypeQuery(name) SWIG_MangledTypeQueryModule(&swig_module, &swig_module, name)
 
@@ -4309,6 +4310,51 @@ fail:
 
 
 // js_global_getter
+Napi::Value exports_SKYCMD_OPT_CALIB_ABSTENTION_get(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Value jsresult;
+  
+  jsresult = SWIG_From_int  SWIG_NAPI_FROM_CALL_ARGS((int)(SKYCMD_OPT_CALIB_ABSTENTION));
+  
+  return jsresult;
+  
+  goto fail;
+fail:
+  return Napi::Value();
+}
+
+
+// js_global_getter
+Napi::Value exports_SKYCMD_OPT_CALIB_ABSTAIN_MIN_N_get(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Value jsresult;
+  
+  jsresult = SWIG_From_int  SWIG_NAPI_FROM_CALL_ARGS((int)(SKYCMD_OPT_CALIB_ABSTAIN_MIN_N));
+  
+  return jsresult;
+  
+  goto fail;
+fail:
+  return Napi::Value();
+}
+
+
+// js_global_getter
+Napi::Value exports_SKYCMD_OPT_CALIB_CONSERVATIVE_get(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Value jsresult;
+  
+  jsresult = SWIG_From_int  SWIG_NAPI_FROM_CALL_ARGS((int)(SKYCMD_OPT_CALIB_CONSERVATIVE));
+  
+  return jsresult;
+  
+  goto fail;
+fail:
+  return Napi::Value();
+}
+
+
+// js_global_getter
 Napi::Value exports_SKYCMD_OPT_NAME_get(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   Napi::Value jsresult;
@@ -4344,6 +4390,36 @@ Napi::Value exports_SKYCMD_OPT_MODEL_NAME_get(const Napi::CallbackInfo &info) {
   Napi::Value jsresult;
   
   jsresult = SWIG_From_int  SWIG_NAPI_FROM_CALL_ARGS((int)(SKYCMD_OPT_MODEL_NAME));
+  
+  return jsresult;
+  
+  goto fail;
+fail:
+  return Napi::Value();
+}
+
+
+// js_global_getter
+Napi::Value exports_SKYCMD_OPT_MIN_CONFIDENCE_get(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Value jsresult;
+  
+  jsresult = SWIG_From_int  SWIG_NAPI_FROM_CALL_ARGS((int)(SKYCMD_OPT_MIN_CONFIDENCE));
+  
+  return jsresult;
+  
+  goto fail;
+fail:
+  return Napi::Value();
+}
+
+
+// js_global_getter
+Napi::Value exports_SKYCMD_OPT_CALIB_TARGET_ERROR_get(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Value jsresult;
+  
+  jsresult = SWIG_From_int  SWIG_NAPI_FROM_CALL_ARGS((int)(SKYCMD_OPT_CALIB_TARGET_ERROR));
   
   return jsresult;
   
@@ -4644,6 +4720,66 @@ Napi::Value exports_SKYCMD_QTYPE_NOUL_get(const Napi::CallbackInfo &info) {
   Napi::Value jsresult;
   
   jsresult = SWIG_From_int  SWIG_NAPI_FROM_CALL_ARGS((int)(SKYCMD_QTYPE_NOUL));
+  
+  return jsresult;
+  
+  goto fail;
+fail:
+  return Napi::Value();
+}
+
+
+// js_global_getter
+Napi::Value exports_SKYCMD_ABSTENTION_NONE_get(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Value jsresult;
+  
+  jsresult = SWIG_From_int  SWIG_NAPI_FROM_CALL_ARGS((int)(SKYCMD_ABSTENTION_NONE));
+  
+  return jsresult;
+  
+  goto fail;
+fail:
+  return Napi::Value();
+}
+
+
+// js_global_getter
+Napi::Value exports_SKYCMD_ABSTENTION_PASSED_get(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Value jsresult;
+  
+  jsresult = SWIG_From_int  SWIG_NAPI_FROM_CALL_ARGS((int)(SKYCMD_ABSTENTION_PASSED));
+  
+  return jsresult;
+  
+  goto fail;
+fail:
+  return Napi::Value();
+}
+
+
+// js_global_getter
+Napi::Value exports_SKYCMD_ABSTENTION_ABSTAINED_get(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Value jsresult;
+  
+  jsresult = SWIG_From_int  SWIG_NAPI_FROM_CALL_ARGS((int)(SKYCMD_ABSTENTION_ABSTAINED));
+  
+  return jsresult;
+  
+  goto fail;
+fail:
+  return Napi::Value();
+}
+
+
+// js_global_getter
+Napi::Value exports_SKYCMD_ABSTENTION_UNEVALUATED_get(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Value jsresult;
+  
+  jsresult = SWIG_From_int  SWIG_NAPI_FROM_CALL_ARGS((int)(SKYCMD_ABSTENTION_UNEVALUATED));
   
   return jsresult;
   
@@ -7497,6 +7633,7 @@ static swig_type_info _swigt__p_int = {"_p_int", "int32_t *|int_fast16_t *|int_f
 static swig_type_info _swigt__p_long_long = {"_p_long_long", "int64_t *|int_fast64_t *|int_least64_t *|intmax_t *|long long *", 0, 0, (void*)0, 0};
 static swig_type_info _swigt__p_short = {"_p_short", "int16_t *|int_least16_t *|short *", 0, 0, (void*)0, 0};
 static swig_type_info _swigt__p_signed_char = {"_p_signed_char", "int8_t *|int_fast8_t *|int_least8_t *|signed char *", 0, 0, (void*)0, 0};
+static swig_type_info _swigt__p_skycmd_abstention = {"_p_skycmd_abstention", "skycmd_abstention *|enum skycmd_abstention *", 0, 0, (void*)0, 0};
 static swig_type_info _swigt__p_skycmd_activations = {"_p_skycmd_activations", "skycmd_activations *|enum skycmd_activations *", 0, 0, (void*)0, 0};
 static swig_type_info _swigt__p_skycmd_error = {"_p_skycmd_error", "skycmd_error *", 0, 0, (void*)0, 0};
 static swig_type_info _swigt__p_skycmd_layout = {"_p_skycmd_layout", "skycmd_layout *|enum skycmd_layout *", 0, 0, (void*)0, 0};
@@ -7530,6 +7667,7 @@ static swig_type_info *swig_type_initial[] = {
   &_swigt__p_long_long,
   &_swigt__p_short,
   &_swigt__p_signed_char,
+  &_swigt__p_skycmd_abstention,
   &_swigt__p_skycmd_activations,
   &_swigt__p_skycmd_error,
   &_swigt__p_skycmd_layout,
@@ -7563,6 +7701,7 @@ static swig_cast_info _swigc__p_int[] = {  {&_swigt__p_int, 0, 0, 0},{0, 0, 0, 0
 static swig_cast_info _swigc__p_long_long[] = {  {&_swigt__p_long_long, 0, 0, 0},{0, 0, 0, 0}};
 static swig_cast_info _swigc__p_short[] = {  {&_swigt__p_short, 0, 0, 0},{0, 0, 0, 0}};
 static swig_cast_info _swigc__p_signed_char[] = {  {&_swigt__p_signed_char, 0, 0, 0},{0, 0, 0, 0}};
+static swig_cast_info _swigc__p_skycmd_abstention[] = {  {&_swigt__p_skycmd_abstention, 0, 0, 0},{0, 0, 0, 0}};
 static swig_cast_info _swigc__p_skycmd_activations[] = {  {&_swigt__p_skycmd_activations, 0, 0, 0},{0, 0, 0, 0}};
 static swig_cast_info _swigc__p_skycmd_error[] = {  {&_swigt__p_skycmd_error, 0, 0, 0},{0, 0, 0, 0}};
 static swig_cast_info _swigc__p_skycmd_layout[] = {  {&_swigt__p_skycmd_layout, 0, 0, 0},{0, 0, 0, 0}};
@@ -7596,6 +7735,7 @@ static swig_cast_info *swig_cast_initial[] = {
   _swigc__p_long_long,
   _swigc__p_short,
   _swigc__p_signed_char,
+  _swigc__p_skycmd_abstention,
   _swigc__p_skycmd_activations,
   _swigc__p_skycmd_error,
   _swigc__p_skycmd_layout,
@@ -8614,6 +8754,27 @@ do {
 } while (0);
 // jsnapi_register_global_variable
 do {
+  Napi::PropertyDescriptor pd = Napi::PropertyDescriptor::Accessor<exports_SKYCMD_OPT_CALIB_ABSTENTION_get, JS_veto_set_variable>("SKYCMD_OPT_CALIB_ABSTENTION");
+  NAPI_CHECK_MAYBE(exports.DefineProperties({
+    pd
+  }));
+} while (0);
+// jsnapi_register_global_variable
+do {
+  Napi::PropertyDescriptor pd = Napi::PropertyDescriptor::Accessor<exports_SKYCMD_OPT_CALIB_ABSTAIN_MIN_N_get, JS_veto_set_variable>("SKYCMD_OPT_CALIB_ABSTAIN_MIN_N");
+  NAPI_CHECK_MAYBE(exports.DefineProperties({
+    pd
+  }));
+} while (0);
+// jsnapi_register_global_variable
+do {
+  Napi::PropertyDescriptor pd = Napi::PropertyDescriptor::Accessor<exports_SKYCMD_OPT_CALIB_CONSERVATIVE_get, JS_veto_set_variable>("SKYCMD_OPT_CALIB_CONSERVATIVE");
+  NAPI_CHECK_MAYBE(exports.DefineProperties({
+    pd
+  }));
+} while (0);
+// jsnapi_register_global_variable
+do {
   Napi::PropertyDescriptor pd = Napi::PropertyDescriptor::Accessor<exports_SKYCMD_OPT_NAME_get, JS_veto_set_variable>("SKYCMD_OPT_NAME");
   NAPI_CHECK_MAYBE(exports.DefineProperties({
     pd
@@ -8629,6 +8790,20 @@ do {
 // jsnapi_register_global_variable
 do {
   Napi::PropertyDescriptor pd = Napi::PropertyDescriptor::Accessor<exports_SKYCMD_OPT_MODEL_NAME_get, JS_veto_set_variable>("SKYCMD_OPT_MODEL_NAME");
+  NAPI_CHECK_MAYBE(exports.DefineProperties({
+    pd
+  }));
+} while (0);
+// jsnapi_register_global_variable
+do {
+  Napi::PropertyDescriptor pd = Napi::PropertyDescriptor::Accessor<exports_SKYCMD_OPT_MIN_CONFIDENCE_get, JS_veto_set_variable>("SKYCMD_OPT_MIN_CONFIDENCE");
+  NAPI_CHECK_MAYBE(exports.DefineProperties({
+    pd
+  }));
+} while (0);
+// jsnapi_register_global_variable
+do {
+  Napi::PropertyDescriptor pd = Napi::PropertyDescriptor::Accessor<exports_SKYCMD_OPT_CALIB_TARGET_ERROR_get, JS_veto_set_variable>("SKYCMD_OPT_CALIB_TARGET_ERROR");
   NAPI_CHECK_MAYBE(exports.DefineProperties({
     pd
   }));
@@ -8769,6 +8944,34 @@ do {
 // jsnapi_register_global_variable
 do {
   Napi::PropertyDescriptor pd = Napi::PropertyDescriptor::Accessor<exports_SKYCMD_QTYPE_NOUL_get, JS_veto_set_variable>("SKYCMD_QTYPE_NOUL");
+  NAPI_CHECK_MAYBE(exports.DefineProperties({
+    pd
+  }));
+} while (0);
+// jsnapi_register_global_variable
+do {
+  Napi::PropertyDescriptor pd = Napi::PropertyDescriptor::Accessor<exports_SKYCMD_ABSTENTION_NONE_get, JS_veto_set_variable>("SKYCMD_ABSTENTION_NONE");
+  NAPI_CHECK_MAYBE(exports.DefineProperties({
+    pd
+  }));
+} while (0);
+// jsnapi_register_global_variable
+do {
+  Napi::PropertyDescriptor pd = Napi::PropertyDescriptor::Accessor<exports_SKYCMD_ABSTENTION_PASSED_get, JS_veto_set_variable>("SKYCMD_ABSTENTION_PASSED");
+  NAPI_CHECK_MAYBE(exports.DefineProperties({
+    pd
+  }));
+} while (0);
+// jsnapi_register_global_variable
+do {
+  Napi::PropertyDescriptor pd = Napi::PropertyDescriptor::Accessor<exports_SKYCMD_ABSTENTION_ABSTAINED_get, JS_veto_set_variable>("SKYCMD_ABSTENTION_ABSTAINED");
+  NAPI_CHECK_MAYBE(exports.DefineProperties({
+    pd
+  }));
+} while (0);
+// jsnapi_register_global_variable
+do {
+  Napi::PropertyDescriptor pd = Napi::PropertyDescriptor::Accessor<exports_SKYCMD_ABSTENTION_UNEVALUATED_get, JS_veto_set_variable>("SKYCMD_ABSTENTION_UNEVALUATED");
   NAPI_CHECK_MAYBE(exports.DefineProperties({
     pd
   }));

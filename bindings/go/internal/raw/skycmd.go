@@ -135,9 +135,14 @@ extern swig_intgo _wrap_SKYCMD_OPT_REPORT_TRUNCATION_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_TOURNAMENT_GROUP_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_MAX_LEN_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_HEAD_MAX_LEN_raw_e964a9d9a07774e8(void);
+extern swig_intgo _wrap_SKYCMD_OPT_CALIB_ABSTENTION_raw_e964a9d9a07774e8(void);
+extern swig_intgo _wrap_SKYCMD_OPT_CALIB_ABSTAIN_MIN_N_raw_e964a9d9a07774e8(void);
+extern swig_intgo _wrap_SKYCMD_OPT_CALIB_CONSERVATIVE_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_NAME_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_PRE_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_MODEL_NAME_raw_e964a9d9a07774e8(void);
+extern swig_intgo _wrap_SKYCMD_OPT_MIN_CONFIDENCE_raw_e964a9d9a07774e8(void);
+extern swig_intgo _wrap_SKYCMD_OPT_CALIB_TARGET_ERROR_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_TYPE_F32_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_TYPE_F16_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_TYPE_Q8_0_raw_e964a9d9a07774e8(void);
@@ -158,6 +163,10 @@ extern swig_intgo _wrap_SKYCMD_SPECIAL_UNK_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_QTYPE_CHOICE_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_QTYPE_SCORE_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_QTYPE_NOUL_raw_e964a9d9a07774e8(void);
+extern swig_intgo _wrap_SKYCMD_ABSTENTION_NONE_raw_e964a9d9a07774e8(void);
+extern swig_intgo _wrap_SKYCMD_ABSTENTION_PASSED_raw_e964a9d9a07774e8(void);
+extern swig_intgo _wrap_SKYCMD_ABSTENTION_ABSTAINED_raw_e964a9d9a07774e8(void);
+extern swig_intgo _wrap_SKYCMD_ABSTENTION_UNEVALUATED_raw_e964a9d9a07774e8(void);
 extern uintptr_t _wrap_new_SkyOptions_raw_e964a9d9a07774e8(void);
 extern void _wrap_delete_SkyOptions_raw_e964a9d9a07774e8(uintptr_t arg1);
 extern swig_intgo _wrap_SkyOptions_setInt_raw_e964a9d9a07774e8(uintptr_t arg1, swig_intgo arg2, swig_type_6 arg3);
@@ -603,6 +612,27 @@ func _swig_getSKYCMD_OPT_HEAD_MAX_LEN() (_swig_ret Skycmd_option) {
 }
 
 var SKYCMD_OPT_HEAD_MAX_LEN Skycmd_option = _swig_getSKYCMD_OPT_HEAD_MAX_LEN()
+func _swig_getSKYCMD_OPT_CALIB_ABSTENTION() (_swig_ret Skycmd_option) {
+	var swig_r Skycmd_option
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_CALIB_ABSTENTION_raw_e964a9d9a07774e8())
+	return swig_r
+}
+
+var SKYCMD_OPT_CALIB_ABSTENTION Skycmd_option = _swig_getSKYCMD_OPT_CALIB_ABSTENTION()
+func _swig_getSKYCMD_OPT_CALIB_ABSTAIN_MIN_N() (_swig_ret Skycmd_option) {
+	var swig_r Skycmd_option
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_CALIB_ABSTAIN_MIN_N_raw_e964a9d9a07774e8())
+	return swig_r
+}
+
+var SKYCMD_OPT_CALIB_ABSTAIN_MIN_N Skycmd_option = _swig_getSKYCMD_OPT_CALIB_ABSTAIN_MIN_N()
+func _swig_getSKYCMD_OPT_CALIB_CONSERVATIVE() (_swig_ret Skycmd_option) {
+	var swig_r Skycmd_option
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_CALIB_CONSERVATIVE_raw_e964a9d9a07774e8())
+	return swig_r
+}
+
+var SKYCMD_OPT_CALIB_CONSERVATIVE Skycmd_option = _swig_getSKYCMD_OPT_CALIB_CONSERVATIVE()
 func _swig_getSKYCMD_OPT_NAME() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
 	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_NAME_raw_e964a9d9a07774e8())
@@ -624,6 +654,20 @@ func _swig_getSKYCMD_OPT_MODEL_NAME() (_swig_ret Skycmd_option) {
 }
 
 var SKYCMD_OPT_MODEL_NAME Skycmd_option = _swig_getSKYCMD_OPT_MODEL_NAME()
+func _swig_getSKYCMD_OPT_MIN_CONFIDENCE() (_swig_ret Skycmd_option) {
+	var swig_r Skycmd_option
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_MIN_CONFIDENCE_raw_e964a9d9a07774e8())
+	return swig_r
+}
+
+var SKYCMD_OPT_MIN_CONFIDENCE Skycmd_option = _swig_getSKYCMD_OPT_MIN_CONFIDENCE()
+func _swig_getSKYCMD_OPT_CALIB_TARGET_ERROR() (_swig_ret Skycmd_option) {
+	var swig_r Skycmd_option
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_CALIB_TARGET_ERROR_raw_e964a9d9a07774e8())
+	return swig_r
+}
+
+var SKYCMD_OPT_CALIB_TARGET_ERROR Skycmd_option = _swig_getSKYCMD_OPT_CALIB_TARGET_ERROR()
 type Skycmd_type int
 func _swig_getSKYCMD_TYPE_F32() (_swig_ret Skycmd_type) {
 	var swig_r Skycmd_type
@@ -770,6 +814,35 @@ func _swig_getSKYCMD_QTYPE_NOUL() (_swig_ret Skycmd_qtype) {
 }
 
 var SKYCMD_QTYPE_NOUL Skycmd_qtype = _swig_getSKYCMD_QTYPE_NOUL()
+type Skycmd_abstention int
+func _swig_getSKYCMD_ABSTENTION_NONE() (_swig_ret Skycmd_abstention) {
+	var swig_r Skycmd_abstention
+	swig_r = (Skycmd_abstention)(C._wrap_SKYCMD_ABSTENTION_NONE_raw_e964a9d9a07774e8())
+	return swig_r
+}
+
+var SKYCMD_ABSTENTION_NONE Skycmd_abstention = _swig_getSKYCMD_ABSTENTION_NONE()
+func _swig_getSKYCMD_ABSTENTION_PASSED() (_swig_ret Skycmd_abstention) {
+	var swig_r Skycmd_abstention
+	swig_r = (Skycmd_abstention)(C._wrap_SKYCMD_ABSTENTION_PASSED_raw_e964a9d9a07774e8())
+	return swig_r
+}
+
+var SKYCMD_ABSTENTION_PASSED Skycmd_abstention = _swig_getSKYCMD_ABSTENTION_PASSED()
+func _swig_getSKYCMD_ABSTENTION_ABSTAINED() (_swig_ret Skycmd_abstention) {
+	var swig_r Skycmd_abstention
+	swig_r = (Skycmd_abstention)(C._wrap_SKYCMD_ABSTENTION_ABSTAINED_raw_e964a9d9a07774e8())
+	return swig_r
+}
+
+var SKYCMD_ABSTENTION_ABSTAINED Skycmd_abstention = _swig_getSKYCMD_ABSTENTION_ABSTAINED()
+func _swig_getSKYCMD_ABSTENTION_UNEVALUATED() (_swig_ret Skycmd_abstention) {
+	var swig_r Skycmd_abstention
+	swig_r = (Skycmd_abstention)(C._wrap_SKYCMD_ABSTENTION_UNEVALUATED_raw_e964a9d9a07774e8())
+	return swig_r
+}
+
+var SKYCMD_ABSTENTION_UNEVALUATED Skycmd_abstention = _swig_getSKYCMD_ABSTENTION_UNEVALUATED()
 type SwigcptrSkyOptions uintptr
 
 func (p SwigcptrSkyOptions) Swigcptr() uintptr {

@@ -1249,6 +1249,42 @@ intgo _wrap_SKYCMD_OPT_HEAD_MAX_LEN_raw_e964a9d9a07774e8() {
 }
 
 
+intgo _wrap_SKYCMD_OPT_CALIB_ABSTENTION_raw_e964a9d9a07774e8() {
+  enum skycmd_option result;
+  intgo _swig_go_result;
+  
+  
+  result = SKYCMD_OPT_CALIB_ABSTENTION;
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_SKYCMD_OPT_CALIB_ABSTAIN_MIN_N_raw_e964a9d9a07774e8() {
+  enum skycmd_option result;
+  intgo _swig_go_result;
+  
+  
+  result = SKYCMD_OPT_CALIB_ABSTAIN_MIN_N;
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_SKYCMD_OPT_CALIB_CONSERVATIVE_raw_e964a9d9a07774e8() {
+  enum skycmd_option result;
+  intgo _swig_go_result;
+  
+  
+  result = SKYCMD_OPT_CALIB_CONSERVATIVE;
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
 intgo _wrap_SKYCMD_OPT_NAME_raw_e964a9d9a07774e8() {
   enum skycmd_option result;
   intgo _swig_go_result;
@@ -1279,6 +1315,30 @@ intgo _wrap_SKYCMD_OPT_MODEL_NAME_raw_e964a9d9a07774e8() {
   
   
   result = SKYCMD_OPT_MODEL_NAME;
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_SKYCMD_OPT_MIN_CONFIDENCE_raw_e964a9d9a07774e8() {
+  enum skycmd_option result;
+  intgo _swig_go_result;
+  
+  
+  result = SKYCMD_OPT_MIN_CONFIDENCE;
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_SKYCMD_OPT_CALIB_TARGET_ERROR_raw_e964a9d9a07774e8() {
+  enum skycmd_option result;
+  intgo _swig_go_result;
+  
+  
+  result = SKYCMD_OPT_CALIB_TARGET_ERROR;
   
   _swig_go_result = (intgo)result; 
   return _swig_go_result;
@@ -1519,6 +1579,54 @@ intgo _wrap_SKYCMD_QTYPE_NOUL_raw_e964a9d9a07774e8() {
   
   
   result = SKYCMD_QTYPE_NOUL;
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_SKYCMD_ABSTENTION_NONE_raw_e964a9d9a07774e8() {
+  enum skycmd_abstention result;
+  intgo _swig_go_result;
+  
+  
+  result = SKYCMD_ABSTENTION_NONE;
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_SKYCMD_ABSTENTION_PASSED_raw_e964a9d9a07774e8() {
+  enum skycmd_abstention result;
+  intgo _swig_go_result;
+  
+  
+  result = SKYCMD_ABSTENTION_PASSED;
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_SKYCMD_ABSTENTION_ABSTAINED_raw_e964a9d9a07774e8() {
+  enum skycmd_abstention result;
+  intgo _swig_go_result;
+  
+  
+  result = SKYCMD_ABSTENTION_ABSTAINED;
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_SKYCMD_ABSTENTION_UNEVALUATED_raw_e964a9d9a07774e8() {
+  enum skycmd_abstention result;
+  intgo _swig_go_result;
+  
+  
+  result = SKYCMD_ABSTENTION_UNEVALUATED;
   
   _swig_go_result = (intgo)result; 
   return _swig_go_result;
