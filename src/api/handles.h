@@ -87,6 +87,15 @@ struct skycmd_session {
     void *logit_sink_ud;
 };
 
+/* The budgets a decide call runs with: the session's SKYCMD_OPT_MAX_LEN / _HEAD_MAX_LEN
+ * (laya's per-call max_len / head_max_len) when set, else the model's. */
+static inline size_t sk_session_max_len(const struct skycmd_session *s) {
+    return s->max_len ? s->max_len : s->model->max_len;
+}
+static inline size_t sk_session_head_max_len(const struct skycmd_session *s) {
+    return s->head_max_len ? s->head_max_len : s->model->head_max_len;
+}
+
 struct skycmd_request {
     uint32_t tag;
     int status;

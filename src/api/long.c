@@ -294,14 +294,14 @@ static int run_jobs(skycmd_session *s, const sk_request *r, struct sk_long_ws *w
             stride = sizeof(sk_roption);
         }
         rc = sk_prompt_build(&pt, sk_qtype_names[q->type], q->ins.s, q->ins.n, texts, stride, j->n,
-                             w->state_ids.v + j->state_off, j->n_state, j->left, m->max_len,
-                             m->head_max_len, &s->ws, &w->ids, &w->markers, e);
+                             w->state_ids.v + j->state_off, j->n_state, j->left, sk_session_max_len(s),
+                             sk_session_head_max_len(s), &s->ws, &w->ids, &w->markers, e);
         if (rc) return question_fail(e, q, rc);
         size_t head_len = s->ws.head_len;
-        size_t room = m->max_len > head_len + 1 ? m->max_len - head_len - 1 : 0;
+        size_t room = sk_session_max_len(s) > head_len + 1 ? sk_session_max_len(s) - head_len - 1 : 0;
         j->state_used = j->n_state < room ? j->n_state : room;
         j->n_tokens = w->ids.n;
-        if (want_stats) option_stats(&s->ws, j->n, m->head_max_len, &j->per_option, &j->distinct);
+        if (want_stats) option_stats(&s->ws, j->n, sk_session_head_max_len(s), &j->per_option, &j->distinct);
         if (n_seqs && (n_seqs == LJ_BATCH_SEQS || w->batch_ids.n + w->ids.n > LJ_BATCH_TOKENS)) {
             if ((rc = flush(s, r, w, n_seqs, e))) return rc;
             n_seqs = 0;
@@ -351,16 +351,16 @@ static void pass_truncation(const struct sk_long_ws *w, size_t j0, size_t nq, sk
 
 /* laya.common.window_budget: window size and stride for these questions (rooms: the state
  * tokens each leaves). */
-static int window_budget(const skycmd_model *m, size_t room, int64_t window, int64_t stride,
+static int window_budget(const skycmd_session *s, size_t room, int64_t window, int64_t stride,
                          size_t *size_out, size_t *step_out, sk_err *e) {
-    int64_t dflt = (int64_t)m->max_len - (int64_t)m->head_max_len - 8;
+    int64_t dflt = (int64_t)sk_session_max_len(s) - (int64_t)sk_session_head_max_len(s) - 8;
     int64_t requested = window > 0 ? window : (dflt > 64 ? dflt : 64);
     int64_t size = requested;
     if (room == 0)
         return sk_fail(e, SKYCMD_E_REQUEST,
                        "long: the questions' options fill the whole sequence (max_len=%zu, "
                        "head_max_len=%zu), leaving no room for the state; no window can carry any of it",
-                       m->max_len, m->head_max_len);
+                       sk_session_max_len(s), sk_session_head_max_len(s));
     if (size > (int64_t)room) size = (int64_t)room;
     int64_t step = stride > 0 ? stride : (size / 2 > 1 ? size / 2 : 1);
     if (step > size) {
@@ -443,14 +443,14 @@ int sk_long_decide(skycmd_session *s, const sk_request *r, skycmd_response **out
             const sk_jstr *texts = q->order ? q->slot_text : &q->opts[0].text;
             size_t stride = q->order ? sizeof(sk_jstr) : sizeof(sk_roption);
             rc = sk_prompt_build(&pt, sk_qtype_names[q->type], q->ins.s, q->ins.n, texts, stride,
-                                 q->n_opts, NULL, 0, 0, m->max_len, m->head_max_len, &s->ws, &w->ids,
+                                 q->n_opts, NULL, 0, 0, sk_session_max_len(s), sk_session_head_max_len(s), &s->ws, &w->ids,
                                  &w->markers, e);
             if (rc) return question_fail(e, q, rc);
-            size_t hl = s->ws.head_len, rq = m->max_len > hl + 1 ? m->max_len - hl - 1 : 0;
+            size_t hl = s->ws.head_len, rq = sk_session_max_len(s) > hl + 1 ? sk_session_max_len(s) - hl - 1 : 0;
             if (rq < room) room = rq;
         }
         size_t size = 0, step = 1;
-        if ((rc = window_budget(m, room, c.window, c.stride, &size, &step, e))) return rc;
+        if ((rc = window_budget(s, room, c.window, c.stride, &size, &step, e))) return rc;
         if (n_state <= (c.window > 0 ? size : room)) {
             /* fits: exactly the one-pass answer (laya calls system_one), usage.windows 1 */
             if (plain_jobs(w, r)) return oom(e);
@@ -656,6 +656,8 @@ int sk_long_decide(skycmd_session *s, const sk_request *r, skycmd_response **out
 
     skycmd_response *resp = NULL;
     if ((rc = sk_response_new(r, w->answers, m->name, input_tokens, &resp, e))) return rc;
+    /* the abstention gate on the aggregated answers (laya applies it to the final answers) */
+    sk_answers_gate(resp->a, resp->n, r->gate.set ? &r->gate : &s->gate);
     sk_answer_extra *ax = sk_arena_alloc(&resp->arena, nq1 * sizeof *ax);
     if (!ax) {
         skycmd_response_free(resp);

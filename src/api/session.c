@@ -320,8 +320,8 @@ static int decide_multi(skycmd_session *s, const sk_request *const *rs, size_t n
     }
     sk_prompt_tok pt = {sk_session_encode_cb, s, m->cls, m->sep, m->mask, m->mask_text};
     /* laya's per-call overrides (Agent.system_one(max_len=, head_max_len=)) */
-    const size_t max_len = s->max_len ? s->max_len : m->max_len;
-    const size_t head_max_len = s->head_max_len ? s->head_max_len : m->head_max_len;
+    const size_t max_len = sk_session_max_len(s);
+    const size_t head_max_len = sk_session_head_max_len(s);
     int cut_safe = sk_tokenizer_space_cut_safe(m->tok);
     size_t n_seqs = 0;
     s->batch_ids.n = 0;
