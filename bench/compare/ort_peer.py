@@ -79,6 +79,9 @@ def export_onnx(laya_dir, onnx_path, work):
            "marker_pos": {0: "batch", 1: "markers"}, "marker_mask": {0: "batch", 1: "markers"},
            "qtype": {0: "batch"}, "logits": {0: "batch", 1: "markers"},
            "act_logits": {0: "batch"}}
+    # nn.TransformerEncoderLayer's inference fast path (aten::_transformer_encoder_layer_fwd)
+    # has no ONNX form: export the plain modules (the same maths)
+    torch.backends.mha.set_fastpath_enabled(False)
     t0 = time.perf_counter()
     with torch.no_grad():
         try:
@@ -152,12 +155,13 @@ class OrtPeer:
         self.sess.run(["logits", "act_logits"], inputs)
         return time.perf_counter() - t0, time.process_time() - c0
 
-    def round(self, body, iters):
-        """Single-question calls per kind, then the 3-question request (one run of 3 rows)."""
+    def round(self, body, iters, request_only=False):
+        """Single-question calls per kind, then the 3-question request (one run of 3 rows).
+        request_only: one single question of one kind through each path, for big models."""
         state, qs = body["state"], body["questions"]
         ag, rn, agr, rnr = [], [], [], []
         for _ in range(iters):
-            for k in KINDS:
+            for k in (KINDS[:1] if request_only else KINDS):
                 ag.append(self.agent_call(state, {k: qs[k]}))
                 rn.append(self.run_call(self.inputs[k]))
         for _ in range(iters):
@@ -196,8 +200,8 @@ class TorchPeer:
 
 
 def sky_round(a, gguf, threads, iters, extra=()):
-    ex = ["--questions", "3", "--threads", threads, "--iters", iters, "--warmup", "2",
-          "--peak-ms", "0", *extra]
+    ex = ["--questions", "3", "--threads", threads, "--iters", iters, "--warmup",
+          "1" if a.request_only else "2", "--peak-ms", "0", *extra]
     if a.tokens:
         ex += ["--tokens", a.tokens]
     j = C.bench_json(a.skycmd, gguf, a, ex)
@@ -259,7 +263,8 @@ def accuracy(a, laya_dir, gguf, body, peers, work):
 
 def run_config(a, preset, tokens, threads_list, work):
     """All thread counts of one (preset, tokens): models, export, then interleaved rounds."""
-    ns = argparse.Namespace(skycmd=a.skycmd, preset=preset, seed=a.seed, tokens=tokens)
+    ns = argparse.Namespace(skycmd=a.skycmd, preset=preset, seed=a.seed, tokens=tokens,
+                            request_only=a.request_only)
     pw = os.path.join(work, preset)
     os.makedirs(pw, exist_ok=True)
     laya_dir, gguf, _q8, body = C.make_models(ns, pw)
@@ -277,7 +282,7 @@ def run_config(a, preset, tokens, threads_list, work):
         torch_peer = TorchPeer(laya_dir, threads, pw) if a.torch else None
         for p in peers.values():  # warm-up: ORT's first runs allocate
             for _ in range(a.warmup):
-                p.round(body, 1)
+                p.round(body, 1, True)
         if torch_peer:
             for _ in range(a.warmup):
                 torch_peer.round(body, 1)
@@ -289,7 +294,7 @@ def run_config(a, preset, tokens, threads_list, work):
             row["skycmd f32"] = sky_round(ns, gguf, threads, a.sky_iters)
             row["skycmd q8-fast"] = sky_round(ns, gguf, threads, a.sky_iters, ["--q8-fast"])
             for n, p in peers.items():
-                row[n] = p.round(body, a.iters)
+                row[n] = p.round(body, a.iters, a.request_only)
             if torch_peer:
                 row["torch eager"] = torch_peer.round(body, a.iters)
             rounds.append(row)
@@ -354,6 +359,9 @@ def main():
     ap.add_argument("--sky-iters", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--torch", action="store_true", help="also time laya's torch eager Agent")
+    ap.add_argument("--request-only", action="store_true",
+                    help="big models: the 3-question request is the unit (skycmd bench: its "
+                    "single questions still run once each); ORT: one single question a path")
     ap.add_argument("--work", help="keep checkpoints and graphs here (default: a temp dir)")
     ap.add_argument("--out", help="write every round as JSON")
     a = ap.parse_args()
