@@ -46,6 +46,10 @@ struct sk_pool {
     uint64_t kick;      /* bumped (under mu) to wake sleeping workers without a job */
     int sleepers;       /* workers waiting on cv (changed under mu), atomic */
     int woken;          /* a kick is on its way to the sleepers (cleared by them), atomic */
+    int resting;        /* the forward pass ended (sk_pool_rest): stop spinning, atomic */
+    /* caller only: budgeted steps of this pass, and passes left without kicking sleepers */
+    int steps, backoff;
+    int joins;          /* steps of this pass a helper joined, atomic */
     int stop;           /* atomic */
     sk_pool_fn fn;      /* written before the job word is published, read by participants */
     void *ctx;
@@ -110,6 +114,7 @@ static void *worker(void *arg) {
         /* spin only while the budget has a free unit: a spinning helper occupies a core
          * that a forward pass of another session may need */
         for (int i = 0; (j >> 16) == seen && i < SK_POOL_SPIN; i++) {
+            if (i % 16 == 0 && __atomic_load_n(&p->resting, __ATOMIC_RELAXED)) break;
             if (i % 64 == 0 && sk_compute_in_use() >= sk_compute_budget()) break;
             cpu_relax();
             j = __atomic_load_n(&p->job, __ATOMIC_ACQUIRE);
@@ -149,6 +154,7 @@ static void *worker(void *arg) {
             }
         }
         if (!joined) continue;
+        if (wa.ith == 1) __atomic_add_fetch(&p->joins, 1, __ATOMIC_RELAXED);
         p->fn(p->ctx, wa.ith, nth);
         __atomic_sub_fetch(&p->gate, 1, __ATOMIC_ACQ_REL);
     }
@@ -217,8 +223,26 @@ void sk_pool_set_limit(sk_pool *p, int n) {
     p->limit = n < 1 ? 1 : n > p->n ? p->n : n;
 }
 
+/* Passes whose helpers joined fewer than half of the steps (their cores were busy with
+ * other work: a loaded machine) make the next SK_POOL_BACKOFF passes run without waking
+ * the sleepers; helpers that are awake anyway still join. Then it tries again. */
+#define SK_POOL_BACKOFF 32
+
+void sk_pool_rest(sk_pool *p) {
+    if (!p || p->n <= 1) return;
+    __atomic_store_n(&p->resting, 1, __ATOMIC_RELAXED);
+    int joins = __atomic_exchange_n(&p->joins, 0, __ATOMIC_RELAXED);
+    if (p->backoff > 0)
+        p->backoff--;
+    else if (p->steps >= 4 && 2 * joins < p->steps)
+        p->backoff = SK_POOL_BACKOFF;
+    p->steps = 0;
+}
+
 void sk_pool_wake(sk_pool *p) {
-    if (!p || p->limit <= 1 || __atomic_load_n(&p->sleepers, __ATOMIC_ACQUIRE) == 0) return;
+    if (!p || p->limit <= 1 || p->backoff > 0) return;
+    __atomic_store_n(&p->resting, 0, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&p->sleepers, __ATOMIC_ACQUIRE) == 0) return;
     if (__atomic_exchange_n(&p->woken, 1, __ATOMIC_ACQ_REL)) return;  /* already on its way */
     pthread_mutex_lock(&p->mu);
     __atomic_add_fetch(&p->kick, 1, __ATOMIC_RELAXED);
@@ -263,6 +287,7 @@ void sk_pool_run_all(sk_pool *p, sk_pool_fn fn, void *ctx) {
         fn(ctx, 0, 1);
         return;
     }
+    __atomic_store_n(&p->resting, 0, __ATOMIC_RELAXED);
     publish(p, p->limit, JOB_ALL, fn, ctx);
     fn(ctx, 0, p->limit);
     wait_zero(&p->pending, 0, ~(uint64_t)0);
@@ -274,6 +299,7 @@ void sk_pool_run(sk_pool *p, sk_pool_fn fn, void *ctx) {
         fn(ctx, 0, 1);
         return;
     }
+    p->steps++;
     publish(p, k + 1, 0, fn, ctx);
     fn(ctx, 0, k + 1);
     /* the caller's share ends when every piece is claimed: close the gate, then wait for

@@ -49,6 +49,10 @@ void sk_pool_set_limit(sk_pool *p, int n); /* clamped to [1, sk_pool_threads]; N
 /* Wake sleeping workers so they spin for the coming steps (a forward pass about to start);
  * returns at once, and does nothing when none sleeps or the limit is 1. NULL is OK. */
 void sk_pool_wake(sk_pool *p);
+/* The steps are over for now (a forward pass ended): idle workers go to sleep at once
+ * instead of spinning, so they leave the core to the rest of the process (the HTTP thread,
+ * a client on the same machine). The next sk_pool_wake or job undoes it. NULL is OK. */
+void sk_pool_rest(sk_pool *p);
 /* Budgeted: nth = 1 + the helpers the process budget can lend now. */
 void sk_pool_run(sk_pool *p, sk_pool_fn fn, void *ctx);
 /* Every thread of the pool, whatever the budget (tests, non-compute work). */

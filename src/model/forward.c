@@ -531,6 +531,7 @@ int sk_model_forward_batch(const sk_model *m, sk_scratch *s, const sk_seq *seqs,
     sk_compute_begin();
     sk_pool_wake(s->pool);  /* helpers start spinning while the first serial steps run */
     int rc = forward_batch(m, s, seqs, n_seqs, e);
+    sk_pool_rest(s->pool);  /* no more steps until the next pass: helpers sleep */
     sk_compute_end();
     return rc;
 }
