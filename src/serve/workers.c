@@ -10,8 +10,8 @@
  *
  * Compute threads follow the queue depth (--compute-threads auto, the default): each session
  * has a team of one thread per core, and a worker sets its sessions' thread count per batch
- * to 1 + the cores no other worker is using, or to 1 when requests are still queued after
- * its take. So a lone request computes on every idle core and, under load, each request
+ * to 1 + the cores no other worker is using when its take is all that is in flight, else
+ * to 1. So a lone request computes on every idle core and, under load, each request
  * runs on its own core as with --compute-threads 1. The library's process-wide budget
  * (docs/threads.md) still decides per parallel step: a request that starts on another
  * worker meanwhile takes its core back from the next step on.
@@ -139,10 +139,11 @@ static void follow_reload(struct worker *w) {
 }
 
 /* --compute-threads auto: the thread count of w's next batch, from the state the queue lock
- * shows (called with S.qmu held, after the take): 1 while requests wait, else 1 + the
- * cores that no other worker is answering on. */
-static int batch_threads(void) {
-    if (S.qlen > 0) return 1;
+ * shows (called with S.qmu held, after the take): 1 while any other request is in flight,
+ * else 1 + the cores that no other worker is answering on. */
+static int batch_threads(size_t take) {
+    /* other requests in flight (being read, queued, answered or written): not alone */
+    if (S.qlen > 0 || atomic_load(&S.active) > (long)take) return 1;
     int others = atomic_load(&S.busy);  /* this worker is not counted yet */
     int n = S.cores - others;
     return n < 1 ? 1 : n;
@@ -213,7 +214,7 @@ static void *worker_main(void *arg) {
                 if (pthread_cond_timedwait(&S.qcv, &S.qmu, &until) != 0) break;
             }
         }
-        const int threads = batch_threads();
+        const int threads = batch_threads(take);
         atomic_fetch_add(&S.busy, 1);
         pthread_mutex_unlock(&S.qmu);
 
