@@ -494,6 +494,55 @@ Test(kernels, pool_runs_every_thread) {
     sk_pool_free(NULL);
 }
 
+/* A budgeted job whose pieces are claimed from a shared counter: every piece runs exactly
+ * once whichever helpers join (a helper that wakes late skips the job), and the caller
+ * always takes part. */
+typedef struct claim_job {
+    size_t next;
+    int done[64];
+    int caller_ran;
+} claim_job;
+
+static void claim_pieces(void *ctx, int ith, int nth) {
+    claim_job *j = ctx;
+    cr_assert(ith >= 0 && ith < nth);
+    if (ith == 0) j->caller_ran = 1;
+    for (;;) {
+        size_t c = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+        if (c >= 64) return;
+        __atomic_add_fetch(&j->done[c], 1, __ATOMIC_RELAXED);
+    }
+}
+
+Test(kernels, pool_pieces_run_once_and_limit_applies) {
+    sk_pool *p = sk_pool_new(3);
+    cr_assert(p);
+    for (int r = 0; r < 2000; r++) {
+        if (r % 500 == 0) sk_pool_set_limit(p, 1 + (r / 500) % 3);  /* 1, 2, 3, 1 threads */
+        claim_job j;
+        memset(&j, 0, sizeof j);
+        if (r % 7 == 0) sk_pool_wake(p);
+        sk_pool_run(p, claim_pieces, &j);
+        cr_assert(j.caller_ran);
+        for (int c = 0; c < 64; c++) cr_assert_eq(j.done[c], 1, "run %d: piece %d ran %d times", r, c, j.done[c]);
+    }
+    /* the limit caps every job, run_all included, and never stops a thread */
+    sk_pool_set_limit(p, 2);
+    cr_assert_eq(sk_pool_size(p), 2);
+    cr_assert_eq(sk_pool_threads(p), 3);
+    int hits[4] = {0};
+    for (int r = 0; r < 50; r++) sk_pool_run_all(p, count_calls, hits);
+    cr_assert(hits[0] == 50 && hits[1] == 50 && hits[2] == 0, "%d %d %d", hits[0], hits[1], hits[2]);
+    sk_pool_set_limit(p, 9);
+    cr_assert_eq(sk_pool_size(p), 3);
+    for (int r = 0; r < 50; r++) sk_pool_run_all(p, count_calls, hits);
+    cr_assert(hits[0] == 100 && hits[1] == 100 && hits[2] == 50, "%d %d %d", hits[0], hits[1], hits[2]);
+    sk_pool_free(p);
+    sk_pool_set_limit(NULL, 2);
+    sk_pool_wake(NULL);
+    cr_assert_eq(sk_pool_threads(NULL), 1);
+}
+
 /* The pooled GEMM (split by panels or by rows) equals the single-thread one bit for bit. */
 Test(kernels, gemm_pool_identical) {
     static const size_t shapes[][3] = {{128, 64, 192}, {100, 96, 20}, {9, 256, 300}, {64, 300, 33}};

@@ -279,7 +279,8 @@ def suite_http(a, gguf, body, work, res):
     servers = []
     port = free_port()
     sky = subprocess.Popen([a.skycmd, "serve", "--model", "%s=%s" % (a.preset, gguf), "--port",
-                            str(port), "--threads", str(a.threads), "--compute-threads", "1"],
+                            str(port), "--threads", str(a.threads), "--compute-threads",
+                            a.serve_compute_threads],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     servers.append(("skycmd serve", sky, port))
     llama = a.llama_server or os.environ.get("LLAMA_SERVER")
@@ -400,6 +401,9 @@ def main():
     ap.add_argument("--wrk-seconds", type=int, default=5, help="0 = skip wrk")
     ap.add_argument("--wrk-rounds", type=int, default=2)
     ap.add_argument("--llama-server", help="llama-server binary with /v1/systemone")
+    ap.add_argument("--serve-compute-threads", default="auto",
+                    help="skycmd serve --compute-threads (auto: a lone request uses the idle "
+                    "cores; 1: one core per request, the figures of section 3)")
     ap.add_argument("--work", help="keep the checkpoints here (default: a temp dir)")
     ap.add_argument("--out", help="write the results as JSON")
     a = ap.parse_args()

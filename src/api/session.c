@@ -96,6 +96,15 @@ int skycmd_session_set_int(skycmd_session *s, int option, int64_t value) {
         /* 0 = one thread per online core; the logits are identical for any count */
         long n = value ? (long)value : sysconf(_SC_NPROCESSORS_ONLN);
         if (n < 1) n = 1;
+        if (s->pool && n <= sk_pool_threads(s->pool)) {
+            /* within the team already started: only the limit changes, no thread stops or
+             * starts (cheap enough to set per request, as `skycmd serve` does) */
+            sk_pool_set_limit(s->pool, (int)n);
+            sk_pool_wake(s->pool);  /* a decide usually follows: have the team spinning */
+            s->threads = value;
+            s->errmsg[0] = '\0';
+            return SKYCMD_OK;
+        }
         sk_pool *pool = NULL;
         if (n > 1 && !(pool = sk_pool_new((int)n))) {
             snprintf(s->errmsg, sizeof s->errmsg, "cannot start %ld compute threads", n);

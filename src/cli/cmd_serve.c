@@ -61,7 +61,9 @@ static void usage(FILE *out) {
             "                           pass may hold (default 131072, LAYA_MAX_BATCH_TOKENS)\n"
             "threads:\n"
             "  -t, --threads N          worker threads answering requests (default: CPU count)\n"
-            "      --compute-threads N  threads inside one request (default 1)\n"
+            "      --compute-threads N|auto  threads inside one request (default auto: a\n"
+            "                           lone request uses the idle cores, under load each\n"
+            "                           request runs on one core; N: always up to N)\n"
             "logging:\n"
             "      --access-log         one line per request on stderr (method, path, status,\n"
             "                           questions, tokens, micros); off by default\n"
@@ -136,7 +138,7 @@ int cmd_serve(int argc, char **argv) {
     cfg.port = 8080;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     cfg.workers = ncpu > 0 ? (int)(ncpu > 256 ? 256 : ncpu) : 1;
-    cfg.compute_threads = 1;
+    cfg.compute_threads = SERVE_COMPUTE_AUTO;
     cfg.max_body = 2u * 1024u * 1024u;
     cfg.max_questions = 256;
     cfg.max_token_budget = 8192;
@@ -197,8 +199,12 @@ int cmd_serve(int argc, char **argv) {
             cfg.workers = (int)u;
         } else if (!strcmp(a, "--compute-threads")) {
             NEED_ARG();
-            if (parse_u64(v, 1024, &u)) BAD_VALUE();
-            cfg.compute_threads = (int)u;
+            if (!strcmp(v, "auto")) {
+                cfg.compute_threads = SERVE_COMPUTE_AUTO;
+            } else {
+                if (parse_u64(v, 256, &u) || u == 0) BAD_VALUE();
+                cfg.compute_threads = (int)u;
+            }
         } else if (!strcmp(a, "--api-key")) {
             NEED_ARG();
             if (!*v) BAD_VALUE();

@@ -121,29 +121,40 @@ typedef struct gemm_job {
     float *y;
     size_t ldy;
     int by_rows;
+    size_t next;    /* the next piece to claim (atomic): see pool.h */
 } gemm_job;
 
+/* Pieces per thread: enough that a helper that joins late still takes a share, few enough
+ * that each piece stays a real product. */
+#define SK_GEMM_PIECES_PER_THREAD 3
+
 static void gemm_part(void *ctx, int ith, int nth) {
-    const gemm_job *j = ctx;
-    if (j->by_rows) {
-        /* rows in blocks of 8 (the AVX-512 micro-kernel height; a multiple of nothing else
-         * matters for identical results since rows are independent) */
-        size_t blocks = (j->n_rows + 7) / 8;
-        size_t b0 = blocks * (size_t)ith / (size_t)nth, b1 = blocks * (size_t)(ith + 1) / (size_t)nth;
-        size_t r0 = b0 * 8, r1 = b1 * 8 < j->n_rows ? b1 * 8 : j->n_rows;
-        if (r0 < r1) sk_gemm(j->x + r0 * j->ldx, j->ldx, r1 - r0, j->w, j->y + r0 * j->ldy, j->ldy);
-        return;
+    gemm_job *j = ctx;
+    (void)ith;
+    /* rows in blocks of 8 (the AVX-512 micro-kernel height; a multiple of nothing else
+     * matters for identical results since rows are independent), or whole pairs of panels,
+     * so the AVX-512 kernel pairs them exactly as one thread would */
+    const size_t m = j->w->n_out;
+    const size_t units = j->by_rows ? (j->n_rows + 7) / 8 : (m + 2 * SK_PANEL - 1) / (2 * SK_PANEL);
+    size_t pieces = (size_t)nth * SK_GEMM_PIECES_PER_THREAD;
+    if (pieces > units) pieces = units;
+    for (;;) {
+        size_t c = nth > 1 ? __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED) : j->next++;
+        if (c >= pieces) return;
+        size_t u0 = units * c / pieces, u1 = units * (c + 1) / pieces;
+        if (j->by_rows) {
+            size_t r0 = u0 * 8, r1 = u1 * 8 < j->n_rows ? u1 * 8 : j->n_rows;
+            if (r0 < r1) sk_gemm(j->x + r0 * j->ldx, j->ldx, r1 - r0, j->w, j->y + r0 * j->ldy, j->ldy);
+            continue;
+        }
+        size_t o0 = u0 * 2 * SK_PANEL, o1 = u1 * 2 * SK_PANEL < m ? u1 * 2 * SK_PANEL : m;
+        if (o0 >= o1) continue;
+        sk_packed v = *j->w;
+        v.data = (const char *)v.data + (o0 / SK_PANEL) * v.pstride * sk_pack_elem_size(v.wtype);
+        if (v.bias) v.bias += o0;
+        v.n_out = o1 - o0;
+        sk_gemm(j->x, j->ldx, j->n_rows, &v, j->y + o0, j->ldy);
     }
-    /* whole pairs of panels, so the AVX-512 kernel pairs them exactly as one thread would */
-    const size_t m = j->w->n_out, pairs = (m + 2 * SK_PANEL - 1) / (2 * SK_PANEL);
-    size_t q0 = pairs * (size_t)ith / (size_t)nth, q1 = pairs * (size_t)(ith + 1) / (size_t)nth;
-    size_t o0 = q0 * 2 * SK_PANEL, o1 = q1 * 2 * SK_PANEL < m ? q1 * 2 * SK_PANEL : m;
-    if (o0 >= o1) return;
-    sk_packed v = *j->w;
-    v.data = (const char *)v.data + (o0 / SK_PANEL) * v.pstride * sk_pack_elem_size(v.wtype);
-    if (v.bias) v.bias += o0;
-    v.n_out = o1 - o0;
-    sk_gemm(j->x, j->ldx, j->n_rows, &v, j->y + o0, j->ldy);
 }
 
 void sk_gemm_pool(struct sk_pool *pool, const float *x, size_t ldx, size_t n_rows,
@@ -155,7 +166,7 @@ void sk_gemm_pool(struct sk_pool *pool, const float *x, size_t ldx, size_t n_row
         return;
     }
     const size_t pairs = (w->n_out + 2 * SK_PANEL - 1) / (2 * SK_PANEL);
-    gemm_job j = {x, ldx, n_rows, w, y, ldy, pairs < (size_t)nth * 2};
+    gemm_job j = {x, ldx, n_rows, w, y, ldy, pairs < (size_t)nth * 2, 0};
     sk_pool_run(pool, gemm_part, &j);
 }
 

@@ -1,10 +1,17 @@
 /* pool.c - the compute thread team of pool.h and the process-wide thread budget.
  *
- * A job is announced by one 64-bit word, (generation << 16) | nth, so a worker reads the
- * generation and the thread count of the same job together (a worker that is not part of
- * a step never touches its function or context, which the caller may already be
- * replacing). Workers spin briefly on the word, then sleep on a condition variable; a
- * pending counter tells the caller when every participating worker has finished. */
+ * A job is announced by one 64-bit word, (generation << 16) | ALL? | nth, so a worker reads
+ * the generation and the thread count of the same job together (a worker that is not part
+ * of a step never touches its function or context, which the caller may already be
+ * replacing). Workers spin briefly on the word, then sleep on a condition variable.
+ *  - sk_pool_run_all (ALL set): every worker below nth runs the job; a pending counter
+ *    tells the caller when all of them have finished.
+ *  - sk_pool_run: helpers *join* the job through a gate word, (generation << 16) | OPEN |
+ *    active helpers, and only while it is open. The caller runs its own share (the work
+ *    functions claim their pieces from a shared counter, so the caller alone can finish
+ *    everything), then closes the gate and waits only for the helpers that joined. A helper
+ *    that wakes late (asleep, or preempted by another process) finds the gate closed and
+ *    skips the job: the step never waits for a thread that has not started. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -23,13 +30,26 @@
 #define cpu_relax() ((void)0)
 #endif
 
+#define JOB_ALL 0x8000u   /* in the job word: every worker below nth runs the job */
+#define GATE_OPEN 0x8000u  /* in the gate word: helpers may still join */
+#define GATE_ACTIVE 0x7FFFu
+
 struct sk_pool {
     int n;
+    int limit;          /* threads a job may use (<= n; sk_pool_set_limit), caller only */
     pthread_t *threads;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     uint64_t job;       /* (generation << 16) | nth, atomic */
-    int pending;        /* participating workers still running the current job, atomic */
+    int pending;        /* run_all: participating workers still running the job, atomic */
+    uint64_t gate;      /* run: (generation << 16) | GATE_OPEN | helpers inside, atomic */
+    uint64_t kick;      /* bumped (under mu) to wake sleeping workers without a job */
+    int sleepers;       /* workers waiting on cv (changed under mu), atomic */
+    int woken;          /* a kick is on its way to the sleepers (cleared by them), atomic */
+    int resting;        /* the forward pass ended (sk_pool_rest): stop spinning, atomic */
+    /* caller only: budgeted steps of this pass, and passes left without kicking sleepers */
+    int steps, backoff;
+    int joins;          /* steps of this pass a helper joined, atomic */
     int stop;           /* atomic */
     sk_pool_fn fn;      /* written before the job word is published, read by participants */
     void *ctx;
@@ -94,24 +114,49 @@ static void *worker(void *arg) {
         /* spin only while the budget has a free unit: a spinning helper occupies a core
          * that a forward pass of another session may need */
         for (int i = 0; (j >> 16) == seen && i < SK_POOL_SPIN; i++) {
+            if (i % 16 == 0 && __atomic_load_n(&p->resting, __ATOMIC_RELAXED)) break;
             if (i % 64 == 0 && sk_compute_in_use() >= sk_compute_budget()) break;
             cpu_relax();
             j = __atomic_load_n(&p->job, __ATOMIC_ACQUIRE);
         }
         if ((j >> 16) == seen) {
+            /* sleep until a job of every thread, a kick (sk_pool_wake: spin again) or stop */
             pthread_mutex_lock(&p->mu);
+            const uint64_t k0 = __atomic_load_n(&p->kick, __ATOMIC_RELAXED);
+            __atomic_store_n(&p->woken, 0, __ATOMIC_RELAXED);
+            __atomic_add_fetch(&p->sleepers, 1, __ATOMIC_ACQ_REL);
             while (((j = __atomic_load_n(&p->job, __ATOMIC_ACQUIRE)) >> 16) == seen &&
+                   __atomic_load_n(&p->kick, __ATOMIC_RELAXED) == k0 &&
                    !__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE))
                 pthread_cond_wait(&p->cv, &p->mu);
+            __atomic_sub_fetch(&p->sleepers, 1, __ATOMIC_ACQ_REL);
+            __atomic_store_n(&p->woken, 0, __ATOMIC_RELAXED);
             pthread_mutex_unlock(&p->mu);
         }
         if (__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) return NULL;
+        if ((j >> 16) == seen) continue;  /* kicked: spin for the coming job */
         seen = j >> 16;
-        const int nth = (int)(j & 0xFFFF);
-        if (wa.ith < nth) {
+        const int nth = (int)(j & 0x7FFF);
+        if (wa.ith >= nth) continue;
+        if (j & JOB_ALL) {
             p->fn(p->ctx, wa.ith, nth);
             __atomic_sub_fetch(&p->pending, 1, __ATOMIC_ACQ_REL);
+            continue;
         }
+        /* join only while the caller has not closed this job's gate */
+        uint64_t g = __atomic_load_n(&p->gate, __ATOMIC_ACQUIRE);
+        int joined = 0;
+        while ((g >> 16) == seen && (g & GATE_OPEN)) {
+            if (__atomic_compare_exchange_n(&p->gate, &g, g + 1, 1, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE)) {
+                joined = 1;
+                break;
+            }
+        }
+        if (!joined) continue;
+        if (wa.ith == 1) __atomic_add_fetch(&p->joins, 1, __ATOMIC_RELAXED);
+        p->fn(p->ctx, wa.ith, nth);
+        __atomic_sub_fetch(&p->gate, 1, __ATOMIC_ACQ_REL);
     }
 }
 
@@ -120,6 +165,7 @@ sk_pool *sk_pool_new(int n_threads) {
     sk_pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->n = n_threads;
+    p->limit = n_threads;
     if (pthread_mutex_init(&p->mu, NULL) != 0) {
         free(p);
         return NULL;
@@ -168,42 +214,97 @@ void sk_pool_free(sk_pool *p) {
     free(p);
 }
 
-int sk_pool_size(const sk_pool *p) { return p ? p->n : 1; }
+int sk_pool_size(const sk_pool *p) { return p ? p->limit : 1; }
 
-/* Run fn on threads 0..nth-1 (2 <= nth <= p->n). */
-static void run_n(sk_pool *p, int nth, sk_pool_fn fn, void *ctx) {
-    p->fn = fn;
-    p->ctx = ctx;
-    __atomic_store_n(&p->pending, nth - 1, __ATOMIC_RELEASE);
-    uint64_t j = __atomic_load_n(&p->job, __ATOMIC_RELAXED);
-    uint64_t nj = (((j >> 16) + 1) << 16) | (uint64_t)nth;
+int sk_pool_threads(const sk_pool *p) { return p ? p->n : 1; }
+
+void sk_pool_set_limit(sk_pool *p, int n) {
+    if (!p) return;
+    p->limit = n < 1 ? 1 : n > p->n ? p->n : n;
+}
+
+/* Passes whose helpers joined fewer than half of the steps (their cores were busy with
+ * other work: a loaded machine) make the next SK_POOL_BACKOFF passes run without waking
+ * the sleepers; helpers that are awake anyway still join. Then it tries again. */
+#define SK_POOL_BACKOFF 32
+
+void sk_pool_rest(sk_pool *p) {
+    if (!p || p->n <= 1) return;
+    __atomic_store_n(&p->resting, 1, __ATOMIC_RELAXED);
+    int joins = __atomic_exchange_n(&p->joins, 0, __ATOMIC_RELAXED);
+    if (p->backoff > 0)
+        p->backoff--;
+    else if (p->steps >= 4 && 2 * joins < p->steps)
+        p->backoff = SK_POOL_BACKOFF;
+    p->steps = 0;
+}
+
+void sk_pool_wake(sk_pool *p) {
+    if (!p || p->limit <= 1 || p->backoff > 0) return;
+    __atomic_store_n(&p->resting, 0, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&p->sleepers, __ATOMIC_ACQUIRE) == 0) return;
+    if (__atomic_exchange_n(&p->woken, 1, __ATOMIC_ACQ_REL)) return;  /* already on its way */
     pthread_mutex_lock(&p->mu);
-    __atomic_store_n(&p->job, nj, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&p->kick, 1, __ATOMIC_RELAXED);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
-    fn(ctx, 0, nth);
-    /* the workers are running or about to wake: poll, yielding the core now and then in
-     * case a worker shares it */
-    for (unsigned i = 1; __atomic_load_n(&p->pending, __ATOMIC_ACQUIRE) != 0; i++) {
+}
+
+/* Publish a job of nth threads (2 <= nth <= p->n). A job of every thread wakes the
+ * sleepers and is waited for; a budgeted one only kicks them (once until they are up) and
+ * goes on with the helpers already spinning. */
+static void publish(sk_pool *p, int nth, unsigned all, sk_pool_fn fn, void *ctx) {
+    p->fn = fn;
+    p->ctx = ctx;
+    uint64_t j = __atomic_load_n(&p->job, __ATOMIC_RELAXED);
+    uint64_t gen = (j >> 16) + 1;
+    if (all) {
+        __atomic_store_n(&p->pending, nth - 1, __ATOMIC_RELEASE);
+        pthread_mutex_lock(&p->mu);
+        __atomic_store_n(&p->job, (gen << 16) | all | (uint64_t)nth, __ATOMIC_RELEASE);
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        return;
+    }
+    __atomic_store_n(&p->gate, (gen << 16) | GATE_OPEN, __ATOMIC_RELEASE);
+    __atomic_store_n(&p->job, (gen << 16) | (uint64_t)nth, __ATOMIC_RELEASE);
+    sk_pool_wake(p);
+}
+
+/* Wait, yielding the core now and then in case a worker shares it, until *word & mask is 0. */
+static void wait_zero(void *word, int is64, uint64_t mask) {
+    for (unsigned i = 1;; i++) {
+        uint64_t v = is64 ? __atomic_load_n((uint64_t *)word, __ATOMIC_ACQUIRE)
+                          : (uint64_t)(unsigned)__atomic_load_n((int *)word, __ATOMIC_ACQUIRE);
+        if (!(v & mask)) return;
         cpu_relax();
         if (i % 1024 == 0) sched_yield();
     }
 }
 
 void sk_pool_run_all(sk_pool *p, sk_pool_fn fn, void *ctx) {
-    if (!p || p->n == 1) {
+    if (!p || p->limit == 1) {
         fn(ctx, 0, 1);
         return;
     }
-    run_n(p, p->n, fn, ctx);
+    __atomic_store_n(&p->resting, 0, __ATOMIC_RELAXED);
+    publish(p, p->limit, JOB_ALL, fn, ctx);
+    fn(ctx, 0, p->limit);
+    wait_zero(&p->pending, 0, ~(uint64_t)0);
 }
 
 void sk_pool_run(sk_pool *p, sk_pool_fn fn, void *ctx) {
-    int k = (p && p->n > 1) ? borrow(p->n - 1) : 0;
+    int k = (p && p->limit > 1) ? borrow(p->limit - 1) : 0;
     if (k == 0) {
         fn(ctx, 0, 1);
         return;
     }
-    run_n(p, k + 1, fn, ctx);
+    p->steps++;
+    publish(p, k + 1, 0, fn, ctx);
+    fn(ctx, 0, k + 1);
+    /* the caller's share ends when every piece is claimed: close the gate, then wait for
+     * the helpers that joined (a late one sees the gate closed and never touches ctx) */
+    __atomic_fetch_and(&p->gate, ~(uint64_t)GATE_OPEN, __ATOMIC_ACQ_REL);
+    wait_zero(&p->gate, 1, GATE_ACTIVE);
     __atomic_sub_fetch(&g_in_use, k, __ATOMIC_ACQ_REL);
 }

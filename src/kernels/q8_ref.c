@@ -240,6 +240,7 @@ typedef struct q8_job {
     const float *xo;
     float *y;
     size_t ldy;
+    size_t next;    /* the next piece to claim (atomic): see pool.h */
 } q8_job;
 
 /* Outputs [o0, o1): the int8 product, then the outlier columns in f32. */
@@ -260,12 +261,20 @@ static void q8_part_range(const q8_job *j, size_t o0, size_t o1) {
     }
 }
 
+/* pieces of output tiles claimed in turn (pool.h): 3 per thread, so a late helper takes one */
 static void q8_part(void *ctx, int ith, int nth) {
-    const q8_job *j = ctx;
+    q8_job *j = ctx;
+    (void)ith;
     const size_t m = j->w->p.n_out, tiles = (m + SK_Q8_PANEL - 1) / SK_Q8_PANEL;
-    size_t t0 = tiles * (size_t)ith / (size_t)nth, t1 = tiles * (size_t)(ith + 1) / (size_t)nth;
-    size_t o0 = t0 * SK_Q8_PANEL, o1 = t1 * SK_Q8_PANEL < m ? t1 * SK_Q8_PANEL : m;
-    q8_part_range(j, o0, o1);
+    size_t pieces = 3 * (size_t)nth;
+    if (pieces > tiles) pieces = tiles;
+    for (;;) {
+        size_t c = nth > 1 ? __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED) : j->next++;
+        if (c >= pieces) return;
+        size_t t0 = tiles * c / pieces, t1 = tiles * (c + 1) / pieces;
+        size_t o0 = t0 * SK_Q8_PANEL, o1 = t1 * SK_Q8_PANEL < m ? t1 * SK_Q8_PANEL : m;
+        q8_part_range(j, o0, o1);
+    }
 }
 
 int sk_q8_linear(struct sk_pool *pool, sk_q8_ws *ws, const sk_q8_weights *w, int mode,
@@ -287,7 +296,7 @@ int sk_q8_linear(struct sk_pool *pool, sk_q8_ws *ws, const sk_q8_weights *w, int
             for (size_t c = 0; c < no; c++) ws->xo[r * no + c] = x[r * ldx + w->outl[c]];
     }
     sk_q8_quantize_act(x, ldx, n_rows, k, mode, no ? w->is_outl : NULL, &ws->act);
-    q8_job j = {&ws->act, w, ws->xo, y, ldy};
+    q8_job j = {&ws->act, w, ws->xo, y, ldy, 0};
     const double work = (double)n_rows * (double)k * (double)w->p.n_out;
     if (sk_pool_size(pool) <= 1 || work < 524288.0 || w->p.n_out < 16)
         q8_part_range(&j, 0, w->p.n_out);

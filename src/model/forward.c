@@ -56,12 +56,21 @@ typedef struct rows_job {
     rows_fn fn;
     void *ctx;
     size_t n;
+    size_t next;    /* the next piece to claim (atomic): see pool.h */
 } rows_job;
 
+/* pieces of rows claimed in turn: 2 per thread, so a helper that joins late takes one */
 static void rows_part(void *ctx, int ith, int nth) {
-    const rows_job *j = ctx;
-    size_t r0 = j->n * (size_t)ith / (size_t)nth, r1 = j->n * (size_t)(ith + 1) / (size_t)nth;
-    if (r0 < r1) j->fn(j->ctx, r0, r1);
+    rows_job *j = ctx;
+    (void)ith;
+    size_t pieces = 2 * (size_t)nth;
+    if (pieces > j->n) pieces = j->n;
+    for (;;) {
+        size_t c = nth > 1 ? __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED) : j->next++;
+        if (c >= pieces) return;
+        size_t r0 = j->n * c / pieces, r1 = j->n * (c + 1) / pieces;
+        if (r0 < r1) j->fn(j->ctx, r0, r1);
+    }
 }
 
 static void par_rows(sk_scratch *s, size_t n, size_t floats_per_row, rows_fn fn, void *ctx) {
@@ -69,7 +78,7 @@ static void par_rows(sk_scratch *s, size_t n, size_t floats_per_row, rows_fn fn,
         fn(ctx, 0, n);
         return;
     }
-    rows_job j = {fn, ctx, n};
+    rows_job j = {fn, ctx, n, 0};
     sk_pool_run(s->pool, rows_part, &j);
 }
 
@@ -520,7 +529,9 @@ int sk_model_forward_batch(const sk_model *m, sk_scratch *s, const sk_seq *seqs,
     /* this thread holds one unit of the process's compute budget for the whole pass, so
      * pools of other sessions do not borrow its core (src/kernels/pool.h) */
     sk_compute_begin();
+    sk_pool_wake(s->pool);  /* helpers start spinning while the first serial steps run */
     int rc = forward_batch(m, s, seqs, n_seqs, e);
+    sk_pool_rest(s->pool);  /* no more steps until the next pass: helpers sleep */
     sk_compute_end();
     return rc;
 }

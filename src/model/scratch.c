@@ -103,7 +103,7 @@ int sk_scratch_reserve(const sk_model *m, sk_scratch *s, size_t n, sk_err *e) {
     s->qkv = alloc_rows(cap, s->n_qkv);
     s->att = alloc_rows(cap, s->d);
     s->ff = alloc_rows(cap, s->n_ff_max);
-    const int nt = sk_pool_size(s->pool);
+    const int nt = sk_pool_threads(s->pool);  /* every thread started, whatever the limit */
     s->tws = calloc((size_t)nt, sizeof *s->tws);
     int ok = s->h && s->a && s->qkv && s->att && s->ff && s->tws;
     if (s->tws) s->n_tws = nt;
@@ -159,7 +159,7 @@ int sk_scratch_reserve_markers(sk_scratch *s, size_t k, sk_err *e) {
 void sk_scratch_set_pool(sk_scratch *s, sk_pool *pool) {
     if (!s) return;
     /* the per-thread attention buffers follow the pool size: regrow them on next use */
-    if (sk_pool_size(pool) != s->n_tws) scratch_free_rows(s);
+    if (sk_pool_threads(pool) != s->n_tws) scratch_free_rows(s);
     s->pool = pool;
 }
 

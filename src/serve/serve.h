@@ -29,13 +29,16 @@ struct serve_model_spec {
 
 enum serve_log_format { SERVE_LOG_TEXT = 0, SERVE_LOG_JSON = 1 };
 
+#define SERVE_COMPUTE_AUTO (-1) /* --compute-threads auto (the default) */
+
 struct serve_config {
     struct serve_model_spec models[SERVE_MAX_MODELS];
     int n_models;
     const char *host;          /* "127.0.0.1" */
     int port;                  /* 8080; 0 = any free port (printed at start) */
     int workers;               /* worker threads (one session per model each) */
-    int compute_threads;       /* SKYCMD_OPT_THREADS of each session */
+    int compute_threads;       /* SKYCMD_OPT_THREADS of each session; SERVE_COMPUTE_AUTO:
+                                  chosen per batch from the idle cores (workers.c) */
     char *api_key;             /* NULL: no authentication */
     size_t max_body;           /* bytes */
     size_t max_questions;      /* per request */

@@ -88,6 +88,7 @@ struct worker {
     int started;
     struct model_set *set; /* the set its sessions belong to (a reference) */
     skycmd_session *sessions[SERVE_MAX_MODELS];
+    int threads_set;       /* --compute-threads auto: SKYCMD_OPT_THREADS last set, 0 = none */
 };
 
 struct server {
@@ -107,7 +108,8 @@ struct server {
 
     _Atomic int ready;
     _Atomic int draining;
-    _Atomic int busy;
+    _Atomic int busy;      /* workers answering (changed under qmu) */
+    int cores;             /* --compute-threads auto: the cores this process may run on */
     _Atomic long active;   /* requests started and not completed */
     _Atomic long in_pool;  /* requests queued or in a worker */
     _Atomic uint64_t rid_counter;

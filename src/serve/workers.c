@@ -7,6 +7,14 @@
  * limit), answers them (same-model requests whose questions fit one forward batch go through
  * skycmd_decide_batch; answers are exactly those of lone requests), marks each done and
  * resumes its connection, after which it touches it no more.
+ *
+ * Compute threads follow the queue depth (--compute-threads auto, the default): each session
+ * has a team of one thread per core, and a worker sets its sessions' thread count per batch
+ * to 1 + the cores no other worker is using when its take is all that is in flight, else
+ * to 1. So a lone request computes on every idle core and, under load, each request
+ * runs on its own core as with --compute-threads 1. The library's process-wide budget
+ * (docs/threads.md) still decides per parallel step: a request that starts on another
+ * worker meanwhile takes its core back from the next step on.
  */
 #define _GNU_SOURCE
 #include "serve.h"
@@ -14,10 +22,12 @@
 #ifdef SKYCMD_HAVE_MHD
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "serve_internal.h"
 
@@ -97,8 +107,10 @@ static void answer_all(struct worker *w, struct req **rs, int n) {
 static int make_sessions(struct model_set *set, skycmd_session **out) {
     for (int m = 0; m < set->n; m++) {
         int st = skycmd_session_new(set->m[m]->model, &out[m]);
-        if (st == SKYCMD_OK && S.cfg->compute_threads > 0)
-            st = skycmd_session_set_int(out[m], SKYCMD_OPT_THREADS, S.cfg->compute_threads);
+        /* auto: start the whole team now; per batch only its limit changes (cheap) */
+        int threads = S.cfg->compute_threads == SERVE_COMPUTE_AUTO ? S.cores : S.cfg->compute_threads;
+        if (st == SKYCMD_OK && threads > 1)
+            st = skycmd_session_set_int(out[m], SKYCMD_OPT_THREADS, threads);
         if (st == SKYCMD_OK && S.cfg->activations >= 0)
             st = skycmd_session_set_int(out[m], SKYCMD_OPT_ACTIVATIONS, S.cfg->activations);
         if (st == SKYCMD_OK && S.cfg->tournament_group > 0)
@@ -139,6 +151,28 @@ static void follow_reload(struct worker *w) {
     drop_sessions(w);
     w->set = set;
     memcpy(w->sessions, fresh, sizeof fresh);
+    w->threads_set = 0;
+}
+
+/* --compute-threads auto: the thread count of w's next batch, from the state the queue lock
+ * shows (called with S.qmu held, after the take): 1 while any other request is in flight,
+ * else 1 + the cores that no other worker is answering on. */
+static int batch_threads(size_t take) {
+    /* other requests in flight (being read, queued, answered or written): not alone */
+    if (S.qlen > 0 || atomic_load(&S.active) > (long)take) return 1;
+    int others = atomic_load(&S.busy);  /* this worker is not counted yet */
+    int n = S.cores - others;
+    return n < 1 ? 1 : n;
+}
+
+/* Setting a count within the team started also wakes its sleeping threads (session.c), so
+ * they are spinning when this batch's forward pass begins: set it for every batch of more
+ * than one thread. */
+static void set_threads(struct worker *w, int n) {
+    if (w->threads_set == n && n == 1) return;
+    for (int m = 0; m < w->set->n; m++)
+        if (skycmd_session_set_int(w->sessions[m], SKYCMD_OPT_THREADS, n) != SKYCMD_OK) return;
+    w->threads_set = n;
 }
 
 void workers_wake(void) {
@@ -196,10 +230,12 @@ static void *worker_main(void *arg) {
                 if (pthread_cond_timedwait(&S.qcv, &S.qmu, &until) != 0) break;
             }
         }
+        const int threads = batch_threads(take);
+        atomic_fetch_add(&S.busy, 1);
         pthread_mutex_unlock(&S.qmu);
 
-        atomic_fetch_add(&S.busy, 1);
         follow_reload(w);
+        if (S.cfg->compute_threads == SERVE_COMPUTE_AUTO) set_threads(w, threads);
         answer_all(w, rs, (int)take);
         atomic_fetch_sub(&S.busy, 1);
         for (size_t i = 0; i < take; i++) {
@@ -242,7 +278,19 @@ size_t queue_depth(void) {
     return n;
 }
 
+/* The cores this process may run on (the library's budget counts them the same way). */
+static int online_cores(void) {
+    long n = -1;
+#ifdef CPU_COUNT
+    cpu_set_t cs;
+    if (sched_getaffinity(0, sizeof cs, &cs) == 0) n = CPU_COUNT(&cs);
+#endif
+    if (n < 1) n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 256 ? 256 : (int)n;
+}
+
 int start_workers(void) {
+    S.cores = online_cores();
     S.workers = calloc((size_t)S.cfg->workers, sizeof *S.workers);
     if (!S.workers) return -1;
     for (int i = 0; i < S.cfg->workers; i++) {

@@ -3,7 +3,8 @@
  * ThreadSanitizer here) that runs the threaded code paths from several threads at once, so
  * that a TSan build (-DSKYCMD_TSAN=ON) checks them for data races:
  *   - sessions with SKYCMD_OPT_THREADS = 2 in three application threads at once, each
- *     deciding requests one by one and with skycmd_decide_batch; every response must be
+ *     deciding requests one by one (its thread count switched between 1 and 2 before each,
+ *     as `skycmd serve` does per batch) and with skycmd_decide_batch; every response must be
  *     byte-identical to the single-thread one (bitwise promise);
  *   - the process thread budget: a monitor thread checks that the units in use never exceed
  *     concurrent forward passes + budget - 1 (docs/threads.md);
@@ -79,6 +80,12 @@ static void *app_thread(void *arg) {
     }
     for (int r = 0; r < ROUNDS && !__atomic_load_n(&g_fail, __ATOMIC_RELAXED); r++) {
         for (int i = 0; i < NREQ; i++) {
+            /* as `skycmd serve --compute-threads auto` does per batch: the count moves within
+             * the team already started (its limit changes and it is woken, nothing restarts) */
+            if (skycmd_session_set_int(s, SKYCMD_OPT_THREADS, 1 + (r + i) % 2) != SKYCMD_OK) {
+                fail("set threads", skycmd_session_errmsg(s));
+                break;
+            }
             char *j = decide_json(s, g_req[i]);
             if (j && strcmp(j, g_ref[i]) != 0) fail("threaded decide differs from one thread", j);
             free(j);
