@@ -2,7 +2,9 @@
  * tok_gguf.c - the tokenizer in GGUF metadata: the tokenizer.ggml.* keys llama.cpp reads
  * (written the way gguf-py's converter writes a gpt2/BERT-family vocabulary) plus
  * skycmd.tokenizer.* keys that carry what llama.cpp ignores but HF tokenizers applies (NFC,
- * added-token flags, ignore_merges, model entries shadowed by added tokens), so that
+ * added-token flags, ignore_merges, model entries shadowed by added tokens, and for the
+ * SentencePiece-style pipelines skycmd.tokenizer.pipeline: the tokenizer.json normalizer,
+ * pre_tokenizer and decoder objects, plus byte_fallback), so that
  * sk_tokenizer_from_gguf() rebuilds a tokenizer that encodes exactly like the tokenizer.json.
  *
  * Without the skycmd keys (a file from llama.cpp's converter) the tokenizer is rebuilt from

@@ -3,7 +3,10 @@
  * exactly for the configuration ModernBERT uses: NFC normalizer (or none), added tokens
  * (special or not, normalized or not, lstrip/rstrip/single_word) matched leftmost-longest
  * before pre-tokenization, the ByteLevel pre-tokenizer with the GPT-2 split pattern, and a
- * BPE model with merge ranks and optional ignore_merges.
+ * BPE model with merge ranks and optional ignore_merges. Also the SentencePiece-style
+ * pipelines of Gemma / mmBERT (tok_spm.c): Replace normalizers, Split / Metaspace / no
+ * pre-tokenizer, BPE over characters with byte_fallback (<0xNN> tokens), and the
+ * Replace / ByteFallback / Fuse / Metaspace / Strip decoder chains.
  *
  * Contract:
  *  - A tokenizer is immutable once built; every function taking a const tokenizer is
