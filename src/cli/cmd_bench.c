@@ -66,6 +66,7 @@ static void usage(FILE *out) {
             "                       and score; more cycle through the three kinds)\n"
             "  --tokens N           grow the state so each sequence is about N tokens (default:\n"
             "                       the example's short state)\n"
+            "  --max-tokens N       sequence budget instead of the model's decision.max_tokens\n"
             "timing:\n"
             "  --drop-cache         evict the GGUF from the page cache before the load\n"
             "                       (posix_fadvise DONTNEED): a disk-cold load\n"
@@ -410,10 +411,11 @@ typedef struct bench_args {
     long long seed, questions, tokens, iters, warmup, threads, peak_ms;
     double seconds;
     int type, q8, q8_fast, no_calib, json, single, drop_cache, bf16x3;
+    long long max_tokens;  /* 0: the model's decision.max_tokens */
 } bench_args;
 
 static int parse_args(int argc, char **argv, bench_args *a) {
-    *a = (bench_args){NULL, NULL, NULL, 42, 3, 0, 0, 3, 1, 200, 3.0, -1, 0, 0, 0, 0, 1, 0, 0};
+    *a = (bench_args){NULL, NULL, NULL, 42, 3, 0, 0, 3, 1, 200, 3.0, -1, 0, 0, 0, 0, 1, 0, 0, 0};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (cli_is_help(s)) {
@@ -437,7 +439,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
                    !strcmp(s, "--questions") || !strcmp(s, "--tokens") ||
                    !strcmp(s, "--iters") || !strcmp(s, "--warmup") ||
                    !strcmp(s, "--threads") || !strcmp(s, "--peak-ms") ||
-                   !strcmp(s, "--seconds") || !strcmp(s, "--save-request")) {
+                   !strcmp(s, "--seconds") || !strcmp(s, "--save-request") ||
+                   !strcmp(s, "--max-tokens")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "skycmd bench: %s needs a value\n", s);
                 return 2;
@@ -471,6 +474,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
                 bad = parse_ll(v, 1, 256, &a->questions);
             } else if (!strcmp(s, "--tokens")) {
                 bad = parse_ll(v, 1, 1 << 20, &a->tokens);
+            } else if (!strcmp(s, "--max-tokens")) {
+                bad = parse_ll(v, 1, 1 << 20, &a->max_tokens);
             } else if (!strcmp(s, "--iters")) {
                 bad = parse_ll(v, 1, 10000000, &a->iters);
             } else if (!strcmp(s, "--warmup")) {
@@ -595,6 +600,11 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "skycmd bench: weights mode %d: %s\n", weights, skycmd_strerror(st));
         goto out;
     }
+    if (A.max_tokens > 0 &&
+        (st = skycmd_options_set_int(opts, SKYCMD_OPT_MAX_TOKENS, A.max_tokens))) {
+        fprintf(stderr, "skycmd bench: --max-tokens %lld: %s\n", A.max_tokens, skycmd_strerror(st));
+        goto out;
+    }
     double t0 = now_s();
     st = skycmd_model_open(path, opts, &model, err);
     double t_open = now_s() - t0;
@@ -630,7 +640,7 @@ int cmd_bench(int argc, char **argv) {
                 get_or(model, "attention.sliding_window_pattern", 1),
                 get_or(model, "decision.block_count", 0), get_or(model, "parameters", -1),
                 get_or(model, "decision.head_count", 1)};
-    int64_t max_tokens = get_or(model, "decision.max_tokens", -1);
+    int64_t max_tokens = A.max_tokens > 0 ? A.max_tokens : get_or(model, "decision.max_tokens", -1);
 
     /* ---- the request ---- */
     const skycmd_tokenizer *tok = skycmd_model_tokenizer(model);
@@ -660,7 +670,7 @@ int cmd_bench(int argc, char **argv) {
         state = grow_state(tok, want);
         if (max_tokens > 0 && A.tokens > max_tokens)
             fprintf(stderr, "skycmd bench: warning: --tokens %lld exceeds the model's "
-                    "decision.max_tokens %lld; the state will be cut\n", A.tokens,
+                    "sequence budget %lld; the state will be cut\n", A.tokens,
                     (long long)max_tokens);
     } else {
         state = strdup(base_state);

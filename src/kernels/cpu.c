@@ -100,6 +100,8 @@ const char *skycmd_cpu_features(void) {
     static int done;
     if (__atomic_load_n(&done, __ATOMIC_ACQUIRE)) return text;
     int f = sk_cpu_features();
+    /* the features the kernels dispatch to: AMX not when SKYCMD_KERNELS caps it off */
+    if (!sk_amx_usable()) f &= ~(SK_CPU_AMX_INT8 | SK_CPU_AMX_BF16);
     char buf[128] = "";
     for (int i = 0; i < 9; i++)
         if (f & (1 << i)) {
