@@ -312,6 +312,11 @@ Test(flappy, answers_the_oracle) {
     double want_auc = cJSON_GetObjectItem(cJSON_GetObjectItem(test, "danger"), "auc")->valuedouble;
     cr_expect_geq(action_acc, want_action - 0.005, "action accuracy %.4f (laya measured %.4f)", action_acc, want_action);
     cr_expect_geq(danger_auc, want_auc - 0.005, "danger AUC %.4f (laya measured %.4f)", danger_auc, want_auc);
+    /* issue 21's targets this model meets (action accuracy is 0.948, short of its 0.95) */
+    cr_expect_geq(danger_auc, 0.95, "danger AUC %.4f (issue 21: >= 0.95)", danger_auc);
+    cr_expect_leq(action_ece, 0.05, "action ECE %.4f (issue 21: <= 0.05)", action_ece);
+    cr_expect_leq(danger_ece, 0.05, "danger ECE %.4f (issue 21: <= 0.05)", danger_ece);
+    cr_expect_leq(margin_ece, 0.05, "margin ECE %.4f (issue 21: <= 0.05)", margin_ece);
     cJSON_Delete(rep);
     free(conf);
     free(score);
@@ -345,15 +350,15 @@ Test(flappy, int8_modes_against_f32) {
     test_set t;
     load_test_set(&t);
     row_answer *f = answer_all(&t, MODEL_GGUF, SKYCMD_WEIGHTS_F32, -1);
-    /* The bounds guard what this model measured (--q8 5.9e-2, --q8-fast 8.0e-2, the Q8_0
-     * file 9.5e-2 on the 2,000 states, with room for a rounding change; the mean is
-     * ~4e-4). Issue 21 asks 2e-2 and 4e-2, which the int8 method does not reach on trained
+    /* The bounds guard what this model measured (--q8 7.4e-2, --q8-fast 8.3e-2, the Q8_0
+     * file 4.0e-2 on the 2,000 states, plus 25 % for a rounding change; the mean is
+     * ~3e-4). Issue 21 asks 2e-2 and 4e-2, which the int8 method does not reach on trained
      * weights yet (issue 19's int8 accuracy item): docs/quantization.md has the table. */
     row_answer *q8 = answer_all(&t, MODEL_GGUF, SKYCMD_WEIGHTS_Q8, SKYCMD_ACT_Q8X2);
-    int8_against_f32(&t, f, q8, "--q8", 8e-2);
+    int8_against_f32(&t, f, q8, "--q8", 9.3e-2);
     free(q8);
     row_answer *fast = answer_all(&t, MODEL_GGUF, SKYCMD_WEIGHTS_Q8, SKYCMD_ACT_Q8);
-    int8_against_f32(&t, f, fast, "--q8-fast", 1.1e-1);
+    int8_against_f32(&t, f, fast, "--q8-fast", 1.05e-1);
     free(fast);
     char dir[1024], path[1100];
     tu_scratch_make(dir, sizeof dir, "flappy", "q8");
@@ -363,7 +368,7 @@ Test(flappy, int8_modes_against_f32) {
     cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_TYPE, SKYCMD_TYPE_Q8_0), 0);
     cr_assert_eq(skycmd_quantize(MODEL_GGUF, path, o, err), 0, "%s", skycmd_error_message(err));
     row_answer *file = answer_all(&t, path, SKYCMD_WEIGHTS_Q8, SKYCMD_ACT_Q8X2);
-    int8_against_f32(&t, f, file, "Q8_0 file", 1.3e-1);
+    int8_against_f32(&t, f, file, "Q8_0 file", 5e-2);
     free(file);
     skycmd_options_free(o);
     skycmd_error_free(err);
