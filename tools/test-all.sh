@@ -38,6 +38,13 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 # (serve_load measures RSS growth under wrk: meaningless with ASan's quarantine, so it runs
 # in the release build only.)
 
+stage "kernels: the non-AMX paths on an AMX machine, and the bf16x3 mode against the golden files"
+# On a CPU with AMX the default run above takes the AMX int8 kernels; these runs cap dispatch
+# at AVX-512 (the VNNI/FMA paths other CPUs take) and run the golden suite with
+# SKYCMD_WEIGHTS_BF16X3 (AMX-BF16 tiles; without AMX it falls back to f32 and says so).
+SKYCMD_KERNELS=avx512 ctest --test-dir build --output-on-failure -R '^(test_kernels|test_quant|test_quant_golden|test_golden|test_amx|test_flappy)$'
+SKYCMD_GOLDEN_WEIGHTS=bf16x3 ctest --test-dir build --output-on-failure -R '^test_golden$'
+
 stage "ThreadSanitizer: the threaded code (thread pool stress, HTTP server under load)"
 # Criterion cannot start under TSan on this platform, so the threaded code is exercised by
 # plain programs and the HTTP tests.
