@@ -448,11 +448,11 @@ Test(outliers, q8_linear_adds_outlier_columns_in_f32) {
     sk_q8_owned with, plain;
     sk_err e = {0};
     size_t nb;
-    cr_assert_eq(sk_q8_build(W, n_out, n_in, NULL, cm, NULL, "t", &with, &nb, NULL, &e), 0);
+    cr_assert_eq(sk_q8_build(W, n_out, n_in, NULL, cm, NULL, NULL, "t", &with, &nb, NULL, &e), 0);
     cr_assert_eq(with.w.n_outl, 1);
     cr_assert_eq(with.w.outl[0], 9);
     cr_assert_eq(nb, n_out * 2 * 34);
-    cr_assert_eq(sk_q8_build(W, n_out, n_in, NULL, NULL, NULL, "t", &plain, &nb, NULL, &e), 0);
+    cr_assert_eq(sk_q8_build(W, n_out, n_in, NULL, NULL, NULL, NULL, "t", &plain, &nb, NULL, &e), 0);
     cr_assert_eq(plain.w.n_outl, 0);
     sk_q8_ws ws = {0};
     float y1[24], y2[24];
@@ -524,7 +524,7 @@ Test(q8_kernels, threads_give_identical_outputs) {
     for (size_t c = 0; c < n_in; c++) cm[c] = c == 17 ? 50.0f : 1.0f;
     sk_q8_owned q;
     sk_err e = {0};
-    cr_assert_eq(sk_q8_build(W, n_out, n_in, NULL, cm, NULL, "t", &q, NULL, NULL, &e), 0, "%s", e.msg);
+    cr_assert_eq(sk_q8_build(W, n_out, n_in, NULL, cm, NULL, NULL, "t", &q, NULL, NULL, &e), 0, "%s", e.msg);
     cr_assert_eq(q.w.n_outl, 1);
     float *y1 = malloc(rows * n_out * sizeof(float)), *y3 = malloc(rows * n_out * sizeof(float));
     sk_q8_ws ws1 = {0}, ws3 = {0};
