@@ -236,7 +236,7 @@ int sk_quantize_q8_0_gptq(const float *W, size_t n_out, size_t n_in, const float
         }
     }
     if (live == 0) goto done;
-    const double damp = (getenv("XDAMP") ? atof(getenv("XDAMP")) : SK_GPTQ_DAMP) * diag / (double)live; /* XXX experiment */
+    const double damp = SK_GPTQ_DAMP * diag / (double)live;
     for (size_t i = 0; i < k; i++) h[i * k + i] = h[i * k + i] > 0.0 ? h[i * k + i] + damp : 1.0;
     /* U = the upper Cholesky factor of H^-1 (H = L L^T, H^-1 = L^-T L^-1): GPTQ's update
      * order. inv first holds L^-1 (lower). */
