@@ -260,7 +260,7 @@ static void site_int8(const site *s, sk_q8_owned *q8) { s->a->q8 = q8; }
 static void on_log(void *ud, int level, const char *msg) {
     (void)ud;
     (void)level;
-    if (strstr(msg, "sensitivity") || strstr(msg, "int8: calibrated") ||
+    if (strstr(msg, "sensitivity") || strstr(msg, "rounding:") || strstr(msg, "int8: calibrated") ||
         (level >= 1 && strstr(msg, "matrices Q8_0")))
         out("  [load] %s\n", msg);
 }

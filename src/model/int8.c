@@ -175,17 +175,22 @@ static void linear_name(const sk_linear *L, char *name, size_t cap) {
              L->src->name.ptr);
 }
 
-/* Every built-in prompt through the model, every position a marker; logits one after
- * another (total positions in *n_logits). */
-static int run_prompts(sk_model *m, sk_scratch *s, const sk_calib_seq *seqs, float *logits,
-                       size_t *n_logits, sk_err *e) {
+/* Built-in prompts through the model, every position a marker; logits one after another
+ * (total positions in *n_logits). subset: only the four prompts SK_PROBE_PROMPTS names (a
+ * game state, English and French prose, JSON: the three question types), which is what the
+ * per-site sensitivity pass uses to keep the load short. */
+static const size_t SK_PROBE_PROMPTS[4] = {0, 4, 8, 10};
+static int run_prompts(sk_model *m, sk_scratch *s, const sk_calib_seq *seqs, int subset,
+                       float *logits, size_t *n_logits, sk_err *e) {
     size_t off = 0, maxn = 1;
     for (size_t i = 0; i < SK_CALIB_N_PROMPTS; i++) maxn = seqs[i].n > maxn ? seqs[i].n : maxn;
     int32_t *marks = sk_malloc_array(maxn, sizeof(int32_t));
     if (!marks) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for calibration");
     for (size_t t = 0; t < maxn; t++) marks[t] = (int32_t)t;
     int rc = SKYCMD_OK;
-    for (size_t i = 0; i < SK_CALIB_N_PROMPTS && !rc; i++) {
+    const size_t n = subset ? 4 : SK_CALIB_N_PROMPTS;
+    for (size_t j = 0; j < n && !rc; j++) {
+        const size_t i = subset ? SK_PROBE_PROMPTS[j] : j;
         rc = sk_model_forward(m, s, seqs[i].ids, seqs[i].n, (int)(i % 3), marks, seqs[i].n,
                               logits + off, e);
         off += seqs[i].n;
@@ -196,7 +201,7 @@ static int run_prompts(sk_model *m, sk_scratch *s, const sk_calib_seq *seqs, flo
 }
 
 /* Sensitivity of each site quantized at load: the model with only that site int8 (ggml's
- * scales refined by the calibrated scale search, Q8x2 activations) on the built-in
+ * scales refined by the calibrated scale search, Q8x2 activations) on four of the built-in
  * prompts, RMS of the scorer logits' change against f32. The most sensitive eighth of the
  * sites (at least one) stays f32. The attribution (tests/test_int8_attrib.c,
  * docs/quantization.md) found the int8 error of a trained model concentrated that way
@@ -220,7 +225,7 @@ static int probe_sites(sk_model *m, const sk_gguf *g, sk_linear *const *all, siz
     float *w = NULL;
     size_t w_cap = 0, nl = 0, n_probed = 0;
     if (!ref || !got || !s) rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory for calibration");
-    if (!rc) rc = run_prompts(m, s, seqs, ref, &nl, e);
+    if (!rc) rc = run_prompts(m, s, seqs, 1, ref, &nl, e);
     for (size_t i = 0; i < n && !rc; i++) {
         sens[i] = -1.0;
         if (to_q8[i] != 1) continue;
@@ -233,12 +238,12 @@ static int probe_sites(sk_model *m, const sk_gguf *g, sk_linear *const *all, siz
         for (size_t j = 0; !rc && j < L->p.n_in; j++)
             ms[j] = c->rows[i] ? (float)(c->sq[i][j] / (double)c->rows[i]) : 0.0f;
         if (!rc) rc = widen_linear(L, &w, &w_cap, name, e);
-        if (!rc) rc = sk_q8_build(w, L->p.n_out, L->p.n_in, L->bias, c->mx[i], ms, NULL, name, &q,
-                                  NULL, NULL, e);
+        if (!rc) rc = sk_q8_build(w, L->p.n_out, L->p.n_in, L->bias, c->mx[i], ms, NULL,
+                                  name, &q, NULL, NULL, e);
         free(ms);
         if (rc) break;
         L->q8 = &q;
-        rc = run_prompts(m, s, seqs, got, &nl, e);
+        rc = run_prompts(m, s, seqs, 1, got, &nl, e);
         L->q8 = NULL;
         sk_q8_owned_free(&q);
         double ss = 0.0;
@@ -359,7 +364,8 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log
             if (c.sq && c.rows[i] > 0 && (ms = sk_malloc_array(n_in, sizeof(float))))
                 for (size_t j = 0; j < n_in; j++) ms[j] = (float)(c.sq[i][j] / (double)c.rows[i]);
             rc = sk_q8_build(w, n_out, n_in, L->bias, c.mx ? c.mx[i] : NULL, ms,
-                             c.xtx ? c.xtx[i] : NULL, name, q, &bytes, &pbytes, e);
+                             c.xtx ? c.xtx[i] : NULL, name, q,
+                             &bytes, &pbytes, e);
             free(ms);
         }
         if (rc) {
@@ -377,6 +383,9 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log
              "ROW_MAJOR -> INPUT_BLOCK_MAJOR (kernel order) %zu bytes, then into %d-output "
              "panels %zu bytes", name, L->row0, L->row0 + n_out, "Q8_0 quantized at load",
              q->w.n_outl, bytes, SK_Q8_PANEL, pbytes);
+        if (weights_mode == SKYCMD_WEIGHTS_Q8)
+            mlog(log, log_ud, 0, "int8: %s rounding: %s", name,
+                 q->gptq ? "GPTQ" : "scale search");
     }
     if (!rc)
         mlog(log, log_ud, 1, "int8: %zu matrices Q8_0 (%zu quantized at load%s, %zu from the "

@@ -111,13 +111,15 @@ void sk_calib_record(sk_calib *c, size_t site, const float *x, size_t ldx, size_
         }
     }
     float *h = c->xtx[site];
-    for (size_t r = 0; h && r < n_rows; r++) {
+    float *clean = h ? c->row_buf : NULL;
+    for (size_t r = 0; clean && r < n_rows; r++) {
         const float *xr = x + r * ldx;
+        for (size_t i = 0; i < k; i++) clean[i] = isfinite(xr[i]) ? xr[i] : 0.0f;
         for (size_t i = 0; i < k; i++) {
-            const float xi = xr[i];
-            if (xi == 0.0f || !isfinite(xi)) continue;
+            const float xi = clean[i];
+            if (xi == 0.0f) continue;
             float *hi = h + i * k;
-            for (size_t j = i; j < k; j++) hi[j] += xi * (isfinite(xr[j]) ? xr[j] : 0.0f);
+            for (size_t j = i; j < k; j++) hi[j] += xi * clean[j];
         }
     }
     c->rows[site] += n_rows;
@@ -128,7 +130,12 @@ int sk_calib_want_xtx(sk_calib *c, size_t site) {
     size_t n;
     if (sk_mul_size(c->k[site], c->k[site], &n)) return SKYCMD_E_NOMEM;
     c->xtx[site] = sk_calloc_array(n ? n : 1, sizeof(float));
-    return c->xtx[site] ? 0 : SKYCMD_E_NOMEM;
+    if (c->k[site] > c->row_cap) {
+        free(c->row_buf);
+        c->row_buf = sk_malloc_array(c->k[site], sizeof(float));
+        c->row_cap = c->row_buf ? c->k[site] : 0;
+    }
+    return c->xtx[site] && c->row_buf ? 0 : SKYCMD_E_NOMEM;
 }
 
 void sk_calib_free(sk_calib *c) {
@@ -140,6 +147,7 @@ void sk_calib_free(sk_calib *c) {
     if (c->xtx)
         for (size_t s = 0; s < c->n_sites; s++) free(c->xtx[s]);
     free(c->xtx);
+    free(c->row_buf);
     free(c->mx);
     free(c->sq);
     free(c->k);
@@ -222,8 +230,9 @@ int sk_q8_from_q8_0(const uint8_t *rowmajor, size_t n_out, size_t n_in, const fl
 }
 
 int sk_q8_build(const float *W, size_t n_out, size_t n_in, const float *bias,
-                const float *chan_max, const float *chan_ms, const float *xtx, const char *name,
-                sk_q8_owned *out, size_t *relayout_bytes, size_t *panel_bytes, sk_err *e) {
+                const float *chan_max, const float *chan_ms, const float *xtx,
+                const char *name, sk_q8_owned *out,
+                size_t *relayout_bytes, size_t *panel_bytes, sk_err *e) {
     size_t nbytes, pbytes;
     int rc = alloc_common(n_out, n_in, bias, name, out, &nbytes, &pbytes, e);
     if (rc) return rc;
@@ -253,9 +262,7 @@ int sk_q8_build(const float *W, size_t n_out, size_t n_in, const float *bias,
         if (!colw) goto nomem;
         for (size_t i = 0; i < n_in; i++) colw[i] = isfinite(chan_ms[i]) ? chan_ms[i] : 0.0f;
     }
-    const int gptq = xtx && sk_quantize_q8_0_gptq(W, n_out, n_in, xtx, no ? out->is_outl : NULL,
-                                                  canon) == 0;
-    for (size_t o = 0; o < n_out && !gptq; o++) {
+    for (size_t o = 0; o < n_out; o++) {
         if (colw)
             sk_quantize_q8_0_weighted(W + o * n_in, no ? out->is_outl : NULL, colw, canon + o * row_bytes, n_in);
         else if (no)
@@ -264,6 +271,15 @@ int sk_q8_build(const float *W, size_t n_out, size_t n_in, const float *bias,
             sk_quantize_q8_0(W + o * n_in, canon + o * row_bytes, n_in);
     }
     free(colw);
+    if (xtx) {   /* GPTQ rounding replaces the scale search's where it can run */
+        uint8_t *alt = malloc(nbytes);
+        if (!alt) goto nomem;
+        if (sk_quantize_q8_0_gptq(W, n_out, n_in, xtx, no ? out->is_outl : NULL, alt) == 0) {
+            memcpy(canon, alt, nbytes);
+            out->gptq = 1;
+        }
+        free(alt);
+    }
     rc = prepack(canon, n_out, n_in, nbytes, out, name, e);
     free(canon);
     if (rc) {

@@ -12,7 +12,10 @@
  *    columns picked by sk_quant_pick_outliers and scales by sk_quantize_q8_0_exact_cols;
  *    with chan_ms, the calibrated mean square per channel, the other blocks' scales by
  *    sk_quantize_q8_0_weighted; with xtx, the calibrated second moments, the rounding of
- *    sk_quantize_q8_0_gptq instead; without any: ggml's plain quantizer), then prepacks the ROW_MAJOR bytes into the kernels'
+ *    sk_quantize_q8_0_gptq instead (a hold-out check between the two, GPTQ fitted on half
+ *    the prompts against the scale search on the other half, was tried and rejected GPTQ
+ *    where it helped the golden requests: six prompts judge too noisily); without any:
+ *    ggml's plain quantizer), then prepacks the ROW_MAJOR bytes into the kernels'
  *    INPUT_BLOCK_MAJOR order once, and that into the kernels' panels (src/kernels/q8.h).
  *    sk_q8_from_q8_0 takes a Q8_0 file's ROW_MAJOR bytes as they are (no outliers are
  *    possible: the exact weights are gone) and prepacks them the same way. Both report the
@@ -48,6 +51,8 @@ typedef struct sk_calib {
     uint64_t *rows;   /* rows recorded per site */
     float **xtx;      /* [site][k][k] sum of x_i x_j (upper triangle), or NULL for the site
                          (sk_calib_want_xtx) */
+    float *row_buf;   /* one input row, non-finite values zeroed */
+    size_t row_cap;
 } sk_calib;
 
 int sk_calib_init(sk_calib *c, size_t n_sites, const size_t *k);
@@ -64,11 +69,13 @@ typedef struct sk_q8_owned {
     uint8_t *is_outl;
     float *w_outl;
     float *bias;
+    int gptq;          /* sk_q8_build: rounded by GPTQ */
 } sk_q8_owned;
 
 int sk_q8_build(const float *W, size_t n_out, size_t n_in, const float *bias,
-                const float *chan_max, const float *chan_ms, const float *xtx, const char *name,
-                sk_q8_owned *out, size_t *relayout_bytes, size_t *panel_bytes, sk_err *e);
+                const float *chan_max, const float *chan_ms, const float *xtx,
+                const char *name, sk_q8_owned *out,
+                size_t *relayout_bytes, size_t *panel_bytes, sk_err *e);
 int sk_q8_from_q8_0(const uint8_t *rowmajor, size_t n_out, size_t n_in, const float *bias,
                     const char *name, sk_q8_owned *out, size_t *relayout_bytes,
                     size_t *panel_bytes, sk_err *e);
