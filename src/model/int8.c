@@ -201,7 +201,7 @@ static int run_prompts(sk_model *m, sk_scratch *s, const sk_calib_seq *seqs, int
 }
 
 /* Sensitivity of each site quantized at load: the model with only that site int8 (ggml's
- * scales refined by the calibrated scale search, Q8x2 activations) on four of the built-in
+ * rounding, the calibrated outlier columns, Q8x2 activations) on four of the built-in
  * prompts, RMS of the scorer logits' change against f32. The most sensitive eighth of the
  * sites (at least one) stays f32. The attribution (tests/test_int8_attrib.c,
  * docs/quantization.md) found the int8 error of a trained model concentrated that way
@@ -233,14 +233,9 @@ static int probe_sites(sk_model *m, const sk_gguf *g, sk_linear *const *all, siz
         char name[160];
         linear_name(L, name, sizeof name);
         sk_q8_owned q;
-        float *ms = sk_malloc_array(L->p.n_in, sizeof(float));
-        if (!ms) rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory for calibration");
-        for (size_t j = 0; !rc && j < L->p.n_in; j++)
-            ms[j] = c->rows[i] ? (float)(c->sq[i][j] / (double)c->rows[i]) : 0.0f;
-        if (!rc) rc = widen_linear(L, &w, &w_cap, name, e);
-        if (!rc) rc = sk_q8_build(w, L->p.n_out, L->p.n_in, L->bias, c->mx[i], ms, NULL,
+        rc = widen_linear(L, &w, &w_cap, name, e);
+        if (!rc) rc = sk_q8_build(w, L->p.n_out, L->p.n_in, L->bias, c->mx[i], NULL, NULL,
                                   name, &q, NULL, NULL, e);
-        free(ms);
         if (rc) break;
         L->q8 = &q;
         rc = run_prompts(m, s, seqs, 1, got, &nl, e);

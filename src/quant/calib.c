@@ -262,7 +262,10 @@ int sk_q8_build(const float *W, size_t n_out, size_t n_in, const float *bias,
         if (!colw) goto nomem;
         for (size_t i = 0; i < n_in; i++) colw[i] = isfinite(chan_ms[i]) ? chan_ms[i] : 0.0f;
     }
-    for (size_t o = 0; o < n_out; o++) {
+    /* GPTQ rounding first where it can run; the scale search (or ggml's rounding) otherwise */
+    if (xtx && sk_quantize_q8_0_gptq(W, n_out, n_in, xtx, no ? out->is_outl : NULL, canon) == 0)
+        out->gptq = 1;
+    for (size_t o = 0; o < n_out && !out->gptq; o++) {
         if (colw)
             sk_quantize_q8_0_weighted(W + o * n_in, no ? out->is_outl : NULL, colw, canon + o * row_bytes, n_in);
         else if (no)
@@ -271,15 +274,6 @@ int sk_q8_build(const float *W, size_t n_out, size_t n_in, const float *bias,
             sk_quantize_q8_0(W + o * n_in, canon + o * row_bytes, n_in);
     }
     free(colw);
-    if (xtx) {   /* GPTQ rounding replaces the scale search's where it can run */
-        uint8_t *alt = malloc(nbytes);
-        if (!alt) goto nomem;
-        if (sk_quantize_q8_0_gptq(W, n_out, n_in, xtx, no ? out->is_outl : NULL, alt) == 0) {
-            memcpy(canon, alt, nbytes);
-            out->gptq = 1;
-        }
-        free(alt);
-    }
     rc = prepack(canon, n_out, n_in, nbytes, out, name, e);
     free(canon);
     if (rc) {
