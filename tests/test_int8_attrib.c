@@ -306,7 +306,8 @@ static void attribute(const char *label, const char *path, const bodies *b) {
     row("all sites", "plain Q8", compare(&ref, &full[3]));
 
     saved *sv = calloc(ns, sizeof *sv);
-    if (getenv("SKYCMD_ATTRIB_SUMMARY")) goto summary_only; /* SKYCMD_ATTRIB_SUMMARY=1: totals only */
+    const char *summary = getenv("SKYCMD_ATTRIB_SUMMARY");
+    if (summary && summary[0]) goto summary_only; /* SKYCMD_ATTRIB_SUMMARY=1: totals only */
     /* consistency: A with every site on Q's int8 weights answers like Q */
     for (size_t i = 0; i < ns; i++) {
         sv[i] = site_save(&sites[i]);
