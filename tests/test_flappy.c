@@ -350,15 +350,15 @@ Test(flappy, int8_modes_against_f32) {
     test_set t;
     load_test_set(&t);
     row_answer *f = answer_all(&t, MODEL_GGUF, SKYCMD_WEIGHTS_F32, -1);
-    /* The bounds guard what this model measured (--q8 7.4e-2, --q8-fast 8.3e-2, the Q8_0
-     * file 4.0e-2 on the 2,000 states, plus 25 % for a rounding change; the mean is
-     * ~3e-4). Issue 21 asks 2e-2 and 4e-2, which the int8 method does not reach on trained
-     * weights yet (issue 19's int8 accuracy item): docs/quantization.md has the table. */
+    /* Issue 21's targets: --q8 within 2e-2 and --q8-fast within 4e-2 of f32, the same
+     * action on >= 99 % of the states (measured on the committed model: 1.24e-2 and
+     * 1.78e-2, docs/quantization.md). The Q8_0 file holds ggml's plain blocks and has no
+     * f32 sites: it measured 9.5e-2, guarded with room for a rounding change. */
     row_answer *q8 = answer_all(&t, MODEL_GGUF, SKYCMD_WEIGHTS_Q8, SKYCMD_ACT_Q8X2);
-    int8_against_f32(&t, f, q8, "--q8", 9.3e-2);
+    int8_against_f32(&t, f, q8, "--q8", 2e-2);
     free(q8);
     row_answer *fast = answer_all(&t, MODEL_GGUF, SKYCMD_WEIGHTS_Q8, SKYCMD_ACT_Q8);
-    int8_against_f32(&t, f, fast, "--q8-fast", 1.05e-1);
+    int8_against_f32(&t, f, fast, "--q8-fast", 4e-2);
     free(fast);
     char dir[1024], path[1100];
     tu_scratch_make(dir, sizeof dir, "flappy", "q8");

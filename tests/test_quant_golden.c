@@ -227,3 +227,127 @@ static void run_model(const char *name) {
 Test(quant_golden, s1_pico, .timeout = 900, .fini = tu_scratch_remove) { run_model("s1-pico"); }
 Test(quant_golden, s1_nano_massive, .timeout = 900, .fini = tu_scratch_remove) { run_model("s1-nano-massive"); }
 Test(quant_golden, s1_micro, .timeout = 900, .fini = tu_scratch_remove) { run_model("s1-micro"); }
+
+/* ---- checkpoints made with laya's and transformers' own classes (issue 19) ----
+ * Every golden checkpoint of the manifest (tests/fixtures/golden/ckpt/, written by
+ * tools/golden/make_golden.py), converted to F16 (the shipping policy) and to F32, answers every golden
+ * request in f32, with calibrated --q8 (Q8x2 activations), with plain at-load Q8_0
+ * (SKYCMD_WEIGHTS_Q8_PLAIN) and from a Q8_0 file (skycmd_quantize: ggml's bytes). Against
+ * the f32 answers, calibrated --q8 must stay within 2e-2 and at or below both plain
+ * figures (max |dp| over every probability). */
+
+typedef struct flat {
+    size_t n;
+    double *p;
+} flat;
+
+static void answer_flat(const char *gguf, int weights, int act, flat *out) {
+    skycmd_options *o = skycmd_options_new();
+    skycmd_error *err = skycmd_error_new();
+    skycmd_options_set_int(o, SKYCMD_OPT_WEIGHTS, weights);
+    skycmd_model *model = NULL;
+    cr_assert_eq(skycmd_model_open(gguf, o, &model, err), SKYCMD_OK, "open %s: %s", gguf,
+                 skycmd_error_message(err));
+    skycmd_session *sess = NULL;
+    cr_assert_eq(skycmd_session_new(model, &sess), SKYCMD_OK);
+    if (act >= 0) cr_assert_eq(skycmd_session_set_int(sess, SKYCMD_OPT_ACTIVATIONS, act), SKYCMD_OK);
+    char rpath[1024];
+    snprintf(rpath, sizeof rpath, "%s/requests.json", golden_dir());
+    cJSON *reqs = tu_load_json(rpath);
+    size_t cap = 256;
+    out->n = 0;
+    out->p = malloc(cap * sizeof *out->p);
+    const cJSON *rq;
+    cJSON_ArrayForEach(rq, reqs) {
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rq, "expect_error"))) continue;
+        const char *body = cJSON_GetObjectItemCaseSensitive(rq, "body")->valuestring;
+        skycmd_request *req = NULL;
+        cr_assert_eq(skycmd_request_parse(body, strlen(body), &req), SKYCMD_OK);
+        skycmd_response *resp = NULL;
+        cr_assert_eq(skycmd_decide(sess, req, &resp), SKYCMD_OK, "decide: %s", skycmd_session_errmsg(sess));
+        for (size_t q = 0; q < skycmd_response_answer_count(resp); q++)
+            for (size_t j = 0; j < skycmd_response_option_count(resp, q); j++) {
+                if (out->n == cap) out->p = realloc(out->p, (cap *= 2) * sizeof *out->p);
+                out->p[out->n++] = skycmd_response_option_probability(resp, q, j);
+            }
+        skycmd_response_free(resp);
+        skycmd_request_free(req);
+    }
+    cr_assert_geq(out->n, 100, "fewer than 100 probabilities compared");
+    cJSON_Delete(reqs);
+    skycmd_session_free(sess);
+    cr_assert_eq(skycmd_model_free(model), SKYCMD_OK);
+    skycmd_options_free(o);
+    skycmd_error_free(err);
+}
+
+static double flat_max_dp(const flat *ref, const flat *x, double *mean) {
+    cr_assert_eq(ref->n, x->n);
+    double m = 0, s = 0;
+    for (size_t i = 0; i < ref->n; i++) {
+        const double d = fabs(x->p[i] - ref->p[i]);
+        if (d > m || d != d) m = d;
+        s += d;
+    }
+    *mean = s / (double)ref->n;
+    return m;
+}
+
+Test(quant_golden, checkpoints_calibrated_vs_plain, .timeout = 1800, .fini = tu_scratch_remove) {
+    char mpath[1024];
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", golden_dir());
+    cJSON *man = tu_load_json(mpath);
+    size_t n_ckpt = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(man, "models")) {
+        const cJSON *ck = cJSON_GetObjectItemCaseSensitive(it, "checkpoint");
+        if (!cJSON_IsString(ck)) continue;
+        const char *name = cJSON_GetObjectItemCaseSensitive(it, "model")->valuestring;
+        char dir[1024], ckpt[1200], src[1200], q8[1200];
+        snprintf(ckpt, sizeof ckpt, "%s/%s", golden_dir(), ck->valuestring);
+        static const int types[2] = {SKYCMD_TYPE_F16, SKYCMD_TYPE_F32};
+        static const char *const tname[2] = {"F16", "F32"};
+        for (int ti = 0; ti < 2; ti++) {
+            tu_scratch_make(dir, sizeof dir, "qgolden", name);
+            snprintf(src, sizeof src, "%s/model-%s.gguf", dir, tname[ti]);
+            snprintf(q8, sizeof q8, "%s/model-q8_0.gguf", dir);
+            skycmd_options *o = skycmd_options_new();
+            skycmd_error *err = skycmd_error_new();
+            skycmd_options_set_int(o, SKYCMD_OPT_TYPE, types[ti]);
+            cr_assert_eq(skycmd_convert(ckpt, src, o, err), SKYCMD_OK, "%s: %s", name, skycmd_error_message(err));
+            skycmd_options_set_int(o, SKYCMD_OPT_TYPE, SKYCMD_TYPE_Q8_0);
+            cr_assert_eq(skycmd_quantize(src, q8, o, err), SKYCMD_OK, "%s: %s", name, skycmd_error_message(err));
+            skycmd_options_free(o);
+            skycmd_error_free(err);
+            flat ref, cal, plain, file;
+            answer_flat(src, SKYCMD_WEIGHTS_F32, -1, &ref);
+            answer_flat(src, SKYCMD_WEIGHTS_Q8, SKYCMD_ACT_Q8X2, &cal);
+            answer_flat(src, SKYCMD_WEIGHTS_Q8_PLAIN, SKYCMD_ACT_Q8X2, &plain);
+            answer_flat(q8, SKYCMD_WEIGHTS_Q8, SKYCMD_ACT_Q8X2, &file);
+            double mc, mp, mf;
+            const double c = flat_max_dp(&ref, &cal, &mc), p = flat_max_dp(&ref, &plain, &mp),
+                         f = flat_max_dp(&ref, &file, &mf);
+            char what[3][80];
+            snprintf(what[0], sizeof what[0], "%s -> --q8 (calibrated) vs f32", tname[ti]);
+            snprintf(what[1], sizeof what[1], "%s -> plain Q8_0 at load vs f32", tname[ti]);
+            snprintf(what[2], sizeof what[2], "%s -> Q8_0 file vs f32", tname[ti]);
+            report(name, what[0], c, mc, TOL_LOAD);
+            report(name, what[1], p, mp, 0);
+            report(name, what[2], f, mf, 0);
+            cr_expect_leq(c, TOL_LOAD, "%s %s: calibrated --q8 max |dp| %.3g vs f32 (bound %g)", name,
+                          tname[ti], c, TOL_LOAD);
+            cr_expect_leq(c, p, "%s %s: calibrated --q8 max |dp| %.3g is above plain at-load Q8_0's %.3g",
+                          name, tname[ti], c, p);
+            cr_expect_leq(c, f, "%s %s: calibrated --q8 max |dp| %.3g is above the Q8_0 file's %.3g", name,
+                          tname[ti], c, f);
+            free(ref.p);
+            free(cal.p);
+            free(plain.p);
+            free(file.p);
+            tu_scratch_remove();
+        }
+        n_ckpt++;
+    }
+    cJSON_Delete(man);
+    cr_assert_geq(n_ckpt, 1, "the golden manifest lists no checkpoint");
+}

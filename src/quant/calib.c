@@ -79,7 +79,8 @@ int sk_calib_init(sk_calib *c, size_t n_sites, const size_t *k) {
     c->mx = sk_calloc_array(n_sites ? n_sites : 1, sizeof(float *));
     c->sq = sk_calloc_array(n_sites ? n_sites : 1, sizeof(double *));
     c->rows = sk_calloc_array(n_sites ? n_sites : 1, sizeof(uint64_t));
-    if (!c->k || !c->mx || !c->sq || !c->rows) {
+    c->xtx = sk_calloc_array(n_sites ? n_sites : 1, sizeof(float *));
+    if (!c->k || !c->mx || !c->sq || !c->rows || !c->xtx) {
         sk_calib_free(c);
         return SKYCMD_E_NOMEM;
     }
@@ -109,7 +110,32 @@ void sk_calib_record(sk_calib *c, size_t site, const float *x, size_t ldx, size_
             if (a == a && a < INFINITY) sq[i] += (double)a * a;
         }
     }
+    float *h = c->xtx[site];
+    float *clean = h ? c->row_buf : NULL;
+    for (size_t r = 0; clean && r < n_rows; r++) {
+        const float *xr = x + r * ldx;
+        for (size_t i = 0; i < k; i++) clean[i] = isfinite(xr[i]) ? xr[i] : 0.0f;
+        for (size_t i = 0; i < k; i++) {
+            const float xi = clean[i];
+            if (xi == 0.0f) continue;
+            float *hi = h + i * k;
+            for (size_t j = i; j < k; j++) hi[j] += xi * clean[j];
+        }
+    }
     c->rows[site] += n_rows;
+}
+
+int sk_calib_want_xtx(sk_calib *c, size_t site) {
+    if (!c || site >= c->n_sites || c->xtx[site]) return 0;
+    size_t n;
+    if (sk_mul_size(c->k[site], c->k[site], &n)) return SKYCMD_E_NOMEM;
+    c->xtx[site] = sk_calloc_array(n ? n : 1, sizeof(float));
+    if (c->k[site] > c->row_cap) {
+        free(c->row_buf);
+        c->row_buf = sk_malloc_array(c->k[site], sizeof(float));
+        c->row_cap = c->row_buf ? c->k[site] : 0;
+    }
+    return c->xtx[site] && c->row_buf ? 0 : SKYCMD_E_NOMEM;
 }
 
 void sk_calib_free(sk_calib *c) {
@@ -118,6 +144,10 @@ void sk_calib_free(sk_calib *c) {
         for (size_t s = 0; s < c->n_sites; s++) free(c->mx[s]);
     if (c->sq)
         for (size_t s = 0; s < c->n_sites; s++) free(c->sq[s]);
+    if (c->xtx)
+        for (size_t s = 0; s < c->n_sites; s++) free(c->xtx[s]);
+    free(c->xtx);
+    free(c->row_buf);
     free(c->mx);
     free(c->sq);
     free(c->k);
@@ -200,7 +230,8 @@ int sk_q8_from_q8_0(const uint8_t *rowmajor, size_t n_out, size_t n_in, const fl
 }
 
 int sk_q8_build(const float *W, size_t n_out, size_t n_in, const float *bias,
-                const float *chan_max, const float *chan_ms, const char *name, sk_q8_owned *out,
+                const float *chan_max, const float *chan_ms, const float *xtx,
+                const char *name, sk_q8_owned *out,
                 size_t *relayout_bytes, size_t *panel_bytes, sk_err *e) {
     size_t nbytes, pbytes;
     int rc = alloc_common(n_out, n_in, bias, name, out, &nbytes, &pbytes, e);
@@ -231,7 +262,10 @@ int sk_q8_build(const float *W, size_t n_out, size_t n_in, const float *bias,
         if (!colw) goto nomem;
         for (size_t i = 0; i < n_in; i++) colw[i] = isfinite(chan_ms[i]) ? chan_ms[i] : 0.0f;
     }
-    for (size_t o = 0; o < n_out; o++) {
+    /* GPTQ rounding first where it can run; the scale search (or ggml's rounding) otherwise */
+    if (xtx && sk_quantize_q8_0_gptq(W, n_out, n_in, xtx, no ? out->is_outl : NULL, canon) == 0)
+        out->gptq = 1;
+    for (size_t o = 0; o < n_out && !out->gptq; o++) {
         if (colw)
             sk_quantize_q8_0_weighted(W + o * n_in, no ? out->is_outl : NULL, colw, canon + o * row_bytes, n_in);
         else if (no)

@@ -11,7 +11,11 @@
  *  - sk_q8_build quantizes an [n_out][n_in] f32 matrix to Q8_0 (with chan_max: outlier
  *    columns picked by sk_quant_pick_outliers and scales by sk_quantize_q8_0_exact_cols;
  *    with chan_ms, the calibrated mean square per channel, the other blocks' scales by
- *    sk_quantize_q8_0_weighted; without either: ggml's plain quantizer), then prepacks the ROW_MAJOR bytes into the kernels'
+ *    sk_quantize_q8_0_weighted; with xtx, the calibrated second moments, the rounding of
+ *    sk_quantize_q8_0_gptq instead (a hold-out check between the two, GPTQ fitted on half
+ *    the prompts against the scale search on the other half, was tried and rejected GPTQ
+ *    where it helped the golden requests: six prompts judge too noisily); without any:
+ *    ggml's plain quantizer), then prepacks the ROW_MAJOR bytes into the kernels'
  *    INPUT_BLOCK_MAJOR order once, and that into the kernels' panels (src/kernels/q8.h).
  *    sk_q8_from_q8_0 takes a Q8_0 file's ROW_MAJOR bytes as they are (no outliers are
  *    possible: the exact weights are gone) and prepacks them the same way. Both report the
@@ -45,10 +49,16 @@ typedef struct sk_calib {
     float **mx;       /* [site][k] max |x| */
     double **sq;      /* [site][k] sum of x^2 (mean square = sq / rows) */
     uint64_t *rows;   /* rows recorded per site */
+    float **xtx;      /* [site][k][k] sum of x_i x_j (upper triangle), or NULL for the site
+                         (sk_calib_want_xtx) */
+    float *row_buf;   /* one input row, non-finite values zeroed */
+    size_t row_cap;
 } sk_calib;
 
 int sk_calib_init(sk_calib *c, size_t n_sites, const size_t *k);
 void sk_calib_record(sk_calib *c, size_t site, const float *x, size_t ldx, size_t n_rows);
+/* Also record the input second moments of site (for GPTQ rounding): 0 or SKYCMD_E_NOMEM. */
+int sk_calib_want_xtx(sk_calib *c, size_t site);
 void sk_calib_free(sk_calib *c);
 
 /* An int8 Linear that owns its memory. */
@@ -59,10 +69,12 @@ typedef struct sk_q8_owned {
     uint8_t *is_outl;
     float *w_outl;
     float *bias;
+    int gptq;          /* sk_q8_build: rounded by GPTQ */
 } sk_q8_owned;
 
 int sk_q8_build(const float *W, size_t n_out, size_t n_in, const float *bias,
-                const float *chan_max, const float *chan_ms, const char *name, sk_q8_owned *out,
+                const float *chan_max, const float *chan_ms, const float *xtx,
+                const char *name, sk_q8_owned *out,
                 size_t *relayout_bytes, size_t *panel_bytes, sk_err *e);
 int sk_q8_from_q8_0(const uint8_t *rowmajor, size_t n_out, size_t n_in, const float *bias,
                     const char *name, sk_q8_owned *out, size_t *relayout_bytes,

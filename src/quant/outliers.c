@@ -188,3 +188,118 @@ void sk_quantize_q8_0_weighted(const float *x, const uint8_t *is_outlier, const 
         }
     }
 }
+
+/* ------------------------------------------------------------------ GPTQ rounding --- */
+
+/* In-place Cholesky factor of the k x k symmetric positive definite a (row-major, lower
+ * triangle written, a = L L^T). 0, or -1 when a is not positive definite. */
+static int cholesky_lower(double *a, size_t k) {
+    for (size_t j = 0; j < k; j++) {
+        double s = a[j * k + j];
+        for (size_t p = 0; p < j; p++) s -= a[j * k + p] * a[j * k + p];
+        if (!(s > 0.0)) return -1;
+        const double d = sqrt(s);
+        a[j * k + j] = d;
+        for (size_t i = j + 1; i < k; i++) {
+            double t = a[i * k + j];
+            for (size_t p = 0; p < j; p++) t -= a[i * k + p] * a[j * k + p];
+            a[i * k + j] = t / d;
+        }
+    }
+    return 0;
+}
+
+int sk_quantize_q8_0_gptq(const float *W, size_t n_out, size_t n_in, const float *xtx,
+                          const uint8_t *is_outlier, uint8_t *out) {
+    const size_t k = n_in, nb = n_in / SK_QK8_0;
+    if (k == 0 || nb * SK_QK8_0 != k || !xtx) return -1;
+    double *h = malloc(k * k * sizeof *h), *inv = malloc(k * k * sizeof *inv);
+    float *u = malloc(k * k * sizeof *u), *w = malloc(n_out * k * sizeof *w);
+    int rc = -1;
+    if (!h || !inv || !u || !w) goto done;
+    /* H restricted to what the int8 product sees: outlier channels leave it (their
+     * activations are zeroed), as do channels never seen non-zero; both get a unit diagonal
+     * and no coupling, so their rounding error is not propagated. */
+    double diag = 0.0;
+    size_t live = 0;
+    for (size_t i = 0; i < k; i++) {
+        const int dead_i = (is_outlier && is_outlier[i]) || !(xtx[i * k + i] > 0.0f);
+        for (size_t j = i; j < k; j++) {
+            const int dead_j = (is_outlier && is_outlier[j]) || !(xtx[j * k + j] > 0.0f);
+            double v = dead_i || dead_j ? 0.0 : (double)xtx[i * k + j];
+            if (!isfinite(v)) goto done;
+            h[i * k + j] = h[j * k + i] = v;
+        }
+        if (!dead_i) {
+            diag += h[i * k + i];
+            live++;
+        }
+    }
+    if (live == 0) goto done;
+    const double damp = SK_GPTQ_DAMP * diag / (double)live;
+    for (size_t i = 0; i < k; i++) h[i * k + i] = h[i * k + i] > 0.0 ? h[i * k + i] + damp : 1.0;
+    /* U = the upper Cholesky factor of H^-1 (H = L L^T, H^-1 = L^-T L^-1): GPTQ's update
+     * order. inv first holds L^-1 (lower). */
+    if (cholesky_lower(h, k)) goto done;
+    memset(inv, 0, k * k * sizeof *inv);
+    for (size_t j = 0; j < k; j++) {
+        inv[j * k + j] = 1.0 / h[j * k + j];
+        for (size_t i = j + 1; i < k; i++) {
+            double s = 0.0;
+            for (size_t p = j; p < i; p++) s += h[i * k + p] * inv[p * k + j];
+            inv[i * k + j] = -s / h[i * k + i];
+        }
+    }
+    /* H^-1 = (L^-1)^T L^-1 into h (full) */
+    for (size_t i = 0; i < k; i++)
+        for (size_t j = i; j < k; j++) {
+            double s = 0.0;
+            for (size_t p = j; p < k; p++) s += inv[p * k + i] * inv[p * k + j];
+            h[i * k + j] = h[j * k + i] = s;
+        }
+    if (cholesky_lower(h, k)) goto done;   /* H^-1 = C C^T; U = C^T */
+    for (size_t i = 0; i < k; i++)
+        for (size_t j = 0; j < k; j++) u[i * k + j] = j >= i ? (float)h[j * k + i] : 0.0f;
+    memcpy(w, W, n_out * k * sizeof *w);
+    const size_t row_bytes = nb * SK_Q8_0_BLOCK_BYTES;
+    float *scale = malloc(n_out * sizeof *scale);
+    if (!scale) goto done;
+    for (size_t b = 0; b < nb; b++) {
+        /* the block's scale from the weights as the updates so far left them (ggml's rule on
+         * the columns the int8 product sees) */
+        for (size_t o = 0; o < n_out; o++) {
+            const float *wb = w + o * k + b * SK_QK8_0;
+            float amax = 0.0f;
+            for (int j = 0; j < SK_QK8_0; j++)
+                if (!(is_outlier && is_outlier[b * SK_QK8_0 + (size_t)j]) && fabsf(wb[j]) > amax)
+                    amax = fabsf(wb[j]);
+            const uint16_t dh = sk_f32_to_f16(amax / 127.0f);
+            uint8_t *ob = out + o * row_bytes + b * SK_Q8_0_BLOCK_BYTES;
+            ob[0] = (uint8_t)(dh & 0xff);
+            ob[1] = (uint8_t)(dh >> 8);
+            scale[o] = sk_f16_to_f32(dh);
+        }
+        for (size_t jj = 0; jj < SK_QK8_0; jj++) {
+            const size_t j = b * SK_QK8_0 + jj;
+            const int outl = is_outlier && is_outlier[j];
+            const float ujj = u[j * k + j], *uj = u + j * k;
+            for (size_t o = 0; o < n_out; o++) {
+                float *wo = w + o * k;
+                const float d = scale[o];
+                const float q = outl || !(d > 0.0f) || !isfinite(d) ? 0.0f : round_clamp(wo[j] / d);
+                out[o * row_bytes + b * SK_Q8_0_BLOCK_BYTES + 2 + jj] = (uint8_t)(int8_t)(int)q;
+                if (outl) continue;
+                const float err = (wo[j] - d * q) / ujj;
+                for (size_t l = j + 1; l < k; l++) wo[l] -= err * uj[l];
+            }
+        }
+    }
+    free(scale);
+    rc = 0;
+done:
+    free(h);
+    free(inv);
+    free(u);
+    free(w);
+    return rc;
+}

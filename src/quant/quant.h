@@ -85,4 +85,18 @@ void sk_quantize_q8_0_exact_cols(const float *x, const uint8_t *is_outlier, uint
 void sk_quantize_q8_0_weighted(const float *x, const uint8_t *is_outlier, const float *colw,
                                uint8_t *out, size_t n);
 
+/* GPTQ rounding (Frantar et al. 2022) of an [n_out][n_in] matrix to Q8_0 bytes (ROW_MAJOR):
+ * columns are rounded in order and each one's rounding error is pushed onto the columns not
+ * yet rounded, through the calibrated input second moments xtx ([n_in][n_in] sum of x_i x_j,
+ * upper triangle read), so that the error of the product x . W^T on the calibration inputs,
+ * not of W itself, is what the rounding minimizes. Each block's scale is ggml's rule
+ * (max |w| / 127 as f16) on the weights as the earlier columns' updates left them; quants
+ * within [-127, 127]. Channels flagged in is_outlier (may be NULL) leave the problem: their
+ * activations never reach the int8 product (their quants are written as 0). H is damped
+ * by SK_GPTQ_DAMP times its mean diagonal. Standard Q8_0 bytes; 0, or -1 (out of memory or
+ * a non-positive-definite H: the caller falls back to another quantizer). */
+#define SK_GPTQ_DAMP 0.01
+int sk_quantize_q8_0_gptq(const float *W, size_t n_out, size_t n_in, const float *xtx,
+                          const uint8_t *is_outlier, uint8_t *out);
+
 #endif /* SK_QUANT_H */
