@@ -117,7 +117,14 @@ def main():
     from laya.serve import create_app
 
     torch.set_num_threads(1)
-    router = Router(models={"golden": CKPT}, default="golden", device="cpu", max_loaded=1)
+    # laya rewrites tokenizer/tokenizer_config.json of a directory it loads; it gets a copy so
+    # the committed checkpoint stays as it is.
+    import shutil
+    import tempfile
+    work = tempfile.mkdtemp(prefix="batch-golden-")
+    ckpt = os.path.join(work, "ckpt")
+    shutil.copytree(CKPT, ckpt)
+    router = Router(models={"golden": ckpt}, default="golden", device="cpu", max_loaded=1)
     app = create_app(router)
     cases = []
     with TestClient(app) as client:
@@ -125,6 +132,10 @@ def main():
             text = json.dumps(b, ensure_ascii=False)
             r = client.post(route, content=text.encode("utf-8"), headers={"Content-Type": "application/json"})
             answer = r.json()
+            # laya reports where it loaded the checkpoint from: a temporary path, not kept
+            for res in answer.get("results", [answer]) if isinstance(answer, dict) else []:
+                if isinstance(res, dict) and isinstance(res.get("routing"), dict) and "repo" in res["routing"]:
+                    res["routing"]["repo"] = "<checkpoint copy>"
             cases.append({"name": name, "route": route, "body": text, "status": r.status_code, "answer": answer})
             print("%-26s %s %d" % (name, route, r.status_code), file=sys.stderr)
     doc = {
@@ -139,6 +150,7 @@ def main():
     with open(OUT, "w", encoding="utf-8") as f:
         json.dump(doc, f, ensure_ascii=False, indent=1)
         f.write("\n")
+    shutil.rmtree(work, ignore_errors=True)
     print("wrote", OUT, file=sys.stderr)
 
 
