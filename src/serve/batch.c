@@ -17,8 +17,8 @@
  *    batch_size asks; sort_by_length orders the states by length before they are cut into
  *    passes (results stay in request order). Passes change only the speed: each answer is
  *    exactly what the state would get alone.
- *  - min_confidence needs the library's abstention gate; this build has none, so a
- *    non-null value is refused with 400 rather than ignored.
+ *  - min_confidence goes into every state's request: the library validates it (laya's
+ *    check_min_confidence messages, 422) and gates each result's answers.
  */
 #define _GNU_SOURCE
 #include "serve.h"
@@ -225,10 +225,13 @@ void answer_batch(struct req *r, const struct model_set *set, skycmd_session *co
     }
     if (read_budgets(r, body, len)) return;
     size_t off, n;
+    /* min_confidence (laya: apply_confidence_gate on every result): handed on to each state's
+     * request, whose parser validates it as laya does (422 with its message) and gates the
+     * answers */
+    size_t mc_off = 0, mc_len = 0;
     if (sj_member(body, len, "min_confidence", &off, &n) && !(n == 4 && memcmp(body + off, "null", 4) == 0)) {
-        set_error(r, 400, "min_confidence is not supported yet by this server (the abstention gate "
-                          "is not built in); drop it");
-        return;
+        mc_off = off;
+        mc_len = n;
     }
     int64_t batch_size = 0;
     if (read_int_control(r, body, len, "batch_size", 0, &batch_size)) return;
@@ -251,6 +254,10 @@ void answer_batch(struct req *r, const struct model_set *set, skycmd_session *co
         sbuf_add(&one, body + refs[i].off, refs[i].len);
         sbuf_adds(&one, ",\"questions\":");
         sbuf_add(&one, body + q_off, q_len);
+        if (mc_len) {
+            sbuf_adds(&one, ",\"min_confidence\":");
+            sbuf_add(&one, body + mc_off, mc_len);
+        }
         sbuf_adds(&one, "}");
         if (one.oom) {
             set_error(r, 503, "the server is out of memory, retry later");

@@ -128,15 +128,30 @@ def batch_results_equal_single_requests(ctx):
 
 
 @test
-def min_confidence_is_refused_not_ignored(ctx):
+def min_confidence_gates_every_result(ctx):
+    # laya serve applies apply_confidence_gate to every result: each result is the state
+    # answered alone with the same min_confidence, and every answer carries the gate's fields
     case = next(c for c in ctx["doc"]["cases"] if c["name"] == "plain")
     b = json.loads(case["body"])
-    b["min_confidence"] = 0.5
+    for gate in (0.5, {"default": 0.99}):
+        b["min_confidence"] = gate
+        st, _, body = post(ctx, "/v1/systemone/batch", json.dumps(b))
+        eq(st, 200, f"min_confidence {gate!r}")
+        results = json.loads(body)["results"]
+        for i, state in enumerate(b["states"]):
+            one = json.dumps({"state": state, "questions": b["questions"], "min_confidence": gate})
+            st1, _, b1 = post(ctx, "/v1/systemone", one)
+            eq(st1, 200, f"state {i} alone")
+            eq(json.dumps(results[i], separators=(",", ":")), b1.decode(), f"state {i} vs alone, gate {gate!r}")
+            for qid, a in results[i]["answers"].items():
+                check(a.get("abstention") in ("passed", "abstained", "unevaluated"), f"{qid}: {a}")
+    b["min_confidence"] = 1.5  # laya's check_min_confidence: outside [0, 1]
     st, h, body = post(ctx, "/v1/systemone/batch", json.dumps(b))
-    error_of(st, h, body, 400, contains="min_confidence is not supported yet")
+    error_of(st, h, body, 422)
     b["min_confidence"] = None  # null: as laya, "not asked"
-    st, _, _ = post(ctx, "/v1/systemone/batch", json.dumps(b))
+    st, _, body = post(ctx, "/v1/systemone/batch", json.dumps(b))
     eq(st, 200, "min_confidence null")
+    check(b"abstention" not in body, "null min_confidence must not gate")
 
 
 @test
