@@ -1291,6 +1291,126 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1OPT_1LAYOUT_1
 }
 
 
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1OPT_1LONG_1get(JNIEnv *jenv, jclass jcls) {
+  jint jresult = 0 ;
+  enum skycmd_option result;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (enum skycmd_option)SKYCMD_OPT_LONG;
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1OPT_1WINDOW_1get(JNIEnv *jenv, jclass jcls) {
+  jint jresult = 0 ;
+  enum skycmd_option result;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (enum skycmd_option)SKYCMD_OPT_WINDOW;
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1OPT_1STRIDE_1get(JNIEnv *jenv, jclass jcls) {
+  jint jresult = 0 ;
+  enum skycmd_option result;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (enum skycmd_option)SKYCMD_OPT_STRIDE;
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1OPT_1REPORT_1TRUNCATION_1get(JNIEnv *jenv, jclass jcls) {
+  jint jresult = 0 ;
+  enum skycmd_option result;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (enum skycmd_option)SKYCMD_OPT_REPORT_TRUNCATION;
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1OPT_1TOURNAMENT_1GROUP_1get(JNIEnv *jenv, jclass jcls) {
+  jint jresult = 0 ;
+  enum skycmd_option result;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (enum skycmd_option)SKYCMD_OPT_TOURNAMENT_GROUP;
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1OPT_1MAX_1LEN_1get(JNIEnv *jenv, jclass jcls) {
+  jint jresult = 0 ;
+  enum skycmd_option result;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (enum skycmd_option)SKYCMD_OPT_MAX_LEN;
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1OPT_1HEAD_1MAX_1LEN_1get(JNIEnv *jenv, jclass jcls) {
+  jint jresult = 0 ;
+  enum skycmd_option result;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (enum skycmd_option)SKYCMD_OPT_HEAD_MAX_LEN;
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1OPT_1CALIB_1ABSTENTION_1get(JNIEnv *jenv, jclass jcls) {
+  jint jresult = 0 ;
+  enum skycmd_option result;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (enum skycmd_option)SKYCMD_OPT_CALIB_ABSTENTION;
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1OPT_1CALIB_1ABSTAIN_1MIN_1N_1get(JNIEnv *jenv, jclass jcls) {
+  jint jresult = 0 ;
+  enum skycmd_option result;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (enum skycmd_option)SKYCMD_OPT_CALIB_ABSTAIN_MIN_N;
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1OPT_1CALIB_1CONSERVATIVE_1get(JNIEnv *jenv, jclass jcls) {
+  jint jresult = 0 ;
+  enum skycmd_option result;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (enum skycmd_option)SKYCMD_OPT_CALIB_CONSERVATIVE;
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
 SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1OPT_1NAME_1get(JNIEnv *jenv, jclass jcls) {
   jint jresult = 0 ;
   enum skycmd_option result;
@@ -1322,6 +1442,30 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1OPT_1MODEL_1N
   (void)jenv;
   (void)jcls;
   result = (enum skycmd_option)SKYCMD_OPT_MODEL_NAME;
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1OPT_1MIN_1CONFIDENCE_1get(JNIEnv *jenv, jclass jcls) {
+  jint jresult = 0 ;
+  enum skycmd_option result;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (enum skycmd_option)SKYCMD_OPT_MIN_CONFIDENCE;
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1OPT_1CALIB_1TARGET_1ERROR_1get(JNIEnv *jenv, jclass jcls) {
+  jint jresult = 0 ;
+  enum skycmd_option result;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (enum skycmd_option)SKYCMD_OPT_CALIB_TARGET_ERROR;
   jresult = (jint)result; 
   return jresult;
 }
@@ -1562,6 +1706,54 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1QTYPE_1NOUL_1
   (void)jenv;
   (void)jcls;
   result = (enum skycmd_qtype)SKYCMD_QTYPE_NOUL;
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1ABSTENTION_1NONE_1get(JNIEnv *jenv, jclass jcls) {
+  jint jresult = 0 ;
+  enum skycmd_abstention result;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (enum skycmd_abstention)SKYCMD_ABSTENTION_NONE;
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1ABSTENTION_1PASSED_1get(JNIEnv *jenv, jclass jcls) {
+  jint jresult = 0 ;
+  enum skycmd_abstention result;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (enum skycmd_abstention)SKYCMD_ABSTENTION_PASSED;
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1ABSTENTION_1ABSTAINED_1get(JNIEnv *jenv, jclass jcls) {
+  jint jresult = 0 ;
+  enum skycmd_abstention result;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (enum skycmd_abstention)SKYCMD_ABSTENTION_ABSTAINED;
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1ABSTENTION_1UNEVALUATED_1get(JNIEnv *jenv, jclass jcls) {
+  jint jresult = 0 ;
+  enum skycmd_abstention result;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (enum skycmd_abstention)SKYCMD_ABSTENTION_UNEVALUATED;
   jresult = (jint)result; 
   return jresult;
 }

@@ -20,9 +20,21 @@ public final class skycmd_option {
   public final static skycmd_option SKYCMD_OPT_JSON = new skycmd_option("SKYCMD_OPT_JSON", skycmdJNI.SKYCMD_OPT_JSON_get());
   public final static skycmd_option SKYCMD_OPT_MAX_TOKENS = new skycmd_option("SKYCMD_OPT_MAX_TOKENS", skycmdJNI.SKYCMD_OPT_MAX_TOKENS_get());
   public final static skycmd_option SKYCMD_OPT_LAYOUT = new skycmd_option("SKYCMD_OPT_LAYOUT", skycmdJNI.SKYCMD_OPT_LAYOUT_get());
+  public final static skycmd_option SKYCMD_OPT_LONG = new skycmd_option("SKYCMD_OPT_LONG", skycmdJNI.SKYCMD_OPT_LONG_get());
+  public final static skycmd_option SKYCMD_OPT_WINDOW = new skycmd_option("SKYCMD_OPT_WINDOW", skycmdJNI.SKYCMD_OPT_WINDOW_get());
+  public final static skycmd_option SKYCMD_OPT_STRIDE = new skycmd_option("SKYCMD_OPT_STRIDE", skycmdJNI.SKYCMD_OPT_STRIDE_get());
+  public final static skycmd_option SKYCMD_OPT_REPORT_TRUNCATION = new skycmd_option("SKYCMD_OPT_REPORT_TRUNCATION", skycmdJNI.SKYCMD_OPT_REPORT_TRUNCATION_get());
+  public final static skycmd_option SKYCMD_OPT_TOURNAMENT_GROUP = new skycmd_option("SKYCMD_OPT_TOURNAMENT_GROUP", skycmdJNI.SKYCMD_OPT_TOURNAMENT_GROUP_get());
+  public final static skycmd_option SKYCMD_OPT_MAX_LEN = new skycmd_option("SKYCMD_OPT_MAX_LEN", skycmdJNI.SKYCMD_OPT_MAX_LEN_get());
+  public final static skycmd_option SKYCMD_OPT_HEAD_MAX_LEN = new skycmd_option("SKYCMD_OPT_HEAD_MAX_LEN", skycmdJNI.SKYCMD_OPT_HEAD_MAX_LEN_get());
+  public final static skycmd_option SKYCMD_OPT_CALIB_ABSTENTION = new skycmd_option("SKYCMD_OPT_CALIB_ABSTENTION", skycmdJNI.SKYCMD_OPT_CALIB_ABSTENTION_get());
+  public final static skycmd_option SKYCMD_OPT_CALIB_ABSTAIN_MIN_N = new skycmd_option("SKYCMD_OPT_CALIB_ABSTAIN_MIN_N", skycmdJNI.SKYCMD_OPT_CALIB_ABSTAIN_MIN_N_get());
+  public final static skycmd_option SKYCMD_OPT_CALIB_CONSERVATIVE = new skycmd_option("SKYCMD_OPT_CALIB_CONSERVATIVE", skycmdJNI.SKYCMD_OPT_CALIB_CONSERVATIVE_get());
   public final static skycmd_option SKYCMD_OPT_NAME = new skycmd_option("SKYCMD_OPT_NAME", skycmdJNI.SKYCMD_OPT_NAME_get());
   public final static skycmd_option SKYCMD_OPT_PRE = new skycmd_option("SKYCMD_OPT_PRE", skycmdJNI.SKYCMD_OPT_PRE_get());
   public final static skycmd_option SKYCMD_OPT_MODEL_NAME = new skycmd_option("SKYCMD_OPT_MODEL_NAME", skycmdJNI.SKYCMD_OPT_MODEL_NAME_get());
+  public final static skycmd_option SKYCMD_OPT_MIN_CONFIDENCE = new skycmd_option("SKYCMD_OPT_MIN_CONFIDENCE", skycmdJNI.SKYCMD_OPT_MIN_CONFIDENCE_get());
+  public final static skycmd_option SKYCMD_OPT_CALIB_TARGET_ERROR = new skycmd_option("SKYCMD_OPT_CALIB_TARGET_ERROR", skycmdJNI.SKYCMD_OPT_CALIB_TARGET_ERROR_get());
 
   public final int swigValue() {
     return swigValue;
@@ -58,7 +70,7 @@ public final class skycmd_option {
     swigNext = this.swigValue+1;
   }
 
-  private static skycmd_option[] swigValues = { SKYCMD_OPT_THREADS, SKYCMD_OPT_WEIGHTS, SKYCMD_OPT_ACTIVATIONS, SKYCMD_OPT_TYPE, SKYCMD_OPT_HEAD_TYPE, SKYCMD_OPT_SEED, SKYCMD_OPT_MASSIVE, SKYCMD_OPT_MAX_ARRAY, SKYCMD_OPT_JSON, SKYCMD_OPT_MAX_TOKENS, SKYCMD_OPT_LAYOUT, SKYCMD_OPT_NAME, SKYCMD_OPT_PRE, SKYCMD_OPT_MODEL_NAME };
+  private static skycmd_option[] swigValues = { SKYCMD_OPT_THREADS, SKYCMD_OPT_WEIGHTS, SKYCMD_OPT_ACTIVATIONS, SKYCMD_OPT_TYPE, SKYCMD_OPT_HEAD_TYPE, SKYCMD_OPT_SEED, SKYCMD_OPT_MASSIVE, SKYCMD_OPT_MAX_ARRAY, SKYCMD_OPT_JSON, SKYCMD_OPT_MAX_TOKENS, SKYCMD_OPT_LAYOUT, SKYCMD_OPT_LONG, SKYCMD_OPT_WINDOW, SKYCMD_OPT_STRIDE, SKYCMD_OPT_REPORT_TRUNCATION, SKYCMD_OPT_TOURNAMENT_GROUP, SKYCMD_OPT_MAX_LEN, SKYCMD_OPT_HEAD_MAX_LEN, SKYCMD_OPT_CALIB_ABSTENTION, SKYCMD_OPT_CALIB_ABSTAIN_MIN_N, SKYCMD_OPT_CALIB_CONSERVATIVE, SKYCMD_OPT_NAME, SKYCMD_OPT_PRE, SKYCMD_OPT_MODEL_NAME, SKYCMD_OPT_MIN_CONFIDENCE, SKYCMD_OPT_CALIB_TARGET_ERROR };
   private static int swigNext = 0;
   private final int swigValue;
   private final String swigName;
