@@ -350,8 +350,8 @@ Test(quant_golden, checkpoints_calibrated_vs_plain, .timeout = 1800, .fini = tu_
             cr_expect_leq(c, 1.15 * f, "%s %s: calibrated --q8 max |dp| %.3g is more than 15 %% above the "
                           "Q8_0 file's %.3g", name, tname[ti], c, f);
             if (c > p)
-                cr_log_warn("%s %s: calibrated --q8 max |dp| %.3g is above plain Q8_0's %.3g (issue 19)",
-                            name, tname[ti], c, p);
+                fprintf(stderr, "[----] note: %s %s: calibrated --q8 max |dp| %.3g is above plain Q8_0's "
+                        "%.3g (issue 19)\n", name, tname[ti], c, p);
             free(ref.p);
             free(cal.p);
             free(plain.p);
