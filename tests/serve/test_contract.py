@@ -23,7 +23,10 @@ import serve_common
 serve_common.run_under_sdk_python()
 from serve_common import Server, check, eq, ensure_model, main_guard, parse_args, run_tests, test
 
-MIN_CASES = 1000
+# Under the sanitizers (tools/test-all.sh's ASan stage) a smaller run is enough to exercise
+# the code; the release stage runs the full one the issue asks for (>= 1,000 cases).
+MAX_EXAMPLES = os.environ.get("SKYCMD_CONTRACT_MAX_EXAMPLES", "900")
+MIN_CASES = int(os.environ.get("SKYCMD_CONTRACT_MIN_CASES", "1000"))
 
 
 def missing(why):
@@ -97,7 +100,7 @@ def schemathesis_finds_no_server_error_or_schema_violation(ctx):
                "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,"
                            "response_schema_conformance,response_headers_conformance",
                "--phases", phases,
-               "--max-examples", "900", "--seed", "17", "--workers", workers, "--request-timeout", "30",
+               "--max-examples", MAX_EXAMPLES, "--seed", "17", "--workers", workers, "--request-timeout", "30",
                "--report", "json", "--report-json-path", report]
         p = subprocess.run(cmd, capture_output=True, text=True, cwd=ARGS.work_dir, timeout=1400)
         tail = "\n".join(p.stdout.splitlines()[-25:])
