@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "b85d376c44f3d879ec0f8f2ebccd434bf1e2915551332546065bee9ccd4adeff"
+  sha256 "c7338ab9bb030737286b96dbdcdf4a6fc6aa5f9336bab39e3ef586369dab9144"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
