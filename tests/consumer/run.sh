@@ -22,24 +22,27 @@ pc() { pkg-config "$@"; }
 [ "$(pc --variable=prefix skycmd)" -ef "$prefix" ] || { echo "skycmd.pc does not name $prefix"; exit 1; }
 export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 cc=${CC:-cc}
+# has PATTERN CMD...: CMD's whole output contains PATTERN. (Not `CMD | grep -q`: under
+# pipefail, grep -q leaving at the first match can kill CMD with SIGPIPE and fail the line.)
+has() { local pat=$1 out; shift; out=$("$@") || return 1; grep -q -- "$pat" <<<"$out"; }
 
 echo "== pkg-config (shared): $(pc --cflags --libs skycmd)"
 $cc -std=c99 -Wall -Werror "$src/tests/consumer/consumer.c" -o "$work/c_shared" $(pc --cflags --libs skycmd)
-"$work/c_shared" "$fixture" | grep -q '^total: 302 parameters, 550 bytes of tensor data$'
-ldd "$work/c_shared" | grep -q "$libdir/libskycmd.so"
+has '^total: 302 parameters, 550 bytes of tensor data$' "$work/c_shared" "$fixture"
+has "$libdir/libskycmd.so" ldd "$work/c_shared"
 
 echo "== pkg-config (static): $(pc --static --libs skycmd)"
 $cc -std=c99 -Wall -Werror "$src/tests/consumer/consumer.c" -o "$work/c_static" \
     $(pc --cflags skycmd) "$libdir/libskycmd.a" $(pc --static --libs-only-l skycmd | sed 's/-lskycmd//')
-"$work/c_static" "$fixture" | grep -q '^total: 302 parameters'
-if ldd "$work/c_static" | grep -q libskycmd; then echo "static consumer links libskycmd.so"; exit 1; fi
+has '^total: 302 parameters' "$work/c_static" "$fixture"
+if has libskycmd ldd "$work/c_static"; then echo "static consumer links libskycmd.so"; exit 1; fi
 
 for mode in OFF ON; do
   echo "== find_package(skycmd), static=$mode"
   cmake -S "$src/tests/consumer" -B "$work/cm_$mode" -DCMAKE_PREFIX_PATH="$prefix" \
         -DSKYCMD_CONSUMER_STATIC=$mode >/dev/null
   cmake --build "$work/cm_$mode" >/dev/null
-  "$work/cm_$mode/consumer" "$fixture" | grep -q '^total: 302 parameters'
+  has '^total: 302 parameters' "$work/cm_$mode/consumer" "$fixture"
 done
 
 echo "== a newer header is refused"
