@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "c7338ab9bb030737286b96dbdcdf4a6fc6aa5f9336bab39e3ef586369dab9144"
+  sha256 "6a015056a6ca04b143b5f9462ea5560927842e9140819a91d8a0ee2dc7f64e5f"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
