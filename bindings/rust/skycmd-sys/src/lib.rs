@@ -57,9 +57,21 @@ pub const SKYCMD_OPT_MAX_ARRAY: c_int = 8;
 pub const SKYCMD_OPT_JSON: c_int = 9;
 pub const SKYCMD_OPT_MAX_TOKENS: c_int = 10;
 pub const SKYCMD_OPT_LAYOUT: c_int = 11;
+pub const SKYCMD_OPT_LONG: c_int = 12;
+pub const SKYCMD_OPT_WINDOW: c_int = 13;
+pub const SKYCMD_OPT_STRIDE: c_int = 14;
+pub const SKYCMD_OPT_REPORT_TRUNCATION: c_int = 15;
+pub const SKYCMD_OPT_MAX_LEN: c_int = 16;
+pub const SKYCMD_OPT_HEAD_MAX_LEN: c_int = 17;
+pub const SKYCMD_OPT_TOURNAMENT_GROUP: c_int = 20;
+pub const SKYCMD_OPT_CALIB_ABSTENTION: c_int = 22;
+pub const SKYCMD_OPT_CALIB_ABSTAIN_MIN_N: c_int = 23;
+pub const SKYCMD_OPT_CALIB_CONSERVATIVE: c_int = 24;
 pub const SKYCMD_OPT_NAME: c_int = 100;
 pub const SKYCMD_OPT_PRE: c_int = 101;
 pub const SKYCMD_OPT_MODEL_NAME: c_int = 102;
+pub const SKYCMD_OPT_MIN_CONFIDENCE: c_int = 105;
+pub const SKYCMD_OPT_CALIB_TARGET_ERROR: c_int = 106;
 
 pub const SKYCMD_TYPE_F32: c_int = 0;
 pub const SKYCMD_TYPE_F16: c_int = 1;
@@ -69,6 +81,7 @@ pub const SKYCMD_TYPE_BF16: c_int = 30;
 pub const SKYCMD_WEIGHTS_F32: c_int = 0;
 pub const SKYCMD_WEIGHTS_Q8: c_int = 1;
 pub const SKYCMD_WEIGHTS_Q8_PLAIN: c_int = 2;
+pub const SKYCMD_WEIGHTS_BF16X3: c_int = 3;
 
 pub const SKYCMD_ACT_Q8X2: c_int = 0;
 pub const SKYCMD_ACT_Q8: c_int = 1;
@@ -85,6 +98,11 @@ pub const SKYCMD_SPECIAL_UNK: c_int = 4;
 pub const SKYCMD_QTYPE_CHOICE: c_int = 0;
 pub const SKYCMD_QTYPE_SCORE: c_int = 1;
 pub const SKYCMD_QTYPE_NOUL: c_int = 2;
+
+pub const SKYCMD_ABSTENTION_NONE: c_int = 0;
+pub const SKYCMD_ABSTENTION_PASSED: c_int = 1;
+pub const SKYCMD_ABSTENTION_ABSTAINED: c_int = 2;
+pub const SKYCMD_ABSTENTION_UNEVALUATED: c_int = 3;
 
 /// Progress of long work; return non-zero to cancel.
 pub type skycmd_progress_fn = Option<unsafe extern "C" fn(user_data: *mut c_void, done: u64, total: u64) -> c_int>;
@@ -167,4 +185,19 @@ extern "C" {
     pub fn skycmd_response_option_probability(resp: *const skycmd_response, i: usize, j: usize) -> f64;
     pub fn skycmd_response_model(resp: *const skycmd_response) -> *const c_char;
     pub fn skycmd_response_option_legend(resp: *const skycmd_response, i: usize, j: usize) -> *const c_char;
+
+    pub fn skycmd_response_windows(resp: *const skycmd_response) -> i64;
+    pub fn skycmd_response_answer_window(resp: *const skycmd_response, i: usize, index: *mut i64, token_start: *mut i64, token_end: *mut i64, count: *mut i64) -> c_int;
+    pub fn skycmd_response_truncated(resp: *const skycmd_response) -> i64;
+    pub fn skycmd_response_state_tokens(resp: *const skycmd_response) -> i64;
+    pub fn skycmd_response_state_tokens_dropped(resp: *const skycmd_response) -> i64;
+    pub fn skycmd_response_answer_truncated(resp: *const skycmd_response, i: usize) -> c_int;
+    pub fn skycmd_response_answer_options_distinct(resp: *const skycmd_response, i: usize) -> i64;
+    pub fn skycmd_response_answer_rounds(resp: *const skycmd_response, i: usize) -> i64;
+
+    pub fn skycmd_session_set_string(session: *mut skycmd_session, option: c_int, value: *const c_char) -> c_int;
+    pub fn skycmd_response_answer_abstention(resp: *const skycmd_response, i: usize) -> c_int;
+    pub fn skycmd_response_answer_abstention_threshold(resp: *const skycmd_response, i: usize) -> f64;
+
+    pub fn skycmd_calibrate(model_path: *const c_char, labelled_path: *const c_char, out_path: *const c_char, opts: *const skycmd_options, report_json: *mut *mut c_char, err: *mut skycmd_error) -> c_int;
 }
