@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "6a015056a6ca04b143b5f9462ea5560927842e9140819a91d8a0ee2dc7f64e5f"
+  sha256 "be667c84d56c2f71902ac35cbd93997f55bcee6ba337037eb4d8fa440218cfe2"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
