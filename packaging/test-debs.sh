@@ -61,12 +61,16 @@ arch=$(dpkg --print-architecture)
 debs=("$build/libskycmd${abi}_${version}_${arch}.deb" "$build/libskycmd-dev_${version}_${arch}.deb"
       "$build/skycmd_${version}_${arch}.deb")
 ddebs=("$build/libskycmd${abi}-dbgsym_${version}_${arch}.ddeb" "$build/skycmd-dbgsym_${version}_${arch}.ddeb")
+# The first line of a package's Description (its synopsis). Not `dpkg-deb ... | head -n 1`:
+# under pipefail, head leaving early can kill dpkg-deb with SIGPIPE (exit 141, seen in a
+# fresh-machine run).
+synopsis() { local t; t=$(dpkg-deb -f "$1" Description); printf '%s\n' "${t%%$'\n'*}"; }
 for d in "${debs[@]}" "${ddebs[@]}"; do
   [ -f "$d" ] || { echo "missing package $d"; ls "$build"/*.deb "$build"/*.ddeb; exit 1; }
-  echo "-- $(basename "$d"): $(dpkg-deb -f "$d" Description | head -n 1); depends: $(dpkg-deb -f "$d" Depends)"
+  echo "-- $(basename "$d"): $(synopsis "$d"); depends: $(dpkg-deb -f "$d" Depends)"
 done
 # Every package has its own synopsis.
-for d in "${debs[@]}"; do dpkg-deb -f "$d" Description | head -n 1; done | sort | uniq -d > "$work/dupes"
+for d in "${debs[@]}"; do synopsis "$d"; done | sort | uniq -d > "$work/dupes"
 [ ! -s "$work/dupes" ] || { echo "shared synopsis: $(cat "$work/dupes")"; exit 1; }
 
 echo "== lintian (errors and warnings fail; overrides: none)"
