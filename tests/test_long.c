@@ -162,16 +162,62 @@ static void check_probs(const skycmd_response *resp, size_t i, const cJSON *q, c
     n->answers++;
 }
 
-static void run_long_case(lmodel *lm, skycmd_session *sess, const cJSON *c, const char *mname, counts *n) {
-    const char *cname = jget(c, "name")->valuestring, *body = jget(c, "body")->valuestring;
-    char where[300], why[200];
+/* What every case runner starts from: the body parsed by the library's request parser (for
+ * the prompt builder), the state tokenized once, and the public decide of the same body. */
+typedef struct {
+    const char *cname, *body;
     sk_request ir;
-    sk_err ie = {0};
-    cr_assert_eq(sk_request_parse(body, strlen(body), &ir, &ie), SKYCMD_OK, "%s: %s", cname, ie.msg);
-    sk_prompt_ws ws = {0};
-    sk_i32v sids = {0}, ids = {0}, marks = {0};
-    cr_assert_eq(sk_prompt_state_ids(&lm->pt, ir.state.s, ir.state.n, &ws, &sids, &ie), SKYCMD_OK);
-    cr_assert(same_ints(jget(c, "state_ids"), sids.v, sids.n, why, sizeof why), "%s %s: state ids: %s", mname,
+    sk_err ie;
+    sk_prompt_ws ws;
+    sk_i32v sids, ids, marks;
+    skycmd_request *req;
+    skycmd_response *resp;
+    cJSON *wire;
+} lcase;
+
+static void case_open(lmodel *lm, const cJSON *c, lcase *k) {
+    memset(k, 0, sizeof *k);
+    k->cname = jget(c, "name")->valuestring;
+    k->body = jget(c, "body")->valuestring;
+    cr_assert_eq(sk_request_parse(k->body, strlen(k->body), &k->ir, &k->ie), SKYCMD_OK, "%s: %s", k->cname,
+                 k->ie.msg);
+    cr_assert_eq(sk_prompt_state_ids(&lm->pt, k->ir.state.s, k->ir.state.n, &k->ws, &k->sids, &k->ie), SKYCMD_OK);
+}
+
+static void case_decide(skycmd_session *sess, const char *mname, lcase *k) {
+    cr_assert_eq(skycmd_request_parse(k->body, strlen(k->body), &k->req), SKYCMD_OK);
+    int st = skycmd_decide(sess, k->req, &k->resp);
+    cr_assert_eq(st, SKYCMD_OK, "%s %s: decide: %s", mname, k->cname, skycmd_session_errmsg(sess));
+    k->wire = cJSON_Parse(skycmd_response_json(k->resp));
+    cr_assert(k->wire);
+}
+
+/* Question rq's sequence over the state tokens [s0, s1), every option in the body's order. */
+static int case_build(lmodel *lm, lcase *k, const sk_rquestion *rq, size_t s0, size_t s1, int state_is_list) {
+    const sk_jstr *texts = rq->order ? rq->slot_text : &rq->opts[0].text;
+    size_t stride = rq->order ? sizeof(sk_jstr) : sizeof(sk_roption);
+    return sk_prompt_build(&lm->pt, sk_qtype_names[rq->type], rq->ins.s, rq->ins.n, texts, stride, rq->n_opts,
+                           k->sids.v + s0, s1 - s0, state_is_list, (size_t)lm->max_len, (size_t)lm->head_max,
+                           &k->ws, &k->ids, &k->marks, &k->ie);
+}
+
+static void case_close(lcase *k) {
+    cJSON_Delete(k->wire);
+    skycmd_response_free(k->resp);
+    skycmd_request_free(k->req);
+    sk_request_free(&k->ir);
+    sk_prompt_ws_free(&k->ws);
+    sk_i32v_free(&k->sids);
+    sk_i32v_free(&k->ids);
+    sk_i32v_free(&k->marks);
+}
+
+static void run_long_case(lmodel *lm, skycmd_session *sess, const cJSON *c, const char *mname, counts *n) {
+    char where[300], why[200];
+    lcase k;
+    case_open(lm, c, &k);
+    const char *cname = k.cname;
+    cr_assert(same_ints(jget(c, "state_ids"), k.sids.v, k.sids.n, why, sizeof why), "%s %s: state ids: %s", mname,
               cname, why);
     /* every window laya scored, for every question: head + slice + [SEP] */
     const cJSON *starts = jget(c, "starts"), *ends = jget(c, "ends");
@@ -183,34 +229,27 @@ static void run_long_case(lmodel *lm, skycmd_session *sess, const cJSON *c, cons
         size_t qi = 0;
         const cJSON *q;
         cJSON_ArrayForEach(q, qs) {
-            const sk_rquestion *rq = &ir.q[qi++];
-            const sk_jstr *texts = rq->order ? rq->slot_text : &rq->opts[0].text;
-            size_t stride = rq->order ? sizeof(sk_jstr) : sizeof(sk_roption);
-            int st = sk_prompt_build(&lm->pt, sk_qtype_names[rq->type], rq->ins.s, rq->ins.n, texts, stride,
-                                     rq->n_opts, sids.v + s0, s1 - s0, windows == 1 && ir.state_is_list,
-                                     (size_t)lm->max_len, (size_t)lm->head_max, &ws, &ids, &marks, &ie);
-            cr_assert_eq(st, SKYCMD_OK, "%s %s: build: %s", mname, cname, ie.msg);
+            int st = case_build(lm, &k, &k.ir.q[qi++], s0, s1, windows == 1 && k.ir.state_is_list);
+            cr_assert_eq(st, SKYCMD_OK, "%s %s: build: %s", mname, cname, k.ie.msg);
             const cJSON *head = jget(q, "head_ids");
             size_t hl = (size_t)cJSON_GetArraySize(head);
             snprintf(where, sizeof where, "%s %s/%s window %d", mname, cname, jget(q, "id")->valuestring, w);
-            cr_assert(ids.n >= hl + 1 && same_ints(head, ids.v, hl, why, sizeof why), "%s: head ids: %s", where, why);
-            size_t used = ids.n - hl - 1;
+            cr_assert(k.ids.n >= hl + 1 && same_ints(head, k.ids.v, hl, why, sizeof why), "%s: head ids: %s", where,
+                      why);
+            size_t used = k.ids.n - hl - 1;
             cr_assert_eq(used, windows == 1 ? (s1 - s0 < used ? s1 - s0 : used) : s1 - s0,
                          "%s: %zu state tokens read", where, used);
-            cr_assert(memcmp(ids.v + hl, sids.v + s0, used * sizeof(int32_t)) == 0, "%s: state slice", where);
-            cr_assert_eq(ids.v[ids.n - 1], lm->pt.sep, "%s: closing [SEP]", where);
-            cr_assert(same_ints(jget(q, "markers"), marks.v, marks.n, why, sizeof why), "%s: markers: %s", where,
-                      why);
+            cr_assert(memcmp(k.ids.v + hl, k.sids.v + s0, used * sizeof(int32_t)) == 0, "%s: state slice", where);
+            cr_assert_eq(k.ids.v[k.ids.n - 1], lm->pt.sep, "%s: closing [SEP]", where);
+            cr_assert(same_ints(jget(q, "markers"), k.marks.v, k.marks.n, why, sizeof why), "%s: markers: %s",
+                      where, why);
             n->windows_built++;
         }
     }
     /* the decide, with the body's own controls, and the truncation report for the accessors */
     cr_assert_eq(skycmd_session_set_int(sess, SKYCMD_OPT_REPORT_TRUNCATION, 2), SKYCMD_OK);
-    skycmd_request *req = NULL;
-    cr_assert_eq(skycmd_request_parse(body, strlen(body), &req), SKYCMD_OK);
-    skycmd_response *resp = NULL;
-    int st = skycmd_decide(sess, req, &resp);
-    cr_assert_eq(st, SKYCMD_OK, "%s %s: decide: %s", mname, cname, skycmd_session_errmsg(sess));
+    case_decide(sess, mname, &k);
+    const skycmd_response *resp = k.resp;
     cr_assert_eq(skycmd_response_windows(resp), windows, "%s %s: usage.windows", mname, cname);
     const cJSON *usage = jget(c, "usage");
     cr_assert_eq(skycmd_response_input_tokens(resp), (int64_t)jnum(usage, "input_tokens"), "%s %s: input_tokens",
@@ -243,54 +282,36 @@ static void run_long_case(lmodel *lm, skycmd_session *sess, const cJSON *c, cons
         i++;
     }
     /* the wire: usage.windows and answers.<id>.window as laya names them */
-    cJSON *wire = cJSON_Parse(skycmd_response_json(resp));
-    cr_assert(wire);
-    cr_assert_eq((int64_t)jnum(jget(wire, "usage"), "windows"), windows);
-    cr_assert_null(jget(jget(wire, "usage"), "truncated"), "mode 2 keeps the truncation report off the wire");
-    cJSON_Delete(wire);
-    skycmd_response_free(resp);
-    skycmd_request_free(req);
-    sk_request_free(&ir);
-    sk_prompt_ws_free(&ws);
-    sk_i32v_free(&sids);
-    sk_i32v_free(&ids);
-    sk_i32v_free(&marks);
+    cr_assert_eq((int64_t)jnum(jget(k.wire, "usage"), "windows"), windows);
+    cr_assert_null(jget(jget(k.wire, "usage"), "truncated"), "mode 2 keeps the truncation report off the wire");
+    case_close(&k);
     cr_assert_eq(skycmd_session_set_int(sess, SKYCMD_OPT_REPORT_TRUNCATION, 0), SKYCMD_OK);
 }
 
 static void run_tournament_case(lmodel *lm, skycmd_session *sess, const cJSON *c, const char *mname, counts *n) {
-    const char *cname = jget(c, "name")->valuestring, *body = jget(c, "body")->valuestring;
     char where[300], why[200];
-    sk_request ir;
-    sk_err ie = {0};
-    cr_assert_eq(sk_request_parse(body, strlen(body), &ir, &ie), SKYCMD_OK, "%s: %s", cname, ie.msg);
-    sk_prompt_ws ws = {0};
-    sk_i32v sids = {0}, ids = {0}, marks = {0};
-    cr_assert_eq(sk_prompt_state_ids(&lm->pt, ir.state.s, ir.state.n, &ws, &sids, &ie), SKYCMD_OK);
-    skycmd_request *req = NULL;
-    cr_assert_eq(skycmd_request_parse(body, strlen(body), &req), SKYCMD_OK);
-    skycmd_response *resp = NULL;
-    int st = skycmd_decide(sess, req, &resp);
-    cr_assert_eq(st, SKYCMD_OK, "%s %s: decide: %s", mname, cname, skycmd_session_errmsg(sess));
-    cr_assert_eq(skycmd_response_input_tokens(resp), (int64_t)jnum(c, "input_tokens"),
+    lcase k;
+    case_open(lm, c, &k);
+    const char *cname = k.cname;
+    case_decide(sess, mname, &k);
+    cr_assert_eq(skycmd_response_input_tokens(k.resp), (int64_t)jnum(c, "input_tokens"),
                  "%s %s: input_tokens %lld (every pass), laya serve %d", mname, cname,
-                 (long long)skycmd_response_input_tokens(resp), (int)jnum(c, "input_tokens"));
-    cJSON *wire = cJSON_Parse(skycmd_response_json(resp));
-    cr_assert(wire);
+                 (long long)skycmd_response_input_tokens(k.resp), (int)jnum(c, "input_tokens"));
     size_t i = 0;
     const cJSON *q;
     cJSON_ArrayForEach(q, jget(c, "questions")) {
-        const sk_rquestion *rq = &ir.q[i];
+        const sk_rquestion *rq = &k.ir.q[i];
         const char *qid = jget(q, "id")->valuestring;
         snprintf(where, sizeof where, "%s %s/%s", mname, cname, qid);
         const cJSON *fin = jget(q, "finalists");
         int64_t rounds = (int64_t)jnum(q, "rounds");
-        cr_assert_eq(skycmd_response_answer_rounds(resp, i), rounds, "%s: rounds", where);
-        const cJSON *xa = jget(jget(jget(wire, "answers"), qid), "x_tournament");
-        /* the final pass's sequence: narrowed choices show their finalists, in criteria order */
-        sk_jstr texts[SK_REQUEST_MAX_OPTIONS];
-        size_t nt = 0;
+        cr_assert_eq(skycmd_response_answer_rounds(k.resp, i), rounds, "%s: rounds", where);
+        const cJSON *xa = jget(jget(jget(k.wire, "answers"), qid), "x_tournament");
+        int st;
         if (rounds > 0) {
+            /* the final pass's sequence: narrowed choices show their finalists, in criteria order */
+            sk_jstr texts[SK_REQUEST_MAX_OPTIONS];
+            size_t nt = 0;
             cr_assert(xa, "%s: no x_tournament on the wire", where);
             cr_assert_eq(cJSON_GetArraySize(jget(xa, "finalists")), cJSON_GetArraySize(fin), "%s: finalists", where);
             cr_assert_eq((int64_t)jnum(xa, "rounds"), rounds);
@@ -307,51 +328,31 @@ static void run_tournament_case(lmodel *lm, skycmd_session *sess, const cJSON *c
             }
             cr_assert_eq(nt, (size_t)cJSON_GetArraySize(fin));
             st = sk_prompt_build(&lm->pt, sk_qtype_names[rq->type], rq->ins.s, rq->ins.n, texts, sizeof(sk_jstr),
-                                 nt, sids.v, sids.n, ir.state_is_list, (size_t)lm->max_len, (size_t)lm->head_max,
-                                 &ws, &ids, &marks, &ie);
+                                 nt, k.sids.v, k.sids.n, k.ir.state_is_list, (size_t)lm->max_len,
+                                 (size_t)lm->head_max, &k.ws, &k.ids, &k.marks, &k.ie);
         } else {
             cr_assert_null(xa, "%s: x_tournament on a choice that played no round", where);
-            const sk_jstr *tx = rq->order ? rq->slot_text : &rq->opts[0].text;
-            size_t stride = rq->order ? sizeof(sk_jstr) : sizeof(sk_roption);
-            st = sk_prompt_build(&lm->pt, sk_qtype_names[rq->type], rq->ins.s, rq->ins.n, tx, stride, rq->n_opts,
-                                 sids.v, sids.n, ir.state_is_list, (size_t)lm->max_len, (size_t)lm->head_max, &ws,
-                                 &ids, &marks, &ie);
+            st = case_build(lm, &k, rq, 0, k.sids.n, k.ir.state_is_list);
         }
-        cr_assert_eq(st, SKYCMD_OK, "%s: build: %s", where, ie.msg);
-        cr_assert(same_ints(jget(q, "ids"), ids.v, ids.n, why, sizeof why), "%s: final ids: %s", where, why);
-        cr_assert(same_ints(jget(q, "markers"), marks.v, marks.n, why, sizeof why), "%s: final markers: %s", where,
-                  why);
+        cr_assert_eq(st, SKYCMD_OK, "%s: build: %s", where, k.ie.msg);
+        cr_assert(same_ints(jget(q, "ids"), k.ids.v, k.ids.n, why, sizeof why), "%s: final ids: %s", where, why);
+        cr_assert(same_ints(jget(q, "markers"), k.marks.v, k.marks.n, why, sizeof why), "%s: final markers: %s",
+                  where, why);
         n->windows_built++;
-        check_probs(resp, i, q, where, n);
+        check_probs(k.resp, i, q, where, n);
         i++;
     }
-    cJSON_Delete(wire);
-    skycmd_response_free(resp);
-    skycmd_request_free(req);
-    sk_request_free(&ir);
-    sk_prompt_ws_free(&ws);
-    sk_i32v_free(&sids);
-    sk_i32v_free(&ids);
-    sk_i32v_free(&marks);
+    case_close(&k);
 }
 
 /* The report of one pass: the wire's usage is laya system_one's usage, key for key. */
 static void run_truncation_case(lmodel *lm, skycmd_session *sess, const cJSON *c, const char *mname, counts *n) {
-    const char *cname = jget(c, "name")->valuestring, *body = jget(c, "body")->valuestring;
     char where[300], why[200];
-    sk_request ir;
-    sk_err ie = {0};
-    cr_assert_eq(sk_request_parse(body, strlen(body), &ir, &ie), SKYCMD_OK, "%s: %s", cname, ie.msg);
-    sk_prompt_ws ws = {0};
-    sk_i32v sids = {0}, ids = {0}, marks = {0};
-    cr_assert_eq(sk_prompt_state_ids(&lm->pt, ir.state.s, ir.state.n, &ws, &sids, &ie), SKYCMD_OK);
-    skycmd_request *req = NULL;
-    cr_assert_eq(skycmd_request_parse(body, strlen(body), &req), SKYCMD_OK);
-    skycmd_response *resp = NULL;
-    cr_assert_eq(skycmd_decide(sess, req, &resp), SKYCMD_OK, "%s %s: %s", mname, cname, skycmd_session_errmsg(sess));
-    cJSON *wire = cJSON_Parse(skycmd_response_json(resp));
-    cr_assert(wire);
-    const cJSON *ours = jget(wire, "usage"), *laya = jget(c, "usage");
+    lcase k;
+    case_open(lm, c, &k);
+    const char *cname = k.cname;
+    case_decide(sess, mname, &k);
+    const cJSON *ours = jget(k.wire, "usage"), *laya = jget(c, "usage");
     char *a = cJSON_PrintUnformatted(ours), *b = cJSON_PrintUnformatted(laya);
     cr_assert(cJSON_Compare(ours, laya, 1), "%s %s: usage %s, laya %s", mname, cname, a, b);
     free(a);
@@ -359,30 +360,18 @@ static void run_truncation_case(lmodel *lm, skycmd_session *sess, const cJSON *c
     size_t i = 0;
     const cJSON *q;
     cJSON_ArrayForEach(q, jget(c, "questions")) {
-        const sk_rquestion *rq = &ir.q[i];
         snprintf(where, sizeof where, "%s %s/%s", mname, cname, jget(q, "id")->valuestring);
-        const sk_jstr *tx = rq->order ? rq->slot_text : &rq->opts[0].text;
-        size_t stride = rq->order ? sizeof(sk_jstr) : sizeof(sk_roption);
-        cr_assert_eq(sk_prompt_build(&lm->pt, sk_qtype_names[rq->type], rq->ins.s, rq->ins.n, tx, stride, rq->n_opts,
-                                     sids.v, sids.n, ir.state_is_list, (size_t)lm->max_len, (size_t)lm->head_max,
-                                     &ws, &ids, &marks, &ie), SKYCMD_OK);
-        cr_assert(same_ints(jget(q, "ids"), ids.v, ids.n, why, sizeof why), "%s: ids: %s", where, why);
+        cr_assert_eq(case_build(lm, &k, &k.ir.q[i], 0, k.sids.n, k.ir.state_is_list), SKYCMD_OK);
+        cr_assert(same_ints(jget(q, "ids"), k.ids.v, k.ids.n, why, sizeof why), "%s: ids: %s", where, why);
         int listed = 0;
         const cJSON *t;
         cJSON_ArrayForEach(t, jget(laya, "truncated_questions")) listed |= strcmp(t->valuestring, jget(q, "id")->valuestring) == 0;
-        cr_assert_eq(skycmd_response_answer_truncated(resp, i), listed, "%s: answer truncated", where);
+        cr_assert_eq(skycmd_response_answer_truncated(k.resp, i), listed, "%s: answer truncated", where);
         n->windows_built++;
-        check_probs(resp, i, q, where, n);
+        check_probs(k.resp, i, q, where, n);
         i++;
     }
-    cJSON_Delete(wire);
-    skycmd_response_free(resp);
-    skycmd_request_free(req);
-    sk_request_free(&ir);
-    sk_prompt_ws_free(&ws);
-    sk_i32v_free(&sids);
-    sk_i32v_free(&ids);
-    sk_i32v_free(&marks);
+    case_close(&k);
 }
 
 Test(long_golden, agrees_with_laya) {
