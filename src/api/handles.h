@@ -23,6 +23,7 @@
 #include "../model/model.h"
 #include "../prompt/prompt.h"
 #include "../tokenizer/tokenizer.h"
+#include "seqbatch.h"
 
 #define SK_DEFAULT_MAX_TOKENS 512
 
@@ -52,14 +53,10 @@ struct skycmd_session {
     /* reused work buffers */
     sk_prompt_ws ws;
     sk_i32v state_ids, ids, markers;
-    sk_i32v batch_ids, batch_markers;  /* several questions' sequences, back to back */
-    sk_i32v batch_pos, batch_opt;      /* parallel option layout: parallel to batch_ids */
-    sk_seq *seqs;
-    size_t seqs_cap;
+    sk_seqbatch batch;                 /* several questions' sequences, back to back */
     struct sk_seq_meta {
         size_t r, q, g;                 /* request, question in it, question overall */
-        size_t ids_off, mk_off;         /* offsets into batch_ids/_markers */
-    } *seq_meta;
+    } seq_meta[SK_BATCH_SEQS];          /* of batch.seqs[k] */
     size_t *p_off;                      /* where each question's probabilities start */
     size_t p_off_cap;
     size_t *q_off;                      /* each request's first question (overall index) */
@@ -70,8 +67,6 @@ struct skycmd_session {
     size_t rbatch_cap;
     sk_ids tokbuf;
     struct sk_tok_entry *tokcache;      /* recent texts' token ids (session.c), or NULL */
-    float *logits;
-    size_t logits_cap;
     double *probs;              /* every question's probabilities, back to back */
     size_t probs_cap;
     sk_answer *answers;

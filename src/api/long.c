@@ -29,8 +29,6 @@
 
 #include "handles.h"
 
-#define LJ_BATCH_SEQS 16      /* the plain path's batch bounds (session.c) */
-#define LJ_BATCH_TOKENS 4096
 #define LJ_MAX_CHOICE_OPTIONS 100
 /* Sequences one long request may cost (windows x questions): the work stays linear in the
  * state, but a body should not buy an unbounded number of forward passes (413 past it). */
@@ -51,17 +49,14 @@ typedef struct lj {
 
 struct sk_long_ws {
     sk_i32v state_ids, ids, markers;
-    sk_i32v batch_ids, batch_markers, batch_pos, batch_opt;
+    sk_seqbatch batch;        /* the plain path's batches (seqbatch.h) */
+    size_t seq_job[SK_BATCH_SEQS]; /* the job of batch.seqs[k] */
     lj *jobs;
     size_t n_jobs, jobs_cap;
     double *probs;
     size_t n_probs, probs_cap;
     sk_jstr *texts;
     size_t n_texts, texts_cap;
-    float *logits;
-    size_t logits_cap;
-    sk_seq seqs[LJ_BATCH_SEQS];
-    size_t seq_job[LJ_BATCH_SEQS], seq_ids_off[LJ_BATCH_SEQS], seq_mk_off[LJ_BATCH_SEQS];
     /* per question of the request */
     double *final;            /* every question's probabilities, back to back */
     size_t final_cap;
@@ -110,14 +105,10 @@ void sk_long_ws_free(struct sk_long_ws *w) {
     sk_i32v_free(&w->state_ids);
     sk_i32v_free(&w->ids);
     sk_i32v_free(&w->markers);
-    sk_i32v_free(&w->batch_ids);
-    sk_i32v_free(&w->batch_markers);
-    sk_i32v_free(&w->batch_pos);
-    sk_i32v_free(&w->batch_opt);
+    sk_seqbatch_free(&w->batch);
     free(w->jobs);
     free(w->probs);
     free(w->texts);
-    free(w->logits);
     free(w->final);
     free(w->final_off);
     free(w->answers);
@@ -229,30 +220,17 @@ static void option_stats(const sk_prompt_ws *ws, size_t n, size_t head_max_len, 
 }
 
 /* Run the batched sequences, softmax their logits into the jobs' probabilities. */
-static int flush(skycmd_session *s, const sk_request *r, struct sk_long_ws *w, size_t n_seqs, sk_err *e) {
+static int flush(skycmd_session *s, const sk_request *r, struct sk_long_ws *w, sk_err *e) {
     const skycmd_model *m = s->model;
-    if (!n_seqs) return 0;
-    int parallel = sk_model_hparams(m->m)->option_layout == SK_LAYOUT_PARALLEL;
-    size_t lo = 0;
-    for (size_t k = 0; k < n_seqs; k++) {
-        sk_seq *q = &w->seqs[k];
-        q->ids = w->batch_ids.v + w->seq_ids_off[k];
-        q->markers = w->batch_markers.v + w->seq_mk_off[k];
-        if (parallel) {
-            q->pos = w->batch_pos.v + w->seq_ids_off[k];
-            q->opt = w->batch_opt.v + w->seq_ids_off[k];
-        }
-        q->logits = w->logits + lo;
-        lo += q->n_markers;
-    }
-    int rc = sk_model_forward_batch(m->m, s->scratch, w->seqs, n_seqs, e);
+    sk_seqbatch *b = &w->batch;
+    int rc = sk_seqbatch_run(b, m->m, s->scratch, e);
     if (rc) return question_fail(e, &r->q[w->jobs[w->seq_job[0]].q], rc);
-    for (size_t k = 0; k < n_seqs; k++) {
+    for (size_t k = 0; k < b->n; k++) {
         const lj *j = &w->jobs[w->seq_job[k]];
         const sk_rquestion *q = &r->q[j->q];
         double *p = w->probs + j->p_off;
-        double T = sk_temp_for(&m->temps, q->type, w->seqs[k].n_markers);
-        sk_softmax(w->seqs[k].logits, w->seqs[k].n_markers, T, p);
+        double T = sk_temp_for(&m->temps, q->type, b->seqs[k].n_markers);
+        sk_softmax(b->seqs[k].logits, b->seqs[k].n_markers, T, p);
         if (!j->gathered && q->order) { /* slot order back to option order (unpermute_probs) */
             double slot[SK_REQUEST_MAX_OPTIONS];
             memcpy(slot, p, j->n * sizeof *p);
@@ -263,6 +241,7 @@ static int flush(skycmd_session *s, const sk_request *r, struct sk_long_ws *w, s
                 return question_fail(e, q, sk_fail(e, SKYCMD_E_INTERNAL,
                                                    "the model could not evaluate the decision"));
     }
+    sk_seqbatch_clear(b);
     return 0;
 }
 
@@ -271,13 +250,8 @@ static int run_jobs(skycmd_session *s, const sk_request *r, struct sk_long_ws *w
                     sk_err *e) {
     const skycmd_model *m = s->model;
     int rc;
-    int parallel = sk_model_hparams(m->m)->option_layout == SK_LAYOUT_PARALLEL;
-    if (grow((void **)&w->logits, &w->logits_cap, LJ_BATCH_SEQS * (r->max_opts ? r->max_opts : 1),
-             sizeof(float)))
-        return oom(e);
     sk_prompt_tok pt = {sk_session_encode_cb, s, m->cls, m->sep, m->mask, m->mask_text};
-    size_t n_seqs = 0;
-    w->batch_ids.n = w->batch_markers.n = w->batch_pos.n = w->batch_opt.n = 0;
+    sk_seqbatch_clear(&w->batch);
     for (size_t ji = 0; ji < w->n_jobs; ji++) {
         lj *j = &w->jobs[ji];
         const sk_rquestion *q = &r->q[j->q];
@@ -302,33 +276,11 @@ static int run_jobs(skycmd_session *s, const sk_request *r, struct sk_long_ws *w
         j->state_used = j->n_state < room ? j->n_state : room;
         j->n_tokens = w->ids.n;
         if (want_stats) option_stats(&s->ws, j->n, sk_session_head_max_len(s), &j->per_option, &j->distinct);
-        if (n_seqs && (n_seqs == LJ_BATCH_SEQS || w->batch_ids.n + w->ids.n > LJ_BATCH_TOKENS)) {
-            if ((rc = flush(s, r, w, n_seqs, e))) return rc;
-            n_seqs = 0;
-            w->batch_ids.n = w->batch_markers.n = w->batch_pos.n = w->batch_opt.n = 0;
-        }
-        sk_seq *sq = &w->seqs[n_seqs];
-        memset(sq, 0, sizeof *sq);
-        sq->n = w->ids.n;
-        sq->n_markers = w->markers.n;
-        sq->qtype = q->type;
-        w->seq_job[n_seqs] = ji;
-        w->seq_ids_off[n_seqs] = w->batch_ids.n;
-        w->seq_mk_off[n_seqs] = w->batch_markers.n;
-        n_seqs++;
-        if (sk_i32v_append(&w->batch_ids, w->ids.v, w->ids.n) ||
-            sk_i32v_append(&w->batch_markers, w->markers.v, w->markers.n))
-            return oom(e);
-        if (parallel) {
-            if (sk_i32v_reserve(&w->batch_pos, w->ids.n) || sk_i32v_reserve(&w->batch_opt, w->ids.n))
-                return oom(e);
-            sk_prompt_parallel_layout(w->markers.v, w->markers.n, head_len, w->ids.n,
-                                      w->batch_pos.v + w->batch_pos.n, w->batch_opt.v + w->batch_opt.n);
-            w->batch_pos.n += w->ids.n;
-            w->batch_opt.n += w->ids.n;
-        }
+        if (!sk_seqbatch_fits(&w->batch, w->ids.n) && (rc = flush(s, r, w, e))) return rc;
+        w->seq_job[w->batch.n] = ji;
+        if (sk_seqbatch_add(&w->batch, m->m, &w->ids, &w->markers, head_len, q->type)) return oom(e);
     }
-    return flush(s, r, w, n_seqs, e);
+    return flush(s, r, w, e);
 }
 
 /* Python's round(x, 4) as an integer count of 1e-4 (ties to even), laya's comparison key. */

@@ -50,12 +50,7 @@ void skycmd_session_free(skycmd_session *s) {
     sk_i32v_free(&s->state_ids);
     sk_i32v_free(&s->ids);
     sk_i32v_free(&s->markers);
-    sk_i32v_free(&s->batch_ids);
-    sk_i32v_free(&s->batch_markers);
-    sk_i32v_free(&s->batch_pos);
-    sk_i32v_free(&s->batch_opt);
-    free(s->seqs);
-    free(s->seq_meta);
+    sk_seqbatch_free(&s->batch);
     free(s->p_off);
     free(s->q_off);
     free(s->ntok);
@@ -63,7 +58,6 @@ void skycmd_session_free(skycmd_session *s) {
     sk_ids_free(&s->tokbuf);
     tokcache_free(s->tokcache);
     sk_long_ws_free(s->lws);
-    free(s->logits);
     free(s->probs);
     free(s->answers);
     atomic_fetch_sub(&s->model->sessions, 1);
@@ -239,14 +233,8 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem) {
     return 0;
 }
 
-/* Questions are run in batches (sk_model_forward_batch: their rows share every matrix
- * product, and each sequence gets exactly the logits it would get alone). A batch closes at
- * SK_BATCH_SEQS sequences or SK_BATCH_TOKENS tokens so the scratch stays bounded. The
- * sequences are packed back to back (no padding), so a batch costs exactly the work of its
- * sequences run one by one. Several requests (skycmd_decide_batch) share the same batches. */
-#define SK_BATCH_SEQS 16
-#define SK_BATCH_TOKENS 4096
-
+/* Questions are run in batches (seqbatch.h); several requests (skycmd_decide_batch) share
+ * the same batches. */
 static int question_fail(sk_err *e, size_t ri, size_t nr, const sk_rquestion *q, int rc) {
     int n = sk_question_id_len(q->id);
     sk_err_prefix(e, "questions.%.*s", n, q->id.s);
@@ -255,36 +243,22 @@ static int question_fail(sk_err *e, size_t ri, size_t nr, const sk_rquestion *q,
 }
 
 /* Run the batched sequences and turn their logits into answers. */
-static int flush_batch(skycmd_session *s, const sk_request *const *rs, size_t nr, size_t n_seqs,
-                       sk_err *e) {
+static int flush_batch(skycmd_session *s, const sk_request *const *rs, size_t nr, sk_err *e) {
     const skycmd_model *m = s->model;
-    if (!n_seqs) return 0;
-    /* pointers are set only now: the batch buffers may have moved while they grew */
-    size_t lo = 0;
-    for (size_t k = 0; k < n_seqs; k++) {
-        sk_seq *q = &s->seqs[k];
-        q->ids = s->batch_ids.v + s->seq_meta[k].ids_off;
-        q->markers = s->batch_markers.v + s->seq_meta[k].mk_off;
-        if (sk_model_hparams(m->m)->option_layout == SK_LAYOUT_PARALLEL) {
-            q->pos = s->batch_pos.v + s->seq_meta[k].ids_off;
-            q->opt = s->batch_opt.v + s->seq_meta[k].ids_off;
-        }
-        q->logits = s->logits + lo;
-        lo += q->n_markers;
-    }
-    int rc = sk_model_forward_batch(m->m, s->scratch, s->seqs, n_seqs, e);
+    sk_seqbatch *b = &s->batch;
+    int rc = sk_seqbatch_run(b, m->m, s->scratch, e);
     if (rc) {
         const struct sk_seq_meta *mt = &s->seq_meta[0];
         return question_fail(e, mt->r, nr, &rs[mt->r]->q[mt->q], rc);
     }
-    for (size_t k = 0; k < n_seqs; k++) {
+    for (size_t k = 0; k < b->n; k++) {
         const struct sk_seq_meta *mt = &s->seq_meta[k];
         const sk_rquestion *q = &rs[mt->r]->q[mt->q];
         double *p = s->probs + s->p_off[mt->g];
         if (s->logit_sink)
-            s->logit_sink(s->logit_sink_ud, mt->g, q->type, s->seqs[k].logits, s->seqs[k].n_markers);
-        double T = sk_temp_for(&m->temps, q->type, s->seqs[k].n_markers);
-        sk_softmax(s->seqs[k].logits, s->seqs[k].n_markers, T, p);
+            s->logit_sink(s->logit_sink_ud, mt->g, q->type, b->seqs[k].logits, b->seqs[k].n_markers);
+        double T = sk_temp_for(&m->temps, q->type, b->seqs[k].n_markers);
+        sk_softmax(b->seqs[k].logits, b->seqs[k].n_markers, T, p);
         if (q->order) { /* slot order back to option order, as laya's unpermute_probs */
             double slot[SK_REQUEST_MAX_OPTIONS];
             memcpy(slot, p, q->n_opts * sizeof *p);
@@ -293,6 +267,7 @@ static int flush_batch(skycmd_session *s, const sk_request *const *rs, size_t nr
         if ((rc = sk_answer_from_probs(q->type, p, q->n_opts, &s->answers[mt->g], e)))
             return question_fail(e, mt->r, nr, q, rc);
     }
+    sk_seqbatch_clear(b);
     return 0;
 }
 
@@ -301,23 +276,18 @@ static int flush_batch(skycmd_session *s, const sk_request *const *rs, size_t nr
 static int decide_multi(skycmd_session *s, const sk_request *const *rs, size_t nr, sk_err *e) {
     const skycmd_model *m = s->model;
     int rc;
-    size_t total_opts = 0, total_q = 0, max_opts = 1;
+    size_t total_opts = 0, total_q = 0;
     for (size_t ri = 0; ri < nr; ri++) {
         const sk_request *r = rs[ri];
         total_q += r->nq;
-        if (r->max_opts > max_opts) max_opts = r->max_opts;
         for (size_t i = 0; i < r->nq; i++) total_opts += r->q[i].n_opts;
     }
     size_t nq1 = total_q ? total_q : 1, nr1 = nr ? nr : 1;
     if (grow((void **)&s->probs, &s->probs_cap, total_opts ? total_opts : 1, sizeof(double)) ||
-        grow((void **)&s->logits, &s->logits_cap, SK_BATCH_SEQS * max_opts, sizeof(float)) ||
         grow((void **)&s->answers, &s->answers_cap, nq1, sizeof(sk_answer)) ||
         grow((void **)&s->p_off, &s->p_off_cap, nq1, sizeof(size_t)) ||
         grow((void **)&s->q_off, &s->q_off_cap, nr1, sizeof(size_t)) ||
-        grow((void **)&s->ntok, &s->ntok_cap, nr1, sizeof(int64_t)) ||
-        grow((void **)&s->seqs, &s->seqs_cap, SK_BATCH_SEQS, sizeof(sk_seq)))
-        return sk_fail(e, SKYCMD_E_NOMEM, "out of memory answering the request");
-    if (!s->seq_meta && !(s->seq_meta = sk_malloc_array(SK_BATCH_SEQS, sizeof *s->seq_meta)))
+        grow((void **)&s->ntok, &s->ntok_cap, nr1, sizeof(int64_t)))
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory answering the request");
     size_t off = 0, g = 0;
     for (size_t ri = 0; ri < nr; ri++) {
@@ -332,10 +302,7 @@ static int decide_multi(skycmd_session *s, const sk_request *const *rs, size_t n
     const size_t max_len = sk_session_max_len(s);
     const size_t head_max_len = sk_session_head_max_len(s);
     int cut_safe = sk_tokenizer_space_cut_safe(m->tok);
-    size_t n_seqs = 0;
-    s->batch_ids.n = 0;
-    s->batch_markers.n = 0;
-    s->batch_pos.n = s->batch_opt.n = 0;
+    sk_seqbatch_clear(&s->batch);
     g = 0;
     for (size_t ri = 0; ri < nr; ri++) {
         const sk_request *r = rs[ri];
@@ -358,40 +325,15 @@ static int decide_multi(skycmd_session *s, const sk_request *const *rs, size_t n
                                  s->state_ids.n, r->state_is_list, max_len, head_max_len,
                                  &s->ws, &s->ids, &s->markers, e);
             if (rc) return question_fail(e, ri, nr, q, rc);
-            if (n_seqs &&
-                (n_seqs == SK_BATCH_SEQS || s->batch_ids.n + s->ids.n > SK_BATCH_TOKENS)) {
-                if ((rc = flush_batch(s, rs, nr, n_seqs, e))) return rc;
-                n_seqs = 0;
-                s->batch_ids.n = 0;
-                s->batch_markers.n = 0;
-                s->batch_pos.n = s->batch_opt.n = 0;
-            }
-            sk_seq *sq = &s->seqs[n_seqs];
-            memset(sq, 0, sizeof *sq);
-            sq->n = s->ids.n;
-            sq->n_markers = s->markers.n;
-            sq->qtype = q->type;
-            s->seq_meta[n_seqs] = (struct sk_seq_meta){ri, i, g, s->batch_ids.n, s->batch_markers.n};
-            n_seqs++;
-            if (sk_i32v_append(&s->batch_ids, s->ids.v, s->ids.n) ||
-                sk_i32v_append(&s->batch_markers, s->markers.v, s->markers.n))
+            if (!sk_seqbatch_fits(&s->batch, s->ids.n) && (rc = flush_batch(s, rs, nr, e))) return rc;
+            s->seq_meta[s->batch.n] = (struct sk_seq_meta){ri, i, g};
+            if (sk_seqbatch_add(&s->batch, m->m, &s->ids, &s->markers, s->ws.head_len, q->type))
                 return sk_fail(e, SKYCMD_E_NOMEM, "out of memory answering the request");
-            if (sk_model_hparams(m->m)->option_layout == SK_LAYOUT_PARALLEL) {
-                /* laya.common.parallel_layout of this sequence */
-                if (sk_i32v_reserve(&s->batch_pos, s->ids.n) ||
-                    sk_i32v_reserve(&s->batch_opt, s->ids.n))
-                    return sk_fail(e, SKYCMD_E_NOMEM, "out of memory answering the request");
-                sk_prompt_parallel_layout(s->markers.v, s->markers.n, s->ws.head_len, s->ids.n,
-                                          s->batch_pos.v + s->batch_pos.n,
-                                          s->batch_opt.v + s->batch_opt.n);
-                s->batch_pos.n += s->ids.n;
-                s->batch_opt.n += s->ids.n;
-            }
             ntok += (int64_t)s->ids.n;
         }
         s->ntok[ri] = ntok;
     }
-    return flush_batch(s, rs, nr, n_seqs, e);
+    return flush_batch(s, rs, nr, e);
 }
 
 /* The response to request ri of the last decide_multi. */
