@@ -178,10 +178,14 @@ def cases(model):
     ordered2["option_order"] = [(i * 7) % 120 for i in range(120)]
     C.append(("tour-ordered-dropped", "tournament", body(st, {"c": ordered2, "d": choice(
         "Which other label fits?", labels(20, 9))}, tournament_group=9), False))
+    # refused: past laya serve's tournament cap (MAX_TOURNAMENT_CHOICE_OPTIONS, 255), so the
+    # acceptance's "30-300 options" ends where laya's own range does
+    C.append(("tour-300-refused", "tournament", body(st, {"c": choice("Which label fits?", labels(300, 10))},
+                                                     tournament_group=16), True))
     if small:
         C = [c for c in C if c[0] in ("long-default-3", "long-tie-repeated", "trunc-state-cut",
                                       "trunc-options-collapse", "long-window-48", "long-many-options", "long-fits",
-                                      "long-noul-only", "long-error-stride", "tour-30-g16", "tour-mixed",
+                                      "long-noul-only", "long-error-stride", "tour-30-g16", "tour-mixed", "tour-300-refused",
                                       "tour-150-g8")]
     return C
 
@@ -447,10 +451,18 @@ def main():
                         try:
                             with warnings.catch_warnings():
                                 warnings.simplefilter("ignore")
-                                agent.predict_long(obj["state"], obj["questions"], window=obj.get("window"),
-                                                   stride=obj.get("stride"))
-                        except ValueError as e:
-                            out.append({"name": name, "kind": kind, "body": b, "error": str(e)})
+                                if kind == "tournament":
+                                    import laya.serve as serve
+                                    serve._check_request_limits(obj["state"], obj["questions"],
+                                                                serve.MAX_TOURNAMENT_CHOICE_OPTIONS)
+                                else:
+                                    agent.predict_long(obj["state"], obj["questions"], window=obj.get("window"),
+                                                       stride=obj.get("stride"))
+                        except Exception as e:  # ValueError (predict_long), HTTPException (serve's limits)
+                            if not isinstance(e, ValueError) and type(e).__name__ != "HTTPException":
+                                raise
+                            out.append({"name": name, "kind": kind, "body": b,
+                                        "error": str(getattr(e, "detail", None) or e)})
                             continue
                         sys.exit("make_long_golden: laya accepted %s" % name)
                     run = {"long": run_long, "tournament": run_tournament, "truncation": run_truncation}[kind]
