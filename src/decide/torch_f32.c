@@ -171,23 +171,13 @@ void sk_tf32_log_softmax_row(const float *u, size_t w, float *out) {
 }
 
 /* torch.exp on a float32 tensor is MKL's vsExp (HA). Its algorithm is not published; this
- * is a model of it fitted to its outputs (tools/golden/probe_torch_f32.py): k = floor(x *
- * 32 / ln 2), r = x - k ln2/32 (Cody-Waite, FMA), p = r + r^2 (c2 + c3 r) with fitted
- * float coefficients, and 2^(k/32) as a float T plus its relative correction d:
- * T + T (p + d) in one FMA. It agrees with torch.exp on all but ~6e-5 of float32 arguments
- * in [-16, 16] (the correctly rounded exp: 1.1 %). */
+ * is a model of it fitted to its outputs (tools/golden/fit_mkl_exp_model.py):
+ * k = floor(x * 32 / ln 2), r = x - k ln2/32 (Cody-Waite, two FMAs), j = k mod 32,
+ * p = r + r^2 (c2 + c3 r) with fitted float coefficients, T = float(2^(j/32)) and d its
+ * residual relative to T, result 2^(k div 32) * (T + T (p + d)) in one FMA. It agrees with
+ * torch.exp on all but ~5e-5 of float32 arguments in [-16, 16] (the correctly rounded exp:
+ * 1.1 %). */
 float sk_tf32_mkl_exp(float x) {
-    static float table_hi[32], table_rel[32];
-    static int ready;
-    if (!ready) { /* deterministic, idempotent: racing initialisers write the same values */
-        for (int j = 0; j < 32; j++) {
-            double t = exp2((double)j / 32.0);
-            table_hi[j] = (float)t;
-            float lo = (float)(t - (double)table_hi[j]);
-            table_rel[j] = (float)((double)lo / (double)table_hi[j]);
-        }
-        ready = 1;
-    }
     if (!(x > -87.0f && x < 88.0f)) return expf(x); /* not reached by the fit's band */
     const double ln2 = 0.693147180559945309417232121458176568;
     const float inv_step = (float)(32.0 / ln2), step_hi = (float)(ln2 / 32.0);
@@ -196,7 +186,10 @@ float sk_tf32_mkl_exp(float x) {
     float r = fmaf(-k, step_hi, x);
     r = fmaf(-k, step_lo, r);
     int ki = (int)k, j = ki & 31, m = (ki - j) / 32;
-    float p = fmaf(r * r, fmaf(0.166675f, r, 0.5000146f), r);
-    float res = fmaf(table_hi[j], p + table_rel[j], table_hi[j]);
+    double table = exp2((double)j / 32.0);
+    float t_hi = (float)table;
+    float t_rel = (float)((double)(float)(table - (double)t_hi) / (double)t_hi);
+    float p = fmaf(r * r, fmaf(0.166671574f, r, 0.500014663f), r);
+    float res = fmaf(t_hi, p + t_rel, t_hi);
     return (float)ldexp((double)res, m);
 }

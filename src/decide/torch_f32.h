@@ -4,8 +4,9 @@
  * LBFGS sees the same losses and gradients and so stops at the same iteration.
  *
  * Established by probing torch 2.15.0 (AVX512 capability, one thread) against these
- * functions (tools/golden/probe_torch_f32.py): bitwise equal on every loss and gradient of
- * the fixtures' fits, and on random inputs for each piece.
+ * functions: bitwise equal on every loss and gradient of the fixtures' fits, and on seeded
+ * inputs for each piece (tools/golden/make_torch_f32_golden.py -> torch_f32.json, checked
+ * by tests/test_calibrate.c).
  *  - Vectorized<float>::exp / ::log (log_softmax forward and backward): SLEEF's expf_u10 and
  *    logf_u10 (AVX-512 variant: getexp/getmant), implemented from SLEEF's published
  *    algorithm and coefficients.
@@ -15,7 +16,7 @@
  *    (a row narrower than 16 is summed left to right).
  * Modelled, not reproduced: torch.exp on a tensor (the scale exp(log T)) is MKL's vsExp,
  * whose algorithm is not published; sk_tf32_mkl_exp is a model fitted to its outputs that
- * differs from it on ~6e-5 of arguments (a difference at one of a fit's ~100 evaluations
+ * differs from it on ~5e-5 of arguments (a difference at one of a fit's ~100 evaluations
  * can move where LBFGS stops).
  * Multi-threaded torch splits sums over 32,768 elements differently; one thread is assumed.
  * Every function here must be compiled without FP contraction (CMakeLists.txt).
