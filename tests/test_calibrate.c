@@ -8,9 +8,11 @@
  *     accepts and refuses the same values with the same messages;
  *   - the fitter on laya's own records (records_from_labeled on the 6,000-record labelled
  *     set, and a synthetic set reaching both clamps, mixed widths and the floors): the same
- *     buckets, floors and clamps, and temperatures close to laya's (tolerance and the
- *     measured distance printed: laya's torch LBFGS stops on a float32 loss tie, which a
- *     reimplementation reaches at a slightly different iterate);
+ *     buckets, floors and clamps, and temperatures equal to laya's exactly (the fit
+ *     reproduces torch's float32 arithmetic, src/decide/torch_f32.h, so its LBFGS stops on
+ *     the same float32 loss tie at the same iteration);
+ *   - those float32 kernels themselves against torch (torch_f32.json): sums, log_softmax
+ *     forward and backward bit for bit, and the model of torch.exp's MKL vsExp;
  *   - ECE (ece_score via _ece_report) and the abstention thresholds under laya's fitted
  *     temperatures: equal to 1e-9 / exactly;
  *   - the whole call (skycmd_calibrate on our own logits) and its GGUF: every key other than
@@ -29,6 +31,7 @@
 #include "skycmd.h"
 #include "decide/calibrate.h"
 #include "decide/gate.h"
+#include "decide/torch_f32.h"
 #include "gguf/gguf.h"
 #include "test_util.h"
 
@@ -36,8 +39,10 @@
 #define FIX SKYCMD_FIXTURES "/calibrate"
 #define TEST_SET SKYCMD_FIXTURES "/flappy/test.jsonl"
 
-/* laya's fit is within this of ours on its own records (see the header comment); the
- * measured figure is printed. */
+/* On laya's own records our fit is laya's exactly (the header comment). On our own logits
+ * (the end-to-end call) the records differ from laya's in their last bits, and where the
+ * float32 loss tie stops LBFGS moves with them: that distance is held to FIT_TOL and
+ * printed. */
 #define FIT_TOL 5e-4
 
 static void report(const char *fmt, ...) {
@@ -131,7 +136,7 @@ static double check_fit(const char *label, const cJSON *blk, sk_calib_set *s, sk
         cr_assert_eq(applied, cJSON_GetObjectItem(it, "applied")->valuedouble, "%s: clamp %s", label, it->string);
         double lraw = cJSON_GetObjectItem(it, "fitted")->valuedouble;
         report("%s: clamped %-11s ours fitted %.6f laya %.6f -> %g", label, it->string, raw, lraw, applied);
-        cr_assert(fabs(raw - lraw) <= 1e-2 * lraw, "%s: %s fitted %g, laya %g", label, it->string, raw, lraw);
+        cr_assert_eq(raw, lraw, "%s: %s fitted %.9g, laya %.9g", label, it->string, raw, lraw);
     }
     int n_ours_cl = 0;
     for (int i = 0; i < 3 + SK_CALIB_BUCKETS; i++) {
@@ -140,7 +145,7 @@ static double check_fit(const char *label, const cJSON *blk, sk_calib_set *s, sk
         if (isfinite(raw) && (raw < 0.5 || raw > 5.0)) n_ours_cl++;
     }
     cr_assert_eq(n_ours_cl, n_cl, "%s: %d clamped fits, laya %d", label, n_ours_cl, n_cl);
-    report("%s: largest |T - T_laya| %.2e (target 1e-4, tolerance %.0e)", label, worst, FIT_TOL);
+    report("%s: largest |T - T_laya| %.2e (target 1e-4; held: exactly equal)", label, worst);
     return worst;
 }
 
@@ -198,14 +203,14 @@ Test(calibrate, flappy_records_fit_like_laya) {
     sk_calib_set s;
     sk_calib_fit f;
     double worst = check_fit("flappy", blk, &s, &f);
-    cr_assert(worst <= FIT_TOL, "largest |T - T_laya| %.3e > %.0e", worst, FIT_TOL);
+    cr_assert(worst == 0.0, "largest |T - T_laya| %.3e, not exactly laya's", worst);
     sk_calib_temps lt, mt, ours;
     laya_temps(blk, "temperature", "temperature_by_options", &lt);
     laya_temps(blk, "model_temperature", "model_temperature_by_options", &mt);
     sk_calib_temps_from_fit(&f, &ours);
     check_ece("flappy", blk, &s, "ece_fitted", &lt, 1e-9); /* laya's temperatures: same numbers */
     check_ece("flappy", blk, &s, "ece_model", &mt, 1e-9);
-    check_ece("flappy/ours", blk, &s, "ece_fitted", &ours, 1e-4); /* ours: the criterion */
+    check_ece("flappy/ours", blk, &s, "ece_fitted", &ours, 1e-9); /* ours are laya's temperatures */
     check_abstention("flappy", blk, &s, &lt);
     sk_calib_set_free(&s);
     cJSON_Delete(blk);
@@ -217,12 +222,12 @@ Test(calibrate, synthetic_clamps_widths_floors) {
     sk_calib_set s;
     sk_calib_fit f;
     double worst = check_fit("synthetic", blk, &s, &f);
-    cr_assert(worst <= FIT_TOL, "largest |T - T_laya| %.3e > %.0e", worst, FIT_TOL);
+    cr_assert(worst == 0.0, "largest |T - T_laya| %.3e, not exactly laya's", worst);
     sk_calib_temps lt, ours;
     laya_temps(blk, "temperature", "temperature_by_options", &lt);
     sk_calib_temps_from_fit(&f, &ours);
     check_ece("synthetic", blk, &s, "ece_fitted", &lt, 1e-9);
-    check_ece("synthetic/ours", blk, &s, "ece_fitted", &ours, 1e-4);
+    check_ece("synthetic/ours", blk, &s, "ece_fitted", &ours, 1e-9);
     check_abstention("synthetic", blk, &s, &lt);
     sk_calib_set_free(&s);
     cJSON_Delete(blk);
@@ -492,4 +497,114 @@ Test(calibrate, call_writes_only_temperatures) {
     skycmd_error_free(err);
     skycmd_options_free(o);
     tu_scratch_remove();
+}
+
+/* ---- torch's float32 kernels, bit for bit (tests/fixtures/calibrate/torch_f32.json, by
+ * tools/golden/make_torch_f32_golden.py): inputs from the same LCG on both sides ---- */
+
+static void lcg_floats(uint64_t seed, size_t n, double lo, double hi, float *out) {
+    uint64_t s = seed;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        double u = (double)(s >> 40) / (double)(1u << 24);
+        out[i] = (float)(lo + (hi - lo) * u);
+    }
+}
+
+static void fnv1a_hex(const float *v, size_t n, char hex[17]) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t b;
+        memcpy(&b, &v[i], 4);
+        for (int k = 0; k < 4; k++) {
+            h ^= (b >> (8 * k)) & 0xff;
+            h *= 0x100000001b3ull;
+        }
+    }
+    snprintf(hex, 17, "%016llx", (unsigned long long)h);
+}
+
+static uint32_t bits_of(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+Test(calibrate, torch_f32_kernels_bitwise) {
+    cJSON *doc = tu_load_json(FIX "/torch_f32.json");
+    cr_assert_not_null(doc);
+    const cJSON *it;
+    int n_sum = 0;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(doc, "sum")) {
+        size_t n = (size_t)cJSON_GetObjectItem(it, "n")->valuedouble;
+        float *x = malloc(n * sizeof *x);
+        cr_assert_not_null(x);
+        lcg_floats(1000 + n, n, -3.0, 3.0, x);
+        uint32_t want = (uint32_t)cJSON_GetObjectItem(it, "bits")->valuedouble;
+        uint32_t got = bits_of(sk_tf32_sum(x, n));
+        cr_assert_eq(got, want, "torch.sum of %zu floats: ours %08x torch %08x", n, got, want);
+        free(x);
+        n_sum++;
+    }
+    const size_t rows = (size_t)cJSON_GetObjectItem(doc, "rows")->valuedouble;
+    const float scale = 1.7156487703323364f;
+    int n_w = 0;
+    const cJSON *bw = cJSON_GetObjectItem(doc, "backward");
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(doc, "log_softmax")) {
+        size_t w = (size_t)cJSON_GetObjectItem(it, "w")->valuedouble;
+        float *z = malloc(rows * w * sizeof *z), *g = malloc(rows * w * sizeof *g);
+        float *out = malloc(rows * w * sizeof *out), *gi = malloc(rows * w * sizeof *gi);
+        cr_assert(z && g && out && gi);
+        lcg_floats(2000 + w, rows * w, -20.0, 20.0, z);
+        lcg_floats(3000 + w, rows * w, -1.0, 1.0, g);
+        for (size_t r = 0; r < rows; r++) {
+            float u[SK_REQUEST_MAX_OPTIONS];
+            for (size_t j = 0; j < w; j++) u[j] = z[r * w + j] / scale;
+            sk_tf32_log_softmax_row(u, w, out + r * w);
+            float gs = sk_tf32_row_reduce_sum(g + r * w, w);
+            for (size_t j = 0; j < w; j++)
+                gi[r * w + j] = fmaf(-sk_tf32_exp(out[r * w + j]), gs, g[r * w + j]);
+        }
+        char hex[17];
+        fnv1a_hex(out, rows * w, hex);
+        cr_assert_str_eq(hex, cJSON_GetObjectItem(it, "fnv")->valuestring, "log_softmax width %zu differs from torch", w);
+        const cJSON *b = cJSON_GetArrayItem(bw, n_w);
+        cr_assert_eq((size_t)cJSON_GetObjectItem(b, "w")->valuedouble, w);
+        fnv1a_hex(gi, rows * w, hex);
+        cr_assert_str_eq(hex, cJSON_GetObjectItem(b, "fnv")->valuestring, "log_softmax backward width %zu differs from torch", w);
+        free(z);
+        free(g);
+        free(out);
+        free(gi);
+        n_w++;
+    }
+    /* torch.exp (MKL vsExp): torch equals the correctly rounded value except at the listed
+     * indices; count where our model differs from torch */
+    const cJSON *ex = cJSON_GetObjectItem(doc, "exp");
+    size_t n = (size_t)cJSON_GetObjectItem(ex, "n")->valuedouble;
+    float *x = malloc(n * sizeof *x);
+    uint32_t *want = malloc(n * sizeof *want);
+    cr_assert(x && want);
+    lcg_floats((uint64_t)cJSON_GetObjectItem(ex, "seed")->valuedouble, n, cJSON_GetObjectItem(ex, "lo")->valuedouble,
+               cJSON_GetObjectItem(ex, "hi")->valuedouble, x);
+    for (size_t i = 0; i < n; i++) want[i] = bits_of((float)exp((double)x[i]));
+    size_t n_cr_differs = 0;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(ex, "differs")) {
+        size_t i = (size_t)cJSON_GetArrayItem(it, 0)->valuedouble;
+        cr_assert(i < n);
+        want[i] = (uint32_t)cJSON_GetArrayItem(it, 1)->valuedouble;
+        n_cr_differs++;
+    }
+    size_t n_model_differs = 0;
+    for (size_t i = 0; i < n; i++) n_model_differs += bits_of(sk_tf32_mkl_exp(x[i])) != want[i];
+    report("torch_f32: %d sum lengths and %d log_softmax widths (forward, backward) bitwise equal to torch",
+           n_sum, n_w);
+    report("torch_f32: torch.exp (MKL) on %zu floats in [-12, 12]: our model differs at %zu (%.1e), "
+           "the correctly rounded exp at %zu (%.1e)", n, n_model_differs, (double)n_model_differs / (double)n,
+           n_cr_differs, (double)n_cr_differs / (double)n);
+    /* the model's measured rate is ~6e-5; 2e-4 leaves room for none of its structure lost */
+    cr_assert(n_model_differs <= n / 5000, "MKL exp model differs at %zu of %zu", n_model_differs, n);
+    free(x);
+    free(want);
+    cJSON_Delete(doc);
 }

@@ -7,6 +7,7 @@
 
 #include "calibrate.h"
 #include "gate.h"
+#include "torch_f32.h"
 
 const char *const sk_calib_bucket_names[SK_CALIB_BUCKETS] = {
     "choice:2", "choice:3-5", "choice:6-10", "choice:11+",
@@ -73,71 +74,71 @@ int sk_calib_add(sk_calib_set *s, int qt, const float *z, const double *t, size_
 
 /* ---- the objective, in torch's float32 order ---- */
 
-/* Values are forced through float32 stores: the C compiler keeps float arithmetic in float
- * (FLT_EVAL_METHOD 0 on x86-64) and contracts nothing in ISO C mode. */
+/* laya's closure, op by op as torch 2.15 evaluates it on the CPU (torch_f32.h):
+ *   scale = exp(clamp(log_t)); per width group (narrowest first)
+ *   s_g = -(t * log_softmax(z / scale, -1)).sum(-1).sum();  nll = 0 + s_1 + s_2 + ...
+ *   loss = nll / n_rows
+ * and its autograd backward: d loss / d s_g = -(1 / n_rows) into every row; log_softmax's
+ * backward g - exp(out) * sum(g) (one fused multiply-add, as torch's compiled kernel does);
+ * the division's d/d scale = -grad * ((z / scale) / scale) summed over the group's n * w
+ * elements; the groups' contributions added last group first (the autograd engine runs the
+ * most recently created node first); then * scale (exp) and the clamp's mask. */
 typedef struct fit_ctx {
     const sk_calib_set *s;
     const size_t *idx;   /* rows sorted by width (stable): laya's _pairs_by_width */
     size_t n;
     float lo, hi;
+    float *row_buf, *elem_buf; /* n row sums; the largest group's n * w gradient terms */
+    size_t groups;
+    float *group_grad;   /* one per width group */
 } fit_ctx;
+
+/* torch.exp on the 1-element scale tensor: MKL's vsExp, as modelled in torch_f32.c. */
+static float scale_exp(float x) { return sk_tf32_mkl_exp(x); }
 
 static void loss_grad(const fit_ctx *c, float x, float *loss, float *grad) {
     float xc = x < c->lo ? c->lo : x > c->hi ? c->hi : x;
-    float scale = expf(xc);
-    float ginv = 1.0f / (float)c->n;        /* d loss / d nll: nll / n_rows */
-    float g_prod = -ginv;                   /* through the neg of the summed products */
-    float nll = 0.0f, gscale = 0.0f;
-    size_t i = 0;
+    float scale = scale_exp(xc);
+    const float g_nll = 1.0f / (float)c->n; /* DivBackward of nll / n_rows */
+    const float g_row = -g_nll;             /* through the negation of the group sum */
+    float nll = 0.0f;
+    size_t i = 0, g = 0;
     while (i < c->n) {
         uint32_t w = c->s->r[c->idx[i]].k;
-        double tot = 0, gs = 0;
-        for (; i < c->n && c->s->r[c->idx[i]].k == w; i++) {
+        size_t m = 0;
+        for (; i < c->n && c->s->r[c->idx[i]].k == w; i++, m++) {
             const sk_calib_rec *r = &c->s->r[c->idx[i]];
             const float *z = c->s->z + r->off, *t = c->s->t + r->off;
-            float u[SK_REQUEST_MAX_OPTIONS], ls[SK_REQUEST_MAX_OPTIONS];
-            float m = -INFINITY;
+            float u[SK_REQUEST_MAX_OPTIONS], ls[SK_REQUEST_MAX_OPTIONS], gl[SK_REQUEST_MAX_OPTIONS];
+            for (uint32_t j = 0; j < w; j++) u[j] = z[j] / scale;
+            sk_tf32_log_softmax_row(u, w, ls);
+            for (uint32_t j = 0; j < w; j++) u[j] = t[j] * ls[j];
+            c->row_buf[m] = sk_tf32_sum(u, w);
+            for (uint32_t j = 0; j < w; j++) gl[j] = g_row * t[j];
+            float gsum = sk_tf32_row_reduce_sum(gl, w);
+            float *el = c->elem_buf + (size_t)m * w;
             for (uint32_t j = 0; j < w; j++) {
-                u[j] = z[j] / scale;
-                if (u[j] > m) m = u[j];
-            }
-            float acc = 0.0f;
-            for (uint32_t j = 0; j < w; j++) {
-                float d = u[j] - m;
-                u[j] = d;
-                float ex = (float)exp((double)d);
-                acc = j ? acc + ex : ex;
-            }
-            float lse = (float)log((double)acc);
-            float row = 0.0f, srow = 0.0f;
-            for (uint32_t j = 0; j < w; j++) {
-                ls[j] = u[j] - lse;
-                float prod = t[j] * ls[j];
-                row = j ? row + prod : prod;
-                float gl = t[j] * g_prod;
-                srow = j ? srow + gl : gl;
-            }
-            tot += (double)row;
-            for (uint32_t j = 0; j < w; j++) {
-                float gl = t[j] * g_prod;
-                float pe = (float)exp((double)ls[j]);
-                float gu = gl - pe * srow;
-                float q = (z[j] / scale) / scale;
-                float el = -gu * q;
-                gs += (double)el;
+                float gu = fmaf(-sk_tf32_exp(ls[j]), gsum, gl[j]);
+                el[j] = -gu * ((z[j] / scale) / scale);
             }
         }
-        nll = nll + (-(float)tot);
-        gscale = gscale + (float)gs;
+        float group = -sk_tf32_sum(c->row_buf, m);
+        nll = g == 0 ? group : nll + group; /* Python's sum(): 0 + s_1 is s_1 */
+        c->group_grad[g++] = sk_tf32_sum(c->elem_buf, m * (size_t)w);
     }
+    float gscale = c->group_grad[g - 1];
+    for (size_t k = g - 1; k-- > 0;) gscale = gscale + c->group_grad[k];
     *loss = nll / (float)c->n;
     float gx = gscale * scale;
     *grad = (x >= c->lo && x <= c->hi) ? gx : 0.0f;
 }
 
-/* torch.optim.LBFGS(lr=0.1, max_iter=100).step(closure) on one parameter; returns log T. */
+/* torch.optim.LBFGS(lr=0.1, max_iter=100).step(closure) on one parameter; returns log T.
+ * Every tensor operation is float32 with one rounding, except Tensor.add_(v, alpha=a),
+ * which torch's compiled kernel evaluates as one fused multiply-add; Python-float
+ * constants meet float32 tensors as float32; the losses are compared as doubles. */
 static float lbfgs(const fit_ctx *c, int *iters) {
-    const float lr = 0.1f, tol_grad = 1e-7f;
+    const float lr = 0.1f, tol_grad = (float)1e-7, tol_change_f = (float)1e-9;
     const double tol_change = 1e-9;
     enum { HIST = 100, MAX_ITER = 100 };
     float x = 0.0f, loss, g;
@@ -157,7 +158,7 @@ static float lbfgs(const fit_ctx *c, int *iters) {
             d = -g;
         } else {
             float y = g - prev_g, s = d * t, ys = y * s;
-            if (ys > 1e-10f) {
+            if (ys > (float)1e-10) {
                 if (nh == HIST) {
                     memmove(dirs, dirs + 1, (HIST - 1) * sizeof *dirs);
                     memmove(stps, stps + 1, (HIST - 1) * sizeof *stps);
@@ -173,12 +174,12 @@ static float lbfgs(const fit_ctx *c, int *iters) {
             float q = -g;
             for (int i = nh - 1; i >= 0; i--) {
                 al[i] = (stps[i] * q) * ro[i];
-                q = q + (-al[i]) * dirs[i];
+                q = fmaf(-al[i], dirs[i], q);
             }
             float r = q * H;
             for (int i = 0; i < nh; i++) {
                 float be = (dirs[i] * r) * ro[i];
-                r = r + (al[i] - be) * stps[i];
+                r = fmaf(al[i] - be, stps[i], r);
             }
             d = r;
         }
@@ -191,12 +192,12 @@ static float lbfgs(const fit_ctx *c, int *iters) {
             t = lr;
         }
         float gtd = g * d;
-        if ((double)gtd > -tol_change) break;
-        x = x + t * d;
+        if (gtd > -tol_change_f) break;
+        x = fmaf(t, d, x);
         if (it != MAX_ITER) loss_grad(c, x, &loss, &g);
         if (it == MAX_ITER) break;
         if (fabsf(g) <= tol_grad) break;
-        if (fabs((double)(d * t)) <= tol_change) break;
+        if (fabsf(d * t) <= tol_change_f) break;
         if (fabs((double)loss - prev_loss) < tol_change) break;
     }
     if (iters) *iters = it;
@@ -223,13 +224,33 @@ double sk_calib_fit_one(const sk_calib_set *s, const size_t *idx, size_t n, size
         }
         sorted[j] = v;
     }
-    fit_ctx c = {s, sorted, n, 0, 0};
+    /* buffers for one evaluation: row sums, a group's n * w gradient terms, group grads */
+    size_t max_w = 0, groups = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t w = s->r[sorted[i]].k;
+        if (w > max_w) max_w = w;
+        if (i == 0 || w != s->r[sorted[i - 1]].k) groups++;
+    }
+    fit_ctx c = {s, sorted, n, 0, 0, NULL, NULL, groups, NULL};
     c.lo = (float)(log(0.5) - 10.0);
     c.hi = (float)(log(5.0) + 10.0);
+    c.row_buf = sk_malloc_array(n, sizeof *c.row_buf);
+    c.elem_buf = max_w <= SIZE_MAX / n ? sk_malloc_array(n * max_w, sizeof *c.elem_buf) : NULL;
+    c.group_grad = sk_malloc_array(groups, sizeof *c.group_grad);
+    if (!c.row_buf || !c.elem_buf || !c.group_grad) {
+        free(c.row_buf);
+        free(c.elem_buf);
+        free(c.group_grad);
+        free(sorted);
+        return NAN;
+    }
     float x = lbfgs(&c, iters);
+    free(c.row_buf);
+    free(c.elem_buf);
+    free(c.group_grad);
     free(sorted);
     float xc = x < c.lo ? c.lo : x > c.hi ? c.hi : x;
-    return (double)expf(xc);
+    return (double)scale_exp(xc);
 }
 
 void sk_calib_fit_temperatures(const sk_calib_set *s, sk_calib_fit *f) {

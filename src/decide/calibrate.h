@@ -7,9 +7,11 @@
  *  - The fit is laya's: NLL of softmax(z / T) over the records, LBFGS on log T (torch's
  *    algorithm: lr 0.1, 100 iterations, no line search, its tolerances 1e-7 / 1e-9 and
  *    history 100), the search band [log 0.5 - 10, log 5 + 10], then clamp_temperature.
- *    Everything the optimiser sees is computed in float32 in torch's order of operations,
- *    because its stopping rule (two float32 losses within 1e-9) decides where it stops;
- *    long sums are accumulated in double, which torch's cascade sums approximate.
+ *    Everything the optimiser sees is torch 2.15's float32 arithmetic bit for bit
+ *    (torch_f32.h: its SLEEF exp/log, cascade sums, fused multiply-adds, autograd order),
+ *    because its stopping rule (two float32 losses within 1e-9, i.e. equal) decides where
+ *    it stops; only the scale exp(log T) is MKL's and is modelled (~5e-5 of arguments
+ *    differ). On laya's own records the fits equal laya's exactly.
  *  - Floors: a type-level scalar needs MIN_TYPE_N = 10 records (else 1.0), a bucket
  *    MIN_BUCKET_N = 2000 (else it is left out and the type's scalar covers it).
  *  - ECE: laya.common.ece_score (15 bins) on max(p) of laya's _softmax (double, T floored
