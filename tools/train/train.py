@@ -5,8 +5,10 @@
 
 Steps (every one deterministic from --seed):
  1. data: tools/train/flappy.py labels simulator states with its oracle: a training set
-    (paraphrased instructions), a validation set laya reports on, and the test set that is
-    committed (tests/fixtures/flappy/test.jsonl, the example's own instructions);
+    (paraphrased instructions; --train states with the three questions and --action-only
+    more states with the action question alone, the one the model finds hardest), a
+    validation set laya reports on, and the test set that is committed
+    (tests/fixtures/flappy/test.jsonl, the example's own instructions);
  2. a random s1-pico-shaped Laya checkpoint made by `skycmd random s1-pico --layout laya`;
  3. `laya.train.finetune` (laya's loop: its loss, optimizer, schedule, its calibration split
     and `fit_temperature_map`), CPU only, on 2 threads;
@@ -106,10 +108,10 @@ def main():
     ap.add_argument("--train", type=int, default=10000, help="training states")
     ap.add_argument("--val", type=int, default=2000, help="validation states")
     ap.add_argument("--test", type=int, default=2000, help="test states (committed)")
-    ap.add_argument("--action-only", type=int, default=0,
+    ap.add_argument("--action-only", type=int, default=10000,
                     help="extra training states labelled for the action question only (the hardest "
                          "of the three; drawn from their own seed, none of them in the other sets)")
-    ap.add_argument("--epochs", type=int, default=6)
+    ap.add_argument("--epochs", type=int, default=7)
     ap.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (encoder and head)")
     ap.add_argument("--micro-batch", type=int, default=32)
     ap.add_argument("--tokenizer", choices=("state", "random"), default="state",
