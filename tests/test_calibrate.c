@@ -36,9 +36,12 @@
 #define FIX SKYCMD_FIXTURES "/calibrate"
 #define TEST_SET SKYCMD_FIXTURES "/flappy/test.jsonl"
 
-/* laya's fit is within this of ours on its own records (see the header comment); the
- * measured figure is printed. */
-#define FIT_TOL 5e-4
+/* laya's fit is within this of ours on its own records (see the header comment), relative to
+ * laya's temperature: the loss is flatter in T the larger T is, so where LBFGS stops on a
+ * float32 tie moves with T (the retrained model's T = 2.3-2.8 measured 2.4e-4 relative,
+ * 5.6e-4 absolute; the earlier model's T = 1.4-1.6 had the absolute 5e-4 bound, the same
+ * relative bound at T = 1.67). The measured figure is printed. */
+#define FIT_TOL 3e-4
 
 static void report(const char *fmt, ...) {
     va_list ap;
@@ -98,7 +101,7 @@ static double check_fit(const char *label, const cJSON *blk, sk_calib_set *s, sk
         double d = fabs(f->temperature[i] - cJSON_GetArrayItem(lt, i)->valuedouble);
         report("%s: %-11s ours %.7f laya %.7f |d| %.2e (%d LBFGS iterations)", label, sk_qtype_names[i],
                f->temperature[i], cJSON_GetArrayItem(lt, i)->valuedouble, d, f->iterations[i]);
-        if (d > worst) worst = d;
+        if (d / cJSON_GetArrayItem(lt, i)->valuedouble > worst) worst = d / cJSON_GetArrayItem(lt, i)->valuedouble;
     }
     const cJSON *lb = cJSON_GetObjectItem(blk, "temperature_by_options");
     int n_laya = 0, n_ours = 0;
@@ -111,7 +114,7 @@ static double check_fit(const char *label, const cJSON *blk, sk_calib_set *s, sk
         double d = fabs(f->bucket_t[b] - it->valuedouble);
         report("%s: %-11s ours %.7f laya %.7f |d| %.2e (%d LBFGS iterations)", label, it->string,
                f->bucket_t[b], it->valuedouble, d, f->iterations[3 + b]);
-        if (d > worst) worst = d;
+        if (d / it->valuedouble > worst) worst = d / it->valuedouble;
     }
     cr_assert_eq(n_ours, n_laya, "%s: %d buckets fitted, laya %d", label, n_ours, n_laya);
     /* n_by_bucket */
@@ -140,7 +143,7 @@ static double check_fit(const char *label, const cJSON *blk, sk_calib_set *s, sk
         if (isfinite(raw) && (raw < 0.5 || raw > 5.0)) n_ours_cl++;
     }
     cr_assert_eq(n_ours_cl, n_cl, "%s: %d clamped fits, laya %d", label, n_ours_cl, n_cl);
-    report("%s: largest |T - T_laya| %.2e (target 1e-4, tolerance %.0e)", label, worst, FIT_TOL);
+    report("%s: largest |T - T_laya| / T_laya %.2e (tolerance %.0e)", label, worst, FIT_TOL);
     return worst;
 }
 
@@ -198,7 +201,7 @@ Test(calibrate, flappy_records_fit_like_laya) {
     sk_calib_set s;
     sk_calib_fit f;
     double worst = check_fit("flappy", blk, &s, &f);
-    cr_assert(worst <= FIT_TOL, "largest |T - T_laya| %.3e > %.0e", worst, FIT_TOL);
+    cr_assert(worst <= FIT_TOL, "largest |T - T_laya| / T_laya %.3e > %.0e", worst, FIT_TOL);
     sk_calib_temps lt, mt, ours;
     laya_temps(blk, "temperature", "temperature_by_options", &lt);
     laya_temps(blk, "model_temperature", "model_temperature_by_options", &mt);
@@ -217,7 +220,7 @@ Test(calibrate, synthetic_clamps_widths_floors) {
     sk_calib_set s;
     sk_calib_fit f;
     double worst = check_fit("synthetic", blk, &s, &f);
-    cr_assert(worst <= FIT_TOL, "largest |T - T_laya| %.3e > %.0e", worst, FIT_TOL);
+    cr_assert(worst <= FIT_TOL, "largest |T - T_laya| / T_laya %.3e > %.0e", worst, FIT_TOL);
     sk_calib_temps lt, ours;
     laya_temps(blk, "temperature", "temperature_by_options", &lt);
     sk_calib_temps_from_fit(&f, &ours);
@@ -389,17 +392,18 @@ Test(calibrate, call_writes_only_temperatures) {
     double worst = 0;
     for (int i = 0; i < 3; i++) {
         double d = fabs(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "temperature"), i)->valuedouble -
-                        cJSON_GetArrayItem(cJSON_GetObjectItem(blk, "temperature"), i)->valuedouble);
+                        cJSON_GetArrayItem(cJSON_GetObjectItem(blk, "temperature"), i)->valuedouble) /
+                   cJSON_GetArrayItem(cJSON_GetObjectItem(blk, "temperature"), i)->valuedouble;
         if (d > worst) worst = d;
     }
     const cJSON *it;
     cJSON_ArrayForEach(it, cJSON_GetObjectItem(blk, "temperature_by_options")) {
         const cJSON *ov = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "temperature_by_options"), it->string);
         cr_assert_not_null(ov, "bucket %s missing", it->string);
-        double d = fabs(ov->valuedouble - it->valuedouble);
+        double d = fabs(ov->valuedouble - it->valuedouble) / it->valuedouble;
         if (d > worst) worst = d;
     }
-    report("skycmd_calibrate on our logits: largest |T - T_laya| %.2e", worst);
+    report("skycmd_calibrate on our logits: largest |T - T_laya| / T_laya %.2e", worst);
     cr_assert(worst <= FIT_TOL, "%.3e", worst);
     cJSON_ArrayForEach(it, cJSON_GetObjectItem(r, "ece")) {
         const cJSON *l = cJSON_GetObjectItem(cJSON_GetObjectItem(blk, "ece_fitted"), it->string);
