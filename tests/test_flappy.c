@@ -312,7 +312,8 @@ Test(flappy, answers_the_oracle) {
     double want_auc = cJSON_GetObjectItem(cJSON_GetObjectItem(test, "danger"), "auc")->valuedouble;
     cr_expect_geq(action_acc, want_action - 0.005, "action accuracy %.4f (laya measured %.4f)", action_acc, want_action);
     cr_expect_geq(danger_auc, want_auc - 0.005, "danger AUC %.4f (laya measured %.4f)", danger_auc, want_auc);
-    /* issue 21's targets this model meets (action accuracy is 0.948, short of its 0.95) */
+    /* issue 21's targets */
+    cr_expect_geq(action_acc, 0.95, "action accuracy %.4f (issue 21: >= 0.95)", action_acc);
     cr_expect_geq(danger_auc, 0.95, "danger AUC %.4f (issue 21: >= 0.95)", danger_auc);
     cr_expect_leq(action_ece, 0.05, "action ECE %.4f (issue 21: <= 0.05)", action_ece);
     cr_expect_leq(danger_ece, 0.05, "danger ECE %.4f (issue 21: <= 0.05)", danger_ece);
@@ -355,7 +356,9 @@ Test(flappy, int8_modes_against_f32) {
      * method measures --q8 4.57e-2 (blk.0.ffn_up's GPTQ rounding, fitted on the built-in
      * English prompts, is worse than plain rounding on flappy states: docs/quantization.md)
      * and --q8-fast 2.91e-2: --q8 is held at its figure plus 25 % (target not met, issue 19),
-     * --q8-fast at the target. The Q8_0 file holds ggml's plain blocks: 3.97e-2 measured. */
+     * --q8-fast at the target. The Q8_0 file holds ggml's plain blocks: 3.97e-2 measured.
+     * The model retrained on 2026-12-02 measures --q8 9.07e-3, --q8-fast 3.67e-2, the Q8_0
+     * file 1.85e-2 (docs/quantization.md); the bounds are left to issue 19's work. */
     row_answer *q8 = answer_all(&t, MODEL_GGUF, SKYCMD_WEIGHTS_Q8, SKYCMD_ACT_Q8X2);
     int8_against_f32(&t, f, q8, "--q8", 5.7e-2);
     free(q8);

@@ -5,8 +5,10 @@
 
 Steps (every one deterministic from --seed):
  1. data: tools/train/flappy.py labels simulator states with its oracle: a training set
-    (paraphrased instructions), a validation set laya reports on, and the test set that is
-    committed (tests/fixtures/flappy/test.jsonl, the example's own instructions);
+    (paraphrased instructions; --train states with the three questions and --action-only
+    more states with the action question alone, the one the model finds hardest), a
+    validation set laya reports on, and the test set that is committed
+    (tests/fixtures/flappy/test.jsonl, the example's own instructions);
  2. a random s1-pico-shaped Laya checkpoint made by `skycmd random s1-pico --layout laya`;
  3. `laya.train.finetune` (laya's loop: its loss, optimizer, schedule, its calibration split
     and `fit_temperature_map`), CPU only, on 2 threads;
@@ -106,7 +108,10 @@ def main():
     ap.add_argument("--train", type=int, default=10000, help="training states")
     ap.add_argument("--val", type=int, default=2000, help="validation states")
     ap.add_argument("--test", type=int, default=2000, help="test states (committed)")
-    ap.add_argument("--epochs", type=int, default=6)
+    ap.add_argument("--action-only", type=int, default=10000,
+                    help="extra training states labelled for the action question only (the hardest "
+                         "of the three; drawn from their own seed, none of them in the other sets)")
+    ap.add_argument("--epochs", type=int, default=7)
     ap.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (encoder and head)")
     ap.add_argument("--micro-batch", type=int, default=32)
     ap.add_argument("--tokenizer", choices=("state", "random"), default="state",
@@ -136,11 +141,19 @@ def main():
            if r["state"] not in seen][:args.val]
     test = [r for r in flappy.dataset(args.seed + 2000, args.test + args.test // 4, paraphrase=False)
             if r["state"] not in seen][:args.test]
+    if args.action_only:
+        taken = seen | {r["state"] for r in val} | {r["state"] for r in test}
+        extra = [r for r in flappy.dataset(args.seed + 3000, args.action_only + args.action_only // 4, paraphrase=True)
+                 if r["state"] not in taken][:args.action_only]
+        for r in extra:
+            r["questions"] = {"action": r["questions"]["action"]}
+            r["expected"] = {"action": r["expected"]["action"]}
+        train = train + extra
     for name, rows in (("train", train), ("val", val), ("test", test)):
         flappy.write_jsonl(os.path.join(work, name + ".jsonl"), rows)
     os.makedirs(os.path.dirname(args.test_set), exist_ok=True)
     shutil.copyfile(os.path.join(work, "test.jsonl"), args.test_set)
-    print("data: %d train, %d validation, %d test states (%.1f s)" % (len(train), len(val), len(test), time.time() - t0), flush=True)
+    print("data: %d train (%d of them action only), %d validation, %d test states (%.1f s)" % (len(train), args.action_only, len(val), len(test), time.time() - t0), flush=True)
 
     # 2. the starting checkpoint
     base = os.path.join(work, "base")
@@ -189,7 +202,7 @@ def main():
         "model": "s1-pico-flappy",
         "command": " ".join([os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:]),
         "seed": args.seed,
-        "data": {"train": len(train), "validation": len(val), "test": len(test),
+        "data": {"train": len(train), "train_action_only": args.action_only, "validation": len(val), "test": len(test),
                  "train_items": summary["train_items"], "calibration_items": summary["calibration_items"]},
         "training": {"epochs": args.epochs, "threads": args.threads, "seconds": round(train_s, 1),
                      "cpu_seconds": round(train_cpu_s, 1), "tokenizer": args.tokenizer,
