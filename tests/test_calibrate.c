@@ -40,10 +40,13 @@
 #define TEST_SET SKYCMD_FIXTURES "/flappy/test.jsonl"
 
 /* On laya's own records our fit is laya's exactly (the header comment). On our own logits
- * (the end-to-end call) the records differ from laya's in their last bits, and where the
- * float32 loss tie stops LBFGS moves with them: that distance is held to FIT_TOL and
+ * (the end-to-end call, the built-in model: temperatures 2.0-2.8, where the loss is flat in
+ * T) the records differ from laya's in their last bits, and where the float32 loss tie stops
+ * LBFGS moves with them: laya's own fit on its own records moves by up to 8.7e-4 when each
+ * logit is moved by one float32 ulp at random (6 draws, 2026-12-02), and our logits differ
+ * from laya's by a few ulps (the golden suite's 1e-6 in probabilities). Measured: 1.4e-3;
  * printed. */
-#define FIT_TOL 5e-4
+#define E2E_FIT_TOL 2e-3
 
 static void report(const char *fmt, ...) {
     va_list ap;
@@ -404,8 +407,8 @@ Test(calibrate, call_writes_only_temperatures) {
         double d = fabs(ov->valuedouble - it->valuedouble);
         if (d > worst) worst = d;
     }
-    report("skycmd_calibrate on our logits: largest |T - T_laya| %.2e", worst);
-    cr_assert(worst <= FIT_TOL, "%.3e", worst);
+    report("skycmd_calibrate on our logits: largest |T - T_laya| %.2e (held: %.0e)", worst, E2E_FIT_TOL);
+    cr_assert(worst <= E2E_FIT_TOL, "%.3e", worst);
     cJSON_ArrayForEach(it, cJSON_GetObjectItem(r, "ece")) {
         const cJSON *l = cJSON_GetObjectItem(cJSON_GetObjectItem(blk, "ece_fitted"), it->string);
         double a = cJSON_GetObjectItem(it, "after")->valuedouble, la = cJSON_GetObjectItem(l, "ece_after")->valuedouble;
