@@ -279,12 +279,14 @@ def suite_http(a, gguf, body, work, res):
     servers = []
     # one `skycmd serve` per --compute-threads value (a comma list: same-run A/B)
     variants = [v for v in a.serve_compute_threads.split(",") if v]
-    for ct in variants:
+    for v in variants:
+        ct, _, binary = v.partition("@")  # "auto@/path/to/other/skycmd": an A/B of two builds
         port = free_port()
-        sky = subprocess.Popen([a.skycmd, "serve", "--model", "%s=%s" % (a.preset, gguf), "--port",
-                                str(port), "--threads", str(a.threads), "--compute-threads", ct],
+        sky = subprocess.Popen([binary or a.skycmd, "serve", "--model", "%s=%s" % (a.preset, gguf),
+                                "--port", str(port), "--threads", str(a.threads),
+                                "--compute-threads", ct],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        servers.append(("skycmd serve" if len(variants) == 1 else "skycmd serve ct=%s" % ct,
+        servers.append(("skycmd serve" if len(variants) == 1 else "skycmd serve ct=%s" % v,
                         sky, port))
     llama = a.llama_server or os.environ.get("LLAMA_SERVER")
     if llama and os.path.exists(llama):
@@ -309,8 +311,14 @@ def suite_http(a, gguf, body, work, res):
             per = {n: [] for n in conns}
             for r in range(a.rounds):
                 la = loadavg()
-                for n, c in conns.items():
-                    per[n].append(median([c.once() for _ in range(a.http_iters)]))
+                # request by request (A, B, A, B ...): a burst of other load on a shared
+                # machine then slows every server alike instead of one server's block
+                ts = {n: [] for n in conns}
+                for _ in range(a.http_iters):
+                    for n, c in conns.items():
+                        ts[n].append(c.once())
+                for n in conns:
+                    per[n].append(median(ts[n]))
                 out["rounds"].append({"what": name, "loadavg": la,
                                       **{n: per[n][-1] * 1e3 for n in per}})
             for c in conns.values():
@@ -408,7 +416,8 @@ def main():
     ap.add_argument("--serve-compute-threads", default="auto",
                     help="skycmd serve --compute-threads (auto: a lone request uses the idle "
                     "cores; 1: one core per request, the figures of section 3); a comma list "
-                    "(auto,1) runs one server per value in the same interleaved rounds")
+                    "(auto,1) runs one server per value in the same interleaved rounds; VALUE@PATH "
+                    "runs that value with another skycmd binary (before/after A/B)")
     ap.add_argument("--work", help="keep the checkpoints here (default: a temp dir)")
     ap.add_argument("--out", help="write the results as JSON")
     a = ap.parse_args()
