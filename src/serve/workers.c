@@ -161,16 +161,17 @@ static void follow_reload(struct worker *w) {
  * Under many connections the epoll thread parses the next requests one at a time, so the
  * in-flight count a worker sees at its take can be 1 while a dozen more wait unread in their
  * sockets: lending the second core then takes it from the epoll thread and the other worker
- * (measured: -34 % requests/s at 64 connections). One keep-alive client never overlaps. */
+ * (one run under load average 8-12 had auto at 1062 requests/s vs 1610 for
+ * --compute-threads 1 at 64 connections; later runs were within that machine's noise).
+ * One keep-alive client never overlaps. */
 #define LONE_QUIET_US 5000
 
 /* The cores this process could have used lately: the machine's idle time (/proc/stat: idle
  * + iowait) plus this process's own CPU time, per wall-clock second, over the interval since
  * the previous sample (taken at most every CPU_SAMPLE_US, by a lone batch, with S.qmu
  * held; a pread of ~10 us). A core that other processes keep busy is not idle: a helper
- * lent onto it is preempted in the middle of its piece of a step, and the request waits a
- * scheduler time slice for it (measured under load average 8-14 on 2 cores: 4 ms instead
- * of 0.56 ms for the example request). -1 when unknown (no /proc/stat, first sample). */
+ * lent onto it can be preempted in the middle of its piece of a step, and the request then
+ * waits a scheduler time slice for it. -1 when unknown (no /proc/stat, first sample). */
 #define CPU_SAMPLE_US 100000
 
 static double available_cores(void) {
