@@ -173,6 +173,10 @@ def main():
         overall = 0.0
         for name, req in reqs.items():
             body = json.dumps(req).encode()
+            # a new connection per request: llama-server closes one idle for 5 s, and a large
+            # model's `skycmd decide` below takes longer than that
+            lconn.close()
+            lconn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
             st, lc = post(lconn, body)
             with tempfile.NamedTemporaryFile("wb", suffix=".json", delete=False) as t:
                 t.write(body)
