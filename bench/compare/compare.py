@@ -277,12 +277,17 @@ def wrk_run(port, path, body, seconds, conns, threads, work):
 
 def suite_http(a, gguf, body, work, res):
     servers = []
-    port = free_port()
-    sky = subprocess.Popen([a.skycmd, "serve", "--model", "%s=%s" % (a.preset, gguf), "--port",
-                            str(port), "--threads", str(a.threads), "--compute-threads",
-                            a.serve_compute_threads],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    servers.append(("skycmd serve", sky, port))
+    # one `skycmd serve` per --compute-threads value (a comma list: same-run A/B)
+    variants = [v for v in a.serve_compute_threads.split(",") if v]
+    for v in variants:
+        ct, _, binary = v.partition("@")  # "auto@/path/to/other/skycmd": an A/B of two builds
+        port = free_port()
+        sky = subprocess.Popen([binary or a.skycmd, "serve", "--model", "%s=%s" % (a.preset, gguf),
+                                "--port", str(port), "--threads", str(a.threads),
+                                "--compute-threads", ct],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        servers.append(("skycmd serve" if len(variants) == 1 else "skycmd serve ct=%s" % v,
+                        sky, port))
     llama = a.llama_server or os.environ.get("LLAMA_SERVER")
     if llama and os.path.exists(llama):
         lport = free_port()
@@ -292,7 +297,8 @@ def suite_http(a, gguf, body, work, res):
         servers.append(("llama-server", lp, lport))
     else:
         log("llama-server: no binary given (--llama-server PATH or $LLAMA_SERVER): skipped")
-    out = {"threads": a.threads, "llama_server": bool(len(servers) > 1), "rounds": []}
+    out = {"threads": a.threads, "llama_server": any(n == "llama-server" for n, _, _ in servers),
+           "rounds": []}
     try:
         for _, p, pt in servers:
             wait_health(pt, p)
@@ -305,8 +311,14 @@ def suite_http(a, gguf, body, work, res):
             per = {n: [] for n in conns}
             for r in range(a.rounds):
                 la = loadavg()
-                for n, c in conns.items():
-                    per[n].append(median([c.once() for _ in range(a.http_iters)]))
+                # request by request (A, B, A, B ...): a burst of other load on a shared
+                # machine then slows every server alike instead of one server's block
+                ts = {n: [] for n in conns}
+                for _ in range(a.http_iters):
+                    for n, c in conns.items():
+                        ts[n].append(c.once())
+                for n in conns:
+                    per[n].append(median(ts[n]))
                 out["rounds"].append({"what": name, "loadavg": la,
                                       **{n: per[n][-1] * 1e3 for n in per}})
             for c in conns.values():
@@ -403,7 +415,9 @@ def main():
     ap.add_argument("--llama-server", help="llama-server binary with /v1/systemone")
     ap.add_argument("--serve-compute-threads", default="auto",
                     help="skycmd serve --compute-threads (auto: a lone request uses the idle "
-                    "cores; 1: one core per request, the figures of section 3)")
+                    "cores; 1: one core per request, the figures of section 3); a comma list "
+                    "(auto,1) runs one server per value in the same interleaved rounds; VALUE@PATH "
+                    "runs that value with another skycmd binary (before/after A/B)")
     ap.add_argument("--work", help="keep the checkpoints here (default: a temp dir)")
     ap.add_argument("--out", help="write the results as JSON")
     a = ap.parse_args()
@@ -474,6 +488,12 @@ def report(res):
             L.append("| wrk -c64 -t2 (3-question request) req/s | " + " | ".join(
                 "%.0f (p50 %.2f ms, non-2xx %d)" % (v["requests_per_s"] or 0, v["p50_ms"] or 0,
                                                     v["non_2xx"]) for v in h["wrk64"].values()) + " |")
+        if h["llama_server"]:
+            for what in ("one_question", "request"):
+                v = h[what]
+                L.append("| %s: llama-server / skycmd | " % what + " | ".join(
+                    "%.2fx" % (v["llama-server"] / v[k]) if k != "llama-server" else "1"
+                    for k in v) + " |")
         if not h["llama_server"]:
             L.append("\nllama-server: not available on this machine (no binary given): skipped.")
     for label in ("thread_scaling", "int8"):

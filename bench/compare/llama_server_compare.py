@@ -78,6 +78,18 @@ def builtin_requests():
     return {
         "choice-6": choice(6),
         "choice-11": choice(11),
+        # several scripts in state, instructions and options (the Gemma-style tokenizers of
+        # mmBERT-shaped models; byte-level BPE models take it as well)
+        "multilingual": {"state": {"de": "Die Drohne fliegt über den Fluss", "ja": "風が強くなっています",
+                                   "ar": "البطارية منخفضة", "hi": "बारिश शुरू हो गई है", "ru": "видимость плохая",
+                                   "emoji": "🚁💨"},
+                         "questions": {"accion": {"type": "choice",
+                                                  "instructions": "¿Qué debe hacer el dron? 何をすべきか",
+                                                  "criteria": {"aterrizar": "atterrir tout de suite",
+                                                               "volver": "zurück zur Basis",
+                                                               "seguir": "продолжать полёт"}},
+                                       "riesgo": {"type": "score", "instructions": "Wie hoch ist das Risiko?",
+                                                  "criteria": ["低い", "mittel", "عالية"]}}},
         "score-5+noul": {"state": {"temp": 21, "note": "window open"},
                          "questions": {"comfort": {"type": "score", "instructions": "How comfortable is the room?",
                                                    "criteria": ["cold", "cool", "fine", "warm", "hot"]},
@@ -161,6 +173,10 @@ def main():
         overall = 0.0
         for name, req in reqs.items():
             body = json.dumps(req).encode()
+            # a new connection per request: llama-server closes one idle for 5 s, and a large
+            # model's `skycmd decide` below takes longer than that
+            lconn.close()
+            lconn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
             st, lc = post(lconn, body)
             with tempfile.NamedTemporaryFile("wb", suffix=".json", delete=False) as t:
                 t.write(body)

@@ -158,9 +158,20 @@ static int add_tokenizer(sk_gguf_writer *w, const sk_laya *l, const sk_convert_o
                            l->label, need[i].key);
         }
     }
-    /* llama.cpp names the SentencePiece-style (Gemma) pipeline of mmBERT "mmbert": its
-     * pre-tokenizer splits words at U+2581 and treats the all-U+2581 user tokens as normal */
-    const char *pre = o->pre ? o->pre : tok->pretok == SK_PRETOK_BYTELEVEL ? "gpt-2" : "mmbert";
+    /* The llama.cpp pre-tokenizer (llama-vocab.cpp, build 11434) that runs this pipeline as
+     * tokenizers does. "mmbert" is a Metaspace one: every fragment between special tokens
+     * starts with U+2581 and words split at each U+2581 (its converter also makes the
+     * all-U+2581 user tokens normal), so it fits a Metaspace tokenizer.json. The Gemma
+     * converter's shape (normalizer Replace " " -> U+2581, no prefix, BPE over the whole
+     * text) is what "gemma4" runs: spaces escaped, split only at newlines. Measured with
+     * bench/compare/llama_tokenize_compare.py on tests/fixtures/gemma_tok: "gemma4" gives
+     * tokenizers' ids for 100 % of the 256k generated tokenizer's corpus and 99.6 % of
+     * gemma3000's (the rest: BPE merges across a newline), "mmbert" 5-6 % (a U+2581 prefix
+     * tokenizers never adds); "mmbert" on the Metaspace variant 86 % (docs/compat.md). */
+    const char *pre = o->pre ? o->pre
+                      : tok->pretok == SK_PRETOK_BYTELEVEL  ? "gpt-2"
+                      : tok->pretok == SK_PRETOK_METASPACE ? "mmbert"
+                                                            : "gemma4";
     s = sk_tokenizer_write_gguf_padded(tok, w, pre, l->cfg.vocab_size, e);
     if (!s) {
         /* One token type per question type; llama.cpp's loader requires 3. The tokenizer

@@ -250,7 +250,7 @@ enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
         if (!r) return MHD_NO; /* out of memory: MHD closes the connection */
         *con_cls = r;
         r->conn = c;
-        atomic_fetch_add(&S.active, 1);
+        if (atomic_fetch_add(&S.active, 1) > 0) atomic_store(&S.overlap_us, now_us());
         snprintf(r->method, sizeof r->method, "%.7s", method);
         sbuf_adds(&r->path, url);
         make_rid(r, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-request-id"));

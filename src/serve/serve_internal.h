@@ -111,6 +111,8 @@ struct server {
     _Atomic int busy;      /* workers answering (changed under qmu) */
     int cores;             /* --compute-threads auto: the cores this process may run on */
     _Atomic long active;   /* requests started and not completed */
+    _Atomic uint64_t overlap_us; /* now_us() when a request started while another was in
+                                  * flight (--compute-threads auto: not alone lately) */
     _Atomic long in_pool;  /* requests queued or in a worker */
     _Atomic uint64_t rid_counter;
     uint32_t rid_boot;

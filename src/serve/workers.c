@@ -12,7 +12,9 @@
  * has a team of one thread per core, and a worker sets its sessions' thread count per batch
  * to 1 + the cores no other worker is using when its take is all that is in flight, else
  * to 1. So a lone request computes on every idle core and, under load, each request
- * runs on its own core as with --compute-threads 1. The library's process-wide budget
+ * runs on its own core as with --compute-threads 1. "Lone" also means no two requests were
+ * in flight together for the last LONE_QUIET_US, and "idle" that the machine left the core
+ * free lately (available_cores: other processes' load counts too). The library's process-wide budget
  * (docs/threads.md) still decides per parallel step: a request that starts on another
  * worker meanwhile takes its core back from the next step on.
  */
@@ -21,6 +23,7 @@
 
 #ifdef SKYCMD_HAVE_MHD
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -154,14 +157,69 @@ static void follow_reload(struct worker *w) {
     w->threads_set = 0;
 }
 
+/* A request is alone only when no two requests have been in flight together for this long.
+ * Under many connections the epoll thread parses the next requests one at a time, so the
+ * in-flight count a worker sees at its take can be 1 while a dozen more wait unread in their
+ * sockets: lending the second core then takes it from the epoll thread and the other worker
+ * (one run under load average 8-12 had auto at 1062 requests/s vs 1610 for
+ * --compute-threads 1 at 64 connections; later runs were within that machine's noise).
+ * One keep-alive client never overlaps. */
+#define LONE_QUIET_US 5000
+
+/* The cores this process could have used lately: the machine's idle time (/proc/stat: idle
+ * + iowait) plus this process's own CPU time, per wall-clock second, over the interval since
+ * the previous sample (taken at most every CPU_SAMPLE_US, by a lone batch, with S.qmu
+ * held; a pread of ~10 us). A core that other processes keep busy is not idle: a helper
+ * lent onto it can be preempted in the middle of its piece of a step, and the request then
+ * waits a scheduler time slice for it. -1 when unknown (no /proc/stat, first sample). */
+#define CPU_SAMPLE_US 100000
+
+static double available_cores(void) {
+    static int fd = -2;
+    static long ticks;
+    static uint64_t last_wall, last_idle, last_self;
+    static double avail = -1.0;
+    uint64_t now = now_us();
+    if (last_wall && now - last_wall < CPU_SAMPLE_US) return avail;
+    if (fd == -2) {
+        fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+        ticks = sysconf(_SC_CLK_TCK);
+    }
+    if (fd < 0 || ticks <= 0) return -1.0;
+    char buf[256];
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    if (n <= 0) return -1.0;
+    buf[n] = 0;
+    unsigned long long v[5] = {0};  /* user nice system idle iowait */
+    if (sscanf(buf, "cpu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4]) != 5)
+        return -1.0;
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return -1.0;
+    uint64_t idle = v[3] + v[4];
+    uint64_t self = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+    if (last_wall && now > last_wall && idle >= last_idle && self >= last_self)
+        avail = ((double)(idle - last_idle) / (double)ticks + (double)(self - last_self) / 1e6) /
+                ((double)(now - last_wall) / 1e6);
+    last_wall = now;
+    last_idle = idle;
+    last_self = self;
+    return avail;
+}
+
 /* --compute-threads auto: the thread count of w's next batch, from the state the queue lock
- * shows (called with S.qmu held, after the take): 1 while any other request is in flight,
- * else 1 + the cores that no other worker is answering on. */
+ * shows (called with S.qmu held, after the take): 1 while any other request is in flight or
+ * requests overlapped within LONE_QUIET_US, else 1 + the cores that no other worker is
+ * answering on, at most the cores the machine left free lately (available_cores). */
 static int batch_threads(size_t take) {
     /* other requests in flight (being read, queued, answered or written): not alone */
     if (S.qlen > 0 || atomic_load(&S.active) > (long)take) return 1;
+    if (now_us() - atomic_load(&S.overlap_us) < LONE_QUIET_US) return 1;
     int others = atomic_load(&S.busy);  /* this worker is not counted yet */
     int n = S.cores - others;
+    double avail = available_cores();
+    /* 0.4 of a core of slack: a quiet machine with a local client reads 1.6-2.0 of 2 (the
+     * client's own time between requests, 10 ms ticks) */
+    if (avail >= 0 && n > (int)(avail + 0.4)) n = (int)(avail + 0.4);
     return n < 1 ? 1 : n;
 }
 

