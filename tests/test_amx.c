@@ -230,8 +230,8 @@ static void keep_log(void *ud, int level, const char *msg) {
     if (strstr(msg, "bf16x3")) snprintf(buf, 512, "%s", msg);
 }
 
-/* SKYCMD_WEIGHTS_BF16X3 on an f32 and a bf16 file: the load says the encoder went to the
- * tiles (accuracy against laya: the golden suite with SKYCMD_GOLDEN_WEIGHTS=bf16x3). */
+/* SKYCMD_WEIGHTS_BF16X3 on an f32 and a bf16 file: the load says the encoder and the head
+ * went to the tiles (accuracy against laya: the golden suite with SKYCMD_GOLDEN_WEIGHTS=bf16x3). */
 Test(amx, bf16x3_weights_mode_moves_the_encoder, .fini = tu_scratch_remove) {
     need_amx_bf16();
     if (!sk_amx_usable()) cr_skip_test("SKYCMD_KERNELS caps the kernels below AMX: skipped");
@@ -252,7 +252,10 @@ Test(amx, bf16x3_weights_mode_moves_the_encoder, .fini = tu_scratch_remove) {
         cr_assert_eq(skycmd_options_set_log(o, keep_log, msg), SKYCMD_OK);
         skycmd_model *m = NULL;
         cr_assert_eq(skycmd_model_open(path, o, &m, err), SKYCMD_OK, "%s", skycmd_error_message(err));
-        cr_assert(strstr(msg, "24 encoder matrices on AMX-BF16 tiles") != NULL, "log: %s", msg);
+        /* s1-micro: 6 layers x 4 encoder matrices; 2 head blocks: 5 + 4 (the last block's kv
+         * stays float panels for the folded attention) */
+        cr_assert(strstr(msg, "24 encoder and 9 decision-head matrices on AMX-BF16 tiles") != NULL,
+                  "log: %s", msg);
         skycmd_model_free(m);
         skycmd_options_free(o);
         skycmd_error_free(err);
