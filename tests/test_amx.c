@@ -230,8 +230,8 @@ static void keep_log(void *ud, int level, const char *msg) {
     if (strstr(msg, "bf16x3")) snprintf(buf, 512, "%s", msg);
 }
 
-/* SKYCMD_WEIGHTS_BF16X3 on an f32 and a bf16 file: the load says the encoder went to the
- * tiles (accuracy against laya: the golden suite with SKYCMD_GOLDEN_WEIGHTS=bf16x3). */
+/* SKYCMD_WEIGHTS_BF16X3 on an f32 and a bf16 file: the load says the encoder and the head
+ * went to the tiles (accuracy against laya: the golden suite with SKYCMD_GOLDEN_WEIGHTS=bf16x3). */
 Test(amx, bf16x3_weights_mode_moves_the_encoder, .fini = tu_scratch_remove) {
     need_amx_bf16();
     if (!sk_amx_usable()) cr_skip_test("SKYCMD_KERNELS caps the kernels below AMX: skipped");
@@ -252,9 +252,45 @@ Test(amx, bf16x3_weights_mode_moves_the_encoder, .fini = tu_scratch_remove) {
         cr_assert_eq(skycmd_options_set_log(o, keep_log, msg), SKYCMD_OK);
         skycmd_model *m = NULL;
         cr_assert_eq(skycmd_model_open(path, o, &m, err), SKYCMD_OK, "%s", skycmd_error_message(err));
-        cr_assert(strstr(msg, "24 encoder matrices on AMX-BF16 tiles") != NULL, "log: %s", msg);
+        /* s1-micro: 6 layers x 4 encoder matrices; 2 head blocks: 5 + 4 (the last block's kv
+         * stays float panels for the folded attention) */
+        cr_assert(strstr(msg, "24 encoder and 9 decision-head matrices on AMX-BF16 tiles") != NULL,
+                  "log: %s", msg);
         skycmd_model_free(m);
         skycmd_options_free(o);
         skycmd_error_free(err);
     }
+}
+
+static void keep_head_log(void *ud, int level, const char *msg) {
+    (void)level;
+    char *buf = ud;
+    if (strstr(msg, "int8 on AMX")) snprintf(buf, 512, "%s", msg);
+}
+
+/* The int8 modes on AMX put the decision head's f32 Linears on the bf16x3 tiles (accuracy:
+ * test_quant_golden against laya runs in that configuration on this machine). */
+Test(amx, int8_modes_move_the_head_to_bf16x3, .fini = tu_scratch_remove) {
+    need_amx_bf16();
+    if (!sk_amx_usable()) cr_skip_test("SKYCMD_KERNELS caps the kernels below AMX: skipped");
+    char dir[512], path[600];
+    tu_scratch_make(dir, sizeof dir, "amx", "int8head");
+    snprintf(path, sizeof path, "%s/m.gguf", dir);
+    skycmd_options *o = skycmd_options_new();
+    skycmd_error *err = skycmd_error_new();
+    cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_TYPE, SKYCMD_TYPE_F32), SKYCMD_OK);
+    cr_assert_eq(skycmd_random_model("s1-micro", path, o, err), SKYCMD_OK, "%s",
+                 skycmd_error_message(err));
+    skycmd_options_free(o);
+    char msg[512] = "";
+    o = skycmd_options_new();
+    cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_Q8_PLAIN), SKYCMD_OK);
+    cr_assert_eq(skycmd_options_set_log(o, keep_head_log, msg), SKYCMD_OK);
+    skycmd_model *m = NULL;
+    cr_assert_eq(skycmd_model_open(path, o, &m, err), SKYCMD_OK, "%s", skycmd_error_message(err));
+    cr_assert(strstr(msg, "int8 on AMX: 9 decision-head matrices on AMX-BF16 tiles") != NULL,
+              "log: %s", msg);
+    skycmd_model_free(m);
+    skycmd_options_free(o);
+    skycmd_error_free(err);
 }

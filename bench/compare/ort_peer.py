@@ -5,7 +5,9 @@ For each preset (random Laya checkpoint, `skycmd random PRESET DIR --layout laya
 length and thread count it measures, interleaved round by round (A, B, C, ... A, B, C):
 
   skycmd f32        `skycmd bench GGUF --json` (our library in-process, a subprocess a round)
-  skycmd q8-fast    the same with --q8-fast (int8 weights made at load, today's kernels)
+  skycmd q8-fast    the same with --q8-fast (int8 weights made at load)
+                    (--sky picks the variants: also f32-avx512 / q8-fast-vnni, the same with
+                    SKYCMD_KERNELS=avx512, i.e. no AMX, and bf16x3, bench --bf16x3)
   ort fp32          the laya model exported with torch.onnx.export (the five inputs and two
                     outputs laya.onnx_agent.ONNXAgent feeds and reads), run
                     (1) through ONNXAgent.system_one (tokenizer + collation + run + decode)
@@ -199,12 +201,34 @@ class TorchPeer:
                 "request_cpu_s": median([c for _, c in full])}
 
 
-def sky_round(a, gguf, threads, iters, extra=()):
+# skycmd variants (--sky): name -> (bench flags, environment overrides). "vnni" caps the
+# kernels below AMX (SKYCMD_KERNELS=avx512: the AVX-512 f32 and VNNI int8 paths of a CPU
+# without tiles), so one run gives the AMX-vs-VNNI ratio next to the ORT ones.
+SKY_VARIANTS = {
+    "f32": ([], {}),
+    "f32-avx512": ([], {"SKYCMD_KERNELS": "avx512"}),
+    "bf16x3": (["--bf16x3"], {}),
+    "q8-fast": (["--q8-fast"], {}),
+    "q8-fast-vnni": (["--q8-fast"], {"SKYCMD_KERNELS": "avx512"}),
+    # the same on the Q8_0 GGUF (compare.py's q8 file): no calibration at load, which on
+    # base takes minutes of CPU with the sensitivity probe and GPTQ, so a round stays short;
+    # the int8 kernels and the f32 head are the same, the calibrated mode's f32-kept
+    # matrices and outlier columns are not there
+    "q8-fast-file": (["--q8-fast"], {}, "q8file"),
+    "q8-fast-file-vnni": (["--q8-fast"], {"SKYCMD_KERNELS": "avx512"}, "q8file"),
+}
+
+
+def sky_round(a, gguf, threads, iters, extra=(), env=None):
     ex = ["--questions", "3", "--threads", threads, "--iters", iters, "--warmup",
           "1" if a.request_only else "2", "--peak-ms", "0", *extra]
     if a.tokens:
         ex += ["--tokens", a.tokens]
-    j = C.bench_json(a.skycmd, gguf, a, ex)
+    if env:
+        e = dict(os.environ, **env)
+        j = json.loads(C.run([a.skycmd, "bench", gguf, "--json", *ex], env=e).stdout)
+    else:
+        j = C.bench_json(a.skycmd, gguf, a, ex)
     return {"single_s": j["single_question"]["median_ms"] / 1e3,
             "single_min_s": j["single_question"]["min_ms"] / 1e3,
             "request_s": j["request"]["median_ms"] / 1e3,
@@ -239,7 +263,7 @@ def max_dp(ref, got):
     return max(abs(ref[k] - got[k]) for k in ref)
 
 
-def accuracy(a, laya_dir, gguf, body, peers, work):
+def accuracy(a, laya_dir, gguf, q8file, body, peers, work):
     unround_laya()
     from laya.agent import Agent
     copy = os.path.join(work, "ref-" + os.path.basename(laya_dir))
@@ -249,9 +273,14 @@ def accuracy(a, laya_dir, gguf, body, peers, work):
     req = os.path.join(work, "acc-request.json")
     with open(req, "w") as f:
         json.dump(body, f)
+    with open(os.path.join(work, "acc-laya-fp32.json"), "w") as f:  # for checks by hand
+        json.dump(ref, f)
     out = {}
-    for name, extra in (("skycmd f32", []), ("skycmd q8-fast", ["--q8-fast"])):
-        r = C.run([a.skycmd, "decide", gguf, req, *extra]).stdout
+    for name, model, extra in (("skycmd f32", gguf, []), ("skycmd q8-fast", gguf, ["--q8-fast"]),
+                               ("skycmd q8-fast (Q8_0 file)", q8file, ["--q8-fast"])):
+        if name == "skycmd q8-fast" and a.no_calib_accuracy:
+            continue
+        r = C.run([a.skycmd, "decide", model, req, *extra]).stdout
         out[name] = max_dp(ref, flat_probs(json.loads(r)))
     for name, p in peers.items():
         out[name] = max_dp(ref, flat_probs(p.agent.system_one(body["state"], body["questions"])))
@@ -286,13 +315,15 @@ def run_config(a, preset, tokens, threads_list, work):
         if torch_peer:
             for _ in range(a.warmup):
                 torch_peer.round(body, 1)
-        acc = accuracy(a, laya_dir, gguf, body, peers, pw) if threads == threads_list[0] else None
+        acc = accuracy(a, laya_dir, gguf, _q8, body, peers, pw) if threads == threads_list[0] else None
         rounds = []
         for r in range(a.rounds):
             la = C.loadavg()
             row = {"loadavg": la}
-            row["skycmd f32"] = sky_round(ns, gguf, threads, a.sky_iters)
-            row["skycmd q8-fast"] = sky_round(ns, gguf, threads, a.sky_iters, ["--q8-fast"])
+            for v in a.sky_list:
+                flags, env = SKY_VARIANTS[v][:2]
+                model = _q8 if SKY_VARIANTS[v][2:] == ("q8file",) else gguf
+                row["skycmd " + v] = sky_round(ns, model, threads, a.sky_iters, flags, env)
             for n, p in peers.items():
                 row[n] = p.round(body, a.iters, a.request_only)
             if torch_peer:
@@ -301,16 +332,16 @@ def run_config(a, preset, tokens, threads_list, work):
             C.log("%s %s tok T=%d round %d (load %.2f): skycmd %.3f / q8-fast %.3f ms, "
                   "ort fp32 %.3f (agent %.3f), ort int8 %.3f (agent %.3f)%s" % (
                       preset, tokens or "example", threads, r + 1, la or -1,
-                      row["skycmd f32"]["single_s"] * 1e3, row["skycmd q8-fast"]["single_s"] * 1e3,
+                      row["skycmd f32"]["single_s"] * 1e3, row.get("skycmd q8-fast", row.get("skycmd q8-fast-file", row["skycmd f32"]))["single_s"] * 1e3,
                       row["ort fp32"]["run_single_s"] * 1e3, row["ort fp32"]["agent_single_s"] * 1e3,
                       row["ort int8"]["run_single_s"] * 1e3, row["ort int8"]["agent_single_s"] * 1e3,
                       ", torch %.3f" % (row["torch eager"]["single_s"] * 1e3) if torch_peer else ""))
         # per runtime: (single median, single min, request wall, request CPU), median over rounds
-        cols = {"skycmd f32": ("skycmd f32", ""), "skycmd q8-fast": ("skycmd q8-fast", ""),
-                "ort fp32 (session.run)": ("ort fp32", "run_"),
+        cols = {"skycmd " + v: ("skycmd " + v, "") for v in a.sky_list}
+        cols.update({"ort fp32 (session.run)": ("ort fp32", "run_"),
                 "ort fp32 (ONNXAgent)": ("ort fp32", "agent_"),
                 "ort int8 (session.run)": ("ort int8", "run_"),
-                "ort int8 (ONNXAgent)": ("ort int8", "agent_")}
+                "ort int8 (ONNXAgent)": ("ort int8", "agent_")})
         if torch_peer:
             cols["torch eager"] = ("torch eager", "")
         med = {}
@@ -330,7 +361,8 @@ def run_config(a, preset, tokens, threads_list, work):
 
 def report_one(r):
     m = r["median_s"]
-    s, q = m["skycmd f32"], m["skycmd q8-fast"]
+    s = m["skycmd f32"]
+    q = m.get("skycmd q8-fast") or m.get("skycmd q8-fast-file") or s
     L = ["", "### %s, %s tokens, %d thread(s) (median load average %.2f; ORT tokens per kind %s)" % (
         r["preset"], r["tokens"] or "example", r["threads"], r["loadavg"] or -1, r["ort_tokens"]),
         "", "| runtime | one question, median | min | / skycmd f32 | / skycmd q8-fast "
@@ -362,10 +394,22 @@ def main():
     ap.add_argument("--request-only", action="store_true",
                     help="big models: the 3-question request is the unit (skycmd bench: its "
                     "single questions still run once each); ORT: one single question a path")
+    ap.add_argument("--sky", default="f32,q8-fast",
+                    help="skycmd variants, comma list of " + ",".join(SKY_VARIANTS) +
+                    " (f32 is required: the ratios' denominator, with q8-fast when given)")
+    ap.add_argument("--no-calib-accuracy", action="store_true",
+                    help="skip the calibrated --q8-fast decide of the accuracy phase (minutes "
+                    "of calibration on base and large)")
     ap.add_argument("--work", help="keep checkpoints and graphs here (default: a temp dir)")
     ap.add_argument("--out", help="write every round as JSON")
     a = ap.parse_args()
     a.skycmd = os.path.abspath(a.skycmd)
+    a.sky_list = a.sky.split(",")
+    for v in a.sky_list:
+        if v not in SKY_VARIANTS:
+            ap.error("--sky: unknown variant %r" % v)
+    if "f32" not in a.sky_list:
+        ap.error("--sky must include f32")
     work = a.work or tempfile.mkdtemp(prefix="skycmd-ort-")
     os.makedirs(work, exist_ok=True)
     import onnxruntime

@@ -5,8 +5,12 @@
  * a BF16 file stay bf16 exactly (two products: only the activations are split). Where the
  * tile unit is not usable (no AMX, the OS refused the tile state, SKYCMD_KERNELS caps it)
  * nothing changes and the load log says so: the f32 kernels run as in SKYCMD_WEIGHTS_F32.
- * The decision head stays on the f32 kernels (its last block reads its key/value matrix in
- * place with other views, and it runs on few rows).
+ * The decision head's Linears move too, except the last block's key/value matrix (the
+ * folded attention reads it in place through other views).
+ * sk_model_head_to_amx_bf16 does the head part alone: the int8 modes call it on AMX CPUs,
+ * where the head (kept f32 by the int8 method) was a sixth of a base question's time on the
+ * f32 kernels; the bf16x3 products keep it in the f32 accuracy class (~1e-5 relative).
+ * SKYCMD_KERNELS=avx512 (or no AMX) keeps the head on the f32 kernels.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -45,10 +49,40 @@ static int to_amx(sk_linear *L, size_t *bytes) {
     return 0;
 }
 
-int sk_model_to_amx_bf16(sk_model *m, skycmd_log_fn log, void *log_ud, sk_err *e) {
+static int amx_bf16_usable(void) {
     const int f = sk_cpu_features();
-    if (!sk_amx_usable() || !(f & SK_CPU_AMX_BF16) || !(f & SK_CPU_AVX512BF16) ||
-        sk_kernels_level() < SK_LEVEL_AVX512) {
+    return sk_amx_usable() && (f & SK_CPU_AMX_BF16) && (f & SK_CPU_AVX512BF16) &&
+           sk_kernels_level() >= SK_LEVEL_AVX512;
+}
+
+/* The decision head's matrices that run as plain Linears: every one of the blocks before
+ * the last; of the last block q, out, up and down (its kv stays float panels: the folded
+ * attention reads it through views and build_key_transposes reads it back, load.c). */
+static int head_to_amx(sk_model *m, size_t *bytes, size_t *n) {
+    for (uint32_t j = 0; j < m->hp.n_head_layers; j++) {
+        sk_head_layer *H = &m->head[j];
+        const int last = j + 1 == m->hp.n_head_layers;
+        sk_linear *list[] = {&H->q, &H->out, &H->up, &H->down, &H->kv};
+        for (size_t i = 0; i < (last ? 4u : 5u); i++) {
+            if (to_amx(list[i], bytes)) return SKYCMD_E_NOMEM;
+            (*n)++;
+        }
+    }
+    return SKYCMD_OK;
+}
+
+int sk_model_head_to_amx_bf16(sk_model *m, skycmd_log_fn log, void *log_ud, sk_err *e) {
+    if (!amx_bf16_usable()) return SKYCMD_OK;  /* the f32 kernels, as before */
+    size_t bytes = 0, n = 0;
+    if (head_to_amx(m, &bytes, &n))
+        return sk_fail(e, SKYCMD_E_NOMEM, "out of memory relaying out matrices for AMX");
+    alog(log, log_ud, 1, "int8 on AMX: %zu decision-head matrices on AMX-BF16 tiles as bf16 "
+         "hi+lo (%zu bytes)", n, bytes);
+    return SKYCMD_OK;
+}
+
+int sk_model_to_amx_bf16(sk_model *m, skycmd_log_fn log, void *log_ud, sk_err *e) {
+    if (!amx_bf16_usable()) {
         alog(log, log_ud, 1, "bf16x3: no usable AMX-BF16 tiles here (cpu: %s%s): f32 kernels",
              skycmd_cpu_features(), sk_amx_usable() ? "" : "; capped by SKYCMD_KERNELS or not granted");
         return SKYCMD_OK;
@@ -62,7 +96,10 @@ int sk_model_to_amx_bf16(sk_model *m, skycmd_log_fn log, void *log_ud, sk_err *e
             n++;
         }
     }
-    alog(log, log_ud, 1, "bf16x3: %zu encoder matrices on AMX-BF16 tiles (%zu bytes; f32/f16 "
-         "as bf16 hi+lo, bf16 as is)", n, bytes);
+    const size_t n_enc = n;
+    if (head_to_amx(m, &bytes, &n))
+        return sk_fail(e, SKYCMD_E_NOMEM, "out of memory relaying out matrices for AMX");
+    alog(log, log_ud, 1, "bf16x3: %zu encoder and %zu decision-head matrices on AMX-BF16 tiles "
+         "(%zu bytes; f32/f16 as bf16 hi+lo, bf16 as is)", n_enc, n - n_enc, bytes);
     return SKYCMD_OK;
 }

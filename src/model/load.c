@@ -519,8 +519,10 @@ int sk_model_load_ex(const sk_gguf *g, int weights_mode, skycmd_log_fn log, void
     if (!rc) rc = load_linear(m, g, "cls.output", d, 1, 1, &m->cls_out, e);
     if (!rc && weights_mode == SKYCMD_WEIGHTS_BF16X3)
         rc = sk_model_to_amx_bf16(m, log, log_ud, e);
-    else if (!rc && weights_mode != SKYCMD_WEIGHTS_F32)
+    else if (!rc && weights_mode != SKYCMD_WEIGHTS_F32) {
         rc = sk_model_to_int8(m, g, weights_mode, log, log_ud, e);
+        if (!rc) rc = sk_model_head_to_amx_bf16(m, log, log_ud, e);
+    }
     if (!rc && hp->n_head_layers > 0)
         rc = build_key_transposes(m, &m->head[hp->n_head_layers - 1], e);
     if (rc) {

@@ -163,8 +163,11 @@ void sk_attention_parallel(sk_scratch *s, const seq_rows *sr, const float *qkv, 
 int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log_fn log,
                      void *log_ud, sk_err *e);
 
-/* amx_bf16.c: SKYCMD_WEIGHTS_BF16X3: the encoder matrices on AMX-BF16 tiles where usable
- * (else unchanged, logged). */
+/* amx_bf16.c: SKYCMD_WEIGHTS_BF16X3: the encoder and decision-head matrices on AMX-BF16
+ * tiles where usable (else unchanged, logged). */
 int sk_model_to_amx_bf16(sk_model *m, skycmd_log_fn log, void *log_ud, sk_err *e);
+/* amx_bf16.c: the int8 modes on AMX: the decision head's f32 matrices on bf16x3 tiles (no-op
+ * where the tiles are not usable). */
+int sk_model_head_to_amx_bf16(sk_model *m, skycmd_log_fn log, void *log_ud, sk_err *e);
 
 #endif /* SK_MODEL_INTERNAL_H */
