@@ -68,9 +68,10 @@ static int forward_seq(const sk_model *m, sk_scratch *s, const sk_calib_seq *q, 
     return sk_model_forward_batch(m, s, &one, 1, e);
 }
 
-/* The calibration of the seed: the f32 model on the built-in prompts, every position a
- * marker (so the last decision block sees every row too), max |x| per input channel at
- * every matrix product. */
+/* The calibration of the seed: the f32 model on the calibration sequences (sk_calib_sequences:
+ * questions laid out by the model's own template around the built-in prompts and around
+ * vocabulary states), every position a marker (so the last decision block sees every row
+ * too), max |x| per input channel at every matrix product. */
 static int vocab_moments(const sk_model *m, float *xtx, size_t k, sk_err *e);
 static int calibrate(sk_model *m, const sk_gguf *g, sk_linear *const *sites, size_t n_sites,
                      const uint8_t *to_q8, sk_calib *c, size_t *n_gptq, sk_err *e) {
@@ -184,10 +185,11 @@ static void linear_name(const sk_linear *L, char *name, size_t cap) {
              L->src->name.ptr);
 }
 
-/* Built-in prompts through the model, every position a marker; logits one after another
- * (total positions in *n_logits). subset: only the four prompts SK_PROBE_PROMPTS names (a
- * game state, English and French prose, JSON: the three question types), which is what the
- * per-site sensitivity pass uses to keep the load short. */
+/* Calibration sequences through the model, every position a marker; logits one after another
+ * (total positions in *n_logits). subset: only the six SK_PROBE_PROMPTS names (three built-in
+ * prompt states: a game state, English and French prose; three vocabulary states; each
+ * question type twice), which is what the per-site sensitivity pass uses to keep the load
+ * short. */
 #define SK_N_PROBE 6
 static const size_t SK_PROBE_PROMPTS[SK_N_PROBE] = {0, 4, 8, SK_CALIB_N_PROMPTS,
                                                      SK_CALIB_N_PROMPTS + 1, SK_CALIB_N_PROMPTS + 2};
@@ -211,16 +213,19 @@ static int run_prompts(sk_model *m, sk_scratch *s, const sk_calib_seq *seqs, int
 }
 
 /* Sensitivity of each site quantized at load: the model with only that site int8 (ggml's
- * scales refined by the calibrated scale search, outlier columns, Q8x2 activations) on four
- * of the built-in prompts, RMS of the scorer logits' change against f32. The most sensitive eighth of the
- * sites (at least one) stays f32. The attribution (tests/test_int8_attrib.c,
- * docs/quantization.md) found the int8 error of a trained model concentrated that way
- * (s1-pico-flappy: the first layer's attn_qkv alone gave more than the whole rest), and on
- * checkpoints with evenly spread errors the eighth is what makes the calibrated path beat
- * plain Q8_0 on every golden checkpoint. keep[i] = 1 for those; sens[i] receives every
- * probed site's figure (-1 for the others). (Probing with ggml's plain rounding instead
- * saves 5 % of the load but picked sites that left laya-parallel at 1.9e-2 instead of
- * 1.6e-2.) */
+ * scales refined by the calibrated scale search, outlier columns, Q8x2 activations) on the
+ * six probe sequences, RMS of the scorer logits' change against f32 (sens[i]), and the same
+ * product with single-pass activations against the two-pass one (sens_a[i]: what --q8-fast
+ * adds at the site). The most sensitive quarter of the sites (at least one) stays f32
+ * (keep[i] = 1); of the others, as many again with the largest sens_a keep two-pass
+ * activations under --q8-fast (fast_x2[i] = 1). The attribution (tests/test_int8_attrib.c,
+ * docs/quantization.md) found the weight error of a trained model concentrated in a few
+ * sites (s1-pico-flappy: blk.0.attn_qkv alone gave more than the whole rest) and the
+ * single-pass activation error in others (blk.0.ffn_down), so one choice per mode: with
+ * one shared choice, keeping more sites f32 for --q8 moved --q8-fast from 2.9e-2 to 5.7e-2
+ * (errors that cancelled no longer did). sens/sens_a are -1 for sites not probed. (Probing
+ * with ggml's plain rounding instead saves 5 % of the load but picked sites that left
+ * laya-parallel at 1.9e-2 instead of 1.6e-2, measured with the eighth of the time.) */
 #define SK_SITE_KEEP_SHARE 4
 static int probe_sites(sk_model *m, const sk_gguf *g, sk_linear *const *all, size_t n,
                        const uint8_t *to_q8, const sk_calib *c, uint8_t *keep, double *sens,
