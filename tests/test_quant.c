@@ -568,12 +568,13 @@ Test(q8_weights, file_blocks_with_a_non_finite_scale_are_refused) {
 /* ------------------------------------------------------------------ the model ------- */
 
 typedef struct logrec {
-    int relayouts, summary, kept;
+    int relayouts, summary, kept, fast_x2;
 } logrec;
 
 static void on_log(void *ud, int level, const char *msg) {
     logrec *l = ud;
     if (level == 0 && strstr(msg, "kept in f32")) l->kept++;
+    if (level == 0 && strstr(msg, "two-pass activations under --q8-fast")) l->fast_x2++;
     if (strstr(msg, "ROW_MAJOR -> INPUT_BLOCK_MAJOR") && strstr(msg, "bytes")) {
         if (level == 0) l->relayouts++;
         else l->summary++;
@@ -611,16 +612,18 @@ Test(q8_model, int8_modes_log_relayouts_and_are_thread_independent) {
     char *ref[2] = {NULL, NULL};
     for (int mode = SKYCMD_WEIGHTS_Q8; mode <= SKYCMD_WEIGHTS_Q8_PLAIN; mode++) {
         skycmd_options *mo = skycmd_options_new();
-        logrec lr = {0, 0, 0};
+        logrec lr = {0, 0, 0, 0};
         skycmd_options_set_int(mo, SKYCMD_OPT_WEIGHTS, mode);
         skycmd_options_set_log(mo, on_log, &lr);
         skycmd_model *m = NULL;
         cr_assert_eq(skycmd_model_open(path, mo, &m, err), SKYCMD_OK, "%s", skycmd_error_message(err));
         int64_t n_enc = 0;
         cr_assert_eq(skycmd_model_get_int(m, "encoder.block_count", &n_enc), SKYCMD_OK);
-        /* calibrated: the most sensitive eighth of the sites stays f32 (logged as such) */
-        cr_assert_eq(lr.kept, mode == SKYCMD_WEIGHTS_Q8 ? (int)(4 * n_enc / 8) : 0,
+        /* calibrated: the most sensitive quarter of the sites stays f32, and as many others
+         * keep two-pass activations under --q8-fast (each logged as such) */
+        cr_assert_eq(lr.kept, mode == SKYCMD_WEIGHTS_Q8 ? (int)(4 * n_enc / 4) : 0,
                      "sites kept in f32: %d", lr.kept);
+        cr_assert_eq(lr.fast_x2, lr.kept, "sites with two-pass activations under --q8-fast: %d", lr.fast_x2);
         cr_assert_eq(lr.relayouts + lr.kept, 4 * n_enc, "one relayout event per int8 matrix "
                      "(%lld layers x 4, %d kept in f32), got %d", (long long)n_enc, lr.kept,
                      lr.relayouts);
