@@ -12,7 +12,8 @@
  *   W      weights only: A with the site's dequantized int8 weights, f32 activations;
  *   A8x2   activations only (two-pass): the W model plus the int8 product at the site, against
  *          the W model (same weight values, so only the activation rounding differs);
- *   A8     the same with single-pass activations;
+ *   A8     the same with single-pass activations (at the sites whose int8 weights keep
+ *          two-pass activations under --q8-fast, sk_q8_owned.fast_x2, it equals A8x2);
  *   both   A with the site's int8 product (Q8x2 and Q8), against A;
  *   l.o.o. every site int8 except this one (Q8x2): what keeping it f32 would buy.
  * Errors are max and mean |dp| over every probability of every request, against A. A

@@ -20,6 +20,8 @@
 #include "gguf/gguf.h"
 #include "kernels/cpu.h"
 #include "kernels/pool.h"
+#include "quant/calib.h"
+#include "tokenizer/tokenizer.h"
 #include "kernels/q8.h"
 #include "quant/calib.h"
 #include "quant/quant.h"
@@ -568,12 +570,13 @@ Test(q8_weights, file_blocks_with_a_non_finite_scale_are_refused) {
 /* ------------------------------------------------------------------ the model ------- */
 
 typedef struct logrec {
-    int relayouts, summary, kept;
+    int relayouts, summary, kept, fast_x2;
 } logrec;
 
 static void on_log(void *ud, int level, const char *msg) {
     logrec *l = ud;
     if (level == 0 && strstr(msg, "kept in f32")) l->kept++;
+    if (level == 0 && strstr(msg, "two-pass activations under --q8-fast")) l->fast_x2++;
     if (strstr(msg, "ROW_MAJOR -> INPUT_BLOCK_MAJOR") && strstr(msg, "bytes")) {
         if (level == 0) l->relayouts++;
         else l->summary++;
@@ -611,16 +614,18 @@ Test(q8_model, int8_modes_log_relayouts_and_are_thread_independent) {
     char *ref[2] = {NULL, NULL};
     for (int mode = SKYCMD_WEIGHTS_Q8; mode <= SKYCMD_WEIGHTS_Q8_PLAIN; mode++) {
         skycmd_options *mo = skycmd_options_new();
-        logrec lr = {0, 0, 0};
+        logrec lr = {0, 0, 0, 0};
         skycmd_options_set_int(mo, SKYCMD_OPT_WEIGHTS, mode);
         skycmd_options_set_log(mo, on_log, &lr);
         skycmd_model *m = NULL;
         cr_assert_eq(skycmd_model_open(path, mo, &m, err), SKYCMD_OK, "%s", skycmd_error_message(err));
         int64_t n_enc = 0;
         cr_assert_eq(skycmd_model_get_int(m, "encoder.block_count", &n_enc), SKYCMD_OK);
-        /* calibrated: the most sensitive eighth of the sites stays f32 (logged as such) */
-        cr_assert_eq(lr.kept, mode == SKYCMD_WEIGHTS_Q8 ? (int)(4 * n_enc / 8) : 0,
+        /* calibrated: the most sensitive quarter of the sites stays f32, and as many others
+         * keep two-pass activations under --q8-fast (each logged as such) */
+        cr_assert_eq(lr.kept, mode == SKYCMD_WEIGHTS_Q8 ? (int)(4 * n_enc / 4) : 0,
                      "sites kept in f32: %d", lr.kept);
+        cr_assert_eq(lr.fast_x2, lr.kept, "sites with two-pass activations under --q8-fast: %d", lr.fast_x2);
         cr_assert_eq(lr.relayouts + lr.kept, 4 * n_enc, "one relayout event per int8 matrix "
                      "(%lld layers x 4, %d kept in f32), got %d", (long long)n_enc, lr.kept,
                      lr.relayouts);
@@ -678,4 +683,62 @@ Test(layout, file_bytes_through_the_load_path_give_the_fixture_matrix) {
     free(x);
     free(y);
     free(deq);
+}
+
+/* Issue 19, second round: the int8 calibration reads what the model reads. On the built-in
+ * s1-pico-flappy (a BPE trained on its own states), every calibration sequence has the
+ * prompt template's layout ([CLS] question [SEP] [MASK] option ... [SEP] state [SEP], the
+ * question types in turn), and the vocabulary states are made of the tokens its tokenizer
+ * learned (multi-character pieces, never special or unused tokens), unlike the built-in
+ * English prompts, which this tokenizer cuts into single characters. */
+static size_t utf8_chars(const char *s) {
+    size_t n = 0;
+    for (; s && *s; s++) n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+Test(calib, sequences_follow_the_template_and_the_vocabulary) {
+    sk_err e = {0};
+    sk_gguf *g = NULL;
+    cr_assert_eq(sk_gguf_open_file(SKYCMD_SOURCE_DIR "/models/s1-pico-flappy.gguf", &g, &e), 0, "%s", e.msg);
+    skycmd_tokenizer *tok = NULL;
+    cr_assert_eq(sk_tokenizer_from_gguf(g, &tok, &e), 0, "%s", e.msg);
+    const int32_t cls = sk_tokenizer_special(tok, SKYCMD_SPECIAL_CLS), sep = sk_tokenizer_special(tok, SKYCMD_SPECIAL_SEP),
+                  mask = sk_tokenizer_special(tok, SKYCMD_SPECIAL_MASK);
+    sk_calib_seq seqs[SK_CALIB_N_SEQS];
+    cr_assert_eq(sk_calib_sequences(g, 256, 96, seqs, &e), 0, "%s", e.msg);
+    size_t learned[2] = {0, 0}, total[2] = {0, 0};
+    for (size_t i = 0; i < SK_CALIB_N_SEQS; i++) {
+        const sk_calib_seq *q = &seqs[i];
+        cr_assert_geq(q->n, 8, "sequence %zu has %zu tokens", i, q->n);
+        cr_expect_eq(q->qtype, (int)(i % 3), "sequence %zu: question type %d", i, q->qtype);
+        cr_expect_eq(q->ids[0], cls, "sequence %zu does not start with [CLS]", i);
+        cr_expect_eq(q->ids[q->n - 1], sep, "sequence %zu does not end with [SEP]", i);
+        size_t n_sep = 0, n_mask = 0, state_from = 0;
+        for (size_t t = 0; t < q->n; t++) {
+            if (q->ids[t] == sep && ++n_sep == 2) state_from = t + 1;
+            n_mask += q->ids[t] == mask;
+        }
+        cr_expect_eq(n_sep, 3, "sequence %zu: %zu [SEP] (question, options, state)", i, n_sep);
+        cr_expect_eq(n_mask, i % 3 == 1 ? 3u : 2u, "sequence %zu: %zu option markers", i, n_mask);
+        const int vocab = i >= SK_CALIB_N_PROMPTS;
+        for (size_t t = state_from; t + 1 < q->n; t++) {
+            const char *piece = sk_tokenizer_piece(tok, q->ids[t]);
+            cr_assert_not_null(piece);
+            if (vocab)
+                cr_expect(strncmp(piece, "[PAD", 4) != 0 && q->ids[t] != cls && q->ids[t] != sep && q->ids[t] != mask,
+                          "vocabulary state %zu holds the special or unused token %s", i, piece);
+            learned[vocab] += utf8_chars(piece) > 1;
+            total[vocab]++;
+        }
+    }
+    cr_assert(total[0] > 0 && total[1] > 0);
+    const double share_prompts = (double)learned[0] / (double)total[0], share_vocab = (double)learned[1] / (double)total[1];
+    cr_log_info("multi-character tokens: %.2f of the prompt states, %.2f of the vocabulary states", share_prompts,
+                share_vocab);
+    cr_expect_geq(share_vocab, 0.8, "vocabulary states: only %.2f of their tokens are learned pieces", share_vocab);
+    cr_expect_lt(share_prompts, share_vocab);
+    sk_calib_sequences_free(seqs);
+    sk_tokenizer_free(tok);
+    sk_gguf_close(g);
 }

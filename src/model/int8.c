@@ -58,9 +58,20 @@ static void mlog(skycmd_log_fn log, void *ud, int level, const char *fmt, ...) {
     log(ud, level, msg);
 }
 
-/* The calibration of the seed: the f32 model on the built-in prompts, every position a
- * marker (so the last decision block sees every row too), max |x| per input channel at
- * every matrix product. */
+/* One calibration sequence through the model, every position a marker (so the last
+ * decision block sees every row too); a model with the parallel option layout gets the
+ * sequence's positions and options as a request would give them. */
+static int forward_seq(const sk_model *m, sk_scratch *s, const sk_calib_seq *q, const int32_t *marks,
+                       float *logits, sk_err *e) {
+    const int par = m->hp.option_layout == SK_LAYOUT_PARALLEL;
+    sk_seq one = {q->ids, q->n, q->qtype, marks, q->n, logits, par ? q->pos : NULL, par ? q->opt : NULL};
+    return sk_model_forward_batch(m, s, &one, 1, e);
+}
+
+/* The calibration of the seed: the f32 model on the calibration sequences (sk_calib_sequences:
+ * questions laid out by the model's own template around the built-in prompts and around
+ * vocabulary states), every position a marker (so the last decision block sees every row
+ * too), max |x| per input channel at every matrix product. */
 static int vocab_moments(const sk_model *m, float *xtx, size_t k, sk_err *e);
 static int calibrate(sk_model *m, const sk_gguf *g, sk_linear *const *sites, size_t n_sites,
                      const uint8_t *to_q8, sk_calib *c, size_t *n_gptq, sk_err *e) {
@@ -85,9 +96,8 @@ static int calibrate(sk_model *m, const sk_gguf *g, sk_linear *const *sites, siz
         work += kk * (double)sites[i]->p.n_out;
         (*n_gptq)++;
     }
-    sk_calib_seq seqs[SK_CALIB_N_PROMPTS];
-    const size_t max_len = m->hp.max_tokens ? m->hp.max_tokens : 512;
-    rc = sk_calib_sequences(g, max_len, seqs, e);
+    sk_calib_seq seqs[SK_CALIB_N_SEQS];
+    rc = sk_calib_sequences(g, m->hp.max_tokens, m->hp.max_head_tokens, seqs, e);
     if (rc) {
         sk_err_prefix(e, "calibration prompts");
         return rc;
@@ -96,7 +106,7 @@ static int calibrate(sk_model *m, const sk_gguf *g, sk_linear *const *sites, siz
     int32_t *marks = NULL;
     float *logits = NULL;
     if (!s) rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory for calibration");
-    for (size_t i = 0; i < SK_CALIB_N_PROMPTS && !rc; i++) {
+    for (size_t i = 0; i < SK_CALIB_N_SEQS && !rc; i++) {
         const size_t n = seqs[i].n;
         free(marks);
         free(logits);
@@ -110,8 +120,8 @@ static int calibrate(sk_model *m, const sk_gguf *g, sk_linear *const *sites, siz
         s->calib = c;
         s->calib_sites = sites;
         s->n_calib_sites = n_sites;
-        rc = sk_model_forward(m, s, seqs[i].ids, n, (int)(i % 3), marks, n, logits, e);
-        if (rc) sk_err_prefix(e, "calibration prompt %zu", i);
+        rc = forward_seq(m, s, &seqs[i], marks, logits, e);
+        if (rc) sk_err_prefix(e, "calibration sequence %zu", i);
     }
     free(marks);
     free(logits);
@@ -175,24 +185,26 @@ static void linear_name(const sk_linear *L, char *name, size_t cap) {
              L->src->name.ptr);
 }
 
-/* Built-in prompts through the model, every position a marker; logits one after another
- * (total positions in *n_logits). subset: only the four prompts SK_PROBE_PROMPTS names (a
- * game state, English and French prose, JSON: the three question types), which is what the
- * per-site sensitivity pass uses to keep the load short. */
-static const size_t SK_PROBE_PROMPTS[4] = {0, 4, 8, 10};
+/* Calibration sequences through the model, every position a marker; logits one after another
+ * (total positions in *n_logits). subset: only the six SK_PROBE_PROMPTS names (three built-in
+ * prompt states: a game state, English and French prose; three vocabulary states; each
+ * question type twice), which is what the per-site sensitivity pass uses to keep the load
+ * short. */
+#define SK_N_PROBE 6
+static const size_t SK_PROBE_PROMPTS[SK_N_PROBE] = {0, 4, 8, SK_CALIB_N_PROMPTS,
+                                                     SK_CALIB_N_PROMPTS + 1, SK_CALIB_N_PROMPTS + 2};
 static int run_prompts(sk_model *m, sk_scratch *s, const sk_calib_seq *seqs, int subset,
                        float *logits, size_t *n_logits, sk_err *e) {
     size_t off = 0, maxn = 1;
-    for (size_t i = 0; i < SK_CALIB_N_PROMPTS; i++) maxn = seqs[i].n > maxn ? seqs[i].n : maxn;
+    for (size_t i = 0; i < SK_CALIB_N_SEQS; i++) maxn = seqs[i].n > maxn ? seqs[i].n : maxn;
     int32_t *marks = sk_malloc_array(maxn, sizeof(int32_t));
     if (!marks) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for calibration");
     for (size_t t = 0; t < maxn; t++) marks[t] = (int32_t)t;
     int rc = SKYCMD_OK;
-    const size_t n = subset ? 4 : SK_CALIB_N_PROMPTS;
+    const size_t n = subset ? SK_N_PROBE : SK_CALIB_N_SEQS;
     for (size_t j = 0; j < n && !rc; j++) {
         const size_t i = subset ? SK_PROBE_PROMPTS[j] : j;
-        rc = sk_model_forward(m, s, seqs[i].ids, seqs[i].n, (int)(i % 3), marks, seqs[i].n,
-                              logits + off, e);
+        rc = forward_seq(m, s, &seqs[i], marks, logits + off, e);
         off += seqs[i].n;
     }
     free(marks);
@@ -201,32 +213,38 @@ static int run_prompts(sk_model *m, sk_scratch *s, const sk_calib_seq *seqs, int
 }
 
 /* Sensitivity of each site quantized at load: the model with only that site int8 (ggml's
- * scales refined by the calibrated scale search, outlier columns, Q8x2 activations) on four
- * of the built-in prompts, RMS of the scorer logits' change against f32. The most sensitive eighth of the
- * sites (at least one) stays f32. The attribution (tests/test_int8_attrib.c,
- * docs/quantization.md) found the int8 error of a trained model concentrated that way
- * (s1-pico-flappy: the first layer's attn_qkv alone gave more than the whole rest), and on
- * checkpoints with evenly spread errors the eighth is what makes the calibrated path beat
- * plain Q8_0 on every golden checkpoint. keep[i] = 1 for those; sens[i] receives every
- * probed site's figure (-1 for the others). (Probing with ggml's plain rounding instead
- * saves 5 % of the load but picked sites that left laya-parallel at 1.9e-2 instead of
- * 1.6e-2.) */
-#define SK_SITE_KEEP_SHARE 8
+ * scales refined by the calibrated scale search, outlier columns, Q8x2 activations) on the
+ * six probe sequences, RMS of the scorer logits' change against f32 (sens[i]), and the same
+ * product with single-pass activations against the two-pass one (sens_a[i]: what --q8-fast
+ * adds at the site). The most sensitive quarter of the sites (at least one) stays f32
+ * (keep[i] = 1); of the others, as many again with the largest sens_a keep two-pass
+ * activations under --q8-fast (fast_x2[i] = 1). The attribution (tests/test_int8_attrib.c,
+ * docs/quantization.md) found the weight error of a trained model concentrated in a few
+ * sites (s1-pico-flappy: blk.0.attn_qkv alone gave more than the whole rest) and the
+ * single-pass activation error in others (blk.0.ffn_down), so one choice per mode: with
+ * one shared choice, keeping more sites f32 for --q8 moved --q8-fast from 2.9e-2 to 5.7e-2
+ * (errors that cancelled no longer did). sens/sens_a are -1 for sites not probed. (Probing
+ * with ggml's plain rounding instead saves 5 % of the load but picked sites that left
+ * laya-parallel at 1.9e-2 instead of 1.6e-2, measured with the eighth of the time.) */
+#define SK_SITE_KEEP_SHARE 4
 static int probe_sites(sk_model *m, const sk_gguf *g, sk_linear *const *all, size_t n,
                        const uint8_t *to_q8, const sk_calib *c, uint8_t *keep, double *sens,
-                       size_t *n_keep, sk_err *e) {
+                       size_t *n_keep, uint8_t *fast_x2, double *sens_a, size_t *n_x2,
+                       sk_err *e) {
     *n_keep = 0;
-    sk_calib_seq seqs[SK_CALIB_N_PROMPTS];
-    int rc = sk_calib_sequences(g, m->hp.max_tokens ? m->hp.max_tokens : 512, seqs, e);
+    sk_calib_seq seqs[SK_CALIB_N_SEQS];
+    int rc = sk_calib_sequences(g, m->hp.max_tokens, m->hp.max_head_tokens, seqs, e);
     if (rc) return rc;
     size_t total = 0;
-    for (size_t i = 0; i < SK_CALIB_N_PROMPTS; i++) total += seqs[i].n;
+    for (size_t i = 0; i < SK_CALIB_N_SEQS; i++) total += seqs[i].n;
     float *ref = sk_malloc_array(total ? total : 1, sizeof(float));
     float *got = sk_malloc_array(total ? total : 1, sizeof(float));
+    float *got1 = sk_malloc_array(total ? total : 1, sizeof(float));
     sk_scratch *s = sk_scratch_new(m);
+    *n_x2 = 0;
     float *w = NULL;
     size_t w_cap = 0, nl = 0, n_probed = 0;
-    if (!ref || !got || !s) rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory for calibration");
+    if (!ref || !got || !got1 || !s) rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory for calibration");
     if (!rc) rc = run_prompts(m, s, seqs, 1, ref, &nl, e);
     for (size_t i = 0; i < n && !rc; i++) {
         sens[i] = -1.0;
@@ -246,11 +264,19 @@ static int probe_sites(sk_model *m, const sk_gguf *g, sk_linear *const *all, siz
         if (rc) break;
         L->q8 = &q;
         rc = run_prompts(m, s, seqs, 1, got, &nl, e);
+        /* the same product with single-pass activations: what --q8-fast adds here */
+        sk_scratch_set_activations(s, SK_Q8_ACT_Q8);
+        if (!rc) rc = run_prompts(m, s, seqs, 1, got1, &nl, e);
+        sk_scratch_set_activations(s, SK_Q8_ACT_Q8X2);
         L->q8 = NULL;
         sk_q8_owned_free(&q);
-        double ss = 0.0;
-        for (size_t t = 0; t < nl; t++) ss += ((double)got[t] - ref[t]) * ((double)got[t] - ref[t]);
+        double ss = 0.0, sa = 0.0;
+        for (size_t t = 0; t < nl; t++) {
+            ss += ((double)got[t] - ref[t]) * ((double)got[t] - ref[t]);
+            sa += ((double)got1[t] - got[t]) * ((double)got1[t] - got[t]);
+        }
         sens[i] = nl ? sqrt(ss / (double)nl) : 0.0;
+        sens_a[i] = nl ? sqrt(sa / (double)nl) : 0.0;
         n_probed++;
     }
     if (!rc && n_probed > 1) {
@@ -264,10 +290,23 @@ static int probe_sites(sk_model *m, const sk_gguf *g, sk_linear *const *all, siz
             keep[best] = 1;
             (*n_keep)++;
         }
+        /* --q8-fast: the products of the same number of sites (of those left int8) whose
+         * single-pass activations change the logits most keep two-pass activations */
+        while (*n_x2 < cap) {
+            size_t best = SIZE_MAX;
+            for (size_t i = 0; i < n; i++)
+                if (to_q8[i] == 1 && !keep[i] && !fast_x2[i] &&
+                    (best == SIZE_MAX || sens_a[i] > sens_a[best]))
+                    best = i;
+            if (best == SIZE_MAX) break;
+            fast_x2[best] = 1;
+            (*n_x2)++;
+        }
     }
     free(w);
     free(ref);
     free(got);
+    free(got1);
     sk_scratch_free(s);
     sk_calib_sequences_free(seqs);
     return rc;
@@ -303,22 +342,24 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log
     sk_calib c;
     memset(&c, 0, sizeof c);
     int rc = SKYCMD_OK;
-    size_t n_gptq = 0, n_keep = 0;
-    uint8_t *keep = calloc(cap, 1);
-    double *sens = sk_malloc_array(cap, sizeof(double));
-    if (!keep || !sens) rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+    size_t n_gptq = 0, n_keep = 0, n_x2 = 0;
+    uint8_t *keep = calloc(cap, 1), *fast_x2 = calloc(cap, 1);
+    double *sens = sk_malloc_array(cap, sizeof(double)), *sens_a = sk_malloc_array(cap, sizeof(double));
+    if (!keep || !sens || !fast_x2 || !sens_a) rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
     if (!rc && weights_mode == SKYCMD_WEIGHTS_Q8 && n_quant > 0) {
         rc = calibrate(m, g, all, n, to_q8, &c, &n_gptq, e);
         if (!rc)
-            mlog(log, log_ud, 1, "int8: calibrated %zu matrix products on %d built-in prompts "
-                 "(%zu with second moments for GPTQ rounding)", n, SK_CALIB_N_PROMPTS, n_gptq);
-        if (!rc) rc = probe_sites(m, g, all, n, to_q8, &c, keep, sens, &n_keep, e);
+            mlog(log, log_ud, 1, "int8: calibrated %zu matrix products on %d templated sequences "
+                 "(%zu with second moments for GPTQ rounding)", n, SK_CALIB_N_SEQS, n_gptq);
+        if (!rc) rc = probe_sites(m, g, all, n, to_q8, &c, keep, sens, &n_keep, fast_x2, sens_a, &n_x2, e);
         for (size_t i = 0; !rc && i < n; i++) {
             if (to_q8[i] != 1) continue;
             char name[160];
             linear_name(all[i], name, sizeof name);
-            mlog(log, log_ud, 0, "int8: %s: sensitivity %.3g (RMS logit change, alone)%s", name,
-                 sens[i], keep[i] ? ": among the most sensitive, kept in f32" : "");
+            mlog(log, log_ud, 0, "int8: %s: sensitivity %.3g (RMS logit change, alone), %.3g more "
+                 "with single-pass activations%s%s", name, sens[i], sens_a[i],
+                 keep[i] ? ": among the most sensitive, kept in f32" : "",
+                 fast_x2[i] ? ": two-pass activations under --q8-fast" : "");
         }
     }
     float *w = NULL;
@@ -374,6 +415,7 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log
             free(q);
             break;
         }
+        q->fast_x2 = fast_x2 ? fast_x2[i] : 0;
         L->q8 = q;
         free(L->buf);
         L->buf = NULL;
@@ -391,13 +433,15 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log
     }
     if (!rc)
         mlog(log, log_ud, 1, "int8: %zu matrices Q8_0 (%zu quantized at load%s, %zu from the "
-             "file; %zu kept in f32 by sensitivity), %zu outlier columns in f32; prepacked once: ROW_MAJOR -> INPUT_BLOCK_MAJOR "
+             "file; %zu kept in f32 by sensitivity, %zu with two-pass activations under --q8-fast), %zu outlier columns in f32; prepacked once: ROW_MAJOR -> INPUT_BLOCK_MAJOR "
              "%zu bytes, panels %zu bytes; kernel %s", n_quant + n_file - n_keep, n_quant - n_keep,
              weights_mode == SKYCMD_WEIGHTS_Q8 ? " with calibration" : " without calibration",
-             n_file, n_keep, total_outl, total_bytes, total_pbytes, sk_q8_kernel_name());
+             n_file, n_keep, n_x2, total_outl, total_bytes, total_pbytes, sk_q8_kernel_name());
     free(w);
     free(keep);
     free(sens);
+    free(fast_x2);
+    free(sens_a);
     sk_calib_free(&c);
     free(all);
     free(to_q8);

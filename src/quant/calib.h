@@ -4,8 +4,15 @@
  * of every matrix product site, and the Q8_0 weights built from it.
  *
  * Contract:
- *  - sk_calib_sequences tokenizes each built-in prompt with the model's own tokenizer
- *    (read from the GGUF) as [CLS] text [SEP], truncated to max_len tokens.
+ *  - sk_calib_sequences builds the calibration inputs the way the model reads its requests:
+ *    each sequence is a question laid out by the model's own prompt template (laya's
+ *    [CLS] question [SEP] options [SEP] state [SEP], sk_prompt_build, with the model's own
+ *    tokenizer read from the GGUF), the question types in turn, and the state either one of
+ *    the built-in prompts or a "vocabulary state": tokens drawn (fixed seed) from the
+ *    tokens the model's tokenizer learned, the most frequent most often (BPE merge rank;
+ *    id order without merges). A model trained on one domain with its own tokenizer
+ *    (s1-pico-flappy's state tokenizer) reads the built-in English prompts as a run of
+ *    single bytes it never saw; its vocabulary states are made of its own words.
  *  - sk_calib_record keeps, per site and input channel, the largest |x| seen (NaN ignored).
  *    Not thread-safe: calibration runs on one thread.
  *  - sk_q8_build quantizes an [n_out][n_in] f32 matrix to Q8_0 (with chan_max: outlier
@@ -34,13 +41,22 @@
 #define SK_CALIB_N_PROMPTS 12
 extern const char *const sk_calib_prompts[SK_CALIB_N_PROMPTS];
 
+/* Vocabulary states, and all calibration sequences (prompt states first). */
+#define SK_CALIB_N_VOCAB 12
+#define SK_CALIB_N_SEQS (SK_CALIB_N_PROMPTS + SK_CALIB_N_VOCAB)
+
 typedef struct sk_calib_seq {
     int32_t *ids;
     size_t n;
+    int qtype;        /* 0 choice, 1 score, 2 noul */
+    int32_t *pos, *opt; /* laya.common.parallel_layout of the sequence (RoPE position and
+                           option of each token), for models with the parallel layout */
 } sk_calib_seq;
 
-/* seqs[SK_CALIB_N_PROMPTS]; free with sk_calib_sequences_free. */
-int sk_calib_sequences(const sk_gguf *g, size_t max_len, sk_calib_seq *seqs, sk_err *e);
+/* seqs[SK_CALIB_N_SEQS] (max_len, head_max_len: the model's decision.max_tokens and
+ * max_head_tokens, 0 for the defaults 512 and 96); free with sk_calib_sequences_free. */
+int sk_calib_sequences(const sk_gguf *g, size_t max_len, size_t head_max_len, sk_calib_seq *seqs,
+                       sk_err *e);
 void sk_calib_sequences_free(sk_calib_seq *seqs);
 
 typedef struct sk_calib {
@@ -70,6 +86,8 @@ typedef struct sk_q8_owned {
     float *w_outl;
     float *bias;
     int gptq;          /* sk_q8_build: rounded by GPTQ */
+    int fast_x2;       /* under single-pass activations (--q8-fast) this product still
+                          quantizes its activations in two passes (src/model/int8.c) */
 } sk_q8_owned;
 
 int sk_q8_build(const float *W, size_t n_out, size_t n_in, const float *bias,

@@ -95,7 +95,7 @@ void sk_quantize_q8_0_weighted(const float *x, const uint8_t *is_outlier, const 
  * activations never reach the int8 product (their quants are written as 0). H is damped
  * by SK_GPTQ_DAMP times its mean diagonal. Standard Q8_0 bytes; 0, or -1 (out of memory or
  * a non-positive-definite H: the caller falls back to another quantizer). */
-#define SK_GPTQ_DAMP 0.01
+#define SK_GPTQ_DAMP 0.1
 int sk_quantize_q8_0_gptq(const float *W, size_t n_out, size_t n_in, const float *xtx,
                           const uint8_t *is_outlier, uint8_t *out);
 
