@@ -89,6 +89,7 @@ struct worker {
     struct model_set *set; /* the set its sessions belong to (a reference) */
     skycmd_session *sessions[SERVE_MAX_MODELS];
     int threads_set;       /* --compute-threads auto: SKYCMD_OPT_THREADS last set, 0 = none */
+    uint64_t last_work_us; /* its last batch's compute time x its threads (0 = none yet) */
 };
 
 struct server {

@@ -14,7 +14,8 @@
  * to 1. So a lone request computes on every idle core and, under load, each request
  * runs on its own core as with --compute-threads 1. "Lone" also means no two requests were
  * in flight together for the last LONE_QUIET_US, and "idle" that the machine left the core
- * free lately (available_cores: other processes' load counts too). The library's process-wide budget
+ * free lately (available_cores: other processes' load counts too); and a core is lent only
+ * to work big enough to pay for the hand-off (LEND_MIN_WORK_US). The library's process-wide budget
  * (docs/threads.md) still decides per parallel step: a request that starts on another
  * worker meanwhile takes its core back from the next step on.
  */
@@ -110,8 +111,10 @@ static void answer_all(struct worker *w, struct req **rs, int n) {
 static int make_sessions(struct model_set *set, skycmd_session **out) {
     for (int m = 0; m < set->n; m++) {
         int st = skycmd_session_new(set->m[m]->model, &out[m]);
-        /* auto: start the whole team now; per batch only its limit changes (cheap) */
-        int threads = S.cfg->compute_threads == SERVE_COMPUTE_AUTO ? S.cores : S.cfg->compute_threads;
+        /* auto: one thread until a lone batch big enough to share comes (set_threads starts
+         * the team then; after that only its limit changes, which is cheap): a server of small
+         * models never runs a team that would only compete with the other workers */
+        int threads = S.cfg->compute_threads == SERVE_COMPUTE_AUTO ? 1 : S.cfg->compute_threads;
         if (st == SKYCMD_OK && threads > 1)
             st = skycmd_session_set_int(out[m], SKYCMD_OPT_THREADS, threads);
         if (st == SKYCMD_OK && S.cfg->activations >= 0)
@@ -155,6 +158,7 @@ static void follow_reload(struct worker *w) {
     w->set = set;
     memcpy(w->sessions, fresh, sizeof fresh);
     w->threads_set = 0;
+    w->last_work_us = 0; /* other models: measure again */
 }
 
 /* A request is alone only when no two requests have been in flight together for this long.
@@ -206,13 +210,23 @@ static double available_cores(void) {
     return avail;
 }
 
+/* A core is lent only to work that pays for the hand-off: each parallel step of a forward
+ * pass wakes and joins the helper, which costs more than it saves when the whole batch is a
+ * fraction of a millisecond (s1-pico on an idle 2-core Xeon, 2026-12-02: a lone question took
+ * 0.330 ms with the second core and 0.291 ms without; base-sized models take tens of ms). The
+ * measure is the worker's previous batch (its compute time times its threads), so it follows
+ * the model and the request sizes being served, with no model internals. */
+#define LEND_MIN_WORK_US 2000
+
 /* --compute-threads auto: the thread count of w's next batch, from the state the queue lock
- * shows (called with S.qmu held, after the take): 1 while any other request is in flight or
- * requests overlapped within LONE_QUIET_US, else 1 + the cores that no other worker is
- * answering on, at most the cores the machine left free lately (available_cores). */
-static int batch_threads(size_t take) {
+ * shows (called with S.qmu held, after the take): 1 while any other request is in flight,
+ * requests overlapped within LONE_QUIET_US or the last batch was too small to share
+ * (LEND_MIN_WORK_US), else 1 + the cores that no other worker is answering on, at most the
+ * cores the machine left free lately (available_cores). */
+static int batch_threads(const struct worker *w, size_t take) {
     /* other requests in flight (being read, queued, answered or written): not alone */
     if (S.qlen > 0 || atomic_load(&S.active) > (long)take) return 1;
+    if (w->last_work_us < LEND_MIN_WORK_US) return 1; /* small, or not measured yet */
     if (now_us() - atomic_load(&S.overlap_us) < LONE_QUIET_US) return 1;
     int others = atomic_load(&S.busy);  /* this worker is not counted yet */
     int n = S.cores - others;
@@ -288,13 +302,15 @@ static void *worker_main(void *arg) {
                 if (pthread_cond_timedwait(&S.qcv, &S.qmu, &until) != 0) break;
             }
         }
-        const int threads = batch_threads(take);
+        const int threads = batch_threads(w, take);
         atomic_fetch_add(&S.busy, 1);
         pthread_mutex_unlock(&S.qmu);
 
         follow_reload(w);
         if (S.cfg->compute_threads == SERVE_COMPUTE_AUTO) set_threads(w, threads);
+        const uint64_t t0 = now_us();
         answer_all(w, rs, (int)take);
+        w->last_work_us = (now_us() - t0) * (uint64_t)threads;
         atomic_fetch_sub(&S.busy, 1);
         for (size_t i = 0; i < take; i++) {
             struct req *r = rs[i];
