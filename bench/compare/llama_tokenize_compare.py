@@ -35,7 +35,6 @@ import argparse
 import http.client
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -44,29 +43,8 @@ import time
 SPACE = "\u2581"
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_health(port, proc, timeout):
-    end = time.time() + timeout
-    while time.time() < end:
-        if proc.poll() is not None:
-            return False
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            c.request("GET", "/health")
-            r = c.getresponse()
-            r.read()
-            c.close()
-            if r.status == 200:
-                return True
-        except OSError:
-            pass
-        time.sleep(0.2)
-    return False
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from llama_server_compare import free_port, wait_health  # noqa: E402  (one server start-up for both scripts)
 
 
 def read_vocab(path):
