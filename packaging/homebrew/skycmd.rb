@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "f7727c05f816107026cd14a67514b8f9198cb07a02c01e47a1063021a282f0ca"
+  sha256 "976a174406f156fa75d6d917196528285c68d9e41a21cae8643686ef84b59590"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
