@@ -29,8 +29,10 @@ compare() {
     grep -q -- "$(printf '%s' "$opt" | sed 's/-/\\\\-/g')" "$page" ||
       { echo "$(basename "$page") does not document $opt, which '$name --help' shows"; rc=1; }
   done
+  local shown
+  shown=$'\n'$(help_opts <<<"$help")$'\n'
   for opt in $(page_opts "$page"); do
-    echo "$help" | help_opts | grep -qx -- "$opt" ||
+    [[ $shown == *$'\n'"$opt"$'\n'* ]] ||
       { echo "$(basename "$page") documents $opt, which '$name --help' does not show"; rc=1; }
   done
 }
@@ -45,7 +47,10 @@ for c in $cmds; do
 done
 for page in "$dir"/skycmd-*.1; do
   c=$(basename "$page" .1); c=${c#skycmd-}
-  echo "$cmds" | grep -qx "$c" || { echo "$page documents '$c', which skycmd --help does not list"; rc=1; }
+  # membership without a pipe: under pipefail `echo | grep -q` can fail on SIGPIPE (seen once
+  # in CI under load: a listed command reported missing)
+  [[ $'\n'$cmds$'\n' == *$'\n'"$c"$'\n'* ]] ||
+    { echo "$page documents '$c', which skycmd --help does not list (it lists: $(echo $cmds))"; rc=1; }
 done
 if command -v groff >/dev/null; then
   for page in "$dir"/*.1; do
