@@ -15,7 +15,7 @@
 
 #ifdef SKYCMD_HAVE_MHD
 
-#include <errno.h>
+#include <pthread.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -88,14 +88,21 @@ void lib_log(void *ud, int level, const char *msg) {
     log_line("skycmd serve: [%s] %s", names[level], msg);
 }
 
+/* libmicrohttpd's last message, kept even when not verbose: MHD_start_daemon() says why it
+ * failed only here (errno after it is not ours to read: it closes the socket it made). */
+static char mhd_last_error[512];
+static pthread_mutex_t mhd_last_error_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
     (void)cls;
-    if (!S.cfg->verbose) return;
     char buf[512];
     vsnprintf(buf, sizeof buf, fmt, ap);
     size_t n = strlen(buf);
     while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) buf[--n] = '\0';
-    log_line("skycmd serve: [http] %s", buf);
+    pthread_mutex_lock(&mhd_last_error_lock);
+    memcpy(mhd_last_error, buf, n + 1);
+    pthread_mutex_unlock(&mhd_last_error_lock);
+    if (S.cfg->verbose) log_line("skycmd serve: [http] %s", buf);
 }
 
 /* ---------------------------------------------------------------- setup ------------ */
@@ -189,7 +196,7 @@ int serve_run(const struct serve_config *cfg) {
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, SERVE_MHD_STRICTNESS, MHD_OPTION_END);
     if (!S.daemon) {
         fprintf(stderr, "skycmd serve: cannot listen on %s port %d: %s\n", cfg->host, cfg->port,
-                errno ? strerror(errno) : "libmicrohttpd refused to start");
+                mhd_last_error[0] ? mhd_last_error : "libmicrohttpd refused to start");
         free(S.ring);
         return 1;
     }

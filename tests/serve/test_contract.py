@@ -25,7 +25,7 @@ from serve_common import Server, check, eq, ensure_model, main_guard, parse_args
 
 # Under the sanitizers (tools/test-all.sh's ASan stage) a smaller run is enough to exercise
 # the code; the release stage runs the full one the issue asks for (>= 1,000 cases).
-MAX_EXAMPLES = os.environ.get("SKYCMD_CONTRACT_MAX_EXAMPLES", "900")
+MAX_EXAMPLES = os.environ.get("SKYCMD_CONTRACT_MAX_EXAMPLES", "450")
 MIN_CASES = int(os.environ.get("SKYCMD_CONTRACT_MIN_CASES", "1000"))
 
 
@@ -85,41 +85,47 @@ def served_document_is_the_committed_one(ctx):
 
 @test
 def schemathesis_finds_no_server_error_or_schema_violation(ctx):
-    # Two runs: the coverage phase with one worker, the others with two. With two POST
-    # operations (/v1/systemone and /v1/systemone/batch), hypothesis builds their coverage
-    # strategies on two threads at once and CPython 3.11's ast.parse inside hypothesis'
-    # lambda descriptions is not thread-safe ("AST constructor recursion depth mismatch",
-    # a Runtime Error in the report, no request sent); one worker avoids it, and the fuzzing
-    # phase, where the time goes, keeps two.
-    generated = with_failures = errored = accepted = 0
-    for phases, workers in (("coverage", "1"), ("examples,fuzzing,stateful", "2")):
-        report = os.path.join(ARGS.work_dir, f"schemathesis-{phases.split(',')[0]}.json")
-        if os.path.exists(report):
-            os.remove(report)
-        cmd = [SCHEMATHESIS, "run", ctx["url"] + "/openapi.json",
-               "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,"
-                           "response_schema_conformance,response_headers_conformance",
-               "--phases", phases,
-               "--max-examples", MAX_EXAMPLES, "--seed", "17", "--workers", workers, "--request-timeout", "30",
-               "--report", "json", "--report-json-path", report]
-        p = subprocess.run(cmd, capture_output=True, text=True, cwd=ARGS.work_dir, timeout=1400)
-        tail = "\n".join(p.stdout.splitlines()[-25:])
-        print("  " + "\n  ".join(tail.splitlines()[-8:]))
-        check(os.path.exists(report), f"no schemathesis report; exit {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-2000:]}")
-        with open(report) as f:
-            rep = json.load(f)
-        cases = rep["test_cases"]
-        generated += cases["generated"]
-        with_failures += cases["with_failures"]
-        errored += cases["errored"]
-        accepted += sum(ph.get("accepted", 0) for ph in rep.get("valid_rates", {}).get("POST /v1/systemone", {}).values())
-        eq(rep["failures"], [], f"schemathesis failures ({phases})")
-        eq(rep["errors"], [], f"schemathesis errors ({phases})")
-        eq(p.returncode, 0, f"schemathesis exit status ({phases})\n{tail}")
-    print(f"  schemathesis: {generated} generated cases, {with_failures} with failures, "
-          f"{errored} errored; POST /v1/systemone answered 2xx {accepted} times")
-    check(generated >= MIN_CASES, f"only {generated} cases generated (want >= {MIN_CASES})")
-    eq(with_failures, 0, "cases with failures")
+    # One run of every phase with one worker. Two workers bought no speed (the time is spent
+    # generating in Python, under one GIL) and made the run nondeterministic: hypothesis'
+    # engines for the two POST operations share state across threads, and now and then one
+    # of them gave up after a handful of cases with no error (a run of 625 cases instead of
+    # ~1,500 failed CI; 10 % of short seeded runs stopped early with two workers, none with
+    # one). Earlier, two threads also broke CPython 3.11's ast.parse inside hypothesis'
+    # lambda descriptions ("AST constructor recursion depth mismatch").
+    # The hypothesis database and schemathesis' cache from an earlier run in this directory
+    # are removed first, so that the seed alone decides what is sent.
+    for state in (".hypothesis", ".schemathesis"):
+        shutil.rmtree(os.path.join(ARGS.work_dir, state), ignore_errors=True)
+    report = os.path.join(ARGS.work_dir, "schemathesis.json")
+    if os.path.exists(report):
+        os.remove(report)
+    cmd = [SCHEMATHESIS, "run", ctx["url"] + "/openapi.json",
+           "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,"
+                       "response_schema_conformance,response_headers_conformance",
+           "--phases", "coverage,examples,fuzzing,stateful",
+           "--max-examples", MAX_EXAMPLES, "--seed", "17", "--workers", "1", "--request-timeout", "30",
+           "--report", "json", "--report-json-path", report]
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ARGS.work_dir, timeout=1400)
+    with open(os.path.join(ARGS.work_dir, "schemathesis.out"), "w") as f:
+        f.write(p.stdout + p.stderr)
+    tail = "\n".join(p.stdout.splitlines()[-25:])
+    print("  " + "\n  ".join(tail.splitlines()[-8:]))
+    check(os.path.exists(report), f"no schemathesis report; exit {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-2000:]}")
+    with open(report) as f:
+        rep = json.load(f)
+    cases = rep["test_cases"]
+    per_operation = {op: sum(ph.get("accepted", 0) + ph.get("rejected", 0) for ph in rates.values())
+                     for op, rates in rep.get("valid_rates", {}).items()}
+    accepted = sum(ph.get("accepted", 0) for ph in rep.get("valid_rates", {}).get("POST /v1/systemone", {}).values())
+    print(f"  schemathesis: {cases['generated']} generated cases, {cases['with_failures']} with failures, "
+          f"{cases['errored']} errored, stopped: {rep['stop_reason']}; POST /v1/systemone answered 2xx "
+          f"{accepted} times; requests per operation {per_operation}")
+    eq(rep["failures"], [], "schemathesis failures")
+    eq(rep["errors"], [], "schemathesis errors")
+    eq(rep["stop_reason"], "completed", f"why schemathesis stopped\n{tail}")
+    eq(p.returncode, 0, f"schemathesis exit status\n{tail}")
+    check(cases["generated"] >= MIN_CASES, f"only {cases['generated']} cases generated (want >= {MIN_CASES})")
+    eq(cases["with_failures"], 0, "cases with failures")
     check(accepted > 0, "no generated POST /v1/systemone was valid (the schema generates nothing useful)")
     check(ctx["srv"].proc.poll() is None, "the server died")
 

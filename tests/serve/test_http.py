@@ -606,6 +606,9 @@ def startup_errors(ctx):
                        text=True, timeout=60)
     s.close()
     eq(p.returncode, 1, "port in use")
+    # the reason is libmicrohttpd's own (errno after it fails is stale: it once said
+    # "Bad file descriptor" here)
+    check("Address already in use" in p.stderr, f"the reason is given: {p.stderr!r}")
 
 
 if __name__ == "__main__":
