@@ -281,10 +281,13 @@ def suite_http(a, gguf, body, work, res):
     variants = [v for v in a.serve_compute_threads.split(",") if v]
     for v in variants:
         ct, _, binary = v.partition("@")  # "auto@/path/to/other/skycmd": an A/B of two builds
+        # "auto+--inline-max-us=0": extra serve flags after '+' (FLAG=VALUE), same build
+        ct, *flags = ct.split("+")
+        extra = [x for f in flags for x in f.split("=", 1)]
         port = free_port()
         sky = subprocess.Popen([binary or a.skycmd, "serve", "--model", "%s=%s" % (a.preset, gguf),
                                 "--port", str(port), "--threads", str(a.threads),
-                                "--compute-threads", ct],
+                                "--compute-threads", ct] + extra,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         servers.append(("skycmd serve" if len(variants) == 1 else "skycmd serve ct=%s" % v,
                         sky, port))
@@ -417,7 +420,8 @@ def main():
                     help="skycmd serve --compute-threads (auto: a lone request uses the idle "
                     "cores; 1: one core per request, the figures of section 3); a comma list "
                     "(auto,1) runs one server per value in the same interleaved rounds; VALUE@PATH "
-                    "runs that value with another skycmd binary (before/after A/B)")
+                    "runs that value with another skycmd binary (before/after A/B); "
+                    "VALUE+--FLAG=X adds serve flags (auto+--inline-max-us=0)")
     ap.add_argument("--work", help="keep the checkpoints here (default: a temp dir)")
     ap.add_argument("--out", help="write the results as JSON")
     a = ap.parse_args()

@@ -9,10 +9,11 @@
 # throughput rows. Run it on a quiet machine: every round prints the load average.
 # Environment: ROUNDS (7), ITERS (200 requests per server per round), WRK_SECONDS (5),
 # WRK_ROUNDS (3), THREADS (2), VARIANTS (auto,1: --compute-threads values; VALUE@SKYCMD
-# runs a value with another build, for a before/after A/B).
+# runs a value with another build, for a before/after A/B; VALUE+--FLAG=X adds serve flags,
+# e.g. auto+--inline-max-us=0).
 set -euo pipefail
 if [ $# -lt 1 ] || [ "$1" = "-h" ] || [ "$1" = "--help" ]; then
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 fi
 LLAMA=$(realpath "$1")

@@ -52,6 +52,9 @@ static void usage(FILE *out) {
             "      --batch-max N        requests one worker answers together (default 8, 1..32;\n"
             "                           1 = no batching)\n"
             "      --batch-window-us U  how long a worker waits for a batch to fill (default 0)\n"
+            "      --inline-max-us U    a request alone whose model answers within U us of\n"
+            "                           compute is answered on the I/O thread, without the\n"
+            "                           hand-off to a worker (default 1000; 0 = never)\n"
             "      --tournament-group N answer a choice over N options by elimination in groups\n"
             "                           of N (2..100; laya serve's LAYA_TOURNAMENT_GROUP; default\n"
             "                           0 = off; a body's \"tournament_group\" overrides it)\n"
@@ -150,6 +153,7 @@ int cmd_serve(int argc, char **argv) {
     cfg.body_timeout_s = 30;
     cfg.drain_timeout_s = 30;
     cfg.batch_max = 8;
+    cfg.inline_max_us = 1000;
     {
         long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
         uint64_t ram = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : (uint64_t)1 << 30;
@@ -255,6 +259,10 @@ int cmd_serve(int argc, char **argv) {
             NEED_ARG();
             if (parse_u64(v, 1000000, &u)) BAD_VALUE();
             cfg.batch_window_us = (unsigned)u;
+        } else if (!strcmp(a, "--inline-max-us")) {
+            NEED_ARG();
+            if (parse_u64(v, 10000000, &u)) BAD_VALUE();
+            cfg.inline_max_us = (unsigned)u;
         } else if (!strcmp(a, "--cors-origin")) {
             NEED_ARG();
             if (!*v || strpbrk(v, "\r\n")) BAD_VALUE();

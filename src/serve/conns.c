@@ -21,7 +21,9 @@
  *  - conn_request_started() counts the requests of a connection (the drain answers the first
  *    one of a connection accepted before it, and refuses follow-ups with 503 + close);
  *    conn_arriving() counts connections whose next request has begun to arrive (the drain
- *    waits for them, within --drain-timeout).
+ *    waits for them, within --drain-timeout); conn_others_active() says whether a connection
+ *    but the caller's has a request arriving or under way (a few connections are looked at;
+ *    past OTHERS_SCAN_MAX it says yes).
  *  - buffered_take()/buffered_give(): the bytes of request bodies held in memory across all
  *    connections, capped at --max-buffered (the handler answers 503 + Retry-After past it).
  * Locking: one mutex guards the list and every phase change; the reaper writes to a socket
@@ -205,6 +207,26 @@ unsigned conn_arriving(void) {
             n++;
     pthread_mutex_unlock(&C.mu);
     return n;
+}
+
+/* More open connections than this and conn_others_active() does not look: it says 1. */
+#define OTHERS_SCAN_MAX 8
+
+int conn_others_active(struct MHD_Connection *c) {
+    unsigned open = atomic_load(&C.open);
+    if (open <= 1) return 0;
+    if (open > OTHERS_SCAN_MAX) return 1;
+    struct conn *me = conn_of(c);
+    int active = 0;
+    pthread_mutex_lock(&C.mu);
+    for (struct conn *k = C.head; k && !active; k = k->next) {
+        if (k == me || k->cut || k->fd == MHD_INVALID_SOCKET) continue;
+        active = k->phase == CONN_BODY || k->phase == CONN_BUSY ||
+                 (k->phase == CONN_HEADERS && bytes_received(k->fd) > k->rx_mark) ||
+                 (k->phase == CONN_IDLE && bytes_received(k->fd) != k->rx_mark);
+    }
+    pthread_mutex_unlock(&C.mu);
+    return active;
 }
 
 int buffered_take(size_t n) {

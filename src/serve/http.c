@@ -362,6 +362,7 @@ enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
             set_error(r, 400, "request body is empty: send a JSON object with \"state\" and \"questions\"");
             return send_result(r);
         }
+        if (answer_inline(r)) return send_result(r);
         if (enqueue(r) != 0) {
             set_errorf(r, 429, "the server is busy: %zu requests are already waiting, retry later", S.qcap);
             return send_result(r);

@@ -26,11 +26,13 @@ static _Atomic uint64_t g_refused_conns;
 static _Atomic uint64_t g_timeouts;
 static _Atomic uint64_t g_reloads, g_reload_failures;
 static _Atomic uint64_t g_decoded[4]; /* by enum body_coding; [0] unused */
+static _Atomic uint64_t g_inline;
 
 void metrics_record_decoded(int coding) {
     if (coding > 0 && coding < 4) atomic_fetch_add_explicit(&g_decoded[coding], 1, memory_order_relaxed);
 }
 
+void metrics_record_inline(void) { atomic_fetch_add_explicit(&g_inline, 1, memory_order_relaxed); }
 void metrics_refused_connection(void) { atomic_fetch_add_explicit(&g_refused_conns, 1, memory_order_relaxed); }
 void metrics_record_timeout(void) { atomic_fetch_add_explicit(&g_timeouts, 1, memory_order_relaxed); }
 void metrics_record_reload(int ok) {
@@ -46,6 +48,7 @@ void metrics_init(void) {
     atomic_store(&g_questions, 0);
     atomic_store(&g_tokens, 0);
     atomic_store(&g_answered, 0);
+    atomic_store(&g_inline, 0);
     atomic_store(&g_refused_conns, 0);
     atomic_store(&g_timeouts, 0);
     atomic_store(&g_reloads, 0);
@@ -120,10 +123,14 @@ void metrics_render(struct sbuf *o, const struct metrics_gauges *g) {
               "# HELP skycmd_questions_total Questions answered.\n"
               "# TYPE skycmd_questions_total counter\nskycmd_questions_total %llu\n"
               "# HELP skycmd_input_tokens_total Prompt tokens evaluated (usage.input_tokens).\n"
-              "# TYPE skycmd_input_tokens_total counter\nskycmd_input_tokens_total %llu\n",
+              "# TYPE skycmd_input_tokens_total counter\nskycmd_input_tokens_total %llu\n"
+              "# HELP skycmd_inline_answers_total POST /v1/systemone requests answered on the "
+              "I/O thread (alone and small), not by a worker.\n"
+              "# TYPE skycmd_inline_answers_total counter\nskycmd_inline_answers_total %llu\n",
               (unsigned long long)atomic_load_explicit(&g_answered, memory_order_relaxed),
               (unsigned long long)atomic_load_explicit(&g_questions, memory_order_relaxed),
-              (unsigned long long)atomic_load_explicit(&g_tokens, memory_order_relaxed));
+              (unsigned long long)atomic_load_explicit(&g_tokens, memory_order_relaxed),
+              (unsigned long long)atomic_load_explicit(&g_inline, memory_order_relaxed));
     sbuf_addf(o,
               "# HELP skycmd_queue_depth Requests waiting for a worker.\n"
               "# TYPE skycmd_queue_depth gauge\nskycmd_queue_depth %zu\n"

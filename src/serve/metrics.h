@@ -32,6 +32,7 @@ struct metrics_gauges {
 void metrics_init(void);
 /* One finished request: its route, HTTP status, duration, questions and input tokens. */
 void metrics_record(int route, unsigned status, uint64_t micros, size_t questions, int64_t tokens);
+void metrics_record_inline(void); /* a request answered on the epoll thread (workers.c) */
 void metrics_refused_connection(void);
 void metrics_record_timeout(void);
 void metrics_record_reload(int ok);

@@ -49,6 +49,8 @@ struct serve_config {
     size_t max_buffered;       /* request body bytes buffered across connections (503) */
     int batch_max;             /* requests a worker answers together (1 = no batching) */
     unsigned batch_window_us;  /* how long a worker waits for a batch to fill (0 = no wait) */
+    unsigned inline_max_us;    /* a lone request whose model answered alone within this many
+                                * us is answered on the I/O thread (0 = always a worker) */
     const char *cors_origin;   /* NULL: no CORS headers */
     size_t queue;              /* queued requests waiting for a worker */
     unsigned max_connections;  /* concurrent TCP connections */

@@ -10,7 +10,8 @@
  *   workers.c  the worker pool: the bounded queue, batching, suspend/resume hand-off
  *   models.c   the model registry: loading, lookup by name, freeing
  * Threads: a struct req belongs to one thread at a time (the epoll thread until queued, a
- * worker until it resumes the connection, then the epoll thread again).
+ * worker until it resumes the connection, then the epoll thread again; a small request
+ * alone is answered on the epoll thread itself, workers.c answer_inline).
  */
 #ifndef SKYCMD_SERVE_INTERNAL_H
 #define SKYCMD_SERVE_INTERNAL_H
@@ -71,6 +72,9 @@ struct loaded_model {
     const char *path;
     char date[16]; /* the file's modification date, YYYY-MM-DD (/v1/models release_date) */
     uint64_t generation; /* the reload that opened it */
+    /* compute time x threads of its last request answered alone (0 = none yet): whether
+     * the epoll thread may answer it inline (workers.c, answer_inline) */
+    _Atomic uint64_t lone_answer_us;
 };
 
 /* The models served together, switched as a whole by a reload. Held by S.current and by
@@ -134,6 +138,7 @@ int conn_phase(struct MHD_Connection *c, int phase); /* -1: the reaper cut it */
 unsigned conn_open_count(void);
 unsigned conn_request_started(struct MHD_Connection *c); /* 1 for a connection's first request */
 unsigned conn_arriving(void); /* connections whose next request has begun to arrive */
+int conn_others_active(struct MHD_Connection *c); /* another connection has a request coming */
 int buffered_take(size_t n); /* 0 taken, -1 over --max-buffered */
 void buffered_give(size_t n);
 size_t buffered_now(void);
@@ -174,6 +179,7 @@ void answer_batch(struct req *r, const struct model_set *set, skycmd_session *co
 
 /* workers.c: the pool */
 int enqueue(struct req *r); /* 0 queued (r suspended), -1 queue full */
+int answer_inline(struct req *r); /* 1 answered on the calling thread (RS_DONE), 0 not */
 size_t queue_depth(void);
 int start_workers(void);
 void stop_workers(void);

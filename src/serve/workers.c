@@ -18,6 +18,9 @@
  * to work big enough to pay for the hand-off (LEND_MIN_WORK_US). The library's process-wide budget
  * (docs/threads.md) still decides per parallel step: a request that starts on another
  * worker meanwhile takes its core back from the next step on.
+ *
+ * A small request alone skips the pool: answer_inline() answers it on the epoll thread
+ * that read it (the hand-off's two thread wake-ups cost more than a small model's answer).
  */
 #define _GNU_SOURCE
 #include "serve.h"
@@ -51,7 +54,20 @@ static int batch_limit(void) {
  * fails, its requests are answered one by one so that each gets its own error. A lone
  * request takes the plain skycmd_decide path. A POST /v1/systemone/batch is answered on its
  * own (batch.c). */
-static void answer_all(struct worker *w, struct req **rs, int n) {
+/* One request on its own (q from prepare): the plain skycmd_decide path. Its compute time x
+ * threads becomes its model's lone_answer_us, the measure answer_inline() goes by. */
+static void decide_one(struct req *r, struct loaded_model *m, skycmd_session *s, skycmd_request *q,
+                       int threads) {
+    skycmd_response *resp = NULL;
+    const uint64_t t0 = now_us();
+    int st = set_budgets(s, r->max_len, r->head_max_len);
+    if (st == SKYCMD_OK) st = skycmd_decide(s, q, &resp);
+    atomic_store(&m->lone_answer_us, (now_us() - t0) * (uint64_t)threads);
+    finish(r, st, s, resp);
+    set_budgets(s, 0, 0);
+}
+
+static void answer_all(struct worker *w, struct req **rs, int n, int threads) {
     skycmd_request *q[BATCH_MAX];
     int mi[BATCH_MAX], done[BATCH_MAX];
     size_t nq[BATCH_MAX];
@@ -83,10 +99,14 @@ static void answer_all(struct worker *w, struct req **rs, int n) {
             done[i] = 1;
         }
         skycmd_session *s = w->sessions[mi[first]];
+        if (k == 1) {
+            decide_one(rs[first], w->set->m[mi[first]], s, q[first], threads);
+            continue;
+        }
         skycmd_response *out[BATCH_MAX];
         int st = set_budgets(s, a->max_len, a->head_max_len);
         int st_batch = SKYCMD_E_INVALID_ARGUMENT;
-        if (st == SKYCMD_OK && k > 1) {
+        if (st == SKYCMD_OK) {
             const skycmd_request *list[BATCH_MAX];
             for (int j = 0; j < k; j++) list[j] = q[idx[j]];
             st_batch = skycmd_decide_batch(s, list, (size_t)k, out);
@@ -247,10 +267,21 @@ static void set_threads(struct worker *w, int n) {
     w->threads_set = n;
 }
 
+/* The epoll thread's own sessions (it answers one request at a time, with one thread):
+ * made at the first inline answer, so a server of large models never has them. Held under
+ * inline_mu: a reload (workers_wake, on the main thread) drops them when they belong to
+ * the replaced models, so those are released even if no request comes inline again. */
+static struct worker inline_worker;
+static pthread_mutex_t inline_mu = PTHREAD_MUTEX_INITIALIZER;
+
 void workers_wake(void) {
     pthread_mutex_lock(&S.qmu);
     pthread_cond_broadcast(&S.qcv);
     pthread_mutex_unlock(&S.qmu);
+    pthread_mutex_lock(&inline_mu);
+    if (inline_worker.set && inline_worker.set->generation != atomic_load(&S.generation))
+        drop_sessions(&inline_worker);
+    pthread_mutex_unlock(&inline_mu);
 }
 
 static void *worker_main(void *arg) {
@@ -309,7 +340,7 @@ static void *worker_main(void *arg) {
         follow_reload(w);
         if (S.cfg->compute_threads == SERVE_COMPUTE_AUTO) set_threads(w, threads);
         const uint64_t t0 = now_us();
-        answer_all(w, rs, (int)take);
+        answer_all(w, rs, (int)take, threads);
         w->last_work_us = (now_us() - t0) * (uint64_t)threads;
         atomic_fetch_sub(&S.busy, 1);
         for (size_t i = 0; i < take; i++) {
@@ -324,6 +355,57 @@ static void *worker_main(void *arg) {
         }
     }
     return NULL;
+}
+
+
+/* Answer r on the calling (epoll) thread instead of handing it to a worker. The hand-off
+ * wakes a worker and then the epoll thread again to send: for s1-pico at one keep-alive
+ * client on a 2-core KVM Xeon (2026-12-02), futex and eventfd wake-ups and context switches
+ * were ~30 % of the server's CPU time and the HTTP answer took 2.3x the in-process one.
+ * Only when r is alone (nothing queued, no worker answering, no other request in flight or
+ * arriving on another connection, none overlapped within LONE_QUIET_US) and its model's
+ * last lone answer took at most
+ * --inline-max-us (default 1000: while the epoll thread computes it reads and writes no
+ * other connection; s1-pico answers one question in ~0.12 ms, base-sized models take tens
+ * of ms and stay on the workers); a model not measured yet goes to the workers. Any
+ * load therefore takes the pool as before. A body that fails to parse is answered here
+ * too (its error needs no compute). 1 when r holds its result, 0 when it is to be queued. */
+int answer_inline(struct req *r) {
+    if (r->route != ROUTE_SYSTEMONE || S.cfg->inline_max_us == 0) return 0;
+    pthread_mutex_lock(&S.qmu);
+    int lone = !S.quit && S.qlen == 0 && atomic_load(&S.busy) == 0 && atomic_load(&S.active) == 1 &&
+               now_us() - atomic_load(&S.overlap_us) >= LONE_QUIET_US;
+    pthread_mutex_unlock(&S.qmu);
+    /* Requests waiting unread in other connections do not count as in flight yet (the epoll
+     * thread reads one at a time): without this, 8 busy clients were all answered here, one
+     * after another on one thread. */
+    if (!lone || conn_others_active(r->conn)) return 0;
+    if (pthread_mutex_trylock(&inline_mu) != 0) return 0; /* a reload is dropping them */
+    struct worker *w = &inline_worker;
+    follow_reload(w);
+    if (!w->set) {
+        pthread_mutex_unlock(&inline_mu);
+        return 0;
+    }
+    set_threads(w, 1);
+    r->t_enq = now_us();
+    int mi = 0;
+    skycmd_request *q = prepare(r, w->set, &mi);
+    if (q) {
+        struct loaded_model *m = w->set->m[mi];
+        uint64_t work = atomic_load(&m->lone_answer_us);
+        if (work == 0 || work > S.cfg->inline_max_us) {
+            skycmd_request_free(q);
+            pthread_mutex_unlock(&inline_mu);
+            return 0;
+        }
+        decide_one(r, m, w->sessions[mi], q, 1);
+        skycmd_request_free(q);
+    }
+    pthread_mutex_unlock(&inline_mu);
+    metrics_record_inline();
+    r->state = RS_DONE;
+    return 1;
 }
 
 /* Suspend r and queue it; 0 when queued, -1 when the queue is full. */
@@ -387,6 +469,9 @@ void stop_workers(void) {
     S.quit = 1;
     pthread_cond_broadcast(&S.qcv);
     pthread_mutex_unlock(&S.qmu);
+    pthread_mutex_lock(&inline_mu); /* the daemon has stopped: no epoll thread uses them */
+    drop_sessions(&inline_worker);
+    pthread_mutex_unlock(&inline_mu);
     if (!S.workers) return;
     for (int i = 0; i < S.cfg->workers; i++) {
         struct worker *w = &S.workers[i];

@@ -155,7 +155,7 @@ def metrics_text(ctx):
     for name in ("skycmd_http_requests_total", "skycmd_request_duration_seconds_bucket",
                  "skycmd_request_duration_seconds_sum", "skycmd_request_duration_seconds_count",
                  "skycmd_questions_total", "skycmd_input_tokens_total", "skycmd_queue_depth",
-                 "skycmd_workers_busy", "skycmd_http_connections"):
+                 "skycmd_workers_busy", "skycmd_http_connections", "skycmd_inline_answers_total"):
         check(name in text, f"{name} missing")
 
     def value(series):
@@ -426,6 +426,73 @@ def concurrent_clients(ctx):
     for t in ts:
         t.join()
     eq(errors, [], "errors")
+
+
+def metric_value(port, series):
+    _, _, body = request(port, "GET", "/metrics")
+    for line in body.decode().splitlines():
+        if line.startswith(series + " "):
+            return float(line.split()[-1])
+    raise Failure(f"{series} missing from /metrics")
+
+
+@test
+def lone_small_requests_answered_inline(ctx):
+    """--inline-max-us: a request alone, for a model whose lone answers are small, is answered
+    on the I/O thread with exactly a worker's answer; the first (model not measured yet) and
+    concurrent ones go to the workers; 0 turns it off. (A large limit here: the sanitizer
+    builds compute this model slower than the default 1 ms.)"""
+    bad = b'{"state": "x", "questions": '
+    with Server(ARGS, ["--threads", "2", "--inline-max-us", "10000000"]) as srv, \
+            Server(ARGS, ["--threads", "2", "--inline-max-us", "0"]) as ref:
+        c = srv.conn()
+        answers = [request(c, "POST", "/v1/systemone", BODY) for _ in range(6)]
+        c.close()
+        eq(metric_value(srv.port, "skycmd_inline_answers_total"), 5,
+           "the first request went to a worker (which measured the model), the next five inline")
+        st, h, worker = request(ref.port, "POST", "/v1/systemone", BODY)
+        eq(st, 200, "status of the worker's answer")
+        for st, h, body in answers:
+            eq(st, 200, "status")
+            doc, wdoc = json.loads(body), json.loads(worker)
+            eq(doc["answers"], wdoc["answers"], "inline answers equal the worker's")
+            eq(doc["usage"], wdoc["usage"], "inline usage equals the worker's")
+        # an error that needs no compute is answered inline too, with the worker's envelope
+        st1, h1, b1 = request(srv.port, "POST", "/v1/systemone", bad)
+        st2, h2, b2 = request(ref.port, "POST", "/v1/systemone", bad)
+        eq((st1, json.loads(b1)), (st2, json.loads(b2)), "a bad body: the same error either way")
+        eq(metric_value(srv.port, "skycmd_inline_answers_total"), 6, "the bad body was answered inline")
+        eq(metric_value(ref.port, "skycmd_inline_answers_total"), 0, "--inline-max-us 0: never inline")
+        # concurrent requests: not alone, so (at least some) go to the workers
+        errors = []
+
+        def client():
+            try:
+                cc = srv.conn()
+                for _ in range(10):
+                    st, _, body = request(cc, "POST", "/v1/systemone", BODY)
+                    if st != 200 or json.loads(body)["answers"] != json.loads(worker)["answers"]:
+                        errors.append(st)
+                cc.close()
+            except Exception as e:  # noqa: BLE001
+                errors.append(repr(e))
+
+        ts = [threading.Thread(target=client) for _ in range(8)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        eq(errors, [], "concurrent answers")
+        inline = metric_value(srv.port, "skycmd_inline_answers_total") - 6
+        print(f"  8 concurrent clients: {inline:.0f} of 80 requests answered inline")
+        check(inline < 80, f"all 80 concurrent requests were answered inline ({inline:.0f})")
+        # a reload releases the replaced model although the I/O thread's sessions held it
+        # and no request comes after it
+        srv.proc.send_signal(signal.SIGHUP)
+        deadline = time.time() + 30
+        while "released model" not in srv.text() and time.time() < deadline:
+            time.sleep(0.05)
+        check("released model" in srv.text(), f"the replaced model was not released:\n{srv.text()[-2000:]}")
 
 
 @test
