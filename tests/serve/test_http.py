@@ -618,7 +618,8 @@ def batch_flags(ctx):
         for t in ts:
             t.join()
         eq(out, [ref] * 8, "answers of batched requests")
-    for bad in (["--batch-max", "0"], ["--batch-max", "33"], ["--batch-window-us", "x"]):
+    for bad in (["--batch-max", "0"], ["--batch-max", "33"], ["--batch-window-us", "x"],
+                ["--inline-max-us", "-1"], ["--inline-max-us", "10000001"]):
         p = subprocess.run([ARGS.cli, "serve", "--model", ctx["model"]] + bad, capture_output=True, text=True)
         eq(p.returncode, 2, f"{bad} is a usage error")
 
@@ -658,7 +659,7 @@ def startup_errors(ctx):
     p = subprocess.run([ARGS.cli, "serve", "--help"], capture_output=True, text=True, timeout=60)
     eq(p.returncode, 0, "--help")
     check("--api-key" in p.stdout and "--max-body" in p.stdout, "help text")
-    for opt in ("--batch-max", "--batch-window-us", "--header-timeout", "--body-timeout", "--drain-timeout",
+    for opt in ("--batch-max", "--batch-window-us", "--inline-max-us", "--header-timeout", "--body-timeout", "--drain-timeout",
                 "--max-buffered", "--cors-origin"):
         check(opt in p.stdout, f"--help documents {opt}")
     p = subprocess.run([ARGS.cli, "serve", "--model", ctx["model"], "--port", "99999"], capture_output=True,
