@@ -197,14 +197,17 @@ unsigned conn_request_started(struct MHD_Connection *c) {
     return n;
 }
 
+/* k's next request has begun to arrive (called with C.mu held) */
+static int request_arriving(const struct conn *k) {
+    return !k->cut && k->fd != MHD_INVALID_SOCKET &&
+           ((k->phase == CONN_HEADERS && bytes_received(k->fd) > k->rx_mark) ||
+            (k->phase == CONN_IDLE && bytes_received(k->fd) != k->rx_mark));
+}
+
 unsigned conn_arriving(void) {
     unsigned n = 0;
     pthread_mutex_lock(&C.mu);
-    for (struct conn *k = C.head; k; k = k->next)
-        if (!k->cut && k->fd != MHD_INVALID_SOCKET &&
-            ((k->phase == CONN_HEADERS && bytes_received(k->fd) > k->rx_mark) ||
-             (k->phase == CONN_IDLE && bytes_received(k->fd) != k->rx_mark)))
-            n++;
+    for (struct conn *k = C.head; k; k = k->next) n += (unsigned)request_arriving(k);
     pthread_mutex_unlock(&C.mu);
     return n;
 }
@@ -219,12 +222,9 @@ int conn_others_active(struct MHD_Connection *c) {
     struct conn *me = conn_of(c);
     int active = 0;
     pthread_mutex_lock(&C.mu);
-    for (struct conn *k = C.head; k && !active; k = k->next) {
-        if (k == me || k->cut || k->fd == MHD_INVALID_SOCKET) continue;
-        active = k->phase == CONN_BODY || k->phase == CONN_BUSY ||
-                 (k->phase == CONN_HEADERS && bytes_received(k->fd) > k->rx_mark) ||
-                 (k->phase == CONN_IDLE && bytes_received(k->fd) != k->rx_mark);
-    }
+    for (struct conn *k = C.head; k && !active; k = k->next)
+        active = k != me && !k->cut &&
+                 (k->phase == CONN_BODY || k->phase == CONN_BUSY || request_arriving(k));
     pthread_mutex_unlock(&C.mu);
     return active;
 }

@@ -48,12 +48,6 @@ static int batch_limit(void) {
     return v < 1 ? 1 : v > BATCH_MAX ? BATCH_MAX : v;
 }
 
-/* Answer the n requests a worker took together. Those of the same model and the same laya
- * budgets (max_len / head_max_len) whose questions fit in one forward batch run through
- * skycmd_decide_batch (each answer is exactly what it would be alone); if such a batch
- * fails, its requests are answered one by one so that each gets its own error. A lone
- * request takes the plain skycmd_decide path. A POST /v1/systemone/batch is answered on its
- * own (batch.c). */
 /* One request on its own (q from prepare): the plain skycmd_decide path. Its compute time x
  * threads becomes its model's lone_answer_us, the measure answer_inline() goes by. */
 static void decide_one(struct req *r, struct loaded_model *m, skycmd_session *s, skycmd_request *q,
@@ -67,6 +61,12 @@ static void decide_one(struct req *r, struct loaded_model *m, skycmd_session *s,
     set_budgets(s, 0, 0);
 }
 
+/* Answer the n requests a worker took together. Those of the same model and the same laya
+ * budgets (max_len / head_max_len) whose questions fit in one forward batch run through
+ * skycmd_decide_batch (each answer is exactly what it would be alone); if such a batch
+ * fails, its requests are answered one by one so that each gets its own error. A lone
+ * request takes the plain skycmd_decide path. A POST /v1/systemone/batch is answered on its
+ * own (batch.c). */
 static void answer_all(struct worker *w, struct req **rs, int n, int threads) {
     skycmd_request *q[BATCH_MAX];
     int mi[BATCH_MAX], done[BATCH_MAX];
@@ -357,6 +357,14 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
+/* Whether a model of set answered alone lately within --inline-max-us */
+static int has_small_model(const struct model_set *set) {
+    for (int i = 0; set && i < set->n; i++) {
+        uint64_t work = atomic_load(&set->m[i]->lone_answer_us);
+        if (work > 0 && work <= S.cfg->inline_max_us) return 1;
+    }
+    return 0;
+}
 
 /* Answer r on the calling (epoll) thread instead of handing it to a worker. The hand-off
  * wakes a worker and then the epoll thread again to send: for s1-pico at one keep-alive
@@ -382,8 +390,14 @@ int answer_inline(struct req *r) {
     if (!lone || conn_others_active(r->conn)) return 0;
     if (pthread_mutex_trylock(&inline_mu) != 0) return 0; /* a reload is dropping them */
     struct worker *w = &inline_worker;
-    follow_reload(w);
-    if (!w->set) {
+    /* No model small enough (a server of large models, or none measured yet): neither
+     * sessions made here nor a body parsed twice. */
+    struct model_set *fresh =
+        w->set && w->set->generation == atomic_load(&S.generation) ? NULL : models_acquire();
+    int small = has_small_model(fresh ? fresh : w->set);
+    models_release(fresh);
+    if (small) follow_reload(w);
+    if (!small || !w->set) {
         pthread_mutex_unlock(&inline_mu);
         return 0;
     }
