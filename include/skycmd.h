@@ -196,9 +196,13 @@ typedef enum skycmd_weights {
     SKYCMD_WEIGHTS_F32      = 0, /* matrices widened to f32 at load (exact; default)        */
     SKYCMD_WEIGHTS_Q8       = 1, /* Q8_0 at load, calibrated outlier columns kept in f32    */
     SKYCMD_WEIGHTS_Q8_PLAIN = 2, /* Q8_0 at load without calibration (--no-calib)           */
-    SKYCMD_WEIGHTS_BF16X3   = 3  /* encoder products on AMX-BF16 tiles where the CPU has them:
+    SKYCMD_WEIGHTS_BF16X3   = 3, /* encoder products on AMX-BF16 tiles where the CPU has them:
                                   * f32/f16 matrices as bf16 hi+lo (3 products, ~1e-5 rel.),
                                   * BF16 matrices as is; elsewhere the F32 path (logged)      */
+    SKYCMD_WEIGHTS_Q8_ROW   = 4  /* int8 at load with one scale per output row and per
+                                  * activation row (int32 sums over whole rows: the fastest
+                                  * int8 mode), calibrated outlier columns kept in f32; the
+                                  * activations option does not apply                      */
 } skycmd_weights;
 
 typedef enum skycmd_activations {

@@ -59,7 +59,7 @@ static void q8_amx_equals_ref(size_t n_rows, size_t n_in, size_t n_out, int mode
     const size_t pb = sk_q8_panel_bytes(n_out, n_in);
     uint8_t *pan = aligned_alloc(64, (pb + 63) / 64 * 64);
     sk_q8_pack_panels(w, n_out, n_in, pan);
-    sk_q8_packed p = {pan, n_in, n_out, with_bias ? bias : NULL};
+    sk_q8_packed p = {pan, n_in, n_out, with_bias ? bias : NULL, NULL};
     sk_q8_act a = {0};
     cr_assert_eq(sk_q8_act_reserve(&a, n_rows, n_in), 0);
     sk_q8_quantize_act(x, n_in, n_rows, n_in, mode, NULL, &a);

@@ -242,7 +242,7 @@ Test(layout, published_fixtures_and_our_prepack_agree) {
     sk_dequantize_q8_0(canon, deq, (size_t)(r * c));
     uint8_t *pan = aligned_alloc(64, (sk_q8_panel_bytes((size_t)r, (size_t)c) + 63) / 64 * 64);
     sk_q8_pack_panels(kern, (size_t)r, (size_t)c, pan);
-    sk_q8_packed p = {pan, (size_t)c, (size_t)r, NULL};
+    sk_q8_packed p = {pan, (size_t)c, (size_t)r, NULL, NULL};
     sk_q8_act a = {0};
     cr_assert_eq(sk_q8_act_reserve(&a, (size_t)c, (size_t)c), 0);
     float *x = calloc((size_t)(c * c), sizeof(float)), *y = malloc((size_t)(c * r) * sizeof(float));
@@ -300,7 +300,7 @@ static void kernels_agree(size_t n_rows, size_t n_in, size_t n_out, int mode, in
     for (size_t i = 0; i < n_rows * n_in; i++) x[i] = frand() * (i % 37 == 0 ? 20.0f : 1.0f);
     uint8_t *pan = aligned_alloc(64, (sk_q8_panel_bytes(n_out, n_in) + 63) / 64 * 64);
     sk_q8_pack_panels(w, n_out, n_in, pan);
-    sk_q8_packed p = {pan, n_in, n_out, with_bias ? bias : NULL};
+    sk_q8_packed p = {pan, n_in, n_out, with_bias ? bias : NULL, NULL};
     sk_q8_act a = {0};
     cr_assert_eq(sk_q8_act_reserve(&a, n_rows, n_in), 0);
     sk_q8_quantize_act(x, n_in, n_rows, n_in, mode, NULL, &a);
@@ -488,7 +488,7 @@ Test(q8_kernels, activation_quantizers_bit_identical) {
     for (size_t j = 0; j < k; j++) x[2 * k + j] = 0.0f;
     x[3 * k + 7] = NAN;
     const int f = sk_cpu_features();
-    for (int mode = 0; mode < 2; mode++) {
+    for (int mode = 0; mode < 3; mode++) {
         sk_q8_act r = {0}, s = {0};
         cr_assert_eq(sk_q8_act_reserve(&r, rows, k), 0);
         cr_assert_eq(sk_q8_act_reserve(&s, rows, k), 0);
@@ -496,6 +496,14 @@ Test(q8_kernels, activation_quantizers_bit_identical) {
         /* ties round to even */
         cr_assert_eq(r.q[k + 1], -30, "%d", r.q[k + 1]);   /* -30.5 -> -30 */
         cr_assert_eq(r.q[k + 2], -30, "%d", r.q[k + 2]);   /* -29.5 -> -30 */
+        if (mode == SK_Q8_ACT_ROW)  /* one scale a row: its max |x| / 127, NaN ignored */
+            for (size_t row = 0; row < rows; row++) {
+                float mx = 0.0f;
+                for (size_t j = 0; j < k; j++)
+                    if (fabsf(x[row * k + j]) > mx) mx = fabsf(x[row * k + j]);
+                for (size_t b = 0; b < k / 32; b++)
+                    cr_assert_eq(r.xs[row * (k / 32) + b], mx / 127.0f, "row %zu block %zu", row, b);
+            }
         for (int lv = 0; lv < 2; lv++) {
             if (lv == 0 && !(f & SK_CPU_AVX2)) continue;
             if (lv == 1 && !((f & SK_CPU_AVX512F) && (f & SK_CPU_AVX512BW))) continue;
@@ -741,4 +749,206 @@ Test(calib, sequences_follow_the_template_and_the_vocabulary) {
     sk_calib_sequences_free(seqs);
     sk_tokenizer_free(tok);
     sk_gguf_close(g);
+}
+
+/* ---- row-scaled int8 (SKYCMD_WEIGHTS_Q8_ROW, q8.h) ---- */
+
+static void build_rows(size_t n_out, size_t n_in, const float *cm, float *W, sk_q8_owned *q) {
+    for (size_t i = 0; i < n_out * n_in; i++) W[i] = frand() * (i % 41 == 0 ? 3.0f : 0.2f);
+    sk_err e = {0};
+    size_t nb = 0, pb = 0;
+    cr_assert_eq(sk_q8_build_rows(W, n_out, n_in, NULL, cm, "t", q, &nb, &pb, &e), 0, "%s", e.msg);
+    cr_assert_eq(nb, n_out * (n_in / 32) * 34);
+    cr_assert_eq(pb, sk_q8_panel_bytes(n_out, n_in));
+    cr_assert_not_null(q->w.p.row_sum128);
+}
+
+Test(q8_rows, build_follows_the_definition) {
+    const size_t n_out = 19, n_in = 96;
+    float *W = malloc(n_out * n_in * sizeof(float)), cm[96];
+    for (size_t c = 0; c < n_in; c++) cm[c] = 1.0f;
+    cm[40] = 80.0f;  /* a massive channel: an outlier column */
+    sk_q8_owned q;
+    build_rows(n_out, n_in, cm, W, &q);
+    cr_assert_eq(q.w.n_outl, 1);
+    cr_assert_eq(q.w.outl[0], 40);
+    const size_t nb = n_in / 32;
+    for (size_t o = 0; o < n_out; o++) {
+        float mx = 0.0f;
+        for (size_t i = 0; i < n_in; i++)
+            if (i != 40 && fabsf(W[o * n_in + i]) > mx) mx = fabsf(W[o * n_in + i]);
+        const uint16_t d = sk_f32_to_f16(mx / 127.0f);
+        int32_t sum = 0;
+        for (size_t b = 0; b < nb; b++) {
+            const uint8_t *ch = q.w.p.panels + ((o / 16) * nb + b) * SK_Q8_CHUNK;
+            uint16_t got;
+            memcpy(&got, ch + SK_Q8_CHUNK_SCALES + (o % 16) * 2, 2);
+            cr_assert_eq(got, d, "row %zu block %zu: scale %04x, want %04x", o, b, got, d);
+            for (int j = 0; j < 32; j++) {
+                const size_t i = b * 32 + (size_t)j;
+                const int8_t qv = (int8_t)ch[((size_t)(j / 4) * 16 + o % 16) * 4 + (size_t)(j % 4)];
+                float want = i == 40 ? 0.0f : roundf(W[o * n_in + i] / sk_f16_to_f32(d));
+                want = fminf(127.0f, fmaxf(-127.0f, want));
+                cr_assert_eq(qv, (int8_t)want, "row %zu input %zu: %d, want %d", o, i, qv, (int)want);
+                sum += qv;
+            }
+        }
+        cr_assert_eq(q.w.p.row_sum128[o], 128 * sum, "row %zu sum", o);
+        cr_assert_eq(q.w.w_outl[o], W[o * n_in + 40], "row %zu: the outlier weight is exact", o);
+    }
+    sk_q8_owned_free(&q);
+    free(W);
+    sk_err e = {0};
+    sk_q8_owned big;
+    static float one[1];
+    cr_assert_eq(sk_q8_build_rows(one, 1, SK_Q8_ROW_MAX_IN + 32, NULL, NULL, "big", &big, NULL, NULL, &e),
+                 SKYCMD_E_UNSUPPORTED, "more inputs than an int32 row sum holds are refused");
+    cr_assert(strstr(e.msg, "big") != NULL, "%s", e.msg);
+}
+
+/* The reference against double precision, and every SIMD kernel against the reference
+ * bit for bit, on row-scaled weights with row activations. */
+static void rows_agree(size_t n_rows, size_t n_in, size_t n_out, int with_bias, float xscale) {
+    float *W = malloc(n_out * n_in * sizeof(float)), *x = malloc(n_rows * n_in * sizeof(float));
+    float *bias = malloc(n_out * sizeof(float));
+    for (size_t o = 0; o < n_out; o++) bias[o] = frand();
+    sk_q8_owned q;
+    build_rows(n_out, n_in, NULL, W, &q);
+    if (with_bias) q.w.p.bias = bias;
+    for (size_t i = 0; i < n_rows * n_in; i++) x[i] = xscale * frand() * (i % 37 == 0 ? 20.0f : 1.0f);
+    sk_q8_act a = {0};
+    cr_assert_eq(sk_q8_act_reserve(&a, n_rows, n_in), 0);
+    sk_q8_quantize_act(x, n_in, n_rows, n_in, SK_Q8_ACT_ROW, NULL, &a);
+    float *y0 = malloc(n_rows * n_out * sizeof(float)), *y1 = malloc(n_rows * n_out * sizeof(float));
+    sk_q8_gemm_ref(&a, &q.w.p, 0, n_out, y0, n_out);
+    const size_t nb = n_in / 32;
+    for (size_t r = 0; r < n_rows; r++)
+        for (size_t o = 0; o < n_out; o++) {
+            double s = 0, mag = 0;
+            for (size_t b = 0; b < nb; b++) {
+                const uint8_t *ch = q.w.p.panels + ((o / 16) * nb + b) * SK_Q8_CHUNK;
+                uint16_t wd;
+                memcpy(&wd, ch + SK_Q8_CHUNK_SCALES + (o % 16) * 2, 2);
+                for (int j = 0; j < 32; j++) {
+                    const double t = (double)a.xs[r * nb] * sk_f16_to_f32(wd) *
+                                     a.q[(r * nb + b) * 32 + j] *
+                                     (int8_t)ch[((size_t)(j / 4) * 16 + o % 16) * 4 + (size_t)(j % 4)];
+                    s += t;
+                    mag += fabs(t);
+                }
+            }
+            if (with_bias) s += bias[o];
+            cr_assert(fabs(y0[r * n_out + o] - s) <= 1e-6 * (mag + 1), "ref %g vs %g (%zux%zux%zu)",
+                      (double)y0[r * n_out + o], s, n_rows, n_in, n_out);
+        }
+    const int f = sk_cpu_features();
+    if (f & SK_CPU_AVX2) {
+        memset(y1, 0, n_rows * n_out * sizeof(float));
+        sk_q8_gemm_avx2(&a, &q.w.p, 0, n_out, y1, n_out);
+        cr_assert(memcmp(y0, y1, n_rows * n_out * sizeof(float)) == 0,
+                  "row-scaled avx2 differs from the reference (%zux%zux%zu)", n_rows, n_in, n_out);
+    }
+    if ((f & SK_CPU_AVX512VNNI) && (f & SK_CPU_AVX512BW)) {
+        memset(y1, 0, n_rows * n_out * sizeof(float));
+        sk_q8_gemm_vnni(&a, &q.w.p, 0, n_out, y1, n_out);
+        cr_assert(memcmp(y0, y1, n_rows * n_out * sizeof(float)) == 0,
+                  "row-scaled vnni differs from the reference (%zux%zux%zu)", n_rows, n_in, n_out);
+    } else {
+        cr_log_warn("no AVX-512 VNNI on this CPU: the row-scaled VNNI kernel was not run");
+    }
+    /* the dispatcher (AMX CPUs included: no tile kernel for rows, so VNNI) */
+    memset(y1, 0, n_rows * n_out * sizeof(float));
+    sk_q8_gemm(&a, &q.w.p, 0, n_out, y1, n_out);
+    cr_assert(memcmp(y0, y1, n_rows * n_out * sizeof(float)) == 0, "dispatched kernel (%s) differs",
+              sk_q8_kernel_name());
+    sk_q8_act_free(&a);
+    sk_q8_owned_free(&q);
+    free(W);
+    free(x);
+    free(bias);
+    free(y0);
+    free(y1);
+}
+
+Test(q8_rows, kernels_bit_identical_to_reference) {
+    const size_t shapes[][3] = {{1, 32, 1}, {3, 64, 5}, {4, 96, 2}, {7, 128, 33}, {8, 256, 64},
+                                {13, 384, 17}, {20, 768, 48}, {9, 2304, 16}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int b = 0; b < 2; b++) rows_agree(shapes[i][0], shapes[i][1], shapes[i][2], b, 1.0f);
+}
+
+/* The largest sums a row-scaled product can meet: every weight quant +-127 (same sign per
+ * output), every activation quant +-127, SK_Q8_ROW_MAX_IN inputs: the int32 sums (and the
+ * VNNI kernel's biased ones) stay exact. */
+Test(q8_rows, int32_sums_exact_at_the_input_limit) {
+    const size_t n_in = SK_Q8_ROW_MAX_IN, n_out = 16, n_rows = 2;
+    float *W = malloc(n_out * n_in * sizeof(float)), *x = malloc(n_rows * n_in * sizeof(float));
+    for (size_t o = 0; o < n_out; o++)
+        for (size_t i = 0; i < n_in; i++) W[o * n_in + i] = (o & 1) ? -1.0f : 1.0f;
+    for (size_t i = 0; i < n_in; i++) {
+        x[i] = 1.0f;
+        x[n_in + i] = -1.0f;
+    }
+    sk_err e = {0};
+    sk_q8_owned q;
+    cr_assert_eq(sk_q8_build_rows(W, n_out, n_in, NULL, NULL, "limit", &q, NULL, NULL, &e), 0);
+    sk_q8_act a = {0};
+    cr_assert_eq(sk_q8_act_reserve(&a, n_rows, n_in), 0);
+    sk_q8_quantize_act(x, n_in, n_rows, n_in, SK_Q8_ACT_ROW, NULL, &a);
+    float y0[32], y1[32];
+    sk_q8_gemm_ref(&a, &q.w.p, 0, n_out, y0, n_out);
+    for (size_t r = 0; r < n_rows; r++)
+        for (size_t o = 0; o < n_out; o++) {
+            /* x * w = +-1 each, so the exact answer is +-n_in (scales 1/127 each, sum 127^2 n_in) */
+            const double want = ((r == 0) == !(o & 1) ? 1.0 : -1.0) * (double)n_in;
+            cr_assert(fabs(y0[r * n_out + o] - want) <= 1e-3 * (double)n_in, "%g vs %g",
+                      (double)y0[r * n_out + o], want);
+        }
+    sk_q8_gemm(&a, &q.w.p, 0, n_out, y1, n_out);
+    cr_assert(memcmp(y0, y1, sizeof y0) == 0, "%s kernel differs at the limit", sk_q8_kernel_name());
+    sk_q8_act_free(&a);
+    sk_q8_owned_free(&q);
+    free(W);
+    free(x);
+}
+
+/* sk_q8_linear quantizes a row-scaled matrix's activations per row whatever mode it is
+ * given, and with outlier columns it stays close to the f32 product. */
+Test(q8_rows, linear_takes_row_activations_and_outlier_columns) {
+    const size_t n_in = 128, n_out = 24, rows = 5;
+    float *W = malloc(n_out * n_in * sizeof(float)), x[5 * 128], cm[128];
+    for (size_t i = 0; i < rows * n_in; i++) x[i] = frand();
+    for (size_t r = 0; r < rows; r++) x[r * n_in + 77] = 90.0f * (r + 1.0f);  /* massive channel */
+    for (size_t c = 0; c < n_in; c++) {
+        cm[c] = 0;
+        for (size_t r = 0; r < rows; r++) cm[c] = fmaxf(cm[c], fabsf(x[r * n_in + c]));
+    }
+    sk_q8_owned with, plain;
+    build_rows(n_out, n_in, cm, W, &with);
+    sk_err e = {0};
+    cr_assert_eq(sk_q8_build_rows(W, n_out, n_in, NULL, NULL, "t", &plain, NULL, NULL, &e), 0);
+    sk_q8_ws ws = {0};
+    float y[3][5 * 24], yp[5 * 24];
+    const int modes[3] = {SK_Q8_ACT_ROW, SK_Q8_ACT_Q8, SK_Q8_ACT_Q8X2};
+    for (int m = 0; m < 3; m++)
+        cr_assert_eq(sk_q8_linear(NULL, &ws, &with.w, modes[m], x, n_in, rows, y[m], n_out), 0);
+    cr_assert(memcmp(y[0], y[1], sizeof y[0]) == 0 && memcmp(y[0], y[2], sizeof y[0]) == 0,
+              "the activations mode must not change a row-scaled product");
+    cr_assert_eq(sk_q8_linear(NULL, &ws, &plain.w, SK_Q8_ACT_ROW, x, n_in, rows, yp, n_out), 0);
+    double e1 = 0, e2 = 0, mag = 0;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t o = 0; o < n_out; o++) {
+            double s = 0;
+            for (size_t i = 0; i < n_in; i++) s += (double)x[r * n_in + i] * W[o * n_in + i];
+            e1 = fmax(e1, fabs(y[0][r * n_out + o] - s));
+            e2 = fmax(e2, fabs(yp[r * n_out + o] - s));
+            mag = fmax(mag, fabs(s));
+        }
+    cr_log_info("row-scaled: outlier path max error %g, plain %g (largest output %g)", e1, e2, mag);
+    cr_assert(e1 < 0.02 * mag, "row-scaled with outlier columns: error %g of %g", e1, mag);
+    cr_assert(e1 < e2, "outlier columns must help the row scales: %g vs %g", e1, e2);
+    sk_q8_ws_free(&ws);
+    sk_q8_owned_free(&with);
+    sk_q8_owned_free(&plain);
+    free(W);
 }

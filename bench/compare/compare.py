@@ -74,6 +74,14 @@ def make_models(a, work):
     q8 = os.path.join(work, a.preset + ".q8_0.gguf")
     if not os.path.isdir(laya_dir):
         run([a.skycmd, "random", a.preset, laya_dir, "--layout", "laya", "--seed", a.seed])
+        max_len = getattr(a, "max_len", None)
+        if max_len:  # a longer sequence budget than the preset's (both runtimes read it)
+            cfg_path = os.path.join(laya_dir, "rl_agent_config.json")
+            with open(cfg_path) as f:
+                cfg = json.load(f)
+            cfg["max_len"] = int(max_len)
+            with open(cfg_path, "w") as f:
+                json.dump(cfg, f, indent=2)
     if not os.path.exists(gguf):
         run([a.skycmd, "convert", laya_dir, gguf, "--type", "f32"])
     if not os.path.exists(q8):

@@ -210,6 +210,9 @@ SKY_VARIANTS = {
     "bf16x3": (["--bf16x3"], {}),
     "q8-fast": (["--q8-fast"], {}),
     "q8-fast-vnni": (["--q8-fast"], {"SKYCMD_KERNELS": "avx512"}),
+    # row-scaled int8 (one scale per weight row and per activation row, the head's blocks
+    # too): ONNX Runtime's dynamic-int8 kind of method, with calibrated outlier columns
+    "q8-row": (["--q8-row"], {}),
     # the same on the Q8_0 GGUF (compare.py's q8 file): no calibration at load, which on
     # base takes minutes of CPU with the sensitivity probe and GPTQ, so a round stays short;
     # the int8 kernels and the f32 head are the same, the calibrated mode's f32-kept
@@ -277,8 +280,11 @@ def accuracy(a, laya_dir, gguf, q8file, body, peers, work):
         json.dump(ref, f)
     out = {}
     for name, model, extra in (("skycmd f32", gguf, []), ("skycmd q8-fast", gguf, ["--q8-fast"]),
-                               ("skycmd q8-fast (Q8_0 file)", q8file, ["--q8-fast"])):
+                               ("skycmd q8-fast (Q8_0 file)", q8file, ["--q8-fast"]),
+                               ("skycmd q8-row", gguf, ["--q8-row"])):
         if name == "skycmd q8-fast" and a.no_calib_accuracy:
+            continue
+        if name == "skycmd q8-row" and "q8-row" not in a.sky_list:
             continue
         r = C.run([a.skycmd, "decide", model, req, *extra]).stdout
         out[name] = max_dp(ref, flat_probs(json.loads(r)))
@@ -293,8 +299,8 @@ def accuracy(a, laya_dir, gguf, q8file, body, peers, work):
 def run_config(a, preset, tokens, threads_list, work):
     """All thread counts of one (preset, tokens): models, export, then interleaved rounds."""
     ns = argparse.Namespace(skycmd=a.skycmd, preset=preset, seed=a.seed, tokens=tokens,
-                            request_only=a.request_only)
-    pw = os.path.join(work, preset)
+                            request_only=a.request_only, max_len=a.max_len)
+    pw = os.path.join(work, preset + ("-len%d" % a.max_len if a.max_len else ""))
     os.makedirs(pw, exist_ok=True)
     laya_dir, gguf, _q8, body = C.make_models(ns, pw)
     fp32 = os.path.join(pw, preset + ".fp32.onnx")
@@ -400,6 +406,9 @@ def main():
     ap.add_argument("--no-calib-accuracy", action="store_true",
                     help="skip the calibrated --q8-fast decide of the accuracy phase (minutes "
                     "of calibration on base and large)")
+    ap.add_argument("--max-len", type=int,
+                    help="sequence budget of the checkpoints (rl_agent_config max_len; the "
+                         "random presets' is 256, so --tokens 512 needs --max-len 512 or more)")
     ap.add_argument("--work", help="keep checkpoints and graphs here (default: a temp dir)")
     ap.add_argument("--out", help="write every round as JSON")
     a = ap.parse_args()

@@ -56,7 +56,9 @@ static void usage(FILE *out) {
             "compute:\n"
             "  --q8                 Q8_0 weights (calibrated outlier columns), two-pass int8\n"
             "                       activations\n"
-            "  --q8-fast            Q8_0 weights, single-pass int8 activations (fastest)\n"
+            "  --q8-fast            Q8_0 weights, single-pass int8 activations\n"
+            "  --q8-row             int8 with one scale per weight row and per activation row\n"
+            "                       (calibrated outlier columns; the fastest int8 mode)\n"
             "  --no-calib           Q8_0 weights without calibration (alone: two-pass activations)\n"
             "  --bf16x3             encoder products on AMX-BF16 tiles (f32 weights as bf16\n"
             "                       hi+lo, three products); the f32 path where there is no AMX\n"
@@ -410,12 +412,12 @@ typedef struct bench_args {
     const char *model_path, *preset, *save_request;
     long long seed, questions, tokens, iters, warmup, threads, peak_ms;
     double seconds;
-    int type, q8, q8_fast, no_calib, json, single, drop_cache, bf16x3;
+    int type, q8, q8_fast, no_calib, json, single, drop_cache, bf16x3, q8_row;
     long long max_tokens;  /* 0: the model's decision.max_tokens */
 } bench_args;
 
 static int parse_args(int argc, char **argv, bench_args *a) {
-    *a = (bench_args){NULL, NULL, NULL, 42, 3, 0, 0, 3, 1, 200, 3.0, -1, 0, 0, 0, 0, 1, 0, 0, 0};
+    *a = (bench_args){NULL, NULL, NULL, 42, 3, 0, 0, 3, 1, 200, 3.0, -1, 0, 0, 0, 0, 1, 0, 0, 0, 0};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (cli_is_help(s)) {
@@ -427,6 +429,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
             a->q8_fast = 1;
         } else if (!strcmp(s, "--no-calib")) {
             a->no_calib = 1;
+        } else if (!strcmp(s, "--q8-row")) {
+            a->q8_row = 1;
         } else if (!strcmp(s, "--bf16x3")) {
             a->bf16x3 = 1;
         } else if (!strcmp(s, "--json")) {
@@ -519,6 +523,10 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         fprintf(stderr, "skycmd bench: --q8 and --q8-fast exclude each other\n");
         return 2;
     }
+    if (a->q8_row && (a->q8 || a->q8_fast || a->no_calib || a->bf16x3)) {
+        fprintf(stderr, "skycmd bench: --q8-row excludes --q8, --q8-fast, --no-calib and --bf16x3\n");
+        return 2;
+    }
     return 0;
 }
 
@@ -561,6 +569,9 @@ int cmd_bench(int argc, char **argv) {
     } else if (A.bf16x3) {
         weights = SKYCMD_WEIGHTS_BF16X3;
         mode = "bf16x3";
+    } else if (A.q8_row) {
+        weights = SKYCMD_WEIGHTS_Q8_ROW;
+        mode = "q8-row";
     }
     double la0[3] = {-1, -1, -1}, la1[3] = {-1, -1, -1};
     if (getloadavg(la0, 3) < 0) la0[0] = -1;
@@ -611,7 +622,7 @@ int cmd_bench(int argc, char **argv) {
     if (st) {
         if (weights != SKYCMD_WEIGHTS_F32 && (st == SKYCMD_E_UNSUPPORTED || st == SKYCMD_E_INVALID_ARGUMENT))
             fprintf(stderr, "skycmd bench: --%s: int8 weights are not available in this build "
-                    "(%s: %s)\n", A.q8_fast ? "q8-fast" : A.q8 ? "q8" : "no-calib",
+                    "(%s: %s)\n", mode,
                     skycmd_status_name(st), skycmd_error_message(err));
         else
             cli_fail("bench", st, err);

@@ -26,7 +26,9 @@ static void usage(FILE *out) {
             "                           Without --model: the built-in s1-pico-flappy (as decide)\n"
             "      --q8                 keep matrices as Q8_0 at load (calibrated outlier columns)\n"
             "      --no-calib           with --q8: plain Q8_0, no outlier columns\n"
-            "      --q8-fast            --q8 plus single-pass int8 activations (fastest)\n"
+            "      --q8-fast            --q8 plus single-pass int8 activations\n"
+            "      --q8-row             int8 with one scale per weight row and per activation\n"
+            "                           row (calibrated outlier columns; the fastest int8 mode)\n"
             "      --max-tokens N       override decision.max_tokens (sequence budget)\n"
             "network:\n"
             "      --host HOST          address to bind (default 127.0.0.1, loopback only)\n"
@@ -163,7 +165,7 @@ int cmd_serve(int argc, char **argv) {
     cfg.weights = SKYCMD_WEIGHTS_F32;
     cfg.activations = -1;
     const char *key = NULL, *key_file = NULL;
-    int q8 = 0, no_calib = 0, q8_fast = 0;
+    int q8 = 0, no_calib = 0, q8_fast = 0, q8_row = 0;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
@@ -289,6 +291,8 @@ int cmd_serve(int argc, char **argv) {
             no_calib = 1;
         } else if (!strcmp(a, "--q8-fast")) {
             q8_fast = 1;
+        } else if (!strcmp(a, "--q8-row")) {
+            q8_row = 1;
         } else if (!strcmp(a, "--log-format")) {
             NEED_ARG();
             if (!strcmp(v, "text")) cfg.log_format = SERVE_LOG_TEXT;
@@ -314,12 +318,17 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "skycmd serve: --no-calib needs --q8\n");
         return 2;
     }
+    if (q8_row && (q8 || q8_fast || no_calib)) {
+        fprintf(stderr, "skycmd serve: --q8-row excludes --q8, --q8-fast and --no-calib\n");
+        return 2;
+    }
     if (key && key_file) {
         fprintf(stderr, "skycmd serve: give --api-key or --api-key-file, not both\n");
         return 2;
     }
     if (q8 || q8_fast) cfg.weights = no_calib ? SKYCMD_WEIGHTS_Q8_PLAIN : SKYCMD_WEIGHTS_Q8;
     if (q8_fast) cfg.activations = SKYCMD_ACT_Q8;
+    if (q8_row) cfg.weights = SKYCMD_WEIGHTS_Q8_ROW;
     if (key_file) {
         cfg.api_key = read_key_file(key_file);
         if (!cfg.api_key) return 2;

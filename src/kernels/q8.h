@@ -23,6 +23,16 @@
  *    dot(r, w)); acc = fmaf(xs * wd, (float)isum, acc) over the blocks in order from 0; the
  *    output is acc + bias. sk_q8_gemm_ref is that definition in plain C; the AVX2 and
  *    AVX-512 VNNI kernels are tested against it bit for bit.
+ *  - Row-scaled matrices (sk_q8_packed.row_sum128 set; SKYCMD_WEIGHTS_Q8_ROW): every block
+ *    of an output row carries the same scale wd, and the activations are quantized with
+ *    SK_Q8_ACT_ROW (one scale d per row: d = max|x| / 127 over the row, stored in every
+ *    block's xs; single pass). The integer sum then runs over the whole row and the float
+ *    step happens once per output: y = fmaf(xs * wd, (float)isum, bias) with isum the exact
+ *    int32 sum of q * w over all n_in inputs (n_in <= SK_Q8_ROW_MAX_IN, so no overflow, also
+ *    with VNNI's q + 128). No per-block float step: the kernels are bound by the integer
+ *    products alone (ONNX Runtime's dynamic int8 granularity is coarser: one scale per
+ *    tensor). sk_q8_linear quantizes the activations of such a matrix per row whatever the
+ *    mode asked.
  *  - Outlier columns: channels listed in an sk_q8_weights are zeroed in the activations
  *    before quantization and added back afterwards in f32 with their exact weights.
  *  - No kernel allocates; sk_q8_act buffers belong to the caller (one per thread).
@@ -33,7 +43,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { SK_Q8_ACT_Q8X2 = 0, SK_Q8_ACT_Q8 = 1 };  /* = skycmd_activations */
+enum { SK_Q8_ACT_Q8X2 = 0, SK_Q8_ACT_Q8 = 1,   /* = skycmd_activations */
+       SK_Q8_ACT_ROW = 2 };  /* one scale per row (the row-scaled weights' activations) */
 
 /* Quantized activations: n_rows rows of n_blocks blocks. */
 typedef struct sk_q8_act {
@@ -51,7 +62,8 @@ void sk_q8_act_free(sk_q8_act *a);
 /* Quantize x ([n_rows][k], row stride ldx) into a (reserved). Columns c with zero_cols[c]
  * (k flags, may be NULL) are taken as 0. mode: SK_Q8_ACT_*. Per block of 32: d = max|x| /
  * 127, q = round(x / d) (x * (1 / d), half to even, clamped to [-127, 127], NaN -> 0); Q8x2
- * adds r = round((x / d - q) * 128). The SIMD versions give identical bytes. */
+ * adds r = round((x / d - q) * 128); SK_Q8_ACT_ROW takes d = max|x| / 127 over the whole
+ * row for every block (single pass). The SIMD versions give identical bytes. */
 void sk_q8_quantize_act(const float *x, size_t ldx, size_t n_rows, size_t k, int mode,
                         const uint8_t *zero_cols, sk_q8_act *a);
 void sk_q8_quantize_act_ref(const float *x, size_t ldx, size_t n_rows, size_t k, int mode,
@@ -71,7 +83,13 @@ typedef struct sk_q8_packed {
     const uint8_t *panels;  /* ceil(n_out / 16) * (n_in / 32) chunks, 64-byte aligned */
     size_t n_in, n_out;
     const float *bias;      /* n_out values or NULL */
+    /* Row-scaled (see above): 128 * the sum of each output row's quants, n_out values
+     * (the VNNI kernel's correction for its biased activations); NULL = per-block scales. */
+    const int32_t *row_sum128;
 } sk_q8_packed;
+
+/* Inputs of a row-scaled matrix at most: 255 * 128 * n_in stays below 2^31. */
+#define SK_Q8_ROW_MAX_IN 65536
 
 /* Bytes of the panels of an [n_out][n_in] matrix (0 on overflow). */
 size_t sk_q8_panel_bytes(size_t n_out, size_t n_in);

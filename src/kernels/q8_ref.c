@@ -77,8 +77,14 @@ void sk_q8_quantize_act_ref(const float *x, size_t ldx, size_t n_rows, size_t k,
     a->two_pass = two;
     a->n_rows = n_rows;
     a->n_blocks = nb;
+    const int row = mode == SK_Q8_ACT_ROW;
     for (size_t r = 0; r < n_rows; r++) {
         const float *xr = x + r * ldx;
+        float row_max = 0.0f;
+        for (size_t c = 0; row && c < nb * SK_QK8_0; c++) {
+            const float av = zero_cols && zero_cols[c] ? 0.0f : fabsf(xr[c]);
+            if (av > row_max) row_max = av;
+        }
         for (size_t b = 0; b < nb; b++) {
             float v[SK_QK8_0];
             float amax = 0.0f;
@@ -88,6 +94,7 @@ void sk_q8_quantize_act_ref(const float *x, size_t ldx, size_t n_rows, size_t k,
                 const float av = fabsf(v[j]);
                 if (av > amax) amax = av;
             }
+            if (row) amax = row_max;
             const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
             const size_t off = (r * nb + b) * SK_QK8_0;
             int8_t *q = a->q + off, *rr = a->r + off;
@@ -160,9 +167,35 @@ void sk_q8_pack_panels(const uint8_t *kernel_order, size_t n_out, size_t n_in, u
         }
 }
 
+/* Row-scaled weights: the whole row's exact integer sum, then one float step. */
+static void gemm_rows_ref(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
+                          float *y, size_t ldy) {
+    const size_t nb = w->n_in / SK_QK8_0;
+    for (size_t r = 0; r < a->n_rows; r++)
+        for (size_t o = o0; o < o1; o++) {
+            const size_t p = o / SK_Q8_PANEL, c = o % SK_Q8_PANEL;
+            int32_t isum = 0;
+            for (size_t b = 0; b < nb; b++) {
+                const uint8_t *ch = w->panels + (p * nb + b) * SK_Q8_CHUNK;
+                const int8_t *xq = a->q + (r * nb + b) * SK_QK8_0;
+                for (int j = 0; j < SK_QK8_0; j++)
+                    isum += (int32_t)xq[j] *
+                            (int8_t)ch[((size_t)(j / 4) * SK_Q8_PANEL + c) * 4 + (size_t)(j % 4)];
+            }
+            uint16_t wbits;
+            memcpy(&wbits, w->panels + p * nb * SK_Q8_CHUNK + SK_Q8_CHUNK_SCALES + c * 2, sizeof wbits);
+            y[r * ldy + o] = fmaf(a->xs[r * nb] * sk_f16_to_f32(wbits), (float)isum,
+                                  w->bias ? w->bias[o] : 0.0f);
+        }
+}
+
 void sk_q8_gemm_ref(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1, float *y,
                     size_t ldy) {
     const size_t nb = w->n_in / SK_QK8_0;
+    if (w->row_sum128) {
+        gemm_rows_ref(a, w, o0, o1, y, ldy);
+        return;
+    }
     for (size_t r = 0; r < a->n_rows; r++)
         for (size_t o = o0; o < o1; o++) {
             const size_t p = o / SK_Q8_PANEL, c = o % SK_Q8_PANEL;
@@ -214,7 +247,10 @@ const char *sk_q8_kernel_name(void) {
 
 void sk_q8_gemm(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1, float *y,
                 size_t ldy) {
-    switch (q8_level()) {
+    int lv = q8_level();
+    /* no tile kernel for row-scaled weights yet (written where an AMX CPU can test it) */
+    if (lv == 3 && w->row_sum128) lv = 2;
+    switch (lv) {
 #if defined(__x86_64__)
     case 3: sk_q8_gemm_amx(a, w, o0, o1, y, ldy); break;
     case 2: sk_q8_gemm_vnni(a, w, o0, o1, y, ldy); break;
@@ -232,6 +268,7 @@ void sk_q8_ws_free(sk_q8_ws *ws) {
     free(ws->xo);
     ws->xo = NULL;
     ws->xo_cap = 0;
+
 }
 
 typedef struct q8_job {
@@ -295,6 +332,8 @@ int sk_q8_linear(struct sk_pool *pool, sk_q8_ws *ws, const sk_q8_weights *w, int
         for (size_t r = 0; r < n_rows; r++)
             for (size_t c = 0; c < no; c++) ws->xo[r * no + c] = x[r * ldx + w->outl[c]];
     }
+    if (w->p.row_sum128) mode = SK_Q8_ACT_ROW;  /* the only activations such weights take */
+
     sk_q8_quantize_act(x, ldx, n_rows, k, mode, no ? w->is_outl : NULL, &ws->act);
     q8_job j = {&ws->act, w, ws->xo, y, ldy, 0};
     const double work = (double)n_rows * (double)k * (double)w->p.n_out;

@@ -18,6 +18,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "../gguf/gguf.h"
@@ -36,6 +37,49 @@ static inline int32_t ld32(const void *p) {
 
 #define VR 8
 
+/* One block's products into the rows' int32 chains: s[r] += dot(x + 128, w) for its 16
+ * outputs, one weight vector at a time against every row (VR independent dpbusd chains). */
+VNNI INLINE void block_vnni(const uint8_t *ch, const uint8_t *x, size_t xstride, int nr,
+                            __m512i *s) {
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) {
+        const __m512i W = _mm512_load_si512((const void *)(ch + j * 64));
+#pragma GCC unroll 8
+        for (int r = 0; r < VR; r++) {
+            if (r >= nr) break;
+            s[r] = _mm512_dpbusd_epi32(s[r], _mm512_set1_epi32(ld32(x + (size_t)r * xstride + 4 * j)), W);
+        }
+    }
+}
+
+/* Row-scaled weights (q8.h): the 8 rows' int32 sums run over all blocks, starting from
+ * -128 * the row sums of the weights (the correction of the biased activations), and the
+ * float step comes once at the end. */
+VNNI INLINE void tile_vnni_rows(const sk_q8_act *a, const sk_q8_packed *w, size_t r0, int nr,
+                                size_t p, size_t nc, float *y, size_t ldy) {
+    const size_t nb = w->n_in / 32, o = p * SK_Q8_PANEL;
+    const __mmask16 m = (__mmask16)((1u << nc) - 1u);
+    const uint8_t *ch = w->panels + p * nb * SK_Q8_CHUNK;
+    const __m512i neg = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                         _mm512_maskz_loadu_epi32(m, w->row_sum128 + o));
+    __m512i s[VR];
+#pragma GCC unroll 8
+    for (int r = 0; r < VR; r++) s[r] = neg;
+    const size_t xstride = nb * 32;
+    for (size_t b = 0; b < nb; b++, ch += SK_Q8_CHUNK)
+        block_vnni(ch, a->qb + (r0 * nb + b) * 32, xstride, nr, s);
+    const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256(
+        (const __m256i *)(w->panels + p * nb * SK_Q8_CHUNK + SK_Q8_CHUNK_SCALES)));
+    const __m512 bias = w->bias ? _mm512_maskz_loadu_ps(m, w->bias + o) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (int r = 0; r < VR; r++) {
+        if (r >= nr) break;
+        const __m512 sc = _mm512_mul_ps(_mm512_set1_ps(a->xs[(r0 + (size_t)r) * nb]), wd);
+        _mm512_mask_storeu_ps(y + (r0 + (size_t)r) * ldy + o, m,
+                              _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(s[r]), bias));
+    }
+}
+
 VNNI INLINE void tile_vnni(const sk_q8_act *a, const sk_q8_packed *w, size_t r0, int nr,
                            size_t p, size_t nc, float *y, size_t ldy) {
     const size_t nb = w->n_in / 32;
@@ -45,23 +89,12 @@ VNNI INLINE void tile_vnni(const sk_q8_act *a, const sk_q8_packed *w, size_t r0,
 #pragma GCC unroll 8
     for (int r = 0; r < VR; r++) acc[r] = _mm512_setzero_ps();
     for (size_t b = 0; b < nb; b++, ch += SK_Q8_CHUNK) {
-        /* one weight vector at a time against every row: VR independent dpbusd chains */
         __m512i s[VR], t[VR];
 #pragma GCC unroll 8
         for (int r = 0; r < VR; r++) s[r] = t[r] = _mm512_setzero_si512();
-        const uint8_t *xq = a->qb + (r0 * nb + b) * 32, *xr = a->rb + (r0 * nb + b) * 32;
         const size_t xstride = nb * 32;
-#pragma GCC unroll 8
-        for (int j = 0; j < 8; j++) {
-            const __m512i W = _mm512_load_si512((const void *)(ch + j * 64));
-#pragma GCC unroll 8
-            for (int r = 0; r < VR; r++) {
-                if (r >= nr) break;
-                s[r] = _mm512_dpbusd_epi32(s[r], _mm512_set1_epi32(ld32(xq + (size_t)r * xstride + 4 * j)), W);
-                if (two)
-                    t[r] = _mm512_dpbusd_epi32(t[r], _mm512_set1_epi32(ld32(xr + (size_t)r * xstride + 4 * j)), W);
-            }
-        }
+        block_vnni(ch, a->qb + (r0 * nb + b) * 32, xstride, nr, s);
+        if (two) block_vnni(ch, a->rb + (r0 * nb + b) * 32, xstride, nr, t);
         const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(ch + SK_Q8_CHUNK_SCALES)));
         const __m512i ws = _mm512_slli_epi32(
             _mm512_cvtepi16_epi32(_mm256_load_si256((const __m256i *)(ch + SK_Q8_CHUNK_SUMS))), 7);
@@ -93,7 +126,11 @@ VNNI void sk_q8_gemm_vnni(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, 
         const size_t nc = o1 - p * SK_Q8_PANEL < SK_Q8_PANEL ? o1 - p * SK_Q8_PANEL : SK_Q8_PANEL;
         for (size_t r0 = 0; r0 < n; r0 += VR) {
             const int nr = n - r0 < VR ? (int)(n - r0) : VR;
-            if (nr == VR)
+            if (w->row_sum128 && nr == VR)
+                tile_vnni_rows(a, w, r0, VR, p, nc, y, ldy);
+            else if (w->row_sum128)
+                tile_vnni_rows(a, w, r0, nr, p, nc, y, ldy);
+            else if (nr == VR)
                 tile_vnni(a, w, r0, VR, p, nc, y, ldy);
             else
                 tile_vnni(a, w, r0, nr, p, nc, y, ldy);
@@ -105,13 +142,57 @@ VNNI void sk_q8_gemm_vnni(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, 
 
 #define AR 4
 
+/* One block's products into the rows' int32 sums: |w| x sign(x, w) with maddubs, then madd
+ * with ones; ch points at the 8 outputs' quants of the block's chunk. */
+AVX2 INLINE void block_avx2(const uint8_t *ch, const int8_t *x, size_t xstride, int nr,
+                            __m256i *s) {
+    const __m256i ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) {
+        const __m256i W = _mm256_loadu_si256((const __m256i *)(ch + j * 64));
+        const __m256i aw = _mm256_abs_epi8(W);
+#pragma GCC unroll 4
+        for (int r = 0; r < AR; r++) {
+            if (r >= nr) break;
+            const __m256i xv = _mm256_set1_epi32(ld32(x + (size_t)r * xstride + 4 * j));
+            s[r] = _mm256_add_epi32(s[r], _mm256_madd_epi16(
+                       _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv, W)), ones));
+        }
+    }
+}
+
+/* Row-scaled weights: the int32 sums over all blocks, one float step at the end. */
+AVX2 INLINE void tile_avx2_rows(const sk_q8_act *a, const sk_q8_packed *w, size_t r0, int nr,
+                                size_t p, int h, size_t nc, float *y, size_t ldy) {
+    const size_t nb = w->n_in / 32;
+    const uint8_t *ch = w->panels + p * nb * SK_Q8_CHUNK + (size_t)h * 32;
+    __m256i s[AR];
+#pragma GCC unroll 4
+    for (int r = 0; r < AR; r++) s[r] = _mm256_setzero_si256();
+    const size_t xstride = nb * 32;
+    for (size_t b = 0; b < nb; b++, ch += SK_Q8_CHUNK)
+        block_avx2(ch, a->q + (r0 * nb + b) * 32, xstride, nr, s);
+    const size_t o = p * SK_Q8_PANEL + (size_t)h * 8;
+    const __m256 wd = _mm256_cvtph_ps(_mm_loadu_si128(
+        (const __m128i *)(w->panels + p * nb * SK_Q8_CHUNK + SK_Q8_CHUNK_SCALES + (size_t)h * 16)));
+    float bias[8] = {0};
+    for (size_t c = 0; c < nc && w->bias; c++) bias[c] = w->bias[o + c];
+    const __m256 bv = _mm256_loadu_ps(bias);
+    for (int r = 0; r < AR; r++) {
+        if (r >= nr) break;
+        const __m256 sc = _mm256_mul_ps(_mm256_set1_ps(a->xs[(r0 + (size_t)r) * nb]), wd);
+        float tmp[8];
+        _mm256_storeu_ps(tmp, _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(s[r]), bv));
+        memcpy(y + (r0 + (size_t)r) * ldy + o, tmp, nc * sizeof(float));
+    }
+}
+
 /* Rows [r0, r0 + nr), outputs 8h..8h+7 of panel p (nc of them valid). */
 AVX2 INLINE void tile_avx2(const sk_q8_act *a, const sk_q8_packed *w, size_t r0, int nr,
                            size_t p, int h, size_t nc, float *y, size_t ldy) {
     const size_t nb = w->n_in / 32;
     const int two = a->two_pass;
     const uint8_t *ch = w->panels + p * nb * SK_Q8_CHUNK + (size_t)h * 32;
-    const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[AR];
 #pragma GCC unroll 4
     for (int r = 0; r < AR; r++) acc[r] = _mm256_setzero_ps();
@@ -119,8 +200,11 @@ AVX2 INLINE void tile_avx2(const sk_q8_act *a, const sk_q8_packed *w, size_t r0,
         __m256i s[AR], t[AR];
 #pragma GCC unroll 4
         for (int r = 0; r < AR; r++) s[r] = t[r] = _mm256_setzero_si256();
+        /* the passes' products written out rather than as two block_avx2 calls: one
+         * |w| per weight vector for both, 11 % faster on Zen 4 (gcc 12) */
         const int8_t *xq = a->q + (r0 * nb + b) * 32, *xr = a->r + (r0 * nb + b) * 32;
         const size_t xstride = nb * 32;
+        const __m256i ones = _mm256_set1_epi16(1);
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++) {
             const __m256i W = _mm256_loadu_si256((const __m256i *)(ch + j * 64));
@@ -171,7 +255,11 @@ AVX2 void sk_q8_gemm_avx2(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, 
             const size_t nc = o1 - base < 8 ? o1 - base : 8;
             for (size_t r0 = 0; r0 < n; r0 += AR) {
                 const int nr = n - r0 < AR ? (int)(n - r0) : AR;
-                if (nr == AR)
+                if (w->row_sum128 && nr == AR)
+                    tile_avx2_rows(a, w, r0, AR, p, h, nc, y, ldy);
+                else if (w->row_sum128)
+                    tile_avx2_rows(a, w, r0, nr, p, h, nc, y, ldy);
+                else if (nr == AR)
                     tile_avx2(a, w, r0, AR, p, h, nc, y, ldy);
                 else
                     tile_avx2(a, w, r0, nr, p, h, nc, y, ldy);
@@ -197,16 +285,26 @@ VNNI void sk_q8_quantize_act_avx512(const float *x, size_t ldx, size_t n_rows, s
     a->two_pass = two;
     a->n_rows = n_rows;
     a->n_blocks = nb;
+    const int row = mode == SK_Q8_ACT_ROW;
     const __m128i bias = _mm_set1_epi8((char)0x80);
     for (size_t r = 0; r < n_rows; r++) {
         const float *xr = x + r * ldx;
+        float row_max = 0.0f;
+        if (row) {
+            __m512 rm = _mm512_setzero_ps();
+            for (size_t c = 0; c < nb * 32; c += 16) {
+                const __m512 av = _mm512_abs_ps(_mm512_loadu_ps(xr + c));
+                rm = _mm512_max_ps(rm, _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(av, av, _CMP_ORD_Q), av));
+            }
+            row_max = _mm512_reduce_max_ps(rm);
+        }
         for (size_t b = 0; b < nb; b++) {
             const __m512 v0 = _mm512_loadu_ps(xr + b * 32), v1 = _mm512_loadu_ps(xr + b * 32 + 16);
             /* max that ignores NaN like the reference's "a > amax" */
             __m512 m0 = _mm512_abs_ps(v0), m1 = _mm512_abs_ps(v1);
             m0 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(m0, m0, _CMP_ORD_Q), m0);
             m1 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(m1, m1, _CMP_ORD_Q), m1);
-            const float amax = _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
+            const float amax = row ? row_max : _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
             const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
             const __m512 vid = _mm512_set1_ps(id);
             const __m512 s0 = _mm512_mul_ps(v0, vid), s1 = _mm512_mul_ps(v1, vid);
@@ -254,8 +352,14 @@ AVX2 void sk_q8_quantize_act_avx2(const float *x, size_t ldx, size_t n_rows, siz
     a->n_blocks = nb;
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256i bias = _mm256_set1_epi8((char)0x80);
+    const int row = mode == SK_Q8_ACT_ROW;
     for (size_t r = 0; r < n_rows; r++) {
         const float *xr = x + r * ldx;
+        float row_max = 0.0f;
+        for (size_t c = 0; row && c < nb * 32; c++) {  /* rare path: plain, NaN ignored */
+            const float av = fabsf(xr[c]);
+            if (av > row_max) row_max = av;
+        }
         for (size_t b = 0; b < nb; b++) {
             __m256 v[4], m = _mm256_setzero_ps();
             for (int i = 0; i < 4; i++) {
@@ -267,7 +371,7 @@ AVX2 void sk_q8_quantize_act_avx2(const float *x, size_t ldx, size_t n_rows, siz
             __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
             h = _mm_max_ps(h, _mm_movehl_ps(h, h));
             h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
-            const float amax = _mm_cvtss_f32(h);
+            const float amax = row ? row_max : _mm_cvtss_f32(h);
             const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
             const __m256 vid = _mm256_set1_ps(id);
             __m256 s[4];

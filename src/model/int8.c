@@ -74,7 +74,7 @@ static int forward_seq(const sk_model *m, sk_scratch *s, const sk_calib_seq *q, 
  * too), max |x| per input channel at every matrix product. */
 static int vocab_moments(const sk_model *m, float *xtx, size_t k, sk_err *e);
 static int calibrate(sk_model *m, const sk_gguf *g, sk_linear *const *sites, size_t n_sites,
-                     const uint8_t *to_q8, sk_calib *c, size_t *n_gptq, sk_err *e) {
+                     const uint8_t *to_q8, int want_gptq, sk_calib *c, size_t *n_gptq, sk_err *e) {
     size_t *k = sk_malloc_array(n_sites, sizeof(size_t));
     if (!k) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for calibration");
     for (size_t i = 0; i < n_sites; i++) k[i] = sites[i]->p.n_in;
@@ -87,7 +87,7 @@ static int calibrate(sk_model *m, const sk_gguf *g, sk_linear *const *sites, siz
     double mem = 0.0, work = 0.0;
     *n_gptq = 0;
     for (size_t i = 0; i < n_sites; i++) {
-        if (to_q8[i] != 1) continue;
+        if (to_q8[i] != 1 || !want_gptq) continue;
         const double kk = (double)sites[i]->p.n_in * (double)sites[i]->p.n_in;
         if (mem + 4.0 * kk > SK_GPTQ_MEM_BUDGET || work + kk * (double)sites[i]->p.n_out > SK_GPTQ_WORK_BUDGET)
             continue;
@@ -312,6 +312,17 @@ static int probe_sites(sk_model *m, const sk_gguf *g, sk_linear *const *all, siz
     return rc;
 }
 
+/* Row-scaled int8 also takes the decision head's block Linears (a tenth of a base
+ * question's products, and in f32 four times the cost of int8: ONNX Runtime's dynamic int8
+ * quantizes them too), except the last block's kv (the folded attention reads its float
+ * panels in place, load.c) and the scorer (cls, cls_out: marker rows only). Index i is
+ * model_linears' order: per head block q, kv, out, up, down. */
+static int row_head_linear(const sk_model *m, size_t i, size_t n_enc) {
+    if (i < n_enc || i >= n_enc + 5 * (size_t)m->hp.n_head_layers) return 0;
+    const size_t j = (i - n_enc) / 5, which = (i - n_enc) % 5;
+    return !(which == 1 && j + 1 == m->hp.n_head_layers);
+}
+
 int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log_fn log,
                          void *log_ud, sk_err *e) {
     const size_t cap = 4 * (size_t)m->hp.n_layer + 5 * (size_t)m->hp.n_head_layers + 2;
@@ -330,11 +341,12 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log
         char name[160];
         snprintf(name, sizeof name, "%.*s", (int)(L->src->name.len < 150 ? L->src->name.len : 150),
                  L->src->name.ptr);
-        if (L->src->type == SK_GGML_Q8_0) {
+        if (L->src->type == SK_GGML_Q8_0 && weights_mode != SKYCMD_WEIGHTS_Q8_ROW) {
             to_q8[i] = 2;
             n_file++;
         } else if (sk_quant_policy(name, i >= n_enc, 2, L->p.n_in, SK_GGML_Q8_0, SK_GGML_F32) ==
-                   SK_GGML_Q8_0) {
+                   SK_GGML_Q8_0 || (weights_mode == SKYCMD_WEIGHTS_Q8_ROW && row_head_linear(m, i, n_enc) &&
+                    L->p.n_in % SK_QK8_0 == 0)) {
             to_q8[i] = 1;
             n_quant++;
         }
@@ -347,7 +359,7 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log
     double *sens = sk_malloc_array(cap, sizeof(double)), *sens_a = sk_malloc_array(cap, sizeof(double));
     if (!keep || !sens || !fast_x2 || !sens_a) rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
     if (!rc && weights_mode == SKYCMD_WEIGHTS_Q8 && n_quant > 0) {
-        rc = calibrate(m, g, all, n, to_q8, &c, &n_gptq, e);
+        rc = calibrate(m, g, all, n, to_q8, 1, &c, &n_gptq, e);
         if (!rc)
             mlog(log, log_ud, 1, "int8: calibrated %zu matrix products on %d templated sequences "
                  "(%zu with second moments for GPTQ rounding)", n, SK_CALIB_N_SEQS, n_gptq);
@@ -361,6 +373,15 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log
                  keep[i] ? ": among the most sensitive, kept in f32" : "",
                  fast_x2[i] ? ": two-pass activations under --q8-fast" : "");
         }
+    }
+    /* Row-scaled int8: the calibration's max |x| per channel picks the outlier columns (a
+     * massive channel would otherwise set the scale of every activation row); no GPTQ and
+     * no sensitivity probe (one scale per row leaves no per-block choice to tune). */
+    if (!rc && weights_mode == SKYCMD_WEIGHTS_Q8_ROW && n_quant > 0) {
+        rc = calibrate(m, g, all, n, to_q8, 0, &c, &n_gptq, e);
+        if (!rc)
+            mlog(log, log_ud, 1, "int8 rows: calibrated %zu matrix products on %d templated "
+                 "sequences", n, SK_CALIB_N_SEQS);
     }
     float *w = NULL;
     size_t w_cap = 0, total_bytes = 0, total_pbytes = 0, total_outl = 0;
@@ -406,9 +427,13 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log
             float *ms = NULL;
             if (c.sq && c.rows[i] > 0 && (ms = sk_malloc_array(n_in, sizeof(float))))
                 for (size_t j = 0; j < n_in; j++) ms[j] = (float)(c.sq[i][j] / (double)c.rows[i]);
-            rc = sk_q8_build(w, n_out, n_in, L->bias, c.mx ? c.mx[i] : NULL, ms,
-                             c.xtx ? c.xtx[i] : NULL, name, q,
-                             &bytes, &pbytes, e);
+            if (weights_mode == SKYCMD_WEIGHTS_Q8_ROW)
+                rc = sk_q8_build_rows(w, n_out, n_in, L->bias, c.mx ? c.mx[i] : NULL, name, q,
+                                      &bytes, &pbytes, e);
+            else
+                rc = sk_q8_build(w, n_out, n_in, L->bias, c.mx ? c.mx[i] : NULL, ms,
+                                 c.xtx ? c.xtx[i] : NULL, name, q,
+                                 &bytes, &pbytes, e);
             free(ms);
         }
         if (rc) {
@@ -425,7 +450,8 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log
         total_outl += q->w.n_outl;
         mlog(log, log_ud, 0, "int8: %s rows %zu..%zu: %s, %zu outlier columns; relayout "
              "ROW_MAJOR -> INPUT_BLOCK_MAJOR (kernel order) %zu bytes, then into %d-output "
-             "panels %zu bytes", name, L->row0, L->row0 + n_out, "Q8_0 quantized at load",
+             "panels %zu bytes", name, L->row0, L->row0 + n_out,
+             weights_mode == SKYCMD_WEIGHTS_Q8_ROW ? "int8 rows (one scale each) quantized at load" : "Q8_0 quantized at load",
              q->w.n_outl, bytes, SK_Q8_PANEL, pbytes);
         if (weights_mode == SKYCMD_WEIGHTS_Q8)
             mlog(log, log_ud, 0, "int8: %s rounding: %s", name,
@@ -435,7 +461,7 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log
         mlog(log, log_ud, 1, "int8: %zu matrices Q8_0 (%zu quantized at load%s, %zu from the "
              "file; %zu kept in f32 by sensitivity, %zu with two-pass activations under --q8-fast), %zu outlier columns in f32; prepacked once: ROW_MAJOR -> INPUT_BLOCK_MAJOR "
              "%zu bytes, panels %zu bytes; kernel %s", n_quant + n_file - n_keep, n_quant - n_keep,
-             weights_mode == SKYCMD_WEIGHTS_Q8 ? " with calibration" : " without calibration",
+             weights_mode == SKYCMD_WEIGHTS_Q8 ? " with calibration" : weights_mode == SKYCMD_WEIGHTS_Q8_ROW ? " per row, calibrated outlier columns" : " without calibration",
              n_file, n_keep, n_x2, total_outl, total_bytes, total_pbytes, sk_q8_kernel_name());
     free(w);
     free(keep);

@@ -421,9 +421,10 @@ int sk_model_load_ex(const sk_gguf *g, int weights_mode, skycmd_log_fn log, void
     *out = NULL;
     if (!g) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sk_model_load: no GGUF reader");
     if (weights_mode != SKYCMD_WEIGHTS_F32 && weights_mode != SKYCMD_WEIGHTS_Q8 &&
-        weights_mode != SKYCMD_WEIGHTS_Q8_PLAIN && weights_mode != SKYCMD_WEIGHTS_BF16X3)
+        weights_mode != SKYCMD_WEIGHTS_Q8_PLAIN && weights_mode != SKYCMD_WEIGHTS_BF16X3 &&
+        weights_mode != SKYCMD_WEIGHTS_Q8_ROW)
         return sk_fail(e, SKYCMD_E_UNSUPPORTED, "weights mode %d is not one of "
-                       "SKYCMD_WEIGHTS_F32, _Q8, _Q8_PLAIN, _BF16X3", weights_mode);
+                       "SKYCMD_WEIGHTS_F32, _Q8, _Q8_PLAIN, _BF16X3, _Q8_ROW", weights_mode);
     sk_model *m = calloc(1, sizeof *m);
     if (!m) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
     m->weights_mode = weights_mode;

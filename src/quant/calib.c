@@ -315,6 +315,7 @@ void sk_q8_owned_free(sk_q8_owned *q) {
     free(q->is_outl);
     free(q->w_outl);
     free(q->bias);
+    free(q->row_sum128);
     memset(q, 0, sizeof *q);
 }
 
@@ -380,6 +381,44 @@ int sk_q8_from_q8_0(const uint8_t *rowmajor, size_t n_out, size_t n_in, const fl
     return 0;
 }
 
+/* The outlier columns of W from the calibration's max |x| per channel (sk_quant_pick_outliers)
+ * with their exact f32 weights, into out; *n_outl of them. 0, or -1 out of memory. */
+static int pick_outlier_columns(const float *W, size_t n_out, size_t n_in, const float *chan_max,
+                                sk_q8_owned *out, size_t *n_outl) {
+    out->outl = sk_malloc_array(n_in / 16 + 1, sizeof(uint32_t));
+    if (!out->outl) return -1;
+    const size_t no = sk_quant_pick_outliers(chan_max, n_in, SK_OUTLIER_RATIO, out->outl);
+    *n_outl = no;
+    if (!no) return 0;
+    out->is_outl = calloc(n_in, 1);
+    out->w_outl = sk_malloc_array(n_out * no, sizeof(float));
+    if (!out->is_outl || !out->w_outl) return -1;
+    for (size_t c = 0; c < no; c++) out->is_outl[out->outl[c]] = 1;
+    for (size_t o = 0; o < n_out; o++)
+        for (size_t c = 0; c < no; c++) out->w_outl[o * no + c] = W[o * n_in + out->outl[c]];
+    return 0;
+}
+
+/* The canonical ROW_MAJOR Q8_0 bytes (freed here) into out's panels, and out's outlier view;
+ * frees out on failure. */
+static int finish_build(uint8_t *canon, size_t n_out, size_t n_in, size_t nbytes, size_t pbytes,
+                        size_t no, const char *name, sk_q8_owned *out, size_t *relayout_bytes,
+                        size_t *panel_bytes, sk_err *e) {
+    const int rc = prepack(canon, n_out, n_in, nbytes, out, name, e);
+    free(canon);
+    if (rc) {
+        sk_q8_owned_free(out);
+        return rc;
+    }
+    out->w.n_outl = no;
+    out->w.outl = no ? out->outl : NULL;
+    out->w.is_outl = out->is_outl;
+    out->w.w_outl = out->w_outl;
+    if (relayout_bytes) *relayout_bytes = nbytes;
+    if (panel_bytes) *panel_bytes = pbytes;
+    return 0;
+}
+
 int sk_q8_build(const float *W, size_t n_out, size_t n_in, const float *bias,
                 const float *chan_max, const float *chan_ms, const float *xtx,
                 const char *name, sk_q8_owned *out,
@@ -393,19 +432,7 @@ int sk_q8_build(const float *W, size_t n_out, size_t n_in, const float *bias,
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory quantizing tensor %s", name);
     }
     size_t no = 0;
-    if (chan_max) {
-        out->outl = sk_malloc_array(n_in / 16 + 1, sizeof(uint32_t));
-        if (!out->outl) goto nomem;
-        no = sk_quant_pick_outliers(chan_max, n_in, SK_OUTLIER_RATIO, out->outl);
-    }
-    if (no) {
-        out->is_outl = calloc(n_in, 1);
-        out->w_outl = sk_malloc_array(n_out * no, sizeof(float));
-        if (!out->is_outl || !out->w_outl) goto nomem;
-        for (size_t c = 0; c < no; c++) out->is_outl[out->outl[c]] = 1;
-        for (size_t o = 0; o < n_out; o++)
-            for (size_t c = 0; c < no; c++) out->w_outl[o * no + c] = W[o * n_in + out->outl[c]];
-    }
+    if (chan_max && pick_outlier_columns(W, n_out, n_in, chan_max, out, &no)) goto nomem;
     const size_t row_bytes = n_in / SK_QK8_0 * SK_Q8_0_BLOCK_BYTES;
     float *colw = NULL;
     if (chan_ms) {
@@ -425,19 +452,56 @@ int sk_q8_build(const float *W, size_t n_out, size_t n_in, const float *bias,
             sk_quantize_q8_0(W + o * n_in, canon + o * row_bytes, n_in);
     }
     free(colw);
-    rc = prepack(canon, n_out, n_in, nbytes, out, name, e);
+    return finish_build(canon, n_out, n_in, nbytes, pbytes, no, name, out, relayout_bytes,
+                        panel_bytes, e);
+nomem:
     free(canon);
-    if (rc) {
-        sk_q8_owned_free(out);
-        return rc;
+    sk_q8_owned_free(out);
+    return sk_fail(e, SKYCMD_E_NOMEM, "out of memory quantizing tensor %s", name);
+}
+
+int sk_q8_build_rows(const float *W, size_t n_out, size_t n_in, const float *bias,
+                     const float *chan_max, const char *name, sk_q8_owned *out,
+                     size_t *relayout_bytes, size_t *panel_bytes, sk_err *e) {
+    if (n_in > SK_Q8_ROW_MAX_IN)
+        return sk_fail(e, SKYCMD_E_UNSUPPORTED, "tensor %s: %zu inputs are more than row-scaled "
+                       "int8 sums exactly (%d)", name, n_in, SK_Q8_ROW_MAX_IN);
+    size_t nbytes, pbytes;
+    int rc = alloc_common(n_out, n_in, bias, name, out, &nbytes, &pbytes, e);
+    if (rc) return rc;
+    uint8_t *canon = malloc(nbytes);
+    out->row_sum128 = sk_malloc_array(n_out, sizeof(int32_t));
+    size_t no = 0;
+    if (!canon || !out->row_sum128) goto nomem;
+    if (chan_max && pick_outlier_columns(W, n_out, n_in, chan_max, out, &no)) goto nomem;
+    const size_t nb = n_in / SK_QK8_0, row_bytes = nb * SK_Q8_0_BLOCK_BYTES;
+    for (size_t o = 0; o < n_out; o++) {
+        const float *w0 = W + o * n_in;
+        float amax = 0.0f;
+        for (size_t i = 0; i < n_in; i++) {
+            const float av = no && out->is_outl[i] ? 0.0f : fabsf(w0[i]);
+            if (av > amax) amax = av;  /* NaN never wins: refused at load before this */
+        }
+        const uint16_t dbits = sk_f32_to_f16(amax / 127.0f);
+        const float d = sk_f16_to_f32(dbits);
+        int32_t sum = 0;
+        for (size_t b = 0; b < nb; b++) {
+            uint8_t *blk = canon + o * row_bytes + b * SK_Q8_0_BLOCK_BYTES;
+            blk[0] = (uint8_t)(dbits & 0xff);
+            blk[1] = (uint8_t)(dbits >> 8);
+            for (int j = 0; j < SK_QK8_0; j++) {
+                const size_t i = b * SK_QK8_0 + (size_t)j;
+                float v = (no && out->is_outl[i]) || d == 0.0f ? 0.0f : roundf(w0[i] / d);
+                v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
+                blk[2 + j] = (uint8_t)(int8_t)v;
+                sum += (int8_t)v;
+            }
+        }
+        out->row_sum128[o] = sum * 128;  /* |sum| <= 127 * 65536 */
     }
-    out->w.n_outl = no;
-    out->w.outl = no ? out->outl : NULL;
-    out->w.is_outl = out->is_outl;
-    out->w.w_outl = out->w_outl;
-    if (relayout_bytes) *relayout_bytes = nbytes;
-    if (panel_bytes) *panel_bytes = pbytes;
-    return 0;
+    out->w.p.row_sum128 = out->row_sum128;
+    return finish_build(canon, n_out, n_in, nbytes, pbytes, no, name, out, relayout_bytes,
+                        panel_bytes, e);
 nomem:
     free(canon);
     sk_q8_owned_free(out);

@@ -85,6 +85,7 @@ typedef struct sk_q8_owned {
     uint8_t *is_outl;
     float *w_outl;
     float *bias;
+    int32_t *row_sum128; /* sk_q8_build_rows: 128 * each row's quant sum (w.p.row_sum128) */
     int gptq;          /* sk_q8_build: rounded by GPTQ */
     int fast_x2;       /* under single-pass activations (--q8-fast) this product still
                           quantizes its activations in two passes (src/model/int8.c) */
@@ -94,6 +95,14 @@ int sk_q8_build(const float *W, size_t n_out, size_t n_in, const float *bias,
                 const float *chan_max, const float *chan_ms, const float *xtx,
                 const char *name, sk_q8_owned *out,
                 size_t *relayout_bytes, size_t *panel_bytes, sk_err *e);
+/* Row-scaled int8 (SKYCMD_WEIGHTS_Q8_ROW, q8.h): one scale per output row, d = f16(max |w|
+ * / 127) over the row's columns that are not outliers (chan_max: picked as by sk_q8_build;
+ * NULL = none), quants round(w / d) (half away from zero, clamped to +-127) in every block
+ * of the row, stored as Q8_0 blocks that share d and prepacked the same way. n_in at most
+ * SK_Q8_ROW_MAX_IN. */
+int sk_q8_build_rows(const float *W, size_t n_out, size_t n_in, const float *bias,
+                     const float *chan_max, const char *name, sk_q8_owned *out,
+                     size_t *relayout_bytes, size_t *panel_bytes, sk_err *e);
 int sk_q8_from_q8_0(const uint8_t *rowmajor, size_t n_out, size_t n_in, const float *bias,
                     const char *name, sk_q8_owned *out, size_t *relayout_bytes,
                     size_t *panel_bytes, sk_err *e);

@@ -19,6 +19,7 @@ const (
 	WeightsF32     Weights = 0 // widened to f32 at load (exact; default)
 	WeightsQ8      Weights = 1 // Q8_0 with calibrated f32 outlier columns
 	WeightsQ8Plain Weights = 2 // Q8_0 without calibration
+	WeightsQ8Row   Weights = 4 // int8 with one scale per weight row and per activation row (fastest int8)
 )
 
 // Activations is the int8 activation mode of a session (used with Q8 weights).

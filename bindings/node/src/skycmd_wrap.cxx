@@ -4550,6 +4550,21 @@ fail:
 
 
 // js_global_getter
+Napi::Value exports_SKYCMD_WEIGHTS_Q8_ROW_get(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Value jsresult;
+  
+  jsresult = SWIG_From_int  SWIG_NAPI_FROM_CALL_ARGS((int)(SKYCMD_WEIGHTS_Q8_ROW));
+  
+  return jsresult;
+  
+  goto fail;
+fail:
+  return Napi::Value();
+}
+
+
+// js_global_getter
 Napi::Value exports_SKYCMD_ACT_Q8X2_get(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   Napi::Value jsresult;
@@ -8860,6 +8875,13 @@ do {
 // jsnapi_register_global_variable
 do {
   Napi::PropertyDescriptor pd = Napi::PropertyDescriptor::Accessor<exports_SKYCMD_WEIGHTS_BF16X3_get, JS_veto_set_variable>("SKYCMD_WEIGHTS_BF16X3");
+  NAPI_CHECK_MAYBE(exports.DefineProperties({
+    pd
+  }));
+} while (0);
+// jsnapi_register_global_variable
+do {
+  Napi::PropertyDescriptor pd = Napi::PropertyDescriptor::Accessor<exports_SKYCMD_WEIGHTS_Q8_ROW_get, JS_veto_set_variable>("SKYCMD_WEIGHTS_Q8_ROW");
   NAPI_CHECK_MAYBE(exports.DefineProperties({
     pd
   }));

@@ -120,7 +120,8 @@ class Model:
         """Open a GGUF model (memory-mapped; the GIL is released while it loads).
 
         threads: compute threads of each session (0 = one per core); weights: "f32"
-        (default, exact), "q8" (Q8_0 with calibrated outliers) or "q8_plain"; activations:
+        (default, exact), "q8" (Q8_0 with calibrated outliers), "q8_plain" or "q8_row" (one
+        scale per row, the fastest int8); activations:
         "q8x2" (default) or "q8"; max_tokens: the sequence budget instead of the model's
         decision.max_tokens; model_name: the "model" reported in responses; log(level,
         message): events of the load, e.g. the int8 relayout of the weights (level 0 debug,

@@ -35,6 +35,7 @@ class Weights(enum.IntEnum):
     F32 = 0        #: widened to f32 at load (exact; default)
     Q8 = 1         #: Q8_0 at load, calibrated outlier columns kept in f32
     Q8_PLAIN = 2   #: Q8_0 at load without calibration
+    Q8_ROW = 4     #: int8, one scale per weight row and per activation row (fastest int8)
 
 
 class Activations(enum.IntEnum):

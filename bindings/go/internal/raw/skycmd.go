@@ -151,6 +151,7 @@ extern swig_intgo _wrap_SKYCMD_WEIGHTS_F32_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_WEIGHTS_Q8_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_WEIGHTS_Q8_PLAIN_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_WEIGHTS_BF16X3_raw_e964a9d9a07774e8(void);
+extern swig_intgo _wrap_SKYCMD_WEIGHTS_Q8_ROW_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_ACT_Q8X2_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_ACT_Q8_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_LAYOUT_GGUF_raw_e964a9d9a07774e8(void);
@@ -726,6 +727,13 @@ func _swig_getSKYCMD_WEIGHTS_BF16X3() (_swig_ret Skycmd_weights) {
 }
 
 var SKYCMD_WEIGHTS_BF16X3 Skycmd_weights = _swig_getSKYCMD_WEIGHTS_BF16X3()
+func _swig_getSKYCMD_WEIGHTS_Q8_ROW() (_swig_ret Skycmd_weights) {
+	var swig_r Skycmd_weights
+	swig_r = (Skycmd_weights)(C._wrap_SKYCMD_WEIGHTS_Q8_ROW_raw_e964a9d9a07774e8())
+	return swig_r
+}
+
+var SKYCMD_WEIGHTS_Q8_ROW Skycmd_weights = _swig_getSKYCMD_WEIGHTS_Q8_ROW()
 type Skycmd_activations int
 func _swig_getSKYCMD_ACT_Q8X2() (_swig_ret Skycmd_activations) {
 	var swig_r Skycmd_activations

@@ -1441,6 +1441,18 @@ intgo _wrap_SKYCMD_WEIGHTS_BF16X3_raw_e964a9d9a07774e8() {
 }
 
 
+intgo _wrap_SKYCMD_WEIGHTS_Q8_ROW_raw_e964a9d9a07774e8() {
+  enum skycmd_weights result;
+  intgo _swig_go_result;
+  
+  
+  result = SKYCMD_WEIGHTS_Q8_ROW;
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
 intgo _wrap_SKYCMD_ACT_Q8X2_raw_e964a9d9a07774e8() {
   enum skycmd_activations result;
   intgo _swig_go_result;

@@ -82,6 +82,7 @@ pub const SKYCMD_WEIGHTS_F32: c_int = 0;
 pub const SKYCMD_WEIGHTS_Q8: c_int = 1;
 pub const SKYCMD_WEIGHTS_Q8_PLAIN: c_int = 2;
 pub const SKYCMD_WEIGHTS_BF16X3: c_int = 3;
+pub const SKYCMD_WEIGHTS_Q8_ROW: c_int = 4;
 
 pub const SKYCMD_ACT_Q8X2: c_int = 0;
 pub const SKYCMD_ACT_Q8: c_int = 1;

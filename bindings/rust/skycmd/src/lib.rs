@@ -217,6 +217,8 @@ pub enum Weights {
     F32 = 0,
     Q8 = 1,
     Q8Plain = 2,
+    /// int8 with one scale per weight row and per activation row (the fastest int8 mode)
+    Q8Row = 4,
 }
 
 /// int8 activation mode of sessions.

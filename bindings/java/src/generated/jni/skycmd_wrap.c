@@ -1567,6 +1567,18 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1WEIGHTS_1BF16
 }
 
 
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1WEIGHTS_1Q8_1ROW_1get(JNIEnv *jenv, jclass jcls) {
+  jint jresult = 0 ;
+  enum skycmd_weights result;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (enum skycmd_weights)SKYCMD_WEIGHTS_Q8_ROW;
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
 SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1ACT_1Q8X2_1get(JNIEnv *jenv, jclass jcls) {
   jint jresult = 0 ;
   enum skycmd_activations result;

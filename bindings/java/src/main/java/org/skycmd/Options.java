@@ -14,7 +14,7 @@ public final class Options {
     public enum Type { F32(0), F16(1), Q8_0(8), BF16(30);
         final int code; Type(int c) { code = c; } }
     /** How an open model keeps its matrices. */
-    public enum Weights { F32(0), Q8(1), Q8_PLAIN(2);
+    public enum Weights { F32(0), Q8(1), Q8_PLAIN(2), Q8_ROW(4);
         final int code; Weights(int c) { code = c; } }
     /** int8 activation mode of sessions. */
     public enum Activations { Q8X2(0), Q8(1);

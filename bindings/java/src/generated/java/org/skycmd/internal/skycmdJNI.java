@@ -75,6 +75,7 @@ public class skycmdJNI {
   public final static native int SKYCMD_WEIGHTS_Q8_get();
   public final static native int SKYCMD_WEIGHTS_Q8_PLAIN_get();
   public final static native int SKYCMD_WEIGHTS_BF16X3_get();
+  public final static native int SKYCMD_WEIGHTS_Q8_ROW_get();
   public final static native int SKYCMD_ACT_Q8X2_get();
   public final static native int SKYCMD_ACT_Q8_get();
   public final static native int SKYCMD_LAYOUT_GGUF_get();

@@ -13,6 +13,7 @@ public final class skycmd_weights {
   public final static skycmd_weights SKYCMD_WEIGHTS_Q8 = new skycmd_weights("SKYCMD_WEIGHTS_Q8", skycmdJNI.SKYCMD_WEIGHTS_Q8_get());
   public final static skycmd_weights SKYCMD_WEIGHTS_Q8_PLAIN = new skycmd_weights("SKYCMD_WEIGHTS_Q8_PLAIN", skycmdJNI.SKYCMD_WEIGHTS_Q8_PLAIN_get());
   public final static skycmd_weights SKYCMD_WEIGHTS_BF16X3 = new skycmd_weights("SKYCMD_WEIGHTS_BF16X3", skycmdJNI.SKYCMD_WEIGHTS_BF16X3_get());
+  public final static skycmd_weights SKYCMD_WEIGHTS_Q8_ROW = new skycmd_weights("SKYCMD_WEIGHTS_Q8_ROW", skycmdJNI.SKYCMD_WEIGHTS_Q8_ROW_get());
 
   public final int swigValue() {
     return swigValue;
@@ -48,7 +49,7 @@ public final class skycmd_weights {
     swigNext = this.swigValue+1;
   }
 
-  private static skycmd_weights[] swigValues = { SKYCMD_WEIGHTS_F32, SKYCMD_WEIGHTS_Q8, SKYCMD_WEIGHTS_Q8_PLAIN, SKYCMD_WEIGHTS_BF16X3 };
+  private static skycmd_weights[] swigValues = { SKYCMD_WEIGHTS_F32, SKYCMD_WEIGHTS_Q8, SKYCMD_WEIGHTS_Q8_PLAIN, SKYCMD_WEIGHTS_BF16X3, SKYCMD_WEIGHTS_Q8_ROW };
   private static int swigNext = 0;
   private final int swigValue;
   private final String swigName;
