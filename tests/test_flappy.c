@@ -366,6 +366,11 @@ Test(flappy, int8_modes_against_f32) {
     double fast_mean = 0;
     int8_against_f32(&t, f, fast, "--q8-fast", 4e-2, &fast_mean);
     free(fast);
+    /* row-scaled int8 (--q8-row): the bound of test_quant_golden.c's TOL_ROW */
+    row_answer *rows = answer_all(&t, MODEL_GGUF, SKYCMD_WEIGHTS_Q8_ROW, -1);
+    double rows_mean = 0;
+    int8_against_f32(&t, f, rows, "--q8-row", 8e-2, &rows_mean);
+    free(rows);
     char dir[1024], path[1100];
     tu_scratch_make(dir, sizeof dir, "flappy", "q8");
     snprintf(path, sizeof path, "%s/flappy-q8_0.gguf", dir);
