@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "d84b3912b3814051027fe228dc33b685a3f42775ab8695c59ab9d513d990e10d"
+  sha256 "f1469a1970848395282fc0cfc630a23581b5f847b16658817d50433d68f15553"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
