@@ -119,16 +119,18 @@ VNNI INLINE void tile_vnni(const sk_q8_act *a, const sk_q8_packed *w, size_t r0,
     }
 }
 
-VNNI void sk_q8_gemm_vnni(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
-                          float *y, size_t ldy) {
+/* The loop nest for one kind of weights (rows: row-scaled), instantiated twice so the kind
+ * is decided once per call rather than per tile. */
+VNNI INLINE void gemm_vnni_t(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
+                             float *y, size_t ldy, const int rows) {
     const size_t n = a->n_rows;
     for (size_t p = o0 / SK_Q8_PANEL; p * SK_Q8_PANEL < o1; p++) {
         const size_t nc = o1 - p * SK_Q8_PANEL < SK_Q8_PANEL ? o1 - p * SK_Q8_PANEL : SK_Q8_PANEL;
         for (size_t r0 = 0; r0 < n; r0 += VR) {
             const int nr = n - r0 < VR ? (int)(n - r0) : VR;
-            if (w->row_sum128 && nr == VR)
+            if (rows && nr == VR)
                 tile_vnni_rows(a, w, r0, VR, p, nc, y, ldy);
-            else if (w->row_sum128)
+            else if (rows)
                 tile_vnni_rows(a, w, r0, nr, p, nc, y, ldy);
             else if (nr == VR)
                 tile_vnni(a, w, r0, VR, p, nc, y, ldy);
@@ -136,6 +138,14 @@ VNNI void sk_q8_gemm_vnni(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, 
                 tile_vnni(a, w, r0, nr, p, nc, y, ldy);
         }
     }
+}
+
+VNNI void sk_q8_gemm_vnni(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
+                          float *y, size_t ldy) {
+    if (w->row_sum128)
+        gemm_vnni_t(a, w, o0, o1, y, ldy, 1);
+    else
+        gemm_vnni_t(a, w, o0, o1, y, ldy, 0);
 }
 
 /* ------------------------------------------------------------------ AVX2 ------------ */
@@ -245,8 +255,10 @@ AVX2 INLINE void tile_avx2(const sk_q8_act *a, const sk_q8_packed *w, size_t r0,
     }
 }
 
-AVX2 void sk_q8_gemm_avx2(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
-                          float *y, size_t ldy) {
+/* The loop nest for one kind of weights (rows: row-scaled), instantiated twice so the kind
+ * is decided once per call rather than per tile. */
+AVX2 INLINE void gemm_avx2_t(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
+                             float *y, size_t ldy, const int rows) {
     const size_t n = a->n_rows;
     for (size_t p = o0 / SK_Q8_PANEL; p * SK_Q8_PANEL < o1; p++)
         for (int h = 0; h < 2; h++) {
@@ -255,9 +267,9 @@ AVX2 void sk_q8_gemm_avx2(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, 
             const size_t nc = o1 - base < 8 ? o1 - base : 8;
             for (size_t r0 = 0; r0 < n; r0 += AR) {
                 const int nr = n - r0 < AR ? (int)(n - r0) : AR;
-                if (w->row_sum128 && nr == AR)
+                if (rows && nr == AR)
                     tile_avx2_rows(a, w, r0, AR, p, h, nc, y, ldy);
-                else if (w->row_sum128)
+                else if (rows)
                     tile_avx2_rows(a, w, r0, nr, p, h, nc, y, ldy);
                 else if (nr == AR)
                     tile_avx2(a, w, r0, AR, p, h, nc, y, ldy);
@@ -265,6 +277,14 @@ AVX2 void sk_q8_gemm_avx2(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, 
                     tile_avx2(a, w, r0, nr, p, h, nc, y, ldy);
             }
         }
+}
+
+AVX2 void sk_q8_gemm_avx2(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
+                          float *y, size_t ldy) {
+    if (w->row_sum128)
+        gemm_avx2_t(a, w, o0, o1, y, ldy, 1);
+    else
+        gemm_avx2_t(a, w, o0, o1, y, ldy, 0);
 }
 
 /* ------------------------------------------------------------------ activations ---- */
