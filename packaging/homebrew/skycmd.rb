@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "f1469a1970848395282fc0cfc630a23581b5f847b16658817d50433d68f15553"
+  sha256 "e519612b97c176fce53b8c75b0257e0caf55d34dc9a31f90d68f30fef3596866"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
