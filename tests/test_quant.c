@@ -856,7 +856,8 @@ static void rows_agree(size_t n_rows, size_t n_in, size_t n_out, int with_bias, 
     } else {
         cr_log_warn("no AVX-512 VNNI on this CPU: the row-scaled VNNI kernel was not run");
     }
-    /* the dispatcher (AMX CPUs included: no tile kernel for rows, so VNNI) */
+    /* the dispatcher (on AMX CPUs the tile kernel, with these short row counts mostly its
+     * VNNI tail: tests/test_amx.c covers the tiles) */
     memset(y1, 0, n_rows * n_out * sizeof(float));
     sk_q8_gemm(&a, &q.w.p, 0, n_out, y1, n_out);
     cr_assert(memcmp(y0, y1, n_rows * n_out * sizeof(float)) == 0, "dispatched kernel (%s) differs",

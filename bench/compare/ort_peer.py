@@ -213,6 +213,7 @@ SKY_VARIANTS = {
     # row-scaled int8 (one scale per weight row and per activation row, the head's blocks
     # too): ONNX Runtime's dynamic-int8 kind of method, with calibrated outlier columns
     "q8-row": (["--q8-row"], {}),
+    "q8-row-vnni": (["--q8-row"], {"SKYCMD_KERNELS": "avx512"}),
     # the same on the Q8_0 GGUF (compare.py's q8 file): no calibration at load, which on
     # base takes minutes of CPU with the sensitivity probe and GPTQ, so a round stays short;
     # the int8 kernels and the f32 head are the same, the calibrated mode's f32-kept

@@ -250,9 +250,141 @@ AMXI8 static inline void q8_tile16(const sk_q8_act *a, const sk_q8_packed *w, si
     }
 }
 
+/* ---- row-scaled weights (q8.h, SKYCMD_WEIGHTS_Q8_ROW): whole-row int32 sums in the tiles ----
+ * No float step per block: the C tiles accumulate TDPBSSD over every block of the row, and
+ * the only float work is the final y = fmaf(xs * wd, (float)isum, bias) per output, so the
+ * kernel is bound by the tile unit, not by vector arithmetic. The int32 sums are exact
+ * (n_in <= SK_Q8_ROW_MAX_IN, |q| <= 127) and an integer sum has no order, so the result is
+ * the reference's bit for bit. Blocking 2 x 2: two A tiles (32 rows) by two B tiles (two
+ * panels) into four C tiles, each tile load feeding two products; a lone 16-row block or a
+ * lone panel runs the same loop with the missing half skipped. */
+static const amx_cfg q8row_cfg = {
+    .palette = 1,
+    .colsb = {64, 64, 64, 64, 32, 32, 64, 64},
+    .rows = {16, 16, 16, 16, 16, 16, 8, 8},
+};
+
+/* One C tile's sums (nr rows from r0, panel p, nc outputs valid) to y: the reference's one
+ * float step. */
+AMXI8 static inline void q8row_store(const int32_t *sums, const sk_q8_act *a, const sk_q8_packed *w,
+                                     size_t r0, size_t nr, size_t p, size_t nc, float *y, size_t ldy) {
+    const size_t nb = w->n_in / 32, o = p * SK_Q8_PANEL;
+    const __mmask16 m = (__mmask16)((1u << nc) - 1u);
+    const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256(
+        (const __m256i *)(w->panels + p * nb * SK_Q8_CHUNK + SK_Q8_CHUNK_SCALES)));
+    const __m512 bias = w->bias ? _mm512_maskz_loadu_ps(m, w->bias + o) : _mm512_setzero_ps();
+    for (size_t r = 0; r < nr; r++) {
+        const __m512 sc = _mm512_mul_ps(_mm512_set1_ps(a->xs[(r0 + r) * nb]), wd);
+        const __m512 v = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(_mm512_load_si512(sums + r * 16)), bias);
+        _mm512_mask_storeu_ps(y + (r0 + r) * ldy + o, m, v);
+    }
+}
+
+/* Rows r0 .. r0 + h - 1 (and r0 + h .. r0 + 2h - 1 when two_r; h = the configured tile rows),
+ * panels p (and p + 1 when two_p): C0 = A4.B6, C1 = A4.B7, C2 = A5.B6, C3 = A5.B7 over
+ * every block. [pf, pf + pf_len): weights the caller takes next, fetched into L2 a slice per
+ * block step meanwhile. */
+AMXI8 static void q8row_block(const sk_q8_act *a, const sk_q8_packed *w, size_t r0, size_t h,
+                              size_t p, int two_r, int two_p, const uint8_t *pf, size_t pf_len,
+                              size_t o1, float *y, size_t ldy) {
+    const size_t nb = w->n_in / 32, xstride = nb * 32, pstride = nb * SK_Q8_CHUNK;
+    const uint8_t *b0 = w->panels + p * pstride, *b1 = b0 + pstride;
+    const int8_t *x0 = a->q + r0 * xstride, *x1 = x0 + h * xstride;
+    const size_t pf_step = (pf_len / nb + 63) / 64 * 64;
+    const uint8_t *pf_end = pf + pf_len;
+    TILE_ZERO(0);
+    TILE_ZERO(1);
+    TILE_ZERO(2);
+    TILE_ZERO(3);
+    for (size_t b = 0; b < nb; b++) {
+        for (size_t i = 0; i < pf_step && pf < pf_end; i += 64, pf += 64)
+            _mm_prefetch((const char *)pf, _MM_HINT_T1);
+        TILE_LOAD(4, x0 + b * 32, xstride);
+        TILE_LOAD(6, b0 + b * SK_Q8_CHUNK, 64);
+        TILE_DPBSSD(0, 4, 6);
+        if (two_p) {
+            TILE_LOAD(7, b1 + b * SK_Q8_CHUNK, 64);
+            TILE_DPBSSD(1, 4, 7);
+        }
+        if (two_r) {
+            TILE_LOAD(5, x1 + b * 32, xstride);
+            TILE_DPBSSD(2, 5, 6);
+            if (two_p) TILE_DPBSSD(3, 5, 7);
+        }
+    }
+    _Alignas(64) int32_t sums[4][256];
+    TILE_STORE(0, sums[0], 64);
+    if (two_p) TILE_STORE(1, sums[1], 64);
+    if (two_r) TILE_STORE(2, sums[2], 64);
+    if (two_r && two_p) TILE_STORE(3, sums[3], 64);
+    for (int i = 0; i < 4; i++) {
+        const int ir = i >> 1, ip = i & 1;
+        if ((ir && !two_r) || (ip && !two_p)) continue;
+        const size_t pp = p + (size_t)ip, o = pp * SK_Q8_PANEL;
+        const size_t nc = o1 - o < SK_Q8_PANEL ? o1 - o : SK_Q8_PANEL;
+        q8row_store(sums[i], a, w, r0 + h * (size_t)ir, h, pp, nc, y, ldy);
+    }
+}
+
+/* Rows [r0, r1) in blocks of h rows (the configured tile rows; r1 - r0 a multiple of h),
+ * outputs [o0, o1). Groups of panels of ~384 KB (in L2) are each swept by every pair of
+ * row blocks, whose activations stay in L1 across the group's panels (as in
+ * sk_q8_gemm_amx); meanwhile the next group is fetched into L2, a slice per block. The
+ * weights are the stream (a base question reads ~100 MB of them, from memory), so their
+ * fetch has to overlap the tiles' work: swept without it, cold weights ran at ~1.1 TOP/s
+ * against ~1.9 warm. */
+AMXI8 static void q8row_sweep(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
+                              float *y, size_t ldy, size_t r0, size_t r1, size_t h) {
+    const size_t pend = (o1 + SK_Q8_PANEL - 1) / SK_Q8_PANEL, pstride = w->n_in / 32 * SK_Q8_CHUNK;
+    size_t pg = (size_t)393216 / pstride / 2 * 2;
+    if (pg < 2) pg = 2;
+    const size_t row_pairs = (r1 - r0 + 2 * h - 1) / (2 * h);
+    for (size_t pg0 = o0 / SK_Q8_PANEL; pg0 < pend; pg0 += pg) {
+        const size_t pe = pg0 + pg < pend ? pg0 + pg : pend;
+        const size_t next = pe < pend ? ((pe + pg < pend ? pe + pg : pend) - pe) * pstride : 0;
+        const size_t calls = row_pairs * ((pe - pg0 + 1) / 2);
+        const size_t slice = (next + calls - 1) / calls;
+        const uint8_t *pf = w->panels + pe * pstride, *pf_end = pf + next;
+        for (size_t r = r0; r < r1; r += 2 * h) {
+            const int two_r = r + 2 * h <= r1;
+            for (size_t p = pg0; p < pe; p += 2) {
+                const int two_p = p + 1 < pe;
+                const size_t len = (size_t)(pf_end - pf) < slice ? (size_t)(pf_end - pf) : slice;
+                if (two_r && two_p)
+                    q8row_block(a, w, r, h, p, 1, 1, pf, len, o1, y, ldy);
+                else
+                    q8row_block(a, w, r, h, p, two_r, two_p, pf, len, o1, y, ldy);
+                pf += len;
+            }
+        }
+    }
+}
+
+/* Whole 16-row blocks first, then the n_rows % 16 rows left over on tiles configured with
+ * that many rows (no tile reads past the activations). */
+AMXI8 static void q8row_gemm_amx(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
+                                 float *y, size_t ldy) {
+    const size_t full = a->n_rows / 16 * 16, tail = a->n_rows - full;
+    if (full) {
+        tile_config(&q8row_cfg);
+        q8row_sweep(a, w, o0, o1, y, ldy, 0, full, 16);
+    }
+    if (tail) {
+        amx_cfg c = q8row_cfg;
+        for (int t = 0; t < 6; t++) c.rows[t] = (uint8_t)tail;  /* C and A tiles */
+        tile_config(&c);
+        q8row_sweep(a, w, o0, o1, y, ldy, full, a->n_rows, tail);
+    }
+    TILE_RELEASE();
+}
+
 AMXI8 void sk_q8_gemm_amx(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
                           float *y, size_t ldy) {
     const size_t full = a->n_rows / 16 * 16;
+    if (w->row_sum128) {
+        q8row_gemm_amx(a, w, o0, o1, y, ldy);
+        return;
+    }
     if (full) {
         tile_config(&q8_cfg);
         /* groups of panels of ~768 KB (in L2), each swept by every 16-row block, whose

@@ -247,10 +247,7 @@ const char *sk_q8_kernel_name(void) {
 
 void sk_q8_gemm(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1, float *y,
                 size_t ldy) {
-    int lv = q8_level();
-    /* no tile kernel for row-scaled weights yet (written where an AMX CPU can test it) */
-    if (lv == 3 && w->row_sum128) lv = 2;
-    switch (lv) {
+    switch (q8_level()) {
 #if defined(__x86_64__)
     case 3: sk_q8_gemm_amx(a, w, o0, o1, y, ldy); break;
     case 2: sk_q8_gemm_vnni(a, w, o0, o1, y, ldy); break;
