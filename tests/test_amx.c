@@ -51,6 +51,15 @@ static uint8_t *random_q8(size_t n_out, size_t n_in) {
     return b;
 }
 
+/* got (the AMX kernel) equals want (the reference) bit for bit; what names the case. */
+static void expect_bit_identical(const float *want, const float *got, size_t ny, size_t n_out,
+                                 const char *what) {
+    for (size_t i = 0; i < ny; i++)
+        cr_assert(memcmp(&want[i], &got[i], sizeof(float)) == 0,
+                  "amx differs from the reference at row %zu output %zu: %.9g vs %.9g (%s)",
+                  i / n_out, i % n_out, (double)got[i], (double)want[i], what);
+}
+
 static void q8_amx_equals_ref(size_t n_rows, size_t n_in, size_t n_out, int mode, int with_bias,
                               size_t o0, size_t o1) {
     uint8_t *w = random_q8(n_out, n_in);
@@ -71,12 +80,10 @@ static void q8_amx_equals_ref(size_t n_rows, size_t n_in, size_t n_out, int mode
     for (size_t i = 0; i < ny; i++) y0[i] = y1[i] = -7.0f;  /* outside [o0, o1) untouched */
     sk_q8_gemm_ref(&a, &p, o0, o1, y0, n_out);
     sk_q8_gemm_amx(&a, &p, o0, o1, y1, n_out);
-    for (size_t i = 0; i < ny; i++)
-        cr_assert(memcmp(&y0[i], &y1[i], sizeof(float)) == 0,
-                  "amx differs from the reference at row %zu output %zu: %.9g vs %.9g "
-                  "(%zux%zux%zu mode %d bias %d outputs [%zu, %zu))",
-                  i / n_out, i % n_out, (double)y1[i], (double)y0[i], n_rows, n_in, n_out, mode,
-                  with_bias, o0, o1);
+    char what[96];
+    snprintf(what, sizeof what, "%zux%zux%zu mode %d bias %d outputs [%zu, %zu)", n_rows, n_in,
+             n_out, mode, with_bias, o0, o1);
+    expect_bit_identical(y0, y1, ny, n_out, what);
     sk_q8_act_free(&a);
     free(pan);
     free(w);
@@ -145,11 +152,10 @@ static void q8row_amx_equals_ref(size_t n_rows, size_t n_in, size_t n_out, int w
     for (size_t i = 0; i < ny; i++) y0[i] = y1[i] = -7.0f;  /* outside [o0, o1) untouched */
     sk_q8_gemm_ref(&a, &q.w.p, o0, o1, y0, n_out);
     sk_q8_gemm_amx(&a, &q.w.p, o0, o1, y1, n_out);
-    for (size_t i = 0; i < ny; i++)
-        cr_assert(memcmp(&y0[i], &y1[i], sizeof(float)) == 0,
-                  "row-scaled amx differs from the reference at row %zu output %zu: %.9g vs "
-                  "%.9g (%zux%zux%zu bias %d outputs [%zu, %zu))", i / n_out, i % n_out,
-                  (double)y1[i], (double)y0[i], n_rows, n_in, n_out, with_bias, o0, o1);
+    char what[96];
+    snprintf(what, sizeof what, "row-scaled %zux%zux%zu bias %d outputs [%zu, %zu)", n_rows,
+             n_in, n_out, with_bias, o0, o1);
+    expect_bit_identical(y0, y1, ny, n_out, what);
     sk_q8_act_free(&a);
     sk_q8_owned_free(&q);
     free(W);
@@ -162,8 +168,9 @@ static void q8row_amx_equals_ref(size_t n_rows, size_t n_in, size_t n_out, int w
 Test(amx, q8_rows_bit_identical_to_reference) {
     need_amx_int8();
     /* row counts: one 16-row block, 32-row pairs, a pair and a lone block, tails of 1-15
-     * rows (the VNNI kernel); output counts: one panel, panel pairs and a lone last panel,
-     * partial panels, two panel groups (2304 x 768: 96 panels of 27 KB) */
+     * rows (tiles configured to that many rows); output counts: one panel, panel pairs and
+     * a lone last panel, partial panels, several panel groups of ~384 KB (2304 outputs x
+     * 768 inputs: 144 panels of 13.5 KB, 6 groups) */
     const size_t shapes[][3] = {{16, 32, 16},  {16, 64, 5},    {17, 96, 33},   {31, 128, 48},
                                 {32, 768, 64}, {48, 256, 17},  {5, 384, 20},   {130, 768, 96},
                                 {64, 1152, 40}, {32, 1152, 656}, {145, 768, 2304}, {33, 2304, 24}};

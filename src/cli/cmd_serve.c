@@ -29,6 +29,8 @@ static void usage(FILE *out) {
             "      --q8-fast            --q8 plus single-pass int8 activations\n"
             "      --q8-row             int8 with one scale per weight row and per activation\n"
             "                           row (calibrated outlier columns; the fastest int8 mode)\n"
+            "      --bf16x3             matrix products on AMX-BF16 tiles (f32 weights as bf16\n"
+            "                           hi+lo, three products); plain f32 without AMX\n"
             "      --max-tokens N       override decision.max_tokens (sequence budget)\n"
             "network:\n"
             "      --host HOST          address to bind (default 127.0.0.1, loopback only)\n"
@@ -165,7 +167,7 @@ int cmd_serve(int argc, char **argv) {
     cfg.weights = SKYCMD_WEIGHTS_F32;
     cfg.activations = -1;
     const char *key = NULL, *key_file = NULL;
-    int q8 = 0, no_calib = 0, q8_fast = 0, q8_row = 0;
+    int q8 = 0, no_calib = 0, q8_fast = 0, q8_row = 0, bf16x3 = 0;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
@@ -293,6 +295,8 @@ int cmd_serve(int argc, char **argv) {
             q8_fast = 1;
         } else if (!strcmp(a, "--q8-row")) {
             q8_row = 1;
+        } else if (!strcmp(a, "--bf16x3")) {
+            bf16x3 = 1;
         } else if (!strcmp(a, "--log-format")) {
             NEED_ARG();
             if (!strcmp(v, "text")) cfg.log_format = SERVE_LOG_TEXT;
@@ -322,6 +326,10 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "skycmd serve: --q8-row excludes --q8, --q8-fast and --no-calib\n");
         return 2;
     }
+    if (bf16x3 && (q8 || q8_fast || no_calib || q8_row)) {
+        fprintf(stderr, "skycmd serve: --bf16x3 excludes --q8, --q8-fast, --q8-row and --no-calib\n");
+        return 2;
+    }
     if (key && key_file) {
         fprintf(stderr, "skycmd serve: give --api-key or --api-key-file, not both\n");
         return 2;
@@ -329,6 +337,7 @@ int cmd_serve(int argc, char **argv) {
     if (q8 || q8_fast) cfg.weights = no_calib ? SKYCMD_WEIGHTS_Q8_PLAIN : SKYCMD_WEIGHTS_Q8;
     if (q8_fast) cfg.activations = SKYCMD_ACT_Q8;
     if (q8_row) cfg.weights = SKYCMD_WEIGHTS_Q8_ROW;
+    if (bf16x3) cfg.weights = SKYCMD_WEIGHTS_BF16X3;
     if (key_file) {
         cfg.api_key = read_key_file(key_file);
         if (!cfg.api_key) return 2;

@@ -1,8 +1,9 @@
 /*
- * amx.c - Intel AMX kernels (Sapphire Rapids and later): the int8 GEMM of the Q8 paths on
- * tile registers. Every function carries its own target attribute, so only this file's code
- * uses AMX instructions; the dispatchers call it only when sk_amx_usable() and the kernel's
- * feature bit (cpu.h) say the tile state was granted to the process.
+ * amx.c - Intel AMX kernels (Sapphire Rapids and later): the int8 GEMMs of the Q8 paths
+ * (block-scaled and row-scaled) and the BF16 GEMM of the bf16x3 mode on tile registers.
+ * Every function carries its own target attribute, so only this file's code uses AMX
+ * instructions; the dispatchers call it only when sk_amx_usable() and the kernel's feature
+ * bit (cpu.h) say the tile state was granted to the process.
  *
  * Int8 GEMM (sk_q8_gemm_amx), bit-identical to sk_q8_gemm_ref:
  *  - The panel layout of q8.h is already the AMX B-operand layout: a chunk's 512 quant bytes
@@ -26,6 +27,9 @@
  *    half of a buffer while the vector units run the float step of group g - 1.
  *  - Rows are taken 16 at a time; the n_rows % 16 rows left over go to the AVX-512 VNNI
  *    kernel (bit-identical too), so no tile ever reads past the activation rows.
+ *  - Row-scaled weights (q8.h, --q8-row) take their own path (q8row_*): no per-block float
+ *    step, so the C tiles accumulate over the whole row and the kernel is bound by the tile
+ *    unit and the weights' stream, not by vector arithmetic (see q8row_block).
  *  - The tile configuration is loaded at the start of each call and released at its end
  *    (TILERELEASE), so a thread holds no live tile state between calls.
  */

@@ -21,16 +21,16 @@
  *  - Arithmetic (fixed, so that every implementation is bit-identical to the reference):
  *    per output and block the exact int32 sum isum (Q8: dot(q, w); Q8x2: 128 dot(q, w) +
  *    dot(r, w)); acc = fmaf(xs * wd, (float)isum, acc) over the blocks in order from 0; the
- *    output is acc + bias. sk_q8_gemm_ref is that definition in plain C; the AVX2 and
- *    AVX-512 VNNI kernels are tested against it bit for bit.
+ *    output is acc + bias. sk_q8_gemm_ref is that definition in plain C; the AVX2, AVX-512
+ *    VNNI and AMX kernels are tested against it bit for bit.
  *  - Row-scaled matrices (sk_q8_packed.row_sum128 set; SKYCMD_WEIGHTS_Q8_ROW): every block
  *    of an output row carries the same scale wd, and the activations are quantized with
  *    SK_Q8_ACT_ROW (one scale d per row: d = max|x| / 127 over the row, stored in every
  *    block's xs; single pass). The integer sum then runs over the whole row and the float
  *    step happens once per output: y = fmaf(xs * wd, (float)isum, bias) with isum the exact
  *    int32 sum of q * w over all n_in inputs (n_in <= SK_Q8_ROW_MAX_IN, so no overflow, also
- *    with VNNI's q + 128). No per-block float step: the kernels are bound by the integer
- *    products alone (ONNX Runtime's dynamic int8 granularity is coarser: one scale per
+ *    with VNNI's q + 128). No per-block float step: the kernels (AMX: whole-row sums in
+ *    the C tiles) are bound by the integer products alone (ONNX Runtime's dynamic int8 granularity is coarser: one scale per
  *    tensor). sk_q8_linear quantizes the activations of such a matrix per row whatever the
  *    mode asked.
  *  - Outlier columns: channels listed in an sk_q8_weights are zeroed in the activations

@@ -318,14 +318,19 @@ VNNI void sk_q8_quantize_act_avx512(const float *x, size_t ldx, size_t n_rows, s
             }
             row_max = _mm512_reduce_max_ps(rm);
         }
+        /* one row scale: its step and inverse once, not per block */
+        const float row_d = row_max / 127.0f, row_id = row_d != 0.0f ? 1.0f / row_d : 0.0f;
         for (size_t b = 0; b < nb; b++) {
             const __m512 v0 = _mm512_loadu_ps(xr + b * 32), v1 = _mm512_loadu_ps(xr + b * 32 + 16);
-            /* max that ignores NaN like the reference's "a > amax" */
-            __m512 m0 = _mm512_abs_ps(v0), m1 = _mm512_abs_ps(v1);
-            m0 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(m0, m0, _CMP_ORD_Q), m0);
-            m1 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(m1, m1, _CMP_ORD_Q), m1);
-            const float amax = row ? row_max : _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
-            const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+            float d = row_d, id = row_id;
+            if (!row) {
+                /* max that ignores NaN like the reference's "a > amax" */
+                __m512 m0 = _mm512_abs_ps(v0), m1 = _mm512_abs_ps(v1);
+                m0 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(m0, m0, _CMP_ORD_Q), m0);
+                m1 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(m1, m1, _CMP_ORD_Q), m1);
+                d = _mm512_reduce_max_ps(_mm512_max_ps(m0, m1)) / 127.0f;
+                id = d != 0.0f ? 1.0f / d : 0.0f;
+            }
             const __m512 vid = _mm512_set1_ps(id);
             const __m512 s0 = _mm512_mul_ps(v0, vid), s1 = _mm512_mul_ps(v1, vid);
             const __m512i q0 = q8_cvt512(s0), q1 = q8_cvt512(s1);
