@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "e519612b97c176fce53b8c75b0257e0caf55d34dc9a31f90d68f30fef3596866"
+  sha256 "1b82a9888de04b5ced1b0bd7d5d2a09047748590f58df609cb9a502ddf49271d"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
