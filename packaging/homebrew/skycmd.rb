@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "1b82a9888de04b5ced1b0bd7d5d2a09047748590f58df609cb9a502ddf49271d"
+  sha256 "a71d50cc46ba000d9880d904f97f2a33ac1a4925984544ced45fde8fb2159807"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
