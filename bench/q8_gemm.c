@@ -81,17 +81,17 @@ int main(int argc, char **argv) {
     const int f = sk_cpu_features();
     const int vnni = (f & SK_CPU_AVX512VNNI) && (f & SK_CPU_AVX512BW);
     const int amx = vnni && (f & SK_CPU_AMX_INT8) && sk_amx_usable();
-    struct { const char *name; gemm_fn fn; const sk_q8_act *a; const sk_q8_packed *p; int ok; } k_[] = {
-        {"avx2 blocks (Q8)", sk_q8_gemm_avx2, &ab, &blocks.w.p, (f & SK_CPU_AVX2) != 0},
-        {"vnni blocks (Q8)", sk_q8_gemm_vnni, &ab, &blocks.w.p, vnni},
-        {"amx  blocks (Q8)", sk_q8_gemm_amx, &ab, &blocks.w.p, amx},
-        {"avx2 rows", sk_q8_gemm_avx2, &ar, &rows.w.p, (f & SK_CPU_AVX2) != 0},
-        {"vnni rows", sk_q8_gemm_vnni, &ar, &rows.w.p, vnni},
-        {"amx  rows", sk_q8_gemm_amx, &ar, &rows.w.p, amx},
+    struct { const char *name; gemm_fn fn; const sk_q8_act *a; const sk_q8_packed *p; int ok, rows; } k_[] = {
+        {"avx2 blocks (Q8)", sk_q8_gemm_avx2, &ab, &blocks.w.p, (f & SK_CPU_AVX2) != 0, 0},
+        {"vnni blocks (Q8)", sk_q8_gemm_vnni, &ab, &blocks.w.p, vnni, 0},
+        {"amx  blocks (Q8)", sk_q8_gemm_amx, &ab, &blocks.w.p, amx, 0},
+        {"avx2 rows", sk_q8_gemm_avx2, &ar, &rows.w.p, (f & SK_CPU_AVX2) != 0, 1},
+        {"vnni rows", sk_q8_gemm_vnni, &ar, &rows.w.p, vnni, 1},
+        {"amx  rows", sk_q8_gemm_amx, &ar, &rows.w.p, amx, 1},
     };
     const size_t nk = sizeof k_ / sizeof k_[0];
     const double ops = 2.0 * (double)m * (double)k * (double)n;
-    double best[6];
+    double best[sizeof k_ / sizeof k_[0]];
     for (size_t i = 0; i < nk; i++) best[i] = 1e30;
     printf("%zu x %zu x %zu (rows x in x out), cpu features: %s\n", m, k, n, skycmd_cpu_features());
     for (int round = 0; round < 3; round++)
@@ -109,8 +109,8 @@ int main(int argc, char **argv) {
         if (!copies) return 1;
         for (int c = 0; c < cold; c++)
             if (sk_q8_build_rows(w, n, k, NULL, NULL, "rows", &copies[c], NULL, NULL, &e)) return 1;
-        for (size_t i = 3; i < nk; i++) {
-            if (!k_[i].ok) continue;
+        for (size_t i = 0; i < nk; i++) {
+            if (!k_[i].ok || !k_[i].rows) continue;
             double t = 1e30;
             for (int round = 0; round < 3; round++) {
                 const double t0 = now_s();

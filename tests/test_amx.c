@@ -7,8 +7,9 @@
  * contract of q8.h), on shapes with row counts around the 16-row tile (the tail rows take
  * the VNNI kernel), partial panels, odd and even block counts, both activation modes, with
  * and without bias, and weight quants including -128; so must the row-scaled kernel
- * (--q8-row: whole-row sums in the tiles), on the same kinds of shapes, output ranges and
- * the largest sums the row limit allows.
+ * (--q8-row: whole-row sums in the tiles), on the same kinds of shapes and output ranges
+ * (the largest sums the row limit allows: tests/test_quant.c, whose 32 rows the dispatcher
+ * gives to the tiles on an AMX CPU).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
@@ -60,18 +61,35 @@ static void expect_bit_identical(const float *want, const float *got, size_t ny,
                   i / n_out, i % n_out, (double)got[i], (double)want[i], what);
 }
 
+/* The AMX kernel against the reference over outputs [o0, o1). mode SK_Q8_ACT_Q8 / _Q8X2:
+ * random Q8_0 blocks (every scale and quant, -128 included); SK_Q8_ACT_ROW: sk_q8_build_rows
+ * of a random matrix with a few large weights (so the row scales differ), i.e. the
+ * row-scaled path. */
 static void q8_amx_equals_ref(size_t n_rows, size_t n_in, size_t n_out, int mode, int with_bias,
                               size_t o0, size_t o1) {
-    uint8_t *w = random_q8(n_out, n_in);
     float *bias = malloc(n_out * sizeof(float)), *x = malloc(n_rows * n_in * sizeof(float));
     for (size_t o = 0; o < n_out; o++) bias[o] = frand();
+    uint8_t *w = NULL, *pan = NULL;
+    sk_q8_owned rows = {0};
+    sk_q8_packed p;
+    if (mode == SK_Q8_ACT_ROW) {
+        float *W = malloc(n_out * n_in * sizeof(float));
+        for (size_t i = 0; i < n_out * n_in; i++) W[i] = frand() * (i % 41 == 0 ? 3.0f : 0.2f);
+        sk_err e = {0};
+        cr_assert_eq(sk_q8_build_rows(W, n_out, n_in, with_bias ? bias : NULL, NULL, "t", &rows,
+                                      NULL, NULL, &e), 0, "%s", e.msg);
+        free(W);
+        p = rows.w.p;
+    } else {
+        w = random_q8(n_out, n_in);
+        const size_t pb = sk_q8_panel_bytes(n_out, n_in);
+        pan = aligned_alloc(64, (pb + 63) / 64 * 64);
+        sk_q8_pack_panels(w, n_out, n_in, pan);
+        p = (sk_q8_packed){pan, n_in, n_out, with_bias ? bias : NULL, NULL};
+    }
     for (size_t i = 0; i < n_rows * n_in; i++) x[i] = frand() * (i % 37 == 0 ? 20.0f : 1.0f);
     /* an all-extreme row: the largest int32 block sums the kernels can meet */
     for (size_t i = 0; i < n_in && n_rows > 2; i++) x[2 * n_in + i] = (i & 1) ? -1.0f : 1.0f;
-    const size_t pb = sk_q8_panel_bytes(n_out, n_in);
-    uint8_t *pan = aligned_alloc(64, (pb + 63) / 64 * 64);
-    sk_q8_pack_panels(w, n_out, n_in, pan);
-    sk_q8_packed p = {pan, n_in, n_out, with_bias ? bias : NULL, NULL};
     sk_q8_act a = {0};
     cr_assert_eq(sk_q8_act_reserve(&a, n_rows, n_in), 0);
     sk_q8_quantize_act(x, n_in, n_rows, n_in, mode, NULL, &a);
@@ -85,6 +103,7 @@ static void q8_amx_equals_ref(size_t n_rows, size_t n_in, size_t n_out, int mode
              n_out, mode, with_bias, o0, o1);
     expect_bit_identical(y0, y1, ny, n_out, what);
     sk_q8_act_free(&a);
+    sk_q8_owned_free(&rows);
     free(pan);
     free(w);
     free(bias);
@@ -130,41 +149,6 @@ Test(amx, q8_dispatch_picks_amx_and_obeys_the_cap) {
 
 /* ---------------------------------------------------- row-scaled int8 (--q8-row) ---- */
 
-/* sk_q8_build_rows of a random matrix (a few large weights, so row scales differ), row
- * activations, and the tile kernel against the reference over outputs [o0, o1). */
-static void q8row_amx_equals_ref(size_t n_rows, size_t n_in, size_t n_out, int with_bias,
-                                 size_t o0, size_t o1) {
-    float *W = malloc(n_out * n_in * sizeof(float)), *x = malloc(n_rows * n_in * sizeof(float));
-    float *bias = malloc(n_out * sizeof(float));
-    for (size_t i = 0; i < n_out * n_in; i++) W[i] = frand() * (i % 41 == 0 ? 3.0f : 0.2f);
-    for (size_t o = 0; o < n_out; o++) bias[o] = frand();
-    for (size_t i = 0; i < n_rows * n_in; i++) x[i] = frand() * (i % 37 == 0 ? 20.0f : 1.0f);
-    for (size_t i = 0; i < n_in && n_rows > 2; i++) x[2 * n_in + i] = (i & 1) ? -1.0f : 1.0f;
-    sk_err e = {0};
-    sk_q8_owned q;
-    cr_assert_eq(sk_q8_build_rows(W, n_out, n_in, with_bias ? bias : NULL, NULL, "t", &q, NULL,
-                                  NULL, &e), 0, "%s", e.msg);
-    sk_q8_act a = {0};
-    cr_assert_eq(sk_q8_act_reserve(&a, n_rows, n_in), 0);
-    sk_q8_quantize_act(x, n_in, n_rows, n_in, SK_Q8_ACT_ROW, NULL, &a);
-    const size_t ny = n_rows * n_out;
-    float *y0 = malloc(ny * sizeof(float)), *y1 = malloc(ny * sizeof(float));
-    for (size_t i = 0; i < ny; i++) y0[i] = y1[i] = -7.0f;  /* outside [o0, o1) untouched */
-    sk_q8_gemm_ref(&a, &q.w.p, o0, o1, y0, n_out);
-    sk_q8_gemm_amx(&a, &q.w.p, o0, o1, y1, n_out);
-    char what[96];
-    snprintf(what, sizeof what, "row-scaled %zux%zux%zu bias %d outputs [%zu, %zu)", n_rows,
-             n_in, n_out, with_bias, o0, o1);
-    expect_bit_identical(y0, y1, ny, n_out, what);
-    sk_q8_act_free(&a);
-    sk_q8_owned_free(&q);
-    free(W);
-    free(x);
-    free(bias);
-    free(y0);
-    free(y1);
-}
-
 Test(amx, q8_rows_bit_identical_to_reference) {
     need_amx_int8();
     /* row counts: one 16-row block, 32-row pairs, a pair and a lone block, tails of 1-15
@@ -176,49 +160,16 @@ Test(amx, q8_rows_bit_identical_to_reference) {
                                 {64, 1152, 40}, {32, 1152, 656}, {145, 768, 2304}, {33, 2304, 24}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int b = 0; b < 2; b++)
-            q8row_amx_equals_ref(shapes[i][0], shapes[i][1], shapes[i][2], b, 0, shapes[i][2]);
+            q8_amx_equals_ref(shapes[i][0], shapes[i][1], shapes[i][2], SK_Q8_ACT_ROW, b, 0,
+                              shapes[i][2]);
 }
 
 Test(amx, q8_rows_output_ranges) {
     need_amx_int8();
-    q8row_amx_equals_ref(40, 256, 80, 1, 16, 48);
-    q8row_amx_equals_ref(40, 256, 80, 0, 64, 80);
-    q8row_amx_equals_ref(16, 64, 70, 1, 64, 70);
-    q8row_amx_equals_ref(96, 768, 800, 1, 48, 784);
-}
-
-/* The largest sums: every weight and activation quant +-127 over SK_Q8_ROW_MAX_IN inputs,
- * 32 rows (a full tile pair): the tiles' int32 sums stay exact. */
-Test(amx, q8_rows_int32_sums_exact_at_the_input_limit) {
-    need_amx_int8();
-    const size_t n_in = SK_Q8_ROW_MAX_IN, n_out = 32, n_rows = 32;
-    float *W = malloc(n_out * n_in * sizeof(float)), *x = malloc(n_rows * n_in * sizeof(float));
-    for (size_t o = 0; o < n_out; o++)
-        for (size_t i = 0; i < n_in; i++) W[o * n_in + i] = (o & 1) ? -1.0f : 1.0f;
-    for (size_t r = 0; r < n_rows; r++)
-        for (size_t i = 0; i < n_in; i++) x[r * n_in + i] = (r & 1) ? -1.0f : 1.0f;
-    sk_err e = {0};
-    sk_q8_owned q;
-    cr_assert_eq(sk_q8_build_rows(W, n_out, n_in, NULL, NULL, "limit", &q, NULL, NULL, &e), 0);
-    sk_q8_act a = {0};
-    cr_assert_eq(sk_q8_act_reserve(&a, n_rows, n_in), 0);
-    sk_q8_quantize_act(x, n_in, n_rows, n_in, SK_Q8_ACT_ROW, NULL, &a);
-    float *y0 = malloc(n_rows * n_out * sizeof(float)), *y1 = malloc(n_rows * n_out * sizeof(float));
-    sk_q8_gemm_ref(&a, &q.w.p, 0, n_out, y0, n_out);
-    sk_q8_gemm_amx(&a, &q.w.p, 0, n_out, y1, n_out);
-    for (size_t r = 0; r < n_rows; r++)
-        for (size_t o = 0; o < n_out; o++) {
-            const double want = ((r & 1) == (o & 1) ? 1.0 : -1.0) * (double)n_in;
-            cr_assert(fabs(y1[r * n_out + o] - want) <= 1e-3 * (double)n_in, "%g vs %g",
-                      (double)y1[r * n_out + o], want);
-        }
-    cr_assert(memcmp(y0, y1, n_rows * n_out * sizeof(float)) == 0, "amx differs at the limit");
-    sk_q8_act_free(&a);
-    sk_q8_owned_free(&q);
-    free(W);
-    free(x);
-    free(y0);
-    free(y1);
+    q8_amx_equals_ref(40, 256, 80, SK_Q8_ACT_ROW, 1, 16, 48);
+    q8_amx_equals_ref(40, 256, 80, SK_Q8_ACT_ROW, 0, 64, 80);
+    q8_amx_equals_ref(16, 64, 70, SK_Q8_ACT_ROW, 1, 64, 70);
+    q8_amx_equals_ref(96, 768, 800, SK_Q8_ACT_ROW, 1, 48, 784);
 }
 
 /* ---------------------------------------------------------------- BF16 tiles ---- */

@@ -879,34 +879,39 @@ Test(q8_rows, kernels_bit_identical_to_reference) {
 }
 
 /* The largest sums a row-scaled product can meet: every weight quant +-127 (same sign per
- * output), every activation quant +-127, SK_Q8_ROW_MAX_IN inputs: the int32 sums (and the
- * VNNI kernel's biased ones) stay exact. */
+ * output), every activation quant +-127, SK_Q8_ROW_MAX_IN inputs: the int32 sums (the VNNI
+ * kernel's biased ones, the AMX tiles' whole-row ones) stay exact. 32 rows: on an AMX CPU
+ * the dispatched kernel runs them as one full pair of 16-row tiles, and the VNNI kernel is
+ * checked directly besides. */
 Test(q8_rows, int32_sums_exact_at_the_input_limit) {
-    const size_t n_in = SK_Q8_ROW_MAX_IN, n_out = 16, n_rows = 2;
+    const size_t n_in = SK_Q8_ROW_MAX_IN, n_out = 32, n_rows = 32;
     float *W = malloc(n_out * n_in * sizeof(float)), *x = malloc(n_rows * n_in * sizeof(float));
     for (size_t o = 0; o < n_out; o++)
         for (size_t i = 0; i < n_in; i++) W[o * n_in + i] = (o & 1) ? -1.0f : 1.0f;
-    for (size_t i = 0; i < n_in; i++) {
-        x[i] = 1.0f;
-        x[n_in + i] = -1.0f;
-    }
+    for (size_t r = 0; r < n_rows; r++)
+        for (size_t i = 0; i < n_in; i++) x[r * n_in + i] = (r & 1) ? -1.0f : 1.0f;
     sk_err e = {0};
     sk_q8_owned q;
     cr_assert_eq(sk_q8_build_rows(W, n_out, n_in, NULL, NULL, "limit", &q, NULL, NULL, &e), 0);
     sk_q8_act a = {0};
     cr_assert_eq(sk_q8_act_reserve(&a, n_rows, n_in), 0);
     sk_q8_quantize_act(x, n_in, n_rows, n_in, SK_Q8_ACT_ROW, NULL, &a);
-    float y0[32], y1[32];
+    float y0[32 * 32], y1[32 * 32];
     sk_q8_gemm_ref(&a, &q.w.p, 0, n_out, y0, n_out);
     for (size_t r = 0; r < n_rows; r++)
         for (size_t o = 0; o < n_out; o++) {
             /* x * w = +-1 each, so the exact answer is +-n_in (scales 1/127 each, sum 127^2 n_in) */
-            const double want = ((r == 0) == !(o & 1) ? 1.0 : -1.0) * (double)n_in;
+            const double want = ((r & 1) == (o & 1) ? 1.0 : -1.0) * (double)n_in;
             cr_assert(fabs(y0[r * n_out + o] - want) <= 1e-3 * (double)n_in, "%g vs %g",
                       (double)y0[r * n_out + o], want);
         }
     sk_q8_gemm(&a, &q.w.p, 0, n_out, y1, n_out);
     cr_assert(memcmp(y0, y1, sizeof y0) == 0, "%s kernel differs at the limit", sk_q8_kernel_name());
+    const int f = sk_cpu_features();
+    if ((f & SK_CPU_AVX512VNNI) && (f & SK_CPU_AVX512BW)) {
+        sk_q8_gemm_vnni(&a, &q.w.p, 0, n_out, y1, n_out);
+        cr_assert(memcmp(y0, y1, sizeof y0) == 0, "vnni kernel differs at the limit");
+    }
     sk_q8_act_free(&a);
     sk_q8_owned_free(&q);
     free(W);

@@ -384,11 +384,11 @@ AMXI8 static void q8row_gemm_amx(const sk_q8_act *a, const sk_q8_packed *w, size
 
 AMXI8 void sk_q8_gemm_amx(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
                           float *y, size_t ldy) {
-    const size_t full = a->n_rows / 16 * 16;
     if (w->row_sum128) {
         q8row_gemm_amx(a, w, o0, o1, y, ldy);
         return;
     }
+    const size_t full = a->n_rows / 16 * 16;
     if (full) {
         tile_config(&q8_cfg);
         /* groups of panels of ~768 KB (in L2), each swept by every 16-row block, whose
