@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "a71d50cc46ba000d9880d904f97f2a33ac1a4925984544ced45fde8fb2159807"
+  sha256 "0f050b5fd1ae9a3b73667d2938710ac2c7240e0253b5f68082e45e80f47fa3c8"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
