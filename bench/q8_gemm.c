@@ -4,7 +4,8 @@
  * usage: skycmd-q8-gemm ROWS N_IN N_OUT [CALLS] [COLD]
  *
  * One random [N_OUT][N_IN] matrix made both ways (Q8_0 blocks, sk_q8_build; row-scaled,
- * sk_q8_build_rows) and ROWS x N_IN activations quantized for each (Q8, row). Prints GOP/s
+ * sk_q8_build_rows; on AMX also in the tiles' K = 64 pair order, "amx rows, K=64", which is
+ * what a model load makes there) and ROWS x N_IN activations quantized for each (Q8, row). Prints GOP/s
  * (2 x ROWS x N_IN x N_OUT per call) of every kernel this CPU can run: the best of CALLS
  * (default 60) calls on the same weights (they stay in cache when they fit), then, with
  * COLD = K > 0, the mean over calls that take K copies of the row-scaled matrix in turn
@@ -73,6 +74,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "skycmd-q8-gemm: %s\n", e.msg);
         return 1;
     }
+    /* the same row-scaled matrix in the tiles' pair order (what an AMX load makes) */
+    sk_q8_owned pairs;
+    if (sk_q8_build_rows(w, n, k, NULL, NULL, "pairs", &pairs, NULL, NULL, &e)) {
+        fprintf(stderr, "skycmd-q8-gemm: %s\n", e.msg);
+        return 1;
+    }
+    const int have_pairs = sk_q8_relayout_pairs(&pairs.w.p, pairs.panels);
     sk_q8_act ab = {0}, ar = {0};
     if (sk_q8_act_reserve(&ab, m, k) || sk_q8_act_reserve(&ar, m, k)) return 1;
     sk_q8_quantize_act(x, k, m, k, SK_Q8_ACT_Q8, NULL, &ab);
@@ -88,6 +96,7 @@ int main(int argc, char **argv) {
         {"avx2 rows", sk_q8_gemm_avx2, &ar, &rows.w.p, (f & SK_CPU_AVX2) != 0, 1},
         {"vnni rows", sk_q8_gemm_vnni, &ar, &rows.w.p, vnni, 1},
         {"amx  rows", sk_q8_gemm_amx, &ar, &rows.w.p, amx, 1},
+        {"amx  rows, K=64", sk_q8_gemm_amx, &ar, &pairs.w.p, amx && have_pairs, 2},
     };
     const size_t nk = sizeof k_ / sizeof k_[0];
     const double ops = 2.0 * (double)m * (double)k * (double)n;
@@ -112,6 +121,12 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < nk; i++) {
             if (!k_[i].ok || !k_[i].rows) continue;
             double t = 1e30;
+            for (int c = 0; c < cold; c++)  /* pair order for that line, the file's for the rest */
+                if ((k_[i].rows == 2) != (copies[c].w.p.pairs != 0)) {
+                    sk_q8_owned_free(&copies[c]);
+                    if (sk_q8_build_rows(w, n, k, NULL, NULL, "rows", &copies[c], NULL, NULL, &e)) return 1;
+                    if (k_[i].rows == 2) sk_q8_relayout_pairs(&copies[c].w.p, copies[c].panels);
+                }
             for (int round = 0; round < 3; round++) {
                 const double t0 = now_s();
                 for (int c = 0; c < cold; c++) k_[i].fn(&ar, &copies[c].w.p, 0, n, y, n);
@@ -129,6 +144,7 @@ int main(int argc, char **argv) {
     sk_q8_act_free(&ar);
     sk_q8_owned_free(&blocks);
     sk_q8_owned_free(&rows);
+    sk_q8_owned_free(&pairs);
     free(w);
     free(x);
     free(y);

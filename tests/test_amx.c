@@ -23,6 +23,7 @@
 #include "kernels/cpu.h"
 #include "kernels/kernels.h"
 #include "kernels/q8.h"
+#include "model/model_internal.h"
 #include "quant/calib.h"
 #include "test_util.h"
 
@@ -85,7 +86,7 @@ static void q8_amx_equals_ref(size_t n_rows, size_t n_in, size_t n_out, int mode
         const size_t pb = sk_q8_panel_bytes(n_out, n_in);
         pan = aligned_alloc(64, (pb + 63) / 64 * 64);
         sk_q8_pack_panels(w, n_out, n_in, pan);
-        p = (sk_q8_packed){pan, n_in, n_out, with_bias ? bias : NULL, NULL};
+        p = (sk_q8_packed){pan, n_in, n_out, with_bias ? bias : NULL, NULL, 0};
     }
     for (size_t i = 0; i < n_rows * n_in; i++) x[i] = frand() * (i % 37 == 0 ? 20.0f : 1.0f);
     /* an all-extreme row: the largest int32 block sums the kernels can meet */
@@ -102,6 +103,22 @@ static void q8_amx_equals_ref(size_t n_rows, size_t n_in, size_t n_out, int mode
     snprintf(what, sizeof what, "%zux%zux%zu mode %d bias %d outputs [%zu, %zu)", n_rows, n_in,
              n_out, mode, with_bias, o0, o1);
     expect_bit_identical(y0, y1, ny, n_out, what);
+    /* row-scaled with an even block count: the tiles' pair order (K = 64 products) gives
+     * the same bits, through the tile kernel and through the reference's reading of it */
+    if (mode == SK_Q8_ACT_ROW && (n_in / 32) % 2 == 0) {
+        cr_assert_eq(sk_q8_relayout_pairs(&p, rows.panels), 1);
+        cr_assert(p.pairs);
+        for (size_t i = 0; i < ny; i++) y1[i] = -7.0f;
+        sk_q8_gemm_amx(&a, &p, o0, o1, y1, n_out);
+        strcat(what, " pairs");
+        expect_bit_identical(y0, y1, ny, n_out, what);
+        for (size_t i = 0; i < ny; i++) y1[i] = -7.0f;
+        sk_q8_gemm_ref(&a, &p, o0, o1, y1, n_out);
+        strcat(what, " ref");
+        expect_bit_identical(y0, y1, ny, n_out, what);
+    } else if (mode == SK_Q8_ACT_ROW) {
+        cr_assert_eq(sk_q8_relayout_pairs(&p, rows.panels), 0, "odd block count reordered");
+    }
     sk_q8_act_free(&a);
     sk_q8_owned_free(&rows);
     free(pan);
@@ -276,6 +293,163 @@ Test(amx, bf16_gemm_pool_views) {
     free(pa);
 }
 
+/* A view of inputs s0.. (a 32-step boundary) of a packed matrix, keeping its pstride, as
+ * attention takes a block's key range of the values: the kernel against its scalar model on
+ * the same view, and against f32 on the inputs the view covers (6 panels: a group of 4 and
+ * one of 2, so the panel step inside a group is the view's pstride, not its own length). */
+Test(amx, bf16_gemm_input_range_views) {
+    need_amx_bf16();
+    const size_t n_rows = 19, n_in = 160, n_out = 90, s0 = 64, nk = 70;
+    float *w = malloc(n_out * n_in * sizeof(float)), *x = malloc(n_rows * nk * sizeof(float));
+    for (size_t i = 0; i < n_out * n_in; i++) w[i] = frand();
+    for (size_t i = 0; i < n_rows * nk; i++) x[i] = frand();
+    float *pf = aligned_alloc(64, sk_packed_floats(n_out, n_in) * 4);
+    sk_pack_ref(w, n_in, n_out, n_in, pf);
+    sk_packed src = {pf, NULL, n_in, n_out, n_in * SK_PANEL, SK_PACK_F32, 0};
+    uint16_t *pa = aligned_alloc(64, sk_amx_bf16_packed_elems(n_out, n_in) * 4);
+    sk_pack_amx_bf16_f32(&src, SK_PACK_AMX_BF16X3, pa);
+    sk_packed v = {pa + s0 / 32 * 1024, NULL, nk, n_out, n_in * SK_PANEL, SK_PACK_AMX_BF16X3, 0};
+    float *y0 = malloc(n_rows * n_out * 4), *y1 = malloc(n_rows * n_out * 4);
+    sk_gemm_amx_bf16_ref(x, nk, n_rows, &v, y0, n_out);
+    sk_amx_bf16_begin();
+    sk_gemm_amx_bf16_run(x, nk, n_rows, &v, y1, n_out);
+    sk_amx_bf16_end();
+    for (size_t r = 0; r < n_rows; r++)
+        for (size_t o = 0; o < n_out; o++) {
+            double f = 0, mag = 0;
+            for (size_t i = 0; i < nk; i++) {
+                f += (double)x[r * nk + i] * w[o * n_in + s0 + i];
+                mag += fabs((double)x[r * nk + i] * w[o * n_in + s0 + i]);
+            }
+            const double got = y1[r * n_out + o];
+            cr_assert(fabs(got - y0[r * n_out + o]) <= 1e-6 * mag, "(%zu, %zu) vs model", r, o);
+            cr_assert(fabs(got - f) <= 4e-5 * mag, "(%zu, %zu): %.9g vs f32 %.9g", r, o, got, f);
+        }
+    free(w);
+    free(x);
+    free(pf);
+    free(pa);
+    free(y0);
+    free(y1);
+}
+
+/* The vector packer of attention (sk_pack_amx_bf16_f32) writes the scalar packer's bytes:
+ * packed panels and row-major views (rstride: attention's values in place), partial panels
+ * (masked: a view reads nothing past its columns), inputs that end inside a 32-step. */
+Test(amx, bf16_fast_packer_equals_the_scalar_one) {
+    need_amx_bf16();
+    const size_t shapes[][3] = {/* n_out, n_in, view row stride (0: packed) */
+                                {16, 32, 0}, {37, 70, 0}, {64, 768, 0}, {5, 3, 0},
+                                {64, 300, 200}, {40, 129, 72}, {8, 33, 24}};
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+        const size_t n_out = shapes[t][0], n_in = shapes[t][1], ld = shapes[t][2];
+        float *src;
+        sk_packed p;
+        if (ld) {  /* [n_in][ld] row-major, the view takes columns 0..n_out */
+            src = malloc(n_in * ld * sizeof(float));
+            for (size_t i = 0; i < n_in * ld; i++) src[i] = frand() * (i % 13 ? 1.0f : 1e3f);
+            p = (sk_packed){src, NULL, n_in, n_out, SK_PANEL, SK_PACK_F32, ld};
+        } else {
+            const size_t nf = sk_packed_floats(n_out, n_in);
+            src = aligned_alloc(64, (nf * 4 + 63) / 64 * 64);
+            for (size_t i = 0; i < nf; i++) src[i] = frand() * (i % 7 ? 1.0f : 1e-3f);
+            p = (sk_packed){src, NULL, n_in, n_out, n_in * SK_PANEL, SK_PACK_F32, 0};
+        }
+        for (int x3 = 0; x3 < 2; x3++) {
+            const int wt = x3 ? SK_PACK_AMX_BF16X3 : SK_PACK_AMX_BF16X2;
+            const size_t bytes = sk_amx_bf16_packed_elems(n_out, n_in) * sk_pack_elem_size(wt);
+            uint16_t *a = aligned_alloc(64, (bytes + 63) / 64 * 64);
+            uint16_t *b = aligned_alloc(64, (bytes + 63) / 64 * 64);
+            memset(a, 0xa5, bytes);
+            memset(b, 0x5a, bytes);
+            sk_pack_amx_bf16(&p, wt, a);
+            sk_pack_amx_bf16_f32(&p, wt, b);
+            cr_assert(memcmp(a, b, bytes) == 0, "%zu x %zu (ld %zu) %s differs", n_out, n_in, ld,
+                      x3 ? "x3" : "x2");
+            free(a);
+            free(b);
+        }
+        free(src);
+    }
+}
+
+/* The attention products on the tiles (model.attn_tiles: the bf16x3 and int8 modes on AMX)
+ * against the f32 attention of the same f32 model: only those products differ, so the
+ * logits agree to the bf16x3 class. 300-token sequences run the windowed layers (key ranges
+ * that start off the tiles' 32-key grid) and the global ones; a batch of three lengths, on
+ * one thread and on a pool of two (units split by query blocks), which must give the same
+ * bits, as must a sequence alone. */
+Test(amx, attention_on_tiles_matches_f32, .fini = tu_scratch_remove) {
+    need_amx_bf16();
+    if (!sk_amx_usable()) cr_skip_test("SKYCMD_KERNELS caps the kernels below AMX: skipped");
+    char dir[512], path[600];
+    tu_scratch_make(dir, sizeof dir, "amx", "attn");
+    snprintf(path, sizeof path, "%s/m.gguf", dir);
+    skycmd_options *o = skycmd_options_new();
+    skycmd_error *err = skycmd_error_new();
+    cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_TYPE, SKYCMD_TYPE_F32), SKYCMD_OK);
+    cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_MAX_TOKENS, 512), SKYCMD_OK);
+    cr_assert_eq(skycmd_random_model("s1-micro", path, o, err), SKYCMD_OK, "%s",
+                 skycmd_error_message(err));
+    skycmd_options_free(o);
+    skycmd_error_free(err);
+    sk_err e = {0};
+    sk_gguf *g = NULL;
+    cr_assert_eq(sk_gguf_open_file(path, &g, &e), SKYCMD_OK, "%s", e.msg);
+    sk_model *m = NULL;
+    cr_assert_eq(sk_model_load(g, SKYCMD_WEIGHTS_F32, &m, &e), SKYCMD_OK, "%s", e.msg);
+    cr_assert(m->hp.n_swa > 0 && m->hp.n_swa < 150, "the preset has windowed layers");
+    sk_scratch *ref = sk_scratch_new(m);
+    m->attn_tiles = 1;
+    sk_scratch *til = sk_scratch_new(m);
+    m->attn_tiles = 0;
+    cr_assert(ref && til);
+    til->attn_tile_min_keys = 0;  /* s1-micro's windows (64) are below the size the tiles pay at */
+    const size_t lens[3] = {300, 77, 190};
+    static int32_t ids[3][300];
+    int32_t markers[3][3];
+    static float want[3][3], got[3][3];
+    sk_seq seqs[3], seqt[3];
+    for (int i = 0; i < 3; i++) {
+        for (size_t t = 0; t < lens[i]; t++) ids[i][t] = (int32_t)(5 + rnd() % 4000);
+        for (int k = 0; k < 3; k++) markers[i][k] = (int32_t)(lens[i] / 4 * (size_t)(k + 1));
+        seqs[i] = (sk_seq){ids[i], lens[i], i, markers[i], 3, want[i], NULL, NULL};
+        seqt[i] = (sk_seq){ids[i], lens[i], i, markers[i], 3, got[i], NULL, NULL};
+    }
+    cr_assert_eq(sk_model_forward_batch(m, ref, seqs, 3, &e), SKYCMD_OK, "%s", e.msg);
+    static float first[3][3];
+    for (int nth = 1; nth <= 2; nth++) {
+        sk_pool *pool = nth > 1 ? sk_pool_new(nth) : NULL;
+        sk_scratch_set_pool(til, pool);
+        memset(got, 0, sizeof got);
+        cr_assert_eq(sk_model_forward_batch(m, til, seqt, 3, &e), SKYCMD_OK, "%s", e.msg);
+        double worst = 0;
+        int differ = 0;
+        for (int i = 0; i < 3; i++)
+            for (int k = 0; k < 3; k++) {
+                const double d = fabs((double)got[i][k] - want[i][k]) / fmax(1.0, fabs(want[i][k]));
+                if (d > worst) worst = d;
+                differ |= got[i][k] != want[i][k];
+            }
+        cr_log_info("attention on tiles, %d thread(s): worst logit difference %.2e", nth, worst);
+        cr_assert(worst <= 1e-4, "logits %.3e apart", worst);
+        cr_assert(differ, "the tile attention gave f32's bits: it did not run");
+        /* the forward pass's contract: bitwise the same whatever the threads or the batch */
+        if (nth == 1) memcpy(first, got, sizeof got);
+        cr_assert(memcmp(first, got, sizeof got) == 0, "%d threads differ from one", nth);
+        float alone[3];
+        sk_seq one = {ids[0], lens[0], 0, markers[0], 3, alone, NULL, NULL};
+        cr_assert_eq(sk_model_forward_batch(m, til, &one, 1, &e), SKYCMD_OK, "%s", e.msg);
+        cr_assert(memcmp(alone, got[0], sizeof alone) == 0, "alone differs from in the batch");
+        sk_scratch_set_pool(til, NULL);
+        sk_pool_free(pool);
+    }
+    sk_scratch_free(ref);
+    sk_scratch_free(til);
+    sk_model_free(m);
+    sk_gguf_close(g);
+}
+
 /* ---------------------------------------------------------------- the model mode ---- */
 
 static void keep_log(void *ud, int level, const char *msg) {
@@ -308,7 +482,7 @@ Test(amx, bf16x3_weights_mode_moves_the_encoder, .fini = tu_scratch_remove) {
         cr_assert_eq(skycmd_model_open(path, o, &m, err), SKYCMD_OK, "%s", skycmd_error_message(err));
         /* s1-micro: 6 layers x 4 encoder matrices; 2 head blocks: 5 + 4 (the last block's kv
          * stays float panels for the folded attention) */
-        cr_assert(strstr(msg, "24 encoder and 9 decision-head matrices on AMX-BF16 tiles") != NULL,
+        cr_assert(strstr(msg, "24 encoder and 9 decision-head matrices and the attention products on AMX-BF16 tiles") != NULL,
                   "log: %s", msg);
         skycmd_model_free(m);
         skycmd_options_free(o);
@@ -342,7 +516,7 @@ Test(amx, int8_modes_move_the_head_to_bf16x3, .fini = tu_scratch_remove) {
     cr_assert_eq(skycmd_options_set_log(o, keep_head_log, msg), SKYCMD_OK);
     skycmd_model *m = NULL;
     cr_assert_eq(skycmd_model_open(path, o, &m, err), SKYCMD_OK, "%s", skycmd_error_message(err));
-    cr_assert(strstr(msg, "int8 on AMX: 9 decision-head matrices on AMX-BF16 tiles") != NULL,
+    cr_assert(strstr(msg, "int8 on AMX: 9 decision-head matrices and the attention products on AMX-BF16 tiles") != NULL,
               "log: %s", msg);
     skycmd_model_free(m);
     skycmd_options_free(o);

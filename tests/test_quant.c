@@ -242,7 +242,7 @@ Test(layout, published_fixtures_and_our_prepack_agree) {
     sk_dequantize_q8_0(canon, deq, (size_t)(r * c));
     uint8_t *pan = aligned_alloc(64, (sk_q8_panel_bytes((size_t)r, (size_t)c) + 63) / 64 * 64);
     sk_q8_pack_panels(kern, (size_t)r, (size_t)c, pan);
-    sk_q8_packed p = {pan, (size_t)c, (size_t)r, NULL, NULL};
+    sk_q8_packed p = {pan, (size_t)c, (size_t)r, NULL, NULL, 0};
     sk_q8_act a = {0};
     cr_assert_eq(sk_q8_act_reserve(&a, (size_t)c, (size_t)c), 0);
     float *x = calloc((size_t)(c * c), sizeof(float)), *y = malloc((size_t)(c * r) * sizeof(float));
@@ -300,7 +300,7 @@ static void kernels_agree(size_t n_rows, size_t n_in, size_t n_out, int mode, in
     for (size_t i = 0; i < n_rows * n_in; i++) x[i] = frand() * (i % 37 == 0 ? 20.0f : 1.0f);
     uint8_t *pan = aligned_alloc(64, (sk_q8_panel_bytes(n_out, n_in) + 63) / 64 * 64);
     sk_q8_pack_panels(w, n_out, n_in, pan);
-    sk_q8_packed p = {pan, n_in, n_out, with_bias ? bias : NULL, NULL};
+    sk_q8_packed p = {pan, n_in, n_out, with_bias ? bias : NULL, NULL, 0};
     sk_q8_act a = {0};
     cr_assert_eq(sk_q8_act_reserve(&a, n_rows, n_in), 0);
     sk_q8_quantize_act(x, n_in, n_rows, n_in, mode, NULL, &a);

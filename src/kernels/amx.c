@@ -29,7 +29,10 @@
  *    kernel (bit-identical too), so no tile ever reads past the activation rows.
  *  - Row-scaled weights (q8.h, --q8-row) take their own path (q8row_*): no per-block float
  *    step, so the C tiles accumulate over the whole row and the kernel is bound by the tile
- *    unit and the weights' stream, not by vector arithmetic (see q8row_block).
+ *    unit and the weights' stream, not by vector arithmetic (see q8row_block). In pair order
+ *    (sk_q8_packed.pairs, made at load on AMX) each product takes K = 64.
+ *  - BF16 (bf16x3 and the attention products of the modes that use the tiles): see the
+ *    section "BF16 tiles" below.
  *  - The tile configuration is loaded at the start of each call and released at its end
  *    (TILERELEASE), so a thread holds no live tile state between calls.
  */
@@ -267,6 +270,14 @@ static const amx_cfg q8row_cfg = {
     .colsb = {64, 64, 64, 64, 32, 32, 64, 64},
     .rows = {16, 16, 16, 16, 16, 16, 8, 8},
 };
+/* Pair order (q8.h, sk_q8_packed.pairs): A 16 rows x 64 int8, B 16 rows x 64 int8, K = 64 a
+ * product: the same tile instructions do twice the work (measured 1.15-1.35x the K = 32
+ * kernel alone; tile loads, not products, then bound it). */
+static const amx_cfg q8row_pairs_cfg = {
+    .palette = 1,
+    .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
+    .rows = {16, 16, 16, 16, 16, 16, 16, 16},
+};
 
 /* One C tile's sums (nr rows from r0, panel p, nc outputs valid) to y: the reference's one
  * float step. */
@@ -275,7 +286,7 @@ AMXI8 static inline void q8row_store(const int32_t *sums, const sk_q8_act *a, co
     const size_t nb = w->n_in / 32, o = p * SK_Q8_PANEL;
     const __mmask16 m = (__mmask16)((1u << nc) - 1u);
     const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256(
-        (const __m256i *)(w->panels + p * nb * SK_Q8_CHUNK + SK_Q8_CHUNK_SCALES)));
+        (const __m256i *)(w->panels + sk_q8_meta_at(w, nb, p, 0))));
     const __m512 bias = w->bias ? _mm512_maskz_loadu_ps(m, w->bias + o) : _mm512_setzero_ps();
     for (size_t r = 0; r < nr; r++) {
         const __m512 sc = _mm512_mul_ps(_mm512_set1_ps(a->xs[(r0 + r) * nb]), wd);
@@ -300,7 +311,25 @@ AMXI8 static void q8row_block(const sk_q8_act *a, const sk_q8_packed *w, size_t 
     TILE_ZERO(1);
     TILE_ZERO(2);
     TILE_ZERO(3);
-    for (size_t b = 0; b < nb; b++) {
+    if (w->pairs) {  /* K = 64: blocks 2t and 2t + 1 in one product (q8row_pairs_cfg) */
+        for (size_t t = 0; t < nb / 2; t++) {
+            for (size_t i = 0; i < 2 * pf_step && pf < pf_end; i += 64, pf += 64)
+                _mm_prefetch((const char *)pf, _MM_HINT_T1);
+            TILE_LOAD(4, x0 + t * 64, xstride);
+            TILE_LOAD(6, b0 + t * 2 * SK_Q8_CHUNK, 64);
+            TILE_DPBSSD(0, 4, 6);
+            if (two_p) {
+                TILE_LOAD(7, b1 + t * 2 * SK_Q8_CHUNK, 64);
+                TILE_DPBSSD(1, 4, 7);
+            }
+            if (two_r) {
+                TILE_LOAD(5, x1 + t * 64, xstride);
+                TILE_DPBSSD(2, 5, 6);
+                if (two_p) TILE_DPBSSD(3, 5, 7);
+            }
+        }
+    }
+    for (size_t b = 0; b < nb && !w->pairs; b++) {
         for (size_t i = 0; i < pf_step && pf < pf_end; i += 64, pf += 64)
             _mm_prefetch((const char *)pf, _MM_HINT_T1);
         TILE_LOAD(4, x0 + b * 32, xstride);
@@ -369,12 +398,13 @@ AMXI8 static void q8row_sweep(const sk_q8_act *a, const sk_q8_packed *w, size_t 
 AMXI8 static void q8row_gemm_amx(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
                                  float *y, size_t ldy) {
     const size_t full = a->n_rows / 16 * 16, tail = a->n_rows - full;
+    const amx_cfg *cfg = w->pairs ? &q8row_pairs_cfg : &q8row_cfg;
     if (full) {
-        tile_config(&q8row_cfg);
+        tile_config(cfg);
         q8row_sweep(a, w, o0, o1, y, ldy, 0, full, 16);
     }
     if (tail) {
-        amx_cfg c = q8row_cfg;
+        amx_cfg c = *cfg;
         for (int t = 0; t < 6; t++) c.rows[t] = (uint8_t)tail;  /* C and A tiles */
         tile_config(&c);
         q8row_sweep(a, w, o0, o1, y, ldy, full, a->n_rows, tail);
@@ -517,10 +547,45 @@ AMXBF static void split_rows(const float *x, size_t ldx, size_t nr, size_t rows,
     }
 }
 
+/* sk_pack_amx_bf16 for an F32 source, 16 outputs at a time: a tile row is the bf16 of two
+ * consecutive inputs of the panel's 16 outputs, interleaved as (even, odd) pairs. Masked
+ * loads take the panel's missing outputs and the inputs past n_in as zeros, so a view over
+ * a wider row-major matrix (rstride > 16) reads nothing past its own columns. */
+AMXBF void sk_pack_amx_bf16_f32(const sk_packed *src, int wtype, uint16_t *out) {
+    const size_t kp = round32(src->n_in), panels = (src->n_out + 15) / 16;
+    const size_t rs = sk_packed_rstride(src), n_in = src->n_in;
+    const int x3 = wtype == SK_PACK_AMX_BF16X3;
+    const size_t tile = 512, step = x3 ? 2 * tile : tile;
+    const float *data = src->data;
+    for (size_t p = 0; p < panels; p++) {
+        const size_t nc = src->n_out - p * 16 < 16 ? src->n_out - p * 16 : 16;
+        const __mmask16 m = (__mmask16)((1u << nc) - 1u);
+        const float *base = data + p * src->pstride;
+        for (size_t s = 0; s < kp / 32; s++) {
+            uint16_t *hi = out + p * (kp / 32) * step + s * step, *lo = hi + tile;
+            for (size_t kk = 0; kk < 16; kk++) {
+                const size_t i0 = s * 32 + 2 * kk;
+                const __m512 v0 = i0 < n_in ? _mm512_maskz_loadu_ps(m, base + i0 * rs) : _mm512_setzero_ps();
+                const __m512 v1 = i0 + 1 < n_in ? _mm512_maskz_loadu_ps(m, base + (i0 + 1) * rs) : _mm512_setzero_ps();
+                const __m512i h0 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(v0));
+                const __m512i h1 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(v1));
+                _mm512_store_si512((void *)(hi + kk * 32), _mm512_or_si512(h0, _mm512_slli_epi32(h1, 16)));
+                if (x3) {
+                    const __m512 r0 = _mm512_sub_ps(v0, _mm512_castsi512_ps(_mm512_slli_epi32(h0, 16)));
+                    const __m512 r1 = _mm512_sub_ps(v1, _mm512_castsi512_ps(_mm512_slli_epi32(h1, 16)));
+                    const __m512i l0 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(r0));
+                    const __m512i l1 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(r1));
+                    _mm512_store_si512((void *)(lo + kk * 32), _mm512_or_si512(l0, _mm512_slli_epi32(l1, 16)));
+                }
+            }
+        }
+    }
+}
+
 /* One 16-row block, panels p0 .. p0 + np - 1 (np <= 4). */
 #define BF_PANEL(j, CJ)                                                                    \
     if (np > j) {                                                                          \
-        const uint16_t *b_ = wp + (j) * pbytes_step * nsteps + s * pbytes_step;            \
+        const uint16_t *b_ = wp + (j) * pstep + s * pbytes_step;                           \
         TILE_LOAD(T_BH, b_, 64);                                                           \
         TILE_DPBF16PS(CJ, T_AH, T_BH);                                                     \
         TILE_DPBF16PS(CJ, T_AL, T_BH);                                                     \
@@ -531,7 +596,7 @@ AMXBF static void split_rows(const float *x, size_t ldx, size_t nr, size_t rows,
     }
 
 AMXBF static void bf_block(const uint16_t *hi, const uint16_t *lo, size_t kp, const uint16_t *wp,
-                           size_t np, int x3, float out[4][256]) {
+                           size_t pstep, size_t np, int x3, float out[4][256]) {
     const size_t nsteps = kp / 32, pbytes_step = x3 ? 1024 : 512;  /* in uint16 */
     TILE_ZERO(T_C0);
     TILE_ZERO(T_C1);
@@ -551,8 +616,29 @@ AMXBF static void bf_block(const uint16_t *hi, const uint16_t *lo, size_t kp, co
     if (np > 3) TILE_STORE(T_C3, out[3], 64);
 }
 
+/* The body of sk_gemm_amx_bf16 with the tiles already configured (bf_cfg). */
+AMXBF static void bf_gemm(const float *x, size_t ldx, size_t n_rows, const sk_packed *w,
+                          float *y, size_t ldy);
+
 AMXBF void sk_gemm_amx_bf16(const float *x, size_t ldx, size_t n_rows, const sk_packed *w,
                             float *y, size_t ldy) {
+    tile_config(&bf_cfg);
+    bf_gemm(x, ldx, n_rows, w, y, ldy);
+    TILE_RELEASE();
+}
+
+/* A run of products on one configuration: ldtilecfg costs about as much as a 16 x 64 x 64
+ * product, so attention (two small products per block of 16 queries) configures once per
+ * unit of work. */
+void sk_amx_bf16_begin(void) { tile_config(&bf_cfg); }
+void sk_amx_bf16_end(void) { TILE_RELEASE(); }
+AMXBF void sk_gemm_amx_bf16_run(const float *x, size_t ldx, size_t n_rows, const sk_packed *w,
+                                float *y, size_t ldy) {
+    bf_gemm(x, ldx, n_rows, w, y, ldy);
+}
+
+AMXBF static void bf_gemm(const float *x, size_t ldx, size_t n_rows, const sk_packed *w,
+                          float *y, size_t ldy) {
     const size_t k = w->n_in, kp = round32(k), m = w->n_out, panels = (m + 15) / 16;
     const int x3 = w->wtype == SK_PACK_AMX_BF16X3;
     /* rows per chunk: ~512 KB of split activations, a multiple of 16 */
@@ -566,7 +652,6 @@ AMXBF void sk_gemm_amx_bf16(const float *x, size_t ldx, size_t n_rows, const sk_
     }
     _Alignas(64) float out[4][256];
     const uint16_t *wd = w->data;
-    tile_config(&bf_cfg);
     for (size_t r0 = 0; r0 < n_rows; r0 += chunk) {
         const size_t nr = n_rows - r0 < chunk ? n_rows - r0 : chunk, rows = (nr + 15) / 16 * 16;
         uint16_t *hi = buf, *lo = buf + rows * kp;
@@ -575,7 +660,7 @@ AMXBF void sk_gemm_amx_bf16(const float *x, size_t ldx, size_t n_rows, const sk_
             const size_t np = panels - p0 < 4 ? panels - p0 : 4;
             const uint16_t *wp = wd + p0 * w->pstride * (x3 ? 2 : 1);
             for (size_t b = 0; b < rows; b += 16) {
-                bf_block(hi + b * kp, lo + b * kp, kp, wp, np, x3, out);
+                bf_block(hi + b * kp, lo + b * kp, kp, wp, w->pstride * (x3 ? 2 : 1), np, x3, out);
                 const size_t vr = nr - b < 16 ? nr - b : 16;
                 for (size_t j = 0; j < np; j++) {
                     const size_t o = (p0 + j) * 16, nc = m - o < 16 ? m - o : 16;
@@ -588,7 +673,6 @@ AMXBF void sk_gemm_amx_bf16(const float *x, size_t ldx, size_t n_rows, const sk_
             }
         }
     }
-    TILE_RELEASE();
 }
 
 
@@ -600,6 +684,15 @@ void sk_q8_gemm_amx(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t
 }
 void sk_gemm_amx_bf16(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
                       size_t ldy) {
+    sk_gemm_amx_bf16_ref(x, ldx, n_rows, w, y, ldy);
+}
+void sk_pack_amx_bf16_f32(const sk_packed *src, int wtype, uint16_t *out) {
+    sk_pack_amx_bf16(src, wtype, out);
+}
+void sk_amx_bf16_begin(void) {}
+void sk_amx_bf16_end(void) {}
+void sk_gemm_amx_bf16_run(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
+                          size_t ldy) {
     sk_gemm_amx_bf16_ref(x, ldx, n_rows, w, y, ldy);
 }
 #endif

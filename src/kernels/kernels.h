@@ -181,6 +181,19 @@ void sk_widen16_avx2(int wtype, const void *src, float *dst, size_t n);
  * sk_pack_elem_size(wtype) bytes; 0 on overflow); its pstride is 16 * round_up(n_in, 32). */
 size_t sk_amx_bf16_packed_elems(size_t n_out, size_t n_in);
 void sk_pack_amx_bf16(const sk_packed *src, int wtype, uint16_t *out);
+/* The same layout from an F32 source in AVX-512-BF16 (call only where sk_gemm_amx_bf16 may
+ * run; out 64-byte aligned): bit-identical to sk_pack_amx_bf16 for normal values (the
+ * instruction takes f32 denormals, below 1e-38, as zero). Attention packs every head's keys
+ * and values with it on each call (src/model/forward.c). */
+void sk_pack_amx_bf16_f32(const sk_packed *src, int wtype, uint16_t *out);
+/* sk_gemm_amx_bf16 configures the tiles and releases them on every call; a run of small
+ * products (attention) instead brackets sk_gemm_amx_bf16_run calls (no pool, SK_PACK_AMX_*
+ * weights only) with _begin and _end on one thread, and may run other (non-tile) kernels
+ * in between. */
+void sk_amx_bf16_begin(void);
+void sk_amx_bf16_end(void);
+void sk_gemm_amx_bf16_run(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
+                          size_t ldy);
 void sk_gemm_amx_bf16(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
                       size_t ldy);
 void sk_gemm_amx_bf16_ref(const float *x, size_t ldx, size_t n_rows, const sk_packed *w,

@@ -86,7 +86,30 @@ typedef struct sk_q8_packed {
     /* Row-scaled (see above): 128 * the sum of each output row's quants, n_out values
      * (the VNNI kernel's correction for its biased activations); NULL = per-block scales. */
     const int32_t *row_sum128;
+    /* Row-scaled panels in the tiles' pair order (sk_q8_relayout_pairs; AMX CPUs only):
+     * blocks 2t and 2t + 1 of a panel keep their 2 x 576 bytes but hold the 1024 quant
+     * bytes first, then the two 64-byte scale/sum parts, so one TDPBSSD reads K = 64 (a
+     * TDPBSSD costs the same 16 cycles at K = 32 and 64). Every kernel reaches a block's
+     * bytes through sk_q8_quants_at / sk_q8_meta_at; only the AMX and reference kernels
+     * read this order (sk_q8_gemm sends it to the reference where there are no tiles). */
+    int pairs;
 } sk_q8_packed;
+
+/* Offsets (bytes from w->panels) of block b's 512 quant bytes and of its 64 bytes of f16
+ * scales and int16 sums, in panel p of a matrix of nb blocks per row. */
+static inline size_t sk_q8_quants_at(const sk_q8_packed *w, size_t nb, size_t p, size_t b) {
+    const size_t base = p * nb * (size_t)SK_Q8_CHUNK;
+    return w->pairs ? base + b / 2 * 2 * (size_t)SK_Q8_CHUNK + b % 2 * 512 : base + b * (size_t)SK_Q8_CHUNK;
+}
+static inline size_t sk_q8_meta_at(const sk_q8_packed *w, size_t nb, size_t p, size_t b) {
+    const size_t base = p * nb * (size_t)SK_Q8_CHUNK;
+    return w->pairs ? base + b / 2 * 2 * (size_t)SK_Q8_CHUNK + 1024 + b % 2 * 64
+                    : base + b * (size_t)SK_Q8_CHUNK + 512;
+}
+/* Reorder the panels of a row-scaled matrix with an even block count into pair order, in
+ * place (panels: w->panels, writable), and set w->pairs. Anything else is left as it is
+ * (returns 0 then, 1 when reordered). Reading the matrix gives the same results after. */
+int sk_q8_relayout_pairs(sk_q8_packed *w, uint8_t *panels);
 
 /* Inputs of a row-scaled matrix at most: 255 * 128 * n_in stays below 2^31. */
 #define SK_Q8_ROW_MAX_IN 65536
@@ -111,6 +134,8 @@ void sk_q8_gemm_amx(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t
  * unless SKYCMD_KERNELS caps it, see cpu.h). */
 void sk_q8_gemm(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1, float *y,
                 size_t ldy);
+/* 1 when sk_q8_gemm runs the AMX kernel here (the tile state granted, nothing capping it). */
+int sk_q8_uses_tiles(void);
 /* "amx", "vnni", "avx2" or "scalar": what sk_q8_gemm uses. */
 const char *sk_q8_kernel_name(void);
 /* Test hook: 0 scalar, 1 avx2, 2 vnni, 3 amx, -1 automatic (a cap: never above what the

@@ -176,14 +176,14 @@ static void gemm_rows_ref(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, 
             const size_t p = o / SK_Q8_PANEL, c = o % SK_Q8_PANEL;
             int32_t isum = 0;
             for (size_t b = 0; b < nb; b++) {
-                const uint8_t *ch = w->panels + (p * nb + b) * SK_Q8_CHUNK;
+                const uint8_t *ch = w->panels + sk_q8_quants_at(w, nb, p, b);
                 const int8_t *xq = a->q + (r * nb + b) * SK_QK8_0;
                 for (int j = 0; j < SK_QK8_0; j++)
                     isum += (int32_t)xq[j] *
                             (int8_t)ch[((size_t)(j / 4) * SK_Q8_PANEL + c) * 4 + (size_t)(j % 4)];
             }
             uint16_t wbits;
-            memcpy(&wbits, w->panels + p * nb * SK_Q8_CHUNK + SK_Q8_CHUNK_SCALES + c * 2, sizeof wbits);
+            memcpy(&wbits, w->panels + sk_q8_meta_at(w, nb, p, 0) + c * 2, sizeof wbits);
             y[r * ldy + o] = fmaf(a->xs[r * nb] * sk_f16_to_f32(wbits), (float)isum,
                                   w->bias ? w->bias[o] : 0.0f);
         }
@@ -240,13 +240,36 @@ static int q8_level(void) {
 
 void sk_q8_force_kernel(int which) { __atomic_store_n(&g_force, which, __ATOMIC_RELAXED); }
 
+int sk_q8_uses_tiles(void) { return q8_level() == 3; }
+
 const char *sk_q8_kernel_name(void) {
     static const char *names[] = {"scalar", "avx2", "vnni", "amx"};
     return names[q8_level()];
 }
 
+int sk_q8_relayout_pairs(sk_q8_packed *w, uint8_t *panels) {
+    const size_t nb = w->n_in / SK_QK8_0, np = (w->n_out + SK_Q8_PANEL - 1) / SK_Q8_PANEL;
+    if (!w->row_sum128 || w->pairs || nb % 2 || panels != w->panels) return 0;
+    uint8_t tmp[2 * SK_Q8_CHUNK];
+    for (size_t p = 0; p < np; p++)
+        for (size_t b = 0; b < nb; b += 2) {
+            uint8_t *c = panels + (p * nb + b) * SK_Q8_CHUNK;
+            memcpy(tmp, c, 512);
+            memcpy(tmp + 512, c + SK_Q8_CHUNK, 512);
+            memcpy(tmp + 1024, c + 512, 64);
+            memcpy(tmp + 1088, c + SK_Q8_CHUNK + 512, 64);
+            memcpy(c, tmp, sizeof tmp);
+        }
+    w->pairs = 1;
+    return 1;
+}
+
 void sk_q8_gemm(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1, float *y,
                 size_t ldy) {
+    if (w->pairs && q8_level() < 3) {  /* pair order: the tiles' layout, read by them alone */
+        sk_q8_gemm_ref(a, w, o0, o1, y, ldy);
+        return;
+    }
     switch (q8_level()) {
 #if defined(__x86_64__)
     case 3: sk_q8_gemm_amx(a, w, o0, o1, y, ldy); break;

@@ -142,7 +142,9 @@ VNNI INLINE void gemm_vnni_t(const sk_q8_act *a, const sk_q8_packed *w, size_t o
 
 VNNI void sk_q8_gemm_vnni(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
                           float *y, size_t ldy) {
-    if (w->row_sum128)
+    if (w->pairs)  /* the tiles' order (q8.h): not this kernel's */
+        sk_q8_gemm_ref(a, w, o0, o1, y, ldy);
+    else if (w->row_sum128)
         gemm_vnni_t(a, w, o0, o1, y, ldy, 1);
     else
         gemm_vnni_t(a, w, o0, o1, y, ldy, 0);
@@ -281,7 +283,9 @@ AVX2 INLINE void gemm_avx2_t(const sk_q8_act *a, const sk_q8_packed *w, size_t o
 
 AVX2 void sk_q8_gemm_avx2(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
                           float *y, size_t ldy) {
-    if (w->row_sum128)
+    if (w->pairs)  /* the tiles' order (q8.h): not this kernel's */
+        sk_q8_gemm_ref(a, w, o0, o1, y, ldy);
+    else if (w->row_sum128)
         gemm_avx2_t(a, w, o0, o1, y, ldy, 1);
     else
         gemm_avx2_t(a, w, o0, o1, y, ldy, 0);

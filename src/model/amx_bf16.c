@@ -11,6 +11,8 @@
  * where the head (kept f32 by the int8 method) was a sixth of a base question's time on the
  * f32 kernels; the bf16x3 products keep it in the f32 accuracy class (~1e-5 relative).
  * SKYCMD_KERNELS=avx512 (or no AMX) keeps the head on the f32 kernels.
+ * Both set model.attn_tiles where the tiles are usable: the attention products then run
+ * on them as well (forward.c, attn_unit_tiles).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -76,8 +78,9 @@ int sk_model_head_to_amx_bf16(sk_model *m, skycmd_log_fn log, void *log_ud, sk_e
     size_t bytes = 0, n = 0;
     if (head_to_amx(m, &bytes, &n))
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory relaying out matrices for AMX");
-    alog(log, log_ud, 1, "int8 on AMX: %zu decision-head matrices on AMX-BF16 tiles as bf16 "
-         "hi+lo (%zu bytes)", n, bytes);
+    m->attn_tiles = 1;
+    alog(log, log_ud, 1, "int8 on AMX: %zu decision-head matrices and the attention products "
+         "on AMX-BF16 tiles as bf16 hi+lo (%zu bytes)", n, bytes);
     return SKYCMD_OK;
 }
 
@@ -99,7 +102,9 @@ int sk_model_to_amx_bf16(sk_model *m, skycmd_log_fn log, void *log_ud, sk_err *e
     const size_t n_enc = n;
     if (head_to_amx(m, &bytes, &n))
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory relaying out matrices for AMX");
-    alog(log, log_ud, 1, "bf16x3: %zu encoder and %zu decision-head matrices on AMX-BF16 tiles "
-         "(%zu bytes; f32/f16 as bf16 hi+lo, bf16 as is)", n_enc, n - n_enc, bytes);
+    m->attn_tiles = 1;
+    alog(log, log_ud, 1, "bf16x3: %zu encoder and %zu decision-head matrices and the attention "
+         "products on AMX-BF16 tiles (%zu bytes; f32/f16 as bf16 hi+lo, bf16 as is)", n_enc,
+         n - n_enc, bytes);
     return SKYCMD_OK;
 }

@@ -18,7 +18,9 @@
  * A batch packs its sequences' rows one after another so every matrix product runs once
  * over all of them; attention (units of sequence x head x run of query blocks, each with
  * the K and V^T of its key range packed, query blocks limited to the union of their
- * sliding windows), RoPE positions and the head's marker rows stay per sequence.
+ * sliding windows), RoPE positions and the head's marker rows stay per sequence. Where the
+ * model's products run on AMX-BF16 tiles (model.attn_tiles: the bf16x3 and int8 modes on
+ * AMX) the attention products do too (attn_unit_tiles), with the same invariances.
  * With a thread pool, matrix products, attention units and row-wise steps are split over
  * the threads the process budget lends (src/kernels/pool.h, docs/threads.md).
  * Every output row is computed by the same arithmetic whatever the batch or thread count,
@@ -173,6 +175,63 @@ typedef struct attn_job {
     size_t next;    /* atomic: next unit */
 } attn_job;
 
+/* attn_unit on the AMX-BF16 tiles (the bf16x3 and int8 modes on AMX, model.attn_tiles):
+ * the same blocks, with K and V as bf16 hi + lo tiles (sk_pack_amx_bf16_f32) and both
+ * products as bf16x3 (~1e-5 relative per product, the class of the mode's other products).
+ * The tiles take keys 32 at a time, so key ranges start at multiples of 32 here; the scores
+ * of the keys that adds (outside every row's range) are zeros after the softmax. */
+static void attn_unit_tiles(const attn_job *j, struct attn_ws *ws, const attn_seq *as,
+                            size_t h, size_t b0, size_t b1) {
+    const size_t hd = j->hd, win = j->win, n = as->n, ldsc = j->s->cap;
+    const size_t rbeg = b0 * SK_QB, rend = b1 * SK_QB < as->nq ? b1 * SK_QB : as->nq;
+    size_t K0 = 0, K1 = n;
+    if (win) {
+        K0 = (rbeg > win ? rbeg - win : 0) / 32 * 32;
+        K1 = rend - 1 + win + 1 < n ? rend + win : n;
+    }
+    const size_t NK = K1 - K0;
+    sk_pack(as->k + K0 * as->ldkv + h * hd, as->ldkv, NK, hd, ws->kpack);  /* 16 keys x hd */
+    const sk_packed kf = {ws->kpack, NULL, hd, NK, hd * SK_PANEL, SK_PACK_F32, 0};
+    sk_pack_amx_bf16_f32(&kf, SK_PACK_AMX_BF16X3, ws->kamx);
+    /* V in place: panel p is columns 16p.. of the head, input j key K0 + j */
+    const sk_packed vf = {as->v + K0 * as->ldkv + h * hd, NULL, NK, hd, SK_PANEL, SK_PACK_F32,
+                          as->ldkv};
+    sk_pack_amx_bf16_f32(&vf, SK_PACK_AMX_BF16X3, ws->vamx);
+    const size_t kstride = (hd + 31) / 32 * 32 * SK_PANEL, vstride = (NK + 31) / 32 * 32 * SK_PANEL;
+    sk_amx_bf16_begin();
+    for (size_t r0 = rbeg; r0 < rend; r0 += SK_QB) {
+        const size_t nr = rend - r0 < SK_QB ? rend - r0 : SK_QB;
+        size_t lo = 0, hi = n;
+        if (win) {
+            lo = r0 > win ? r0 - win : 0;
+            hi = r0 + nr - 1 + win + 1 < n ? r0 + nr + win : n;
+        }
+        const size_t lo32 = lo / 32 * 32, nk = hi - lo32;
+        /* scores: keys lo32.. are panels (lo32 - K0) / 16.. of K (2 parts of kstride each) */
+        const sk_packed kw = {ws->kamx + (lo32 - K0) / SK_PANEL * 2 * kstride, NULL, hd, nk,
+                              kstride, SK_PACK_AMX_BF16X3, 0};
+        sk_gemm_amx_bf16_run(as->q + r0 * as->ldq + h * hd, as->ldq, nr, &kw, ws->sc, ldsc);
+        size_t ka[SK_QB], kb[SK_QB];   /* each row's keys, relative to lo32 */
+        for (size_t r = 0; r < nr; r++) {
+            size_t a = lo, b = hi;
+            if (win) {
+                const size_t t = r0 + r;
+                a = t > win ? t - win : 0;
+                b = t + win + 1 < n ? t + win + 1 : n;
+            }
+            ka[r] = a - lo32;
+            kb[r] = b - lo32;
+        }
+        sk_attn_softmax_rows(ws->sc, ldsc, nr, nk, ka, kb, j->scale);
+        /* values: inputs lo32.. are steps (lo32 - K0) / 32.. of each panel (1024 elements
+         * a step: hi and lo tiles) */
+        const sk_packed vw = {ws->vamx + (lo32 - K0) / 32 * 1024, NULL, nk, hd, vstride,
+                              SK_PACK_AMX_BF16X3, 0};
+        sk_gemm_amx_bf16_run(ws->sc, ldsc, nr, &vw, as->out + r0 * as->ldo + h * hd, as->ldo);
+    }
+    sk_amx_bf16_end();
+}
+
 static void attn_unit(const attn_job *j, struct attn_ws *ws, const attn_seq *as, size_t h,
                       size_t b0, size_t b1) {
     const size_t hd = j->hd, win = j->win, n = as->n, ldsc = j->s->cap;
@@ -247,7 +306,13 @@ static void attn_part(void *ctx, int ith, int nth) {
         const attn_seq *as = &j->seq[i];
         const size_t nb = (as->nq + SK_QB - 1) / SK_QB;
         const size_t b0 = nb * c / j->chunks, b1 = nb * (c + 1) / j->chunks;
-        if (b0 < b1) attn_unit(j, ws, as, h, b0, b1);
+        if (b0 < b1) {
+            const size_t keys = j->win && 2 * j->win + SK_QB < as->n ? 2 * j->win + SK_QB : as->n;
+            if (j->s->attn_tiles && keys >= j->s->attn_tile_min_keys)
+                attn_unit_tiles(j, ws, as, h, b0, b1);
+            else
+                attn_unit(j, ws, as, h, b0, b1);
+        }
     }
 }
 

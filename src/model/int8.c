@@ -384,7 +384,7 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log
                  "sequences", n, SK_CALIB_N_SEQS);
     }
     float *w = NULL;
-    size_t w_cap = 0, total_bytes = 0, total_pbytes = 0, total_outl = 0;
+    size_t w_cap = 0, total_bytes = 0, total_pbytes = 0, total_outl = 0, n_pairs = 0;
     for (size_t i = 0; i < n && !rc; i++) {
         if (!to_q8[i] || keep[i]) continue;
         sk_linear *L = all[i];
@@ -440,6 +440,9 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log
             free(q);
             break;
         }
+        /* where the tiles run the products, row-scaled panels take their K = 64 order */
+        if (q->w.p.row_sum128 && sk_q8_uses_tiles())
+            n_pairs += (size_t)sk_q8_relayout_pairs(&q->w.p, q->panels);
         q->fast_x2 = fast_x2 ? fast_x2[i] : 0;
         L->q8 = q;
         free(L->buf);
@@ -460,9 +463,9 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log
     if (!rc)
         mlog(log, log_ud, 1, "int8: %zu matrices Q8_0 (%zu quantized at load%s, %zu from the "
              "file; %zu kept in f32 by sensitivity, %zu with two-pass activations under --q8-fast), %zu outlier columns in f32; prepacked once: ROW_MAJOR -> INPUT_BLOCK_MAJOR "
-             "%zu bytes, panels %zu bytes; kernel %s", n_quant + n_file - n_keep, n_quant - n_keep,
+             "%zu bytes, panels %zu bytes (%zu in the tiles' K = 64 order); kernel %s", n_quant + n_file - n_keep, n_quant - n_keep,
              weights_mode == SKYCMD_WEIGHTS_Q8 ? " with calibration" : weights_mode == SKYCMD_WEIGHTS_Q8_ROW ? " per row, calibrated outlier columns" : " without calibration",
-             n_file, n_keep, n_x2, total_outl, total_bytes, total_pbytes, sk_q8_kernel_name());
+             n_file, n_keep, n_x2, total_outl, total_bytes, total_pbytes, n_pairs, sk_q8_kernel_name());
     free(w);
     free(keep);
     free(sens);

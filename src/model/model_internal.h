@@ -22,6 +22,11 @@
 
 /* Query rows per attention block: the block's keys are the union of its rows' windows. */
 #define SK_QB 16
+/* Keys per query block (the window's 2W/2 + 16, or the whole sequence) below which attention
+ * stays on the f32 kernels where the tiles could run it: splitting and packing then cost
+ * what the tiles save (s1-pico's ~80-token questions, window 64: 6 % slower on the tiles;
+ * base at 128 tokens and more: faster; measured 2026-12-03). */
+#define SK_ATTN_TILE_MIN_KEYS 128
 
 /* Python's nn.TransformerEncoderLayer and nn.LayerNorm default; the head and scorer always
  * use it whatever the encoder's epsilon is. */
@@ -87,6 +92,7 @@ struct sk_model {
     uint32_t head_dim;       /* encoder D */
     uint32_t head_dim_dec;   /* decision head hd */
     float inv_freq[2][512];  /* [0] global, [1] local; D/2 entries, as HF computes them */
+    int attn_tiles;          /* attention products on AMX-BF16 tiles as bf16x3 (amx_bf16.c) */
 };
 
 struct sk_scratch {
@@ -96,6 +102,7 @@ struct sk_scratch {
     struct attn_ws {                   /* one per compute thread */
         float *sc;                     /* attention probabilities [SK_QB][cap] */
         float *kpack, *vpack;          /* one head's K and V^T, packed for sk_gemm */
+        uint16_t *kamx, *vamx;         /* the same as bf16x3 tiles (attn_tiles only) */
     } *tws;
     int n_tws;
     float *rope_cos[2], *rope_sin[2];  /* [cap][D/2] per base */
@@ -109,6 +116,9 @@ struct sk_scratch {
     float *mlogits;                    /* scorer outputs before scattering */
     float *mu, *mz;                    /* folded last block: [marker][head][d] */
     int unfolded;                      /* sk_scratch_set_unfolded */
+    int attn_tiles;                    /* the model's attn_tiles when the scratch was made */
+    size_t attn_tile_min_keys;         /* keys per query block from which they are used
+                                          (SK_ATTN_TILE_MIN_KEYS; tests lower it) */
     uint32_t Hdec;                     /* decision heads */
     /* int8 path */
     int act_mode;                      /* SK_Q8_ACT_* */

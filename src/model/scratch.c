@@ -28,6 +28,8 @@ sk_scratch *sk_scratch_new(const sk_model *m) {
     s->n_qkv = 3 * s->d;
     s->n_ff_head = m->hp.n_ff_head;
     s->n_ff_max = 2 * m->hp.n_ff > m->hp.n_ff_head ? 2 * m->hp.n_ff : m->hp.n_ff_head;
+    s->attn_tiles = m->attn_tiles;
+    s->attn_tile_min_keys = SK_ATTN_TILE_MIN_KEYS;
     return s;
 }
 
@@ -41,6 +43,8 @@ static void scratch_free_rows(sk_scratch *s) {
         free(s->tws[t].sc);
         free(s->tws[t].kpack);
         free(s->tws[t].vpack);
+        free(s->tws[t].kamx);
+        free(s->tws[t].vamx);
     }
     free(s->tws);
     s->tws = NULL;
@@ -109,9 +113,18 @@ int sk_scratch_reserve(const sk_model *m, sk_scratch *s, size_t n, sk_err *e) {
     if (s->tws) s->n_tws = nt;
     for (int t = 0; ok && t < nt; t++) {
         s->tws[t].sc = alloc_rows(cap, SK_QB);
-        s->tws[t].kpack = alloc_rows(cap + SK_PANEL, s->Dmax);
+        /* a unit's keys start at a multiple of 16 (32 on the tiles) below its first query */
+        s->tws[t].kpack = alloc_rows(cap + 2 * SK_PANEL, s->Dmax);
         s->tws[t].vpack = alloc_rows(cap + SK_PANEL, dpad);
         ok = s->tws[t].sc && s->tws[t].kpack && s->tws[t].vpack;
+        if (ok && s->attn_tiles) {
+            /* bf16 hi + lo tiles of up to cap + 32 keys by Dmax (K) and Dmax by them (V) */
+            const size_t ke = sk_amx_bf16_packed_elems(cap + 2 * SK_PANEL, s->Dmax);
+            const size_t ve = sk_amx_bf16_packed_elems(s->Dmax, cap + 2 * SK_PANEL);
+            s->tws[t].kamx = ke ? (uint16_t *)alloc_rows(ke, 1) : NULL;
+            s->tws[t].vamx = ve ? (uint16_t *)alloc_rows(ve, 1) : NULL;
+            ok = s->tws[t].kamx && s->tws[t].vamx;
+        }
     }
     for (int b = 0; b < 2 && ok; b++) {
         s->rope_cos[b] = alloc_rows(cap, half);
