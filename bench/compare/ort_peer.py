@@ -24,9 +24,11 @@ Timed unit: one single-question request per kind (choice, noul, score of the fla
 request, its state grown to about --tokens tokens), interleaved; figure = median over rounds
 of per-round medians over all kinds (as compare.py's "single question").
 
-Accuracy: max |dp| against laya fp32 (torch Agent) over every probability of the 3-question
-request (choice and score probabilities, the noul value), for ORT fp32/int8 (via ONNXAgent)
-and skycmd f32 / --q8-fast (`skycmd decide`). laya rounds its probabilities to 4 digits; the
+Accuracy: max and mean |dp| against laya fp32 (torch Agent) over every probability of
+--acc-requests 3-question requests (the example's state, then its steps rotated; choice and
+score probabilities, the noul value), for ORT fp32/int8 (via ONNXAgent) and skycmd f32 /
+--q8-fast / --q8-row (`skycmd decide --batch`). One request holds only 6 probabilities, and
+the max over so few is a single draw of an int8 method's rounding noise. laya rounds its probabilities to 4 digits; the
 module-level `round` of laya.agent and laya.onnx_agent is replaced by the identity here so
 the full values are compared.
 
@@ -267,18 +269,51 @@ def max_dp(ref, got):
     return max(abs(ref[k] - got[k]) for k in ref)
 
 
+def variant(body, j, n):
+    """Request j of n for the accuracy phase: the state's " | "-separated steps rotated by
+    j/n of their count (same length, other tokens in other places); j = 0 is the body."""
+    st = body["state"]
+    if j == 0 or not isinstance(st, str) or " | " not in st:
+        return body
+    parts = st.split(" | ")
+    k = len(parts) * j // n
+    return {"state": " | ".join(parts[k:] + parts[:k]), "questions": body["questions"]}
+
+
 def accuracy(a, laya_dir, gguf, q8file, body, peers, work):
+    """max and mean |dp| against laya fp32 over every probability of a.acc_requests requests
+    (one 3-question request holds only 6 probabilities: the max over so few is one draw of
+    an int8 method's rounding noise, so a comparison of two int8 methods needs more)."""
     unround_laya()
     from laya.agent import Agent
     copy = os.path.join(work, "ref-" + os.path.basename(laya_dir))
     if not os.path.isdir(copy):
         shutil.copytree(laya_dir, copy)
-    ref = flat_probs(Agent(copy, device="cpu").system_one(body["state"], body["questions"]))
+    agent = Agent(copy, device="cpu")
+    bodies = [variant(body, j, a.acc_requests) for j in range(a.acc_requests)]
+    refs = [flat_probs(agent.system_one(b["state"], b["questions"])) for b in bodies]
     req = os.path.join(work, "acc-request.json")
     with open(req, "w") as f:
         json.dump(body, f)
     with open(os.path.join(work, "acc-laya-fp32.json"), "w") as f:  # for checks by hand
-        json.dump(ref, f)
+        json.dump(refs[0], f)
+    with open(os.path.join(work, "acc-laya-fp32.jsonl"), "w") as f:  # line k: request k's
+        for r in refs:
+            f.write(json.dumps(r) + "\n")
+    batch = os.path.join(work, "acc-requests.jsonl")
+    with open(batch, "w") as f:
+        for b in bodies:
+            f.write(json.dumps(b) + "\n")
+
+    def score(gots):
+        if len(gots) != len(refs):
+            raise RuntimeError("%d answers to %d requests" % (len(gots), len(refs)))
+        d = []
+        for ref, got in zip(refs, gots):
+            max_dp(ref, got)  # raises when the answer keys differ
+            d += [abs(ref[k] - got[k]) for k in ref]
+        return {"max": max(d), "mean": sum(d) / len(d), "n": len(d)}
+
     out = {}
     for name, model, extra in (("skycmd f32", gguf, []), ("skycmd q8-fast", gguf, ["--q8-fast"]),
                                ("skycmd q8-fast (Q8_0 file)", q8file, ["--q8-fast"]),
@@ -287,11 +322,12 @@ def accuracy(a, laya_dir, gguf, q8file, body, peers, work):
             continue
         if name == "skycmd q8-row" and "q8-row" not in a.sky_list:
             continue
-        r = C.run([a.skycmd, "decide", model, req, *extra]).stdout
-        out[name] = max_dp(ref, flat_probs(json.loads(r)))
+        r = C.run([a.skycmd, "decide", model, "--batch", batch, "--no-progress", *extra]).stdout
+        out[name] = score([flat_probs(json.loads(line)) for line in r.splitlines() if line.strip()])
     for name, p in peers.items():
-        out[name] = max_dp(ref, flat_probs(p.agent.system_one(body["state"], body["questions"])))
-    out["reference_spread"] = max(ref.values()) - min(ref.values())
+        out[name] = score([flat_probs(p.agent.system_one(b["state"], b["questions"])) for b in bodies])
+    out["reference_spread"] = max(max(r.values()) for r in refs) - min(min(r.values()) for r in refs)
+    out["requests"] = len(bodies)
     return out
 
 
@@ -380,9 +416,12 @@ def report_one(r):
             v["single_s"] / q["single_s"], v["request_s"] * 1e3, v["request_cpu_s"] * 1e3,
             v["request_cpu_s"] / s["request_cpu_s"], v["request_cpu_s"] / q["request_cpu_s"]))
     if r["accuracy"]:
-        L += ["", "max |dp| vs laya fp32 (3-question request; reference spread %.3f): " %
-              r["accuracy"]["reference_spread"] + ", ".join(
-                  "%s %.2e" % (k, v) for k, v in r["accuracy"].items() if k != "reference_spread")]
+        acc = r["accuracy"]
+        L += ["", "|dp| vs laya fp32, max / mean over %d probabilities of %d 3-question requests "
+              "(reference spread %.3f): " % (next(v["n"] for v in acc.values() if isinstance(v, dict)),
+                                             acc["requests"], acc["reference_spread"]) +
+              ", ".join("%s %.2e / %.2e" % (k, v["max"], v["mean"])
+                        for k, v in acc.items() if isinstance(v, dict))]
     return "\n".join(L)
 
 
@@ -404,6 +443,9 @@ def main():
     ap.add_argument("--sky", default="f32,q8-fast",
                     help="skycmd variants, comma list of " + ",".join(SKY_VARIANTS) +
                     " (f32 is required: the ratios' denominator, with q8-fast when given)")
+    ap.add_argument("--acc-requests", type=int, default=8,
+                    help="requests of the accuracy phase (the example's state, then its steps "
+                         "rotated; default 8)")
     ap.add_argument("--no-calib-accuracy", action="store_true",
                     help="skip the calibrated --q8-fast decide of the accuracy phase (minutes "
                     "of calibration on base and large)")
