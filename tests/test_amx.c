@@ -266,18 +266,30 @@ Test(amx, bf16_gemm_against_its_model_and_f32) {
                           x3 ? SK_PACK_AMX_BF16X3 : SK_PACK_AMX_BF16X2, b);
 }
 
+/* A random [n_out][n_in] matrix (to *w) in the X3 tile layout, through the scalar packer
+ * or (fast) the AVX-512-BF16 one. */
+static uint16_t *random_x3(size_t n_out, size_t n_in, int fast, float **w) {
+    *w = malloc(n_out * n_in * sizeof(float));
+    for (size_t i = 0; i < n_out * n_in; i++) (*w)[i] = frand();
+    float *pf = aligned_alloc(64, sk_packed_floats(n_out, n_in) * 4);
+    sk_pack_ref(*w, n_in, n_out, n_in, pf);
+    sk_packed src = {pf, NULL, n_in, n_out, n_in * SK_PANEL, SK_PACK_F32, 0};
+    uint16_t *pa = aligned_alloc(64, sk_amx_bf16_packed_elems(n_out, n_in) * 4);
+    if (fast)
+        sk_pack_amx_bf16_f32(&src, SK_PACK_AMX_BF16X3, pa);
+    else
+        sk_pack_amx_bf16(&src, SK_PACK_AMX_BF16X3, pa);
+    free(pf);
+    return pa;
+}
+
 Test(amx, bf16_gemm_pool_views) {
     need_amx_bf16();
     /* sk_gemm on a panel view (what sk_gemm_pool hands each thread) equals the whole call */
     const size_t n_rows = 20, n_in = 64, n_out = 96;
-    float *w = malloc(n_out * n_in * sizeof(float)), *x = malloc(n_rows * n_in * sizeof(float));
-    for (size_t i = 0; i < n_out * n_in; i++) w[i] = frand();
+    float *w, *x = malloc(n_rows * n_in * sizeof(float));
+    uint16_t *pa = random_x3(n_out, n_in, 0, &w);
     for (size_t i = 0; i < n_rows * n_in; i++) x[i] = frand();
-    float *pf = aligned_alloc(64, sk_packed_floats(n_out, n_in) * 4);
-    sk_pack_ref(w, n_in, n_out, n_in, pf);
-    sk_packed src = {pf, NULL, n_in, n_out, n_in * SK_PANEL, SK_PACK_F32, 0};
-    uint16_t *pa = aligned_alloc(64, sk_amx_bf16_packed_elems(n_out, n_in) * 4);
-    sk_pack_amx_bf16(&src, SK_PACK_AMX_BF16X3, pa);
     sk_packed amx = {pa, NULL, n_in, n_out, n_in * SK_PANEL, SK_PACK_AMX_BF16X3, 0};
     float y0[20 * 96], y1[20 * 96];
     sk_gemm(x, n_in, n_rows, &amx, y0, n_out);
@@ -289,7 +301,6 @@ Test(amx, bf16_gemm_pool_views) {
     cr_assert(memcmp(y0, y1, sizeof y0) == 0);
     free(w);
     free(x);
-    free(pf);
     free(pa);
 }
 
@@ -300,14 +311,9 @@ Test(amx, bf16_gemm_pool_views) {
 Test(amx, bf16_gemm_input_range_views) {
     need_amx_bf16();
     const size_t n_rows = 19, n_in = 160, n_out = 90, s0 = 64, nk = 70;
-    float *w = malloc(n_out * n_in * sizeof(float)), *x = malloc(n_rows * nk * sizeof(float));
-    for (size_t i = 0; i < n_out * n_in; i++) w[i] = frand();
+    float *w, *x = malloc(n_rows * nk * sizeof(float));
+    uint16_t *pa = random_x3(n_out, n_in, 1, &w);
     for (size_t i = 0; i < n_rows * nk; i++) x[i] = frand();
-    float *pf = aligned_alloc(64, sk_packed_floats(n_out, n_in) * 4);
-    sk_pack_ref(w, n_in, n_out, n_in, pf);
-    sk_packed src = {pf, NULL, n_in, n_out, n_in * SK_PANEL, SK_PACK_F32, 0};
-    uint16_t *pa = aligned_alloc(64, sk_amx_bf16_packed_elems(n_out, n_in) * 4);
-    sk_pack_amx_bf16_f32(&src, SK_PACK_AMX_BF16X3, pa);
     sk_packed v = {pa + s0 / 32 * 1024, NULL, nk, n_out, n_in * SK_PANEL, SK_PACK_AMX_BF16X3, 0};
     float *y0 = malloc(n_rows * n_out * 4), *y1 = malloc(n_rows * n_out * 4);
     sk_gemm_amx_bf16_ref(x, nk, n_rows, &v, y0, n_out);
@@ -327,7 +333,6 @@ Test(amx, bf16_gemm_input_range_views) {
         }
     free(w);
     free(x);
-    free(pf);
     free(pa);
     free(y0);
     free(y1);
@@ -373,6 +378,24 @@ Test(amx, bf16_fast_packer_equals_the_scalar_one) {
     }
 }
 
+/* The tiles usable by the model's load: AMX-BF16 and nothing capping the kernels below it. */
+static void need_bf16_tiles(void) {
+    need_amx_bf16();
+    if (!sk_amx_usable()) cr_skip_test("SKYCMD_KERNELS caps the kernels below AMX: skipped");
+}
+
+/* A random s1-micro model with matrices of `type` at dir/name.gguf (its path to path). */
+static void random_micro(const char *dir, const char *name, int type, char *path, size_t cap) {
+    snprintf(path, cap, "%s/%s.gguf", dir, name);
+    skycmd_options *o = skycmd_options_new();
+    skycmd_error *err = skycmd_error_new();
+    cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_TYPE, type), SKYCMD_OK);
+    cr_assert_eq(skycmd_random_model("s1-micro", path, o, err), SKYCMD_OK, "%s",
+                 skycmd_error_message(err));
+    skycmd_options_free(o);
+    skycmd_error_free(err);
+}
+
 /* The attention products on the tiles (model.attn_tiles: the bf16x3 and int8 modes on AMX)
  * against the f32 attention of the same f32 model: only those products differ, so the
  * logits agree to the bf16x3 class. 300-token sequences run the windowed layers (key ranges
@@ -380,19 +403,10 @@ Test(amx, bf16_fast_packer_equals_the_scalar_one) {
  * one thread and on a pool of two (units split by query blocks), which must give the same
  * bits, as must a sequence alone. */
 Test(amx, attention_on_tiles_matches_f32, .fini = tu_scratch_remove) {
-    need_amx_bf16();
-    if (!sk_amx_usable()) cr_skip_test("SKYCMD_KERNELS caps the kernels below AMX: skipped");
+    need_bf16_tiles();
     char dir[512], path[600];
     tu_scratch_make(dir, sizeof dir, "amx", "attn");
-    snprintf(path, sizeof path, "%s/m.gguf", dir);
-    skycmd_options *o = skycmd_options_new();
-    skycmd_error *err = skycmd_error_new();
-    cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_TYPE, SKYCMD_TYPE_F32), SKYCMD_OK);
-    cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_MAX_TOKENS, 512), SKYCMD_OK);
-    cr_assert_eq(skycmd_random_model("s1-micro", path, o, err), SKYCMD_OK, "%s",
-                 skycmd_error_message(err));
-    skycmd_options_free(o);
-    skycmd_error_free(err);
+    random_micro(dir, "m", SKYCMD_TYPE_F32, path, sizeof path);
     sk_err e = {0};
     sk_gguf *g = NULL;
     cr_assert_eq(sk_gguf_open_file(path, &g, &e), SKYCMD_OK, "%s", e.msg);
@@ -461,29 +475,23 @@ static void keep_log(void *ud, int level, const char *msg) {
 /* SKYCMD_WEIGHTS_BF16X3 on an f32 and a bf16 file: the load says the encoder and the head
  * went to the tiles (accuracy against laya: the golden suite with SKYCMD_GOLDEN_WEIGHTS=bf16x3). */
 Test(amx, bf16x3_weights_mode_moves_the_encoder, .fini = tu_scratch_remove) {
-    need_amx_bf16();
-    if (!sk_amx_usable()) cr_skip_test("SKYCMD_KERNELS caps the kernels below AMX: skipped");
+    need_bf16_tiles();
     char dir[512], path[600];
     tu_scratch_make(dir, sizeof dir, "amx", "bf16x3");
     const int types[] = {SKYCMD_TYPE_F32, SKYCMD_TYPE_BF16};
     for (int t = 0; t < 2; t++) {
-        snprintf(path, sizeof path, "%s/m%d.gguf", dir, t);
-        skycmd_options *o = skycmd_options_new();
+        random_micro(dir, t ? "bf16" : "f32", types[t], path, sizeof path);
         skycmd_error *err = skycmd_error_new();
-        cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_TYPE, types[t]), SKYCMD_OK);
-        cr_assert_eq(skycmd_random_model("s1-micro", path, o, err), SKYCMD_OK, "%s",
-                     skycmd_error_message(err));
-        skycmd_options_free(o);
         char msg[512] = "";
-        o = skycmd_options_new();
+        skycmd_options *o = skycmd_options_new();
         cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_BF16X3), SKYCMD_OK);
         cr_assert_eq(skycmd_options_set_log(o, keep_log, msg), SKYCMD_OK);
         skycmd_model *m = NULL;
         cr_assert_eq(skycmd_model_open(path, o, &m, err), SKYCMD_OK, "%s", skycmd_error_message(err));
         /* s1-micro: 6 layers x 4 encoder matrices; 2 head blocks: 5 + 4 (the last block's kv
          * stays float panels for the folded attention) */
-        cr_assert(strstr(msg, "24 encoder and 9 decision-head matrices and the attention products on AMX-BF16 tiles") != NULL,
-                  "log: %s", msg);
+        cr_assert(strstr(msg, "24 encoder and 9 decision-head matrices and the attention "
+                              "products on AMX-BF16 tiles") != NULL, "log: %s", msg);
         skycmd_model_free(m);
         skycmd_options_free(o);
         skycmd_error_free(err);
@@ -499,25 +507,19 @@ static void keep_head_log(void *ud, int level, const char *msg) {
 /* The int8 modes on AMX put the decision head's f32 Linears on the bf16x3 tiles (accuracy:
  * test_quant_golden against laya runs in that configuration on this machine). */
 Test(amx, int8_modes_move_the_head_to_bf16x3, .fini = tu_scratch_remove) {
-    need_amx_bf16();
-    if (!sk_amx_usable()) cr_skip_test("SKYCMD_KERNELS caps the kernels below AMX: skipped");
+    need_bf16_tiles();
     char dir[512], path[600];
     tu_scratch_make(dir, sizeof dir, "amx", "int8head");
-    snprintf(path, sizeof path, "%s/m.gguf", dir);
-    skycmd_options *o = skycmd_options_new();
+    random_micro(dir, "m", SKYCMD_TYPE_F32, path, sizeof path);
     skycmd_error *err = skycmd_error_new();
-    cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_TYPE, SKYCMD_TYPE_F32), SKYCMD_OK);
-    cr_assert_eq(skycmd_random_model("s1-micro", path, o, err), SKYCMD_OK, "%s",
-                 skycmd_error_message(err));
-    skycmd_options_free(o);
     char msg[512] = "";
-    o = skycmd_options_new();
+    skycmd_options *o = skycmd_options_new();
     cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_Q8_PLAIN), SKYCMD_OK);
     cr_assert_eq(skycmd_options_set_log(o, keep_head_log, msg), SKYCMD_OK);
     skycmd_model *m = NULL;
     cr_assert_eq(skycmd_model_open(path, o, &m, err), SKYCMD_OK, "%s", skycmd_error_message(err));
-    cr_assert(strstr(msg, "int8 on AMX: 9 decision-head matrices and the attention products on AMX-BF16 tiles") != NULL,
-              "log: %s", msg);
+    cr_assert(strstr(msg, "int8 on AMX: 9 decision-head matrices and the attention products "
+                          "on AMX-BF16 tiles") != NULL, "log: %s", msg);
     skycmd_model_free(m);
     skycmd_options_free(o);
     skycmd_error_free(err);

@@ -175,6 +175,31 @@ typedef struct attn_job {
     size_t next;    /* atomic: next unit */
 } attn_job;
 
+/* The keys of the query rows [r0, r0 + nr) (win > 0: the union of their windows, rows must
+ * be positions; win == 0: all n): [*k0, *k1) with *k0 rounded down to a multiple of align,
+ * and, when ka is not NULL, each row's own keys [ka[r], kb[r]) relative to *k0. A block's
+ * keys depend only on its rows, so its arithmetic does not depend on the unit around it. */
+static void block_keys(size_t win, size_t n, size_t r0, size_t nr, size_t align, size_t *k0,
+                       size_t *k1, size_t *ka, size_t *kb) {
+    size_t lo = 0, hi = n;
+    if (win) {
+        lo = r0 > win ? r0 - win : 0;
+        hi = r0 + nr - 1 + win + 1 < n ? r0 + nr + win : n;
+    }
+    *k0 = lo / align * align;
+    *k1 = hi;
+    for (size_t r = 0; ka && r < nr; r++) {
+        size_t a = lo, b = hi;
+        if (win) {
+            const size_t t = r0 + r;
+            a = t > win ? t - win : 0;
+            b = t + win + 1 < n ? t + win + 1 : n;
+        }
+        ka[r] = a - *k0;
+        kb[r] = b - *k0;
+    }
+}
+
 /* attn_unit on the AMX-BF16 tiles (the bf16x3 and int8 modes on AMX, model.attn_tiles):
  * the same blocks, with K and V as bf16 hi + lo tiles (sk_pack_amx_bf16_f32) and both
  * products as bf16x3 (~1e-5 relative per product, the class of the mode's other products).
@@ -184,11 +209,8 @@ static void attn_unit_tiles(const attn_job *j, struct attn_ws *ws, const attn_se
                             size_t h, size_t b0, size_t b1) {
     const size_t hd = j->hd, win = j->win, n = as->n, ldsc = j->s->cap;
     const size_t rbeg = b0 * SK_QB, rend = b1 * SK_QB < as->nq ? b1 * SK_QB : as->nq;
-    size_t K0 = 0, K1 = n;
-    if (win) {
-        K0 = (rbeg > win ? rbeg - win : 0) / 32 * 32;
-        K1 = rend - 1 + win + 1 < n ? rend + win : n;
-    }
+    size_t K0, K1;   /* keys of the whole unit */
+    block_keys(win, n, rbeg, rend - rbeg, 32, &K0, &K1, NULL, NULL);
     const size_t NK = K1 - K0;
     sk_pack(as->k + K0 * as->ldkv + h * hd, as->ldkv, NK, hd, ws->kpack);  /* 16 keys x hd */
     const sk_packed kf = {ws->kpack, NULL, hd, NK, hd * SK_PANEL, SK_PACK_F32, 0};
@@ -201,27 +223,13 @@ static void attn_unit_tiles(const attn_job *j, struct attn_ws *ws, const attn_se
     sk_amx_bf16_begin();
     for (size_t r0 = rbeg; r0 < rend; r0 += SK_QB) {
         const size_t nr = rend - r0 < SK_QB ? rend - r0 : SK_QB;
-        size_t lo = 0, hi = n;
-        if (win) {
-            lo = r0 > win ? r0 - win : 0;
-            hi = r0 + nr - 1 + win + 1 < n ? r0 + nr + win : n;
-        }
-        const size_t lo32 = lo / 32 * 32, nk = hi - lo32;
+        size_t lo32, hi, ka[SK_QB], kb[SK_QB];   /* each row's keys, relative to lo32 */
+        block_keys(win, n, r0, nr, 32, &lo32, &hi, ka, kb);
+        const size_t nk = hi - lo32;
         /* scores: keys lo32.. are panels (lo32 - K0) / 16.. of K (2 parts of kstride each) */
         const sk_packed kw = {ws->kamx + (lo32 - K0) / SK_PANEL * 2 * kstride, NULL, hd, nk,
                               kstride, SK_PACK_AMX_BF16X3, 0};
         sk_gemm_amx_bf16_run(as->q + r0 * as->ldq + h * hd, as->ldq, nr, &kw, ws->sc, ldsc);
-        size_t ka[SK_QB], kb[SK_QB];   /* each row's keys, relative to lo32 */
-        for (size_t r = 0; r < nr; r++) {
-            size_t a = lo, b = hi;
-            if (win) {
-                const size_t t = r0 + r;
-                a = t > win ? t - win : 0;
-                b = t + win + 1 < n ? t + win + 1 : n;
-            }
-            ka[r] = a - lo32;
-            kb[r] = b - lo32;
-        }
         sk_attn_softmax_rows(ws->sc, ldsc, nr, nk, ka, kb, j->scale);
         /* values: inputs lo32.. are steps (lo32 - K0) / 32.. of each panel (1024 elements
          * a step: hi and lo tiles) */
@@ -236,12 +244,8 @@ static void attn_unit(const attn_job *j, struct attn_ws *ws, const attn_seq *as,
                       size_t b0, size_t b1) {
     const size_t hd = j->hd, win = j->win, n = as->n, ldsc = j->s->cap;
     const size_t rbeg = b0 * SK_QB, rend = b1 * SK_QB < as->nq ? b1 * SK_QB : as->nq;
-    /* keys of the whole unit: [K0, K1) with K0 16-aligned */
-    size_t K0 = 0, K1 = n;
-    if (win) {
-        K0 = (rbeg > win ? rbeg - win : 0) / SK_PANEL * SK_PANEL;
-        K1 = rend - 1 + win + 1 < n ? rend + win : n;
-    }
+    size_t K0, K1;   /* keys of the whole unit, K0 16-aligned */
+    block_keys(win, n, rbeg, rend - rbeg, SK_PANEL, &K0, &K1, NULL, NULL);
     const size_t NK = K1 - K0;
     sk_pack(as->k + K0 * as->ldkv + h * hd, as->ldkv, NK, hd, ws->kpack);  /* 16 keys x hd */
     /* V as the second product's panels: read in place (row stride ldkv) when hd is whole
@@ -265,26 +269,12 @@ static void attn_unit(const attn_job *j, struct attn_ws *ws, const attn_seq *as,
     }
     for (size_t r0 = rbeg; r0 < rend; r0 += SK_QB) {
         const size_t nr = rend - r0 < SK_QB ? rend - r0 : SK_QB;
-        size_t lo = 0, hi = n;
-        if (win) {
-            lo = r0 > win ? r0 - win : 0;
-            hi = r0 + nr - 1 + win + 1 < n ? r0 + nr + win : n;
-        }
-        const size_t lo16 = lo / SK_PANEL * SK_PANEL, nk = hi - lo16;
+        size_t lo16, hi, ka[SK_QB], kb[SK_QB];   /* each row's keys, relative to lo16 */
+        block_keys(win, n, r0, nr, SK_PANEL, &lo16, &hi, ka, kb);
+        const size_t nk = hi - lo16;
         sk_packed kw = {ws->kpack + ((lo16 - K0) / SK_PANEL) * hd * SK_PANEL, NULL, hd, nk,
                         hd * SK_PANEL, SK_PACK_F32, 0};
         sk_gemm(as->q + r0 * as->ldq + h * hd, as->ldq, nr, &kw, ws->sc, ldsc);
-        size_t ka[SK_QB], kb[SK_QB];   /* each row's keys, relative to lo16 */
-        for (size_t r = 0; r < nr; r++) {
-            size_t a = lo, b = hi;
-            if (win) {
-                const size_t t = r0 + r;
-                a = t > win ? t - win : 0;
-                b = t + win + 1 < n ? t + win + 1 : n;
-            }
-            ka[r] = a - lo16;
-            kb[r] = b - lo16;
-        }
         sk_attn_softmax_rows(ws->sc, ldsc, nr, nk, ka, kb, j->scale);
         /* V in place (its rows as panel rows) when the head is whole panels wide */
         sk_packed vw = v_in_place
