@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "0f050b5fd1ae9a3b73667d2938710ac2c7240e0253b5f68082e45e80f47fa3c8"
+  sha256 "b4277dacb42f0bd2da10998d0e7f8c62771446572804b174389b184d8d53c599"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
