@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "b4277dacb42f0bd2da10998d0e7f8c62771446572804b174389b184d8d53c599"
+  sha256 "5d9977dc6df0ffa41d9caa683a223cda6577731be8fb638eca668749414915cf"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
