@@ -297,8 +297,7 @@ static void attn_part(void *ctx, int ith, int nth) {
         const size_t nb = (as->nq + SK_QB - 1) / SK_QB;
         const size_t b0 = nb * c / j->chunks, b1 = nb * (c + 1) / j->chunks;
         if (b0 < b1) {
-            const size_t keys = j->win && 2 * j->win + SK_QB < as->n ? 2 * j->win + SK_QB : as->n;
-            if (j->s->attn_tiles && keys >= j->s->attn_tile_min_keys)
+            if (j->s->attn_tiles)
                 attn_unit_tiles(j, ws, as, h, b0, b1);
             else
                 attn_unit(j, ws, as, h, b0, b1);

@@ -22,11 +22,6 @@
 
 /* Query rows per attention block: the block's keys are the union of its rows' windows. */
 #define SK_QB 16
-/* Keys per query block (the window's 2W/2 + 16, or the whole sequence) below which attention
- * stays on the f32 kernels where the tiles could run it: splitting and packing then cost
- * what the tiles save (s1-pico's ~80-token questions, window 64: 6 % slower on the tiles;
- * base at 128 tokens and more: faster; measured 2026-12-03). */
-#define SK_ATTN_TILE_MIN_KEYS 128
 
 /* Python's nn.TransformerEncoderLayer and nn.LayerNorm default; the head and scorer always
  * use it whatever the encoder's epsilon is. */
@@ -117,8 +112,6 @@ struct sk_scratch {
     float *mu, *mz;                    /* folded last block: [marker][head][d] */
     int unfolded;                      /* sk_scratch_set_unfolded */
     int attn_tiles;                    /* the model's attn_tiles when the scratch was made */
-    size_t attn_tile_min_keys;         /* keys per query block from which they are used
-                                          (SK_ATTN_TILE_MIN_KEYS; tests lower it) */
     uint32_t Hdec;                     /* decision heads */
     /* int8 path */
     int act_mode;                      /* SK_Q8_ACT_* */

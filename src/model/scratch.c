@@ -29,7 +29,6 @@ sk_scratch *sk_scratch_new(const sk_model *m) {
     s->n_ff_head = m->hp.n_ff_head;
     s->n_ff_max = 2 * m->hp.n_ff > m->hp.n_ff_head ? 2 * m->hp.n_ff : m->hp.n_ff_head;
     s->attn_tiles = m->attn_tiles;
-    s->attn_tile_min_keys = SK_ATTN_TILE_MIN_KEYS;
     return s;
 }
 
