@@ -91,7 +91,8 @@ typedef struct sk_q8_packed {
      * bytes first, then the two 64-byte scale/sum parts, so one TDPBSSD reads K = 64 (a
      * TDPBSSD costs the same 16 cycles at K = 32 and 64). Every kernel reaches a block's
      * bytes through sk_q8_quants_at / sk_q8_meta_at; only the AMX and reference kernels
-     * read this order (sk_q8_gemm sends it to the reference where there are no tiles). */
+     * read this order (the VNNI and AVX2 entry points hand it to the reference, so sk_q8_gemm
+     * stays correct when the tiles are capped after the load). */
     int pairs;
 } sk_q8_packed;
 

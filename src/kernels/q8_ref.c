@@ -266,10 +266,6 @@ int sk_q8_relayout_pairs(sk_q8_packed *w, uint8_t *panels) {
 
 void sk_q8_gemm(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1, float *y,
                 size_t ldy) {
-    if (w->pairs && q8_level() < 3) {  /* pair order: the tiles' layout, read by them alone */
-        sk_q8_gemm_ref(a, w, o0, o1, y, ldy);
-        return;
-    }
     switch (q8_level()) {
 #if defined(__x86_64__)
     case 3: sk_q8_gemm_amx(a, w, o0, o1, y, ldy); break;
