@@ -9,7 +9,9 @@
  * and without bias, and weight quants including -128; so must the row-scaled kernel
  * (--q8-row: whole-row sums in the tiles), on the same kinds of shapes and output ranges
  * (the largest sums the row limit allows: tests/test_quant.c, whose 32 rows the dispatcher
- * gives to the tiles on an AMX CPU).
+ * gives to the tiles on an AMX CPU). One test runs everywhere:
+ * the library's default mode, which must be bf16x3 where the tiles are usable and exactly
+ * the f32 path elsewhere.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
@@ -494,6 +496,83 @@ Test(amx, bf16x3_weights_mode_moves_the_encoder, .fini = tu_scratch_remove) {
         skycmd_model_free(m);
         skycmd_options_free(o);
         skycmd_error_free(err);
+    }
+}
+
+/* One request's probabilities (every option of every question, in order) from a model
+ * opened with weights mode `mode` (-1: the option left unset, the library's default);
+ * the mode the model reports in effect to *in_effect. */
+static size_t default_probs(const char *path, int mode, const char *body, double *p, size_t cap,
+                            int64_t *in_effect) {
+    skycmd_error *err = skycmd_error_new();
+    skycmd_options *o = NULL;
+    if (mode >= 0) {
+        o = skycmd_options_new();
+        cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_WEIGHTS, mode), SKYCMD_OK);
+    }
+    skycmd_model *m = NULL;
+    skycmd_session *s = NULL;
+    skycmd_request *rq = NULL;
+    skycmd_response *rs = NULL;
+    cr_assert_eq(skycmd_model_open(path, o, &m, err), SKYCMD_OK, "%s", skycmd_error_message(err));
+    cr_assert_eq(skycmd_model_get_int(m, "weights", in_effect), SKYCMD_OK);
+    cr_assert_eq(skycmd_session_new(m, &s), SKYCMD_OK);
+    cr_assert_eq(skycmd_request_parse(body, strlen(body), &rq), SKYCMD_OK, "%s", skycmd_request_errmsg(rq));
+    cr_assert_eq(skycmd_decide(s, rq, &rs), SKYCMD_OK, "%s", skycmd_session_errmsg(s));
+    size_t n = 0;
+    for (size_t i = 0; i < skycmd_response_answer_count(rs); i++)
+        for (size_t k = 0; k < skycmd_response_option_count(rs, i); k++) {
+            cr_assert_lt(n, cap);
+            p[n++] = skycmd_response_option_probability(rs, i, k);
+        }
+    skycmd_response_free(rs);
+    skycmd_request_free(rq);
+    skycmd_session_free(s);
+    skycmd_model_free(m);
+    skycmd_options_free(o);
+    skycmd_error_free(err);
+    return n;
+}
+
+/* The default mode (SKYCMD_OPT_WEIGHTS unset): bf16x3 where the tiles are usable, giving
+ * SKYCMD_WEIGHTS_BF16X3's bits and f32's answers within the golden 1e-4; elsewhere (no AMX,
+ * or SKYCMD_KERNELS=avx512 as CI's non-AMX stage runs this) exactly the F32 path's bits.
+ * Not skipped anywhere: each machine checks its own branch. */
+Test(amx, default_mode_is_bf16x3_where_the_tiles_are_else_f32, .fini = tu_scratch_remove) {
+    char dir[512], path[600];
+    tu_scratch_make(dir, sizeof dir, "amx", "default");
+    random_micro(dir, "m", SKYCMD_TYPE_F32, path, sizeof path);
+    const int f = sk_cpu_features();
+    const int tiles = sk_amx_usable() && (f & SK_CPU_AMX_BF16) && (f & SK_CPU_AVX512BF16) &&
+                      sk_kernels_level() >= SK_LEVEL_AVX512;
+    /* a state of ~250 tokens: the windowed and global layers' attention both run */
+    char body[4096];
+    int len = snprintf(body, sizeof body, "{\"state\": \"");
+    for (int i = 0; i < 60; i++) len += snprintf(body + len, sizeof body - (size_t)len, "gap %d alt %d ", i, 97 - i);
+    snprintf(body + len, sizeof body - (size_t)len, "\", \"questions\": {"
+             "\"a\": {\"type\": \"choice\", \"instructions\": \"Which input?\", "
+             "\"criteria\": {\"thrust\": \"up\", \"glide\": \"keep\", \"dive\": \"down\"}}, "
+             "\"b\": {\"type\": \"noul\", \"instructions\": \"Safe?\"}}}");
+    double pd[16], pb[16], pf[16];
+    int64_t wd = -1, wb = -1, wf = -1;
+    const size_t n = default_probs(path, -1, body, pd, 16, &wd);
+    cr_assert_eq(default_probs(path, SKYCMD_WEIGHTS_BF16X3, body, pb, 16, &wb), n);
+    cr_assert_eq(default_probs(path, SKYCMD_WEIGHTS_F32, body, pf, 16, &wf), n);
+    cr_assert_eq(n, 5);
+    cr_log_info("default weights mode here: %s (cpu: %s)", wd == SKYCMD_WEIGHTS_BF16X3 ? "bf16x3" : "f32",
+                skycmd_cpu_features());
+    cr_assert_eq(wf, SKYCMD_WEIGHTS_F32);
+    cr_assert_eq(wd, tiles ? SKYCMD_WEIGHTS_BF16X3 : SKYCMD_WEIGHTS_F32);
+    cr_assert_eq(wb, wd, "an explicit BF16X3 runs what the default runs");
+    cr_assert(memcmp(pd, pb, n * sizeof *pd) == 0, "the default gives BF16X3's bits");
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(pd[i] - pf[i]));
+    cr_log_info("default against --f32: max |dp| %.2e", worst);
+    if (tiles) {
+        cr_assert(worst > 0, "the tiles ran yet gave f32's bits");
+        cr_assert(worst <= 1e-4, "max |dp| %.3e against f32", worst);
+    } else {
+        cr_assert(memcmp(pd, pf, n * sizeof *pd) == 0, "without tiles the default is the f32 path");
     }
 }
 

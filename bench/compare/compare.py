@@ -455,7 +455,7 @@ def main():
                                             ("t%d" % a.threads2, gguf, a.threads2, [])],
                        res, a.sky_iters)
         if "q8" in suites or "int8" in suites:
-            suite_pair(a, gguf, "int8", [("f32", gguf, a.threads, []),
+            suite_pair(a, gguf, "int8", [("f32", gguf, a.threads, ["--f32"]),
                                        ("q8-fast", gguf, a.threads, ["--q8-fast"]),
                                        ("q8", gguf, a.threads, ["--q8"]),
                                        ("q8_0-file-q8", q8, a.threads, ["--q8"])],

@@ -207,8 +207,8 @@ class TorchPeer:
 # kernels below AMX (SKYCMD_KERNELS=avx512: the AVX-512 f32 and VNNI int8 paths of a CPU
 # without tiles), so one run gives the AMX-vs-VNNI ratio next to the ORT ones.
 SKY_VARIANTS = {
-    "f32": ([], {}),
-    "f32-avx512": ([], {"SKYCMD_KERNELS": "avx512"}),
+    "f32": (["--f32"], {}),  # the exact FMA path; the default is bf16x3 where AMX-BF16 is
+    "f32-avx512": (["--f32"], {"SKYCMD_KERNELS": "avx512"}),
     "bf16x3": (["--bf16x3"], {}),
     "q8-fast": (["--q8-fast"], {}),
     "q8-fast-vnni": (["--q8-fast"], {"SKYCMD_KERNELS": "avx512"}),
@@ -315,12 +315,13 @@ def accuracy(a, laya_dir, gguf, q8file, body, peers, work):
         return {"max": max(d), "mean": sum(d) / len(d), "n": len(d)}
 
     out = {}
-    for name, model, extra in (("skycmd f32", gguf, []), ("skycmd q8-fast", gguf, ["--q8-fast"]),
+    for name, model, extra in (("skycmd f32", gguf, ["--f32"]), ("skycmd bf16x3", gguf, ["--bf16x3"]),
+                               ("skycmd q8-fast", gguf, ["--q8-fast"]),
                                ("skycmd q8-fast (Q8_0 file)", q8file, ["--q8-fast"]),
                                ("skycmd q8-row", gguf, ["--q8-row"])):
         if name == "skycmd q8-fast" and a.no_calib_accuracy:
             continue
-        if name == "skycmd q8-row" and "q8-row" not in a.sky_list:
+        if name in ("skycmd q8-row", "skycmd bf16x3") and name[7:] not in a.sky_list:
             continue
         r = C.run([a.skycmd, "decide", model, "--batch", batch, "--no-progress", *extra]).stdout
         out[name] = score([flat_probs(json.loads(line)) for line in r.splitlines() if line.strip()])

@@ -83,7 +83,7 @@ function checkVersion(n) {
 }
 
 const TYPES = { f32: 0, f16: 1, q8_0: 8, bf16: 30 };
-const WEIGHTS = { f32: 0, q8: 1, q8_plain: 2, q8_row: 4 };
+const WEIGHTS = { f32: 0, q8: 1, q8_plain: 2, bf16x3: 3, q8_row: 4 };
 const ACTIVATIONS = { q8x2: 0, q8: 1 };
 const LAYOUTS = { gguf: 0, laya: 1 };
 

@@ -39,7 +39,7 @@ static int model_init(skycmd_model *mod, const char *path, const skycmd_options 
     memcpy(archz, arch.ptr, (size_t)arch.len);
     archz[arch.len] = '\0';
 
-    int weights = (int)sk_opt_int(opts, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_F32);
+    int weights = (int)sk_opt_int(opts, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_BF16X3);
     if ((rc = sk_model_load_ex(g, weights, opts ? opts->log : NULL, opts ? opts->log_ud : NULL,
                                &mod->m, e)))
         return rc;
@@ -189,7 +189,7 @@ int skycmd_model_get_int(const skycmd_model *model, const char *name, int64_t *v
         {"decision.max_head_tokens", 3}, {"decision.max_tokens", 4}, {"vocab_size", 5},
         {"parameters", 6}, {"attention.head_count", 7}, {"feed_forward_length", 8},
         {"attention.sliding_window", 9}, {"attention.sliding_window_pattern", 10},
-        {"encoder.block_count", 11}, {"decision.head_count", 12},
+        {"encoder.block_count", 11}, {"decision.head_count", 12}, {"weights", 13},
     };
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         if (strcmp(name, k[i].name) != 0) continue;
@@ -207,6 +207,7 @@ int skycmd_model_get_int(const skycmd_model *model, const char *name, int64_t *v
         case 10: *value = hp->swa_pattern; break;
         case 11: *value = hp->n_layer; break;
         case 12: *value = hp->n_head_dec; break;
+        case 13: *value = sk_model_weights_mode(model->m); break;
         }
         return SKYCMD_OK;
     }

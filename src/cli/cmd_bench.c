@@ -60,8 +60,10 @@ static void usage(FILE *out) {
             "  --q8-row             int8 with one scale per weight row and per activation row\n"
             "                       (calibrated outlier columns; the fastest int8 mode)\n"
             "  --no-calib           Q8_0 weights without calibration (alone: two-pass activations)\n"
-            "  --bf16x3             encoder products on AMX-BF16 tiles (f32 weights as bf16\n"
-            "                       hi+lo, three products); the f32 path where there is no AMX\n"
+            "  --bf16x3             the default: matrix products on AMX-BF16 tiles (f32 weights\n"
+            "                       as bf16 hi+lo, three products: within 1e-4 of laya); the f32\n"
+            "                       path where the CPU has no AMX-BF16\n"
+            "  --f32                f32 products on the FMA kernels everywhere (the exact path)\n"
             "  --threads N          compute threads of the session (0 = one per core; default 1)\n"
             "request:\n"
             "  --questions N        questions per request (default 3: the example's choice, noul\n"
@@ -412,12 +414,12 @@ typedef struct bench_args {
     const char *model_path, *preset, *save_request;
     long long seed, questions, tokens, iters, warmup, threads, peak_ms;
     double seconds;
-    int type, q8, q8_fast, no_calib, json, single, drop_cache, bf16x3, q8_row;
+    int type, q8, q8_fast, no_calib, json, single, drop_cache, bf16x3, q8_row, f32;
     long long max_tokens;  /* 0: the model's decision.max_tokens */
 } bench_args;
 
 static int parse_args(int argc, char **argv, bench_args *a) {
-    *a = (bench_args){NULL, NULL, NULL, 42, 3, 0, 0, 3, 1, 200, 3.0, -1, 0, 0, 0, 0, 1, 0, 0, 0, 0};
+    *a = (bench_args){NULL, NULL, NULL, 42, 3, 0, 0, 3, 1, 200, 3.0, -1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (cli_is_help(s)) {
@@ -433,6 +435,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
             a->q8_row = 1;
         } else if (!strcmp(s, "--bf16x3")) {
             a->bf16x3 = 1;
+        } else if (!strcmp(s, "--f32")) {
+            a->f32 = 1;
         } else if (!strcmp(s, "--json")) {
             a->json = 1;
         } else if (!strcmp(s, "--drop-cache")) {
@@ -527,6 +531,10 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         fprintf(stderr, "skycmd bench: --q8-row excludes --q8, --q8-fast, --no-calib and --bf16x3\n");
         return 2;
     }
+    if (a->f32 && (a->q8 || a->q8_fast || a->no_calib || a->bf16x3 || a->q8_row)) {
+        fprintf(stderr, "skycmd bench: --f32 excludes --q8, --q8-fast, --q8-row, --no-calib and --bf16x3\n");
+        return 2;
+    }
     return 0;
 }
 
@@ -559,16 +567,13 @@ int cmd_bench(int argc, char **argv) {
     kind_result kr[N_KINDS];
     memset(kr, 0, sizeof kr);
     const char *path = A.model_path;
-    int weights = SKYCMD_WEIGHTS_F32, acts = -1;
-    const char *mode = "f32";
+    int weights = A.f32 ? SKYCMD_WEIGHTS_F32 : SKYCMD_WEIGHTS_BF16X3, acts = -1;
+    const char *mode = A.f32 ? "f32" : "bf16x3";
     if (A.q8 || A.q8_fast || A.no_calib) {
         weights = A.no_calib ? SKYCMD_WEIGHTS_Q8_PLAIN : SKYCMD_WEIGHTS_Q8;
         acts = A.q8_fast ? SKYCMD_ACT_Q8 : SKYCMD_ACT_Q8X2;
         mode = A.q8_fast ? (A.no_calib ? "q8-fast-no-calib" : "q8-fast")
                          : (A.no_calib ? "q8-no-calib" : "q8");
-    } else if (A.bf16x3) {
-        weights = SKYCMD_WEIGHTS_BF16X3;
-        mode = "bf16x3";
     } else if (A.q8_row) {
         weights = SKYCMD_WEIGHTS_Q8_ROW;
         mode = "q8-row";
@@ -620,7 +625,8 @@ int cmd_bench(int argc, char **argv) {
     st = skycmd_model_open(path, opts, &model, err);
     double t_open = now_s() - t0;
     if (st) {
-        if (weights != SKYCMD_WEIGHTS_F32 && (st == SKYCMD_E_UNSUPPORTED || st == SKYCMD_E_INVALID_ARGUMENT))
+        if (weights != SKYCMD_WEIGHTS_F32 && weights != SKYCMD_WEIGHTS_BF16X3 &&
+            (st == SKYCMD_E_UNSUPPORTED || st == SKYCMD_E_INVALID_ARGUMENT))
             fprintf(stderr, "skycmd bench: --%s: int8 weights are not available in this build "
                     "(%s: %s)\n", mode,
                     skycmd_status_name(st), skycmd_error_message(err));
@@ -628,6 +634,8 @@ int cmd_bench(int argc, char **argv) {
             cli_fail("bench", st, err);
         goto out;
     }
+    /* the default (bf16x3) runs the f32 path where the CPU has no AMX-BF16 tiles */
+    if (get_or(model, "weights", weights) == SKYCMD_WEIGHTS_F32) mode = "f32";
     if ((st = skycmd_session_new(model, &sess))) {
         fprintf(stderr, "skycmd bench: session: %s\n", skycmd_strerror(st));
         goto out;

@@ -43,8 +43,10 @@ static void usage(FILE *out) {
             "  --q8-row           int8 with one scale per weight row and per activation row\n"
             "                     (calibrated outlier columns; the fastest int8 mode)\n"
             "  --no-calib         Q8_0 weights without calibration (alone: two-pass activations)\n"
-            "  --bf16x3           matrix products on AMX-BF16 tiles (f32 weights as bf16 hi+lo,\n"
-            "                     three products: f32 accuracy class); plain f32 without AMX\n"
+            "  --bf16x3           the default: matrix products on AMX-BF16 tiles (f32 weights\n"
+            "                     as bf16 hi+lo, three products: within 1e-4 of laya); plain\n"
+            "                     f32 where the CPU has no AMX-BF16\n"
+            "  --f32              f32 products on the FMA kernels everywhere (the exact path)\n"
             "  --threads N        compute threads (0 = one per core; default 1)\n"
             "  --max-tokens N     sequence budget instead of the model's decision.max_tokens\n"
             "long states and many options (laya's predict_long and LAYA_TOURNAMENT_GROUP):\n"
@@ -182,7 +184,7 @@ int cmd_decide(int argc, char **argv) {
     cli_model_args m = CLI_MODEL_ARGS_UNSET;
     const char *random = NULL, *name = NULL, *min_conf = NULL;
     int64_t threads = CLI_UNSET, max_tokens = CLI_UNSET;
-    int pretty = 0, q8 = 0, q8_fast = 0, q8_row = 0, bf16x3 = 0, no_calib = 0, is_long = 0, report_truncation = 0;
+    int pretty = 0, q8 = 0, q8_fast = 0, q8_row = 0, bf16x3 = 0, f32 = 0, no_calib = 0, is_long = 0, report_truncation = 0;
     int64_t window = CLI_UNSET, stride = CLI_UNSET, group = CLI_UNSET;
     const char *batch = NULL, *output = NULL;
     int64_t jobs = CLI_UNSET, batch_window = CLI_UNSET;
@@ -195,6 +197,7 @@ int cmd_decide(int argc, char **argv) {
         {"--q8-fast", NULL, CLI_FLAG, &q8_fast, 0, 0, NULL},
         {"--q8-row", NULL, CLI_FLAG, &q8_row, 0, 0, NULL},
         {"--bf16x3", NULL, CLI_FLAG, &bf16x3, 0, 0, NULL},
+        {"--f32", NULL, CLI_FLAG, &f32, 0, 0, NULL},
         {"--no-calib", NULL, CLI_FLAG, &no_calib, 0, 0, NULL},
         {"--max-tokens", NULL, CLI_INT, &max_tokens, SKYCMD_OPT_MAX_TOKENS, 0, NULL},
         {"--model-name", NULL, CLI_STRING, &name, SKYCMD_OPT_MODEL_NAME, 0, NULL},
@@ -268,6 +271,8 @@ int cmd_decide(int argc, char **argv) {
         return cli_usage_error(&cmd, "--q8-row excludes --q8, --q8-fast and --no-calib");
     if (bf16x3 && (q8 || q8_fast || no_calib || q8_row))
         return cli_usage_error(&cmd, "--bf16x3 excludes --q8, --q8-fast, --q8-row and --no-calib");
+    if (f32 && (q8 || q8_fast || no_calib || q8_row || bf16x3))
+        return cli_usage_error(&cmd, "--f32 excludes --q8, --q8-fast, --q8-row, --no-calib and --bf16x3");
     if (!is_long && (window != CLI_UNSET || stride != CLI_UNSET))
         return cli_usage_error(&cmd, "--window and --stride only apply with --long");
     if (is_long && group != CLI_UNSET && group != 0)
@@ -281,13 +286,12 @@ int cmd_decide(int argc, char **argv) {
     size_t len = 0;
     if (req_path && cli_read_input(cmd.name, req_path, DECIDE_MAX_BODY, &body, &len)) return 1;
 
-    int weights = SKYCMD_WEIGHTS_F32, acts = CLI_UNSET;
+    int weights = f32 ? SKYCMD_WEIGHTS_F32 : SKYCMD_WEIGHTS_BF16X3, acts = CLI_UNSET;
     if (q8 || q8_fast || no_calib) {
         weights = no_calib ? SKYCMD_WEIGHTS_Q8_PLAIN : SKYCMD_WEIGHTS_Q8;
         acts = q8_fast ? SKYCMD_ACT_Q8 : SKYCMD_ACT_Q8X2;
     }
     if (q8_row) weights = SKYCMD_WEIGHTS_Q8_ROW;
-    if (bf16x3) weights = SKYCMD_WEIGHTS_BF16X3;
     skycmd_model *model = NULL;
     skycmd_session *sess = NULL;
     char *resp = NULL;

@@ -29,8 +29,10 @@ static void usage(FILE *out) {
             "      --q8-fast            --q8 plus single-pass int8 activations\n"
             "      --q8-row             int8 with one scale per weight row and per activation\n"
             "                           row (calibrated outlier columns; the fastest int8 mode)\n"
-            "      --bf16x3             matrix products on AMX-BF16 tiles (f32 weights as bf16\n"
-            "                           hi+lo, three products); plain f32 without AMX\n"
+            "      --bf16x3             the default: matrix products on AMX-BF16 tiles (f32\n"
+            "                           weights as bf16 hi+lo, three products: within 1e-4 of\n"
+            "                           laya); plain f32 where the CPU has no AMX-BF16\n"
+            "      --f32                f32 products on the FMA kernels everywhere (exact path)\n"
             "      --max-tokens N       override decision.max_tokens (sequence budget)\n"
             "network:\n"
             "      --host HOST          address to bind (default 127.0.0.1, loopback only)\n"
@@ -164,10 +166,10 @@ int cmd_serve(int argc, char **argv) {
         uint64_t b = ram / 8, lo = (uint64_t)64 << 20, hi = (uint64_t)4 << 30;
         cfg.max_buffered = (size_t)(b < lo ? lo : b > hi ? hi : b);
     }
-    cfg.weights = SKYCMD_WEIGHTS_F32;
+    cfg.weights = SKYCMD_WEIGHTS_BF16X3;
     cfg.activations = -1;
     const char *key = NULL, *key_file = NULL;
-    int q8 = 0, no_calib = 0, q8_fast = 0, q8_row = 0, bf16x3 = 0;
+    int q8 = 0, no_calib = 0, q8_fast = 0, q8_row = 0, bf16x3 = 0, f32 = 0;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
@@ -297,6 +299,8 @@ int cmd_serve(int argc, char **argv) {
             q8_row = 1;
         } else if (!strcmp(a, "--bf16x3")) {
             bf16x3 = 1;
+        } else if (!strcmp(a, "--f32")) {
+            f32 = 1;
         } else if (!strcmp(a, "--log-format")) {
             NEED_ARG();
             if (!strcmp(v, "text")) cfg.log_format = SERVE_LOG_TEXT;
@@ -330,6 +334,10 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "skycmd serve: --bf16x3 excludes --q8, --q8-fast, --q8-row and --no-calib\n");
         return 2;
     }
+    if (f32 && (q8 || q8_fast || no_calib || q8_row || bf16x3)) {
+        fprintf(stderr, "skycmd serve: --f32 excludes --q8, --q8-fast, --q8-row, --no-calib and --bf16x3\n");
+        return 2;
+    }
     if (key && key_file) {
         fprintf(stderr, "skycmd serve: give --api-key or --api-key-file, not both\n");
         return 2;
@@ -337,7 +345,7 @@ int cmd_serve(int argc, char **argv) {
     if (q8 || q8_fast) cfg.weights = no_calib ? SKYCMD_WEIGHTS_Q8_PLAIN : SKYCMD_WEIGHTS_Q8;
     if (q8_fast) cfg.activations = SKYCMD_ACT_Q8;
     if (q8_row) cfg.weights = SKYCMD_WEIGHTS_Q8_ROW;
-    if (bf16x3) cfg.weights = SKYCMD_WEIGHTS_BF16X3;
+    if (f32) cfg.weights = SKYCMD_WEIGHTS_F32;
     if (key_file) {
         cfg.api_key = read_key_file(key_file);
         if (!cfg.api_key) return 2;

@@ -88,6 +88,7 @@ int sk_model_to_amx_bf16(sk_model *m, skycmd_log_fn log, void *log_ud, sk_err *e
     if (!amx_bf16_usable()) {
         alog(log, log_ud, 1, "bf16x3: no usable AMX-BF16 tiles here (cpu: %s%s): f32 kernels",
              skycmd_cpu_features(), sk_amx_usable() ? "" : "; capped by SKYCMD_KERNELS or not granted");
+        m->weights_mode = SKYCMD_WEIGHTS_F32;  /* what runs, for skycmd_model_get_int */
         return SKYCMD_OK;
     }
     size_t bytes = 0, n = 0;

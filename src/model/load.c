@@ -536,3 +536,4 @@ int sk_model_load_ex(const sk_gguf *g, int weights_mode, skycmd_log_fn log, void
 
 const sk_hparams *sk_model_hparams(const sk_model *m) { return m ? &m->hp : NULL; }
 uint64_t sk_model_n_params(const sk_model *m) { return m ? m->n_params : 0; }
+int sk_model_weights_mode(const sk_model *m) { return m ? m->weights_mode : SKYCMD_WEIGHTS_F32; }

@@ -68,6 +68,9 @@ void sk_model_free(sk_model *m);
 const sk_hparams *sk_model_hparams(const sk_model *m);
 /* Number of parameters stored in the file's model tensors. */
 uint64_t sk_model_n_params(const sk_model *m);
+/* The skycmd_weights mode the model computes with: the one asked for, except
+ * SKYCMD_WEIGHTS_BF16X3 where the AMX-BF16 tiles are not usable (the F32 path runs). */
+int sk_model_weights_mode(const sk_model *m);
 
 sk_scratch *sk_scratch_new(const sk_model *m);   /* NULL when out of memory */
 void sk_scratch_free(sk_scratch *s);

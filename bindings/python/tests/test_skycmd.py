@@ -145,7 +145,8 @@ def test_request_builder_validation(model):
 
 def test_options(model_path, example):
     for kw in ({"threads": 1}, {"threads": 2, "activations": "q8"}, {"weights": "q8"},
-               {"weights": skycmd.Weights.Q8_PLAIN}, {"weights": "q8_row"}, {"max_tokens": 512}):
+               {"weights": skycmd.Weights.Q8_PLAIN}, {"weights": "q8_row"}, {"weights": "bf16x3"},
+               {"weights": "f32"}, {"max_tokens": 512}):
         with skycmd.Model.open(model_path, **kw) as m:
             check_answers(m.decide(example), example)
     with pytest.raises(ValueError, match="weights must be one of"):
