@@ -194,15 +194,14 @@ typedef enum skycmd_type {
 
 typedef enum skycmd_weights {
     SKYCMD_WEIGHTS_F32      = 0, /* matrices widened to f32 at load, f32 FMA products (the
-                                  * exact path, ~1e-6 of laya; the default where the CPU
-                                  * has no AMX-BF16 tiles)                                   */
+                                  * exact path, ~1e-6 of laya; the library's default)       */
     SKYCMD_WEIGHTS_Q8       = 1, /* Q8_0 at load, calibrated outlier columns kept in f32    */
     SKYCMD_WEIGHTS_Q8_PLAIN = 2, /* Q8_0 at load without calibration (--no-calib)           */
-    SKYCMD_WEIGHTS_BF16X3   = 3, /* the default: matrix and attention products
-                                  * on AMX-BF16 tiles where the CPU has them: f32/f16
-                                  * matrices as bf16 hi+lo (3 products, ~1e-5 relative,
-                                  * within the golden 1e-4 of laya), BF16 matrices as is;
-                                  * elsewhere exactly the F32 path (logged)                  */
+    SKYCMD_WEIGHTS_BF16X3   = 3, /* matrix and attention products on AMX-BF16 tiles where
+                                  * the CPU has them: f32/f16 matrices as bf16 hi+lo (3
+                                  * products, ~1e-5 relative, within the golden 1e-4 of
+                                  * laya), BF16 matrices as is; elsewhere exactly the F32
+                                  * path (logged). The CLI's default (decide/serve/bench)  */
     SKYCMD_WEIGHTS_Q8_ROW   = 4  /* int8 at load with one scale per output row and per
                                   * activation row (int32 sums over whole rows: the fastest
                                   * int8 mode), calibrated outlier columns kept in f32; the

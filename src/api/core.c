@@ -127,7 +127,7 @@ typedef struct sk_opt_desc {
 
 static const sk_opt_desc k_opts[] = {
     {SKYCMD_OPT_THREADS, 0, 0, 256, 1},
-    {SKYCMD_OPT_WEIGHTS, 0, 0, 4, SKYCMD_WEIGHTS_BF16X3},
+    {SKYCMD_OPT_WEIGHTS, 0, 0, 4, SKYCMD_WEIGHTS_F32},
     {SKYCMD_OPT_ACTIVATIONS, 0, 0, 1, SKYCMD_ACT_Q8X2},
     {SKYCMD_OPT_TYPE, 0, 0, 30, SKYCMD_TYPE_F16},
     {SKYCMD_OPT_HEAD_TYPE, 0, 0, 30, SKYCMD_TYPE_F32},

@@ -39,7 +39,7 @@ static int model_init(skycmd_model *mod, const char *path, const skycmd_options 
     memcpy(archz, arch.ptr, (size_t)arch.len);
     archz[arch.len] = '\0';
 
-    int weights = (int)sk_opt_int(opts, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_BF16X3);
+    int weights = (int)sk_opt_int(opts, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_F32);
     if ((rc = sk_model_load_ex(g, weights, opts ? opts->log : NULL, opts ? opts->log_ud : NULL,
                                &mod->m, e)))
         return rc;

@@ -36,6 +36,16 @@ done
 grep -q '"request":{"n":4,' "$T/b.json" || fail "--iters 4 not honoured"
 grep -q '"gguf_bytes":'"$(stat -c %s "$T/p.gguf")"',' "$T/b.json" || fail "gguf_bytes is not the file size"
 
+# the mode that ran: the default is bf16x3 where the AMX-BF16 tiles are usable, else f32;
+# --f32 is f32 everywhere, and so is the default with the kernels capped below AMX
+"$CLI" bench x.gguf --f32 --bf16x3 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--f32 with --bf16x3 must exit 2"
+grep -qE '"mode":"(bf16x3|f32)"' "$T/b.json" || fail "default mode: $(grep -o '"mode":"[^"]*"' "$T/b.json")"
+"$CLI" bench "$T/p.gguf" --f32 --iters 1 --warmup 0 --peak-ms 0 --no-single --json > "$T/f.json" || fail "bench --f32"
+grep -q '"mode":"f32"' "$T/f.json" || fail "--f32 mode: $(grep -o '"mode":"[^"]*"' "$T/f.json")"
+SKYCMD_KERNELS=avx512 "$CLI" bench "$T/p.gguf" --iters 1 --warmup 0 --peak-ms 0 --no-single --json > "$T/c.json" ||
+  fail "bench capped"
+grep -q '"mode":"f32"' "$T/c.json" || fail "capped default mode: $(grep -o '"mode":"[^"]*"' "$T/c.json")"
+
 # the request bench times is the one it saves; decide must count the same tokens
 "$CLI" bench "$T/p.gguf" --save-request "$T/req.json" || fail "--save-request"
 "$CLI" decide "$T/p.gguf" "$T/req.json" > "$T/resp.json" || fail "decide on the saved request"

@@ -16,10 +16,10 @@ const (
 type Weights int
 
 const (
-	WeightsF32     Weights = 0 // widened to f32 at load, FMA products (the exact path)
+	WeightsF32     Weights = 0 // widened to f32 at load, FMA products (the exact path; default)
 	WeightsQ8      Weights = 1 // Q8_0 with calibrated f32 outlier columns
 	WeightsQ8Plain Weights = 2 // Q8_0 without calibration
-	WeightsBF16x3  Weights = 3 // default: AMX-BF16 tiles (bf16 hi+lo, within 1e-4) where usable, else F32
+	WeightsBF16x3  Weights = 3 // AMX-BF16 tiles (bf16 hi+lo, within 1e-4 of laya) where usable, else F32
 	WeightsQ8Row   Weights = 4 // int8 with one scale per weight row and per activation row (fastest int8)
 )
 

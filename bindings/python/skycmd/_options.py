@@ -32,10 +32,10 @@ _NAMES = {OPT_THREADS: "threads", OPT_WEIGHTS: "weights", OPT_ACTIVATIONS: "acti
 
 class Weights(enum.IntEnum):
     """How an open model keeps its matrices (SKYCMD_OPT_WEIGHTS)."""
-    F32 = 0        #: widened to f32 at load, FMA products (the exact path)
+    F32 = 0        #: widened to f32 at load, FMA products (the exact path; default)
     Q8 = 1         #: Q8_0 at load, calibrated outlier columns kept in f32
     Q8_PLAIN = 2   #: Q8_0 at load without calibration
-    BF16X3 = 3     #: default: AMX-BF16 tiles (bf16 hi+lo, within 1e-4) where usable, else F32
+    BF16X3 = 3     #: AMX-BF16 tiles (bf16 hi+lo, within 1e-4 of laya) where usable, else F32
     Q8_ROW = 4     #: int8, one scale per weight row and per activation row (fastest int8)
 
 

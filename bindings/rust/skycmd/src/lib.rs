@@ -214,11 +214,11 @@ pub enum Type {
 /// How an open model keeps its matrices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Weights {
-    /// f32 FMA products on every CPU (the exact path)
+    /// f32 FMA products on every CPU (the exact path; the default)
     F32 = 0,
     Q8 = 1,
     Q8Plain = 2,
-    /// the default: AMX-BF16 tiles (bf16 hi+lo, within 1e-4 of laya) where usable, else F32
+    /// AMX-BF16 tiles (bf16 hi+lo, within 1e-4 of laya) where usable, else exactly F32
     Bf16x3 = 3,
     /// int8 with one scale per weight row and per activation row (the fastest int8 mode)
     Q8Row = 4,

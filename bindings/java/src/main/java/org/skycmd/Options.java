@@ -13,8 +13,8 @@ public final class Options {
     /** GGUF element types (ggml numbering). */
     public enum Type { F32(0), F16(1), Q8_0(8), BF16(30);
         final int code; Type(int c) { code = c; } }
-    /** How an open model keeps its matrices (default BF16X3: AMX-BF16 tiles where usable,
-     *  else the exact F32 path). */
+    /** How an open model keeps its matrices (default F32, exact; BF16X3: AMX-BF16 tiles
+     *  where usable, within 1e-4 of laya, else exactly F32). */
     public enum Weights { F32(0), Q8(1), Q8_PLAIN(2), BF16X3(3), Q8_ROW(4);
         final int code; Weights(int c) { code = c; } }
     /** int8 activation mode of sessions. */
