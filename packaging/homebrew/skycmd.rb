@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "d3b3a7cb11796d9e77f783d91e0b668ccd4d2afc5a010563ca34f9c7bee8b0b0"
+  sha256 "4ef1a832853297b1eecabb34d8a4e8ef5907cd6274083f0694e1f2a8eb09790c"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
