@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "4ef1a832853297b1eecabb34d8a4e8ef5907cd6274083f0694e1f2a8eb09790c"
+  sha256 "14b5203452034d2f36021ab085cff64a5f1149d4d48a13751835064b2818f90f"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
