@@ -54,7 +54,9 @@ mkdir -p "$work/dumps"
 export SKYCMD_DUMP_DIR="$work/dumps"
 export SKYCMD_TEST_MODEL="$work/s1-pico.gguf"
 "$build/skycmd" random s1-pico "$SKYCMD_TEST_MODEL" || { echo "cannot make the random s1-pico model"; exit 1; }
-"$build/skycmd" decide "$SKYCMD_TEST_MODEL" "$SKYCMD_EXAMPLE_REQUEST" > "$work/dumps/cli.json" || exit 1
+# --f32: the bindings open models with the library's default (SKYCMD_WEIGHTS_F32), while the
+# CLI's default is bf16x3 (AMX-BF16 tiles where the CPU has them): compare the same mode
+"$build/skycmd" decide "$SKYCMD_TEST_MODEL" "$SKYCMD_EXAMPLE_REQUEST" --f32 > "$work/dumps/cli.json" || exit 1
 
 declare -A result
 summary() { echo "== $1: $2"; result[$1]=$2; }
