@@ -46,7 +46,9 @@ echo "== install the library into $work/prefix"
 cmake --install "$build" --prefix "$work/prefix" >/dev/null || { echo "cmake --install failed"; exit 1; }
 mkdir -p "$work/dumps"
 "$build/skycmd" random s1-pico "$work/s1-pico.gguf" >/dev/null || exit 1
-"$build/skycmd" decide "$work/s1-pico.gguf" "$root/examples/flappy-drone.json" > "$work/dumps/cli.json" || exit 1
+# --f32: the bindings open models with the library's default (SKYCMD_WEIGHTS_F32), while the
+# CLI's default is bf16x3 (AMX-BF16 tiles where the CPU has them): compare the same mode
+"$build/skycmd" decide "$work/s1-pico.gguf" "$root/examples/flappy-drone.json" --f32 > "$work/dumps/cli.json" || exit 1
 
 # No SWIG: drop every PATH entry that holds one (the CI venv has it).
 clean_path=
