@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "7d18b57b2e4ea4b01df4d4ab573f2a7aef59228af36fbf56a2e6a1636038892a"
+  sha256 "174df3b369ce3853e13fb167c8a59e23170a41f966bbd336fe9efb8fefd40f15"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
