@@ -502,7 +502,7 @@ Test(amx, bf16x3_weights_mode_moves_the_encoder, .fini = tu_scratch_remove) {
 /* One request's probabilities (every option of every question, in order) from a model
  * opened with weights mode `mode` (-1: the option left unset, the library's default);
  * the mode the model reports in effect to *in_effect. */
-static size_t default_probs(const char *path, int mode, const char *body, double *p, size_t cap,
+static size_t mode_probs(const char *path, int mode, const char *body, double *p, size_t cap,
                             int64_t *in_effect) {
     skycmd_error *err = skycmd_error_new();
     skycmd_options *o = NULL;
@@ -541,11 +541,9 @@ static size_t default_probs(const char *path, int mode, const char *body, double
  * does not change). Not skipped anywhere: each machine checks its own branch. */
 Test(amx, bf16x3_is_the_tiles_where_usable_else_exactly_f32, .fini = tu_scratch_remove) {
     char dir[512], path[600];
-    tu_scratch_make(dir, sizeof dir, "amx", "default");
+    tu_scratch_make(dir, sizeof dir, "amx", "modes");
     random_micro(dir, "m", SKYCMD_TYPE_F32, path, sizeof path);
-    const int f = sk_cpu_features();
-    const int tiles = sk_amx_usable() && (f & SK_CPU_AMX_BF16) && (f & SK_CPU_AVX512BF16) &&
-                      sk_kernels_level() >= SK_LEVEL_AVX512;
+    const int tiles = sk_amx_bf16_usable();
     /* a state of ~250 tokens: the windowed and global layers' attention both run */
     char body[4096];
     int len = snprintf(body, sizeof body, "{\"state\": \"");
@@ -556,9 +554,9 @@ Test(amx, bf16x3_is_the_tiles_where_usable_else_exactly_f32, .fini = tu_scratch_
              "\"b\": {\"type\": \"noul\", \"instructions\": \"Safe?\"}}}");
     double pd[16], pb[16], pf[16];
     int64_t wd = -1, wb = -1, wf = -1;
-    const size_t n = default_probs(path, -1, body, pd, 16, &wd);
-    cr_assert_eq(default_probs(path, SKYCMD_WEIGHTS_BF16X3, body, pb, 16, &wb), n);
-    cr_assert_eq(default_probs(path, SKYCMD_WEIGHTS_F32, body, pf, 16, &wf), n);
+    const size_t n = mode_probs(path, -1, body, pd, 16, &wd);
+    cr_assert_eq(mode_probs(path, SKYCMD_WEIGHTS_BF16X3, body, pb, 16, &wb), n);
+    cr_assert_eq(mode_probs(path, SKYCMD_WEIGHTS_F32, body, pf, 16, &wf), n);
     cr_assert_eq(n, 5);
     cr_log_info("bf16x3 mode here: %s (cpu: %s)", wb == SKYCMD_WEIGHTS_BF16X3 ? "tiles" : "f32 path",
                 skycmd_cpu_features());

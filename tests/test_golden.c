@@ -370,15 +370,15 @@ static void run_one_type(const golden_model *m, size_t ti, const char *gguf, con
     const char *name = m->name;
     skycmd_model *model = NULL;
     skycmd_error *err = skycmd_error_new();
-    /* The exact f32 path by default, whatever the CPU; SKYCMD_GOLDEN_WEIGHTS=bf16x3 runs the
-     * same bounds on the library's default mode (AMX-BF16 tiles where usable; CI runs both) */
+    /* SKYCMD_GOLDEN_WEIGHTS=bf16x3 runs the same bounds on the AMX-BF16 mode (by hand: the
+     * mode is opt-in; see docs/performance.md) */
     const char *gw = getenv("SKYCMD_GOLDEN_WEIGHTS");
-    const int bf16x3 = gw && !strcmp(gw, "bf16x3");
-    skycmd_options *gopt = skycmd_options_new();
-    cr_assert_not_null(gopt);
-    cr_assert_eq(skycmd_options_set_int(gopt, SKYCMD_OPT_WEIGHTS,
-                                        bf16x3 ? SKYCMD_WEIGHTS_BF16X3 : SKYCMD_WEIGHTS_F32), SKYCMD_OK);
-    if (bf16x3) cr_log_info("%s %s: weights mode bf16x3 (cpu: %s)", name, tname, skycmd_cpu_features());
+    skycmd_options *gopt = NULL;
+    if (gw && !strcmp(gw, "bf16x3")) {
+        gopt = skycmd_options_new();
+        cr_assert_eq(skycmd_options_set_int(gopt, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_BF16X3), SKYCMD_OK);
+        cr_log_info("%s %s: weights mode bf16x3 (cpu: %s)", name, tname, skycmd_cpu_features());
+    }
     int st = skycmd_model_open(gguf, gopt, &model, err);
     skycmd_options_free(gopt);
     cr_assert_eq(st, SKYCMD_OK, "%s %s: skycmd_model_open: %s: %s", name, tname,

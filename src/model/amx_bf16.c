@@ -51,7 +51,7 @@ static int to_amx(sk_linear *L, size_t *bytes) {
     return 0;
 }
 
-static int amx_bf16_usable(void) {
+int sk_amx_bf16_usable(void) {
     const int f = sk_cpu_features();
     return sk_amx_usable() && (f & SK_CPU_AMX_BF16) && (f & SK_CPU_AVX512BF16) &&
            sk_kernels_level() >= SK_LEVEL_AVX512;
@@ -74,7 +74,7 @@ static int head_to_amx(sk_model *m, size_t *bytes, size_t *n) {
 }
 
 int sk_model_head_to_amx_bf16(sk_model *m, skycmd_log_fn log, void *log_ud, sk_err *e) {
-    if (!amx_bf16_usable()) return SKYCMD_OK;  /* the f32 kernels, as before */
+    if (!sk_amx_bf16_usable()) return SKYCMD_OK;  /* the f32 kernels, as before */
     size_t bytes = 0, n = 0;
     if (head_to_amx(m, &bytes, &n))
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory relaying out matrices for AMX");
@@ -85,7 +85,7 @@ int sk_model_head_to_amx_bf16(sk_model *m, skycmd_log_fn log, void *log_ud, sk_e
 }
 
 int sk_model_to_amx_bf16(sk_model *m, skycmd_log_fn log, void *log_ud, sk_err *e) {
-    if (!amx_bf16_usable()) {
+    if (!sk_amx_bf16_usable()) {
         alog(log, log_ud, 1, "bf16x3: no usable AMX-BF16 tiles here (cpu: %s%s): f32 kernels",
              skycmd_cpu_features(), sk_amx_usable() ? "" : "; capped by SKYCMD_KERNELS or not granted");
         m->weights_mode = SKYCMD_WEIGHTS_F32;  /* what runs, for skycmd_model_get_int */

@@ -169,6 +169,8 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log
 /* amx_bf16.c: SKYCMD_WEIGHTS_BF16X3: the encoder and decision-head matrices on AMX-BF16
  * tiles where usable (else unchanged, logged). */
 int sk_model_to_amx_bf16(sk_model *m, skycmd_log_fn log, void *log_ud, sk_err *e);
+/* Whether the load can use the AMX-BF16 tiles here (CPU, OS grant, SKYCMD_KERNELS cap). */
+int sk_amx_bf16_usable(void);
 /* amx_bf16.c: the int8 modes on AMX: the decision head's f32 matrices on bf16x3 tiles (no-op
  * where the tiles are not usable). */
 int sk_model_head_to_amx_bf16(sk_model *m, skycmd_log_fn log, void *log_ud, sk_err *e);
