@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "174df3b369ce3853e13fb167c8a59e23170a41f966bbd336fe9efb8fefd40f15"
+  sha256 "615107b1e041c9d343b8a4c86780b34698b5f362c8062454ecaf62d6199ccdce"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
