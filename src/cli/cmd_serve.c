@@ -73,6 +73,11 @@ static void usage(FILE *out) {
             "      --compute-threads N|auto  threads inside one request (default auto: a\n"
             "                           lone request uses the idle cores, under load each\n"
             "                           request runs on one core; N: always up to N)\n"
+            "      --poll-us U          after each response keep the I/O thread's core awake\n"
+            "                           (spinning at idle priority) for U us, so that a\n"
+            "                           keep-alive client's next request finds it running: lower\n"
+            "                           latency on virtual machines for a core's spin (default 0\n"
+            "                           = off; at most 1000000)\n"
             "logging:\n"
             "      --access-log         one line per request on stderr (method, path, status,\n"
             "                           questions, tokens, micros); off by default\n"
@@ -269,6 +274,10 @@ int cmd_serve(int argc, char **argv) {
             NEED_ARG();
             if (parse_u64(v, 10000000, &u)) BAD_VALUE();
             cfg.inline_max_us = (unsigned)u;
+        } else if (!strcmp(a, "--poll-us")) {
+            NEED_ARG();
+            if (parse_u64(v, 1000000, &u)) BAD_VALUE();
+            cfg.poll_us = (unsigned)u;
         } else if (!strcmp(a, "--cors-origin")) {
             NEED_ARG();
             if (!*v || strpbrk(v, "\r\n")) BAD_VALUE();

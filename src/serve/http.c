@@ -389,6 +389,7 @@ void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         status = 499; /* client went away (or timed out) before an answer: logged only */
     }
     if (status) access_log(r, micros, status);
+    if (status) warm_after_response();
     atomic_fetch_sub(&S.active, 1);
     req_put(r);
 }

@@ -51,6 +51,8 @@ struct serve_config {
     unsigned batch_window_us;  /* how long a worker waits for a batch to fill (0 = no wait) */
     unsigned inline_max_us;    /* a lone request whose model answered alone within this many
                                 * us is answered on the I/O thread (0 = always a worker) */
+    unsigned poll_us;          /* after each response, keep the I/O thread's core awake this
+                                * many us (warm.c; 0 = off) */
     const char *cors_origin;   /* NULL: no CORS headers */
     size_t queue;              /* queued requests waiting for a worker */
     unsigned max_connections;  /* concurrent TCP connections */

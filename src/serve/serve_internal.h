@@ -9,6 +9,7 @@
  *              turning a body into a decision request and a response into a result
  *   workers.c  the worker pool: the bounded queue, batching, suspend/resume hand-off
  *   models.c   the model registry: loading, lookup by name, freeing
+ *   warm.c     --poll-us: the I/O thread's core kept from halting after each response
  * Threads: a struct req belongs to one thread at a time (the epoll thread until queued, a
  * worker until it resumes the connection, then the epoll thread again; a small request
  * alone is answered on the epoll thread itself, workers.c answer_inline).
@@ -144,6 +145,11 @@ void buffered_give(size_t n);
 size_t buffered_now(void);
 int conn_reaper_start(void);
 void conn_reaper_stop(void);
+
+/* warm.c: --poll-us, the I/O thread's core kept awake after each response */
+int warm_start(void);
+void warm_after_response(void); /* epoll thread */
+void warm_stop(void);
 
 /* server.c: logging */
 void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

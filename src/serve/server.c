@@ -206,12 +206,13 @@ int serve_run(const struct serve_config *cfg) {
              ipv6 ? "]" : "", port, cfg->n_models, cfg->n_models == 1 ? "" : "s");
 
     int rc = 0;
-    if (conn_reaper_start() != 0 || load_models() != 0 || start_workers() != 0) {
+    if (conn_reaper_start() != 0 || load_models() != 0 || start_workers() != 0 || warm_start() != 0) {
         rc = 1;
         atomic_store(&S.draining, 1);
         MHD_stop_daemon(S.daemon);
         S.daemon = NULL;
         conn_reaper_stop();
+        warm_stop();
         stop_workers();
         free_models();
         free_list_release();
@@ -274,6 +275,7 @@ int serve_run(const struct serve_config *cfg) {
     if (lfd != MHD_INVALID_SOCKET) close(lfd);
     S.daemon = NULL;
     conn_reaper_stop();
+    warm_stop();
     stop_workers();
     free_models();
     free_list_release();

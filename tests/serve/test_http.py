@@ -624,6 +624,36 @@ def batch_flags(ctx):
         eq(p.returncode, 2, f"{bad} is a usage error")
 
 
+def idle_class_threads(pid):
+    """The threads of process pid that run under SCHED_IDLE."""
+    out = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            if os.sched_getscheduler(int(tid)) == os.SCHED_IDLE:
+                out.append(int(tid))
+        except OSError:
+            pass
+    return out
+
+
+@test
+def poll_us_keeps_answers(ctx):
+    """--poll-us: one idle-class warm thread; answers unchanged on one keep-alive connection
+    (the window opened by each response is open when the next request comes)."""
+    ref = request(ctx["srv"].port, "POST", "/v1/systemone", BODY)[2]
+    eq(idle_class_threads(ctx["srv"].proc.pid), [], "no idle-class thread without --poll-us")
+    with Server(ARGS, ["--poll-us", "200"], models=[f"pico={ctx['model']}"]) as srv:
+        eq(len(idle_class_threads(srv.proc.pid)), 1, "--poll-us 200 starts one SCHED_IDLE thread")
+        c = srv.conn()
+        for i in range(50):
+            st, _, body = request(c, "POST", "/v1/systemone", BODY)
+            eq((st, body), (200, ref), f"answer {i} with --poll-us 200")
+        c.close()
+    for bad in (["--poll-us", "-1"], ["--poll-us", "1000001"], ["--poll-us", "x"], ["--poll-us"]):
+        p = subprocess.run([ARGS.cli, "serve", "--model", ctx["model"]] + bad, capture_output=True, text=True)
+        eq(p.returncode, 2, f"{bad} is a usage error")
+
+
 @test
 def sigint_stops_cleanly(ctx):
     srv = Server(ARGS, [])
@@ -659,7 +689,7 @@ def startup_errors(ctx):
     p = subprocess.run([ARGS.cli, "serve", "--help"], capture_output=True, text=True, timeout=60)
     eq(p.returncode, 0, "--help")
     check("--api-key" in p.stdout and "--max-body" in p.stdout, "help text")
-    for opt in ("--batch-max", "--batch-window-us", "--inline-max-us", "--header-timeout", "--body-timeout", "--drain-timeout",
+    for opt in ("--batch-max", "--batch-window-us", "--inline-max-us", "--poll-us", "--header-timeout", "--body-timeout", "--drain-timeout",
                 "--max-buffered", "--cors-origin"):
         check(opt in p.stdout, f"--help documents {opt}")
     p = subprocess.run([ARGS.cli, "serve", "--model", ctx["model"], "--port", "99999"], capture_output=True,
