@@ -76,7 +76,8 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < n * k; i++) w[i] = (float)rand() / (float)RAND_MAX - 0.5f;
     for (size_t i = 0; i < rows * k; i++) x[i] = (float)rand() / (float)RAND_MAX - 0.5f;
     sk_pack(w, k, n, k, pk);
-    sk_packed f32 = {.data = pk, .bias = bias, .n_in = k, .n_out = n, .pstride = k * 16};
+    /* no bias, as ModernBERT's encoder (biases off) */
+    sk_packed f32 = {.data = pk, .bias = NULL, .n_in = k, .n_out = n, .pstride = k * 16};
     sk_packed amx = f32;
     amx.wtype = SK_PACK_AMX_BF16X3;
     sk_pack_amx_bf16(&f32, amx.wtype, tiles);

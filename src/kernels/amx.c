@@ -595,8 +595,18 @@ AMXBF void sk_pack_amx_bf16_f32(const sk_packed *src, int wtype, uint16_t *out) 
         }                                                                                  \
     }
 
+/* Stores C tile j to y (row stride ldy floats) when y is given, else to out[j]. */
+#define BF_STORE(j, CJ)                                                                    \
+    if (np > j) {                                                                          \
+        if (y)                                                                             \
+            TILE_STORE(CJ, y + (j) * 16, ldy * sizeof(float));                             \
+        else                                                                               \
+            TILE_STORE(CJ, out[j], 64);                                                    \
+    }
+
 AMXBF static void bf_block(const uint16_t *hi, const uint16_t *lo, size_t kp, const uint16_t *wp,
-                           size_t pstep, size_t np, int x3, float out[4][256]) {
+                           size_t pstep, size_t np, int x3, float out[4][256], float *y,
+                           size_t ldy) {
     const size_t nsteps = kp / 32, pbytes_step = x3 ? 1024 : 512;  /* in uint16 */
     TILE_ZERO(T_C0);
     TILE_ZERO(T_C1);
@@ -610,10 +620,10 @@ AMXBF static void bf_block(const uint16_t *hi, const uint16_t *lo, size_t kp, co
         BF_PANEL(2, T_C2)
         BF_PANEL(3, T_C3)
     }
-    TILE_STORE(T_C0, out[0], 64);
-    if (np > 1) TILE_STORE(T_C1, out[1], 64);
-    if (np > 2) TILE_STORE(T_C2, out[2], 64);
-    if (np > 3) TILE_STORE(T_C3, out[3], 64);
+    BF_STORE(0, T_C0)
+    BF_STORE(1, T_C1)
+    BF_STORE(2, T_C2)
+    BF_STORE(3, T_C3)
 }
 
 /* The body of sk_gemm_amx_bf16 with the tiles already configured (bf_cfg). */
@@ -660,8 +670,13 @@ AMXBF static void bf_gemm(const float *x, size_t ldx, size_t n_rows, const sk_pa
             const size_t np = panels - p0 < 4 ? panels - p0 : 4;
             const uint16_t *wp = wd + p0 * w->pstride * (x3 ? 2 : 1);
             for (size_t b = 0; b < rows; b += 16) {
-                bf_block(hi + b * kp, lo + b * kp, kp, wp, w->pstride * (x3 ? 2 : 1), np, x3, out);
                 const size_t vr = nr - b < 16 ? nr - b : 16;
+                /* no bias, 16 whole rows and whole panels: the tiles go straight to y */
+                float *direct = !w->bias && vr == 16 && (p0 + np) * 16 <= m
+                                    ? y + (r0 + b) * ldy + p0 * 16 : NULL;
+                bf_block(hi + b * kp, lo + b * kp, kp, wp, w->pstride * (x3 ? 2 : 1), np, x3, out,
+                         direct, ldy);
+                if (direct) continue;
                 for (size_t j = 0; j < np; j++) {
                     const size_t o = (p0 + j) * 16, nc = m - o < 16 ? m - o : 16;
                     const __mmask16 mk = (__mmask16)((1u << nc) - 1u);
