@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "615107b1e041c9d343b8a4c86780b34698b5f362c8062454ecaf62d6199ccdce"
+  sha256 "160d84025c36c29be6c1d50bfc9a9851a09809e9c795dad13d1a12e99e23338a"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
