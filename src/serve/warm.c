@@ -12,7 +12,8 @@
  * request within the window finds the core awake. The price is a core spinning for up to
  * --poll-us after each response (never while no request comes: one window per response),
  * which is why it is an option (llama-server's threads and ONNX Runtime's spin by default).
- * Pinning is best effort: a core outside the process's CPU set is skipped, not an error.
+ * The thread spins only at SCHED_IDLE: where the system refuses that, it ends at once and
+ * the server says so and runs without it. Pinning is best effort: a core outside the process's CPU set is skipped.
  */
 #ifdef SKYCMD_HAVE_MHD
 #define _GNU_SOURCE
@@ -20,6 +21,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "serve_internal.h"
 
@@ -38,12 +40,21 @@ static struct {
     _Atomic int cpu;        /* the core the epoll thread answered on (-1: unknown) */
     _Atomic int sleeping;   /* the warm thread waits on cv (set before it rechecks until) */
     _Atomic int stop;
+    _Atomic int refused;    /* SCHED_IDLE was refused: the thread ended, windows are off */
 } W = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .cpu = -1};
 
 static void *warm_main(void *arg) {
     (void)arg;
+    /* SCHED_IDLE or no spinning at all: at normal priority the spinner would share the I/O
+     * thread's core with it instead of yielding it */
     struct sched_param sp = {0};
-    (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+    const int rc = pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+    if (rc != 0) {
+        atomic_store(&W.refused, 1);
+        log_line("skycmd serve: --poll-us: the system refused idle priority to the warm thread "
+                 "(%s); going on without it", strerror(rc));
+        return NULL;
+    }
     int pinned = -1;
     for (;;) {
         pthread_mutex_lock(&W.mu);
@@ -71,6 +82,7 @@ static void *warm_main(void *arg) {
 int warm_start(void) {
     if (!S.cfg->poll_us) return 0;
     atomic_store(&W.stop, 0);
+    atomic_store(&W.refused, 0);
     atomic_store(&W.until, 0);
     if (pthread_create(&W.thread, NULL, warm_main, NULL) != 0) {
         log_line("skycmd serve: --poll-us: cannot start the warm thread; going on without it");
@@ -81,7 +93,7 @@ int warm_start(void) {
 }
 
 void warm_after_response(void) {
-    if (!atomic_load(&W.started)) return;
+    if (!atomic_load(&W.started) || atomic_load(&W.refused)) return;
     atomic_store(&W.until, now_us() + S.cfg->poll_us);
     atomic_store(&W.cpu, sched_getcpu());
     if (atomic_load(&W.sleeping)) {
