@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "160d84025c36c29be6c1d50bfc9a9851a09809e9c795dad13d1a12e99e23338a"
+  sha256 "03751807b619ce628d77480c3090b70809e178e72b029e3781bcd75712e305b8"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
