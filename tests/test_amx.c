@@ -503,7 +503,7 @@ Test(amx, bf16x3_weights_mode_moves_the_encoder, .fini = tu_scratch_remove) {
  * opened with weights mode `mode` (-1: the option left unset, the library's default);
  * the mode the model reports in effect to *in_effect. */
 static size_t mode_probs(const char *path, int mode, const char *body, double *p, size_t cap,
-                            int64_t *in_effect) {
+                         int64_t *in_effect) {
     skycmd_error *err = skycmd_error_new();
     skycmd_options *o = NULL;
     if (mode >= 0) {

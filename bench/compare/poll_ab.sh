@@ -40,11 +40,11 @@ for v in $VALUES; do
         --poll-us "$v" >"$log" 2>&1 &
     PIDS+=($!)
     for _ in $(seq 100); do
-        p=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$log" | head -n 1)
-        [ -n "$p" ] && grep -q "ready" "$log" && break
+        grep -q "ready" "$log" && break
         sleep 0.1
     done
-    [ -n "$p" ] || { echo "poll_ab.sh: the server with --poll-us $v did not start" >&2; cat "$log" >&2; exit 1; }
+    p=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$log" | head -n 1)
+    { [ -n "$p" ] && grep -q "ready" "$log"; } || { echo "poll_ab.sh: the server with --poll-us $v did not start" >&2; cat "$log" >&2; exit 1; }
     PORT[$v]=$p
 done
 for r in $(seq "${ROUNDS:-5}"); do

@@ -388,8 +388,10 @@ void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     } else if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
         status = 499; /* client went away (or timed out) before an answer: logged only */
     }
-    if (status) access_log(r, micros, status);
-    if (status) warm_after_response();
+    if (status) {
+        access_log(r, micros, status);
+        warm_after_response();
+    }
     atomic_fetch_sub(&S.active, 1);
     req_put(r);
 }

@@ -13,7 +13,8 @@
  * --poll-us after each response (never while no request comes: one window per response),
  * which is why it is an option (llama-server's threads and ONNX Runtime's spin by default).
  * The thread spins only at SCHED_IDLE: where the system refuses that, it ends at once and
- * the server says so and runs without it. Pinning is best effort: a core outside the process's CPU set is skipped.
+ * the server says so and runs without it. Pinning is best effort: a core outside the
+ * process's CPU set is skipped.
  */
 #ifdef SKYCMD_HAVE_MHD
 #define _GNU_SOURCE
@@ -40,7 +41,6 @@ static struct {
     _Atomic int cpu;        /* the core the epoll thread answered on (-1: unknown) */
     _Atomic int sleeping;   /* the warm thread waits on cv (set before it rechecks until) */
     _Atomic int stop;
-    _Atomic int refused;    /* SCHED_IDLE was refused: the thread ended, windows are off */
 } W = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .cpu = -1};
 
 static void *warm_main(void *arg) {
@@ -49,8 +49,7 @@ static void *warm_main(void *arg) {
      * thread's core with it instead of yielding it */
     struct sched_param sp = {0};
     const int rc = pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
-    if (rc != 0) {
-        atomic_store(&W.refused, 1);
+    if (rc != 0) {  /* the windows then go on being opened, but nobody sleeps to be woken */
         log_line("skycmd serve: --poll-us: the system refused idle priority to the warm thread "
                  "(%s); going on without it", strerror(rc));
         return NULL;
@@ -82,7 +81,6 @@ static void *warm_main(void *arg) {
 int warm_start(void) {
     if (!S.cfg->poll_us) return 0;
     atomic_store(&W.stop, 0);
-    atomic_store(&W.refused, 0);
     atomic_store(&W.until, 0);
     if (pthread_create(&W.thread, NULL, warm_main, NULL) != 0) {
         log_line("skycmd serve: --poll-us: cannot start the warm thread; going on without it");
@@ -93,7 +91,7 @@ int warm_start(void) {
 }
 
 void warm_after_response(void) {
-    if (!atomic_load(&W.started) || atomic_load(&W.refused)) return;
+    if (!atomic_load(&W.started)) return;
     atomic_store(&W.until, now_us() + S.cfg->poll_us);
     atomic_store(&W.cpu, sched_getcpu());
     if (atomic_load(&W.sleeping)) {
