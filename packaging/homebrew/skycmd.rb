@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "03751807b619ce628d77480c3090b70809e178e72b029e3781bcd75712e305b8"
+  sha256 "43acfc6a5153ac8e85b09a6def9cf72eef9c899f1047f7cdabb51c6e02a64992"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
