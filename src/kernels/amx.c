@@ -478,14 +478,6 @@ AMXI8 void sk_q8_gemm_amx(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, 
 
 #define AMXBF __attribute__((target("avx512bf16,avx512vl,avx512bw,avx512f,avx2,fma,f16c")))
 
-#define T_C0 0
-#define T_C1 1
-#define T_C2 2
-#define T_C3 3
-#define T_AH 4
-#define T_AL 5
-#define T_BH 6
-#define T_BL 7
 static const amx_cfg bf_cfg = {
     .palette = 1,
     .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
@@ -527,23 +519,42 @@ static uint16_t *thread_buf(size_t elems) {
     return b->p;
 }
 
+/* The bf16 rounding of v as an f32 (what vcvtneps2bf16 gives for finite v; a denormal v,
+ * which the instruction reads as zero, leaves a denormal residue that it then rounds to a
+ * signed zero): integer round-to-nearest-even on the 16 bits dropped, so the residue v - hi
+ * needs no widening of the packed bf16 (port 5 shuffles were half of the split's time). */
+AMXBF static inline __m512 bf16_round_f32(__m512 v) {
+    const __m512i b = _mm512_castps_si512(v);
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
+    const __m512i r = _mm512_add_epi32(_mm512_add_epi32(b, _mm512_set1_epi32(0x7fff)), odd);
+    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000)));
+}
+
+/* 32 consecutive values (v0 then v1) as bf16 hi parts and bf16 lo parts (the residues). */
+AMXBF static inline void split32(__m512 v0, __m512 v1, uint16_t *h, uint16_t *l) {
+    _mm512_storeu_si512((void *)h, (__m512i)_mm512_cvtne2ps_pbh(v1, v0));
+    _mm512_storeu_si512((void *)l, (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(v1, bf16_round_f32(v1)),
+                                                                 _mm512_sub_ps(v0, bf16_round_f32(v0))));
+}
+
 /* Rows [0, nr) of x (nr <= rows, rows % 16 == 0) into hi/lo [rows][kp], zero-padded. */
 AMXBF static void split_rows(const float *x, size_t ldx, size_t nr, size_t rows, size_t k,
                              size_t kp, uint16_t *hi, uint16_t *lo) {
-    for (size_t r = 0; r < rows; r++) {
+    const size_t kw = k / 32 * 32, t0 = k - kw < 16 ? k - kw : 16, t1 = k - kw - t0;
+    const __mmask16 m0 = (__mmask16)((1u << t0) - 1u), m1 = (__mmask16)((1u << t1) - 1u);
+    for (size_t r = 0; r < nr; r++) {
         uint16_t *h = hi + r * kp, *l = lo + r * kp;
         const float *xr = x + r * ldx;
-        for (size_t i = 0; i < kp; i += 16) {
-            const size_t left = r < nr && i < k ? (k - i < 16 ? k - i : 16) : 0;
-            const __mmask16 m = (__mmask16)((1u << left) - 1u);
-            const __m512 v = left ? _mm512_maskz_loadu_ps(m, xr + i) : _mm512_setzero_ps();
-            const __m256bh vh = _mm512_cvtneps_pbh(v);
-            const __m512 vhf = _mm512_castsi512_ps(_mm512_slli_epi32(
-                _mm512_cvtepu16_epi32((__m256i)vh), 16));
-            const __m256bh vl = _mm512_cvtneps_pbh(_mm512_sub_ps(v, vhf));
-            _mm256_storeu_si256((__m256i *)(h + i), (__m256i)vh);
-            _mm256_storeu_si256((__m256i *)(l + i), (__m256i)vl);
-        }
+        size_t i = 0;
+        for (; i < kw; i += 32)
+            split32(_mm512_loadu_ps(xr + i), _mm512_loadu_ps(xr + i + 16), h + i, l + i);
+        if (i < kp)
+            split32(_mm512_maskz_loadu_ps(m0, xr + i), _mm512_maskz_loadu_ps(m1, xr + i + 16), h + i,
+                    l + i);
+    }
+    if (rows > nr) {
+        memset(hi + nr * kp, 0, (rows - nr) * kp * sizeof *hi);
+        memset(lo + nr * kp, 0, (rows - nr) * kp * sizeof *lo);
     }
 }
 
@@ -582,48 +593,52 @@ AMXBF void sk_pack_amx_bf16_f32(const sk_packed *src, int wtype, uint16_t *out) 
     }
 }
 
-/* One 16-row block, panels p0 .. p0 + np - 1 (np <= 4). */
-#define BF_PANEL(j, CJ)                                                                    \
-    if (np > j) {                                                                          \
-        const uint16_t *b_ = wp + (j) * pstep + s * pbytes_step;                           \
-        TILE_LOAD(T_BH, b_, 64);                                                           \
-        TILE_DPBF16PS(CJ, T_AH, T_BH);                                                     \
-        TILE_DPBF16PS(CJ, T_AL, T_BH);                                                     \
-        if (x3) {                                                                          \
-            TILE_LOAD(T_BL, b_ + 512, 64);                                                 \
-            TILE_DPBF16PS(CJ, T_AH, T_BL);                                                 \
-        }                                                                                  \
-    }
+/* One block of the tile GEMM: two 16-row blocks of activations by two 16-column panels
+ * (either may be one), four C tiles. The 32-deep steps go in order, and each step adds its
+ * products to every C tile in the same order, lo x hi, hi x hi, then hi x lo (bf16x3):
+ * consecutive TDPBF16PS write different C tiles, so no product waits for the one before it
+ * (each tile is written once per four products), and every output element gets the same
+ * sequence of operations whatever block shape it falls in: a row's result does not depend
+ * on the rows around it. A0/A1 hold the two row blocks' operand, B0/B1 the two panels'. */
+#define T_A0 4
+#define T_A1 5
+#define T_B0 6
+#define T_B1 7
+#define BF_PRODUCTS()                                                                          do {                                                                                           TILE_DPBF16PS(0, T_A0, T_B0);                                                              if (two_p) TILE_DPBF16PS(1, T_A0, T_B1);                                                   if (two_r) TILE_DPBF16PS(2, T_A1, T_B0);                                                   if (two_r && two_p) TILE_DPBF16PS(3, T_A1, T_B1);                                      } while (0)
 
-/* Stores C tile j to y (row stride ldy floats) when y is given, else to out[j]. */
-#define BF_STORE(j, CJ)                                                                    \
-    if (np > j) {                                                                          \
-        if (y)                                                                             \
-            TILE_STORE(CJ, y + (j) * 16, ldy * sizeof(float));                             \
-        else                                                                               \
-            TILE_STORE(CJ, out[j], 64);                                                    \
-    }
+/* Stores C tile t (row block r, panel j) to y + r * 16 rows + j * 16 columns when y is
+ * given, else to out[t]. */
+#define BF_STORE(t, r, j)                                                                      do {                                                                                           if (y)                                                                                         TILE_STORE(t, y + (r) * 16 * ldy + (j) * 16, ldy * sizeof(float));                     else                                                                                           TILE_STORE(t, out[t], 64);                                                         } while (0)
 
-AMXBF static void bf_block(const uint16_t *hi, const uint16_t *lo, size_t kp, const uint16_t *wp,
-                           size_t pstep, size_t np, int x3, float out[4][256], float *y,
-                           size_t ldy) {
-    const size_t nsteps = kp / 32, pbytes_step = x3 ? 1024 : 512;  /* in uint16 */
-    TILE_ZERO(T_C0);
-    TILE_ZERO(T_C1);
-    TILE_ZERO(T_C2);
-    TILE_ZERO(T_C3);
+AMXBF static void bf_block(const uint16_t *hi, const uint16_t *lo, size_t kp, int two_r,
+                           const uint16_t *wp, size_t pstep, int two_p, int x3,
+                           float out[4][256], float *y, size_t ldy) {
+    const size_t nsteps = kp / 32, wstep = x3 ? 1024 : 512; /* in uint16 */
+    const size_t astride = kp * 2, rblock = 16 * kp;
+    TILE_ZERO(0);
+    TILE_ZERO(1);
+    TILE_ZERO(2);
+    TILE_ZERO(3);
     for (size_t s = 0; s < nsteps; s++) {
-        TILE_LOAD(T_AH, hi + s * 32, kp * 2);
-        TILE_LOAD(T_AL, lo + s * 32, kp * 2);
-        BF_PANEL(0, T_C0)
-        BF_PANEL(1, T_C1)
-        BF_PANEL(2, T_C2)
-        BF_PANEL(3, T_C3)
+        const uint16_t *h = hi + s * 32, *l = lo + s * 32, *b = wp + s * wstep;
+        TILE_LOAD(T_A0, l, astride);
+        if (two_r) TILE_LOAD(T_A1, l + rblock, astride);
+        TILE_LOAD(T_B0, b, 64);
+        if (two_p) TILE_LOAD(T_B1, b + pstep, 64);
+        BF_PRODUCTS();
+        TILE_LOAD(T_A0, h, astride);
+        if (two_r) TILE_LOAD(T_A1, h + rblock, astride);
+        BF_PRODUCTS();
+        if (x3) {
+            TILE_LOAD(T_B0, b + 512, 64);
+            if (two_p) TILE_LOAD(T_B1, b + pstep + 512, 64);
+            BF_PRODUCTS();
+        }
     }
-    BF_STORE(0, T_C0)
-    BF_STORE(1, T_C1)
-    BF_STORE(2, T_C2)
-    BF_STORE(3, T_C3)
+    BF_STORE(0, 0, 0);
+    if (two_p) BF_STORE(1, 0, 1);
+    if (two_r) BF_STORE(2, 1, 0);
+    if (two_r && two_p) BF_STORE(3, 1, 1);
 }
 
 /* The body of sk_gemm_amx_bf16 with the tiles already configured (bf_cfg). */
@@ -662,28 +677,34 @@ AMXBF static void bf_gemm(const float *x, size_t ldx, size_t n_rows, const sk_pa
     }
     _Alignas(64) float out[4][256];
     const uint16_t *wd = w->data;
+    const size_t pstep = w->pstride * (x3 ? 2 : 1);
     for (size_t r0 = 0; r0 < n_rows; r0 += chunk) {
         const size_t nr = n_rows - r0 < chunk ? n_rows - r0 : chunk, rows = (nr + 15) / 16 * 16;
         uint16_t *hi = buf, *lo = buf + rows * kp;
         split_rows(x + r0 * ldx, ldx, nr, rows, k, kp, hi, lo);
-        for (size_t p0 = 0; p0 < panels; p0 += 4) {
-            const size_t np = panels - p0 < 4 ? panels - p0 : 4;
-            const uint16_t *wp = wd + p0 * w->pstride * (x3 ? 2 : 1);
-            for (size_t b = 0; b < rows; b += 16) {
-                const size_t vr = nr - b < 16 ? nr - b : 16;
-                /* no bias, 16 whole rows and whole panels: the tiles go straight to y */
-                float *direct = !w->bias && vr == 16 && (p0 + np) * 16 <= m
+        for (size_t p0 = 0; p0 < panels; p0 += 2) {
+            const int two_p = p0 + 1 < panels;
+            const uint16_t *wp = wd + p0 * pstep;
+            for (size_t b = 0; b < rows; b += 32) {
+                const int two_r = b + 16 < rows;
+                const size_t vr = nr - b < 32 ? nr - b : 32;
+                /* no bias, whole rows and whole panels: the tiles go straight to y */
+                float *direct = !w->bias && vr == (two_r ? 32u : 16u) &&
+                                        (p0 + 1 + (size_t)two_p) * 16 <= m
                                     ? y + (r0 + b) * ldy + p0 * 16 : NULL;
-                bf_block(hi + b * kp, lo + b * kp, kp, wp, w->pstride * (x3 ? 2 : 1), np, x3, out,
-                         direct, ldy);
+                bf_block(hi + b * kp, lo + b * kp, kp, two_r, wp, pstep, two_p, x3, out, direct,
+                         ldy);
                 if (direct) continue;
-                for (size_t j = 0; j < np; j++) {
+                for (int t = 0; t < 4; t++) {
+                    const size_t rb = (size_t)t / 2, j = (size_t)t % 2;
+                    if ((rb && !two_r) || (j && !two_p)) continue;
                     const size_t o = (p0 + j) * 16, nc = m - o < 16 ? m - o : 16;
+                    const size_t r_lo = b + rb * 16, nrow = nr - r_lo < 16 ? nr - r_lo : 16;
                     const __mmask16 mk = (__mmask16)((1u << nc) - 1u);
                     const __m512 bias = w->bias ? _mm512_maskz_loadu_ps(mk, w->bias + o) : _mm512_setzero_ps();
-                    for (size_t r = 0; r < vr; r++)
-                        _mm512_mask_storeu_ps(y + (r0 + b + r) * ldy + o, mk,
-                                              _mm512_add_ps(_mm512_load_ps(out[j] + r * 16), bias));
+                    for (size_t r = 0; r < nrow; r++)
+                        _mm512_mask_storeu_ps(y + (r0 + r_lo + r) * ldy + o, mk,
+                                              _mm512_add_ps(_mm512_load_ps(out[t] + r * 16), bias));
                 }
             }
         }
