@@ -18,6 +18,7 @@
 
 #include "gguf/gguf.h"
 #include "model/model.h"
+#include "model/model_internal.h"
 #include "kernels/kernels.h"
 #include "kernels/pool.h"
 #include "test_util.h"
@@ -508,6 +509,65 @@ Test(model, batch_equals_one_at_a_time) {
     cr_assert_eq(sk_model_forward_batch(m, s2, seqs, ns, &e), SKYCMD_E_INVALID_ARGUMENT);
     cr_assert(strstr(e.msg, "sequence 1") && strstr(e.msg, "marker"), "%s", e.msg);
     cr_assert_eq(sk_model_forward_batch(m, s2, NULL, 0, &e), SKYCMD_OK);
+    sk_scratch_free(s1);
+    sk_scratch_free(s2);
+    sk_model_free(m);
+    sk_gguf_close(g);
+}
+
+/* On a pool, a batch of a small model's sequences runs one group of sequences per thread
+ * (passes.c): every sequence still gets exactly its single-sequence logits, with two and
+ * three threads, with a budget that lends no helper (the caller then runs the batch as one
+ * pass), and with sequences that have no markers among them; an error still names the
+ * caller's sequence. The fixture models are small enough for the split, which the scratch
+ * shows by the thread scratches it made. */
+Test(model, batch_split_by_sequence_equals_one_at_a_time) {
+    static fx_case cases[32];
+    size_t nc = load_cases("fx-a", cases, 32);
+    cr_assert(nc >= 3, "the fixture has %zu cases", nc);
+    sk_gguf *g = open_fixture("fx-a");
+    sk_model *m = NULL;
+    sk_err e = {0};
+    cr_assert_eq(sk_model_load(g, SKYCMD_WEIGHTS_F32, &m, &e), SKYCMD_OK, "%s", e.msg);
+    sk_scratch *s1 = sk_scratch_new(m), *s2 = sk_scratch_new(m);
+    static float single[32][MAXK], batched[32][MAXK];
+    for (size_t i = 0; i < nc; i++) {
+        fx_case *c = &cases[i];
+        cr_assert_eq(sk_model_forward(m, s1, c->ids, c->n, c->qtype, c->markers, c->k,
+                                      single[i], &e), SKYCMD_OK, "%s", e.msg);
+    }
+    for (int run = 0; run < 3; run++) {
+        const int nth = run == 0 ? 2 : 3;
+        if (run == 2) sk_compute_set_budget(1);  /* no helper can be lent */
+        sk_pool *pool = sk_pool_new(nth);
+        cr_assert(pool);
+        sk_scratch_set_pool(s2, pool);
+        sk_seq seqs[34];
+        size_t ns = 0;
+        for (size_t i = 0; i < nc; i++) {
+            fx_case *c = &cases[i];
+            seqs[ns++] = (sk_seq){c->ids, c->n, c->qtype, c->markers, c->k, batched[i], NULL, NULL};
+            if (i == 0 || i == 2)  /* no markers: nothing reads them */
+                seqs[ns++] = (sk_seq){c->ids, c->n, 1, NULL, 0, NULL, NULL, NULL};
+        }
+        memset(batched, 0, sizeof batched);
+        cr_assert_eq(sk_model_forward_batch(m, s2, seqs, ns, &e), SKYCMD_OK, "%s", e.msg);
+        for (size_t i = 0; i < nc; i++)
+            cr_assert(memcmp(single[i], batched[i], cases[i].k * sizeof(float)) == 0,
+                      "case %zu differs in a batch on %d threads (run %d)", i, nth, run);
+        cr_assert_eq(s2->n_sub, nth, "the batch was split over %d thread scratches, not %d",
+                     s2->n_sub, nth);
+        /* errors name the caller's sequence: index 3 is case 2 (a marker-less one is 1) */
+        int32_t bad[1] = {500};
+        const int32_t *keep = seqs[3].markers;
+        seqs[3].markers = bad;
+        cr_assert_eq(sk_model_forward_batch(m, s2, seqs, ns, &e), SKYCMD_E_INVALID_ARGUMENT);
+        cr_assert(strstr(e.msg, "sequence 3") && strstr(e.msg, "marker"), "%s", e.msg);
+        seqs[3].markers = keep;
+        sk_scratch_set_pool(s2, NULL);
+        sk_pool_free(pool);
+        if (run == 2) sk_compute_set_budget(0);
+    }
     sk_scratch_free(s1);
     sk_scratch_free(s2);
     sk_model_free(m);

@@ -1,9 +1,10 @@
 /*
  * forward.c - the f32 (and int8) forward pass of a System One decision model.
  *
- * Contract (see model.h): sk_model_forward_batch() runs sequences (positions 0..n-1) and
- * writes the raw scorer logit of each marker position; each sequence gets bitwise the same
- * logits alone or in any batch, with any thread count. It follows the PyTorch reference
+ * Contract (see model.h): sk_forward_pass() runs sequences (positions 0..n-1) and writes
+ * the raw scorer logit of each marker position; each sequence gets bitwise the same logits
+ * alone or in any batch, with any thread count. sk_model_forward_batch (passes.c) calls it
+ * once for the batch, or once per group of sequences on each thread of the pool. It follows the PyTorch reference
  * operation by operation:
  *   encoder (transformers ModernBertModel): LN(emb) -> per layer [pre-LN (none on layer 0),
  *     fused QKV, NEOX RoPE with the global or local base, softmax attention (symmetric
@@ -448,7 +449,7 @@ static void head_layer_markers(const sk_model *m, sk_scratch *s, const sk_head_l
     for (size_t i = 0; i < K * d; i++) s->mh[i] += s->ma[i];
 }
 
-static int check_seq(const sk_model *m, const sk_seq *q, size_t qi, sk_err *e) {
+int sk_model_check_seq(const sk_model *m, const sk_seq *q, size_t qi, sk_err *e) {
     if (!q->ids || (q->n_markers && (!q->markers || !q->logits)))
         return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sequence %zu: NULL argument", qi);
     if (q->n == 0)
@@ -477,15 +478,15 @@ static int check_seq(const sk_model *m, const sk_seq *q, size_t qi, sk_err *e) {
 }
 
 
-static int forward_batch(const sk_model *m, sk_scratch *s, const sk_seq *seqs, size_t n_seqs,
-                         sk_err *e) {
+int sk_forward_pass(const sk_model *m, sk_scratch *s, const sk_seq *seqs, size_t n_seqs,
+                    sk_err *e) {
     if (!m || !s || (n_seqs && !seqs))
         return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sk_model_forward: NULL argument");
     if (s->d != m->hp.n_embd || s->D != m->head_dim)
         return sk_fail(e, SKYCMD_E_MISUSE, "sk_model_forward: scratch made for another model");
     size_t N = 0, K = 0, ns = 0;
     for (size_t i = 0; i < n_seqs; i++) {
-        int rc = check_seq(m, &seqs[i], i, e);
+        int rc = sk_model_check_seq(m, &seqs[i], i, e);
         if (rc) return rc;
         if (seqs[i].n_markers == 0) continue;  /* nothing reads it */
         if (sk_add_size(N, seqs[i].n, &N) || sk_add_size(K, seqs[i].n_markers, &K))
@@ -577,25 +578,4 @@ static int forward_batch(const sk_model *m, sk_scratch *s, const sk_seq *seqs, s
         }
     }
     return SKYCMD_OK;
-}
-
-int sk_model_forward_batch(const sk_model *m, sk_scratch *s, const sk_seq *seqs, size_t n_seqs,
-                           sk_err *e) {
-    /* this thread holds one unit of the process's compute budget for the whole pass, so
-     * pools of other sessions do not borrow its core (src/kernels/pool.h) */
-    sk_compute_begin();
-    sk_pool_wake(s->pool);  /* helpers start spinning while the first serial steps run */
-    int rc = forward_batch(m, s, seqs, n_seqs, e);
-    sk_pool_rest(s->pool);  /* no more steps until the next pass: helpers sleep */
-    sk_compute_end();
-    return rc;
-}
-
-int sk_model_forward(const sk_model *m, sk_scratch *s, const int32_t *ids, size_t n, int qtype,
-                     const int32_t *markers, size_t n_markers, float *logits, sk_err *e) {
-    sk_seq q = {ids, n, qtype, markers, n_markers, logits, NULL, NULL};
-    int rc = sk_model_forward_batch(m, s, &q, 1, e);
-    if (rc && e && strncmp(e->msg, "sequence 0: ", 12) == 0)
-        memmove(e->msg, e->msg + 12, strlen(e->msg + 12) + 1);
-    return rc;
 }

@@ -120,6 +120,17 @@ struct sk_scratch {
     sk_calib *calib;                   /* load-time calibration record, else NULL */
     struct sk_linear *const *calib_sites;
     size_t n_calib_sites;
+    /* passes split by sequence (passes.c) */
+    struct sk_scratch **sub;           /* helper ith's scratch at sub[ith - 1], made on use */
+    int n_sub;
+    sk_seq *gseqs;                     /* [2 * cap_gseqs]: by length, then by group */
+    size_t *gid;                       /* [cap_gseqs]: the group of each, by length */
+    size_t cap_gseqs;
+    size_t *gstart;                    /* [cap_groups + 1]: group k is gseqs[gstart[k] ..) */
+    size_t *gload;                     /* [cap_groups]: rows dealt to each group */
+    sk_err *gerr;                      /* [cap_groups] */
+    int *grc;                          /* [cap_groups] */
+    int cap_groups;
 };
 
 /* Sequence boundaries of the rows in the scratch (a batch packs sequences one after
@@ -149,6 +160,12 @@ void sk_rope_inv_freq(float base, uint32_t D, float *out);
 int sk_scratch_reserve(const sk_model *m, sk_scratch *s, size_t n, sk_err *e);
 int sk_scratch_reserve_markers(sk_scratch *s, size_t k, sk_err *e);
 int sk_scratch_reserve_seqs(sk_scratch *s, size_t ns, size_t K, sk_err *e);
+
+/* forward.c: one pass over a batch on the scratch's pool (sk_model_forward_batch's
+ * contract), and the argument check of sequence qi that it starts with. */
+int sk_forward_pass(const sk_model *m, sk_scratch *s, const sk_seq *seqs, size_t n_seqs,
+                    sk_err *e);
+int sk_model_check_seq(const sk_model *m, const sk_seq *q, size_t qi, sk_err *e);
 
 /* forward.c: y = x W^T + b for n_rows rows, on the scratch's pool (f32, 16-bit or int8
  * panels), recording the input's statistics while a calibration runs. */

@@ -71,6 +71,14 @@ static void scratch_free_markers(sk_scratch *s) {
 
 void sk_scratch_free(sk_scratch *s) {
     if (!s) return;
+    for (int i = 0; i < s->n_sub; i++) sk_scratch_free(s->sub[i]);
+    free(s->sub);
+    free(s->gseqs);
+    free(s->gid);
+    free(s->gstart);
+    free(s->gload);
+    free(s->gerr);
+    free(s->grc);
     sk_q8_ws_free(&s->q8ws);
     free(s->seqs);
     free(s->aseq);

@@ -366,6 +366,22 @@ static int has_small_model(const struct model_set *set) {
     return 0;
 }
 
+/* The threads of a lone request answered inline (--compute-threads auto): one per question,
+ * at most the cores the machine left free lately. A small model's questions then run as
+ * whole passes, one group of sequences per thread (src/model/passes.c), with one hand-off
+ * per request instead of one per step: s1-pico's three-question request took 0.140 ms on
+ * two threads and 0.179 ms on one in-process (2-vCPU Sapphire Rapids guest, 2026-12-04).
+ * One question stays on one thread, as does every request with --compute-threads N. */
+static int inline_threads(size_t questions) {
+    if (S.cfg->compute_threads != SERVE_COMPUTE_AUTO || questions < 2) return 1;
+    int n = S.cores < (int)questions ? S.cores : (int)questions;
+    pthread_mutex_lock(&S.qmu);  /* available_cores() samples under the queue lock */
+    const double avail = available_cores();
+    pthread_mutex_unlock(&S.qmu);
+    if (avail >= 0 && n > (int)(avail + 0.4)) n = (int)(avail + 0.4);
+    return n < 1 ? 1 : n;
+}
+
 /* Answer r on the calling (epoll) thread instead of handing it to a worker. The hand-off
  * wakes a worker and then the epoll thread again to send: for s1-pico at one keep-alive
  * client on a 2-core KVM Xeon (2026-12-02), futex and eventfd wake-ups and context switches
@@ -401,7 +417,6 @@ int answer_inline(struct req *r) {
         pthread_mutex_unlock(&inline_mu);
         return 0;
     }
-    set_threads(w, 1);
     r->t_enq = now_us();
     int mi = 0;
     skycmd_request *q = prepare(r, w->set, &mi);
@@ -413,7 +428,9 @@ int answer_inline(struct req *r) {
             pthread_mutex_unlock(&inline_mu);
             return 0;
         }
-        decide_one(r, m, w->sessions[mi], q, 1);
+        const int threads = inline_threads(skycmd_request_question_count(q));
+        set_threads(w, threads);
+        decide_one(r, m, w->sessions[mi], q, threads);
         skycmd_request_free(q);
     }
     pthread_mutex_unlock(&inline_mu);

@@ -1,0 +1,229 @@
+/*
+ * passes.c - sk_model_forward_batch: a batch's forward pass on the threads of the scratch's
+ * pool.
+ *
+ * Contract (model.h): each sequence gets bitwise the logits of a pass of its own, whatever
+ * the batch and the thread count (forward.c holds every row to the same arithmetic). The
+ * pool's threads serve a batch in one of two ways:
+ *  - step by step (forward.c): one pass over the whole batch, each matrix product,
+ *    attention and row-wise step split over the threads the process budget lends, so a
+ *    hand-off per step, about eight per layer;
+ *  - sequence by sequence: the sequences are dealt into one group per thread of the pool
+ *    (longest first, each onto the group with the fewest rows so far), and every thread
+ *    that joins runs whole one-thread passes over the groups it claims from a counter, on
+ *    a scratch of its own (sub[ith]): one hand-off per batch. A helper that joins late
+ *    leaves its groups to the others, so the batch never waits for a sleeping thread.
+ * The second way is taken for two or more sequences whose matrix work per layer is at most
+ * SPLIT_SEQS_MAX_MACS. There a step lasts microseconds and its hand-off costs about as much:
+ * on a 2-vCPU Sapphire Rapids guest (2026-12-04, three-question requests, two threads vs
+ * one) splitting steps was slower than one thread for s1-pico (0.341 vs 0.179 ms) and
+ * s1-nano (1.57 vs 1.02 ms) and no faster for s1-micro (6.48 vs 5.90 ms), while whole
+ * sequences per thread gave 0.140, 0.676 and 4.32 ms. A ModernBERT-base shape's steps
+ * split well (87.8 ms by step, 96.2 ms by sequence, 145.5 ms on one thread): its three
+ * sequences deal two to one, and the step split keeps both cores busy to the end.
+ * Splitting by sequence is off under a calibration record (it wants the rows in batch
+ * order). The scratches of the split are made on first use and kept: a warm call allocates
+ * nothing.
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_internal.h"
+
+/* Multiply-adds of the encoder's matrix products per layer, over the whole batch, up to
+ * which a batch of several sequences is split by sequence rather than by step: s1-pico's
+ * three-question request is 241 rows x 40960 = 9.9 M, s1-micro's with 128-token questions
+ * 384 x 655360 = 252 M, a ModernBERT-base shape's three-question request 241 x 5.0 M =
+ * 1.2 G. */
+#define SPLIT_SEQS_MAX_MACS ((size_t)512 << 20)
+
+static int split_by_sequence(const sk_model *m, const sk_scratch *s, size_t n_rows,
+                             size_t n_marked, int threads) {
+    if (threads < 2 || n_marked < 2 || s->calib) return 0;
+    const size_t d = m->hp.n_embd, ff = m->hp.n_ff;
+    const size_t per_row = 4 * d * d + 3 * d * ff;  /* Wqkv, Wo, the GeGLU's Wi, its Wo */
+    return n_rows <= SPLIT_SEQS_MAX_MACS / (per_row ? per_row : 1);
+}
+
+/* Room for n sequences in up to g groups, and a scratch for each of g threads: all or
+ * nothing for the arrays (a scratch made before a failure is kept for next time). */
+static int reserve_split(const sk_model *m, sk_scratch *s, size_t n, int g, sk_err *e) {
+    if (n > s->cap_gseqs) {
+        sk_seq *gs = sk_malloc_array(n, 2 * sizeof *gs);
+        size_t *gid = sk_malloc_array(n, sizeof *gid);
+        if (!gs || !gid) {
+            free(gs);
+            free(gid);
+            return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for %zu sequences", n);
+        }
+        free(s->gseqs);
+        free(s->gid);
+        s->gseqs = gs;
+        s->gid = gid;
+        s->cap_gseqs = n;
+    }
+    if (g > s->cap_groups) {
+        size_t *gstart = sk_malloc_array((size_t)g + 1, sizeof *gstart);
+        size_t *gload = sk_malloc_array((size_t)g, sizeof *gload);
+        sk_err *gerr = sk_malloc_array((size_t)g, sizeof *gerr);
+        int *grc = sk_malloc_array((size_t)g, sizeof *grc);
+        sk_scratch **sub = sk_malloc_array((size_t)g, sizeof *sub);
+        if (!gstart || !gload || !gerr || !grc || !sub) {
+            free(gstart);
+            free(gload);
+            free(gerr);
+            free(grc);
+            free(sub);
+            return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for %d thread groups", g);
+        }
+        for (int i = 0; i < s->n_sub; i++) sub[i] = s->sub[i];
+        free(s->gstart);
+        free(s->gload);
+        free(s->gerr);
+        free(s->grc);
+        free(s->sub);
+        s->gstart = gstart;
+        s->gload = gload;
+        s->gerr = gerr;
+        s->grc = grc;
+        s->sub = sub;
+        s->cap_groups = g;
+    }
+    while (s->n_sub < g) {
+        sk_scratch *t = sk_scratch_new(m);
+        if (!t) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for a thread's scratch");
+        t->attn_tiles = s->attn_tiles;  /* before its buffers exist: they depend on it */
+        s->sub[s->n_sub++] = t;
+    }
+    for (int i = 0; i < g; i++) {  /* one thread each (no pool), the caller's modes */
+        s->sub[i]->act_mode = s->act_mode;
+        s->sub[i]->unfolded = s->unfolded;
+    }
+    return SKYCMD_OK;
+}
+
+/* Deal the n sequences with markers into at most g groups: longest first (ties in batch
+ * order), each onto the group with the fewest rows so far (ties: the lowest group). Leaves
+ * them grouped in s->gseqs[0 .. n), heaviest group first, in that order within a group,
+ * with s->gstart; returns the number of groups. */
+static size_t deal_groups(sk_scratch *s, const sk_seq *seqs, size_t n_seqs, size_t n, int g) {
+    sk_seq *sorted = s->gseqs + s->cap_gseqs, *out = s->gseqs;
+    size_t k = 0;
+    for (size_t i = 0; i < n_seqs; i++) {
+        if (seqs[i].n_markers == 0) continue;  /* nothing reads it */
+        size_t j = k++;
+        for (; j > 0 && sorted[j - 1].n < seqs[i].n; j--) sorted[j] = sorted[j - 1];
+        sorted[j] = seqs[i];
+    }
+    const size_t ng = (size_t)g < n ? (size_t)g : n;
+    for (size_t b = 0; b < ng; b++) s->gload[b] = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t best = 0;
+        for (size_t b = 1; b < ng; b++)
+            if (s->gload[b] < s->gload[best]) best = b;
+        s->gload[best] += sorted[i].n;
+        s->gid[i] = best;
+    }
+    /* the heaviest group first: the caller claims it at once, a helper that wakes later
+     * takes a lighter one */
+    size_t o = 0;
+    for (size_t k = 0; k < ng; k++) {
+        size_t b = 0;
+        for (size_t c = 1; c < ng; c++)
+            if (s->gload[c] != SIZE_MAX && (s->gload[b] == SIZE_MAX || s->gload[c] > s->gload[b]))
+                b = c;
+        s->gload[b] = SIZE_MAX;  /* emitted */
+        s->gstart[k] = o;
+        for (size_t i = 0; i < n; i++)
+            if (s->gid[i] == b) out[o++] = sorted[i];
+    }
+    s->gstart[ng] = o;
+    return ng;
+}
+
+typedef struct split_job {
+    const sk_model *m;
+    sk_scratch *s;
+    const sk_seq *seqs;
+    size_t n_seqs, n_groups;
+    atomic_size_t next;
+} split_job;
+
+/* One thread of the split: whole passes over the groups it claims, on its own scratch.
+ * When the budget lends no helper (nth == 1), the caller runs the batch as one pass. */
+static void split_run(void *ctx, int ith, int nth) {
+    split_job *j = ctx;
+    sk_scratch *s = j->s, *mine = s->sub[ith];
+    if (nth == 1) {
+        s->grc[0] = sk_forward_pass(j->m, mine, j->seqs, j->n_seqs, &s->gerr[0]);
+        return;
+    }
+    for (;;) {
+        const size_t g = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (g >= j->n_groups) break;
+        const size_t a = s->gstart[g], b = s->gstart[g + 1];
+        s->grc[g] = sk_forward_pass(j->m, mine, s->gseqs + a, b - a, &s->gerr[g]);
+    }
+}
+
+static int forward_split(const sk_model *m, sk_scratch *s, const sk_seq *seqs, size_t n_seqs,
+                         size_t n_marked, int threads, sk_err *e) {
+    int rc = reserve_split(m, s, n_marked, threads, e);
+    if (rc) return rc;
+    split_job job = {m, s, seqs, n_seqs, deal_groups(s, seqs, n_seqs, n_marked, threads), 0};
+    for (size_t g = 0; g < job.n_groups; g++) s->grc[g] = SKYCMD_OK;
+    sk_pool_run(s->pool, split_run, &job);
+    for (size_t g = 0; g < job.n_groups; g++)
+        if (s->grc[g] != SKYCMD_OK) {
+            if (e) *e = s->gerr[g];
+            return s->grc[g];
+        }
+    return SKYCMD_OK;
+}
+
+static int forward_batch(const sk_model *m, sk_scratch *s, const sk_seq *seqs, size_t n_seqs,
+                         sk_err *e) {
+    if (!m || !s || (n_seqs && !seqs))
+        return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sk_model_forward: NULL argument");
+    if (s->d != m->hp.n_embd || s->D != m->head_dim)
+        return sk_fail(e, SKYCMD_E_MISUSE, "sk_model_forward: scratch made for another model");
+    const int threads = sk_pool_size(s->pool);
+    size_t rows = 0, marked = 0;
+    for (size_t i = 0; i < n_seqs; i++)
+        if (seqs[i].n_markers) {
+            marked++;
+            rows = seqs[i].n > SIZE_MAX - rows ? SIZE_MAX : rows + seqs[i].n;
+        }
+    if (!split_by_sequence(m, s, rows, marked, threads))
+        return sk_forward_pass(m, s, seqs, n_seqs, e);
+    /* the checks of the whole batch first, so an error names the caller's sequence */
+    for (size_t i = 0; i < n_seqs; i++) {
+        int rc = sk_model_check_seq(m, &seqs[i], i, e);
+        if (rc) return rc;
+    }
+    return forward_split(m, s, seqs, n_seqs, marked, threads, e);
+}
+
+int sk_model_forward_batch(const sk_model *m, sk_scratch *s, const sk_seq *seqs, size_t n_seqs,
+                           sk_err *e) {
+    /* this thread holds one unit of the process's compute budget for the whole pass, so
+     * pools of other sessions do not borrow its core (src/kernels/pool.h) */
+    sk_compute_begin();
+    sk_pool *pool = s ? s->pool : NULL;
+    sk_pool_wake(pool);  /* helpers start spinning while the first serial steps run */
+    int rc = forward_batch(m, s, seqs, n_seqs, e);
+    sk_pool_rest(pool);  /* no more steps until the next pass: helpers sleep */
+    sk_compute_end();
+    return rc;
+}
+
+int sk_model_forward(const sk_model *m, sk_scratch *s, const int32_t *ids, size_t n, int qtype,
+                     const int32_t *markers, size_t n_markers, float *logits, sk_err *e) {
+    sk_seq q = {ids, n, qtype, markers, n_markers, logits, NULL, NULL};
+    int rc = sk_model_forward_batch(m, s, &q, 1, e);
+    if (rc && e && strncmp(e->msg, "sequence 0: ", 12) == 0)
+        memmove(e->msg, e->msg + 12, strlen(e->msg + 12) + 1);
+    return rc;
+}
