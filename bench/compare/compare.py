@@ -328,6 +328,12 @@ def suite_http(a, gguf, body, work, res):
                 for _ in range(a.http_iters):
                     for n, c in conns.items():
                         ts[n].append(c.once())
+                        if a.http_gap_ms > 0:
+                            # a quiet gap after every request: no server then answers while
+                            # the previous one's threads still spin (llama-server polls
+                            # after a job), which the back-to-back order puts on whichever
+                            # server follows it
+                            time.sleep(a.http_gap_ms / 1e3)
                 for n in conns:
                     per[n].append(median(ts[n]))
                 out["rounds"].append({"what": name, "loadavg": la,
@@ -421,6 +427,9 @@ def main():
     ap.add_argument("--py-warmup", type=int, default=3)
     ap.add_argument("--http-iters", type=int, default=300)
     ap.add_argument("--http-warmup", type=int, default=20)
+    ap.add_argument("--http-gap-ms", type=float, default=0.0,
+                    help="http suite: sleep this long after every keep-alive request (a "
+                         "client's think time; 0 = back to back)")
     ap.add_argument("--wrk-seconds", type=int, default=5, help="0 = skip wrk")
     ap.add_argument("--wrk-rounds", type=int, default=2)
     ap.add_argument("--llama-server", help="llama-server binary with /v1/systemone")

@@ -8,12 +8,14 @@
 # this script never builds or fetches it. Needs python3 (stdlib only) and wrk for the
 # throughput rows. Run it on a quiet machine: every round prints the load average.
 # Environment: ROUNDS (7), ITERS (200 requests per server per round), WRK_SECONDS (5),
-# WRK_ROUNDS (3), THREADS (2), VARIANTS (auto,1: --compute-threads values; VALUE@SKYCMD
+# WRK_ROUNDS (3), THREADS (2), GAP_MS (0: a pause after every keep-alive request, so no
+# server answers while the previous server's threads still spin), VARIANTS (auto,1:
+# --compute-threads values; VALUE@SKYCMD
 # runs a value with another build, for a before/after A/B; VALUE+--FLAG=X adds serve flags,
 # e.g. auto+--inline-max-us=0).
 set -euo pipefail
 if [ $# -lt 1 ] || [ "$1" = "-h" ] || [ "$1" = "--help" ]; then
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 fi
 LLAMA=$(realpath "$1")
@@ -29,6 +31,7 @@ trap 'rm -rf "$WORK"' EXIT
 python3 "$HERE/compare.py" --skycmd "$SKYCMD" --preset s1-pico --threads "${THREADS:-2}" \
     --suite http --serve-compute-threads "${VARIANTS:-auto,1}" --llama-server "$LLAMA" \
     --rounds "${ROUNDS:-7}" --http-iters "${ITERS:-200}" --http-warmup 50 \
+    --http-gap-ms "${GAP_MS:-0}" \
     --wrk-seconds "${WRK_SECONDS:-5}" --wrk-rounds "${WRK_ROUNDS:-3}" \
     --work "$WORK" --out "$OUT/serve-vs-llama.json" | tee "$OUT/serve-vs-llama.md"
 uptime | tee -a "$OUT/machine.txt"

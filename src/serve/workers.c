@@ -367,19 +367,21 @@ static int has_small_model(const struct model_set *set) {
 }
 
 /* The threads of a lone request answered inline (--compute-threads auto): one per question,
- * at most the cores the machine left free lately. A small model's questions then run as
- * whole passes, one group of sequences per thread (src/model/passes.c), with one hand-off
- * per request instead of one per step: s1-pico's three-question request took 0.140 ms on
- * two threads and 0.179 ms on one in-process (2-vCPU Sapphire Rapids guest, 2026-12-04).
- * One question stays on one thread, as does every request with --compute-threads N. */
+ * at most one per core. A small model's questions then run as whole passes, one group of
+ * sequences per thread (src/model/passes.c), one hand-off per request instead of one per
+ * step: s1-pico's three-question request took 0.140 ms on two threads and 0.179 ms on one
+ * in-process (2-vCPU Sapphire Rapids guest, 2026-12-04). Unlike the workers' batches, no
+ * cap by the machine's recent idle time (available_cores): a helper's share is a fraction
+ * of a millisecond (inline answers are at most --inline-max-us of compute), shorter than a
+ * scheduler slice, so a helper that gets its core runs it through, and one that does not
+ * get it in time leaves its group to this thread. The cap would also read a peer that is
+ * idle while this request is answered as busy: llama-server interleaved request by request
+ * (bench/compare/serve_vs_llama.sh) kept the 100 ms average at a fraction of a core, and
+ * three questions took 0.339 ms with the cap and 0.314 ms without (same run). One question
+ * stays on one thread, as does every request with --compute-threads N. */
 static int inline_threads(size_t questions) {
     if (S.cfg->compute_threads != SERVE_COMPUTE_AUTO || questions < 2) return 1;
-    int n = S.cores < (int)questions ? S.cores : (int)questions;
-    pthread_mutex_lock(&S.qmu);  /* available_cores() samples under the queue lock */
-    const double avail = available_cores();
-    pthread_mutex_unlock(&S.qmu);
-    if (avail >= 0 && n > (int)(avail + 0.4)) n = (int)(avail + 0.4);
-    return n < 1 ? 1 : n;
+    return S.cores < (int)questions ? S.cores : (int)questions;
 }
 
 /* Answer r on the calling (epoll) thread instead of handing it to a worker. The hand-off
