@@ -100,6 +100,7 @@ struct sk_scratch {
         uint16_t *kamx, *vamx;         /* the same as bf16x3 tiles (attn_tiles only) */
     } *tws;
     int n_tws;
+    int pool_threads;                  /* the pool's threads (set_pool): tws's size */
     float *rope_cos[2], *rope_sin[2];  /* [cap][D/2] per base */
     float *mh, *ma, *mq, *matt, *mff;  /* marker rows */
     uint32_t d, D, Dmax, n_qkv, n_ff_max, n_ff_head;

@@ -11,7 +11,8 @@
  *  - sequence by sequence: the sequences are dealt into one group per thread of the pool
  *    (longest first, each onto the group with the fewest rows so far), and every thread
  *    that joins runs whole one-thread passes over the groups it claims from a counter, on
- *    a scratch of its own (sub[ith]): one hand-off per batch. A helper that joins late
+ *    a scratch of its own (the caller on the session's, helper ith on sub[ith - 1]): one
+ *    hand-off per batch. A helper that joins late
  *    leaves its groups to the others, so the batch never waits for a sleeping thread.
  * The second way is taken for two or more sequences whose matrix work per layer is at most
  * SPLIT_SEQS_MAX_MACS. There a step lasts microseconds and its hand-off costs about as much:
@@ -47,8 +48,8 @@ static int split_by_sequence(const sk_model *m, const sk_scratch *s, size_t n_ro
     return n_rows <= SPLIT_SEQS_MAX_MACS / (per_row ? per_row : 1);
 }
 
-/* Room for n sequences in up to g groups, and a scratch for each of g threads: all or
- * nothing for the arrays (a scratch made before a failure is kept for next time). */
+/* Room for n sequences in up to g groups, and a scratch for each of the g - 1 helpers: all
+ * or nothing for the arrays (a scratch made before a failure is kept for next time). */
 static int reserve_split(const sk_model *m, sk_scratch *s, size_t n, int g, sk_err *e) {
     if (n > s->cap_gseqs) {
         sk_seq *gs = sk_malloc_array(n, 2 * sizeof *gs);
@@ -91,13 +92,13 @@ static int reserve_split(const sk_model *m, sk_scratch *s, size_t n, int g, sk_e
         s->sub = sub;
         s->cap_groups = g;
     }
-    while (s->n_sub < g) {
+    while (s->n_sub < g - 1) {
         sk_scratch *t = sk_scratch_new(m);
         if (!t) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for a thread's scratch");
         t->attn_tiles = s->attn_tiles;  /* before its buffers exist: they depend on it */
         s->sub[s->n_sub++] = t;
     }
-    for (int i = 0; i < g; i++) {  /* one thread each (no pool), the caller's modes */
+    for (int i = 0; i < g - 1; i++) {  /* one thread each (no pool), the caller's modes */
         s->sub[i]->act_mode = s->act_mode;
         s->sub[i]->unfolded = s->unfolded;
     }
@@ -151,21 +152,27 @@ typedef struct split_job {
     atomic_size_t next;
 } split_job;
 
-/* One thread of the split: whole passes over the groups it claims, on its own scratch.
- * When the budget lends no helper (nth == 1), the caller runs the batch as one pass. */
+/* One thread of the split: whole passes over the groups it claims, on its own scratch:
+ * the caller on the session's own (its pool set aside meanwhile: these passes run on one
+ * thread, and the same buffers stay warm whether a batch is split or not), helper ith on
+ * sub[ith - 1]. When the budget lends no helper (nth == 1), the caller runs the batch as
+ * one pass. */
 static void split_run(void *ctx, int ith, int nth) {
     split_job *j = ctx;
-    sk_scratch *s = j->s, *mine = s->sub[ith];
+    sk_scratch *s = j->s, *mine = ith ? s->sub[ith - 1] : s;
+    sk_pool *pool = ith ? NULL : s->pool;  /* the caller's alone: helpers never touch it */
+    if (ith == 0) s->pool = NULL;
     if (nth == 1) {
         s->grc[0] = sk_forward_pass(j->m, mine, j->seqs, j->n_seqs, &s->gerr[0]);
-        return;
+    } else {
+        for (;;) {
+            const size_t g = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+            if (g >= j->n_groups) break;
+            const size_t a = s->gstart[g], b = s->gstart[g + 1];
+            s->grc[g] = sk_forward_pass(j->m, mine, s->gseqs + a, b - a, &s->gerr[g]);
+        }
     }
-    for (;;) {
-        const size_t g = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
-        if (g >= j->n_groups) break;
-        const size_t a = s->gstart[g], b = s->gstart[g + 1];
-        s->grc[g] = sk_forward_pass(j->m, mine, s->gseqs + a, b - a, &s->gerr[g]);
-    }
+    if (ith == 0) s->pool = pool;
 }
 
 static int forward_split(const sk_model *m, sk_scratch *s, const sk_seq *seqs, size_t n_seqs,

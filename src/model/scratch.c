@@ -114,7 +114,9 @@ int sk_scratch_reserve(const sk_model *m, sk_scratch *s, size_t n, sk_err *e) {
     s->qkv = alloc_rows(cap, s->n_qkv);
     s->att = alloc_rows(cap, s->d);
     s->ff = alloc_rows(cap, s->n_ff_max);
-    const int nt = sk_pool_threads(s->pool);  /* every thread started, whatever the limit */
+    /* every thread the pool started, whatever its limit (and whether or not a pass split
+     * by sequence has set the pool aside for the caller's own group: passes.c) */
+    const int nt = s->pool_threads > 1 ? s->pool_threads : 1;
     s->tws = calloc((size_t)nt, sizeof *s->tws);
     int ok = s->h && s->a && s->qkv && s->att && s->ff && s->tws;
     if (s->tws) s->n_tws = nt;
@@ -181,6 +183,7 @@ void sk_scratch_set_pool(sk_scratch *s, sk_pool *pool) {
     /* the per-thread attention buffers follow the pool size: regrow them on next use */
     if (sk_pool_threads(pool) != s->n_tws) scratch_free_rows(s);
     s->pool = pool;
+    s->pool_threads = sk_pool_threads(pool);
 }
 
 void sk_scratch_set_unfolded(sk_scratch *s, int unfolded) {

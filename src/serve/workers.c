@@ -366,24 +366,6 @@ static int has_small_model(const struct model_set *set) {
     return 0;
 }
 
-/* The threads of a lone request answered inline (--compute-threads auto): one per question,
- * at most one per core. A small model's questions then run as whole passes, one group of
- * sequences per thread (src/model/passes.c), one hand-off per request instead of one per
- * step: s1-pico's three-question request took 0.140 ms on two threads and 0.179 ms on one
- * in-process (2-vCPU Sapphire Rapids guest, 2026-12-04). Unlike the workers' batches, no
- * cap by the machine's recent idle time (available_cores): a helper's share is a fraction
- * of a millisecond (inline answers are at most --inline-max-us of compute), shorter than a
- * scheduler slice, so a helper that gets its core runs it through, and one that does not
- * get it in time leaves its group to this thread. The cap would also read a peer that is
- * idle while this request is answered as busy: llama-server interleaved request by request
- * (bench/compare/serve_vs_llama.sh) kept the 100 ms average at a fraction of a core, and
- * three questions took 0.339 ms with the cap and 0.314 ms without (same run). One question
- * stays on one thread, as does every request with --compute-threads N. */
-static int inline_threads(size_t questions) {
-    if (S.cfg->compute_threads != SERVE_COMPUTE_AUTO || questions < 2) return 1;
-    return S.cores < (int)questions ? S.cores : (int)questions;
-}
-
 /* Answer r on the calling (epoll) thread instead of handing it to a worker. The hand-off
  * wakes a worker and then the epoll thread again to send: for s1-pico at one keep-alive
  * client on a 2-core KVM Xeon (2026-12-02), futex and eventfd wake-ups and context switches
@@ -419,6 +401,7 @@ int answer_inline(struct req *r) {
         pthread_mutex_unlock(&inline_mu);
         return 0;
     }
+    set_threads(w, 1);
     r->t_enq = now_us();
     int mi = 0;
     skycmd_request *q = prepare(r, w->set, &mi);
@@ -430,9 +413,7 @@ int answer_inline(struct req *r) {
             pthread_mutex_unlock(&inline_mu);
             return 0;
         }
-        const int threads = inline_threads(skycmd_request_question_count(q));
-        set_threads(w, threads);
-        decide_one(r, m, w->sessions[mi], q, threads);
+        decide_one(r, m, w->sessions[mi], q, 1);
         skycmd_request_free(q);
     }
     pthread_mutex_unlock(&inline_mu);
