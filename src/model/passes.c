@@ -12,8 +12,10 @@
  *    (longest first, each onto the group with the fewest rows so far), and every thread
  *    that joins runs whole one-thread passes over the groups it claims from a counter, on
  *    a scratch of its own (the caller on the session's, helper ith on sub[ith - 1]): one
- *    hand-off per batch. A helper that joins late
- *    leaves its groups to the others, so the batch never waits for a sleeping thread.
+ *    hand-off per batch. A helper that has not joined when the groups run out does nothing,
+ *    so the batch never waits for a sleeping thread; one that joins late still runs the
+ *    group it claims, and the batch waits for it (a helper woken on a halted vCPU can make
+ *    the batch slower than one thread: docs/threads.md).
  * The second way is taken for two or more sequences whose matrix work per layer is at most
  * SPLIT_SEQS_MAX_MACS. There a step lasts microseconds and its hand-off costs about as much:
  * on a 2-vCPU Sapphire Rapids guest (2026-12-04, three-question requests, two threads vs
