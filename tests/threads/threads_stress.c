@@ -8,6 +8,8 @@
  *     byte-identical to the single-thread one (bitwise promise);
  *   - the process thread budget: a monitor thread checks that the units in use never exceed
  *     concurrent forward passes + budget - 1 (docs/threads.md);
+ *   - then one such session alone, whose helper the budget lends every pass (a small
+ *     model's multi-question batch split by sequence, src/model/passes.c);
  *   - a bare sk_pool hammered with budgeted and all-thread jobs.
  * usage: threads_stress <work_dir>   exit status 0 = pass, 1 = failure (message on stderr).
  */
@@ -166,6 +168,12 @@ int main(int argc, char **argv) {
         fail("oversubscription", m);
     }
     if (sk_compute_in_use() != 0) fail("budget units not returned", NULL);
+
+    /* 1b. one session alone, so the budget lends its helper every pass: an s1-micro
+     * request's questions then run one group of sequences per thread (src/model/passes.c),
+     * the caller on the session's scratch and the helper on its own */
+    app_thread(NULL);
+    if (sk_compute_in_use() != 0) fail("budget units not returned after the lone session", NULL);
 
     /* 2. a bare pool: budgeted and all-thread jobs */
     sk_pool *p = sk_pool_new(3);
