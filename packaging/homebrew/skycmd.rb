@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "718fdd8d33ce6b23cc5a20e7dc0e1596c075d92ed2ad321a0279d61e410bf0eb"
+  sha256 "012a9a732c93166e469d5abb2dfb747a966b32fbda43af46bdc06eef02528063"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
