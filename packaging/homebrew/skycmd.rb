@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "012a9a732c93166e469d5abb2dfb747a966b32fbda43af46bdc06eef02528063"
+  sha256 "a80cc8461aa390e95903d98119f270ba8130f275114fef693ed2bc0f6c30f06f"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
