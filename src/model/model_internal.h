@@ -127,10 +127,12 @@ struct sk_scratch {
     sk_seq *gseqs;                     /* [2 * cap_gseqs]: by length, then by group */
     size_t *gid;                       /* [cap_gseqs]: the group of each, by length */
     size_t cap_gseqs;
-    size_t *gstart;                    /* [cap_groups + 1]: group k is gseqs[gstart[k] ..) */
-    size_t *gload;                     /* [cap_groups]: rows dealt to each group */
-    sk_err *gerr;                      /* [cap_groups] */
-    int *grc;                          /* [cap_groups] */
+    struct split_group {               /* [cap_groups] */
+        size_t start, end;             /* its sequences: gseqs[start .. end) */
+        size_t load;                   /* rows dealt to it */
+        int rc;                        /* its pass's status and error */
+        sk_err err;
+    } *groups;
     int cap_groups;
 };
 

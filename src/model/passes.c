@@ -68,29 +68,17 @@ static int reserve_split(const sk_model *m, sk_scratch *s, size_t n, int g, sk_e
         s->cap_gseqs = n;
     }
     if (g > s->cap_groups) {
-        size_t *gstart = sk_malloc_array((size_t)g + 1, sizeof *gstart);
-        size_t *gload = sk_malloc_array((size_t)g, sizeof *gload);
-        sk_err *gerr = sk_malloc_array((size_t)g, sizeof *gerr);
-        int *grc = sk_malloc_array((size_t)g, sizeof *grc);
+        struct split_group *groups = sk_malloc_array((size_t)g, sizeof *groups);
         sk_scratch **sub = sk_malloc_array((size_t)g, sizeof *sub);
-        if (!gstart || !gload || !gerr || !grc || !sub) {
-            free(gstart);
-            free(gload);
-            free(gerr);
-            free(grc);
+        if (!groups || !sub) {
+            free(groups);
             free(sub);
             return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for %d thread groups", g);
         }
         for (int i = 0; i < s->n_sub; i++) sub[i] = s->sub[i];
-        free(s->gstart);
-        free(s->gload);
-        free(s->gerr);
-        free(s->grc);
+        free(s->groups);
         free(s->sub);
-        s->gstart = gstart;
-        s->gload = gload;
-        s->gerr = gerr;
-        s->grc = grc;
+        s->groups = groups;
         s->sub = sub;
         s->cap_groups = g;
     }
@@ -110,7 +98,7 @@ static int reserve_split(const sk_model *m, sk_scratch *s, size_t n, int g, sk_e
 /* Deal the n sequences with markers into at most g groups: longest first (ties in batch
  * order), each onto the group with the fewest rows so far (ties: the lowest group). Leaves
  * them grouped in s->gseqs[0 .. n), heaviest group first, in that order within a group,
- * with s->gstart; returns the number of groups. */
+ * with each group's range in s->groups; returns the number of groups. */
 static size_t deal_groups(sk_scratch *s, const sk_seq *seqs, size_t n_seqs, size_t n, int g) {
     sk_seq *sorted = s->gseqs + s->cap_gseqs, *out = s->gseqs;
     size_t k = 0;
@@ -121,28 +109,30 @@ static size_t deal_groups(sk_scratch *s, const sk_seq *seqs, size_t n_seqs, size
         sorted[j] = seqs[i];
     }
     const size_t ng = (size_t)g < n ? (size_t)g : n;
-    for (size_t b = 0; b < ng; b++) s->gload[b] = 0;
+    struct split_group *gr = s->groups;
+    for (size_t b = 0; b < ng; b++) gr[b].load = 0;
     for (size_t i = 0; i < n; i++) {
         size_t best = 0;
         for (size_t b = 1; b < ng; b++)
-            if (s->gload[b] < s->gload[best]) best = b;
-        s->gload[best] += sorted[i].n;
+            if (gr[b].load < gr[best].load) best = b;
+        gr[best].load += sorted[i].n;
         s->gid[i] = best;
     }
     /* the heaviest group first: the caller claims it at once, a helper that wakes later
-     * takes a lighter one */
+     * takes a lighter one. The k-th emitted group's range goes to groups[k] (start, end),
+     * the dealt group's load (used up: SIZE_MAX) stays where the deal put it. */
     size_t o = 0;
     for (size_t k = 0; k < ng; k++) {
         size_t b = 0;
         for (size_t c = 1; c < ng; c++)
-            if (s->gload[c] != SIZE_MAX && (s->gload[b] == SIZE_MAX || s->gload[c] > s->gload[b]))
+            if (gr[c].load != SIZE_MAX && (gr[b].load == SIZE_MAX || gr[c].load > gr[b].load))
                 b = c;
-        s->gload[b] = SIZE_MAX;  /* emitted */
-        s->gstart[k] = o;
+        gr[b].load = SIZE_MAX;
+        gr[k].start = o;
         for (size_t i = 0; i < n; i++)
             if (s->gid[i] == b) out[o++] = sorted[i];
+        gr[k].end = o;
     }
-    s->gstart[ng] = o;
     return ng;
 }
 
@@ -165,13 +155,14 @@ static void split_run(void *ctx, int ith, int nth) {
     sk_pool *pool = ith ? NULL : s->pool;  /* the caller's alone: helpers never touch it */
     if (ith == 0) s->pool = NULL;
     if (nth == 1) {
-        s->grc[0] = sk_forward_pass(j->m, mine, j->seqs, j->n_seqs, &s->gerr[0]);
+        s->groups[0].rc = sk_forward_pass(j->m, mine, j->seqs, j->n_seqs, &s->groups[0].err);
     } else {
         for (;;) {
             const size_t g = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
             if (g >= j->n_groups) break;
-            const size_t a = s->gstart[g], b = s->gstart[g + 1];
-            s->grc[g] = sk_forward_pass(j->m, mine, s->gseqs + a, b - a, &s->gerr[g]);
+            struct split_group *gr = &s->groups[g];
+            gr->rc = sk_forward_pass(j->m, mine, s->gseqs + gr->start, gr->end - gr->start,
+                                     &gr->err);
         }
     }
     if (ith == 0) s->pool = pool;
@@ -182,12 +173,12 @@ static int forward_split(const sk_model *m, sk_scratch *s, const sk_seq *seqs, s
     int rc = reserve_split(m, s, n_marked, threads, e);
     if (rc) return rc;
     split_job job = {m, s, seqs, n_seqs, deal_groups(s, seqs, n_seqs, n_marked, threads), 0};
-    for (size_t g = 0; g < job.n_groups; g++) s->grc[g] = SKYCMD_OK;
+    for (size_t g = 0; g < job.n_groups; g++) s->groups[g].rc = SKYCMD_OK;
     sk_pool_run(s->pool, split_run, &job);
     for (size_t g = 0; g < job.n_groups; g++)
-        if (s->grc[g] != SKYCMD_OK) {
-            if (e) *e = s->gerr[g];
-            return s->grc[g];
+        if (s->groups[g].rc != SKYCMD_OK) {
+            if (e) *e = s->groups[g].err;
+            return s->groups[g].rc;
         }
     return SKYCMD_OK;
 }

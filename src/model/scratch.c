@@ -75,10 +75,7 @@ void sk_scratch_free(sk_scratch *s) {
     free(s->sub);
     free(s->gseqs);
     free(s->gid);
-    free(s->gstart);
-    free(s->gload);
-    free(s->gerr);
-    free(s->grc);
+    free(s->groups);
     sk_q8_ws_free(&s->q8ws);
     free(s->seqs);
     free(s->aseq);
