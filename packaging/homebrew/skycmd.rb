@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "a80cc8461aa390e95903d98119f270ba8130f275114fef693ed2bc0f6c30f06f"
+  sha256 "d4354563bbd5b482235ebb730fa610778f36c35e067d5b205b9b7f6f6a42a0e5"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
