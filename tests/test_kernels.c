@@ -5,7 +5,10 @@
  * The GELU and exp approximations are also checked against libm over a wide range.
  * SIMD variants the CPU lacks are skipped (reported), never called.
  */
+#define _GNU_SOURCE  /* sched_getcpu, sched_setaffinity */
 #include <criterion/criterion.h>
+#include <sched.h>
+#include <unistd.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -492,6 +495,40 @@ Test(kernels, pool_runs_every_thread) {
     }
     cr_assert_eq(sk_pool_size(NULL), 1);
     sk_pool_free(NULL);
+}
+
+/* Workers woken from sleep never run on their caller's CPU (they would take turns with it):
+ * with the caller pinned to one CPU, every worker of every job that woke them ran on
+ * another. */
+static void record_cpu(void *ctx, int ith, int nth) {
+    int *cpu = ctx;
+    cr_assert(ith >= 0 && ith < nth);
+    cpu[ith] = sched_getcpu();
+}
+
+Test(kernels, pool_wakes_workers_off_the_callers_cpu) {
+    cpu_set_t all;
+    cr_assert_eq(sched_getaffinity(0, sizeof all, &all), 0);
+    if (CPU_COUNT(&all) < 2) cr_skip_test("needs 2 CPUs to run on, this process has %d", CPU_COUNT(&all));
+    sk_pool *p = sk_pool_new(3);  /* made before the pin: its workers may use every CPU */
+    cr_assert(p);
+    const int mine = sched_getcpu();
+    cr_assert(mine >= 0);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(mine, &one);
+    cr_assert_eq(sched_setaffinity(0, sizeof one, &one), 0);
+    for (int r = 0; r < 20; r++) {
+        usleep(20000);  /* the workers have stopped spinning and sleep */
+        int cpu[3] = {-1, -1, -1};
+        sk_pool_run_all(p, record_cpu, cpu);
+        cr_assert_eq(cpu[0], mine, "the caller ran on CPU %d, pinned to %d", cpu[0], mine);
+        for (int i = 1; i < 3; i++)
+            cr_assert(cpu[i] >= 0 && cpu[i] != mine, "run %d: worker %d ran on the caller's CPU %d",
+                      r, i, mine);
+    }
+    sk_pool_free(p);
+    cr_assert_eq(sched_setaffinity(0, sizeof all, &all), 0);
 }
 
 /* A budgeted job whose pieces are claimed from a shared counter: every piece runs exactly

@@ -9,8 +9,9 @@
  * feed_forward_length array and a decision head count (1) that differs from the encoder's
  * (2); fx-b mixes F16, BF16, Q8_0 and F32 tensors and has 2 decision heads.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE  /* sched_getaffinity */
 #include <criterion/criterion.h>
+#include <sched.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -568,6 +569,60 @@ Test(model, batch_split_by_sequence_equals_one_at_a_time) {
         sk_pool_free(pool);
         if (run == 2) sk_compute_set_budget(0);
     }
+    sk_scratch_free(s1);
+    sk_scratch_free(s2);
+    sk_model_free(m);
+    sk_gguf_close(g);
+}
+
+/* A helper that is late with its group of a split never holds the batch up: the caller runs
+ * the group too once it has none left, and the first pass to finish publishes it (here the
+ * caller's, as the helpers sleep 20 ms before each group they claim). The logits are
+ * bitwise those of one sequence at a time either way. */
+Test(model, batch_split_caller_takes_over_late_helpers_groups) {
+    cpu_set_t cpus;
+    if (sched_getaffinity(0, sizeof cpus, &cpus) != 0 || CPU_COUNT(&cpus) < 2)
+        cr_skip_test("needs 2 CPUs: a helper joins a split only while the caller still runs");
+    static fx_case cases[32];
+    size_t nc = load_cases("fx-a", cases, 32);
+    cr_assert(nc >= 3, "the fixture has %zu cases", nc);
+    sk_gguf *g = open_fixture("fx-a");
+    sk_model *m = NULL;
+    sk_err e = {0};
+    cr_assert_eq(sk_model_load(g, SKYCMD_WEIGHTS_F32, &m, &e), SKYCMD_OK, "%s", e.msg);
+    sk_scratch *s1 = sk_scratch_new(m), *s2 = sk_scratch_new(m);
+    static float single[32][MAXK], batched[32][MAXK];
+    for (size_t i = 0; i < nc; i++)
+        cr_assert_eq(sk_model_forward(m, s1, cases[i].ids, cases[i].n, cases[i].qtype,
+                                      cases[i].markers, cases[i].k, single[i], &e), SKYCMD_OK,
+                     "%s", e.msg);
+    sk_split_set_helper_delay_us(20000);
+    for (int nth = 2; nth <= 3; nth++) {
+        sk_compute_set_budget(nth);  /* helpers can be lent whatever the machine */
+        sk_pool *pool = sk_pool_new(nth);
+        cr_assert(pool);
+        sk_scratch_set_pool(s2, pool);
+        sk_seq seqs[32];
+        for (size_t i = 0; i < nc; i++)
+            seqs[i] = (sk_seq){cases[i].ids, cases[i].n, cases[i].qtype, cases[i].markers,
+                               cases[i].k, batched[i], NULL, NULL};
+        const size_t before = sk_split_caller_published();
+        int tries = 0;
+        /* a helper joins only if it wakes before the caller's share ends: try until one did */
+        for (; tries < 200 && sk_split_caller_published() == before; tries++) {
+            memset(batched, 0, sizeof batched);
+            cr_assert_eq(sk_model_forward_batch(m, s2, seqs, nc, &e), SKYCMD_OK, "%s", e.msg);
+            for (size_t i = 0; i < nc; i++)
+                cr_assert(memcmp(single[i], batched[i], cases[i].k * sizeof(float)) == 0,
+                          "case %zu differs on %d threads (try %d)", i, nth, tries);
+        }
+        cr_assert(sk_split_caller_published() > before,
+                  "no helper joined a split on %d threads in %d tries", nth, tries);
+        sk_scratch_set_pool(s2, NULL);
+        sk_pool_free(pool);
+    }
+    sk_split_set_helper_delay_us(0);
+    sk_compute_set_budget(0);
     sk_scratch_free(s1);
     sk_scratch_free(s2);
     sk_model_free(m);

@@ -20,6 +20,9 @@
  *    started) without stopping any: sk_pool_size() then reports n. The extra threads sleep
  *    until the limit is raised again (a session's SKYCMD_OPT_THREADS changed within the
  *    pool's size, as `skycmd serve` does per batch).
+ *  - Sleeping workers are woken off the CPU their caller runs on (where they would take
+ *    turns with it): before a kick or a job that wakes them, their affinity becomes the
+ *    creating thread's CPUs minus the caller's current one, when that leaves any.
  *  - Idle workers spin for a few microseconds after a job (the next step of a forward pass
  *    usually follows at once) and then sleep on a condition variable, so an idle pool costs
  *    no CPU. A budgeted step does not wait for a sleeper to wake: it kicks the sleepers

@@ -478,6 +478,13 @@ int sk_model_check_seq(const sk_model *m, const sk_seq *q, size_t qi, sk_err *e)
 }
 
 
+/* A pass run for a contested group of a split (passes.c) stops once another pass of the
+ * same group has published it: checked before every layer, a few microseconds apart for
+ * the small models that are split by sequence. */
+static int given_up(const sk_scratch *s) {
+    return s->race && atomic_load_explicit(&s->race->done, memory_order_acquire);
+}
+
 int sk_forward_pass(const sk_model *m, sk_scratch *s, const sk_seq *seqs, size_t n_seqs,
                     sk_err *e) {
     if (!m || !s || (n_seqs && !seqs))
@@ -536,8 +543,11 @@ int sk_forward_pass(const sk_model *m, sk_scratch *s, const sk_seq *seqs, size_t
         }
     }
     add_ln(s, s->h, NULL, N, d, m->embd_norm, NULL, m->hp.eps, s->h);
-    for (uint32_t l = 0; l < m->hp.n_layer; l++)
+    for (uint32_t l = 0; l < m->hp.n_layer; l++) {
+        if (given_up(s)) return SKYCMD_E_CANCELLED;
         encoder_layer(m, s, &m->enc[l], sr, ns, N, l ? s->a : NULL);
+    }
+    if (given_up(s)) return SKYCMD_E_CANCELLED;
     {
         /* the final norm, then + the question type's embedding: the norm's bias */
         const float *pending = m->hp.n_layer ? s->a : NULL;
@@ -551,7 +561,10 @@ int sk_forward_pass(const sk_model *m, sk_scratch *s, const sk_seq *seqs, size_t
         }
     }
     const uint32_t L = m->hp.n_head_layers;
-    for (uint32_t j = 0; j + 1 < L; j++) head_layer_full(m, s, &m->head[j], sr, ns, N);
+    for (uint32_t j = 0; j + 1 < L; j++) {
+        head_layer_full(m, s, &m->head[j], sr, ns, N);
+        if (given_up(s)) return SKYCMD_E_CANCELLED;
+    }
     if (L > 0) {
         head_layer_markers(m, s, &m->head[L - 1], sr, ns, N, rows, K);
     } else {
@@ -569,6 +582,7 @@ int sk_forward_pass(const sk_model *m, sk_scratch *s, const sk_seq *seqs, size_t
     for (size_t r = 0; r < K; r++)
         if (!isfinite(s->mlogits[r]))
             return sk_fail(e, SKYCMD_E_INTERNAL, "the model produced a non-finite score");
+    if (s->race) return SKYCMD_OK;  /* in mlogits, for the publisher of the group (passes.c) */
     {
         size_t koff = 0;
         for (size_t i = 0; i < n_seqs; i++) {

@@ -14,6 +14,8 @@
 #ifndef SK_MODEL_INTERNAL_H
 #define SK_MODEL_INTERNAL_H
 
+#include <stdatomic.h>
+
 #include "model.h"
 #include "../kernels/kernels.h"
 #include "../kernels/pool.h"
@@ -130,10 +132,17 @@ struct sk_scratch {
     struct split_group {               /* [cap_groups] */
         size_t start, end;             /* its sequences: gseqs[start .. end) */
         size_t load;                   /* rows dealt to it */
-        int rc;                        /* its pass's status and error */
+        int rc;                        /* its pass's status and error (the publisher's) */
         sk_err err;
+        int by_caller;                 /* claimed by the caller (only the caller reads it) */
+        atomic_int won;                /* a pass of it finished first and publishes (0 -> 1) */
+        atomic_int done;               /* published: logits, rc and err are final */
     } *groups;
     int cap_groups;
+    /* The group a helper's pass or the caller's second pass of it runs for (passes.c): the
+     * pass stops at the next layer once the group is published, and leaves its logits in
+     * mlogits for the publisher to copy. NULL otherwise (the pass writes its sequences'). */
+    struct split_group *race;
 };
 
 /* Sequence boundaries of the rows in the scratch (a batch packs sequences one after
@@ -169,6 +178,12 @@ int sk_scratch_reserve_seqs(sk_scratch *s, size_t ns, size_t K, sk_err *e);
 int sk_forward_pass(const sk_model *m, sk_scratch *s, const sk_seq *seqs, size_t n_seqs,
                     sk_err *e);
 int sk_model_check_seq(const sk_model *m, const sk_seq *q, size_t qi, sk_err *e);
+
+/* passes.c test hooks: helpers of a split by sequence sleep us microseconds before each
+ * group they claim (0: never), so the caller's second pass publishes their groups; and how
+ * many groups a caller has published for a helper since the process started. */
+void sk_split_set_helper_delay_us(unsigned us);
+size_t sk_split_caller_published(void);
 
 /* forward.c: y = x W^T + b for n_rows rows, on the scratch's pool (f32, 16-bit or int8
  * panels), recording the input's statistics while a calibration runs. */

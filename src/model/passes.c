@@ -13,9 +13,11 @@
  *    that joins runs whole one-thread passes over the groups it claims from a counter, on
  *    a scratch of its own (the caller on the session's, helper ith on sub[ith - 1]): one
  *    hand-off per batch. A helper that has not joined when the groups run out does nothing,
- *    so the batch never waits for a sleeping thread; one that joins late still runs the
- *    group it claims, and the batch waits for it (a helper woken on a halted vCPU can make
- *    the batch slower than one thread: docs/threads.md).
+ *    so the batch never waits for a sleeping thread; and the caller never waits for a
+ *    helper's whole group either: once it has none left to claim, it runs the helpers'
+ *    unpublished groups too, and the first pass of a group to finish publishes it (see
+ *    split_run), so a helper that joined late or runs on a cold core costs the batch at
+ *    most about its one-thread time.
  * The second way is taken for two or more sequences whose matrix work per layer is at most
  * SPLIT_SEQS_MAX_MACS. There a step lasts microseconds and its hand-off costs about as much:
  * on a 2-vCPU Sapphire Rapids guest (2026-12-04, three-question requests, two threads vs
@@ -28,12 +30,21 @@
  * order). The scratches of the split are made on first use and kept: a warm call allocates
  * nothing.
  */
+#define _POSIX_C_SOURCE 200809L  /* nanosleep (a test hook) */
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "model_internal.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#else
+#define cpu_relax() ((void)0)
+#endif
 
 /* Multiply-adds of the encoder's matrix products per layer, over the whole batch, up to
  * which a batch of several sequences is split by sequence rather than by step: s1-pico's
@@ -144,28 +155,102 @@ typedef struct split_job {
     atomic_size_t next;
 } split_job;
 
+/* Test hooks (model_internal.h): helpers sleep this long before each group they claim; the
+ * count of groups a caller published for a helper. */
+static atomic_uint helper_delay_us;
+static atomic_size_t caller_published;
+
+void sk_split_set_helper_delay_us(unsigned us) { atomic_store(&helper_delay_us, us); }
+size_t sk_split_caller_published(void) { return atomic_load(&caller_published); }
+
+/* Run group g on `mine` as a contested pass (see split_run) and publish it if this pass
+ * finished first: the group's logits from mine->mlogits, its status and error. 1 when
+ * this pass published it. */
+static int run_contested(split_job *j, sk_scratch *mine, struct split_group *gr) {
+    sk_err err = {0};
+    mine->race = gr;
+    int rc = sk_forward_pass(j->m, mine, j->s->gseqs + gr->start, gr->end - gr->start, &err);
+    mine->race = NULL;
+    if (rc == SKYCMD_E_CANCELLED) return 0;  /* published meanwhile: given up */
+    int expect = 0;
+    if (!atomic_compare_exchange_strong_explicit(&gr->won, &expect, 1, memory_order_acq_rel,
+                                                 memory_order_acquire))
+        return 0;
+    if (rc == SKYCMD_OK) {
+        size_t koff = 0;
+        for (size_t i = gr->start; i < gr->end; i++) {
+            const sk_seq *q = &j->s->gseqs[i];
+            memcpy(q->logits, mine->mlogits + koff, q->n_markers * sizeof(float));
+            koff += q->n_markers;
+        }
+    }
+    gr->rc = rc;
+    gr->err = err;
+    atomic_store_explicit(&gr->done, 1, memory_order_release);
+    return 1;
+}
+
 /* One thread of the split: whole passes over the groups it claims, on its own scratch:
  * the caller on the session's own (its pool set aside meanwhile: these passes run on one
  * thread, and the same buffers stay warm whether a batch is split or not), helper ith on
  * sub[ith - 1]. When the budget lends no helper (nth == 1), the caller runs the batch as
- * one pass. */
+ * one pass.
+ *
+ * The caller never waits for a helper's whole pass: a helper that woke late, or runs on a
+ * core with cold caches, can take longer over its group than the caller would. So the
+ * groups that helpers claim are contested: when the caller runs out of groups to claim it
+ * runs every helper's group not yet published too, and whichever pass of a group finishes
+ * first publishes it (logits, status); the other stops at its next layer. A batch thus
+ * takes at most about as long as on one thread, and shorter when the helpers are prompt.
+ * The two passes of a group are the same one-thread pass, so the logits are bitwise the
+ * same whichever publishes. */
 static void split_run(void *ctx, int ith, int nth) {
     split_job *j = ctx;
     sk_scratch *s = j->s, *mine = ith ? s->sub[ith - 1] : s;
-    sk_pool *pool = ith ? NULL : s->pool;  /* the caller's alone: helpers never touch it */
-    if (ith == 0) s->pool = NULL;
     if (nth == 1) {
-        s->groups[0].rc = sk_forward_pass(j->m, mine, j->seqs, j->n_seqs, &s->groups[0].err);
-    } else {
+        sk_pool *pool = s->pool;
+        s->pool = NULL;
+        s->groups[0].rc = sk_forward_pass(j->m, s, j->seqs, j->n_seqs, &s->groups[0].err);
+        s->pool = pool;
+        return;
+    }
+    if (ith) {
         for (;;) {
             const size_t g = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
             if (g >= j->n_groups) break;
-            struct split_group *gr = &s->groups[g];
-            gr->rc = sk_forward_pass(j->m, mine, s->gseqs + gr->start, gr->end - gr->start,
-                                     &gr->err);
+            const unsigned delay = atomic_load_explicit(&helper_delay_us, memory_order_relaxed);
+            if (delay) {
+                struct timespec ts = {(time_t)(delay / 1000000u), (long)(delay % 1000000u) * 1000L};
+                nanosleep(&ts, NULL);
+            }
+            run_contested(j, mine, &s->groups[g]);
+        }
+        return;
+    }
+    sk_pool *pool = s->pool;  /* the caller's alone: helpers never touch it */
+    s->pool = NULL;
+    for (;;) {
+        const size_t g = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (g >= j->n_groups) break;
+        struct split_group *gr = &s->groups[g];
+        gr->by_caller = 1;
+        gr->rc = sk_forward_pass(j->m, s, s->gseqs + gr->start, gr->end - gr->start, &gr->err);
+    }
+    for (size_t g = 0; g < j->n_groups; g++) {
+        struct split_group *gr = &s->groups[g];
+        if (gr->by_caller || atomic_load_explicit(&gr->done, memory_order_acquire)) continue;
+        if (run_contested(j, s, gr)) {
+            atomic_fetch_add_explicit(&caller_published, 1, memory_order_relaxed);
+            continue;
+        }
+        /* the helper published it, or is copying its logits now (yield now and then, in
+         * case it was preempted on this CPU) */
+        for (unsigned i = 1; !atomic_load_explicit(&gr->done, memory_order_acquire); i++) {
+            cpu_relax();
+            if (i % 1024 == 0) sched_yield();
         }
     }
-    if (ith == 0) s->pool = pool;
+    s->pool = pool;
 }
 
 static int forward_split(const sk_model *m, sk_scratch *s, const sk_seq *seqs, size_t n_seqs,
@@ -173,7 +258,13 @@ static int forward_split(const sk_model *m, sk_scratch *s, const sk_seq *seqs, s
     int rc = reserve_split(m, s, n_marked, threads, e);
     if (rc) return rc;
     split_job job = {m, s, seqs, n_seqs, deal_groups(s, seqs, n_seqs, n_marked, threads), 0};
-    for (size_t g = 0; g < job.n_groups; g++) s->groups[g].rc = SKYCMD_OK;
+    for (size_t g = 0; g < job.n_groups; g++) {
+        struct split_group *gr = &s->groups[g];
+        gr->rc = SKYCMD_OK;
+        gr->by_caller = 0;
+        atomic_store_explicit(&gr->won, 0, memory_order_relaxed);
+        atomic_store_explicit(&gr->done, 0, memory_order_relaxed);
+    }
     sk_pool_run(s->pool, split_run, &job);
     for (size_t g = 0; g < job.n_groups; g++)
         if (s->groups[g].rc != SKYCMD_OK) {

@@ -366,6 +366,24 @@ static int has_small_model(const struct model_set *set) {
     return 0;
 }
 
+/* The threads of a lone request answered inline (--compute-threads auto): one per question,
+ * at most one per core. A small model's questions then run as whole passes, one group of
+ * sequences per thread (src/model/passes.c), one hand-off per request instead of one per
+ * step, and this thread never waits for a helper that is late or slow: it runs a helper's
+ * group itself once it has none left, and whichever pass finishes first answers. The
+ * helper is woken off this thread's CPU (src/kernels/pool.c). On a 2-vCPU Sapphire Rapids
+ * guest (2026-12-04, s1-pico, the three-question example in-process) two threads took
+ * 0.14 ms back to back and 0.16 ms with 5 ms between requests, one thread 0.18 and 0.21 ms.
+ * No cap by the machine's recent idle time (available_cores) as for the workers' batches:
+ * a helper's share is a fraction of a millisecond (inline answers are at most
+ * --inline-max-us of compute), and a helper whose core is taken adds at most a wake-up.
+ * One question stays on one thread (a split by step costs more than it saves at this
+ * size), as does every request with --compute-threads N. */
+static int inline_threads(size_t questions) {
+    if (S.cfg->compute_threads != SERVE_COMPUTE_AUTO || questions < 2) return 1;
+    return S.cores < (int)questions ? S.cores : (int)questions;
+}
+
 /* Answer r on the calling (epoll) thread instead of handing it to a worker. The hand-off
  * wakes a worker and then the epoll thread again to send: for s1-pico at one keep-alive
  * client on a 2-core KVM Xeon (2026-12-02), futex and eventfd wake-ups and context switches
@@ -401,7 +419,6 @@ int answer_inline(struct req *r) {
         pthread_mutex_unlock(&inline_mu);
         return 0;
     }
-    set_threads(w, 1);
     r->t_enq = now_us();
     int mi = 0;
     skycmd_request *q = prepare(r, w->set, &mi);
@@ -413,7 +430,9 @@ int answer_inline(struct req *r) {
             pthread_mutex_unlock(&inline_mu);
             return 0;
         }
-        decide_one(r, m, w->sessions[mi], q, 1);
+        const int threads = inline_threads(skycmd_request_question_count(q));
+        set_threads(w, threads);
+        decide_one(r, m, w->sessions[mi], q, threads);
         skycmd_request_free(q);
     }
     pthread_mutex_unlock(&inline_mu);

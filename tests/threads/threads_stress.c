@@ -9,7 +9,8 @@
  *   - the process thread budget: a monitor thread checks that the units in use never exceed
  *     concurrent forward passes + budget - 1 (docs/threads.md);
  *   - then one such session alone, whose helper the budget lends every pass (a small
- *     model's multi-question batch split by sequence, src/model/passes.c);
+ *     model's multi-question batch split by sequence, src/model/passes.c), once with
+ *     helpers that are late for every group, whose groups the caller then publishes;
  *   - a bare sk_pool hammered with budgeted and all-thread jobs.
  * usage: threads_stress <work_dir>   exit status 0 = pass, 1 = failure (message on stderr).
  */
@@ -24,6 +25,7 @@
 
 #include "skycmd.h"
 #include "kernels/pool.h"
+#include "model/model_internal.h"
 
 #define NREQ 3
 #define NTHR 3
@@ -174,6 +176,32 @@ int main(int argc, char **argv) {
      * the caller on the session's scratch and the helper on its own */
     app_thread(NULL);
     if (sk_compute_in_use() != 0) fail("budget units not returned after the lone session", NULL);
+
+    /* 1c. the same with helpers that are late for every group they claim, so the caller runs
+     * their groups too and publishes them while the helpers' passes give up midway: the
+     * responses stay identical, and where a helper can join (two CPUs) the caller did publish */
+    const size_t published = sk_split_caller_published();
+    skycmd_session *lone = NULL;
+    if (skycmd_session_new(g_model, &lone) != SKYCMD_OK) fail("session", NULL);
+    /* late: ten times a whole one-thread decide (whatever this build's speed, TSan's too) */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    free(lone ? decide_json(lone, g_req[0]) : NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const double one_us = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
+    sk_split_set_helper_delay_us(one_us * 10 < 10000 ? 10000u : (unsigned)(one_us * 10));
+    if (lone && skycmd_session_set_int(lone, SKYCMD_OPT_THREADS, 2) != SKYCMD_OK) fail("threads", NULL);
+    /* a helper joins only when it wakes before the caller's share ends: a few tries */
+    for (int k = 0; lone && k < 12 && sk_split_caller_published() == published; k++) {
+        char *j = decide_json(lone, g_req[k % NREQ]);
+        if (j && strcmp(j, g_ref[k % NREQ]) != 0) fail("late helpers: decide differs", j);
+        free(j);
+    }
+    skycmd_session_free(lone);
+    sk_split_set_helper_delay_us(0);
+    if (sk_compute_budget() >= 2 && sk_split_caller_published() == published)
+        fail("late helpers: the caller never published a helper's group", NULL);
+    if (sk_compute_in_use() != 0) fail("budget units not returned after late helpers", NULL);
 
     /* 2. a bare pool: budgeted and all-thread jobs */
     sk_pool *p = sk_pool_new(3);
