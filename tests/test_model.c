@@ -516,6 +516,37 @@ Test(model, batch_equals_one_at_a_time) {
     sk_gguf_close(g);
 }
 
+/* fx-a's cases, its F32 model, and each case's logits from a pass of its own: what the
+ * split tests compare a batch against. */
+typedef struct split_fixture {
+    fx_case cases[32];
+    size_t nc;
+    sk_gguf *g;
+    sk_model *m;
+    float single[32][MAXK];
+} split_fixture;
+
+static void split_fixture_open(split_fixture *f) {
+    f->nc = load_cases("fx-a", f->cases, 32);
+    cr_assert(f->nc >= 3, "the fixture has %zu cases", f->nc);
+    f->g = open_fixture("fx-a");
+    f->m = NULL;
+    sk_err e = {0};
+    cr_assert_eq(sk_model_load(f->g, SKYCMD_WEIGHTS_F32, &f->m, &e), SKYCMD_OK, "%s", e.msg);
+    sk_scratch *s1 = sk_scratch_new(f->m);
+    for (size_t i = 0; i < f->nc; i++) {
+        const fx_case *c = &f->cases[i];
+        cr_assert_eq(sk_model_forward(f->m, s1, c->ids, c->n, c->qtype, c->markers, c->k,
+                                      f->single[i], &e), SKYCMD_OK, "%s", e.msg);
+    }
+    sk_scratch_free(s1);
+}
+
+static void split_fixture_close(split_fixture *f) {
+    sk_model_free(f->m);
+    sk_gguf_close(f->g);
+}
+
 /* On a pool, a batch of a small model's sequences runs one group of sequences per thread
  * (passes.c): every sequence still gets exactly its single-sequence logits, with two and
  * three threads, with a budget that lends no helper (the caller then runs the batch as one
@@ -523,20 +554,15 @@ Test(model, batch_equals_one_at_a_time) {
  * caller's sequence. The fixture models are small enough for the split, which the scratch
  * shows by the helpers' scratches it made. */
 Test(model, batch_split_by_sequence_equals_one_at_a_time) {
-    static fx_case cases[32];
-    size_t nc = load_cases("fx-a", cases, 32);
-    cr_assert(nc >= 3, "the fixture has %zu cases", nc);
-    sk_gguf *g = open_fixture("fx-a");
-    sk_model *m = NULL;
+    static split_fixture f;
+    split_fixture_open(&f);
+    fx_case *cases = f.cases;
+    const size_t nc = f.nc;
+    sk_model *m = f.m;
+    float (*single)[MAXK] = f.single;
     sk_err e = {0};
-    cr_assert_eq(sk_model_load(g, SKYCMD_WEIGHTS_F32, &m, &e), SKYCMD_OK, "%s", e.msg);
-    sk_scratch *s1 = sk_scratch_new(m), *s2 = sk_scratch_new(m);
-    static float single[32][MAXK], batched[32][MAXK];
-    for (size_t i = 0; i < nc; i++) {
-        fx_case *c = &cases[i];
-        cr_assert_eq(sk_model_forward(m, s1, c->ids, c->n, c->qtype, c->markers, c->k,
-                                      single[i], &e), SKYCMD_OK, "%s", e.msg);
-    }
+    sk_scratch *s2 = sk_scratch_new(m);
+    static float batched[32][MAXK];
     for (int run = 0; run < 3; run++) {
         const int nth = run == 0 ? 2 : 3;
         if (run == 2) sk_compute_set_budget(1);  /* no helper can be lent */
@@ -569,10 +595,8 @@ Test(model, batch_split_by_sequence_equals_one_at_a_time) {
         sk_pool_free(pool);
         if (run == 2) sk_compute_set_budget(0);
     }
-    sk_scratch_free(s1);
     sk_scratch_free(s2);
-    sk_model_free(m);
-    sk_gguf_close(g);
+    split_fixture_close(&f);
 }
 
 /* A helper that is late with its group of a split never holds the batch up: the caller runs
@@ -583,19 +607,14 @@ Test(model, batch_split_caller_takes_over_late_helpers_groups) {
     cpu_set_t cpus;
     if (sched_getaffinity(0, sizeof cpus, &cpus) != 0 || CPU_COUNT(&cpus) < 2)
         cr_skip_test("needs 2 CPUs: a helper joins a split only while the caller still runs");
-    static fx_case cases[32];
-    size_t nc = load_cases("fx-a", cases, 32);
-    cr_assert(nc >= 3, "the fixture has %zu cases", nc);
-    sk_gguf *g = open_fixture("fx-a");
-    sk_model *m = NULL;
+    static split_fixture f;
+    split_fixture_open(&f);
+    const fx_case *cases = f.cases;
+    const size_t nc = f.nc;
+    sk_model *m = f.m;
     sk_err e = {0};
-    cr_assert_eq(sk_model_load(g, SKYCMD_WEIGHTS_F32, &m, &e), SKYCMD_OK, "%s", e.msg);
-    sk_scratch *s1 = sk_scratch_new(m), *s2 = sk_scratch_new(m);
-    static float single[32][MAXK], batched[32][MAXK];
-    for (size_t i = 0; i < nc; i++)
-        cr_assert_eq(sk_model_forward(m, s1, cases[i].ids, cases[i].n, cases[i].qtype,
-                                      cases[i].markers, cases[i].k, single[i], &e), SKYCMD_OK,
-                     "%s", e.msg);
+    sk_scratch *s2 = sk_scratch_new(m);
+    static float batched[32][MAXK];
     sk_split_set_helper_delay_us(20000);
     for (int nth = 2; nth <= 3; nth++) {
         sk_compute_set_budget(nth);  /* helpers can be lent whatever the machine */
@@ -613,7 +632,7 @@ Test(model, batch_split_caller_takes_over_late_helpers_groups) {
             memset(batched, 0, sizeof batched);
             cr_assert_eq(sk_model_forward_batch(m, s2, seqs, nc, &e), SKYCMD_OK, "%s", e.msg);
             for (size_t i = 0; i < nc; i++)
-                cr_assert(memcmp(single[i], batched[i], cases[i].k * sizeof(float)) == 0,
+                cr_assert(memcmp(f.single[i], batched[i], cases[i].k * sizeof(float)) == 0,
                           "case %zu differs on %d threads (try %d)", i, nth, tries);
         }
         cr_assert(sk_split_caller_published() > before,
@@ -623,10 +642,8 @@ Test(model, batch_split_caller_takes_over_late_helpers_groups) {
     }
     sk_split_set_helper_delay_us(0);
     sk_compute_set_budget(0);
-    sk_scratch_free(s1);
     sk_scratch_free(s2);
-    sk_model_free(m);
-    sk_gguf_close(g);
+    split_fixture_close(&f);
 }
 
 /* A model opened from a caller's buffer leaves that buffer as it was: the load gives pages
