@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "d4354563bbd5b482235ebb730fa610778f36c35e067d5b205b9b7f6f6a42a0e5"
+  sha256 "7e7e015dc5182e930c091070c1e866d983bef1396e21e69ccd81d7c237df68ca"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
