@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "7e7e015dc5182e930c091070c1e866d983bef1396e21e69ccd81d7c237df68ca"
+  sha256 "9bea3cd9543fe2f90802df369d70e2ecdb4aeceb4addfb0829be180900b458f6"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
