@@ -118,6 +118,7 @@ static int borrow(int want) {
  * in the steady state. */
 static void keep_off_caller(sk_pool *p) {
 #ifdef CPU_COUNT
+    if (__atomic_load_n(&p->sleepers, __ATOMIC_ACQUIRE) == 0) return;  /* none to place */
     const int cpu = sched_getcpu();
     if (cpu < 0 || cpu == p->kept_off || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &p->cpus) ||
         CPU_COUNT(&p->cpus) < 2)
@@ -291,7 +292,7 @@ static void publish(sk_pool *p, int nth, unsigned all, sk_pool_fn fn, void *ctx)
     uint64_t j = __atomic_load_n(&p->job, __ATOMIC_RELAXED);
     uint64_t gen = (j >> 16) + 1;
     if (all) {
-        if (__atomic_load_n(&p->sleepers, __ATOMIC_ACQUIRE) > 0) keep_off_caller(p);
+        keep_off_caller(p);
         __atomic_store_n(&p->pending, nth - 1, __ATOMIC_RELEASE);
         pthread_mutex_lock(&p->mu);
         __atomic_store_n(&p->job, (gen << 16) | all | (uint64_t)nth, __ATOMIC_RELEASE);

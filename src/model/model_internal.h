@@ -134,9 +134,8 @@ struct sk_scratch {
         size_t load;                   /* rows dealt to it */
         int rc;                        /* its pass's status and error (the publisher's) */
         sk_err err;
-        int by_caller;                 /* claimed by the caller (only the caller reads it) */
         atomic_int won;                /* a pass of it finished first and publishes (0 -> 1) */
-        atomic_int done;               /* published: logits, rc and err are final */
+        atomic_int done;               /* published (or run by the caller): logits, rc, err final */
     } *groups;
     int cap_groups;
     /* The group a helper's pass or the caller's second pass of it runs for (passes.c): the

@@ -204,41 +204,34 @@ static int run_contested(split_job *j, sk_scratch *mine, struct split_group *gr)
  * takes at most about as long as on one thread, and shorter when the helpers are prompt.
  * The two passes of a group are the same one-thread pass, so the logits are bitwise the
  * same whichever publishes. */
-static void split_run(void *ctx, int ith, int nth) {
-    split_job *j = ctx;
-    sk_scratch *s = j->s, *mine = ith ? s->sub[ith - 1] : s;
-    if (nth == 1) {
-        sk_pool *pool = s->pool;
-        s->pool = NULL;
-        s->groups[0].rc = sk_forward_pass(j->m, s, j->seqs, j->n_seqs, &s->groups[0].err);
-        s->pool = pool;
-        return;
-    }
-    if (ith) {
-        for (;;) {
-            const size_t g = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
-            if (g >= j->n_groups) break;
-            const unsigned delay = atomic_load_explicit(&helper_delay_us, memory_order_relaxed);
-            if (delay) {
-                struct timespec ts = {(time_t)(delay / 1000000u), (long)(delay % 1000000u) * 1000L};
-                nanosleep(&ts, NULL);
-            }
-            run_contested(j, mine, &s->groups[g]);
+/* Helper: the groups it claims, each as a contested pass on its own scratch. */
+static void helper_groups(split_job *j, sk_scratch *mine) {
+    for (;;) {
+        const size_t g = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (g >= j->n_groups) return;
+        const unsigned delay = atomic_load_explicit(&helper_delay_us, memory_order_relaxed);
+        if (delay) {
+            struct timespec ts = {(time_t)(delay / 1000000u), (long)(delay % 1000000u) * 1000L};
+            nanosleep(&ts, NULL);
         }
-        return;
+        run_contested(j, mine, &j->s->groups[g]);
     }
-    sk_pool *pool = s->pool;  /* the caller's alone: helpers never touch it */
-    s->pool = NULL;
+}
+
+/* Caller: the groups it claims, as plain passes (marked done: nobody else runs them), then
+ * every helper group not yet published, contested. */
+static void caller_groups(split_job *j) {
+    sk_scratch *s = j->s;
     for (;;) {
         const size_t g = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
         if (g >= j->n_groups) break;
         struct split_group *gr = &s->groups[g];
-        gr->by_caller = 1;
         gr->rc = sk_forward_pass(j->m, s, s->gseqs + gr->start, gr->end - gr->start, &gr->err);
+        atomic_store_explicit(&gr->done, 1, memory_order_relaxed);
     }
     for (size_t g = 0; g < j->n_groups; g++) {
         struct split_group *gr = &s->groups[g];
-        if (gr->by_caller || atomic_load_explicit(&gr->done, memory_order_acquire)) continue;
+        if (atomic_load_explicit(&gr->done, memory_order_acquire)) continue;
         if (run_contested(j, s, gr)) {
             atomic_fetch_add_explicit(&caller_published, 1, memory_order_relaxed);
             continue;
@@ -250,6 +243,21 @@ static void split_run(void *ctx, int ith, int nth) {
             if (i % 1024 == 0) sched_yield();
         }
     }
+}
+
+static void split_run(void *ctx, int ith, int nth) {
+    split_job *j = ctx;
+    sk_scratch *s = j->s;
+    if (ith) {
+        helper_groups(j, s->sub[ith - 1]);
+        return;
+    }
+    sk_pool *pool = s->pool;  /* the caller's alone: helpers never touch it */
+    s->pool = NULL;
+    if (nth == 1)
+        s->groups[0].rc = sk_forward_pass(j->m, s, j->seqs, j->n_seqs, &s->groups[0].err);
+    else
+        caller_groups(j);
     s->pool = pool;
 }
 
@@ -261,7 +269,6 @@ static int forward_split(const sk_model *m, sk_scratch *s, const sk_seq *seqs, s
     for (size_t g = 0; g < job.n_groups; g++) {
         struct split_group *gr = &s->groups[g];
         gr->rc = SKYCMD_OK;
-        gr->by_caller = 0;
         atomic_store_explicit(&gr->won, 0, memory_order_relaxed);
         atomic_store_explicit(&gr->done, 0, memory_order_relaxed);
     }
