@@ -11,7 +11,7 @@ class Skycmd < Formula
   desc "Run System One decision models (ModernBERT + Laya head) from GGUF files"
   homepage "https://example.invalid/skycmd"
   url "https://example.invalid/skycmd/releases/download/v0.1.0/skycmd-0.1.0.tar.gz"
-  sha256 "9bea3cd9543fe2f90802df369d70e2ecdb4aeceb4addfb0829be180900b458f6"
+  sha256 "d6a905cb3ec9b110d60b8c72db6028441e377da8f6b0f66aeffdb5246f431115"
   license "MIT"
   head "https://example.invalid/skycmd.git", branch: "main"
 
