@@ -5,8 +5,9 @@
  * and by bench/peak.c (a standalone program). Each thread runs register-only chains of
  * fused multiply-adds (enough independent accumulators that two FMA pipes stay busy despite
  * the 4-cycle latency) for a given wall time; the result counts 2 FLOPs per lane per FMA.
- * The ISA is chosen at run time (__builtin_cpu_supports): AVX-512F (16 chains), AVX2+FMA
- * (12 chains), or a plain loop that the compiler vectorizes for its default target
+ * The ISA is chosen at run time (CPUID and XCR0 on x86-64): AVX-512F (16 chains), AVX2+FMA
+ * (12 chains), NEON FMLA on aarch64 (16 chains of 4 lanes: four FMA pipes of 4-cycle latency
+ * on the widest cores), or a plain loop that the compiler vectorizes for its default target
  * ("baseline", no FMA) elsewhere. It measures the ceiling the GEMM kernels can approach, not
  * a sustainable GEMM rate (no loads). Uses only libc and pthreads; no skycmd internals.
  */
@@ -24,21 +25,44 @@
 #else
 #  define PEAK_X86 0
 #endif
+#if defined(__aarch64__)
+#  include <arm_neon.h>
+#  define PEAK_ARM 1
+#else
+#  define PEAK_ARM 0
+#endif
 
 #define PEAK_UNUSED __attribute__((unused))
 
-typedef enum peak_isa { PEAK_SCALAR = 0, PEAK_AVX2 = 1, PEAK_AVX512 = 2 } peak_isa;
+typedef enum peak_isa { PEAK_SCALAR = 0, PEAK_AVX2 = 1, PEAK_AVX512 = 2, PEAK_NEON = 3 } peak_isa;
 
 static PEAK_UNUSED const char *peak_isa_name(peak_isa isa) {
-    return isa == PEAK_AVX512 ? "avx512" : isa == PEAK_AVX2 ? "avx2" : "baseline";
+    return isa == PEAK_AVX512 ? "avx512" : isa == PEAK_AVX2 ? "avx2" : isa == PEAK_NEON ? "neon"
+                                                                                   : "baseline";
 }
+
+#if PEAK_X86
+#  include <cpuid.h>
+/* CPUID and XCR0 asked directly (__builtin_cpu_supports needs a runtime helper that not
+ * every toolchain links): the feature bit, and the OS saving the registers it uses. */
+static PEAK_UNUSED int peak_x86_has(peak_isa isa) {
+    unsigned a, b, c, d, xlo, xhi;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27)) || !(c & (1u << 28))) return 0;
+    const int fma = (c >> 12) & 1;
+    __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+    (void)xhi;
+    if ((xlo & 0x6u) != 0x6u || __get_cpuid_max(0, NULL) < 7) return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    if (isa == PEAK_AVX2) return fma && ((b >> 5) & 1);
+    return isa == PEAK_AVX512 && (xlo & 0xE0u) == 0xE0u && ((b >> 16) & 1);
+}
+#endif
 
 static PEAK_UNUSED int peak_isa_supported(peak_isa isa) {
 #if PEAK_X86
-    __builtin_cpu_init();
-    if (isa == PEAK_AVX512) return __builtin_cpu_supports("avx512f");
-    if (isa == PEAK_AVX2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (isa == PEAK_AVX512 || isa == PEAK_AVX2) return peak_x86_has(isa);
 #endif
+    if (isa == PEAK_NEON) return PEAK_ARM;  /* Advanced SIMD is architectural on aarch64 */
     return isa == PEAK_SCALAR;
 }
 
@@ -46,6 +70,7 @@ static PEAK_UNUSED int peak_isa_supported(peak_isa isa) {
 static PEAK_UNUSED peak_isa peak_best_isa(void) {
     if (peak_isa_supported(PEAK_AVX512)) return PEAK_AVX512;
     if (peak_isa_supported(PEAK_AVX2)) return PEAK_AVX2;
+    if (peak_isa_supported(PEAK_NEON)) return PEAK_NEON;
     return PEAK_SCALAR;
 }
 
@@ -119,6 +144,25 @@ __attribute__((target("avx2,fma"))) static PEAK_UNUSED float peak_run_avx2(uint6
 }
 #endif
 
+#if PEAK_ARM
+static PEAK_UNUSED float peak_run_neon(uint64_t reps) {
+    const float32x4_t a = vdupq_n_f32(0.9999999f), b = vdupq_n_f32(1e-7f);
+    float32x4_t x[16];
+    for (int j = 0; j < 16; j++) x[j] = vdupq_n_f32(1.0f + 0.01f * (float)j);
+    for (uint64_t r = 0; r < reps; r++) {
+        for (int k = 0; k < PEAK_ROUND; k++)
+            for (int j = 0; j < 16; j++) x[j] = vfmaq_f32(b, x[j], a);
+        __asm__ volatile("" : "+w"(x[0]), "+w"(x[1]), "+w"(x[2]), "+w"(x[3]), "+w"(x[4]),
+                         "+w"(x[5]), "+w"(x[6]), "+w"(x[7]));
+        __asm__ volatile("" : "+w"(x[8]), "+w"(x[9]), "+w"(x[10]), "+w"(x[11]), "+w"(x[12]),
+                         "+w"(x[13]), "+w"(x[14]), "+w"(x[15]));
+    }
+    float32x4_t s = x[0];
+    for (int j = 1; j < 16; j++) s = vaddq_f32(s, x[j]);
+    return vaddvq_f32(s);
+}
+#endif
+
 static PEAK_UNUSED float peak_run_scalar(uint64_t reps) {
     volatile float seed = 1.0f; /* unknown to the compiler: the loop cannot be folded */
     float x[8];
@@ -135,6 +179,7 @@ static PEAK_UNUSED float peak_run_scalar(uint64_t reps) {
 static PEAK_UNUSED double peak_round_flops(peak_isa isa) {
     if (isa == PEAK_AVX512) return 16.0 * 16 * 2 * PEAK_ROUND;
     if (isa == PEAK_AVX2) return 12.0 * 8 * 2 * PEAK_ROUND;
+    if (isa == PEAK_NEON) return 16.0 * 4 * 2 * PEAK_ROUND;
     return 8.0 * 2 * PEAK_ROUND;
 }
 
@@ -142,6 +187,9 @@ static PEAK_UNUSED float peak_run(peak_isa isa, uint64_t reps) {
 #if PEAK_X86
     if (isa == PEAK_AVX512) return peak_run_avx512(reps);
     if (isa == PEAK_AVX2) return peak_run_avx2(reps);
+#endif
+#if PEAK_ARM
+    if (isa == PEAK_NEON) return peak_run_neon(reps);
 #endif
     return peak_run_scalar(reps);
 }

@@ -6,6 +6,7 @@
 #    a header that stops compiling breaks the build, and ctest runs them.
 # 2. libskycmd.so exports only skycmd_* symbols, each versioned @@SKYCMD_1.0 (abi/skycmd.map).
 
+enable_language(CXX)   # the header's C++ check is the only C++ in the project
 set(_hdr_dir ${CMAKE_BINARY_DIR}/header_test)
 set(_hdr_body "
 #include \"skycmd.h\"

@@ -34,10 +34,16 @@ apt_updated=0
 apt_refresh() {  # apt-get update, once per run (or again after a sources change)
   if [ "$apt_updated" = 0 ]; then apt-get -o DPkg::Lock::Timeout=600 update -qq; apt_updated=1; fi
 }
+native_arch=$(dpkg --print-architecture)
 apt_install() {  # install the given Debian packages that are not installed yet
-  local missing=() p
+  local missing=() p q
   for p in "$@"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    # a name without an architecture means this machine's own: on a multiarch machine (arm64
+    # -dev packages for tools/test-arm64.sh) the bare name may answer for the foreign one
+    # -dev packages for tools/test-arm64.sh) the bare name may answer for the foreign one
+    q=$p; case "$p" in *:*) ;; *) q="$p:$native_arch" ;; esac
+    dpkg-query -W -f='${Status}|${Architecture}\n' "$q" "$p" 2>/dev/null |
+      grep -q -E "^install ok installed\|($native_arch|all)\$" || missing+=("$p")
   done
   [ "${#missing[@]}" -eq 0 ] && return 0
   echo "tools/setup.sh: installing ${missing[*]}"
@@ -132,5 +138,5 @@ SRC
 fi
 
 . tools/toolchains.sh   # (again: PKG_CONFIG_PATH for tools/build-mhd.sh's libmicrohttpd)
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSKYCMD_WERROR=ON >/dev/null
 cmake --build build

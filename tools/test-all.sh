@@ -24,7 +24,7 @@ stage() {  # prints the time the previous stage took, then the new stage's banne
 }
 
 stage "build (RelWithDebInfo)"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSKYCMD_WERROR=ON >/dev/null
 cmake --build build
 
 stage "ctest (RelWithDebInfo)"
@@ -33,7 +33,7 @@ ctest --test-dir build --output-on-failure -j"$jobs"
 stage "ctest (ASan + UBSan)"
 # -O1, as the sanitizers' own documentation advises: at -O0 every SIMD intrinsic spills to the
 # stack, and the suite took twice as long (test_quant_golden: 801 s at -O0, 522 s at -O1 on an AMD EPYC).
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-g -O1" \
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSKYCMD_WERROR=ON -DCMAKE_C_FLAGS_DEBUG="-g -O1" \
   -DSKYCMD_SANITIZE=ON >/dev/null
 cmake --build build-asan
 # (The schemathesis run and the int8 attribution are cut down here: the release stage runs
@@ -54,7 +54,7 @@ SKYCMD_GOLDEN_WEIGHTS=bf16x3 ctest --test-dir build --output-on-failure -R '^tes
 stage "ThreadSanitizer: the threaded code (thread pool stress, HTTP server under load)"
 # Criterion cannot start under TSan on this platform, so the threaded code is exercised by
 # plain programs and the HTTP tests.
-cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSKYCMD_TSAN=ON >/dev/null
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSKYCMD_WERROR=ON -DSKYCMD_TSAN=ON >/dev/null
 cmake --build build-tsan --target skycmd_cli threads_stress
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   ctest --test-dir build-tsan --output-on-failure -R '^(threads_stress|serve_http|serve_badinput|serve_framing|serve_limits|serve_lifecycle|serve_encoding)$'

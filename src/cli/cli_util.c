@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "serve_platform.h"
 
 int cli_is_help(const char *arg) {
     return arg && (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0);
@@ -361,11 +362,10 @@ int cli_default_model(const char *cmd, char *buf, size_t n) {
         return 1;
     }
     char exe[4096];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    const long len = sp_exe_path(exe, sizeof exe);
     char tried[3][4200];
     int n_tried = 0;
     if (len > 0) {
-        exe[len] = '\0';
         char *slash = strrchr(exe, '/');
         if (slash) *slash = '\0';
         snprintf(tried[n_tried++], sizeof tried[0], "%s/../share/skycmd/models/" CLI_DEFAULT_MODEL_FILE, exe);

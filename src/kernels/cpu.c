@@ -18,13 +18,46 @@
 #include "skycmd.h"
 #include "cpu.h"
 
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
 #include <cpuid.h>
+#endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
+#if defined(__aarch64__) && defined(__APPLE__)
+#include <sys/sysctl.h>
 #endif
 
 static int g_features = -1;
 
 #if defined(__x86_64__)
+/* AVX2/FMA/F16C and AVX-512: what CPUID reports and the OS saves (XCR0: the YMM state for
+ * the AVX family, also the opmask and ZMM states for AVX-512), as the compilers' own
+ * __builtin_cpu_supports decides, asked directly: that builtin needs a runtime helper
+ * (libgcc's or compiler-rt's __cpu_model) that not every toolchain links (zig cc for macOS). */
+static int x86_features(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    const unsigned c1 = c;
+    if (!(c1 & (1u << 27)) || !(c1 & (1u << 28))) return 0;  /* OSXSAVE, AVX */
+    unsigned xlo, xhi;
+    __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+    (void)xhi;
+    if ((xlo & 0x6u) != 0x6u) return 0;  /* the OS saves XMM and YMM */
+    int f = 0;
+    if (c1 & (1u << 12)) f |= SK_CPU_FMA;
+    if (c1 & (1u << 29)) f |= SK_CPU_F16C;
+    if (__get_cpuid_max(0, NULL) < 7) return f;
+    __cpuid_count(7, 0, a, b, c, d);
+    if (b & (1u << 5)) f |= SK_CPU_AVX2;
+    if ((xlo & 0xE0u) == 0xE0u) {  /* opmask, ZMM0-15 upper halves, ZMM16-31 */
+        if (b & (1u << 16)) f |= SK_CPU_AVX512F;
+        if (b & (1u << 30)) f |= SK_CPU_AVX512BW;
+        if (c & (1u << 11)) f |= SK_CPU_AVX512VNNI;
+    }
+    return f;
+}
+
 /* The AMX bits (see the top of the file); asks Linux for the tile data state once. */
 static int amx_features(void) {
     unsigned a, b, c, d;
@@ -51,32 +84,46 @@ static int amx_features(void) {
     if ((a >> 5) & 1) f |= SK_CPU_AVX512BF16;
     return f;
 }
-#else
-static int amx_features(void) { return 0; }
+#endif
+
+#if defined(__aarch64__)
+#if defined(__APPLE__)
+static int sysctl_flag(const char *name) {
+    int v = 0;
+    size_t n = sizeof v;
+    return sysctlbyname(name, &v, &n, NULL, 0) == 0 && v != 0;
+}
+#endif
+/* Advanced SIMD is architectural on aarch64; the int8 and BF16 extensions are asked of the
+ * OS (the instructions that read the ID registers directly trap in user space on some
+ * kernels). */
+static int arm_features(void) {
+    int f = SK_CPU_NEON;
+#if defined(__linux__)
+    /* HWCAP_ASIMDDP (1 << 20), HWCAP2_I8MM (1 << 13), HWCAP2_BF16 (1 << 14): the values of
+     * asm/hwcap.h, spelled out for C libraries whose headers predate them. */
+    const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+    if (hw & (1ul << 20)) f |= SK_CPU_DOTPROD;
+    if (hw2 & (1ul << 13)) f |= SK_CPU_I8MM;
+    if (hw2 & (1ul << 14)) f |= SK_CPU_ARM_BF16;
+#elif defined(__APPLE__)
+    if (sysctl_flag("hw.optional.arm.FEAT_DotProd")) f |= SK_CPU_DOTPROD;
+    if (sysctl_flag("hw.optional.arm.FEAT_I8MM")) f |= SK_CPU_I8MM;
+    if (sysctl_flag("hw.optional.arm.FEAT_BF16")) f |= SK_CPU_ARM_BF16;
+#endif
+    return f;
+}
 #endif
 
 int sk_cpu_features(void) {
     int f = __atomic_load_n(&g_features, __ATOMIC_ACQUIRE);
     if (f >= 0) return f;
     f = 0;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2")) f |= SK_CPU_AVX2;
-    if (__builtin_cpu_supports("fma")) f |= SK_CPU_FMA;
-#if defined(__clang__) && __clang_major__ < 16
-    /* clang < 16 does not know "f16c" in __builtin_cpu_supports: ask CPUID (leaf 1,
-     * ECX bit 29) instead. */
-    {
-        unsigned a, b, c, d;
-        if (__get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29))) f |= SK_CPU_F16C;
-    }
-#else
-    if (__builtin_cpu_supports("f16c")) f |= SK_CPU_F16C;
-#endif
-    if (__builtin_cpu_supports("avx512f")) f |= SK_CPU_AVX512F;
-    if (__builtin_cpu_supports("avx512bw")) f |= SK_CPU_AVX512BW;
-    if (__builtin_cpu_supports("avx512vnni")) f |= SK_CPU_AVX512VNNI;
+#if defined(__x86_64__)
+    f |= x86_features();
     f |= amx_features();
+#elif defined(__aarch64__)
+    f |= arm_features();
 #endif
     __atomic_store_n(&g_features, f, __ATOMIC_RELEASE);
     return f;
@@ -95,7 +142,9 @@ int sk_amx_usable(void) {
 
 const char *skycmd_cpu_features(void) {
     static const char *names[] = {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vnni",
-                                  "amx-int8", "amx-bf16", "avx512bf16"};
+                                  "amx-int8", "amx-bf16", "avx512bf16", "neon", "dotprod",
+                                  "i8mm", "bf16"};
+    enum { n_names = sizeof names / sizeof names[0] };
     static char text[128];
     static int done;
     if (__atomic_load_n(&done, __ATOMIC_ACQUIRE)) return text;
@@ -103,7 +152,7 @@ const char *skycmd_cpu_features(void) {
     /* the features the kernels dispatch to: AMX not when SKYCMD_KERNELS caps it off */
     if (!sk_amx_usable()) f &= ~(SK_CPU_AMX_INT8 | SK_CPU_AMX_BF16);
     char buf[128] = "";
-    for (int i = 0; i < 9; i++)
+    for (int i = 0; i < n_names; i++)
         if (f & (1 << i)) {
             if (buf[0]) strcat(buf, " ");
             strcat(buf, names[i]);

@@ -12,14 +12,14 @@
  *    everything), then closes the gate and waits only for the helpers that joined. A helper
  *    that wakes late (asleep, or preempted by another process) finds the gate closed and
  *    skips the job: the step never waits for a thread that has not started. */
-#define _GNU_SOURCE
+#define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "pool.h"
+#include "../util/platform.h"
 
 #define SK_POOL_SPIN 4096  /* polls (with a pause each) before sleeping: tens of microseconds */
 #define SK_POOL_MAX 1024
@@ -51,9 +51,7 @@ struct sk_pool {
     int steps, backoff;
     int joins;          /* steps of this pass a helper joined, atomic */
     int stop;           /* atomic */
-#ifdef CPU_COUNT
-    cpu_set_t cpus;     /* the CPUs the creating thread could run on */
-#endif
+    sk_cpuset cpus;     /* the CPUs the creating thread could run on (empty: unknown) */
     int kept_off;       /* caller only: the CPU the workers' masks leave out, -1 none */
     sk_pool_fn fn;      /* written before the job word is published, read by participants */
     void *ctx;
@@ -72,13 +70,8 @@ static int g_in_use;   /* units held: forward passes running + helpers lent (ato
 int sk_compute_budget(void) {
     int c = __atomic_load_n(&g_cores, __ATOMIC_RELAXED);
     if (c > 0) return c;
-    long n = -1;
-#ifdef CPU_COUNT
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
-#endif
-    if (n < 1) n = sysconf(_SC_NPROCESSORS_ONLN);
-    c = n < 1 ? 1 : n > SK_POOL_MAX ? SK_POOL_MAX : (int)n;
+    const int n = sk_platform_cpu_count();
+    c = n < 1 ? 1 : n > SK_POOL_MAX ? SK_POOL_MAX : n;
     __atomic_store_n(&g_cores, c, __ATOMIC_RELAXED);
     return c;
 }
@@ -117,19 +110,16 @@ static int borrow(int want) {
  * changes only when the caller has moved to another CPU: one syscall per worker then, none
  * in the steady state. */
 static void keep_off_caller(sk_pool *p) {
-#ifdef CPU_COUNT
     if (__atomic_load_n(&p->sleepers, __ATOMIC_ACQUIRE) == 0) return;  /* none to place */
-    const int cpu = sched_getcpu();
-    if (cpu < 0 || cpu == p->kept_off || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &p->cpus) ||
-        CPU_COUNT(&p->cpus) < 2)
+    /* where the system neither says which CPU this is nor sets affinities (macOS), the
+     * set is empty and the CPU -1: nothing to do */
+    const int cpu = sk_platform_current_cpu();
+    if (cpu < 0 || cpu == p->kept_off || !sk_cpuset_has(&p->cpus, cpu) || sk_cpuset_count(&p->cpus) < 2)
         return;
-    cpu_set_t others = p->cpus;
-    CPU_CLR(cpu, &others);
-    for (int i = 1; i < p->n; i++) pthread_setaffinity_np(p->threads[i - 1], sizeof others, &others);
+    sk_cpuset others = p->cpus;
+    sk_cpuset_del(&others, cpu);
+    for (int i = 1; i < p->n; i++) (void)sk_platform_affinity_set(p->threads[i - 1], &others);
     p->kept_off = cpu;
-#else
-    (void)p;
-#endif
 }
 
 static void *worker(void *arg) {
@@ -195,9 +185,7 @@ sk_pool *sk_pool_new(int n_threads) {
     p->n = n_threads;
     p->limit = n_threads;
     p->kept_off = -1;
-#ifdef CPU_COUNT
-    if (sched_getaffinity(0, sizeof p->cpus, &p->cpus) != 0) CPU_ZERO(&p->cpus);
-#endif
+    (void)sk_platform_affinity_get(&p->cpus);
     if (pthread_mutex_init(&p->mu, NULL) != 0) {
         free(p);
         return NULL;

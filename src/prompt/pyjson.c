@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "pyjson.h"
+#include "../util/platform.h"
 
 /* ------------------------------------------------------------------ arena --------- */
 
@@ -60,15 +61,7 @@ void sk_arena_free(sk_arena *a) {
 
 /* ------------------------------------------------------------------ locale -------- */
 
-static locale_t g_c_locale;
-static pthread_once_t g_c_locale_once = PTHREAD_ONCE_INIT;
-static void init_c_locale(void) { g_c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0); }
-
-double sk_strtod_c(const char *s, char **end) {
-    pthread_once(&g_c_locale_once, init_c_locale);
-    if (g_c_locale) return strtod_l(s, end, g_c_locale);
-    return strtod(s, end);
-}
+double sk_strtod_c(const char *s, char **end) { return sk_platform_strtod_c(s, end); }
 
 /* ------------------------------------------------------------------ parser -------- */
 

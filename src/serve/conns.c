@@ -36,9 +36,6 @@
 
 #include <errno.h>
 #include <netinet/in.h>
-#ifdef __linux__
-#include <linux/tcp.h> /* struct tcp_info with tcpi_bytes_received */
-#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +44,7 @@
 #include <unistd.h>
 
 #include "serve_internal.h"
+#include "serve_platform.h"
 
 struct conn {
     struct conn *prev, *next;
@@ -118,19 +116,7 @@ enum MHD_Result conn_admit(void *cls, const struct sockaddr *addr, socklen_t add
 /* The kernel's count of bytes received on fd. Elsewhere than Linux: 0 always, so a kept-alive
  * connection's follow-up requests are held to --timeout only (first requests still to
  * the header deadline). */
-static uint64_t bytes_received(MHD_socket fd) {
-#ifndef __linux__
-    (void)fd;
-    return 0;
-#else
-    struct tcp_info ti;
-    socklen_t len = sizeof ti;
-    memset(&ti, 0, sizeof ti);
-    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return 0;
-    if (len < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof ti.tcpi_bytes_received) return 0;
-    return ti.tcpi_bytes_received;
-#endif
-}
+static uint64_t bytes_received(MHD_socket fd) { return sp_tcp_bytes_received(fd); }
 
 void conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
                  enum MHD_ConnectionNotificationCode code) {

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "serve_internal.h"
+#include "serve_platform.h"
 
 struct server S;
 
@@ -184,7 +185,9 @@ int serve_run(const struct serve_config *cfg) {
         return 1;
     }
     log_line("skycmd serve: %s", serve_http_library());
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    /* The best internal polling the platform has: libmicrohttpd picks epoll on Linux, poll
+     * elsewhere (macOS has no epoll). */
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     if (ipv6) flags |= MHD_USE_IPv6;
     /* The daemon's own connection limit is above ours: at its limit libmicrohttpd stops
      * accepting and clients hang in the backlog, while conn_admit() closes them at once. */
@@ -258,8 +261,7 @@ int serve_run(const struct serve_config *cfg) {
         long act = atomic_load(&S.active), pool = atomic_load(&S.in_pool);
         if (act <= 0 && pool <= 0 && conn_arriving() == 0) break;
         if (pool <= 0 && now_us() > deadline) break;
-        siginfo_t si;
-        int got = sigtimedwait(&set, &si, &tick);
+        int got = sp_sigtimedwait(&set, &tick);  /* 0: none within the tick */
         if (got > 0 && got != SIGHUP) { /* a second SIGTERM/SIGINT; a reload no longer matters */
             if (pool <= 0) break;
             deadline = 0;

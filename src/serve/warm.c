@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "serve_internal.h"
+#include "serve_platform.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define cpu_relax() __builtin_ia32_pause()
@@ -46,9 +47,8 @@ static struct {
 static void *warm_main(void *arg) {
     (void)arg;
     /* SCHED_IDLE or no spinning at all: at normal priority the spinner would share the I/O
-     * thread's core with it instead of yielding it */
-    struct sched_param sp = {0};
-    const int rc = pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+     * thread's core with it instead of yielding it (sp_idle_priority: ENOTSUP on macOS) */
+    const int rc = sp_idle_priority();
     if (rc != 0) {  /* the windows then go on being opened, but nobody sleeps to be woken */
         log_line("skycmd serve: --poll-us: the system refused idle priority to the warm thread "
                  "(%s); going on without it", strerror(rc));
@@ -66,12 +66,7 @@ static void *warm_main(void *arg) {
         pthread_mutex_unlock(&W.mu);
         if (atomic_load(&W.stop)) break;
         const int cpu = atomic_load(&W.cpu);
-        if (cpu >= 0 && cpu != pinned && cpu < CPU_SETSIZE) {
-            cpu_set_t set;
-            CPU_ZERO(&set);
-            CPU_SET(cpu, &set);
-            if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0) pinned = cpu;
-        }
+        if (cpu >= 0 && cpu != pinned && sp_pin_thread(cpu) == 0) pinned = cpu;
         while (!atomic_load(&W.stop) && now_us() < atomic_load(&W.until))
             for (int i = 0; i < 64; i++) cpu_relax();
     }
@@ -93,7 +88,7 @@ int warm_start(void) {
 void warm_after_response(void) {
     if (!atomic_load(&W.started)) return;
     atomic_store(&W.until, now_us() + S.cfg->poll_us);
-    atomic_store(&W.cpu, sched_getcpu());
+    atomic_store(&W.cpu, sp_current_cpu());
     if (atomic_load(&W.sleeping)) {
         pthread_mutex_lock(&W.mu);
         pthread_cond_signal(&W.cv);

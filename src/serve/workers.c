@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "serve_internal.h"
+#include "serve_platform.h"
 
 /* Requests a worker takes from the queue at once (--batch-max, default 8, 1 = no batching)
  * and the questions such a batch may hold (one forward batch of the library). */
@@ -190,39 +191,27 @@ static void follow_reload(struct worker *w) {
  * One keep-alive client never overlaps. */
 #define LONE_QUIET_US 5000
 
-/* The cores this process could have used lately: the machine's idle time (/proc/stat: idle
- * + iowait) plus this process's own CPU time, per wall-clock second, over the interval since
+/* The cores this process could have used lately: the machine's idle time (sp_idle_seconds:
+ * Linux's /proc/stat idle + iowait, macOS's idle ticks) plus this process's own CPU time, per wall-clock second, over the interval since
  * the previous sample (taken at most every CPU_SAMPLE_US, by a lone batch, with S.qmu
  * held; a pread of ~10 us). A core that other processes keep busy is not idle: a helper
  * lent onto it can be preempted in the middle of its piece of a step, and the request then
- * waits a scheduler time slice for it. -1 when unknown (no /proc/stat, first sample). */
+ * waits a scheduler time slice for it. -1 when unknown (no idle time, first sample). */
 #define CPU_SAMPLE_US 100000
 
 static double available_cores(void) {
-    static int fd = -2;
-    static long ticks;
-    static uint64_t last_wall, last_idle, last_self;
+    static uint64_t last_wall, last_self;
+    static double last_idle;
     static double avail = -1.0;
     uint64_t now = now_us();
     if (last_wall && now - last_wall < CPU_SAMPLE_US) return avail;
-    if (fd == -2) {
-        fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
-        ticks = sysconf(_SC_CLK_TCK);
-    }
-    if (fd < 0 || ticks <= 0) return -1.0;
-    char buf[256];
-    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-    if (n <= 0) return -1.0;
-    buf[n] = 0;
-    unsigned long long v[5] = {0};  /* user nice system idle iowait */
-    if (sscanf(buf, "cpu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4]) != 5)
-        return -1.0;
+    const double idle = sp_idle_seconds();  /* -1 where the system does not say */
+    if (idle < 0) return -1.0;
     struct timespec ts;
     if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return -1.0;
-    uint64_t idle = v[3] + v[4];
     uint64_t self = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
     if (last_wall && now > last_wall && idle >= last_idle && self >= last_self)
-        avail = ((double)(idle - last_idle) / (double)ticks + (double)(self - last_self) / 1e6) /
+        avail = ((idle - last_idle) + (double)(self - last_self) / 1e6) /
                 ((double)(now - last_wall) / 1e6);
     last_wall = now;
     last_idle = idle;
@@ -469,13 +458,8 @@ size_t queue_depth(void) {
 
 /* The cores this process may run on (the library's budget counts them the same way). */
 static int online_cores(void) {
-    long n = -1;
-#ifdef CPU_COUNT
-    cpu_set_t cs;
-    if (sched_getaffinity(0, sizeof cs, &cs) == 0) n = CPU_COUNT(&cs);
-#endif
-    if (n < 1) n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 256 ? 256 : (int)n;
+    const int n = sp_cpu_count();
+    return n > 256 ? 256 : n;
 }
 
 int start_workers(void) {

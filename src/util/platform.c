@@ -1,0 +1,71 @@
+/* platform.c - the library's portability layer; the contract is in platform.h. The one file
+ * of the library that asks which system it is built for. */
+#define _GNU_SOURCE /* glibc: sched_getcpu, sched_getaffinity, pthread_setaffinity_np, strtod_l */
+#include "platform.h"
+
+#include <locale.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <unistd.h>
+#if defined(__APPLE__)
+#include <xlocale.h> /* strtod_l */
+#endif
+
+/* The affinity calls exist on glibc (and musl) Linux: CPU_COUNT comes with them. */
+#if defined(__linux__) && defined(CPU_COUNT)
+#define SK_HAVE_AFFINITY 1
+#else
+#define SK_HAVE_AFFINITY 0
+#endif
+
+int sk_platform_affinity_get(sk_cpuset *out) {
+    sk_cpuset_clear(out);
+#if SK_HAVE_AFFINITY
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+    for (int c = 0; c < CPU_SETSIZE && c < SK_CPUSET_MAX; c++)
+        if (CPU_ISSET(c, &set)) sk_cpuset_add(out, c);
+#endif
+    return sk_cpuset_count(out);
+}
+
+int sk_platform_affinity_set(pthread_t thread, const sk_cpuset *s) {
+#if SK_HAVE_AFFINITY
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c = 0; c < CPU_SETSIZE && c < SK_CPUSET_MAX; c++)
+        if (sk_cpuset_has(s, c)) CPU_SET(c, &set);
+    return pthread_setaffinity_np(thread, sizeof set, &set) == 0 ? 0 : -1;
+#else
+    (void)thread;
+    (void)s;
+    return -1;
+#endif
+}
+
+int sk_platform_cpu_count(void) {
+    sk_cpuset s;
+    long n = sk_platform_affinity_get(&s);
+    if (n < 1) n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > SK_CPUSET_MAX ? SK_CPUSET_MAX : (int)n;
+}
+
+int sk_platform_current_cpu(void) {
+#if defined(__linux__)
+    const int c = sched_getcpu();
+    return c >= 0 && c < SK_CPUSET_MAX ? c : -1;
+#else
+    return -1;
+#endif
+}
+
+static locale_t g_c_locale;
+static pthread_once_t g_c_locale_once = PTHREAD_ONCE_INIT;
+static void init_c_locale(void) { g_c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0); }
+
+double sk_platform_strtod_c(const char *s, char **end) {
+    pthread_once(&g_c_locale_once, init_c_locale);
+    if (g_c_locale) return strtod_l(s, end, g_c_locale);
+    return strtod(s, end);
+}

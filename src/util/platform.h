@@ -1,0 +1,64 @@
+/*
+ * platform.h - the library's portability layer: the few calls that differ between Linux
+ * (glibc) and the other POSIX systems skycmd builds for (macOS), each behind one function
+ * with a documented fallback. platform.c is the only file of the library that tests the
+ * platform (#if __linux__ / __APPLE__); everything else calls these.
+ *
+ * Contract:
+ *  - Feature-test macros: the sources ask glibc for what they use; CMake adds
+ *    _DARWIN_C_SOURCE on macOS, where _POSIX_C_SOURCE would otherwise hide the rest of the
+ *    system's API.
+ *  - sk_platform_cpu_count(): the CPUs the calling thread may run on (Linux: its affinity
+ *    mask, so a taskset/cgroup cpuset counts), falling back to the online CPUs
+ *    (sysconf(_SC_NPROCESSORS_ONLN); macOS always), clamped to [1, SK_CPUSET_MAX].
+ *  - sk_platform_current_cpu(): the CPU the calling thread runs on now (Linux sched_getcpu),
+ *    in [0, SK_CPUSET_MAX); -1 where the system does not say (macOS) or on failure. Callers
+ *    treat -1 as "unknown" and skip whatever depended on it.
+ *  - sk_cpuset: a fixed set of CPU numbers [0, SK_CPUSET_MAX) with the helpers below.
+ *    sk_platform_affinity_get() fills it with the calling thread's allowed CPUs and returns
+ *    their count; 0 (the set empty) where thread affinity is unsupported (macOS) or on
+ *    failure. sk_platform_affinity_set(thread, set) restricts a thread to set: 0 on
+ *    success, -1 where unsupported (macOS: threads are placed by the kernel alone) or
+ *    refused; the thread then keeps running where it could before.
+ *  - sk_platform_strtod_c(): strtod in the C locale whatever the process's locale is
+ *    (glibc strtod_l, macOS <xlocale.h> strtod_l, on a newlocale made once); plain strtod
+ *    if that locale cannot be made.
+ * All are thread-safe.
+ */
+#ifndef SK_PLATFORM_H
+#define SK_PLATFORM_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#define SK_CPUSET_MAX 1024 /* CPU numbers a set holds (the pool's thread limit) */
+
+typedef struct sk_cpuset {
+    uint64_t bits[SK_CPUSET_MAX / 64];
+} sk_cpuset;
+
+static inline void sk_cpuset_clear(sk_cpuset *s) {
+    for (int i = 0; i < SK_CPUSET_MAX / 64; i++) s->bits[i] = 0;
+}
+static inline int sk_cpuset_has(const sk_cpuset *s, int cpu) {
+    return cpu >= 0 && cpu < SK_CPUSET_MAX && ((s->bits[cpu / 64] >> (cpu % 64)) & 1u);
+}
+static inline void sk_cpuset_add(sk_cpuset *s, int cpu) {
+    if (cpu >= 0 && cpu < SK_CPUSET_MAX) s->bits[cpu / 64] |= (uint64_t)1 << (cpu % 64);
+}
+static inline void sk_cpuset_del(sk_cpuset *s, int cpu) {
+    if (cpu >= 0 && cpu < SK_CPUSET_MAX) s->bits[cpu / 64] &= ~((uint64_t)1 << (cpu % 64));
+}
+static inline int sk_cpuset_count(const sk_cpuset *s) {
+    int n = 0;
+    for (int i = 0; i < SK_CPUSET_MAX / 64; i++) n += __builtin_popcountll(s->bits[i]);
+    return n;
+}
+
+int sk_platform_cpu_count(void);
+int sk_platform_current_cpu(void);
+int sk_platform_affinity_get(sk_cpuset *out);
+int sk_platform_affinity_set(pthread_t thread, const sk_cpuset *set);
+double sk_platform_strtod_c(const char *s, char **end);
+
+#endif

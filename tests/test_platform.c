@@ -1,0 +1,214 @@
+/*
+ * test_platform.c - the portability layers behave as their contracts say, on whatever
+ * system the tests run: the library's (src/util/platform.h) and the programs'
+ * (src/serve/serve_platform.h, linked into this test by tests/CMakeLists.txt).
+ *  - CPU count in [1, 1024], and on Linux equal to the affinity mask's size;
+ *  - the current CPU within [0, count of online CPUs) or -1 (the documented "unknown"), and
+ *    inside the thread's affinity set where the system has one;
+ *  - affinity: a thread pinned to its current CPU runs there and can be freed again; where
+ *    unsupported, the calls say so and change nothing;
+ *  - idle time sampling non-decreasing, and growing at most by (CPUs x wall time);
+ *  - the executable's path is absolute and names this test program; a buffer too small is
+ *    refused with "";
+ *  - strtod in the C locale; sigtimedwait-like wait times out and takes a pending signal;
+ *    peak RSS positive; idle priority either granted or refused with an errno value.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "serve/serve_platform.h"
+#include "util/platform.h"
+
+static double wall_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+Test(platform, cpu_count) {
+    const int n = sk_platform_cpu_count();
+    cr_assert(n >= 1 && n <= SK_CPUSET_MAX, "cpu count %d", n);
+    cr_assert_eq(sp_cpu_count(), n, "the library and the programs count alike");
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (online >= 1) cr_assert(n <= online, "%d allowed CPUs, %ld online", n, online);
+    sk_cpuset s;
+    const int k = sk_platform_affinity_get(&s);
+    cr_assert_eq(k, sk_cpuset_count(&s));
+#if defined(__linux__)
+    cr_assert(k >= 1, "Linux has thread affinity");
+    cr_assert_eq(n, k, "the count is the affinity mask's");
+#else
+    cr_assert(k == 0 || k == n);
+#endif
+}
+
+Test(platform, current_cpu_in_range) {
+    const long online = sysconf(_SC_NPROCESSORS_CONF);
+    sk_cpuset s;
+    const int k = sk_platform_affinity_get(&s);
+    for (int i = 0; i < 100; i++) {
+        const int c = sk_platform_current_cpu(), p = sp_current_cpu();
+        cr_assert(c == -1 || (c >= 0 && c < SK_CPUSET_MAX), "current cpu %d", c);
+        cr_assert(p >= -1, "programs' current cpu %d", p);
+        if (c >= 0 && online >= 1) cr_assert(c < online, "cpu %d of %ld", c, online);
+        if (c >= 0 && k > 0) cr_assert(sk_cpuset_has(&s, c), "cpu %d outside the affinity set", c);
+    }
+#if defined(__linux__)
+    cr_assert(sk_platform_current_cpu() >= 0, "Linux says which CPU");
+#endif
+}
+
+Test(platform, cpuset_helpers) {
+    sk_cpuset s;
+    sk_cpuset_clear(&s);
+    cr_assert_eq(sk_cpuset_count(&s), 0);
+    sk_cpuset_add(&s, 0);
+    sk_cpuset_add(&s, 63);
+    sk_cpuset_add(&s, 64);
+    sk_cpuset_add(&s, SK_CPUSET_MAX - 1);
+    sk_cpuset_add(&s, SK_CPUSET_MAX);  /* out of range: ignored */
+    sk_cpuset_add(&s, -1);
+    cr_assert_eq(sk_cpuset_count(&s), 4);
+    cr_assert(sk_cpuset_has(&s, 63) && sk_cpuset_has(&s, 64) && !sk_cpuset_has(&s, 65));
+    cr_assert(!sk_cpuset_has(&s, -1) && !sk_cpuset_has(&s, SK_CPUSET_MAX));
+    sk_cpuset_del(&s, 63);
+    cr_assert(!sk_cpuset_has(&s, 63));
+    cr_assert_eq(sk_cpuset_count(&s), 3);
+}
+
+Test(platform, affinity_pin_and_restore) {
+    sk_cpuset all;
+    const int k = sk_platform_affinity_get(&all);
+    const int cpu = sk_platform_current_cpu();
+    if (k == 0 || cpu < 0) {  /* unsupported: the setters say so */
+        sk_cpuset one;
+        sk_cpuset_clear(&one);
+        sk_cpuset_add(&one, 0);
+        cr_assert_eq(sk_platform_affinity_set(pthread_self(), &one), -1);
+        cr_assert_eq(sp_pin_thread(0), -1);
+        return;
+    }
+    sk_cpuset one;
+    sk_cpuset_clear(&one);
+    sk_cpuset_add(&one, cpu);
+    cr_assert_eq(sk_platform_affinity_set(pthread_self(), &one), 0);
+    sk_cpuset now;
+    cr_assert_eq(sk_platform_affinity_get(&now), 1);
+    cr_assert(sk_cpuset_has(&now, cpu));
+    for (int i = 0; i < 20; i++) cr_assert_eq(sk_platform_current_cpu(), cpu);
+    cr_assert_eq(sk_platform_affinity_set(pthread_self(), &all), 0);
+    cr_assert_eq(sk_platform_affinity_get(&now), k);
+    /* the programs' layer: pin to one CPU, refuse one out of range */
+    cr_assert_eq(sp_pin_thread(cpu), 0);
+    cr_assert_eq(sp_current_cpu(), cpu);
+    cr_assert_eq(sp_pin_thread(-1), -1);
+    cr_assert_eq(sp_pin_thread(1 << 20), -1);
+    cr_assert_eq(sk_platform_affinity_set(pthread_self(), &all), 0);
+}
+
+Test(platform, idle_time_monotonic) {
+    double prev = sp_idle_seconds();
+#if defined(__linux__) || defined(__APPLE__)
+    cr_assert(prev >= 0, "idle time known here: %f", prev);
+#endif
+    if (prev < 0) return;
+    const double start = prev, t0 = wall_s();
+    const int cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    for (int i = 0; i < 50; i++) {
+        struct timespec ms = {0, 2 * 1000000L};
+        nanosleep(&ms, NULL);
+        const double v = sp_idle_seconds();
+        cr_assert(v >= prev, "idle time went back: %f after %f", v, prev);
+        prev = v;
+    }
+    const double dt = wall_s() - t0;
+    /* over the whole run: no more idle time than all CPUs idling all along (a tick of slack) */
+    cr_assert(prev - start <= (cpus > 0 ? cpus : 1) * (dt + 0.02), "%f s idle in %f s", prev - start, dt);
+}
+
+Test(platform, exe_path) {
+    char buf[4096];
+    const long n = sp_exe_path(buf, sizeof buf);
+#if defined(__linux__) || defined(__APPLE__)
+    cr_assert(n > 0, "the executable's path is known here");
+#endif
+    if (n <= 0) {
+        cr_assert_str_empty(buf);
+        return;
+    }
+    cr_assert_eq((size_t)n, strlen(buf));
+    cr_assert_eq(buf[0], '/', "absolute: %s", buf);
+    struct stat sb;
+    cr_assert_eq(stat(buf, &sb), 0, "%s exists", buf);
+    cr_assert(S_ISREG(sb.st_mode) && (sb.st_mode & S_IXUSR), "%s is an executable file", buf);
+    const char *base = strrchr(buf, '/') + 1;
+    cr_assert_str_eq(base, "test_platform");
+    char small[4];
+    cr_assert_eq(sp_exe_path(small, sizeof small), -1);
+    cr_assert_str_empty(small);
+}
+
+Test(platform, strtod_c_locale) {
+    char *end = NULL;
+    cr_assert_eq(sk_platform_strtod_c("1.5e3x", &end), 1500.0);
+    cr_assert_eq(*end, 'x');
+    cr_assert_eq(sk_platform_strtod_c("-0.25", NULL), -0.25);
+}
+
+Test(platform, sigtimedwait) {
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    cr_assert_eq(pthread_sigmask(SIG_BLOCK, &set, &old), 0);
+    struct timespec tick = {0, 20 * 1000000L};
+    const double t0 = wall_s();
+    cr_assert_eq(sp_sigtimedwait(&set, &tick), 0, "nothing pending: a timeout");
+    cr_assert(wall_s() - t0 >= 0.015, "waited the timeout");
+    cr_assert_eq(pthread_kill(pthread_self(), SIGUSR1), 0);
+    cr_assert_eq(sp_sigtimedwait(&set, &tick), SIGUSR1, "a pending signal is taken");
+    cr_assert_eq(sp_sigtimedwait(&set, &tick), 0, "and only once");
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void *idle_thread(void *arg) {
+    (void)arg;
+    return (void *)(intptr_t)sp_idle_priority();
+}
+
+Test(platform, rss_priority_cache_tcp) {
+    const long kb = sp_peak_rss_kb();
+    cr_assert(kb > 100 && kb < 64L * 1024 * 1024, "peak RSS %ld KiB", kb);
+    /* idle priority: granted (Linux SCHED_IDLE) or refused with an errno value; either way
+     * in a thread of its own, so that this test's thread keeps its priority */
+    pthread_t t;
+    void *rc = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, idle_thread, NULL), 0);
+    pthread_join(t, &rc);
+    const int r = (int)(intptr_t)rc;
+#if defined(__linux__)
+    cr_assert(r == 0 || r == EPERM, "SCHED_IDLE: %d", r);
+#else
+    cr_assert_neq(r, 0);
+#endif
+    cr_assert_eq(sp_tcp_bytes_received(-1), 0u, "not a socket: 0");
+    char path[] = "/tmp/skycmd_platform_XXXXXX";
+    const int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    const int d = sp_drop_file_cache(fd);
+#if defined(__linux__)
+    cr_assert_eq(d, 0);
+#else
+    cr_assert_neq(d, 0);
+#endif
+    close(fd);
+    unlink(path);
+}
