@@ -18,7 +18,7 @@ static void usage(FILE *out) {
             "usage: skycmd-peak [--ms N] [--threads N] [--json]\n"
             "\n"
             "Measure the f32 FMA peak (GFLOP/s) with one thread and with N threads for each\n"
-            "ISA this CPU supports (baseline = the compiler's default target, avx2, avx512).\n"
+            "ISA this CPU supports (baseline = the compiler's default target, avx2, avx512, neon).\n"
             "  --ms N       wall time per measurement in milliseconds (default 500)\n"
             "  --threads N  threads of the all-core measurement (default: online cores)\n"
             "  --json       one JSON document on stdout\n");
@@ -58,10 +58,10 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    const peak_isa isas[] = {PEAK_SCALAR, PEAK_AVX2, PEAK_AVX512};
+    const peak_isa isas[] = {PEAK_SCALAR, PEAK_AVX2, PEAK_AVX512, PEAK_NEON};
     if (json) printf("{\"threads\":%ld,\"ms\":%ld,\"peak_gflops\":{", threads, ms);
     int first = 1;
-    for (int k = 0; k < 3; k++) {
+    for (size_t k = 0; k < sizeof isas / sizeof isas[0]; k++) {
         if (!peak_isa_supported(isas[k])) continue;
         double one = peak_measure(isas[k], 1, (double)ms * 1e-3);
         double all = threads > 1 ? peak_measure(isas[k], (int)threads, (double)ms * 1e-3) : one;

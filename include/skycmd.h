@@ -85,6 +85,11 @@ SKYCMD_API unsigned    skycmd_abi_version(void);
 SKYCMD_API const char *skycmd_build_id(void);
 /* The CPU features the kernels dispatch to at run time, e.g. "avx2 fma f16c". */
 SKYCMD_API const char *skycmd_cpu_features(void);
+/* The kernels the library runs on this CPU, as "f32=LEVEL int8=KERNEL": LEVEL is scalar,
+ * avx2, avx512 (x86-64) or neon (arm64); KERNEL is scalar, avx2, vnni, amx (x86-64),
+ * dotprod or i8mm (arm64). SKYCMD_KERNELS=scalar in the environment shows "f32=scalar
+ * int8=scalar". A static string. Added in 0.1.0. */
+SKYCMD_API const char *skycmd_kernels(void);
 /* SKYCMD_OK when the running library is at least `header_version_number` with the same
  * major version; SKYCMD_E_VERSION otherwise. Bindings call it when they load. */
 struct skycmd_error;

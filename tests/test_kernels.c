@@ -3,7 +3,8 @@
  * that hit the edge paths: row counts that are not multiples of the micro-kernel height,
  * output counts that end in a partial panel, k longer than one cache block, strided x and y.
  * The GELU and exp approximations are also checked against libm over a wide range.
- * SIMD variants the CPU lacks are skipped (reported), never called.
+ * The tests of one architecture's kernels (x86-64: AVX2, AVX-512; aarch64: NEON) are compiled
+ * only for it; SIMD variants the CPU lacks are skipped (reported), never called.
  */
 #define _GNU_SOURCE  /* sched_getcpu, sched_setaffinity */
 #include <criterion/criterion.h>
@@ -28,13 +29,41 @@ static float frand(void) {
     return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
 }
 
+#if defined(__x86_64__)
 static int have_avx2(void) {
     int f = sk_cpu_features();
     return (f & SK_CPU_AVX2) && (f & SK_CPU_FMA) && (f & SK_CPU_F16C);
 }
 static int have_avx512(void) { return have_avx2() && (sk_cpu_features() & SK_CPU_AVX512F); }
+#elif defined(__aarch64__)
+static int have_neon(void) { return (sk_cpu_features() & SK_CPU_NEON) != 0; }
+#endif
 
 typedef void (*gemm_fn)(const float *, size_t, size_t, const sk_packed *, float *, size_t);
+
+/* The packed GEMMs this CPU can run: the scalar one first, then this architecture's SIMD
+ * levels (x86-64: AVX2, AVX-512; aarch64: NEON). Returns how many (at most 3). */
+static int gemm_variants(gemm_fn fns[3], const char *names[3]) {
+    int n = 0;
+    fns[n] = sk_gemm_scalar;
+    names[n++] = "gemm_scalar";
+#if defined(__x86_64__)
+    if (have_avx2()) {
+        fns[n] = sk_gemm_avx2;
+        names[n++] = "gemm_avx2";
+    }
+    if (have_avx512()) {
+        fns[n] = sk_gemm_avx512;
+        names[n++] = "gemm_avx512";
+    }
+#elif defined(__aarch64__)
+    if (have_neon()) {
+        fns[n] = sk_gemm_neon;
+        names[n++] = "gemm_neon";
+    }
+#endif
+    return n;
+}
 
 /* max |got - ref| / (sum_i |x_i w_i| + |b|): the error relative to the magnitude of the sum,
  * which is what reordering a float sum can change. */
@@ -123,13 +152,15 @@ static void gemm_rows_independent(gemm_fn fn, const char *name) {
 }
 
 Test(kernels, gemm_rows_independent_of_batch) {
-    gemm_rows_independent(sk_gemm_scalar, "gemm_scalar");
-    if (have_avx2()) gemm_rows_independent(sk_gemm_avx2, "gemm_avx2");
-    if (have_avx512()) gemm_rows_independent(sk_gemm_avx512, "gemm_avx512");
+    gemm_fn fns[3];
+    const char *names[3];
+    const int nf = gemm_variants(fns, names);
+    for (int f = 0; f < nf; f++) gemm_rows_independent(fns[f], names[f]);
 }
 
 Test(kernels, gemm_scalar_packed) { gemm_suite(sk_gemm_scalar, "gemm_scalar"); }
 
+#if defined(__x86_64__)
 Test(kernels, gemm_avx2) {
     if (!have_avx2()) {
         cr_skip_test("no AVX2+FMA on this CPU: skipped");
@@ -143,6 +174,52 @@ Test(kernels, gemm_avx512) {
     }
     gemm_suite(sk_gemm_avx512, "gemm_avx512");
 }
+#endif
+
+#if defined(__aarch64__)
+Test(kernels, gemm_neon) {
+    if (!have_neon()) cr_skip_test("no NEON on this CPU: skipped");
+    gemm_suite(sk_gemm_neon, "gemm_neon");
+}
+
+/* The NEON tiles (5 x 16, then 1 x 64, 2 x 48, 3 x 32 and 4 x 16 for the last rows) run one
+ * FMA chain per output, so a row's outputs are those of the row alone for every row count
+ * and tail shape, whole and partial panels, k beyond one cache block and k % 4 != 0. */
+Test(kernels, gemm_neon_tiles_bitwise) {
+    if (!have_neon()) cr_skip_test("no NEON on this CPU: skipped");
+    static const size_t shapes[][2] = {{3, 16}, {7, 33}, {258, 64}, {513, 100}, {64, 130}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const size_t K = shapes[s][0], M = shapes[s][1], N = 11;
+        float *x = malloc(N * K * sizeof(float)), *w = malloc(M * K * sizeof(float));
+        float *b = calloc(M + SK_PANEL, sizeof(float)), *y = malloc(N * M * sizeof(float));
+        float *y1 = malloc(M * sizeof(float));
+        float *pk = aligned_alloc(64, sk_packed_floats(M, K) * sizeof(float));
+        cr_assert(x && w && b && y && y1 && pk);
+        for (size_t i = 0; i < N * K; i++) x[i] = frand();
+        for (size_t i = 0; i < M * K; i++) w[i] = frand();
+        for (size_t i = 0; i < M; i++) b[i] = frand();
+        sk_pack(w, K, M, K, pk);
+        for (int wb = 0; wb < 2; wb++) {
+            sk_packed P = {pk, wb ? b : NULL, K, M, K * SK_PANEL, SK_PACK_F32, 0};
+            for (size_t n = 1; n <= N; n++) {
+                sk_gemm_neon(x, K, n, &P, y, M);
+                for (size_t r = 0; r < n; r++) {
+                    sk_gemm_neon(x + r * K, K, 1, &P, y1, M);
+                    cr_assert(memcmp(y + r * M, y1, M * sizeof(float)) == 0,
+                              "k=%zu m=%zu bias=%d: row %zu of %zu differs from the row alone",
+                              K, M, wb, r, n);
+                }
+            }
+        }
+        free(x);
+        free(w);
+        free(b);
+        free(y);
+        free(y1);
+        free(pk);
+    }
+}
+#endif
 
 /* A row-major [k][ld] matrix read in place (rstride = ld, pstride = SK_PANEL: how attention
  * multiplies by V) gives bitwise the products of its packed copy, at every kernel level, for
@@ -150,8 +227,9 @@ Test(kernels, gemm_avx512) {
 Test(kernels, gemm_row_stride_in_place) {
     static const size_t ks[] = {5, 64, 88, 300};
     const size_t m = 48, ld = 80, nmax = 13;
-    gemm_fn fns[3] = {sk_gemm_scalar, have_avx2() ? sk_gemm_avx2 : NULL,
-                      have_avx512() ? sk_gemm_avx512 : NULL};
+    gemm_fn fns[3];
+    const char *names[3];
+    const int nf = gemm_variants(fns, names);
     for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
         const size_t k = ks[ki];
         float *b = malloc(k * ld * sizeof(float)), *w = malloc(m * k * sizeof(float));
@@ -165,13 +243,12 @@ Test(kernels, gemm_row_stride_in_place) {
         sk_pack(w, k, m, k, pk);
         const sk_packed packed = {pk, NULL, k, m, k * SK_PANEL, SK_PACK_F32, 0};
         const sk_packed in_place = {b, NULL, k, m, SK_PANEL, SK_PACK_F32, ld};
-        for (int f = 0; f < 3; f++) {
-            if (!fns[f]) continue;
+        for (int f = 0; f < nf; f++) {
             for (size_t n = 1; n <= nmax; n += 3) {
                 fns[f](x, k, n, &packed, y1, m);
                 fns[f](x, k, n, &in_place, y2, m);
                 cr_assert(memcmp(y1, y2, n * m * sizeof(float)) == 0,
-                          "variant %d, k=%zu, n=%zu: in place differs from packed", f, k, n);
+                          "%s, k=%zu, n=%zu: in place differs from packed", names[f], k, n);
             }
         }
         free(b);
@@ -194,13 +271,13 @@ Test(kernels, gemm_panel_view) {
     /* outputs 32..79 only */
     sk_packed P = {pk + 2 * k * SK_PANEL, NULL, k, m - 32, k * SK_PANEL, SK_PACK_F32, 0};
     sk_gemm_ref(x, k, n, k, w + 32 * k, NULL, m - 32, yr, m - 32);
-    gemm_fn fns[3] = {sk_gemm_scalar, have_avx2() ? sk_gemm_avx2 : NULL,
-                      have_avx512() ? sk_gemm_avx512 : NULL};
-    for (int f = 0; f < 3; f++) {
-        if (!fns[f]) continue;
+    gemm_fn fns[3];
+    const char *names[3];
+    const int nf = gemm_variants(fns, names);
+    for (int f = 0; f < nf; f++) {
         fns[f](x, k, n, &P, y, m - 32);
         for (size_t i = 0; i < n * (m - 32); i++)
-            cr_assert_float_eq(y[i], yr[i], 1e-5f, "variant %d, element %zu", f, i);
+            cr_assert_float_eq(y[i], yr[i], 1e-5f, "%s, element %zu", names[f], i);
     }
     free(pk);
 }
@@ -272,6 +349,7 @@ static void gelu_check(geglu_fn geglu, gelu_fn gelu, const char *name) {
     fprintf(stderr, "%s: worst error %.3g x max(1, |x|)\n", name, worst);
 }
 
+#if defined(__x86_64__)
 Test(kernels, gelu_and_geglu_avx2) {
     if (!have_avx2()) {
         cr_skip_test("no AVX2+FMA on this CPU: skipped");
@@ -285,9 +363,18 @@ Test(kernels, gelu_and_geglu_avx512) {
     }
     gelu_check(sk_geglu_avx512, sk_gelu_avx512, "gelu_avx512");
 }
+#endif
 
-static void softmax_check(softmax_fn fn) {
+#if defined(__aarch64__)
+Test(kernels, gelu_and_geglu_neon) {
+    if (!have_neon()) cr_skip_test("no NEON on this CPU: skipped");
+    gelu_check(sk_geglu_neon, sk_gelu_neon, "gelu_neon");
+}
+#endif
+
+static void softmax_check(softmax_fn fn, const char *name) {
     static const size_t lens[] = {1, 2, 7, 8, 9, 16, 33, 129, 500};
+    double worst = 0;  /* |got - ref| / ref over the probabilities above 1e-30 */
     for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
         size_t n = lens[li];
         float a[500], b[500];
@@ -298,15 +385,21 @@ static void softmax_check(softmax_fn fn) {
         double sum = 0;
         for (size_t i = 0; i < n; i++) {
             cr_expect(fabs(a[i] - b[i]) <= 1e-6 * fmax(a[i], 1e-30) + 1e-37,
-                      "n=%zu i=%zu: %.9g vs %.9g", n, i, (double)b[i], (double)a[i]);
+                      "%s n=%zu i=%zu: %.9g vs %.9g", name, n, i, (double)b[i], (double)a[i]);
+            if (a[i] > 1e-30f && fabs(a[i] - b[i]) / a[i] > worst) worst = fabs(a[i] - b[i]) / a[i];
             sum += b[i];
         }
-        cr_expect(fabs(sum - 1.0) < 1e-5, "n=%zu: probabilities sum to %.9g", n, sum);
+        cr_expect(fabs(sum - 1.0) < 1e-5, "%s n=%zu: probabilities sum to %.9g", name, n, sum);
     }
+    fprintf(stderr, "%s: worst relative error vs reference %.3g\n", name, worst);
 }
 
-Test(kernels, softmax_rows_avx512) {
-    if (!have_avx512()) cr_skip_test("no AVX-512F on this CPU: skipped");
+typedef void (*softmax_rows_fn)(float *, size_t, size_t, size_t, const size_t *, const size_t *,
+                                float);
+
+/* A block of score rows with windows [a[r], b[r]) against the reference: 0 outside each
+ * window, nothing written past nk. */
+static void softmax_rows_check(softmax_rows_fn rows_fn) {
     static const size_t nks[] = {1, 2, 16, 17, 80, 129};
     enum { NR = 11, LD = 144 };
     static float x1[NR * LD], x2[NR * LD];
@@ -325,7 +418,7 @@ Test(kernels, softmax_rows_avx512) {
         for (size_t i = 0; i < NR * LD; i++) x1[i] = x2[i] = frand() * 40.0f;
         x1[5] = x2[5] = -1e4f;
         sk_attn_softmax_rows_ref(x1, LD, NR, nk, a, b, 0.125f);
-        sk_attn_softmax_rows_avx512(x2, LD, NR, nk, a, b, 0.125f);
+        rows_fn(x2, LD, NR, nk, a, b, 0.125f);
         for (size_t r = 0; r < NR; r++) {
             for (size_t i = 0; i < nk; i++) {
                 const float p1 = x1[r * LD + i], p2 = x2[r * LD + i];
@@ -343,11 +436,17 @@ Test(kernels, softmax_rows_avx512) {
     }
 }
 
+#if defined(__x86_64__)
+Test(kernels, softmax_rows_avx512) {
+    if (!have_avx512()) cr_skip_test("no AVX-512F on this CPU: skipped");
+    softmax_rows_check(sk_attn_softmax_rows_avx512);
+}
+
 Test(kernels, softmax_avx2) {
     if (!have_avx2()) {
         cr_skip_test("no AVX2+FMA on this CPU: skipped");
     }
-    softmax_check(sk_attn_softmax_avx2);
+    softmax_check(sk_attn_softmax_avx2, "softmax_avx2");
 }
 
 /* the AVX-512 softmax runs on rows of a score block: one row, all of it */
@@ -360,15 +459,38 @@ Test(kernels, softmax_avx512) {
     if (!have_avx512()) {
         cr_skip_test("no AVX-512F on this CPU: skipped");
     }
-    softmax_check(softmax512_one_row);
+    softmax_check(softmax512_one_row, "softmax_avx512");
 }
+#endif
+
+#if defined(__aarch64__)
+Test(kernels, softmax_neon) {
+    if (!have_neon()) cr_skip_test("no NEON on this CPU: skipped");
+    softmax_check(sk_attn_softmax_neon, "softmax_neon");
+}
+
+/* The NEON level's rows: the one-row kernel applied row by row (what sk_attn_softmax_rows
+ * dispatches to at this level). */
+static void softmax_rows_neon(float *x, size_t ld, size_t nr, size_t nk, const size_t *a,
+                              const size_t *b, float scale) {
+    sk_attn_softmax_rows_each(sk_attn_softmax_neon, x, ld, nr, nk, a, b, scale);
+}
+
+Test(kernels, softmax_rows_neon) {
+    if (!have_neon()) cr_skip_test("no NEON on this CPU: skipped");
+    softmax_rows_check(softmax_rows_neon);
+    /* and the dispatcher at the automatic level */
+    softmax_rows_check(sk_attn_softmax_rows);
+}
+#endif
 
 typedef void (*layernorm_fn)(const float *, size_t, size_t, const float *, const float *, float,
                              float *);
 
-static void layernorm_check(layernorm_fn ln) {
+static void layernorm_check(layernorm_fn ln, const char *name) {
     static const size_t dims[] = {1, 8, 15, 16, 17, 64, 100, 1024};
     static const size_t rows[] = {6, 37, 70};
+    double worst = 0;  /* |got - ref| / max(1, |ref|) */
     for (size_t di = 0; di < 3 * sizeof dims / sizeof dims[0]; di++) {
         /* the AVX-512 code takes 16 rows at a time in chunks of 64: a partial group, whole
          * and partial groups, two chunks */
@@ -389,10 +511,13 @@ static void layernorm_check(layernorm_fn ln) {
         for (int wb = 0; wb < 2; wb++) {
             sk_layernorm_ref(x, n, d, w, wb ? b : NULL, 1e-5f, y1);
             ln(x, n, d, w, wb ? b : NULL, 1e-5f, y2);
-            for (size_t i = 0; i < n * d; i++)
+            for (size_t i = 0; i < n * d; i++) {
                 cr_expect(fabs(y1[i] - y2[i]) <= 2e-5 * fmax(1.0, fabs(y1[i])),
-                          "d=%zu bias=%d i=%zu: %.9g vs %.9g", d, wb, i, (double)y2[i],
+                          "%s d=%zu bias=%d i=%zu: %.9g vs %.9g", name, d, wb, i, (double)y2[i],
                           (double)y1[i]);
+                const double e = fabs(y1[i] - y2[i]) / fmax(1.0, fabs(y1[i]));
+                if (e > worst) worst = e;
+            }
         }
         /* in place */
         memcpy(y2, x, n * d * sizeof(float));
@@ -406,27 +531,33 @@ static void layernorm_check(layernorm_fn ln) {
         free(y1);
         free(y2);
     }
+    fprintf(stderr, "%s: worst error vs reference %.3g x max(1, |y|)\n", name, worst);
 }
 
+#if defined(__x86_64__)
 Test(kernels, layernorm_avx2) {
     if (!have_avx2()) {
         cr_skip_test("no AVX2+FMA on this CPU: skipped");
     }
-    layernorm_check(sk_layernorm_avx2);
+    layernorm_check(sk_layernorm_avx2, "layernorm_avx2");
 }
 
 Test(kernels, layernorm_avx512) {
     if (!have_avx512()) {
         cr_skip_test("no AVX-512F on this CPU: skipped");
     }
-    layernorm_check(sk_layernorm_avx512);
+    layernorm_check(sk_layernorm_avx512, "layernorm_avx512");
 }
+#endif
+
+typedef void (*add_layernorm_fn)(float *, const float *, size_t, size_t, const float *,
+                                 const float *, float, float *);
 
 /* The residual form x += a, y = LN(x) against the reference, with y aliasing a (how the
  * model calls it) and with y separate. */
-Test(kernels, add_layernorm_avx512) {
-    if (!have_avx512()) cr_skip_test("no AVX-512F on this CPU: skipped");
+static void add_layernorm_check(add_layernorm_fn add_ln, const char *name) {
     static const size_t dims[] = {1, 15, 16, 64, 100};
+    double worst = 0;
     static const size_t rows[] = {1, 6, 37, 70};
     for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
         for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
@@ -443,16 +574,18 @@ Test(kernels, add_layernorm_avx512) {
                 a1[i] = a2[i] = frand();
             }
             sk_add_layernorm_ref(x1, a1, n, d, w, b, 1e-5f, a1);
-            sk_add_layernorm_avx512(x2, a2, n, d, w, b, 1e-5f, a2);
+            add_ln(x2, a2, n, d, w, b, 1e-5f, a2);
             for (size_t i = 0; i < nd; i++) {
-                cr_assert_eq(x1[i], x2[i], "d=%zu n=%zu: residual differs at %zu", d, n, i);
+                cr_assert_eq(x1[i], x2[i], "%s d=%zu n=%zu: residual differs at %zu", name, d, n, i);
                 cr_assert(fabs(a1[i] - a2[i]) <= 2e-5 * fmax(1.0, fabs(a1[i])),
-                          "d=%zu n=%zu i=%zu: %.9g vs %.9g", d, n, i, (double)a2[i],
+                          "%s d=%zu n=%zu i=%zu: %.9g vs %.9g", name, d, n, i, (double)a2[i],
                           (double)a1[i]);
+                const double e = fabs(a1[i] - a2[i]) / fmax(1.0, fabs(a1[i]));
+                if (e > worst) worst = e;
             }
             /* no residual: plain LayerNorm into a separate y */
             sk_add_layernorm_ref(x1, NULL, n, d, w, NULL, 1e-5f, a1);
-            sk_add_layernorm_avx512(x2, NULL, n, d, w, NULL, 1e-5f, a2);
+            add_ln(x2, NULL, n, d, w, NULL, 1e-5f, a2);
             for (size_t i = 0; i < nd; i++)
                 cr_assert(fabs(a1[i] - a2[i]) <= 2e-5 * fmax(1.0, fabs(a1[i])));
             free(x1);
@@ -462,18 +595,56 @@ Test(kernels, add_layernorm_avx512) {
             free(w);
             free(b);
         }
+    fprintf(stderr, "%s: worst error vs reference %.3g x max(1, |y|)\n", name, worst);
 }
 
+#if defined(__x86_64__)
+Test(kernels, add_layernorm_avx512) {
+    if (!have_avx512()) cr_skip_test("no AVX-512F on this CPU: skipped");
+    add_layernorm_check(sk_add_layernorm_avx512, "add_layernorm_avx512");
+}
+#endif
+
+#if defined(__aarch64__)
+Test(kernels, layernorm_neon) {
+    if (!have_neon()) cr_skip_test("no NEON on this CPU: skipped");
+    layernorm_check(sk_layernorm_neon, "layernorm_neon");
+}
+
+Test(kernels, add_layernorm_neon) {
+    if (!have_neon()) cr_skip_test("no NEON on this CPU: skipped");
+    add_layernorm_check(sk_add_layernorm_neon, "add_layernorm_neon");
+}
+#endif
+
+/* The levels are those of the architecture compiled (kernels.h): x86-64 scalar < AVX2 <
+ * AVX-512, aarch64 scalar < NEON. */
 Test(kernels, dispatch_level) {
     int lv = sk_kernels_level();
+    cr_assert_str_eq(sk_kernels_level_name(SK_LEVEL_SCALAR), "scalar");
+#if defined(__x86_64__)
     cr_assert(lv >= SK_LEVEL_SCALAR && lv <= SK_LEVEL_AVX512);
     if (lv == SK_LEVEL_AVX512) cr_assert(have_avx512());
     if (lv >= SK_LEVEL_AVX2) cr_assert(have_avx2());
+    cr_assert_str_eq(sk_kernels_level_name(SK_LEVEL_AVX2), "avx2");
+    cr_assert_str_eq(sk_kernels_level_name(SK_LEVEL_AVX512), "avx512");
+#elif defined(__aarch64__)
+    cr_assert(lv == SK_LEVEL_SCALAR || lv == SK_LEVEL_NEON);
+    /* every aarch64 CPU has Advanced SIMD: the automatic level is NEON unless the
+     * environment caps it */
+    const char *env = getenv("SKYCMD_KERNELS");
+    if (have_neon() && !(env && strcmp(env, "scalar") == 0)) cr_assert_eq(lv, SK_LEVEL_NEON);
+    if (lv == SK_LEVEL_NEON) cr_assert(have_neon());
+    cr_assert_str_eq(sk_kernels_level_name(SK_LEVEL_NEON), "neon");
+    cr_assert_str_eq(sk_kernels_level_name(SK_LEVEL_NEON + 1), "unknown");
+#else
+    cr_assert_eq(lv, SK_LEVEL_SCALAR);
+#endif
     sk_kernels_force_level(SK_LEVEL_SCALAR);
     cr_assert_eq(sk_kernels_level(), SK_LEVEL_SCALAR);
+    cr_assert_str_eq(sk_kernels_level_name(sk_kernels_level()), "scalar");
     sk_kernels_force_level(-1);
     cr_assert_eq(sk_kernels_level(), lv);
-    cr_assert_str_eq(sk_kernels_level_name(SK_LEVEL_AVX2), "avx2");
 }
 
 static void count_calls(void *ctx, int ith, int nth) {
@@ -612,8 +783,9 @@ Test(kernels, gemm_pool_identical) {
 /* F16 and BF16 panels give exactly the f32-panel result of the widened weights. */
 Test(kernels, gemm_f16_bf16_panels_exact) {
     static const size_t shapes[][3] = {{7, 64, 17}, {13, 300, 48}, {9, 33, 70}};
-    gemm_fn fns[3] = {sk_gemm_scalar, have_avx2() ? sk_gemm_avx2 : NULL,
-                      have_avx512() ? sk_gemm_avx512 : NULL};
+    gemm_fn fns[3];
+    const char *names[3];
+    const int nv = gemm_variants(fns, names);
     for (size_t s = 0; s < 3; s++) {
         size_t n = shapes[s][0], k = shapes[s][1], m = shapes[s][2], nf = sk_packed_floats(m, k);
         float *x = malloc(n * k * sizeof(float)), *wf = malloc(m * k * sizeof(float));
@@ -632,12 +804,11 @@ Test(kernels, gemm_f16_bf16_panels_exact) {
             sk_pack_u16(wh, k, m, k, ph);
             sk_packed Pf = {pf, NULL, k, m, k * SK_PANEL, SK_PACK_F32, 0};
             sk_packed Ph = {ph, NULL, k, m, k * SK_PANEL, t, 0};
-            for (int f = 0; f < 3; f++) {
-                if (!fns[f]) continue;
+            for (int f = 0; f < nv; f++) {
                 fns[f](x, k, n, &Pf, y1, m);
                 fns[f](x, k, n, &Ph, y2, m);
                 cr_assert(memcmp(y1, y2, n * m * sizeof(float)) == 0,
-                          "variant %d, type %d, shape %zu: 16-bit panels differ", f, t, s);
+                          "%s, type %d, shape %zu: 16-bit panels differ", names[f], t, s);
             }
         }
         free(x);
@@ -669,6 +840,7 @@ static void rope_check(void (*rope)(float *, size_t, size_t, const float *, cons
     }
 }
 
+#if defined(__x86_64__)
 Test(kernels, rope_avx2) {
     if (!have_avx2()) {
         cr_skip_test("no AVX2+FMA on this CPU: skipped");
@@ -680,6 +852,14 @@ Test(kernels, rope_avx512) {
     if (!have_avx512()) cr_skip_test("no AVX-512F on this CPU: skipped");
     rope_check(sk_rope_avx512);
 }
+#endif
+
+#if defined(__aarch64__)
+Test(kernels, rope_neon) {
+    if (!have_neon()) cr_skip_test("no NEON on this CPU: skipped");
+    rope_check(sk_rope_neon);
+}
+#endif
 
 Test(kernels, rope_reference) {
     /* the rotation itself: position 0 (cos 1, sin 0) is the identity; a quarter turn swaps */
@@ -690,7 +870,11 @@ Test(kernels, rope_reference) {
     cr_assert(v[0] == -3 && v[1] == -4 && v[2] == 1 && v[3] == 2);
 }
 
-Test(kernels, widen16) {
+typedef void (*widen16_fn)(int, const void *, float *, size_t);
+
+/* The reference against the f16/bf16 conversions, then fn (when not NULL) against the
+ * reference, from an odd address. */
+static void widen16_check(widen16_fn fn, const char *name) {
     enum { N = 1001 };
     static uint16_t h[N + 1];
     static float a[N], b[N];
@@ -711,17 +895,41 @@ Test(kernels, widen16) {
             float want = t == SK_PACK_F16 ? sk_f16_to_f32(v) : sk_bf16_to_f32(v);
             cr_assert(memcmp(&a[i], &want, 4) == 0, "ref %zu", i);
         }
-        if (have_avx2()) {
-            sk_widen16_avx2(t, src, b, N);
+        if (fn) {
+            fn(t, src, b, N);
             /* NaN payloads may be quieted differently; every other value is exact */
             for (size_t i = 0; i < N; i++)
                 cr_assert((isnan(a[i]) && isnan(b[i])) || memcmp(&a[i], &b[i], 4) == 0,
-                          "type %d: avx2 differs at %zu: %g vs %g", t, i, (double)b[i],
+                          "type %d: %s differs at %zu: %g vs %g", t, name, i, (double)b[i],
                           (double)a[i]);
+            /* every length (tails) from an odd address */
+            for (size_t n = 0; n <= 40; n++) {
+                float c[40];
+                fn(t, src + 2 * n, c, n);
+                for (size_t i = 0; i < n; i++)
+                    cr_assert((isnan(a[n + i]) && isnan(c[i])) || memcmp(&a[n + i], &c[i], 4) == 0,
+                              "type %d: %s n=%zu differs at %zu", t, name, n, i);
+            }
         }
     }
 }
 
+Test(kernels, widen16) {
+#if defined(__x86_64__)
+    widen16_check(have_avx2() ? sk_widen16_avx2 : NULL, "avx2");
+#else
+    widen16_check(NULL, "");
+#endif
+}
+
+#if defined(__aarch64__)
+Test(kernels, widen16_neon) {
+    if (!have_neon()) cr_skip_test("no NEON on this CPU: skipped");
+    widen16_check(sk_widen16_neon, "neon");
+}
+#endif
+
+#if defined(__x86_64__)
 /* The AVX-512 pack (register transposes) writes exactly the reference's bytes, padding
  * included, for whole and partial panels and any input count. */
 Test(kernels, pack_avx512_equals_ref) {
@@ -748,15 +956,18 @@ Test(kernels, pack_avx512_equals_ref) {
     }
 }
 
+#endif
+
+typedef int (*all_finite_fn)(const float *, size_t);
+
 /* The finiteness scan: every length up to 70 (whole vectors and tails), with one infinity,
  * NaN or huge-but-finite value at each position, and none. */
-Test(kernels, all_finite_matches_reference) {
-    if (!have_avx512()) cr_skip_test("no AVX-512F on this CPU: skipped");
+static void all_finite_check(all_finite_fn fn) {
     static const float specials[] = {INFINITY, -INFINITY, NAN, FLT_MAX, -FLT_MAX, 1e-45f};
     float x[70];
     for (size_t n = 0; n <= 70; n++) {
         for (size_t i = 0; i < n; i++) x[i] = frand();
-        cr_assert_eq(sk_all_finite_avx512(x, n), 1, "n=%zu", n);
+        cr_assert_eq(fn(x, n), 1, "n=%zu", n);
         cr_assert_eq(sk_all_finite(x, n), 1);
         for (size_t at = 0; at < n; at++)
             for (size_t k = 0; k < sizeof specials / sizeof specials[0]; k++) {
@@ -764,13 +975,42 @@ Test(kernels, all_finite_matches_reference) {
                 x[at] = specials[k];
                 const int want = sk_all_finite_ref(x, n);
                 cr_assert_eq(want, isfinite(specials[k]) ? 1 : 0);
-                cr_assert_eq(sk_all_finite_avx512(x, n), want, "n=%zu at=%zu k=%zu", n, at, k);
+                cr_assert_eq(fn(x, n), want, "n=%zu at=%zu k=%zu", n, at, k);
                 x[at] = keep;
             }
         /* values past n are not read */
         if (n < 70) {
             x[n] = NAN;
-            cr_assert_eq(sk_all_finite_avx512(x, n), 1);
+            cr_assert_eq(fn(x, n), 1);
         }
     }
 }
+
+#if defined(__x86_64__)
+Test(kernels, all_finite_matches_reference) {
+    if (!have_avx512()) cr_skip_test("no AVX-512F on this CPU: skipped");
+    all_finite_check(sk_all_finite_avx512);
+}
+#endif
+
+#if defined(__aarch64__)
+Test(kernels, all_finite_neon) {
+    if (!have_neon()) cr_skip_test("no NEON on this CPU: skipped");
+    all_finite_check(sk_all_finite_neon);
+    /* several blocks of 64 (the scan's early-exit unit), a bad value in each place */
+    enum { N = 1000 };
+    static float x[N + 1];
+    static const size_t ats[] = {0, 15, 16, 63, 64, 65, 127, 128, 511, 960, 975, 976, 995, 999};
+    for (size_t i = 0; i < N; i++) x[i] = frand() * 1e30f;
+    x[N] = INFINITY;  /* past n: not read */
+    cr_assert_eq(sk_all_finite_neon(x, N), 1);
+    for (size_t k = 0; k < sizeof ats / sizeof ats[0]; k++)
+        for (int sp = 0; sp < 2; sp++) {
+            const float keep = x[ats[k]];
+            x[ats[k]] = sp ? NAN : -INFINITY;
+            cr_assert_eq(sk_all_finite_neon(x, N), 0, "at %zu", ats[k]);
+            cr_assert_eq(sk_all_finite_neon(x, ats[k]), 1, "n = %zu", ats[k]);
+            x[ats[k]] = keep;
+        }
+}
+#endif

@@ -19,6 +19,7 @@
 #include "skycmd.h"
 #include "gguf/gguf.h"
 #include "kernels/cpu.h"
+#include "kernels/kernels.h"
 #include "kernels/pool.h"
 #include "quant/calib.h"
 #include "tokenizer/tokenizer.h"
@@ -293,6 +294,55 @@ static uint8_t *random_q8(size_t n_out, size_t n_in) {
     return b;
 }
 
+#if defined(__aarch64__)
+typedef void (*q8_gemm_fn)(const sk_q8_act *, const sk_q8_packed *, size_t, size_t, float *, size_t);
+
+/* The aarch64 kernels this CPU runs (and this compiler built), by name. */
+static size_t arm_kernels(q8_gemm_fn fn[2], const char *name[2]) {
+    const int f = sk_cpu_features();
+    size_t n = 0;
+    if ((f & SK_CPU_DOTPROD) && SK_Q8_HAVE_DOTPROD) {
+        fn[n] = sk_q8_gemm_dotprod;
+        name[n++] = "dotprod";
+    }
+    if ((f & SK_CPU_I8MM) && SK_Q8_HAVE_I8MM) {
+        fn[n] = sk_q8_gemm_i8mm;
+        name[n++] = "i8mm";
+    }
+    return n;
+}
+
+/* Every aarch64 kernel against the reference bit for bit (memcmp): the whole output range
+ * and sub-ranges (o0 a multiple of 16, o1 anywhere: partial panels and halves), into a
+ * padded y (ldy = n_out + 5) whose cells outside the range must stay as they were. */
+static void arm_kernels_agree(const sk_q8_act *a, const sk_q8_packed *p, const char *what) {
+    q8_gemm_fn fn[2];
+    const char *name[2];
+    const size_t nk = arm_kernels(fn, name), n_rows = a->n_rows, n_out = p->n_out;
+    const size_t ldy = n_out + 5, cells = n_rows * ldy;
+    float *y0 = malloc(cells * sizeof(float)), *y1 = malloc(cells * sizeof(float));
+    size_t ranges[6][2], nr = 0;
+    ranges[nr][0] = 0, ranges[nr++][1] = n_out;
+    if (n_out > 1) ranges[nr][0] = 0, ranges[nr++][1] = n_out - 1;
+    if (n_out > 8) ranges[nr][0] = 0, ranges[nr++][1] = 9;
+    if (n_out > 16) ranges[nr][0] = 16, ranges[nr++][1] = n_out;
+    if (n_out > 21) ranges[nr][0] = 16, ranges[nr++][1] = 21;
+    if (n_out > 32) ranges[nr][0] = 32, ranges[nr++][1] = n_out;
+    for (size_t k = 0; k < nk; k++)
+        for (size_t i = 0; i < nr; i++) {
+            for (size_t c = 0; c < cells; c++) y0[c] = y1[c] = -7.25f - (float)c;
+            sk_q8_gemm_ref(a, p, ranges[i][0], ranges[i][1], y0, ldy);
+            fn[k](a, p, ranges[i][0], ranges[i][1], y1, ldy);
+            cr_assert(memcmp(y0, y1, cells * sizeof(float)) == 0,
+                      "%s: %s differs from the reference (%zu rows x %zu in x %zu out, outputs "
+                      "[%zu, %zu), %s)", what, name[k], n_rows, p->n_in, n_out, ranges[i][0],
+                      ranges[i][1], a->two_pass ? "two-pass" : "single pass");
+        }
+    free(y0);
+    free(y1);
+}
+#endif
+
 static void kernels_agree(size_t n_rows, size_t n_in, size_t n_out, int mode, int with_bias) {
     uint8_t *w = random_q8(n_out, n_in);
     float *bias = malloc(n_out * sizeof(float)), *x = malloc(n_rows * n_in * sizeof(float));
@@ -326,6 +376,7 @@ static void kernels_agree(size_t n_rows, size_t n_in, size_t n_out, int mode, in
             cr_assert(fabs(y0[r * n_out + o] - s) <= 1e-5 * (mag + 1), "ref %g vs %g",
                       (double)y0[r * n_out + o], s);
         }
+#if defined(__x86_64__)
     const int f = sk_cpu_features();
     if (f & SK_CPU_AVX2) {
         memset(y1, 0, n_rows * n_out * sizeof(float));
@@ -341,6 +392,9 @@ static void kernels_agree(size_t n_rows, size_t n_in, size_t n_out, int mode, in
     } else {
         cr_log_warn("no AVX-512 VNNI on this CPU: the VNNI kernel was not run");
     }
+#elif defined(__aarch64__)
+    arm_kernels_agree(&a, &p, "per-block scales");
+#endif
     sk_q8_act_free(&a);
     free(pan);
     free(w);
@@ -504,6 +558,24 @@ Test(q8_kernels, activation_quantizers_bit_identical) {
                 for (size_t b = 0; b < k / 32; b++)
                     cr_assert_eq(r.xs[row * (k / 32) + b], mx / 127.0f, "row %zu block %zu", row, b);
             }
+#if defined(__aarch64__)
+        /* NEON (every aarch64 CPU): the same bytes */
+        memset(s.q, 0x55, rows * k);
+        memset(s.qb, 0x55, rows * k);
+        memset(s.r, 0x55, rows * k);
+        memset(s.rb, 0x55, rows * k);
+        sk_q8_quantize_act_neon(x, k, rows, k, mode, &s);
+        cr_assert_eq(s.two_pass, r.two_pass);
+        cr_assert(s.n_rows == rows && s.n_blocks == k / 32);
+        cr_assert(memcmp(r.q, s.q, rows * k) == 0, "neon: q differs (mode %d)", mode);
+        cr_assert(memcmp(r.qb, s.qb, rows * k) == 0, "neon: qb differs (mode %d)", mode);
+        cr_assert(memcmp(r.xs, s.xs, rows * (k / 32) * sizeof(float)) == 0, "neon: scales differ (mode %d)", mode);
+        if (mode == SK_Q8_ACT_Q8X2) {
+            cr_assert(memcmp(r.r, s.r, rows * k) == 0, "neon: r differs");
+            cr_assert(memcmp(r.rb, s.rb, rows * k) == 0, "neon: rb differs");
+        }
+        (void)f;
+#else
         for (int lv = 0; lv < 2; lv++) {
             if (lv == 0 && !(f & SK_CPU_AVX2)) continue;
             if (lv == 1 && !((f & SK_CPU_AVX512F) && (f & SK_CPU_AVX512BW))) continue;
@@ -518,6 +590,7 @@ Test(q8_kernels, activation_quantizers_bit_identical) {
                 cr_assert(memcmp(r.rb, s.rb, rows * k) == 0, "rb differs (level %d)", lv);
             }
         }
+#endif
         sk_q8_act_free(&r);
         sk_q8_act_free(&s);
     }
@@ -841,6 +914,7 @@ static void rows_agree(size_t n_rows, size_t n_in, size_t n_out, int with_bias, 
             cr_assert(fabs(y0[r * n_out + o] - s) <= 1e-6 * (mag + 1), "ref %g vs %g (%zux%zux%zu)",
                       (double)y0[r * n_out + o], s, n_rows, n_in, n_out);
         }
+#if defined(__x86_64__)
     const int f = sk_cpu_features();
     if (f & SK_CPU_AVX2) {
         memset(y1, 0, n_rows * n_out * sizeof(float));
@@ -856,6 +930,9 @@ static void rows_agree(size_t n_rows, size_t n_in, size_t n_out, int with_bias, 
     } else {
         cr_log_warn("no AVX-512 VNNI on this CPU: the row-scaled VNNI kernel was not run");
     }
+#elif defined(__aarch64__)
+    arm_kernels_agree(&a, &q.w.p, "row-scaled");
+#endif
     /* the dispatcher (on AMX CPUs the tile kernel, with these short row counts mostly its
      * VNNI tail: tests/test_amx.c covers the tiles) */
     memset(y1, 0, n_rows * n_out * sizeof(float));
@@ -907,11 +984,21 @@ Test(q8_rows, int32_sums_exact_at_the_input_limit) {
         }
     sk_q8_gemm(&a, &q.w.p, 0, n_out, y1, n_out);
     cr_assert(memcmp(y0, y1, sizeof y0) == 0, "%s kernel differs at the limit", sk_q8_kernel_name());
+#if defined(__x86_64__)
     const int f = sk_cpu_features();
     if ((f & SK_CPU_AVX512VNNI) && (f & SK_CPU_AVX512BW)) {
         sk_q8_gemm_vnni(&a, &q.w.p, 0, n_out, y1, n_out);
         cr_assert(memcmp(y0, y1, sizeof y0) == 0, "vnni kernel differs at the limit");
     }
+#elif defined(__aarch64__)
+    q8_gemm_fn fn[2];
+    const char *name[2];
+    for (size_t k = 0, nk = arm_kernels(fn, name); k < nk; k++) {
+        memset(y1, 0, sizeof y1);
+        fn[k](&a, &q.w.p, 0, n_out, y1, n_out);
+        cr_assert(memcmp(y0, y1, sizeof y0) == 0, "%s kernel differs at the limit", name[k]);
+    }
+#endif
     sk_q8_act_free(&a);
     sk_q8_owned_free(&q);
     free(W);
@@ -958,3 +1045,113 @@ Test(q8_rows, linear_takes_row_activations_and_outlier_columns) {
     sk_q8_owned_free(&plain);
     free(W);
 }
+
+/* ---- aarch64: NEON activations, the SDOT and SMMLA kernels and their dispatch ---- */
+
+#if defined(__aarch64__)
+/* The kernels run where the CPU has them: a CPU without (qemu -cpu cortex-a53) reports this
+ * test skipped, so the bit-for-bit checks above (which then had nothing to run) show it. */
+Test(q8_arm, sdot_and_smmla_kernels_ran) {
+    const int f = sk_cpu_features();
+    if (!(f & SK_CPU_DOTPROD) || !SK_Q8_HAVE_DOTPROD)
+        cr_skip_test("no SDOT (FEAT_DotProd) here: the dotprod kernel was not tested");
+    if (!(f & SK_CPU_I8MM) || !SK_Q8_HAVE_I8MM)
+        cr_skip_test("no SMMLA (FEAT_I8MM) here: the i8mm kernel was not tested");
+    q8_gemm_fn fn[2];
+    const char *name[2];
+    cr_assert_eq(arm_kernels(fn, name), 2);
+}
+
+/* Extremes the random data does not reach: infinities, subnormal maxima (1 / d infinite),
+ * huge values, -0, NaN, exact halves; strided rows (ldx > k); all three modes. */
+Test(q8_arm, neon_activations_byte_identical_on_edge_values) {
+    const size_t rows = 9, k = 160, ldx = 173;
+    float *x = malloc(rows * ldx * sizeof(float));
+    for (size_t i = 0; i < rows * ldx; i++) x[i] = frand() * (i % 13 == 0 ? 1e3f : 1.0f);
+    float *r1 = x + ldx, *r2 = x + 2 * ldx, *r3 = x + 3 * ldx, *r4 = x + 4 * ldx, *r5 = x + 5 * ldx;
+    r1[3] = INFINITY;                       /* block 0: d infinite, 1 / d = 0 */
+    r1[40] = -INFINITY;
+    for (size_t j = 64; j < 96; j++) r1[j] = 1e-41f * (float)((int)j - 80);  /* subnormals */
+    for (size_t j = 0; j < k; j++) r2[j] = (j & 1) ? -0.0f : 0.0f;
+    r2[70] = 3e38f;
+    r2[71] = -3e38f;
+    for (size_t j = 0; j < k; j++) r3[j] = (float)((int)(j % 255) - 127) + 0.5f;
+    r3[0] = 127.5f;
+    r3[33] = NAN;
+    r3[34] = -NAN;
+    for (size_t j = 0; j < k; j++) r4[j] = 1e-39f * (float)(j % 7);  /* a subnormal row */
+    for (size_t j = 0; j < k; j++) r5[j] = NAN;
+    r5[5] = 1.0f;
+    for (int mode = 0; mode < 3; mode++) {
+        sk_q8_act r = {0}, s = {0};
+        cr_assert_eq(sk_q8_act_reserve(&r, rows, k), 0);
+        cr_assert_eq(sk_q8_act_reserve(&s, rows, k), 0);
+        sk_q8_quantize_act_ref(x, ldx, rows, k, mode, NULL, &r);
+        memset(s.q, 0x55, rows * k);
+        memset(s.qb, 0x55, rows * k);
+        memset(s.r, 0x55, rows * k);
+        memset(s.rb, 0x55, rows * k);
+        sk_q8_quantize_act_neon(x, ldx, rows, k, mode, &s);
+        cr_assert(memcmp(r.q, s.q, rows * k) == 0, "q differs (mode %d)", mode);
+        cr_assert(memcmp(r.qb, s.qb, rows * k) == 0, "qb differs (mode %d)", mode);
+        cr_assert(memcmp(r.xs, s.xs, rows * (k / 32) * sizeof(float)) == 0, "scales differ (mode %d)", mode);
+        if (mode == SK_Q8_ACT_Q8X2) {
+            cr_assert(memcmp(r.r, s.r, rows * k) == 0, "r differs");
+            cr_assert(memcmp(r.rb, s.rb, rows * k) == 0, "rb differs");
+        }
+        /* the dispatcher: NEON without zero columns, the reference with them */
+        uint8_t zc[160] = {0};
+        zc[2] = zc[77] = zc[159] = 1;
+        sk_q8_quantize_act_ref(x, ldx, rows, k, mode, zc, &r);
+        sk_q8_quantize_act(x, ldx, rows, k, mode, zc, &s);
+        cr_assert(memcmp(r.q, s.q, rows * k) == 0, "dispatched q with zero columns differs");
+        cr_assert(memcmp(r.xs, s.xs, rows * (k / 32) * sizeof(float)) == 0);
+        sk_q8_act_free(&r);
+        sk_q8_act_free(&s);
+    }
+    free(x);
+}
+
+/* sk_q8_kernel_name follows the CPU and the caps; sk_q8_gemm gives the reference's bits
+ * whichever kernel it picks; no tiles on ARM. */
+Test(q8_arm, dispatch_names_caps_and_results) {
+    const int f = sk_cpu_features();
+    const char *best = (f & SK_CPU_DOTPROD) && SK_Q8_HAVE_DOTPROD
+                           ? ((f & SK_CPU_I8MM) && SK_Q8_HAVE_I8MM ? "i8mm" : "dotprod")
+                           : "scalar";
+    cr_assert_str_eq(sk_q8_kernel_name(), best);
+    cr_assert_eq(sk_q8_uses_tiles(), 0);
+    const size_t n_rows = 11, n_in = 128, n_out = 40;
+    uint8_t *w = random_q8(n_out, n_in);
+    float *x = malloc(n_rows * n_in * sizeof(float));
+    for (size_t i = 0; i < n_rows * n_in; i++) x[i] = frand();
+    uint8_t *pan = aligned_alloc(64, (sk_q8_panel_bytes(n_out, n_in) + 63) / 64 * 64);
+    sk_q8_pack_panels(w, n_out, n_in, pan);
+    sk_q8_packed p = {pan, n_in, n_out, NULL, NULL, 0};
+    sk_q8_act a = {0};
+    cr_assert_eq(sk_q8_act_reserve(&a, n_rows, n_in), 0);
+    sk_q8_quantize_act(x, n_in, n_rows, n_in, SK_Q8_ACT_Q8X2, NULL, &a);
+    float y0[11 * 40], y1[11 * 40];
+    sk_q8_gemm_ref(&a, &p, 0, n_out, y0, n_out);
+    static const char *names[] = {"scalar", "dotprod", "i8mm"};
+    for (int cap = 2; cap >= 0; cap--) {
+        sk_q8_force_kernel(cap);
+        const char *want = names[cap];
+        if (strcmp(best, "scalar") == 0 || (cap == 2 && strcmp(best, "dotprod") == 0)) want = best;
+        cr_assert_str_eq(sk_q8_kernel_name(), want, "cap %d", cap);
+        memset(y1, 0, sizeof y1);
+        sk_q8_gemm(&a, &p, 0, n_out, y1, n_out);
+        cr_assert(memcmp(y0, y1, sizeof y0) == 0, "%s differs", sk_q8_kernel_name());
+    }
+    sk_q8_force_kernel(-1);
+    cr_assert_str_eq(sk_q8_kernel_name(), best);
+    sk_kernels_force_level(SK_LEVEL_SCALAR);  /* the scalar level caps the int8 kernels too */
+    cr_assert_str_eq(sk_q8_kernel_name(), "scalar");
+    sk_kernels_force_level(-1);
+    cr_assert_str_eq(sk_q8_kernel_name(), best);
+    sk_q8_act_free(&a);
+    free(pan);
+    free(w);
+    free(x);
+}
+#endif

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "serve_platform.h"
 #include "../../bench/peak_probe.h"
 
 static void usage(FILE *out) {
@@ -323,21 +324,8 @@ static int timed_decide(skycmd_session *s, const skycmd_request *req, double *dt
 
 /* Peak RSS in KiB. Linux's VmHWM belongs to this process's own address space; ru_maxrss is
  * kept across fork + execve, so a bench started by a big parent (a Python driver) would
- * report the parent's peak. ru_maxrss is the fallback elsewhere. */
-static long rss_kb(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (f) {
-        char line[256];
-        long kb = -1;
-        while (fgets(line, sizeof line, f))
-            if (sscanf(line, "VmHWM: %ld kB", &kb) == 1) break;
-        fclose(f);
-        if (kb >= 0) return kb;
-    }
-    struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) != 0) return -1;
-    return ru.ru_maxrss;
-}
+ * report the parent's peak. ru_maxrss is the fallback elsewhere (sp_peak_rss_kb: in bytes on macOS). */
+static long rss_kb(void) { return sp_peak_rss_kb(); }
 
 /* Write the random model in a child process so its memory stays out of our ru_maxrss. */
 static int make_random(const char *preset, const char *path, long long seed, int type,
@@ -606,7 +594,7 @@ int cmd_bench(int argc, char **argv) {
     long rss_before = rss_kb();
     if (A.drop_cache) {
         int fd = open(path, O_RDONLY);
-        int dst = fd < 0 ? errno : posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        int dst = fd < 0 ? errno : sp_drop_file_cache(fd);
         if (fd >= 0) close(fd);
         if (dst) fprintf(stderr, "skycmd bench: warning: --drop-cache: %s\n", strerror(dst));
     }
@@ -795,8 +783,10 @@ int cmd_bench(int argc, char **argv) {
 
     /* ---- peak probe (after the timing so it does not heat the other measurements) ---- */
     const char *feat = skycmd_cpu_features();
+    const char *kernels = skycmd_kernels();
     peak_isa isa = strstr(feat, "avx512f") ? PEAK_AVX512
-                   : strstr(feat, "avx2") ? PEAK_AVX2 : PEAK_SCALAR;
+                   : strstr(feat, "avx2") ? PEAK_AVX2
+                   : strstr(feat, "neon") ? PEAK_NEON : PEAK_SCALAR;
     if (!peak_isa_supported(isa)) isa = peak_best_isa();
     double peak1 = NAN, peakT = NAN;
     if (A.peak_ms > 0) {
@@ -827,6 +817,8 @@ int cmd_bench(int argc, char **argv) {
         json_str(skycmd_build_id());
         printf(",\"cpu_features\":");
         json_str(feat);
+        printf(",\"kernels\":");
+        json_str(kernels);
         printf(",\"parameters\":%lld,\"gguf_bytes\":%lld,", (long long)hp.params,
                (long long)sb.st_size);
         printf("\"hparams\":{\"embedding_length\":%lld,\"encoder_blocks\":%lld,"
@@ -879,6 +871,7 @@ int cmd_bench(int argc, char **argv) {
                A.preset ? "random " : path, A.preset ? A.preset : "", "", mode, threads,
                threads == 1 ? "" : "s", skycmd_build_id());
         printf("  cpu features           %s\n", feat);
+        printf("  kernels                %s\n", kernels);
         printf("  parameters             %lld   GGUF %.1f MB   d=%lld layers=%lld+%lld ff=%lld "
                "window=%lld/%lld\n", (long long)hp.params, gguf_bytes / 1e6, (long long)hp.d,
                (long long)hp.layers, (long long)hp.head_layers, (long long)hp.ff,

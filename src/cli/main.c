@@ -46,6 +46,7 @@ static void version(void) {
            skycmd_abi_version());
     printf("build: %s\n", skycmd_build_id());
     printf("cpu features: %s\n", skycmd_cpu_features());
+    printf("kernels: %s\n", skycmd_kernels());
     printf("%s\n", serve_http_library());
 }
 

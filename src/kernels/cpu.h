@@ -1,4 +1,5 @@
-/* cpu.h - CPU features detected once at run time; kernels choose their SIMD path by them. */
+/* cpu.h - CPU features detected once at run time (x86-64: CPUID; aarch64: the OS's hardware
+ * capability report); kernels choose their SIMD path by them. */
 #ifndef SK_CPU_H
 #define SK_CPU_H
 enum {
@@ -12,7 +13,15 @@ enum {
      * granted this process the tile data state (arch_prctl ARCH_REQ_XCOMP_PERM). */
     SK_CPU_AMX_INT8 = 1 << 6,
     SK_CPU_AMX_BF16 = 1 << 7,
-    SK_CPU_AVX512BF16 = 1 << 8
+    SK_CPU_AVX512BF16 = 1 << 8,
+    /* aarch64: Advanced SIMD (every aarch64 CPU has it) and the optional int8 dot products
+     * (FEAT_DotProd: SDOT/UDOT), int8 matrix multiply-accumulate (FEAT_I8MM: SMMLA) and
+     * BF16 products (FEAT_BF16: BFDOT/BFMMLA). Linux: getauxval(AT_HWCAP/AT_HWCAP2);
+     * macOS: sysctl hw.optional.arm.FEAT_*. */
+    SK_CPU_NEON = 1 << 9,
+    SK_CPU_DOTPROD = 1 << 10,
+    SK_CPU_I8MM = 1 << 11,
+    SK_CPU_ARM_BF16 = 1 << 12
 };
 int sk_cpu_features(void);
 /* 1 when the AMX kernels may run: the CPU and OS allow them (SK_CPU_AMX_*), the f32 kernels

@@ -1,12 +1,67 @@
 /* kernels.c - run-time dispatch of the kernels in kernels.h to the best implementation the
  * CPU supports. The level is computed once (CPU features, capped by SKYCMD_KERNELS=scalar|
- * avx2 in the environment) and cached; tests may cap it with sk_kernels_force_level(). */
+ * avx2 in the environment) and cached; tests may cap it with sk_kernels_force_level(). Each
+ * level is one table of implementations (kernel_set). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "skycmd.h"
 #include "kernels.h"
 #include "cpu.h"
+#include "q8.h"
 #include "pool.h"
+
+/* One table of implementations per level of this architecture: a dispatcher reads the
+ * table of the current level, so adding an architecture or a level is one table, not a
+ * branch in every function. A NULL add_layernorm means "sk_add, then the level's
+ * layernorm"; a NULL softmax_rows means "the level's one-row softmax, row by row". */
+typedef struct kernel_set {
+    const char *name;
+    void (*gemm)(const float *, size_t, size_t, const sk_packed *, float *, size_t);
+    void (*pack)(const float *, size_t, size_t, size_t, float *);
+    void (*layernorm)(const float *, size_t, size_t, const float *, const float *, float, float *);
+    void (*add_layernorm)(float *, const float *, size_t, size_t, const float *, const float *,
+                          float, float *);
+    sk_geglu_fn geglu;
+    void (*gelu)(float *, size_t);
+    void (*softmax_rows)(float *, size_t, size_t, size_t, const size_t *, const size_t *, float);
+    sk_softmax_row_fn softmax_row;
+    sk_rope_fn rope;
+    void (*widen16)(int, const void *, float *, size_t);
+    int (*all_finite)(const float *, size_t);
+} kernel_set;
+
+static const kernel_set k_scalar = {
+    "scalar", sk_gemm_scalar, sk_pack_ref, sk_layernorm_ref, NULL, sk_geglu_ref, sk_gelu_ref,
+    NULL, sk_attn_softmax_ref, sk_rope_ref, sk_widen16_ref, sk_all_finite_ref};
+#if defined(__aarch64__)
+static const kernel_set k_neon = {
+    "neon", sk_gemm_neon, sk_pack_ref, sk_layernorm_neon, sk_add_layernorm_neon, sk_geglu_neon,
+    sk_gelu_neon, NULL, sk_attn_softmax_neon, sk_rope_neon, sk_widen16_neon, sk_all_finite_neon};
+static const kernel_set *const k_levels[] = {&k_scalar, &k_neon};
+
+static int best_level(int f) { return (f & SK_CPU_NEON) ? SK_LEVEL_NEON : SK_LEVEL_SCALAR; }
+#elif defined(__x86_64__)
+static const kernel_set k_avx2 = {
+    "avx2", sk_gemm_avx2, sk_pack_ref, sk_layernorm_avx2, NULL, sk_geglu_avx2, sk_gelu_avx2,
+    NULL, sk_attn_softmax_avx2, sk_rope_avx2, sk_widen16_avx2, sk_all_finite_ref};
+static const kernel_set k_avx512 = {
+    "avx512", sk_gemm_avx512, sk_pack_avx512, sk_layernorm_avx512, sk_add_layernorm_avx512,
+    sk_geglu_avx512, sk_gelu_avx512, sk_attn_softmax_rows_avx512, NULL, sk_rope_avx512,
+    sk_widen16_avx2, sk_all_finite_avx512};
+static const kernel_set *const k_levels[] = {&k_scalar, &k_avx2, &k_avx512};
+
+static int best_level(int f) {
+    if (!((f & SK_CPU_AVX2) && (f & SK_CPU_FMA) && (f & SK_CPU_F16C))) return SK_LEVEL_SCALAR;
+    return (f & SK_CPU_AVX512F) ? SK_LEVEL_AVX512 : SK_LEVEL_AVX2;
+}
+#else
+static const kernel_set *const k_levels[] = {&k_scalar};
+
+static int best_level(int f) { (void)f; return SK_LEVEL_SCALAR; }
+#endif
+enum { n_levels = sizeof k_levels / sizeof k_levels[0] };
 
 static int g_auto = -1;   /* cached automatic level */
 static int g_force = -1;  /* test override */
@@ -14,13 +69,12 @@ static int g_force = -1;  /* test override */
 static int auto_level(void) {
     int lv = __atomic_load_n(&g_auto, __ATOMIC_ACQUIRE);
     if (lv >= 0) return lv;
-    int f = sk_cpu_features();
-    lv = SK_LEVEL_SCALAR;
-    if ((f & SK_CPU_AVX2) && (f & SK_CPU_FMA) && (f & SK_CPU_F16C)) lv = SK_LEVEL_AVX2;
-    if (lv == SK_LEVEL_AVX2 && (f & SK_CPU_AVX512F)) lv = SK_LEVEL_AVX512;
+    lv = best_level(sk_cpu_features());
     const char *env = getenv("SKYCMD_KERNELS");
     if (env && strcmp(env, "scalar") == 0) lv = SK_LEVEL_SCALAR;
+#if defined(__x86_64__)
     if (env && strcmp(env, "avx2") == 0 && lv > SK_LEVEL_AVX2) lv = SK_LEVEL_AVX2;
+#endif
     __atomic_store_n(&g_auto, lv, __ATOMIC_RELEASE);
     return lv;
 }
@@ -34,12 +88,20 @@ int sk_kernels_level(void) {
 void sk_kernels_force_level(int level) { __atomic_store_n(&g_force, level, __ATOMIC_RELAXED); }
 
 const char *sk_kernels_level_name(int level) {
-    switch (level) {
-    case SK_LEVEL_SCALAR: return "scalar";
-    case SK_LEVEL_AVX2: return "avx2";
-    case SK_LEVEL_AVX512: return "avx512";
-    default: return "unknown";
-    }
+    return level >= 0 && level < n_levels ? k_levels[level]->name : "unknown";
+}
+
+static const kernel_set *kset(void) { return k_levels[sk_kernels_level()]; }
+
+const char *skycmd_kernels(void) {
+    static char text[64];
+    static int done;
+    if (__atomic_load_n(&done, __ATOMIC_ACQUIRE)) return text;
+    char buf[sizeof text];
+    snprintf(buf, sizeof buf, "f32=%s int8=%s", kset()->name, sk_q8_kernel_name());
+    memcpy(text, buf, sizeof text);  /* the same bytes whichever thread writes first */
+    __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+    return text;
 }
 
 void sk_gemm(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y, size_t ldy) {
@@ -47,67 +109,42 @@ void sk_gemm(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, floa
         sk_gemm_amx_bf16(x, ldx, n_rows, w, y, ldy);
         return;
     }
-    switch (sk_kernels_level()) {
-    case SK_LEVEL_AVX512: sk_gemm_avx512(x, ldx, n_rows, w, y, ldy); break;
-    case SK_LEVEL_AVX2: sk_gemm_avx2(x, ldx, n_rows, w, y, ldy); break;
-    default: sk_gemm_scalar(x, ldx, n_rows, w, y, ldy); break;
-    }
+    kset()->gemm(x, ldx, n_rows, w, y, ldy);
 }
 
 void sk_pack(const float *w, size_t ldw, size_t n_out, size_t n_in, float *out) {
-    if (sk_kernels_level() >= SK_LEVEL_AVX512)
-        sk_pack_avx512(w, ldw, n_out, n_in, out);
-    else
-        sk_pack_ref(w, ldw, n_out, n_in, out);
+    kset()->pack(w, ldw, n_out, n_in, out);
 }
 
 void sk_layernorm(const float *x, size_t n_rows, size_t d, const float *w, const float *b,
                   float eps, float *y) {
-    const int lv = sk_kernels_level();
-    if (lv >= SK_LEVEL_AVX512)
-        sk_layernorm_avx512(x, n_rows, d, w, b, eps, y);
-    else if (lv >= SK_LEVEL_AVX2)
-        sk_layernorm_avx2(x, n_rows, d, w, b, eps, y);
-    else
-        sk_layernorm_ref(x, n_rows, d, w, b, eps, y);
+    kset()->layernorm(x, n_rows, d, w, b, eps, y);
 }
 
 void sk_add_layernorm(float *x, const float *a, size_t n_rows, size_t d, const float *w,
                       const float *b, float eps, float *y) {
-    if (sk_kernels_level() >= SK_LEVEL_AVX512) {
-        sk_add_layernorm_avx512(x, a, n_rows, d, w, b, eps, y);
+    const kernel_set *k = kset();
+    if (k->add_layernorm) {
+        k->add_layernorm(x, a, n_rows, d, w, b, eps, y);
         return;
     }
     if (a) sk_add(x, a, n_rows * d);
-    sk_layernorm(x, n_rows, d, w, b, eps, y);
+    k->layernorm(x, n_rows, d, w, b, eps, y);
 }
 
-sk_geglu_fn sk_geglu_kernel(void) {
-    int lv = sk_kernels_level();
-    return lv >= SK_LEVEL_AVX512 ? sk_geglu_avx512 : lv >= SK_LEVEL_AVX2 ? sk_geglu_avx2
-                                                                        : sk_geglu_ref;
-}
+sk_geglu_fn sk_geglu_kernel(void) { return kset()->geglu; }
 
 void sk_geglu(const float *a, const float *g, float *y, size_t n) { sk_geglu_kernel()(a, g, y, n); }
 
-void sk_gelu(float *x, size_t n) {
-    int lv = sk_kernels_level();
-    if (lv >= SK_LEVEL_AVX512)
-        sk_gelu_avx512(x, n);
-    else if (lv >= SK_LEVEL_AVX2)
-        sk_gelu_avx2(x, n);
-    else
-        sk_gelu_ref(x, n);
-}
+void sk_gelu(float *x, size_t n) { kset()->gelu(x, n); }
 
 void sk_attn_softmax_rows(float *x, size_t ld, size_t nr, size_t nk, const size_t *a,
                           const size_t *b, float scale) {
-    const int lv = sk_kernels_level();
-    if (lv >= SK_LEVEL_AVX512)
-        sk_attn_softmax_rows_avx512(x, ld, nr, nk, a, b, scale);
+    const kernel_set *k = kset();
+    if (k->softmax_rows)
+        k->softmax_rows(x, ld, nr, nk, a, b, scale);
     else
-        sk_attn_softmax_rows_each(lv >= SK_LEVEL_AVX2 ? sk_attn_softmax_avx2 : sk_attn_softmax_ref,
-                                  x, ld, nr, nk, a, b, scale);
+        sk_attn_softmax_rows_each(k->softmax_row, x, ld, nr, nk, a, b, scale);
 }
 
 /* Products below this many multiply-adds stay on one thread: the hand-off costs about a
@@ -170,24 +207,14 @@ void sk_gemm_pool(struct sk_pool *pool, const float *x, size_t ldx, size_t n_row
     sk_pool_run(pool, gemm_part, &j);
 }
 
-sk_rope_fn sk_rope_kernel(void) {
-    const int lv = sk_kernels_level();
-    return lv >= SK_LEVEL_AVX512 ? sk_rope_avx512 : lv >= SK_LEVEL_AVX2 ? sk_rope_avx2
-                                                                      : sk_rope_ref;
-}
+sk_rope_fn sk_rope_kernel(void) { return kset()->rope; }
 
 void sk_rope(float *u, size_t n_heads, size_t D, const float *c, const float *s) {
     sk_rope_kernel()(u, n_heads, D, c, s);
 }
 
 void sk_widen16(int wtype, const void *src, float *dst, size_t n) {
-    if (sk_kernels_level() >= SK_LEVEL_AVX2)
-        sk_widen16_avx2(wtype, src, dst, n);
-    else
-        sk_widen16_ref(wtype, src, dst, n);
+    kset()->widen16(wtype, src, dst, n);
 }
 
-int sk_all_finite(const float *x, size_t n) {
-    if (sk_kernels_level() >= SK_LEVEL_AVX512) return sk_all_finite_avx512(x, n);
-    return sk_all_finite_ref(x, n);
-}
+int sk_all_finite(const float *x, size_t n) { return kset()->all_finite(x, n); }

@@ -25,8 +25,11 @@
 
 #define SK_PANEL 16
 
-/* Kernel levels. */
-enum { SK_LEVEL_SCALAR = 0, SK_LEVEL_AVX2 = 1, SK_LEVEL_AVX512 = 2 };
+/* Kernel levels: ordered tiers of one architecture, 0 the scalar reference. x86-64 has
+ * AVX2 (+FMA+F16C) < AVX-512F; aarch64 has NEON (Advanced SIMD, every aarch64 CPU), whose
+ * int8 products use SDOT/SMMLA where the CPU has them (q8.h). A tier's number means nothing
+ * across architectures: compare levels only with the names of the architecture compiled. */
+enum { SK_LEVEL_SCALAR = 0, SK_LEVEL_AVX2 = 1, SK_LEVEL_AVX512 = 2, SK_LEVEL_NEON = 1 };
 /* The level the dispatchers use: the best the CPU supports, lowered by
  * sk_kernels_force_level() (tests) or the environment variable SKYCMD_KERNELS=scalar|avx2
  * (SKYCMD_KERNELS=avx512 leaves the level and turns the AMX kernels off: cpu.h). */
@@ -172,6 +175,22 @@ int sk_all_finite_avx512(const float *x, size_t n);
 void sk_widen16_ref(int wtype, const void *src, float *dst, size_t n);
 void sk_widen16(int wtype, const void *src, float *dst, size_t n);
 void sk_widen16_avx2(int wtype, const void *src, float *dst, size_t n);
+
+/* aarch64 NEON (src/kernels/kernels_neon.c): call only where sk_cpu_features() has
+ * SK_CPU_NEON (on other CPUs they are the scalar code). Same contracts as the functions
+ * above; the GEMM widens F16/BF16 panels exactly as it loads them. */
+void sk_gemm_neon(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
+                  size_t ldy);
+void sk_layernorm_neon(const float *x, size_t n_rows, size_t d, const float *w, const float *b,
+                       float eps, float *y);
+void sk_add_layernorm_neon(float *x, const float *a, size_t n_rows, size_t d, const float *w,
+                           const float *b, float eps, float *y);
+void sk_geglu_neon(const float *a, const float *g, float *y, size_t n);
+void sk_gelu_neon(float *x, size_t n);
+void sk_attn_softmax_neon(float *x, size_t n, float scale);
+void sk_rope_neon(float *u, size_t n_heads, size_t D, const float *c, const float *s);
+void sk_widen16_neon(int wtype, const void *src, float *dst, size_t n);
+int sk_all_finite_neon(const float *x, size_t n);
 
 /* AMX BF16 GEMM (src/kernels/amx.c): y = x . W^T + b on SK_PACK_AMX_BF16X2/X3 weights
  * (activations split into bf16 hi + lo per call; see amx.c for the error bound). Call only

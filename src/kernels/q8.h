@@ -22,7 +22,7 @@
  *    per output and block the exact int32 sum isum (Q8: dot(q, w); Q8x2: 128 dot(q, w) +
  *    dot(r, w)); acc = fmaf(xs * wd, (float)isum, acc) over the blocks in order from 0; the
  *    output is acc + bias. sk_q8_gemm_ref is that definition in plain C; the AVX2, AVX-512
- *    VNNI and AMX kernels are tested against it bit for bit.
+ *    VNNI and AMX kernels and aarch64's SDOT and SMMLA ones are tested against it bit for bit.
  *  - Row-scaled matrices (sk_q8_packed.row_sum128 set; SKYCMD_WEIGHTS_Q8_ROW): every block
  *    of an output row carries the same scale wd, and the activations are quantized with
  *    SK_Q8_ACT_ROW (one scale d per row: d = max|x| / 127 over the row, stored in every
@@ -72,6 +72,10 @@ void sk_q8_quantize_act_avx2(const float *x, size_t ldx, size_t n_rows, size_t k
                              sk_q8_act *a);
 void sk_q8_quantize_act_avx512(const float *x, size_t ldx, size_t n_rows, size_t k, int mode,
                                sk_q8_act *a);
+/* aarch64 Advanced SIMD (src/kernels/q8_neon.c): the same bytes; zero_cols stays with the
+ * reference. Elsewhere it forwards to the reference. */
+void sk_q8_quantize_act_neon(const float *x, size_t ldx, size_t n_rows, size_t k, int mode,
+                             sk_q8_act *a);
 
 #define SK_Q8_PANEL 16
 #define SK_Q8_CHUNK (SK_Q8_PANEL * 32 + SK_Q8_PANEL * 2 + SK_Q8_PANEL * 2)
@@ -128,19 +132,48 @@ void sk_q8_gemm_avx2(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_
                      float *y, size_t ldy);
 void sk_q8_gemm_vnni(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
                      float *y, size_t ldy);
+/* aarch64 (src/kernels/q8_neon.c), bit-identical to sk_q8_gemm_ref like the x86 ones:
+ * SDOT (call only when SK_CPU_DOTPROD) and SMMLA (only when SK_CPU_I8MM). A compiler that
+ * cannot build one under a function target attribute (SK_Q8_HAVE_* below 0) leaves it the
+ * reference, and the dispatcher does not choose it; off aarch64 both are the reference. */
+void sk_q8_gemm_dotprod(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
+                        float *y, size_t ldy);
+void sk_q8_gemm_i8mm(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
+                     float *y, size_t ldy);
+/* 1 when the compiler builds the SDOT / SMMLA kernels whatever the baseline -march: the
+ * intrinsics usable under a target attribute (GCC >= 8 / >= 10, clang >= 16, Apple clang
+ * >= 15) or the feature on in the baseline. */
+#if defined(__aarch64__) && (defined(__ARM_FEATURE_DOTPROD) ||                          \
+    (defined(__clang__) && defined(__apple_build_version__) && __clang_major__ >= 15) ||  \
+    (defined(__clang__) && !defined(__apple_build_version__) && __clang_major__ >= 16) || \
+    (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 8))
+#define SK_Q8_HAVE_DOTPROD 1
+#else
+#define SK_Q8_HAVE_DOTPROD 0
+#endif
+#if defined(__aarch64__) && SK_Q8_HAVE_DOTPROD && (defined(__ARM_FEATURE_MATMUL_INT8) || \
+    (defined(__clang__) && defined(__apple_build_version__) && __clang_major__ >= 15) ||  \
+    (defined(__clang__) && !defined(__apple_build_version__) && __clang_major__ >= 16) || \
+    (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 10))
+#define SK_Q8_HAVE_I8MM 1
+#else
+#define SK_Q8_HAVE_I8MM 0
+#endif
 /* AMX tiles (src/kernels/amx.c): call only when sk_amx_usable() and SK_CPU_AMX_INT8. */
 void sk_q8_gemm_amx(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
                     float *y, size_t ldy);
 /* Best of the above for this CPU (respects sk_kernels_level(): scalar level -> ref; AMX
- * unless SKYCMD_KERNELS caps it, see cpu.h). */
+ * unless SKYCMD_KERNELS caps it, see cpu.h; aarch64: SMMLA, else SDOT, at level NEON). */
 void sk_q8_gemm(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1, float *y,
                 size_t ldy);
-/* 1 when sk_q8_gemm runs the AMX kernel here (the tile state granted, nothing capping it). */
+/* 1 when sk_q8_gemm runs the AMX kernel here (the tile state granted, nothing capping it;
+ * always 0 on aarch64). */
 int sk_q8_uses_tiles(void);
-/* "amx", "vnni", "avx2" or "scalar": what sk_q8_gemm uses. */
+/* What sk_q8_gemm uses: "amx", "vnni", "avx2" or "scalar" (x86-64); "i8mm", "dotprod" or
+ * "scalar" (aarch64). */
 const char *sk_q8_kernel_name(void);
-/* Test hook: 0 scalar, 1 avx2, 2 vnni, 3 amx, -1 automatic (a cap: never above what the
- * CPU allows). Not for concurrent use. */
+/* Test hook: 0 scalar, 1 avx2, 2 vnni, 3 amx (aarch64: 0 scalar, 1 dotprod, 2 i8mm), -1
+ * automatic (a cap: never above what the CPU allows). Not for concurrent use. */
 void sk_q8_force_kernel(int which);
 
 /* A Linear layer on int8 weights, with outlier columns. */

@@ -128,6 +128,12 @@ void sk_q8_quantize_act(const float *x, size_t ldx, size_t n_rows, size_t k, int
         }
     }
 #endif
+#if defined(__aarch64__)
+    if (!zero_cols && sk_kernels_level() >= SK_LEVEL_NEON) {
+        sk_q8_quantize_act_neon(x, ldx, n_rows, k, mode, a);
+        return;
+    }
+#endif
     sk_q8_quantize_act_ref(x, ldx, n_rows, k, mode, zero_cols, a);
 }
 
@@ -224,8 +230,16 @@ void sk_q8_gemm_ref(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t
 
 static int g_force = -1;
 
+/* x86-64: 0 scalar, 1 avx2, 2 vnni, 3 amx; aarch64: 0 scalar, 1 dotprod, 2 i8mm. */
 static int q8_level(void) {
     int lv = 0;
+#if defined(__aarch64__)
+    if (sk_kernels_level() >= SK_LEVEL_NEON) {
+        const int f = sk_cpu_features();
+        if ((f & SK_CPU_DOTPROD) && SK_Q8_HAVE_DOTPROD) lv = 1;
+        if (lv == 1 && (f & SK_CPU_I8MM) && SK_Q8_HAVE_I8MM) lv = 2;
+    }
+#else
     if (sk_kernels_level() >= SK_LEVEL_AVX2) {
         const int f = sk_cpu_features();
         lv = 1;
@@ -234,18 +248,28 @@ static int q8_level(void) {
         /* the AMX kernel hands its n_rows % 16 tail to the VNNI one */
         if (lv == 2 && (f & SK_CPU_AMX_INT8) && sk_amx_usable()) lv = 3;
     }
+#endif
     const int force = __atomic_load_n(&g_force, __ATOMIC_RELAXED);
     return force >= 0 && force < lv ? force : lv;
 }
 
 void sk_q8_force_kernel(int which) { __atomic_store_n(&g_force, which, __ATOMIC_RELAXED); }
 
+#if defined(__aarch64__)
+int sk_q8_uses_tiles(void) { return 0; }
+
+const char *sk_q8_kernel_name(void) {
+    static const char *names[] = {"scalar", "dotprod", "i8mm"};
+    return names[q8_level()];
+}
+#else
 int sk_q8_uses_tiles(void) { return q8_level() == 3; }
 
 const char *sk_q8_kernel_name(void) {
     static const char *names[] = {"scalar", "avx2", "vnni", "amx"};
     return names[q8_level()];
 }
+#endif
 
 int sk_q8_relayout_pairs(sk_q8_packed *w, uint8_t *panels) {
     const size_t nb = w->n_in / SK_QK8_0, np = (w->n_out + SK_Q8_PANEL - 1) / SK_Q8_PANEL;
@@ -271,6 +295,9 @@ void sk_q8_gemm(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
     case 3: sk_q8_gemm_amx(a, w, o0, o1, y, ldy); break;
     case 2: sk_q8_gemm_vnni(a, w, o0, o1, y, ldy); break;
     case 1: sk_q8_gemm_avx2(a, w, o0, o1, y, ldy); break;
+#elif defined(__aarch64__)
+    case 2: sk_q8_gemm_i8mm(a, w, o0, o1, y, ldy); break;
+    case 1: sk_q8_gemm_dotprod(a, w, o0, o1, y, ldy); break;
 #endif
     default: sk_q8_gemm_ref(a, w, o0, o1, y, ldy); break;
     }

@@ -36,6 +36,21 @@ done
 grep -q '"request":{"n":4,' "$T/b.json" || fail "--iters 4 not honoured"
 grep -q '"gguf_bytes":'"$(stat -c %s "$T/p.gguf")"',' "$T/b.json" || fail "gguf_bytes is not the file size"
 
+# the kernels that ran: named for this CPU's architecture, and the scalar reference when
+# SKYCMD_KERNELS caps them
+grep -qE '"kernels":"f32=(scalar|avx2|avx512|neon) int8=(scalar|avx2|vnni|amx|dotprod|i8mm)"' "$T/b.json" ||
+  fail "kernels: $(grep -o '"kernels":"[^"]*"' "$T/b.json")"
+SKYCMD_KERNELS=scalar "$CLI" bench "$T/p.gguf" --iters 1 --warmup 0 --peak-ms 0 --no-single --json > "$T/s.json" ||
+  fail "bench scalar"
+grep -q '"kernels":"f32=scalar int8=scalar"' "$T/s.json" || fail "scalar kernels: $(grep -o '"kernels":"[^"]*"' "$T/s.json")"
+"$CLI" --version | grep -qE '^kernels: f32=' || fail "--version lacks the kernels line"
+# the best f32 level of the CPU the program runs on (an emulated one included)
+features=$("$CLI" --version | sed -n 's/^cpu features: //p')
+case " $features " in
+  *" neon "*) best=neon ;; *" avx512f "*) best=avx512 ;; *" avx2 "*) best=avx2 ;; *) best=scalar ;;
+esac
+grep -q "\"kernels\":\"f32=$best " "$T/b.json" || fail "features '$features' but $(grep -o '"kernels":"[^"]*"' "$T/b.json")"
+
 # the mode that ran: the default is bf16x3 where the AMX-BF16 tiles are usable, else f32;
 # --f32 is f32 everywhere, and so is the default with the kernels capped below AMX
 "$CLI" bench x.gguf --f32 --bf16x3 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--f32 with --bf16x3 must exit 2"
