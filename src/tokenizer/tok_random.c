@@ -70,19 +70,32 @@ static uint64_t splitmix(uint64_t *s) {
     return z ^ (z >> 31);
 }
 
+/* The draws of one line are taken into locals in a fixed order before they are printed:
+ * the order in which a call's arguments are evaluated is unspecified in C (GCC takes them
+ * last to first on x86-64 and first to last on aarch64), and the corpus, hence the random
+ * tokenizer and every fixture made from it, must be the same on every machine. The order is
+ * the one the committed fixtures were made with (last argument first). */
 static void gen_line(sk_buf *b, uint64_t *rng) {
     static const char *const acts[] = {"thrust", "glide", "wait", "left", "right", "jump"};
     static const char *const keys[] = {"vy", "dx", "up", "down", "gap", "y", "score", "speed"};
     switch (splitmix(rng) % 4) {
     case 0:
-        for (int i = 0; i < 6; i++)
-            sk_buf_printf(b, "%s %d ", keys[splitmix(rng) % 8], (int)(splitmix(rng) % 300) - 40);
+        for (int i = 0; i < 6; i++) {
+            const int value = (int)(splitmix(rng) % 300) - 40;
+            const char *key = keys[splitmix(rng) % 8];
+            sk_buf_printf(b, "%s %d ", key, value);
+        }
         break;
-    case 1:
-        sk_buf_printf(b, "{\"%s\": %d, \"%s\": %d.%d, \"action\": \"%s\"} ", keys[splitmix(rng) % 8],
-                      (int)(splitmix(rng) % 1000), keys[splitmix(rng) % 8], (int)(splitmix(rng) % 50),
-                      (int)(splitmix(rng) % 100), acts[splitmix(rng) % 6]);
+    case 1: {
+        const char *act = acts[splitmix(rng) % 6];
+        const int frac = (int)(splitmix(rng) % 100), whole = (int)(splitmix(rng) % 50);
+        const char *key2 = keys[splitmix(rng) % 8];
+        const int value = (int)(splitmix(rng) % 1000);
+        const char *key1 = keys[splitmix(rng) % 8];
+        sk_buf_printf(b, "{\"%s\": %d, \"%s\": %d.%d, \"action\": \"%s\"} ", key1, value, key2,
+                      whole, frac, act);
         break;
+    }
     case 2: /* made-up words keep the pair supply going for large vocabularies */
         for (int w = 0; w < 5; w++) {
             int len = 3 + (int)(splitmix(rng) % 7);
@@ -90,9 +103,12 @@ static void gen_line(sk_buf *b, uint64_t *rng) {
             for (int i = 0; i < len; i++) sk_buf_putc(b, (char)('a' + splitmix(rng) % 26));
         }
         break;
-    default:
-        sk_buf_printf(b, "step %d: %s ", (int)(splitmix(rng) % 10000), acts[splitmix(rng) % 6]);
+    default: {
+        const char *act = acts[splitmix(rng) % 6];
+        const int step = (int)(splitmix(rng) % 10000);
+        sk_buf_printf(b, "step %d: %s ", step, act);
         break;
+    }
     }
     sk_buf_putc(b, '\n');
 }
