@@ -40,7 +40,7 @@ endif()
 
 set(_serve_dir ${CMAKE_CURRENT_SOURCE_DIR}/serve)
 set(_serve_work ${CMAKE_BINARY_DIR}/serve-tests)
-set(_serve_args --cli $<TARGET_FILE:skycmd_cli> --source-dir ${CMAKE_SOURCE_DIR})
+set(_serve_args --cli ${SKYCMD_CLI_RUN} --source-dir ${CMAKE_SOURCE_DIR})
 
 add_test(NAME serve_http
          COMMAND ${Python3_EXECUTABLE} ${_serve_dir}/test_http.py ${_serve_args} --work-dir ${_serve_work}/http)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# build-mhd.sh [PREFIX] - build libmicrohttpd 1.0.1 (static, position-independent) from
+# build-mhd.sh [PREFIX [HOST]] - build libmicrohttpd 1.0.1 (static, position-independent) from
 # Debian's own source package into PREFIX (default: .deps/mhd in the repository), for
-# `skycmd serve`'s strict request framing.
+# `skycmd serve`'s strict request framing. HOST, a GNU triplet such as aarch64-linux-gnu,
+# cross-compiles with HOST-gcc (tools/test-arm64.sh); without it, the build machine's cc.
 #
 # Why: Debian bookworm ships libmicrohttpd 0.9.75, which merges an obsolete folded header
 # line into the previous header whatever its settings; RFC 9112 5.2 wants it refused, and
@@ -17,6 +18,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 prefix=${1:-$root/.deps/mhd}
+host=${2:-}
+cross=()
+[ -n "$host" ] && cross=(--host="$host" CC="$host-gcc")
 version=1.0.1
 debian_version=1.0.1-4
 
@@ -42,11 +46,11 @@ apt-get "${apt_opts[@]}" update -qq
 tar -xzf "$work/libmicrohttpd_$version.orig.tar.gz" -C "$work"
 src="$work/libmicrohttpd-$version"
 
-echo "tools/build-mhd.sh: building libmicrohttpd $version into $prefix"
+echo "tools/build-mhd.sh: building libmicrohttpd $version${host:+ for $host} into $prefix"
 # Only what the server uses: no TLS, no auth helpers, no POST processor, no upgrade; static
 # with PIC so it links into the skycmd executable and leaves no runtime dependency.
 (cd "$src" &&
- ./configure -q --prefix="$prefix" --enable-static --disable-shared --with-pic \
+ ./configure -q "${cross[@]}" --prefix="$prefix" --enable-static --disable-shared --with-pic \
    --disable-https --disable-curl --disable-doc --disable-examples --disable-tools \
    --disable-dauth --disable-bauth --disable-postprocessor --disable-httpupgrade \
    > "$work/configure.log" 2>&1 || { tail -30 "$work/configure.log"; exit 1; }

@@ -10,6 +10,10 @@
 #
 # usage: tools/fresh-machine-test.sh [--keep] [--only-setup] [--dir DIR] [--log FILE]
 #                                    [--cache-dir DIR] [--mirror URL] [--extra-ca FILE]... [--no-host-ca]
+#                                    [--stage 'NAME=COMMAND']...
+#   --stage N=CMD  after README's two commands, run CMD in the same root as a stage named N
+#                  (CI: the arm64 tests under qemu and the macOS cross-link); its exit status
+#                  counts like theirs
 #   --keep         keep the root (DIR/root) for debugging; mounts are still undone
 #   --only-setup   run the first command and `tools/setup.sh --all`, not tools/test-all.sh
 #   --dir DIR      work directory (default: a new /var/tmp/skycmd-fresh.XXXXXX, removed at the end)
@@ -34,7 +38,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 keep=0 only_setup=0 dir="" log="" cache_dir="" mirror=http://deb.debian.org/debian host_ca=1
-extra_ca=()
+extra_ca=() stages=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --keep) keep=1; shift ;;
@@ -45,7 +49,9 @@ while [ $# -gt 0 ]; do
     --mirror) mirror=$2; shift 2 ;;
     --extra-ca) extra_ca+=("$(realpath "$2")"); shift 2 ;;
     --no-host-ca) host_ca=0; shift ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    --stage) case "$2" in *=*) stages+=("$2") ;; *) echo "fresh-machine-test: --stage takes NAME=COMMAND" >&2; exit 2 ;; esac
+             shift 2 ;;
+    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
     *) echo "fresh-machine-test: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -192,11 +198,14 @@ if [ "$only_setup" = 1 ]; then
   inside "README 2 (setup only)" "tools/setup.sh --all" || status=1
 else
   inside "README 2" "tools/setup.sh --all && tools/test-all.sh" || status=1
+  for st in "${stages[@]}"; do
+    inside "${st%%=*}" "${st#*=}" || status=1
+  done
 fi
 
 echo
 echo "== test summaries seen inside the root (full log: $log)"
-grep -aE '^===== |^----- [^:]+: [0-9]+ s$|^(ok|FAIL)[[:space:]]|^test result:|Tests run: [0-9]+, Failures|^# (pass|fail) |tests passed, [0-9]+ tests failed|^[0-9]+ passed, [0-9]+ failed|^== [a-z]+: |^(go|java|node|rust|python|crosscheck|valgrind): |^consumers: |^crosscheck: |^  [a-z_.]+: |test-debs.sh: |^lintian|^[EW]: (skycmd|libskycmd)' "$log" |
+grep -aE '^===== |^----- [^:]+: [0-9]+ s$|^(ok|FAIL)[[:space:]]|^test result:|Tests run: [0-9]+, Failures|^# (pass|fail) |tests passed, [0-9]+ tests failed|^([a-z0-9-]+: )?[0-9]+ passed, [0-9]+ failed|^== [a-z]+: |^(go|java|node|rust|python|crosscheck|valgrind): |^consumers: |^crosscheck: |^  [a-z_.]+: |test-debs.sh: |^lintian|^[EW]: (skycmd|libskycmd)' "$log" |
   head -n 200 || true
 echo
 echo "== fresh machine (Debian bookworm chroot, commit ${commit:0:12})"

@@ -1,10 +1,12 @@
 # Homebrew formula for skycmd (libskycmd + the skycmd CLI and server).
 # Lives in a tap (homebrew-tap/Formula/skycmd.rb); check with `brew audit --strict --new skycmd`
 # and `brew test skycmd`. Homebrew itself cannot be installed on this project's CI machines
-# (no download source for it), so CI runs `ruby -c` on this file and packaging/test-release.sh
+# (no download source for it), so CI runs `ruby -c` on this file, packaging/test-release.sh
 # runs the commands of `install` and `test do` below on the release tarball, in a prefix
-# that is then moved (as a bottle is poured elsewhere), with only the dependencies declared here:
-# pkg-config sees cjson, libmicrohttpd and utf8proc, not Criterion.
+# that is then moved (as a bottle is poured elsewhere), with only the dependencies declared here
+# (pkg-config sees cjson, libmicrohttpd and utf8proc, not Criterion), and tools/macos-cross.sh
+# compiles and links the same sources for arm64 and x86-64 macOS. A real `brew install
+# --build-from-source` on a Mac has not run yet (docs/platforms.md).
 # url and sha256 are written by tools/release-tarball.sh (run it at the release commit).
 # Homebrew copies LICENSE and CHANGELOG.md into the keg by itself.
 class Skycmd < Formula
@@ -16,11 +18,13 @@ class Skycmd < Formula
   head "https://example.invalid/skycmd.git", branch: "main"
 
   depends_on "cmake" => :build
-  depends_on "pkgconf" => :build
+  depends_on "pkgconf" => [:build, :test]
   depends_on "cjson"
   depends_on "libmicrohttpd"
   depends_on "utf8proc"
-  depends_on "zstd" # skycmd serve decodes zstd request bodies (zlib is the system's)
+  depends_on "zstd" # skycmd serve decodes zstd and gzip/deflate request bodies
+
+  uses_from_macos "zlib"
 
   def install
     system "cmake", "-S", ".", "-B", "build", "-DBUILD_TESTING=OFF", *std_cmake_args

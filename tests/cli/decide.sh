@@ -80,7 +80,7 @@ err=$(SKYCMD_DEFAULT_MODEL="$T/none.gguf" "$CLI" decide "$SRC/examples/flappy-dr
 [ $rc -eq 1 ] || fail "a missing SKYCMD_DEFAULT_MODEL must exit 1 (got $rc)"
 case "$err" in *"SKYCMD_DEFAULT_MODEL"*) ;; *) fail "missing default model: $err" ;; esac
 alone=$(mktemp -d "${TMPDIR:-/tmp}/skycmd-alone.XXXXXX")
-cp "$CLI" "$alone/skycmd"
+cp "${SKYCMD_CLI_PROGRAM:-$CLI}" "$alone/skycmd"   # the program itself, not an emulator's wrapper
 err=$("$alone/skycmd" decide "$SRC/examples/flappy-drone.json" 2>&1 >/dev/null); rc=$?
 rm -rf "$alone"
 if [ ! -f "$(dirname "$alone")/share/skycmd/models/s1-pico-flappy.gguf" ] &&

@@ -45,6 +45,19 @@ for mode in OFF ON; do
   has '^total: 302 parameters' "$work/cm_$mode/consumer" "$fixture"
 done
 
+echo "== find_package(skycmd) for the shared library, with no .pc of cJSON or utf8proc in sight"
+# (the shared library links them privately: its consumers need neither; the static
+# component, asked for, fails with a message that says why)
+PKG_CONFIG_LIBDIR=$work/none PKG_CONFIG_PATH= \
+  cmake -S "$src/tests/consumer" -B "$work/cm_nodeps" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$work/cm_nodeps" >/dev/null
+has '^total: 302 parameters' "$work/cm_nodeps/consumer" "$fixture"
+if PKG_CONFIG_LIBDIR=$work/none PKG_CONFIG_PATH= cmake -S "$src/tests/consumer" -B "$work/cm_nodeps_static" \
+     -DCMAKE_PREFIX_PATH="$prefix" -DSKYCMD_CONSUMER_STATIC=ON > "$work/nodeps_static.log" 2>&1; then
+  echo "the static component was found without libcjson.pc"; exit 1
+fi
+grep -q "libcjson.pc" "$work/nodeps_static.log" || { cat "$work/nodeps_static.log"; exit 1; }
+
 echo "== a newer header is refused"
 mkdir -p "$work/newer"
 perl -pe 's/^(#define SKYCMD_VERSION_MINOR )(\d+)/$1.($2+1)/e' \
