@@ -29,6 +29,7 @@
 #include "quant/calib.h"
 #include "test_util.h"
 
+#if defined(__x86_64__)  /* the AMX tiles: x86-64 only (not compiled, so not skipped, elsewhere) */
 static uint32_t g_seed = 12345;
 static uint32_t rnd(void) {
     g_seed = g_seed * 1664525u + 1013904223u;
@@ -386,6 +387,7 @@ static void need_bf16_tiles(void) {
     if (!sk_amx_usable()) cr_skip_test("SKYCMD_KERNELS caps the kernels below AMX: skipped");
 }
 
+#endif
 /* A random s1-micro model with matrices of `type` at dir/name.gguf (its path to path). */
 static void random_micro(const char *dir, const char *name, int type, char *path, size_t cap) {
     snprintf(path, cap, "%s/%s.gguf", dir, name);
@@ -398,6 +400,7 @@ static void random_micro(const char *dir, const char *name, int type, char *path
     skycmd_error_free(err);
 }
 
+#if defined(__x86_64__)  /* the AMX tiles: x86-64 only (not compiled, so not skipped, elsewhere) */
 /* The attention products on the tiles (model.attn_tiles: the bf16x3 and int8 modes on AMX)
  * against the f32 attention of the same f32 model: only those products differ, so the
  * logits agree to the bf16x3 class. 300-token sequences run the windowed layers (key ranges
@@ -499,6 +502,7 @@ Test(amx, bf16x3_weights_mode_moves_the_encoder, .fini = tu_scratch_remove) {
     }
 }
 
+#endif
 /* One request's probabilities (every option of every question, in order) from a model
  * opened with weights mode `mode` (-1: the option left unset, the library's default);
  * the mode the model reports in effect to *in_effect. */
@@ -575,6 +579,7 @@ Test(amx, bf16x3_is_the_tiles_where_usable_else_exactly_f32, .fini = tu_scratch_
     }
 }
 
+#if defined(__x86_64__)  /* the AMX tiles: x86-64 only (not compiled, so not skipped, elsewhere) */
 static void keep_head_log(void *ud, int level, const char *msg) {
     (void)level;
     char *buf = ud;
@@ -601,3 +606,4 @@ Test(amx, int8_modes_move_the_head_to_bf16x3, .fini = tu_scratch_remove) {
     skycmd_options_free(o);
     skycmd_error_free(err);
 }
+#endif

@@ -50,6 +50,14 @@ def link_arguments():
     return [], pkg_config("--libs")
 
 
+def export_only_init():
+    """Linker flags that keep PyInit__skycmd the extension's only export (libskycmd linked
+    into it stays private): a GNU version script, or Mach-O's exported-symbol option."""
+    if sys.platform == "darwin":
+        return ["-Wl,-exported_symbol,_PyInit__skycmd"]
+    return ["-Wl,--version-script=" + os.path.join(HERE, "src", "exports.map")]
+
+
 objects, libs = link_arguments()
 extension = Extension(
     "skycmd._skycmd",
@@ -58,8 +66,7 @@ extension = Extension(
     extra_compile_args=pkg_config("--cflags") + ["-std=c11", "-Wall", "-Wextra", "-Werror"],
     extra_objects=objects,
     # -S: no debug sections in the wheel (the release build of libskycmd.a carries them).
-    extra_link_args=libs + ["-Wl,--version-script=" + os.path.join(HERE, "src", "exports.map"),
-                            "-Wl,-S"],
+    extra_link_args=libs + export_only_init() + ["-Wl,-S"],
 )
 # A fresh build directory outside the source tree for every build: pip builds in the source
 # directory, and an object file left there from another libskycmd must never be reused.
