@@ -183,7 +183,8 @@ run "ctest scalar" env SKYCMD_KERNELS=scalar CRITERION_TEST_PATTERN="$numeric_pa
 configure max
 
 # The packages as packaging/test-debs.sh makes the host's (Debian's build flags, a /usr
-# build without tests, CPack), for arm64; lintian must be clean. They cannot be installed
+# build without tests, CPack), for arm64, in Debian's multiarch directory (GNUInstallDirs
+# picks it only in native builds; debhelper passes it the same way); lintian must be clean. They cannot be installed
 # here: packaging/test-debs.sh proves the installed behaviour with the host's packages.
 arm64_debs() {
   local b=$build/deb cflags ldflags
@@ -191,7 +192,8 @@ arm64_debs() {
   ldflags=$(DEB_HOST_ARCH=arm64 dpkg-buildflags --get LDFLAGS)
   DEB_BUILD_MAINT_OPTIONS=hardening=+all \
   cmake -S . -B "$b" -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/$triplet.cmake \
-    -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF \
+    -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_INSTALL_LIBDIR=lib/$triplet \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF \
     -DCMAKE_C_FLAGS="$cflags" -DCMAKE_EXE_LINKER_FLAGS="$ldflags" \
     -DCMAKE_SHARED_LINKER_FLAGS="$ldflags" >/dev/null || return 1
   cmake --build "$b" >/dev/null || return 1
