@@ -116,6 +116,7 @@ extern "C" {
     pub fn skycmd_abi_version() -> c_uint;
     pub fn skycmd_build_id() -> *const c_char;
     pub fn skycmd_cpu_features() -> *const c_char;
+    pub fn skycmd_kernels() -> *const c_char;
     pub fn skycmd_check_version(header_version_number: c_uint, err: *mut skycmd_error) -> c_int;
     pub fn skycmd_status_name(status: c_int) -> *const c_char;
     pub fn skycmd_strerror(status: c_int) -> *const c_char;

@@ -197,6 +197,11 @@ pub fn cpu_features() -> &'static str {
     unsafe { static_str(sys::skycmd_cpu_features()) }
 }
 
+/// The kernels the library runs on this CPU, e.g. "f32=avx512 int8=vnni" or "f32=neon int8=i8mm".
+pub fn kernels() -> &'static str {
+    unsafe { static_str(sys::skycmd_kernels()) }
+}
+
 /// The running library's MAJOR*10000 + MINOR*100 + PATCH.
 pub fn version_number() -> u32 {
     unsafe { sys::skycmd_version_number() }
