@@ -2,7 +2,7 @@
  * peak.c - `skycmd-peak [--ms N] [--threads N] [--json]`: the machine's f32 FMA peak in
  * GFLOP/s, one core and N threads (default: every online core), for each vector ISA the
  * CPU has. The figure `skycmd bench` compares its achieved GFLOP/s with (it runs the same
- * probe in-process, bench/peak_probe.h). Register-only FMA chains: a ceiling, not a GEMM.
+ * probe in-process, src/cli/peak_probe.h). Register-only FMA chains: a ceiling, not a GEMM.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "peak_probe.h"
+#include "../src/cli/peak_probe.h"
 
 static void usage(FILE *out) {
     fprintf(out,

@@ -22,7 +22,7 @@
 #include "skycmd.h"
 #include "kernels/cpu.h"
 #include "kernels/q8.h"
-#include "quant/calib.h"
+#include "quant/outlier_calib.h"
 
 typedef void (*gemm_fn)(const sk_q8_act *, const sk_q8_packed *, size_t, size_t, float *, size_t);
 

@@ -46,6 +46,10 @@ export PKG_CONFIG_PATH="$build/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export LD_LIBRARY_PATH="$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export SKYCMD_REQUIRE_MODEL=1
 export SKYCMD_EXAMPLE_REQUEST="$root/examples/flappy-drone.json"
+# The same request with its own budgets (max_len 75, head_max_len 64: the state is cut):
+# every binding must apply a body's budgets as the CLI does (docs/compat.md "One request
+# path"); run_budget_crosscheck answers it through each binding's example test.
+budget_request="$root/bindings/tools/budget-request.json"
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod GOPROXY=off
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/skycmd-bindings.XXXXXX")
@@ -168,6 +172,31 @@ run_python() {
     summary python "$([ $rc -eq 0 ] && echo PASS || echo FAIL) ($line; $vg)"
 }
 
+# Each selected binding's example test once more on the budget request, its dump cross-checked
+# against `skycmd decide` like the example's.
+run_budget_crosscheck() {
+    echo "== cross-check of a body's budgets (bindings/tools/budget-request.json)"
+    local d="$work/dumps-budget" rc=0 langs=() l
+    mkdir -p "$d"
+    "$build/skycmd" decide "$SKYCMD_TEST_MODEL" "$budget_request" --f32 > "$d/cli.json" 2>/dev/null || rc=1
+    export SKYCMD_EXAMPLE_REQUEST="$budget_request" SKYCMD_DUMP_DIR="$d"
+    for l in go java node rust python; do want "$l" && langs+=("$l"); done
+    for l in "${langs[@]}"; do
+        case $l in
+        go) (cd "$here/go" && go test -count=1 -run '^TestExampleRequest$' ./skycmd) ;;
+        java) (cd "$here/java" && mvn -B -q ${MVN_FLAGS:-} test -Dtest='SkycmdTest#exampleRequestAnswered' \
+                  -Dsurefire.failIfNoSpecifiedTests=false) ;;
+        node) (cd "$here/node" && node --test --test-name-pattern='the example request is answered' test/skycmd.test.js) ;;
+        rust) (cd "$here/rust" && cargo test --offline -q -p skycmd --test api example_request_answered) ;;
+        python) (cd "$work" && "$work/python-venv/bin/python" -m pytest -p no:cacheprovider -q -k test_example_request \
+                    "$here/python/tests") ;;
+        esac > "$work/budget-$l.log" 2>&1 || { rc=1; echo "$l: its example test failed on the budget request"; tail -n 20 "$work/budget-$l.log"; }
+    done
+    export SKYCMD_EXAMPLE_REQUEST="$root/examples/flappy-drone.json" SKYCMD_DUMP_DIR="$work/dumps"
+    node "$here/tools/crosscheck.js" "$d" "${langs[@]}" || rc=1
+    summary budget-crosscheck "$([ $rc -eq 0 ] && echo PASS || echo FAIL)"
+}
+
 run_crosscheck() {
     echo "== cross-check against 'skycmd decide'"
     local langs=() l
@@ -190,12 +219,13 @@ run_valgrind() {
 
 for s in generated go java node rust python crosscheck valgrind; do
     want "$s" && "run_$s"
+    [ "$s" = crosscheck ] && want crosscheck && run_budget_crosscheck
 done
 
 echo "== bindings summary"
 status=0
-for s in generated go java node rust python crosscheck valgrind; do
-    want "$s" || continue
+for s in generated go java node rust python crosscheck budget-crosscheck valgrind; do
+    want "${s#budget-}" || continue
     echo "$s: ${result[$s]}"
     case "${result[$s]}" in PASS*|SKIPPED*) ;; *) status=1 ;; esac
 done

@@ -7,15 +7,25 @@
  *
  * Contract (read this before using any function):
  *
- *  - Every function that can fail returns a skycmd_status. SKYCMD_OK is 0; the other values
- *    are pinned and never renumbered. skycmd_status_name() and skycmd_strerror() return
+ *  - Every function that can fail returns a skycmd_status, except constructors and
+ *    accessors documented to return NULL, -1 or NaN instead (skycmd_error_new,
+ *    skycmd_options_new, skycmd_tokenizer_token, the skycmd_response_* getters, ...).
+ *    SKYCMD_OK is 0; the other values are pinned and never renumbered. skycmd_status_name() and skycmd_strerror() return
  *    static strings.
  *  - Details of a failure live with the object that failed, never in a global:
- *      * calls on a handle (session, request, tokenizer) leave a message in that handle,
- *        read with skycmd_<handle>_errmsg(); it stays valid until the next call on it;
- *      * calls without a handle (open, convert, inspect, quantize, random) take an optional
+ *      * calls on a session or a request leave a message in that handle, read with
+ *        skycmd_session_errmsg() / skycmd_request_errmsg(); it stays valid until the next
+ *        call on it (skycmd_request_parse() sets *out even on failure, so its message can
+ *        be read);
+ *      * calls that have no handle to hold a message (skycmd_model_open*,
+ *        skycmd_tokenizer_open_json, skycmd_convert, skycmd_inspect, skycmd_quantize,
+ *        skycmd_random_model, skycmd_calibrate, skycmd_check_version) take an optional
  *        skycmd_error object, made by skycmd_error_new(), that receives the status and
- *        message. Pass NULL when you only want the status.
+ *        message. Pass NULL when you only want the status;
+ *      * the other calls (on a model, a tokenizer, a response or options, and
+ *        skycmd_session_new, skycmd_packed_*) return a status only: there is no
+ *        skycmd_tokenizer_errmsg or skycmd_model_errmsg, since tokenizers and models are
+ *        immutable and keep no message.
  *  - Ownership: a pointer returned through an `out` parameter of a *_new / *_open call is
  *    yours and is released with the matching *_free. Strings the library allocates for you
  *    (char **) are released with skycmd_string_free(). `const char *` results are borrowed
@@ -125,7 +135,7 @@ SKYCMD_API const char *skycmd_strerror(int status);
 typedef struct skycmd_error     skycmd_error;     /* status + message of a handle-less call */
 typedef struct skycmd_options   skycmd_options;   /* a bag of option values               */
 typedef struct skycmd_model     skycmd_model;     /* immutable weights + tokenizer        */
-typedef struct skycmd_tokenizer skycmd_tokenizer; /* immutable byte-level BPE tokenizer   */
+typedef struct skycmd_tokenizer skycmd_tokenizer; /* immutable BPE tokenizer              */
 typedef struct skycmd_session   skycmd_session;   /* per-thread scratch and options       */
 typedef struct skycmd_request   skycmd_request;   /* a parsed /v1/systemone request       */
 typedef struct skycmd_response  skycmd_response;  /* answers of one decide call           */
@@ -172,6 +182,10 @@ typedef enum skycmd_option {
      * it answers until set back to 0. Added in 0.1.0. */
     SKYCMD_OPT_MAX_LEN        = 16, /* laya max_len: sequence budget of this call         */
     SKYCMD_OPT_HEAD_MAX_LEN   = 17, /* laya head_max_len: question + options budget       */
+    /* A request body's "max_len" / "head_max_len" override the two above for that request
+     * (laya serve's BODY_CONTROLS); values above this cap are refused with laya's message
+     * (default 8192, laya serve's LAYA_MAX_TOKEN_BUDGET). Added in 0.1.0. */
+    SKYCMD_OPT_MAX_TOKEN_BUDGET = 25,
     /* skycmd_calibrate (laya.calibrate.fit_abstention_thresholds) */
     SKYCMD_OPT_CALIB_ABSTENTION     = 22, /* 1 = also fit per-bucket abstention thresholds  */
     SKYCMD_OPT_CALIB_ABSTAIN_MIN_N  = 23, /* their per-bucket floor (laya: 100)             */
@@ -255,7 +269,8 @@ SKYCMD_API int skycmd_inspect(const char *gguf_path, const skycmd_options *opts,
 SKYCMD_API int skycmd_convert(const char *laya_dir, const char *out_path,
                               const skycmd_options *opts, skycmd_error *err);
 
-/* Write a random model ("s1-pico", "s1-nano", "s1-micro", "base", "large"), deterministic
+/* Write a random model ("s1-pico", "s1-nano", "s1-micro", "base", "large", "mmbert-small",
+ * "mmbert-base"), deterministic
  * from SKYCMD_OPT_SEED, as a GGUF file or a Laya directory (SKYCMD_OPT_LAYOUT). */
 SKYCMD_API int skycmd_random_model(const char *preset, const char *out_path,
                                    const skycmd_options *opts, skycmd_error *err);
@@ -285,7 +300,11 @@ SKYCMD_API int skycmd_packed_disagreement(int type, const void *bytes, size_t n_
 
 /* ---------------------------------------------------------------- model ----------- */
 /* Open a GGUF decision model (SKYCMD_OPT_WEIGHTS, SKYCMD_OPT_MAX_TOKENS,
- * SKYCMD_OPT_MODEL_NAME, log). The file is memory-mapped; *out is NULL on failure.
+ * SKYCMD_OPT_MODEL_NAME, log). The file is read into memory the model owns (not mapped):
+ * once open, the model never reads the file again, so writing over it in place or
+ * truncating it changes nothing; a file that changes while it is being read is read once
+ * more, then refused with SKYCMD_E_IO ("the model file changed while it was being read").
+ * *out is NULL on failure.
  * gguf_path may also be a Laya checkpoint directory: it is converted in memory exactly as
  * skycmd_convert() with the same options (SKYCMD_OPT_TYPE, _HEAD_TYPE, _NAME, _PRE) would
  * write it, and answers as that file would (no temporary file). */
@@ -309,7 +328,8 @@ SKYCMD_API int skycmd_model_get_int(const skycmd_model *model, const char *name,
                                     int64_t *value);
 
 /* ---------------------------------------------------------------- tokenizer ------- */
-/* Load a Hugging Face tokenizer.json (byte-level BPE). */
+/* Load a Hugging Face tokenizer.json (byte-level BPE, or SentencePiece-style BPE with byte
+ * fallback). */
 SKYCMD_API int skycmd_tokenizer_open_json(const char *tokenizer_json_path,
                                           skycmd_tokenizer **out, skycmd_error *err);
 /* Free a tokenizer from skycmd_tokenizer_open_json(); one borrowed from a model must not

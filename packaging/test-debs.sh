@@ -14,7 +14,8 @@
 #   - the conffile /etc/default/skycmd kept when edited across a reinstall and a remove,
 #     gone after a purge; dpkg -P of everything (also on failure).
 # Needs root (dpkg) and: cmake, ninja or make, dpkg-dev (dpkg-shlibdeps), file, binutils,
-# lintian, pkg-config, libcjson-dev, libutf8proc-dev, libmicrohttpd-dev, libzstd-dev,
+# lintian, pkg-config, libcjson-dev, libutf8proc-dev, libmicrohttpd >= 1.0.1 (tools/build-mhd.sh's
+# .deps/mhd, used when present; bookworm's libmicrohttpd-dev 0.9.75 is refused), libzstd-dev,
 # zlib1g-dev, python3; systemd
 # (systemd-analyze) is used when present. Slow-ish (a full build), so it is not a ctest
 # test; tools/test-all.sh calls it. Exit 0 when every check passed.
@@ -47,7 +48,15 @@ echo "== configure + build ($build)"
 export DEB_BUILD_MAINT_OPTIONS=hardening=+all
 cflags="$(dpkg-buildflags --get CFLAGS) $(dpkg-buildflags --get CPPFLAGS)"
 ldflags=$(dpkg-buildflags --get LDFLAGS)
-cmake -S "$src" -B "$build" "${gen[@]}" -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+# The server needs libmicrohttpd >= 1.0.1 (Debian bookworm has only 0.9.75, which stalls under
+# load): the one tools/build-mhd.sh builds into .deps/mhd (static, so the package does not
+# depend on libmicrohttpd12), found first as tools/toolchains.sh finds it; SKYCMD_SERVE=ON
+# makes the configure fail, naming the fix, rather than package a skycmd without its server.
+if [ -f "$src/.deps/mhd/lib/pkgconfig/libmicrohttpd.pc" ]; then
+  export PKG_CONFIG_PATH="$src/.deps/mhd/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+fi
+echo "-- libmicrohttpd $(pkg-config --modversion libmicrohttpd 2>/dev/null || echo none) ($(pkg-config --variable=libdir libmicrohttpd 2>/dev/null))"
+cmake -S "$src" -B "$build" "${gen[@]}" -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSKYCMD_SERVE=ON \
       -DBUILD_TESTING=OFF -DCMAKE_C_FLAGS="$cflags" -DCMAKE_CXX_FLAGS="$cflags" \
       -DCMAKE_EXE_LINKER_FLAGS="$ldflags" -DCMAKE_SHARED_LINKER_FLAGS="$ldflags" >/dev/null
 nice cmake --build "$build" >/dev/null

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test-release.sh - the release tarball and what a user builds from it, without root:
 #   1. tools/release-tarball.sh makes skycmd-X.Y.Z.tar.gz, the same bytes twice, and
-#      writes its url and sha256 into (a copy of) the Homebrew formula;
+#      the Homebrew formula for it (packaging/homebrew/skycmd.rb.in with its url and
+#      sha256 filled in; the steps below use that filled formula);
 #   2. the formula's `install` commands on the unpacked tarball, with pkg-config seeing
 #      only the formula's dependencies (cjson, libmicrohttpd, utf8proc, zstd, zlib and what their .pc
 #      files require; Criterion hidden): -DBUILD_TESTING=OFF configures no test and
@@ -14,29 +15,24 @@
 # fails if the formula's install lines change without it. Exit 0 when every check passed.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
-formula=$src/packaging/homebrew/skycmd.rb
 work=$(mktemp -d "${TMPDIR:-/tmp}/skycmd-release-test.XXXXXX")
+formula=$work/skycmd.rb # filled by tools/release-tarball.sh below
 trap 'rm -rf "$work"' EXIT
 unset LD_LIBRARY_PATH
 start=$(date +%s)
 version=$(awk '/^#define SKYCMD_VERSION_STRING /{gsub(/"/, "", $3); print $3}' "$src/include/skycmd.h")
 
 echo "== release tarball (twice: the same bytes)"
-cp "$formula" "$work/skycmd.rb"
-"$src/tools/release-tarball.sh" --formula "$work/skycmd.rb" "$work/dist1" > "$work/r1"
-"$src/tools/release-tarball.sh" --formula "$work/skycmd.rb" "$work/dist2" > "$work/r2"
+"$src/tools/release-tarball.sh" --formula "$formula" "$work/dist1" > "$work/r1"
+"$src/tools/release-tarball.sh" --formula "$work/skycmd2.rb" "$work/dist2" > "$work/r2"
 tarball=$work/dist1/skycmd-$version.tar.gz
 sha=$(sha256sum "$tarball" | cut -d' ' -f1)
 cmp "$tarball" "$work/dist2/skycmd-$version.tar.gz" || { echo "the tarball is not deterministic"; exit 1; }
-grep -q "^  sha256 \"$sha\"" "$work/skycmd.rb" || { echo "the formula copy lacks sha256 $sha"; exit 1; }
+grep -q "^  sha256 \"$sha\"" "$formula" || { echo "the filled formula lacks sha256 $sha"; exit 1; }
+cmp -s "$formula" "$work/skycmd2.rb" || { echo "the filled formula is not deterministic"; exit 1; }
 echo "-- $(basename "$tarball"): $(tar -tzf "$tarball" | wc -l) entries, sha256 $sha"
-if grep -q "^  sha256 \"$sha\"" "$formula"; then
-  echo "-- the committed formula names this tarball"
-else
-  echo "-- the committed formula names another tree's tarball (run tools/release-tarball.sh at a release)"
-fi
 tar -tzf "$tarball" > "$work/entries"
-if grep -q 'homebrew/skycmd.rb$' "$work/entries"; then echo "the formula is inside the tarball"; exit 1; fi
+if grep -q 'homebrew/skycmd.rb$' "$work/entries"; then echo "a filled formula is inside the tarball"; exit 1; fi
 grep -qx "skycmd-$version/LICENSE" "$work/entries" || { echo "the tarball has no LICENSE"; exit 1; }
 # the changelogs describe this version (CHANGELOG.md and the Debian packages' entry)
 grep -q "^## $version " "$src/CHANGELOG.md" || { echo "CHANGELOG.md has no entry for $version"; exit 1; }
@@ -63,7 +59,7 @@ if pkg-config --exists criterion; then echo "Criterion is still visible to pkg-c
 
 echo "== the formula's install (cmake -DBUILD_TESTING=OFF + std_cmake_args)"
 # The formula must still say exactly this (std_cmake_args is what Homebrew adds).
-for line in 'system "cmake", "-S", ".", "-B", "build", "-DBUILD_TESTING=OFF", *std_cmake_args' \
+for line in 'system "cmake", "-S", ".", "-B", "build", "-DBUILD_TESTING=OFF", "-DSKYCMD_SERVE=ON", *std_cmake_args' \
             'system "cmake", "--build", "build"' 'system "cmake", "--install", "build"'; do
   grep -qF "    $line" "$formula" || { echo "the formula no longer runs: $line"; exit 1; }
 done
@@ -77,7 +73,7 @@ std_cmake_args=(-DCMAKE_INSTALL_PREFIX="$cellar" -DCMAKE_INSTALL_LIBDIR=lib -DCM
                 -DCMAKE_FIND_FRAMEWORK=LAST -DCMAKE_VERBOSE_MAKEFILE=OFF -Wno-dev -DBUILD_TESTING=OFF)
 (
   cd "$work/unpack/skycmd-$version"
-  cmake -S . -B build -DBUILD_TESTING=OFF "${std_cmake_args[@]}" "${gen[@]}" > "$work/configure.log"
+  cmake -S . -B build -DBUILD_TESTING=OFF -DSKYCMD_SERVE=ON "${std_cmake_args[@]}" "${gen[@]}" > "$work/configure.log"
   nice cmake --build build > "$work/build.log"
   cmake --install build > "$work/install.log"
   ctest --test-dir build -N > "$work/ctest-N.log"
@@ -94,6 +90,9 @@ for f in lib/libskycmd.so lib/libskycmd.a lib/pkgconfig/skycmd.pc include/skycmd
 done
 "$cellar/bin/skycmd" serve --help > "$work/serve-help.txt"   # the server is built in
 grep -q "usage: skycmd serve" "$work/serve-help.txt"
+# with libmicrohttpd >= 1.0.1 (--help prints without a server: --version names the library)
+"$cellar/bin/skycmd" --version | grep -E "HTTP: libmicrohttpd 1\.[0-9]" ||
+  { echo "the installed skycmd has no server on libmicrohttpd >= 1.0.1:"; "$cellar/bin/skycmd" --version; exit 1; }
 
 echo "== the prefix moved elsewhere"
 moved=$work/elsewhere/opt/skycmd

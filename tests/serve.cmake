@@ -16,7 +16,7 @@
 #   serve_batch     POST /v1/systemone/batch and max_len/head_max_len against laya serve's
 #                   own answers (tests/fixtures/serve/batch_golden.json)  (stdlib only)
 #   serve_sdk       the typesafe-sdk 0.7.5 client against the server (skipped, 77, without it)
-#   serve_load      wrk, 5 s at 64 connections, RSS and clean stop   (skipped, 77, without wrk)
+#   serve_load      wrk: 5 s at 64 connections (RSS, clean stop), then the 60 s soak at 256 connections (no errors, no stall); skipped (77) without wrk
 #
 # serve_sdk picks the interpreter that has typesafe-sdk when it runs, not here (a cached
 # setting would keep the interpreter found at the first configure): $SKYCMD_SERVE_SDK_PYTHON,
@@ -71,3 +71,12 @@ set_tests_properties(serve_sdk serve_contract serve_load PROPERTIES SKIP_RETURN_
 set_tests_properties(serve_contract PROPERTIES TIMEOUT 1500)
 # The load test measures; keep it alone on the machine.
 set_tests_properties(serve_load PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)
+# One request path: the same bodies through the CLI (single and batch), the library
+# (tests/entry/decide_json.c, on the public API only) and the server, byte for byte.
+add_executable(entry_decide_json ${CMAKE_CURRENT_SOURCE_DIR}/entry/decide_json.c)
+target_include_directories(entry_decide_json PRIVATE ${CMAKE_SOURCE_DIR}/include)
+target_link_libraries(entry_decide_json PRIVATE skycmd)
+add_test(NAME serve_entry_points
+         COMMAND ${Python3_EXECUTABLE} ${_serve_dir}/test_entry_points.py ${_serve_args}
+                 --decide-json $<TARGET_FILE:entry_decide_json> --work-dir ${_serve_work}/entry_points)
+set_tests_properties(serve_entry_points PROPERTIES TIMEOUT 600)

@@ -26,7 +26,7 @@
 #include "kernels/kernels.h"
 #include "kernels/q8.h"
 #include "model/model_internal.h"
-#include "quant/calib.h"
+#include "quant/outlier_calib.h"
 #include "test_util.h"
 
 #if defined(__x86_64__)  /* the AMX tiles: x86-64 only (not compiled, so not skipped, elsewhere) */

@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "skycmd.h"
-#include "decide/calibrate.h"
+#include "decide/temperature_fit.h"
 #include "decide/gate.h"
 #include "decide/torch_f32.h"
 #include "gguf/gguf.h"

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gguf/gguf.h"
 #include "test_util.h"
@@ -335,4 +336,104 @@ Test(gguf_reader, missing_file_is_io_error) {
     cr_assert_eq(sk_gguf_open_file(FIX "does-not-exist.gguf", &g, &e), SKYCMD_E_IO);
     cr_assert(strstr(e.msg, "does-not-exist.gguf") != NULL);
     cr_assert_eq(sk_gguf_open_file(FIX, &g, &e), SKYCMD_E_IO, "a directory");
+}
+
+/* ---- the reader's own copy of a file (issue 37: model files written over in place) ---- */
+
+/* A GGUF with one 64 KiB F32 tensor (whole pages inside it) written to path; its bytes. */
+static uint8_t *write_paged_gguf(const char *path, size_t *size) {
+    enum { N = 16384 };
+    float *x = malloc(N * sizeof *x);
+    cr_assert(x != NULL);
+    for (size_t i = 0; i < N; i++) x[i] = (float)i * 0.25f - 7.0f;
+    sk_gguf_writer *w = sk_gguf_writer_new(0);
+    sk_err e = {0};
+    const uint64_t ne[2] = {128, N / 128};
+    cr_assert_eq(sk_gguf_writer_add_str(w, "general.name", "paged"), 0);
+    cr_assert_eq(sk_gguf_writer_add_tensor(w, "t.f32", 2, ne, SK_GGML_F32, x, N * sizeof *x, 1, &e),
+                 0, "%s", e.msg);
+    uint8_t *bytes = NULL;
+    cr_assert_eq(sk_gguf_writer_write_mem(w, &bytes, size, &e), 0, "%s", e.msg);
+    sk_gguf_writer_free(w);
+    free(x);
+    cr_assert_eq(tu_write_file(path, bytes, *size), 0);
+    return bytes;
+}
+
+/* Overwrite the file's bytes in place (same inode, same size): what `cp`/dd conv=notrunc do. */
+static void overwrite_in_place(const char *path, const uint8_t *bytes, size_t size) {
+    FILE *f = fopen(path, "r+b");
+    cr_assert(f != NULL);
+    cr_assert_eq(fwrite(bytes, 1, size, f), size);
+    cr_assert_eq(fclose(f), 0);
+}
+
+Test(gguf_reader, file_copy_is_immune_to_in_place_changes) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/gguf_in_place_%d.gguf", SKYCMD_BINARY_DIR, (int)getpid());
+    size_t size = 0;
+    uint8_t *orig = write_paged_gguf(path, &size);
+    sk_gguf *g = NULL;
+    sk_err e = {0};
+    cr_assert_eq(sk_gguf_open_file(path, &g, &e), 0, "%s", e.msg);
+    const sk_gguf_tensor *t = sk_gguf_find_tensor(g, "t.f32");
+    cr_assert(t != NULL && t->data != NULL);
+    const size_t off = (size_t)(t->data - sk_gguf_bytes(g));
+    /* written over with other bytes, then truncated: the reader still has what it read */
+    uint8_t *other = malloc(size);
+    memset(other, 0x5a, size);
+    overwrite_in_place(path, other, size);
+    cr_assert_eq(truncate(path, 0), 0);
+    cr_expect_eq(memcmp(t->data, orig + off, (size_t)t->nbytes), 0, "the tensor changed with the file");
+    cr_expect_eq(memcmp(sk_gguf_bytes(g), orig, size), 0, "the bytes changed with the file");
+    sk_gguf_close(g);
+    free(other);
+    free(orig);
+    remove(path);
+}
+
+Test(gguf_reader, released_pages_come_back_from_the_file) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/gguf_release_%d.gguf", SKYCMD_BINARY_DIR, (int)getpid());
+    size_t size = 0;
+    uint8_t *orig = write_paged_gguf(path, &size);
+    sk_gguf *g = NULL;
+    sk_err e = {0};
+    cr_assert_eq(sk_gguf_open_file_ex(path, SK_GGUF_RELEASABLE, &g, &e), 0, "%s", e.msg);
+    const sk_gguf_tensor *t = sk_gguf_find_tensor(g, "t.f32");
+    cr_assert(t != NULL);
+    /* given back, then read back from the unchanged file: the same bytes */
+    sk_gguf_release_pages(g, t->data, (size_t)t->nbytes);
+    cr_expect_eq(memcmp(sk_gguf_bytes(g), orig, size), 0, "bytes not restored from the file");
+    /* a non-releasable reader never gives pages back */
+    sk_gguf *g2 = NULL;
+    cr_assert_eq(sk_gguf_open_file(path, &g2, &e), 0, "%s", e.msg);
+    const sk_gguf_tensor *t2 = sk_gguf_find_tensor(g2, "t.f32");
+    sk_gguf_release_pages(g2, t2->data, (size_t)t2->nbytes);
+    cr_expect_eq(memcmp(t2->data, orig + (t2->data - sk_gguf_bytes(g2)), (size_t)t2->nbytes), 0);
+    sk_gguf_close(g2);
+    /* the file changed after the reading: what cannot be restored is 0xff (NaN), never the
+     * new file's bytes; the rest (header, metadata, partial pages) is the original */
+    const size_t off = (size_t)(t->data - sk_gguf_bytes(g));
+    sk_gguf_release_pages(g, t->data, (size_t)t->nbytes);
+    uint8_t *other = malloc(size);
+    memcpy(other, orig, size);
+    for (size_t i = off; i < size; i++) other[i] ^= 0x11;
+    overwrite_in_place(path, other, size);
+    const uint8_t *b = sk_gguf_bytes(g);
+    size_t n_ff = 0, n_new = 0;
+    for (size_t i = 0; i < size; i++) {
+        if (b[i] == orig[i]) continue;
+        if (b[i] == 0xff) n_ff++;
+        else if (b[i] == other[i]) n_new++;
+    }
+#if defined(__linux__)
+    cr_expect(n_ff > 0, "released pages of a changed file are not poisoned");
+#endif
+    cr_expect_eq(n_new, 0, "%zu bytes of the changed file crept in", n_new);
+    cr_expect_eq(memcmp(b, orig, off), 0, "the header changed");
+    sk_gguf_close(g);
+    free(other);
+    free(orig);
+    remove(path);
 }

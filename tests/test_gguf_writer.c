@@ -340,21 +340,25 @@ Test(gguf_writer, partial_names_are_random_and_exclusive) {
                  "%s", name);
     free(name);
 
-    /* a symlink planted beside the output is neither followed nor touched, and a symlink
-     * at the output itself is replaced, not written through */
-    char victim[512], out[512], planted[600];
+    /* a symlink planted beside the output is neither followed nor touched; a symlink at
+     * the output itself is written through, as cp does (issue 37): the link stays a link,
+     * its target is replaced by rename (the temporary beside the target) */
+    char victim[512], out[512], planted[600], linked[512];
     snprintf(victim, sizeof victim, "%s/partial_victim_%d", SKYCMD_BINARY_DIR, (int)getpid());
+    snprintf(linked, sizeof linked, "%s/partial_linked_%d", SKYCMD_BINARY_DIR, (int)getpid());
     snprintf(out, sizeof out, "%s/partial_out_%d.gguf", SKYCMD_BINARY_DIR, (int)getpid());
     snprintf(planted, sizeof planted, "%s.tmp.%d", out, (int)getpid()); /* the old predictable name */
     cr_assert_eq(tu_write_file(victim, "keep", 4), 0);
+    cr_assert_eq(tu_write_file(linked, "old", 3), 0);
     remove(planted);
     remove(out);
     cr_assert_eq(symlink(victim, planted), 0);
-    cr_assert_eq(symlink(victim, out), 0);
+    cr_assert_eq(symlink(linked, out), 0);
     sk_atomic_file f;
     sk_err e = {0};
     cr_assert_eq(sk_atomic_open(&f, out, &e), 0, "%s", e.msg);
     cr_expect(strstr(f.tmp_path, SK_PARTIAL_SUFFIX) != NULL, "%s", f.tmp_path);
+    cr_expect_eq(strncmp(f.tmp_path, linked, strlen(linked)), 0, "beside the target: %s", f.tmp_path);
     struct stat st;
     cr_assert_eq(lstat(f.tmp_path, &st), 0);
     cr_expect(S_ISREG(st.st_mode), "the temporary is a new regular file");
@@ -362,15 +366,95 @@ Test(gguf_writer, partial_names_are_random_and_exclusive) {
     cr_assert_eq(sk_atomic_close(&f, 0, &e), 0, "%s", e.msg);
     size_t n = 0;
     char *got = tu_slurp(victim, &n);
-    cr_expect(n == 4 && memcmp(got, "keep", 4) == 0, "the symlinks' target is untouched");
+    cr_expect(n == 4 && memcmp(got, "keep", 4) == 0, "the planted symlink's target is untouched");
     free(got);
     cr_assert_eq(lstat(out, &st), 0);
-    cr_expect(S_ISREG(st.st_mode), "the output replaced the symlink");
-    got = tu_slurp(out, &n);
-    cr_expect(n == 4 && memcmp(got, "new!", 4) == 0);
+    cr_expect(S_ISLNK(st.st_mode), "the output symlink stays a symlink");
+    got = tu_slurp(linked, &n);
+    cr_expect(n == 4 && memcmp(got, "new!", 4) == 0, "the symlink's target got the bytes");
     free(got);
     cr_expect_eq(tu_count_tmp_files(SKYCMD_BINARY_DIR, "partial_out_"), 0);
+    cr_expect_eq(tu_count_tmp_files(SKYCMD_BINARY_DIR, "partial_linked_"), 0);
+    remove(linked);
     remove(out);
     remove(planted);
     remove(victim);
+}
+
+/* What an output path names (sk_output_resolve, read-only: nothing is written here): the
+ * kinds, the target a symlink chain leads to, and which kinds a file output refuses. */
+Test(gguf_writer, output_kinds) {
+    char dir[512], p[600], q[600];
+    snprintf(dir, sizeof dir, "%s/output_kinds_%d", SKYCMD_BINARY_DIR, (int)getpid());
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    char *target = NULL;
+    sk_out_kind kind;
+    sk_err e = {0};
+
+    snprintf(p, sizeof p, "%s/absent", dir);
+    cr_assert_eq(sk_output_resolve(p, &target, &kind, &e), 0, "%s", e.msg);
+    cr_expect_eq(kind, SK_OUT_ABSENT);
+    cr_expect_str_eq(target, p);
+    free(target);
+
+    cr_assert_eq(sk_output_resolve(dir, &target, &kind, &e), 0, "%s", e.msg);
+    cr_expect_eq(kind, SK_OUT_DIR);
+    cr_expect_str_eq(sk_output_refusal(kind), "is a directory");
+    free(target);
+
+    snprintf(p, sizeof p, "%s/fifo", dir);
+    cr_assert_eq(mkfifo(p, 0600), 0);
+    cr_assert_eq(sk_output_resolve(p, &target, &kind, &e), 0, "%s", e.msg);
+    cr_expect_eq(kind, SK_OUT_FIFO);
+    cr_expect_null(sk_output_refusal(kind), "a FIFO is written as a stream");
+    free(target);
+    remove(p);
+
+    cr_assert_eq(sk_output_resolve("/dev/null", &target, &kind, &e), 0, "%s", e.msg);
+    cr_expect_eq(kind, SK_OUT_CHAR);
+    cr_expect_null(sk_output_refusal(kind), "a character device is written as a stream");
+    cr_expect_str_eq(target, "/dev/null");
+    free(target);
+    cr_expect_not_null(sk_output_refusal(SK_OUT_BLOCK));
+    cr_expect_not_null(sk_output_refusal(SK_OUT_SOCKET));
+
+    /* a chain of two relative links, the second in a subdirectory, ends at a file */
+    snprintf(p, sizeof p, "%s/sub", dir);
+    cr_assert_eq(mkdir(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/sub/file", dir);
+    cr_assert_eq(tu_write_file(p, "x", 1), 0);
+    snprintf(p, sizeof p, "%s/sub/l2", dir);
+    cr_assert_eq(symlink("file", p), 0);
+    snprintf(p, sizeof p, "%s/l1", dir);
+    cr_assert_eq(symlink("sub/l2", p), 0);
+    cr_assert_eq(sk_output_resolve(p, &target, &kind, &e), 0, "%s", e.msg);
+    cr_expect_eq(kind, SK_OUT_REGULAR);
+    snprintf(q, sizeof q, "%s/sub/file", dir);
+    cr_expect_str_eq(target, q);
+    free(target);
+
+    /* a dangling link: its target, absent */
+    snprintf(p, sizeof p, "%s/dangling", dir);
+    cr_assert_eq(symlink("sub/new", p), 0);
+    cr_assert_eq(sk_output_resolve(p, &target, &kind, &e), 0, "%s", e.msg);
+    cr_expect_eq(kind, SK_OUT_ABSENT);
+    snprintf(q, sizeof q, "%s/sub/new", dir);
+    cr_expect_str_eq(target, q);
+    free(target);
+
+    /* a loop: an error that says so */
+    snprintf(p, sizeof p, "%s/loop", dir);
+    cr_assert_eq(symlink("loop", p), 0);
+    cr_expect_neq(sk_output_resolve(p, &target, &kind, &e), 0);
+    cr_expect_null(target);
+    cr_expect(strstr(e.msg, "symbolic links") != NULL, "%s", e.msg);
+
+    const char *names[] = {"loop", "dangling", "l1", "sub/l2", "sub/file"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        remove(p);
+    }
+    snprintf(p, sizeof p, "%s/sub", dir);
+    rmdir(p);
+    rmdir(dir);
 }

@@ -487,7 +487,11 @@ static void run_one_type(const golden_model *m, size_t ti, const char *gguf, con
                                           rq2->order ? rq2->slot_text : &rq2->opts[0].text,
                                           rq2->order ? sizeof(sk_jstr) : sizeof(sk_roption),
                                           rq2->n_opts, sids.v,
-                                          sids.n, ir.state_is_list, (size_t)max_len, (size_t)head_max,
+                                          sids.n, ir.state_is_list,
+                                          /* a body's budgets (laya serve's max_len / head_max_len) */
+                                          (ir.ctl_set & SK_CTL_MAX_LEN) ? (size_t)ir.ctl_max_len : (size_t)max_len,
+                                          (ir.ctl_set & SK_CTL_HEAD_MAX_LEN) ? (size_t)ir.ctl_head_max_len
+                                                                             : (size_t)head_max,
                                           &ws, &ids, &marks, &ie);
                 if (bst != SKYCMD_OK) {
                     fail_soft(s, "%s: sk_prompt_build: %s", where, ie.msg);

@@ -21,10 +21,10 @@
 #include "kernels/cpu.h"
 #include "kernels/kernels.h"
 #include "kernels/pool.h"
-#include "quant/calib.h"
+#include "quant/outlier_calib.h"
 #include "tokenizer/tokenizer.h"
 #include "kernels/q8.h"
-#include "quant/calib.h"
+#include "prompt/outlier_calib_seqs.h"
 #include "quant/quant.h"
 
 #define QDIR SKYCMD_FIXTURES "/quant"

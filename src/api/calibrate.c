@@ -7,7 +7,7 @@
  *    logits (this library's forward pass, before any temperature) with its target vector cut
  *    to the marker count. A line is a /v1/systemone request plus "targets" (laya's vectors,
  *    option order) or "expected" (choice key, score level, noul bool: one-hot).
- *  - The fit, the floors, the clamps and the ECE are src/decide/calibrate.h.
+ *  - The fit, the floors, the clamps and the ECE are src/decide/temperature_fit.h.
  *  - The file is read once, streamed a batch of lines at a time; memory holds the records
  *    (k floats each), not the file. Progress counts bytes of the labelled file.
  */
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../decide/calibrate.h"
+#include "../decide/temperature_fit.h"
 #include "api.h"
 #include "handles.h"
 

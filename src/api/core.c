@@ -138,7 +138,7 @@ static const sk_opt_desc k_opts[] = {
     {SKYCMD_OPT_MAX_TOKENS, 0, 0, 1 << 20, 0},
     {SKYCMD_OPT_LAYOUT, 0, 0, 1, SKYCMD_LAYOUT_GGUF},
     {SKYCMD_OPT_LONG, 0, 0, 1, 0},
-    /* the bounds of request.h's SK_LONG_MAX_WINDOW and SK_TOURNAMENT_MAX_GROUP (long.c
+    /* the bounds of request.h's SK_LONG_MAX_WINDOW and SK_TOURNAMENT_MAX_GROUP (session.c
      * checks that they agree) */
     {SKYCMD_OPT_WINDOW, 0, 0, (int64_t)1 << 20, 0},
     {SKYCMD_OPT_STRIDE, 0, 0, (int64_t)1 << 20, 0},
@@ -146,6 +146,7 @@ static const sk_opt_desc k_opts[] = {
     {SKYCMD_OPT_TOURNAMENT_GROUP, 0, 0, 100, 0},
     {SKYCMD_OPT_MAX_LEN, 0, 0, 1 << 20, 0},
     {SKYCMD_OPT_HEAD_MAX_LEN, 0, 0, 1 << 20, 0},
+    {SKYCMD_OPT_MAX_TOKEN_BUDGET, 0, 1, 1 << 20, 8192},
     {SKYCMD_OPT_NAME, 1, 0, 0, 0},
     {SKYCMD_OPT_PRE, 1, 0, 0, 0},
     {SKYCMD_OPT_MODEL_NAME, 1, 0, 0, 0},

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "../convert/laya.h"
+#include "../prompt/outlier_calib_seqs.h"
 #include "handles.h"
 
 static int model_ok(const skycmd_model *m) { return m && m->tag == SK_TAG_MODEL; }
@@ -14,6 +15,7 @@ static void model_destroy(skycmd_model *m) {
     if (!m) return;
     if (m->tok) {
         m->tok->owned_by_model = 0;
+        m->tok->tag = SK_TAG_DEAD;
         sk_tokenizer_free(m->tok);
     }
     sk_model_free(m->m);
@@ -26,6 +28,15 @@ static void model_destroy(skycmd_model *m) {
 }
 
 static char *str_dup_sk(sk_str s) { return sk_strndup(s.ptr, (size_t)s.len); }
+
+/* The int8 calibration's input sequences (SKYCMD_WEIGHTS_Q8, _Q8_ROW), built when the loader
+ * asks, with the model's own tokenizer: decoded here once, and kept by model_init. */
+static int calib_build(void *ud, size_t max_len, size_t head_max_len, sk_calib_seq *seqs, sk_err *e) {
+    skycmd_model *mod = ud;
+    int rc;
+    if (!mod->tok && (rc = sk_tokenizer_from_gguf(mod->g, &mod->tok, e))) return rc;
+    return sk_calib_sequences_tok(mod->g, mod->tok, max_len, head_max_len, seqs, e);
+}
 
 static int model_init(skycmd_model *mod, const char *path, const skycmd_options *opts, sk_err *e) {
     int rc;
@@ -40,10 +51,12 @@ static int model_init(skycmd_model *mod, const char *path, const skycmd_options 
     archz[arch.len] = '\0';
 
     int weights = (int)sk_opt_int(opts, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_F32);
-    if ((rc = sk_model_load_ex(g, weights, opts ? opts->log : NULL, opts ? opts->log_ud : NULL,
-                               &mod->m, e)))
+    const sk_calib_source calib = {calib_build, mod};
+    if ((rc = sk_model_load_calib(g, weights, &calib, opts ? opts->log : NULL,
+                                  opts ? opts->log_ud : NULL, &mod->m, e)))
         return rc;
-    if ((rc = sk_tokenizer_from_gguf(g, &mod->tok, e))) return rc;
+    if (!mod->tok && (rc = sk_tokenizer_from_gguf(g, &mod->tok, e))) return rc;
+    mod->tok->tag = SK_TAG_TOKENIZER;
     mod->tok->owned_by_model = 1;
     /* Every id the tokenizer can produce must have an embedding row (llama.cpp's converter
      * pads the token list to the rows, never the other way round); refused here rather than
@@ -133,7 +146,10 @@ static int open_common(const char *path, const void *data, size_t size, const sk
     if (dir)
         rc = convert_dir(mod, path, opts, err, &e);
     else
-        rc = path ? sk_gguf_open_file(path, &mod->g, &e) : sk_gguf_open_buffer(data, size, &mod->g, &e);
+        /* A file is read into the reader's own memory (never mapped: rewriting it in place
+         * later changes nothing), and the loader gives the pages of each packed matrix back. */
+        rc = path ? sk_gguf_open_file_ex(path, SK_GGUF_RELEASABLE, &mod->g, &e)
+                  : sk_gguf_open_buffer(data, size, &mod->g, &e);
     if (!rc) {
         rc = model_init(mod, path, opts, &e);
         if (rc && path) sk_err_prefix(&e, "%s", path);

@@ -40,7 +40,11 @@ int skycmd_quantize(const char *in_path, const char *out_path, const skycmd_opti
         sk_opt_log(opts, 1, "quantizing %s: %zu tensors to %s (head %s)", in_path,
                    sk_gguf_n_tensors(g), sk_ggml_type_name(o.type), sk_ggml_type_name(o.head_type));
         s = sk_quantize_gguf(g, &o, out_path, &e);
-        if (s) sk_err_prefix(&e, "%s", in_path);
+        /* an error of the input is prefixed with its name; the output's own errors (full
+         * disk, a directory given as the output) already start with the output's name */
+        const size_t on = strlen(out_path);
+        if (s && !(strncmp(e.msg, out_path, on) == 0 && e.msg[on] == ':'))
+            sk_err_prefix(&e, "%s", in_path);
     }
     sk_gguf_close(g);
     return sk_api_report(err, &e, s);

@@ -112,7 +112,7 @@ const char *skycmd_response_option_legend(const skycmd_response *resp, size_t i,
     return a && a->level_legends && j < a->n ? a->level_legends[j] : NULL;
 }
 
-/* ---- long.c's additions (windows, truncation, tournament) ---- */
+/* ---- the multipass additions (windows, truncation, tournament) ---- */
 
 static const sk_answer_extra *extra_at(const skycmd_response *r, size_t i) {
     if (!r || r->tag != SK_TAG_RESPONSE || i >= r->n || !r->x.a) return NULL;

@@ -1,10 +1,9 @@
-/* session.c - skycmd_session and the decide calls: build each question's Laya sequence,
- * run the sequences through the model in batches (each gets the logits it would get alone),
- * turn the marker logits into answers and the response. skycmd_decide_batch runs the
- * questions of several requests through the same batches. SKYCMD_OPT_THREADS gives the
- * session a compute-thread pool (identical logits for any count; docs/threads.md).
- * One session per thread; its buffers, and a small cache of tokenized question and option
- * texts, are reused across calls (see handles.h). */
+/* session.c - skycmd_session, its options and the decide calls. A decide call parses (or
+ * takes) its requests, plans each (engine/plan.h), has the engine answer them
+ * (engine/engine.h: the plain path, or engine/multipass.h) and turns the answers into
+ * responses. SKYCMD_OPT_THREADS gives the session a compute-thread pool (identical logits
+ * for any count; docs/threads.md). One session per thread; its engine's buffers, and a small
+ * cache of tokenized question and option texts, are reused across calls (see handles.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +36,7 @@ int skycmd_session_new(skycmd_model *model, skycmd_session **out) {
     s->model = model;
     s->threads = 1;
     s->activations = SKYCMD_ACT_Q8X2;
+    s->max_token_budget = 8192; /* laya serve's DEFAULT_MAX_TOKEN_BUDGET */
     atomic_fetch_add(&model->sessions, 1);
     *out = s;
     return SKYCMD_OK;
@@ -46,23 +46,42 @@ void skycmd_session_free(skycmd_session *s) {
     if (!session_ok(s)) return;
     sk_scratch_free(s->scratch);
     sk_pool_free(s->pool);
-    sk_prompt_ws_free(&s->ws);
-    sk_i32v_free(&s->state_ids);
-    sk_i32v_free(&s->ids);
-    sk_i32v_free(&s->markers);
-    sk_seqbatch_free(&s->batch);
-    free(s->p_off);
-    free(s->q_off);
-    free(s->ntok);
+    sk_engine_free(&s->engine);
     free(s->rbatch);
+    free(s->plans);
     sk_ids_free(&s->tokbuf);
     tokcache_free(s->tokcache);
-    sk_long_ws_free(s->lws);
-    free(s->probs);
-    free(s->answers);
     atomic_fetch_sub(&s->model->sessions, 1);
     s->tag = SK_TAG_DEAD;
     free(s);
+}
+
+_Static_assert(SK_LONG_MAX_WINDOW == (int64_t)1 << 20 && SK_TOURNAMENT_MAX_GROUP == 100,
+               "core.c's option bounds of SKYCMD_OPT_WINDOW/_STRIDE/_TOURNAMENT_GROUP");
+
+static int is_multipass_option(int option) {
+    return option == SKYCMD_OPT_LONG || option == SKYCMD_OPT_WINDOW || option == SKYCMD_OPT_STRIDE ||
+           option == SKYCMD_OPT_REPORT_TRUNCATION || option == SKYCMD_OPT_TOURNAMENT_GROUP;
+}
+
+/* The options of long states, tournaments and the truncation report: 0, or -1 with the
+ * session's message set. */
+static int set_multipass_option(skycmd_session *s, int option, int64_t value) {
+    switch (option) {
+    case SKYCMD_OPT_LONG: s->long_on = value; break;
+    case SKYCMD_OPT_WINDOW: s->long_window = value; break;
+    case SKYCMD_OPT_STRIDE: s->long_stride = value; break;
+    case SKYCMD_OPT_REPORT_TRUNCATION: s->report_truncation = value; break;
+    default:
+        if (value == 1) {
+            snprintf(s->errmsg, sizeof s->errmsg,
+                     "SKYCMD_OPT_TOURNAMENT_GROUP must be 0 (off) or at least %d", SK_TOURNAMENT_MIN_GROUP);
+            return -1;
+        }
+        s->tournament_group = value;
+        break;
+    }
+    return 0;
 }
 
 int skycmd_session_set_int(skycmd_session *s, int option, int64_t value) {
@@ -71,7 +90,8 @@ int skycmd_session_set_int(skycmd_session *s, int option, int64_t value) {
     if (skycmd_option_bounds(option, &lo, &hi) != SKYCMD_OK ||
         (option != SKYCMD_OPT_THREADS && option != SKYCMD_OPT_ACTIVATIONS &&
          option != SKYCMD_OPT_MAX_LEN && option != SKYCMD_OPT_HEAD_MAX_LEN &&
-         !sk_long_is_option(option))) {
+         option != SKYCMD_OPT_MAX_TOKEN_BUDGET &&
+         !is_multipass_option(option))) {
         snprintf(s->errmsg, sizeof s->errmsg, "option %d is not a session option", option);
         return SKYCMD_E_INVALID_ARGUMENT;
     }
@@ -80,12 +100,14 @@ int skycmd_session_set_int(skycmd_session *s, int option, int64_t value) {
                  (long long)value, (long long)lo, (long long)hi);
         return SKYCMD_E_INVALID_ARGUMENT;
     }
-    if (sk_long_is_option(option)) {
-        if (sk_long_set_option(s, option, value)) return SKYCMD_E_INVALID_ARGUMENT;
+    if (is_multipass_option(option)) {
+        if (set_multipass_option(s, option, value)) return SKYCMD_E_INVALID_ARGUMENT;
     } else if (option == SKYCMD_OPT_MAX_LEN || option == SKYCMD_OPT_HEAD_MAX_LEN) {
         /* the budgets of the calls that follow (laya's per-call max_len / head_max_len) */
         if (option == SKYCMD_OPT_MAX_LEN) s->max_len = (size_t)value;
         else s->head_max_len = (size_t)value;
+    } else if (option == SKYCMD_OPT_MAX_TOKEN_BUDGET) {
+        s->max_token_budget = value;
     } else if (option == SKYCMD_OPT_THREADS) {
         /* 0 = one thread per online core; the logits are identical for any count */
         long n = value ? (long)value : sysconf(_SC_NPROCESSORS_ONLN);
@@ -221,128 +243,91 @@ int sk_session_encode_cb(void *ctx, const char *text, size_t len, sk_i32v *out, 
     return 0;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return 0;
-    size_t n = *cap ? *cap : 16;
-    while (n < need) n *= 2;
-    void *q = sk_malloc_array(n, elem);
-    if (!q) return SKYCMD_E_NOMEM;
-    free(*p);
-    *p = q;
-    *cap = n;
-    return 0;
+sk_run_ctx sk_session_run_ctx(skycmd_session *s) {
+    const skycmd_model *m = s->model;
+    return (sk_run_ctx){m->m, m->tok, s->scratch, &m->temps,
+                        (sk_prompt_tok){sk_session_encode_cb, s, m->cls, m->sep, m->mask, m->mask_text},
+                        &s->engine.ws, s->logit_sink, s->logit_sink_ud};
 }
 
-/* Questions are run in batches (seqbatch.h); several requests (skycmd_decide_batch) share
- * the same batches. */
-static int question_fail(sk_err *e, size_t ri, size_t nr, const sk_rquestion *q, int rc) {
-    int n = sk_question_id_len(q->id);
-    sk_err_prefix(e, "questions.%.*s", n, q->id.s);
-    if (nr > 1) sk_err_prefix(e, "request %zu", ri);
+/* The session's side of a plan: its options and its model's budgets. */
+static sk_plan_defaults plan_defaults(const skycmd_session *s) {
+    return (sk_plan_defaults){s->model->max_len, s->model->head_max_len, s->max_len, s->head_max_len,
+                              s->max_token_budget, (int)s->long_on, (int)s->report_truncation, s->long_window,
+                              s->long_stride, s->tournament_group, &s->gate};
+}
+
+static int make_plan(const skycmd_session *s, const sk_request *r, sk_plan *p, sk_err *e) {
+    sk_plan_defaults d = plan_defaults(s);
+    return sk_plan_make(&d, r, p, e);
+}
+
+/* The response to request ri of the last plain pass. */
+static int plain_response(skycmd_session *s, const sk_request *r, const sk_plan *p, size_t ri,
+                          skycmd_response **out, sk_err *e) {
+    const sk_engine *en = &s->engine;
+    int rc = sk_response_new(r, en->answers + en->q_off[ri], s->model->name, en->ntok[ri], out, e);
+    if (!rc) sk_answers_gate((*out)->a, (*out)->n, p->gate);
     return rc;
 }
 
-/* Run the batched sequences and turn their logits into answers. */
-static int flush_batch(skycmd_session *s, const sk_request *const *rs, size_t nr, sk_err *e) {
-    const skycmd_model *m = s->model;
-    sk_seqbatch *b = &s->batch;
-    int rc = sk_seqbatch_run(b, m->m, s->scratch, e);
-    if (rc) {
-        const struct sk_seq_meta *mt = &s->seq_meta[0];
-        return question_fail(e, mt->r, nr, &rs[mt->r]->q[mt->q], rc);
-    }
-    for (size_t k = 0; k < b->n; k++) {
-        const struct sk_seq_meta *mt = &s->seq_meta[k];
-        const sk_rquestion *q = &rs[mt->r]->q[mt->q];
-        double *p = s->probs + s->p_off[mt->g];
-        if (s->logit_sink)
-            s->logit_sink(s->logit_sink_ud, mt->g, q->type, b->seqs[k].logits, b->seqs[k].n_markers);
-        double T = sk_temp_for(&m->temps, q->type, b->seqs[k].n_markers);
-        sk_softmax(b->seqs[k].logits, b->seqs[k].n_markers, T, p);
-        if (q->order) { /* slot order back to option order, as laya's unpermute_probs */
-            double slot[SK_REQUEST_MAX_OPTIONS];
-            memcpy(slot, p, q->n_opts * sizeof *p);
-            for (size_t sl = 0; sl < q->n_opts; sl++) p[q->order[sl]] = slot[sl];
+/* The response of a multipass decide: answers, the gate, and what the wire adds (copied
+ * into the response's arena). */
+static int multipass_response(skycmd_session *s, const sk_request *r, const sk_plan *pl,
+                              const sk_multipass_result *mr, skycmd_response **out, sk_err *e) {
+    skycmd_response *resp = NULL;
+    int rc = sk_response_new(r, mr->answers, s->model->name, mr->input_tokens, &resp, e);
+    if (rc) return rc;
+    /* the abstention gate on the aggregated answers (laya applies it to the final answers);
+     * a narrowed choice is gated in the final pass, over its finalists (laya serve passes
+     * min_confidence to every predict call of the tournament; the final call's answer, with
+     * its bucket of the finalists' count, is the one returned) */
+    sk_answers_gate(resp->a, resp->n, pl->gate);
+    for (size_t i = 0; i < r->nq && pl->gate->set; i++)
+        if (mr->ax[i].rounds > 0) {
+            size_t n = 0;
+            const double *p = sk_multipass_final_pass(&s->engine, i, &n);
+            resp->a[i].gate = sk_gate_state(pl->gate, resp->a[i].type, p, n, &resp->a[i].gate_thr);
         }
-        if ((rc = sk_answer_from_probs(q->type, p, q->n_opts, &s->answers[mt->g], e)))
-            return question_fail(e, mt->r, nr, q, rc);
+    sk_answer_extra *ax = sk_arena_alloc(&resp->arena, (r->nq ? r->nq : 1) * sizeof *ax);
+    for (size_t i = 0; ax && i < r->nq; i++) {
+        ax[i] = mr->ax[i];
+        if (!ax[i].n_finalists) continue;
+        size_t *f = sk_arena_alloc(&resp->arena, ax[i].n_finalists * sizeof *f);
+        if (f) memcpy(f, ax[i].finalists, ax[i].n_finalists * sizeof *f);
+        else ax = NULL;
+        if (ax) ax[i].finalists = f;
     }
-    sk_seqbatch_clear(b);
-    return 0;
-}
-
-/* Answer every question of the nr requests rs; request i's answers start at
- * s->answers[s->q_off[i]] and its input tokens land in s->ntok[i]. */
-static int decide_multi(skycmd_session *s, const sk_request *const *rs, size_t nr, sk_err *e) {
-    const skycmd_model *m = s->model;
-    int rc;
-    size_t total_opts = 0, total_q = 0;
-    for (size_t ri = 0; ri < nr; ri++) {
-        const sk_request *r = rs[ri];
-        total_q += r->nq;
-        for (size_t i = 0; i < r->nq; i++) total_opts += r->q[i].n_opts;
-    }
-    size_t nq1 = total_q ? total_q : 1, nr1 = nr ? nr : 1;
-    if (grow((void **)&s->probs, &s->probs_cap, total_opts ? total_opts : 1, sizeof(double)) ||
-        grow((void **)&s->answers, &s->answers_cap, nq1, sizeof(sk_answer)) ||
-        grow((void **)&s->p_off, &s->p_off_cap, nq1, sizeof(size_t)) ||
-        grow((void **)&s->q_off, &s->q_off_cap, nr1, sizeof(size_t)) ||
-        grow((void **)&s->ntok, &s->ntok_cap, nr1, sizeof(int64_t)))
+    if (!ax) {
+        skycmd_response_free(resp);
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory answering the request");
-    size_t off = 0, g = 0;
-    for (size_t ri = 0; ri < nr; ri++) {
-        s->q_off[ri] = g;
-        for (size_t i = 0; i < rs[ri]->nq; i++, g++) {
-            s->p_off[g] = off;
-            off += rs[ri]->q[i].n_opts;
-        }
     }
-    sk_prompt_tok pt = {sk_session_encode_cb, s, m->cls, m->sep, m->mask, m->mask_text};
-    /* laya's per-call overrides (Agent.system_one(max_len=, head_max_len=)) */
-    const size_t max_len = sk_session_max_len(s);
-    const size_t head_max_len = sk_session_head_max_len(s);
-    int cut_safe = sk_tokenizer_space_cut_safe(m->tok);
-    sk_seqbatch_clear(&s->batch);
-    g = 0;
-    for (size_t ri = 0; ri < nr; ri++) {
-        const sk_request *r = rs[ri];
-        /* A sequence holds at most max_len tokens: the state is tokenized only as far as
-         * that can reach (identical ids; the cost no longer grows with the state's size). */
-        if ((rc = sk_prompt_state_ids_bounded(&pt, cut_safe, r->state.s, r->state.n, r->state_is_list,
-                                              max_len, &s->ws, &s->state_ids, e))) {
-            sk_err_prefix(e, "state");
-            if (nr > 1) sk_err_prefix(e, "request %zu", ri);
-            return rc;
-        }
-        int64_t ntok = 0;
-        for (size_t i = 0; i < r->nq; i++, g++) {
-            const sk_rquestion *q = &r->q[i];
-            /* with an option_order the options are laid out in slot order */
-            const sk_jstr *texts = q->order ? q->slot_text : &q->opts[0].text;
-            const size_t stride = q->order ? sizeof(sk_jstr) : sizeof(sk_roption);
-            rc = sk_prompt_build(&pt, sk_qtype_names[q->type], q->ins.s, q->ins.n,
-                                 texts, stride, q->n_opts, s->state_ids.v,
-                                 s->state_ids.n, r->state_is_list, max_len, head_max_len,
-                                 &s->ws, &s->ids, &s->markers, e);
-            if (rc) return question_fail(e, ri, nr, q, rc);
-            if (!sk_seqbatch_fits(&s->batch, s->ids.n) && (rc = flush_batch(s, rs, nr, e))) return rc;
-            s->seq_meta[s->batch.n] = (struct sk_seq_meta){ri, i, g};
-            if (sk_seqbatch_add(&s->batch, m->m, &s->ids, &s->markers, s->ws.head_len, q->type))
-                return sk_fail(e, SKYCMD_E_NOMEM, "out of memory answering the request");
-            ntok += (int64_t)s->ids.n;
-        }
-        s->ntok[ri] = ntok;
-    }
-    return flush_batch(s, rs, nr, e);
+    resp->x = (sk_response_extra){.a = ax, .windows_on = pl->is_long, .windows = mr->windows,
+                                  .truncation = pl->truncation, .truncated_is_count = mr->truncated_is_count,
+                                  .truncated = mr->truncated, .state_tokens = mr->state_tokens,
+                                  .state_tokens_dropped = mr->dropped};
+    *out = resp;
+    return 0;
 }
 
-/* The response to request ri of the last decide_multi. */
-static int new_response(skycmd_session *s, const sk_request *r, size_t ri, skycmd_response **out,
-                        sk_err *e) {
-    int rc = sk_response_new(r, s->answers + s->q_off[ri], s->model->name, s->ntok[ri], out, e);
-    /* the abstention gate (laya serve: the body's min_confidence over the deployment's) */
-    if (!rc) sk_answers_gate((*out)->a, (*out)->n, r->gate.set ? &r->gate : &s->gate);
-    return rc;
+/* Answer one request as its plan says: more passes, or the plain one. */
+static int decide_planned(skycmd_session *s, const sk_request *r, const sk_plan *p, skycmd_response **out,
+                          sk_err *e) {
+    sk_run_ctx cx = sk_session_run_ctx(s);
+    int rc;
+    if (sk_plan_is_multipass(p)) {
+        sk_multipass_result mr;
+        rc = sk_multipass_decide(&s->engine, &cx, r, p, &mr, e);
+        return rc ? rc : multipass_response(s, r, p, &mr, out, e);
+    }
+    rc = sk_engine_plain(&s->engine, &cx, &r, p, 1, e);
+    return rc ? rc : plain_response(s, r, p, 0, out, e);
+}
+
+static int decide_one(skycmd_session *s, const sk_request *r, skycmd_response **out, sk_err *e) {
+    sk_plan p;
+    int rc = make_plan(s, r, &p, e);
+    return rc ? rc : decide_planned(s, r, &p, out, e);
 }
 
 static int check_request(const skycmd_request *req, size_t i, size_t n, sk_err *e) {
@@ -363,11 +348,7 @@ int skycmd_decide(skycmd_session *s, const skycmd_request *req, skycmd_response 
     if (!out) return set_err(s, &e, sk_fail(&e, SKYCMD_E_INVALID_ARGUMENT, "decide: out is NULL"));
     int rc = check_request(req, 0, 1, &e);
     if (rc) return set_err(s, &e, rc);
-    const sk_request *r = &req->r;
-    if (sk_long_wanted(s, r)) return set_err(s, &e, sk_long_decide(s, r, out, &e));
-    rc = decide_multi(s, &r, 1, &e);
-    if (!rc) rc = new_response(s, r, 0, out, &e);
-    return set_err(s, &e, rc);
+    return set_err(s, &e, decide_one(s, &req->r, out, &e));
 }
 
 int skycmd_decide_batch(skycmd_session *s, const skycmd_request *const *reqs, size_t n,
@@ -382,26 +363,23 @@ int skycmd_decide_batch(skycmd_session *s, const skycmd_request *const *reqs, si
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++) rc = check_request(reqs[i], i, n, &e);
     if (rc) return set_err(s, &e, rc);
-    if (grow((void **)&s->rbatch, &s->rbatch_cap, n ? n : 1, sizeof *s->rbatch))
+    if (sk_grow_array((void **)&s->rbatch, &s->rbatch_cap, n ? n : 1, sizeof *s->rbatch) ||
+        sk_grow_array((void **)&s->plans, &s->plans_cap, n ? n : 1, sizeof *s->plans))
         return set_err(s, &e, sk_fail(&e, SKYCMD_E_NOMEM, "out of memory answering the requests"));
-    int any_long = 0;
-    for (size_t i = 0; i < n; i++) {
+    int any_multipass = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
         s->rbatch[i] = &reqs[i]->r;
-        any_long |= sk_long_wanted(s, s->rbatch[i]);
+        if ((rc = make_plan(s, s->rbatch[i], &s->plans[i], &e)) && n > 1) sk_err_prefix(&e, "request %zu", i);
+        any_multipass |= sk_plan_is_multipass(&s->plans[i]);
     }
-    if (any_long) { /* long.c answers one request at a time; the others as skycmd_decide would */
-        for (size_t i = 0; i < n && !rc; i++) {
-            if (sk_long_wanted(s, s->rbatch[i])) {
-                rc = sk_long_decide(s, s->rbatch[i], &out[i], &e);
-            } else {
-                rc = decide_multi(s, &s->rbatch[i], 1, &e);
-                if (!rc) rc = new_response(s, s->rbatch[i], 0, &out[i], &e);
-            }
-            if (rc && n > 1) sk_err_prefix(&e, "request %zu", i);
-        }
-    } else {
-        rc = decide_multi(s, s->rbatch, n, &e);
-        for (size_t i = 0; i < n && !rc; i++) rc = new_response(s, s->rbatch[i], i, &out[i], &e);
+    if (!rc && any_multipass) { /* one request at a time, each as skycmd_decide would answer it */
+        for (size_t i = 0; i < n && !rc; i++)
+            if ((rc = decide_planned(s, s->rbatch[i], &s->plans[i], &out[i], &e)) && n > 1)
+                sk_err_prefix(&e, "request %zu", i);
+    } else if (!rc) {
+        sk_run_ctx cx = sk_session_run_ctx(s);
+        rc = sk_engine_plain(&s->engine, &cx, s->rbatch, s->plans, n, &e);
+        for (size_t i = 0; i < n && !rc; i++) rc = plain_response(s, s->rbatch[i], &s->plans[i], i, &out[i], &e);
     }
     if (rc)
         for (size_t i = 0; i < n; i++) {
@@ -421,14 +399,8 @@ int skycmd_decide_json(skycmd_session *s, const char *request_json, size_t len,
     sk_request r;
     int rc = sk_request_parse(request_json, len, &r, &e);
     if (rc) return set_err(s, &e, rc);
-    const sk_request *rp = &r;
     skycmd_response *resp = NULL;
-    if (sk_long_wanted(s, rp)) {
-        rc = sk_long_decide(s, rp, &resp, &e);
-    } else {
-        rc = decide_multi(s, &rp, 1, &e);
-        if (!rc) rc = new_response(s, &r, 0, &resp, &e);
-    }
+    rc = decide_one(s, &r, &resp, &e);
     if (!rc) {
         if (skycmd_response_json(resp)) { /* the caller takes the response's text */
             *response_json = resp->json;

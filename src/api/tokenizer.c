@@ -43,6 +43,7 @@ int skycmd_tokenizer_open_json(const char *path, skycmd_tokenizer **out, skycmd_
     free(cfg);
     free(cpath);
     if (rc) return sk_api_report(err, &e, rc);
+    (*out)->tag = SK_TAG_TOKENIZER; /* a handle from here on */
     return SKYCMD_OK;
 }
 
@@ -50,6 +51,7 @@ int skycmd_tokenizer_free(skycmd_tokenizer *tok) {
     if (!tok) return SKYCMD_OK;
     if (!tok_ok(tok)) return SKYCMD_E_MISUSE;
     if (tok->owned_by_model) return SKYCMD_E_MISUSE;
+    tok->tag = SK_TAG_DEAD;
     sk_tokenizer_free(tok);
     return SKYCMD_OK;
 }

@@ -12,7 +12,10 @@
  * keeps its "not given" value when the option is absent) and the positional arguments;
  * cli_begin() then makes the command's cli_run (skycmd_options, skycmd_error, progress
  * bar, temporary file) and copies every given option that names a skycmd_option into
- * it; cli_end() reports a failed call and releases the run.
+ * it; cli_end() reports a failed call and releases the run. cli_parse() is cli_scan(),
+ * which describes a usage error (cli_error) without printing it, followed by
+ * cli_report(), the shared wording; a command whose usage errors have their own
+ * established wording (bench, serve) prints the cli_error itself.
  */
 #ifndef SKYCMD_CLI_H
 #define SKYCMD_CLI_H
@@ -48,7 +51,10 @@ typedef enum cli_kind {
     CLI_STRING, /* const char * dest = the value                                 */
     CLI_INT,    /* int64_t dest = a decimal integer in range (see cli_opt.range)  */
     CLI_TYPE,   /* int dest = f32|f16|bf16|q8_0 as a skycmd_type                 */
-    CLI_CHOICE  /* int dest = index of the value in `choices`                    */
+    CLI_CHOICE, /* int dest = index of the value in `choices`                    */
+    CLI_NUMBER, /* dest is a cli_number: a number with its own bounds and units  */
+    CLI_CALL    /* dest is a cli_call: a function of the command takes the value
+                   (values given more than once, values of several parts, ...)   */
 } cli_kind;
 
 /* The "not given" value of int and int64_t dests (NULL for strings, 0 for flags): a dest
@@ -61,11 +67,44 @@ typedef struct cli_opt {
     const char *alias; /* "-t", or NULL                                                */
     cli_kind kind;
     void *dest;        /* int *, int64_t * or const char ** by kind                    */
-    int option;        /* skycmd_option that cli_begin() sets from dest (0: none)      */
+    int option;        /* skycmd_option that cli_begin() sets from dest (0: none; never
+                          for CLI_NUMBER and CLI_CALL, whose variables are the command's) */
     int range;         /* CLI_INT: skycmd_option whose bounds apply (0: `option`'s, and
                           [0, INT64_MAX] when neither is set)                          */
     const char *const *choices; /* CLI_CHOICE: NULL-terminated names                   */
 } cli_opt;
+
+/* What a CLI_NUMBER option accepts and where the value goes. An integer is a whole
+ * decimal strtoll() number (CLI_NUM_SIZE: an unsigned one, optionally followed by k/K
+ * (x 1024) or m/M (x 1048576)) in [lo, hi], stored in the integer variable `value` of
+ * `size` bytes (4 or 8: int, unsigned, int64_t, size_t, long long); CLI_NUM_REAL: a whole
+ * strtod() number in [lo, hi] stored in the double `value`. CLI_NUM_ABOVE excludes lo. */
+typedef struct cli_number {
+    void *value;
+    size_t size;
+    int64_t lo, hi;
+    unsigned flags;
+} cli_number;
+#define CLI_NUM_SIZE 1u
+#define CLI_NUM_REAL 2u
+#define CLI_NUM_ABOVE 4u
+/* A CLI_NUMBER table entry for an integer variable `var`. */
+#define CLI_OPT_NUM(name, alias, var, lo, hi, flags)                                       \
+    {name, alias, CLI_NUMBER, &(cli_number){&(var), sizeof(var), lo, hi, flags}, 0, 0, NULL}
+/* Parse v as n describes and store it: 0, or CLI_BAD_VALUE (nothing stored). For a
+ * cli_call that takes numbers among other words. */
+int cli_number_take(const cli_number *n, const char *v);
+
+/* A CLI_CALL option: take(ctx, value) returns 0 when it took the value, CLI_BAD_VALUE when
+ * the value is wrong (a usage error that the parser reports like any bad value), or an exit
+ * status (1, 2) after printing why itself. */
+#define CLI_BAD_VALUE (-3)
+typedef struct cli_call {
+    int (*take)(void *ctx, const char *value);
+    void *ctx;
+} cli_call;
+#define CLI_OPT_CALL(name, alias, fn, ctx)                                                 \
+    {name, alias, CLI_CALL, &(cli_call){fn, ctx}, 0, 0, NULL}
 
 typedef struct cli_cmd {
     const char *name;           /* "convert" */
@@ -104,8 +143,33 @@ int cli_check_preset(const cli_cmd *cmd, const char *what, const char *name);
 
 /* Parse argv[1..argc-1]: options of the table anywhere (until "--"), positional arguments
  * into pos[0..max_pos-1] (*n_pos of them). Returns CLI_CONTINUE, 0 after printing the help
- * (-h/--help) or 2 after a usage error. */
+ * (-h/--help) or 2 after a usage error (a CLI_CALL's own failure: its status). */
 int cli_parse(const cli_cmd *cmd, int argc, char **argv, const char **pos, int *n_pos);
+
+/* A usage error that cli_scan() found, not yet printed. */
+typedef enum cli_fault {
+    CLI_FAULT_UNKNOWN,   /* arg: an option the table does not have                        */
+    CLI_FAULT_NO_VALUE,  /* arg, opt: the option is the last argument, without its value  */
+    CLI_FAULT_BAD_VALUE, /* arg, opt, value: a value the option's kind refuses            */
+    CLI_FAULT_EXTRA,     /* arg: one positional argument more than max_pos                */
+    CLI_FAULT_EMPTY,     /* index: positional argument `index` (from 1) is "" (empty_ok)  */
+    CLI_FAULT_MISSING    /* fewer positional arguments than min_pos                       */
+} cli_fault;
+typedef struct cli_error {
+    cli_fault fault;
+    const char *arg;   /* as typed: "-t" for --threads' alias; the name of "--name=VALUE" */
+    const cli_opt *opt;
+    const char *value;
+    int index;
+} cli_error;
+/* The fault return of cli_scan(): *e describes the usage error. */
+#define CLI_FAULT (-2)
+/* cli_parse() without printing a usage error: CLI_CONTINUE, 0 (help printed), CLI_FAULT
+ * (*e filled) or the status a CLI_CALL returned after printing its own message. */
+int cli_scan(const cli_cmd *cmd, int argc, char **argv, const char **pos, int *n_pos, cli_error *e);
+/* Print e in the shared wording ("skycmd <cmd>: <what is wrong>", a blank line and the
+ * usage on stderr) and return 2. */
+int cli_report(const cli_cmd *cmd, const cli_error *e);
 /* Print "skycmd <cmd>: <message>", a blank line and the usage on stderr; return 2. */
 int cli_usage_error(const cli_cmd *cmd, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -107,7 +107,64 @@ static int parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out) {
     return 0;
 }
 
-static int set_value(const cli_cmd *cmd, const cli_opt *o, const char *v) {
+/* The bounds of a CLI_INT option: those of its skycmd_option, else [0, INT64_MAX]. */
+static void int_bounds(const cli_opt *o, int64_t *lo, int64_t *hi) {
+    int key = o->range ? o->range : o->option;
+    *lo = 0;
+    *hi = INT64_MAX;
+    if (key && skycmd_option_bounds(key, lo, hi) != SKYCMD_OK) *lo = 0, *hi = INT64_MAX;
+}
+
+/* A CLI_NUM_SIZE value: unsigned decimal, k/m suffix, at most hi. */
+static int parse_size(const char *s, int64_t hi, int64_t *out) {
+    if (!s || !*s || *s == '-') return -1;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s) return -1;
+    uint64_t mul = 1;
+    if (*end == 'k' || *end == 'K') mul = 1024, end++;
+    else if (*end == 'm' || *end == 'M') mul = 1024 * 1024, end++;
+    if (*end || hi < 0 || v > (uint64_t)hi / mul) return -1;
+    *out = (int64_t)(v * mul);
+    return 0;
+}
+
+static int parse_real(const char *s, const cli_number *n) {
+    char *end = NULL;
+    errno = 0;
+    double t = strtod(s, &end);
+    const double lo = (double)n->lo, hi = (double)n->hi;
+    if (errno || end == s || *end) return CLI_BAD_VALUE;
+    if (!((n->flags & CLI_NUM_ABOVE ? t > lo : t >= lo) && t <= hi)) return CLI_BAD_VALUE;
+    *(double *)n->value = t;
+    return 0;
+}
+
+int cli_number_take(const cli_number *n, const char *v) {
+    if (n->flags & CLI_NUM_REAL) return parse_real(v, n);
+    int64_t x = 0;
+    if (n->flags & CLI_NUM_SIZE) {
+        if (parse_size(v, n->hi, &x)) return CLI_BAD_VALUE;
+    } else {
+        char *end = NULL;
+        errno = 0;
+        long long ll = strtoll(v, &end, 10);
+        if (errno || end == v || *end || ll > n->hi) return CLI_BAD_VALUE;
+        x = ll;
+    }
+    if (x < n->lo || (x == n->lo && (n->flags & CLI_NUM_ABOVE))) return CLI_BAD_VALUE;
+    if (n->size == sizeof(int32_t)) {
+        const int32_t x32 = (int32_t)x;
+        memcpy(n->value, &x32, sizeof x32);
+    } else {
+        memcpy(n->value, &x, sizeof x);
+    }
+    return 0;
+}
+
+/* Store v in o's variable: 0, CLI_BAD_VALUE, or the status of a CLI_CALL that printed. */
+static int set_value(const cli_opt *o, const char *v) {
     switch (o->kind) {
     case CLI_FLAG:
         *(int *)o->dest = 1;
@@ -117,34 +174,62 @@ static int set_value(const cli_cmd *cmd, const cli_opt *o, const char *v) {
         return 0;
     case CLI_TYPE: {
         int t = cli_parse_type(v);
-        if (t < 0)
-            return cli_usage_error(cmd, "%s: '%s' is not a type (f32, f16, bf16, q8_0)", o->name, v);
+        if (t < 0) return CLI_BAD_VALUE;
         *(int *)o->dest = t;
         return 0;
     }
-    case CLI_CHOICE: {
-        char list[256] = "";
+    case CLI_CHOICE:
         for (int k = 0; o->choices[k]; k++) {
             if (strcmp(v, o->choices[k]) == 0) {
                 *(int *)o->dest = k;
                 return 0;
             }
+        }
+        return CLI_BAD_VALUE;
+    case CLI_INT: {
+        int64_t lo, hi;
+        int_bounds(o, &lo, &hi);
+        return parse_int(v, lo, hi, (int64_t *)o->dest) ? CLI_BAD_VALUE : 0;
+    }
+    case CLI_NUMBER:
+        return cli_number_take((const cli_number *)o->dest, v);
+    case CLI_CALL: {
+        const cli_call *c = (const cli_call *)o->dest;
+        return c->take(c->ctx, v);
+    }
+    }
+    return CLI_BAD_VALUE;
+}
+
+/* The shared wording of a value that o's kind refuses. */
+static int report_bad_value(const cli_cmd *cmd, const cli_opt *o, const char *v) {
+    switch (o->kind) {
+    case CLI_TYPE:
+        return cli_usage_error(cmd, "%s: '%s' is not a type (f32, f16, bf16, q8_0)", o->name, v);
+    case CLI_CHOICE: {
+        char list[256] = "";
+        for (int k = 0; o->choices[k]; k++) {
             size_t used = strlen(list);
             snprintf(list + used, sizeof list - used, "%s%s", k ? ", " : "", o->choices[k]);
         }
         return cli_usage_error(cmd, "%s: '%s' is not one of %s", o->name, v, list);
     }
     case CLI_INT: {
-        int64_t lo = 0, hi = INT64_MAX;
-        int key = o->range ? o->range : o->option;
-        if (key && skycmd_option_bounds(key, &lo, &hi) != SKYCMD_OK) lo = 0, hi = INT64_MAX;
-        if (parse_int(v, lo, hi, (int64_t *)o->dest))
-            return cli_usage_error(cmd, "%s: '%s' is not an integer in [%lld, %lld]", o->name, v,
-                                   (long long)lo, (long long)hi);
-        return 0;
+        int64_t lo, hi;
+        int_bounds(o, &lo, &hi);
+        return cli_usage_error(cmd, "%s: '%s' is not an integer in [%lld, %lld]", o->name, v,
+                               (long long)lo, (long long)hi);
     }
+    case CLI_NUMBER: {
+        const cli_number *n = (const cli_number *)o->dest;
+        return cli_usage_error(cmd, "%s: '%s' is not a%s in %c%lld, %lld]", o->name, v,
+                               n->flags & CLI_NUM_REAL ? " number" : "n integer",
+                               n->flags & CLI_NUM_ABOVE ? '(' : '[', (long long)n->lo,
+                               (long long)n->hi);
     }
-    return cli_usage_error(cmd, "%s: unsupported option kind", o->name);
+    default:
+        return cli_usage_error(cmd, "%s: invalid value '%s'", o->name, v);
+    }
 }
 
 int cli_check_preset(const cli_cmd *cmd, const char *what, const char *name) {
@@ -160,8 +245,36 @@ int cli_check_preset(const cli_cmd *cmd, const char *what, const char *name) {
                            "temperatures)", what, name);
 }
 
-int cli_parse(const cli_cmd *cmd, int argc, char **argv, const char **pos, int *n_pos) {
+static int fault(cli_error *e, cli_fault f, const char *arg, const cli_opt *o, const char *v) {
+    e->fault = f;
+    e->arg = arg;
+    e->opt = o;
+    e->value = v;
+    return CLI_FAULT;
+}
+
+/* The option argv[*i] (and its value, which may be the next argument). */
+static int take_option(const cli_cmd *cmd, int argc, char **argv, int *i, cli_error *e) {
+    const char *a = argv[*i], *v = NULL;
+    const cli_opt *o = find_opt(cmd, a, &v);
+    if (!o) return fault(e, CLI_FAULT_UNKNOWN, a, NULL, NULL);
+    const char *typed = v ? o->name : a;
+    if (o->kind == CLI_FLAG) {
+        *(int *)o->dest = 1;
+        return CLI_CONTINUE;
+    }
+    if (!v) {
+        if (*i + 1 >= argc) return fault(e, CLI_FAULT_NO_VALUE, typed, o, NULL);
+        v = argv[++*i];
+    }
+    int rc = set_value(o, v);
+    if (rc == CLI_BAD_VALUE) return fault(e, CLI_FAULT_BAD_VALUE, typed, o, v);
+    return rc ? rc : CLI_CONTINUE;
+}
+
+int cli_scan(const cli_cmd *cmd, int argc, char **argv, const char **pos, int *n_pos, cli_error *e) {
     int np = 0, only_pos = 0;
+    memset(e, 0, sizeof *e);
     *n_pos = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -174,30 +287,44 @@ int cli_parse(const cli_cmd *cmd, int argc, char **argv, const char **pos, int *
             continue;
         }
         if (!only_pos && a[0] == '-' && a[1] != '\0') {
-            const char *v = NULL;
-            const cli_opt *o = find_opt(cmd, a, &v);
-            if (!o) return cli_usage_error(cmd, "unknown option '%s'", a);
-            if (o->kind == CLI_FLAG) {
-                set_value(cmd, o, NULL);
-                continue;
-            }
-            if (!v) {
-                if (i + 1 >= argc) return cli_usage_error(cmd, "%s needs a value", o->name);
-                v = argv[++i];
-            }
-            int rc = set_value(cmd, o, v);
-            if (rc) return rc;
+            int rc = take_option(cmd, argc, argv, &i, e);
+            if (rc != CLI_CONTINUE) return rc;
             continue;
         }
-        if (np >= cmd->max_pos) return cli_usage_error(cmd, "unexpected argument '%s'", a);
-        if (!a[0] && !(cmd->empty_ok & (1u << np)))
-            return cli_usage_error(cmd, "argument %d is empty", np + 1);
+        if (np >= cmd->max_pos) return fault(e, CLI_FAULT_EXTRA, a, NULL, NULL);
+        if (!a[0] && !(cmd->empty_ok & (1u << np))) {
+            e->index = np + 1;
+            return fault(e, CLI_FAULT_EMPTY, a, NULL, NULL);
+        }
         pos[np++] = a;
     }
     *n_pos = np;
-    if (np < cmd->min_pos)
-        return cli_usage_error(cmd, "missing arguments");
+    if (np < cmd->min_pos) return fault(e, CLI_FAULT_MISSING, NULL, NULL, NULL);
     return CLI_CONTINUE;
+}
+
+int cli_report(const cli_cmd *cmd, const cli_error *e) {
+    switch (e->fault) {
+    case CLI_FAULT_UNKNOWN:
+        return cli_usage_error(cmd, "unknown option '%s'", e->arg);
+    case CLI_FAULT_NO_VALUE:
+        return cli_usage_error(cmd, "%s needs a value", e->opt->name);
+    case CLI_FAULT_BAD_VALUE:
+        return report_bad_value(cmd, e->opt, e->value);
+    case CLI_FAULT_EXTRA:
+        return cli_usage_error(cmd, "unexpected argument '%s'", e->arg);
+    case CLI_FAULT_EMPTY:
+        return cli_usage_error(cmd, "argument %d is empty", e->index);
+    case CLI_FAULT_MISSING:
+        break;
+    }
+    return cli_usage_error(cmd, "missing arguments");
+}
+
+int cli_parse(const cli_cmd *cmd, int argc, char **argv, const char **pos, int *n_pos) {
+    cli_error e;
+    int rc = cli_scan(cmd, argc, argv, pos, n_pos, &e);
+    return rc == CLI_FAULT ? cli_report(cmd, &e) : rc;
 }
 
 /* ------------------------------------------------------------ library calls ---- */
@@ -235,6 +362,9 @@ int cli_begin(cli_run *run, const cli_cmd *cmd, const char *progress_label) {
             if (*(const int64_t *)o->dest == CLI_UNSET) continue;
             v = *(const int64_t *)o->dest;
             break;
+        case CLI_NUMBER: /* variables of the command's own */
+        case CLI_CALL:
+            continue;
         case CLI_STRING: {
             const char *s = *(const char *const *)o->dest;
             if (!s) continue;

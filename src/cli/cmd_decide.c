@@ -3,9 +3,12 @@
  * default model answers (models/s1-pico-flappy.gguf, a trained Flappy Drone model). With
  * --random PRESET the model is a deterministic random one written to a temporary file
  * first (removed once loaded). */
+#define _POSIX_C_SOURCE 200809L
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -180,6 +183,45 @@ static int decide_warn(skycmd_session *sess, const char *body, size_t len, char 
     return st;
 }
 
+/* A stop signal (SIGINT, SIGTERM, SIGHUP) while the model loads. skycmd_model_open reports no
+ * progress, so the load cannot be cancelled through the library (a large model, or --q8's
+ * calibration, takes seconds to minutes): the handler says so on stderr, removes the
+ * temporary model (--random, or a model read from stdin) and ends the process by the same
+ * signal at once, as an interrupted random/convert/quantize does (the shell sees 128 + the
+ * signal: 130, 143, 129). Only async-signal-safe calls in the handler. */
+static cli_temp load_temp;
+static struct sigaction load_saved[3];
+static const int load_signals[3] = {SIGINT, SIGTERM, SIGHUP};
+
+static void say(const char *s) {
+    ssize_t w = write(STDERR_FILENO, s, strlen(s));
+    (void)w;
+}
+
+static void on_load_signal(int sig) {
+    say("skycmd decide: ");
+    say(sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP");
+    say(" while loading the model: stopped\n");
+    if (load_temp.path[0]) unlink(load_temp.path);
+    if (load_temp.dir[0]) rmdir(load_temp.dir);
+    signal(sig, SIG_DFL);
+    raise(sig); /* delivered when the handler returns: the process ends by sig */
+}
+
+static void load_guard(const cli_temp *tmp) {
+    load_temp = *tmp;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_load_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 3; i++) sigaddset(&sa.sa_mask, load_signals[i]);
+    for (int i = 0; i < 3; i++) sigaction(load_signals[i], &sa, &load_saved[i]);
+}
+
+static void load_unguard(void) {
+    for (int i = 0; i < 3; i++) sigaction(load_signals[i], &load_saved[i], NULL);
+}
+
 int cmd_decide(int argc, char **argv) {
     cli_model_args m = CLI_MODEL_ARGS_UNSET;
     const char *random = NULL, *name = NULL, *min_conf = NULL;
@@ -312,7 +354,11 @@ int cmd_decide(int argc, char **argv) {
         rc = 1; /* the run is released */
         goto out;
     }
-    if (!st) st = skycmd_model_open(model_path, run.opts, &model, run.err);
+    if (!st) {
+        load_guard(&run.tmp);
+        st = skycmd_model_open(model_path, run.opts, &model, run.err);
+        load_unguard();
+    }
     if (st) {
         rc = cli_end(&run, st);
         goto out;

@@ -1,4 +1,5 @@
-/* cmd_serve.c - `skycmd serve`: parse the options, then run the HTTP server (src/serve). */
+/* cmd_serve.c - `skycmd serve`: parse the options with the shared option table (cli.h),
+ * then run the HTTP server (src/serve). Usage errors keep serve's own wording (report()). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <limits.h>
@@ -17,7 +18,9 @@ static void usage(FILE *out) {
             "Serve POST /v1/systemone (llama-server compatible envelope), GET /health (/healthz),\n"
             "GET /v1/models, GET /metrics and GET /openapi.json (the contract) over HTTP/1.1.\n"
             "SIGTERM/SIGINT: the listening socket closes, requests in flight are answered, then\n"
-            "exit 0. SIGHUP: every --model is reloaded from its file (a failing file keeps the old).\n"
+            "exit 0; while the models load (/health: 503), the server stops at once, ending by\n"
+            "the signal. SIGHUP: every --model is reloaded from its file (a failing file keeps\n"
+            "the old).\n"
             "\n"
             "models:\n"
             "  -m, --model [NAME=]PATH  a GGUF decision model; repeat to load several. The request's\n"
@@ -91,21 +94,6 @@ static void usage(FILE *out) {
             "       -d @examples/flappy-drone.json\n");
 }
 
-static int parse_u64(const char *s, uint64_t max, uint64_t *out) {
-    if (!s || !*s || *s == '-') return -1;
-    char *end = NULL;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s) return -1;
-    uint64_t mul = 1;
-    if (*end == 'k' || *end == 'K') mul = 1024, end++;
-    else if (*end == 'm' || *end == 'M') mul = 1024 * 1024, end++;
-    if (*end) return -1;
-    if (v > max / mul) return -1;
-    *out = (uint64_t)v * mul;
-    return 0;
-}
-
 static char *read_key_file(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -129,242 +117,194 @@ static char *read_key_file(const char *path) {
     return strdup(s);
 }
 
-#define NEED_ARG()                                                                  \
-    do {                                                                            \
-        if (i + 1 >= argc) {                                                        \
-            fprintf(stderr, "skycmd serve: %s needs a value\n\n", a);               \
-            usage(stderr);                                                          \
-            return 2;                                                               \
-        }                                                                           \
-        v = argv[++i];                                                              \
-    } while (0)
+/* The options whose values are not plain numbers (each a CLI_CALL of the table). */
+static int take_model(void *ctx, const char *v) {
+    struct serve_config *cfg = ctx;
+    if (cfg->n_models >= SERVE_MAX_MODELS) {
+        fprintf(stderr, "skycmd serve: at most %d models\n", SERVE_MAX_MODELS);
+        return 2;
+    }
+    const char *eq = strchr(v, '=');
+    struct serve_model_spec *m = &cfg->models[cfg->n_models++];
+    if (eq && eq != v && !memchr(v, '/', (size_t)(eq - v))) {
+        char *name = strndup(v, (size_t)(eq - v)); /* lives for the process */
+        if (!name) return 1;
+        m->name = name;
+        m->path = eq + 1;
+    } else {
+        m->name = NULL;
+        m->path = v;
+    }
+    return *m->path ? 0 : CLI_BAD_VALUE;
+}
 
-#define BAD_VALUE()                                                                 \
-    do {                                                                            \
-        fprintf(stderr, "skycmd serve: invalid value '%s' for %s\n", v, a);         \
-        return 2;                                                                   \
-    } while (0)
+/* A value that may not be empty (--host, --api-key). */
+static int take_word(void *ctx, const char *v) {
+    if (!*v) return CLI_BAD_VALUE;
+    *(const char **)ctx = v;
+    return 0;
+}
+
+/* A header value: not empty, no line breaks (--cors-origin). */
+static int take_header(void *ctx, const char *v) {
+    return strpbrk(v, "\r\n") ? CLI_BAD_VALUE : take_word(ctx, v);
+}
+
+/* --compute-threads auto|N (N in 1..256). */
+static int take_compute(void *ctx, const char *v) {
+    int *dest = ctx;
+    if (!strcmp(v, "auto")) {
+        *dest = SERVE_COMPUTE_AUTO;
+        return 0;
+    }
+    return cli_number_take(&(cli_number){dest, sizeof *dest, 1, 256, CLI_NUM_SIZE}, v);
+}
+
+/* --tournament-group: 0 (off) or 2..100. */
+static int take_group(void *ctx, const char *v) {
+    int64_t g = 0;
+    if (cli_number_take(&(cli_number){&g, sizeof g, 0, 100, CLI_NUM_SIZE}, v) || g == 1)
+        return CLI_BAD_VALUE;
+    *(int64_t *)ctx = g;
+    return 0;
+}
+
+static void set_defaults(struct serve_config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->host = "127.0.0.1";
+    cfg->port = 8080;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    cfg->workers = ncpu > 0 ? (int)(ncpu > 256 ? 256 : ncpu) : 1;
+    cfg->compute_threads = SERVE_COMPUTE_AUTO;
+    cfg->max_body = 2u * 1024u * 1024u;
+    cfg->max_questions = 256;
+    cfg->max_token_budget = 8192;
+    cfg->max_batch_tokens = 131072;
+    cfg->timeout_s = 30;
+    cfg->queue = 256;
+    cfg->max_connections = 512;
+    cfg->header_timeout_s = 10;
+    cfg->body_timeout_s = 30;
+    cfg->drain_timeout_s = 30;
+    cfg->batch_max = 8;
+    cfg->inline_max_us = 1000;
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    uint64_t ram = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : (uint64_t)1 << 30;
+    uint64_t b = ram / 8, lo = (uint64_t)64 << 20, hi = (uint64_t)4 << 30;
+    cfg->max_buffered = (size_t)(b < lo ? lo : b > hi ? hi : b);
+    cfg->weights = SKYCMD_WEIGHTS_BF16X3;
+    cfg->activations = -1;
+}
+
+/* The flags that pick the weights mode, and the API key as given. */
+typedef struct serve_flags {
+    int q8, no_calib, q8_fast, q8_row, bf16x3, f32;
+    const char *key, *key_file;
+} serve_flags;
+
+/* serve's own wording of a usage error: a bad value without the usage, and an argument
+ * that is not an option (serve takes none) as an unknown option. */
+static int report(const cli_cmd *cmd, const cli_error *e) {
+    if (e->fault == CLI_FAULT_BAD_VALUE) {
+        fprintf(stderr, "skycmd serve: invalid value '%s' for %s\n", e->value, e->arg);
+        return 2;
+    }
+    if (e->fault == CLI_FAULT_NO_VALUE) return cli_usage_error(cmd, "%s needs a value", e->arg);
+    return cli_usage_error(cmd, "unknown option '%s'", e->arg);
+}
+
+/* Fill cfg and f from the arguments: CLI_CONTINUE, or the exit status. */
+static int parse_args(int argc, char **argv, struct serve_config *cfg, serve_flags *f) {
+    const int64_t M = (int64_t)1 << 20, T = (int64_t)1 << 40;
+    static const char *const log_formats[] = {"text", "json", NULL}; /* = serve_log_format */
+    const cli_opt opts[] = {
+        CLI_OPT_CALL("--model", "-m", take_model, cfg),
+        CLI_OPT_CALL("--host", NULL, take_word, &cfg->host),
+        CLI_OPT_NUM("--port", NULL, cfg->port, 0, 65535, CLI_NUM_SIZE),
+        CLI_OPT_NUM("--threads", "-t", cfg->workers, 1, 1024, CLI_NUM_SIZE),
+        CLI_OPT_CALL("--compute-threads", NULL, take_compute, &cfg->compute_threads),
+        CLI_OPT_CALL("--api-key", NULL, take_word, &f->key),
+        {"--api-key-file", NULL, CLI_STRING, &f->key_file, 0, 0, NULL},
+        CLI_OPT_NUM("--max-body", NULL, cfg->max_body, 1, (int64_t)1 << 30, CLI_NUM_SIZE),
+        CLI_OPT_CALL("--tournament-group", NULL, take_group, &cfg->tournament_group),
+        CLI_OPT_NUM("--max-questions", NULL, cfg->max_questions, 1, 1000000, CLI_NUM_SIZE),
+        CLI_OPT_NUM("--max-token-budget", NULL, cfg->max_token_budget, 1, M, CLI_NUM_SIZE),
+        CLI_OPT_NUM("--max-batch-tokens", NULL, cfg->max_batch_tokens, 1, T, CLI_NUM_SIZE),
+        CLI_OPT_NUM("--timeout", NULL, cfg->timeout_s, 0, 86400, CLI_NUM_SIZE),
+        CLI_OPT_NUM("--header-timeout", NULL, cfg->header_timeout_s, 1, 86400, CLI_NUM_SIZE),
+        CLI_OPT_NUM("--body-timeout", NULL, cfg->body_timeout_s, 1, 86400, CLI_NUM_SIZE),
+        CLI_OPT_NUM("--drain-timeout", NULL, cfg->drain_timeout_s, 1, 86400, CLI_NUM_SIZE),
+        CLI_OPT_NUM("--max-buffered", NULL, cfg->max_buffered, 1, T, CLI_NUM_SIZE),
+        CLI_OPT_NUM("--batch-max", NULL, cfg->batch_max, 1, 32, CLI_NUM_SIZE),
+        CLI_OPT_NUM("--batch-window-us", NULL, cfg->batch_window_us, 0, 1000000, CLI_NUM_SIZE),
+        CLI_OPT_NUM("--inline-max-us", NULL, cfg->inline_max_us, 0, 10000000, CLI_NUM_SIZE),
+        CLI_OPT_NUM("--poll-us", NULL, cfg->poll_us, 0, 1000000, CLI_NUM_SIZE),
+        CLI_OPT_CALL("--cors-origin", NULL, take_header, &cfg->cors_origin),
+        CLI_OPT_NUM("--queue", NULL, cfg->queue, 1, 1000000, CLI_NUM_SIZE),
+        CLI_OPT_NUM("--max-connections-per-ip", NULL, cfg->max_connections_per_ip, 0, 65536,
+                    CLI_NUM_SIZE),
+        CLI_OPT_NUM("--max-connections", NULL, cfg->max_connections, 1, 65536, CLI_NUM_SIZE),
+        CLI_OPT_NUM("--max-tokens", NULL, cfg->max_tokens, 1, INT32_MAX, CLI_NUM_SIZE),
+        {"--q8", NULL, CLI_FLAG, &f->q8, 0, 0, NULL},
+        {"--no-calib", NULL, CLI_FLAG, &f->no_calib, 0, 0, NULL},
+        {"--q8-fast", NULL, CLI_FLAG, &f->q8_fast, 0, 0, NULL},
+        {"--q8-row", NULL, CLI_FLAG, &f->q8_row, 0, 0, NULL},
+        {"--bf16x3", NULL, CLI_FLAG, &f->bf16x3, 0, 0, NULL},
+        {"--f32", NULL, CLI_FLAG, &f->f32, 0, 0, NULL},
+        {"--log-format", NULL, CLI_CHOICE, &cfg->log_format, 0, 0, log_formats},
+        {"--access-log", NULL, CLI_FLAG, &cfg->access_log, 0, 0, NULL},
+        {"--verbose", "-v", CLI_FLAG, &cfg->verbose, 0, 0, NULL},
+    };
+    const cli_cmd cmd = {"serve", usage, opts, sizeof opts / sizeof opts[0], 0, 0, 0};
+    const char *pos[1];
+    int n_pos = 0;
+    cli_error e;
+    int rc = cli_scan(&cmd, argc, argv, pos, &n_pos, &e);
+    if (rc == CLI_FAULT) return report(&cmd, &e);
+    if (cfg->verbose) cfg->access_log = 1;
+    return rc;
+}
+
+/* The weights mode from the flags (after checking that they go together); the API key
+ * from --api-key, --api-key-file or $SKYCMD_API_KEY. Returns 0, else the exit status. */
+static int apply_flags(struct serve_config *cfg, const serve_flags *f) {
+    const int any_q8 = f->q8 || f->q8_fast || f->no_calib;
+    const char *clash = NULL;
+    if (f->no_calib && !f->q8) clash = "--no-calib needs --q8";
+    else if (f->q8_row && any_q8) clash = "--q8-row excludes --q8, --q8-fast and --no-calib";
+    else if (f->bf16x3 && (any_q8 || f->q8_row))
+        clash = "--bf16x3 excludes --q8, --q8-fast, --q8-row and --no-calib";
+    else if (f->f32 && (any_q8 || f->q8_row || f->bf16x3))
+        clash = "--f32 excludes --q8, --q8-fast, --q8-row, --no-calib and --bf16x3";
+    else if (f->key && f->key_file) clash = "give --api-key or --api-key-file, not both";
+    if (clash) {
+        fprintf(stderr, "skycmd serve: %s\n", clash);
+        return 2;
+    }
+    if (f->q8 || f->q8_fast) cfg->weights = f->no_calib ? SKYCMD_WEIGHTS_Q8_PLAIN : SKYCMD_WEIGHTS_Q8;
+    if (f->q8_fast) cfg->activations = SKYCMD_ACT_Q8;
+    if (f->q8_row) cfg->weights = SKYCMD_WEIGHTS_Q8_ROW;
+    if (f->f32) cfg->weights = SKYCMD_WEIGHTS_F32;
+    const char *env = getenv("SKYCMD_API_KEY");
+    if (f->key_file) cfg->api_key = read_key_file(f->key_file);
+    else if (f->key) cfg->api_key = strdup(f->key);
+    else if (env && *env) cfg->api_key = strdup(env);
+    return f->key_file && !cfg->api_key ? 2 : 0;
+}
 
 int cmd_serve(int argc, char **argv) {
     struct serve_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.host = "127.0.0.1";
-    cfg.port = 8080;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    cfg.workers = ncpu > 0 ? (int)(ncpu > 256 ? 256 : ncpu) : 1;
-    cfg.compute_threads = SERVE_COMPUTE_AUTO;
-    cfg.max_body = 2u * 1024u * 1024u;
-    cfg.max_questions = 256;
-    cfg.max_token_budget = 8192;
-    cfg.max_batch_tokens = 131072;
-    cfg.timeout_s = 30;
-    cfg.queue = 256;
-    cfg.max_connections = 512;
-    cfg.header_timeout_s = 10;
-    cfg.body_timeout_s = 30;
-    cfg.drain_timeout_s = 30;
-    cfg.batch_max = 8;
-    cfg.inline_max_us = 1000;
-    {
-        long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-        uint64_t ram = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : (uint64_t)1 << 30;
-        uint64_t b = ram / 8, lo = (uint64_t)64 << 20, hi = (uint64_t)4 << 30;
-        cfg.max_buffered = (size_t)(b < lo ? lo : b > hi ? hi : b);
-    }
-    cfg.weights = SKYCMD_WEIGHTS_BF16X3;
-    cfg.activations = -1;
-    const char *key = NULL, *key_file = NULL;
-    int q8 = 0, no_calib = 0, q8_fast = 0, q8_row = 0, bf16x3 = 0, f32 = 0;
-
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
-        uint64_t u = 0;
-        if (cli_is_help(a)) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--model") || !strcmp(a, "-m")) {
-            NEED_ARG();
-            if (cfg.n_models >= SERVE_MAX_MODELS) {
-                fprintf(stderr, "skycmd serve: at most %d models\n", SERVE_MAX_MODELS);
-                return 2;
-            }
-            const char *eq = strchr(v, '=');
-            struct serve_model_spec *m = &cfg.models[cfg.n_models++];
-            if (eq && eq != v && !memchr(v, '/', (size_t)(eq - v))) {
-                char *name = strndup(v, (size_t)(eq - v)); /* lives for the process */
-                if (!name) return 1;
-                m->name = name;
-                m->path = eq + 1;
-            } else {
-                m->name = NULL;
-                m->path = v;
-            }
-            if (!*m->path) BAD_VALUE();
-        } else if (!strcmp(a, "--host")) {
-            NEED_ARG();
-            if (!*v) BAD_VALUE();
-            cfg.host = v;
-        } else if (!strcmp(a, "--port")) {
-            NEED_ARG();
-            if (parse_u64(v, 65535, &u)) BAD_VALUE();
-            cfg.port = (int)u;
-        } else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) {
-            NEED_ARG();
-            if (parse_u64(v, 1024, &u) || u == 0) BAD_VALUE();
-            cfg.workers = (int)u;
-        } else if (!strcmp(a, "--compute-threads")) {
-            NEED_ARG();
-            if (!strcmp(v, "auto")) {
-                cfg.compute_threads = SERVE_COMPUTE_AUTO;
-            } else {
-                if (parse_u64(v, 256, &u) || u == 0) BAD_VALUE();
-                cfg.compute_threads = (int)u;
-            }
-        } else if (!strcmp(a, "--api-key")) {
-            NEED_ARG();
-            if (!*v) BAD_VALUE();
-            key = v;
-        } else if (!strcmp(a, "--api-key-file")) {
-            NEED_ARG();
-            key_file = v;
-        } else if (!strcmp(a, "--max-body")) {
-            NEED_ARG();
-            if (parse_u64(v, (uint64_t)1 << 30, &u) || u == 0) BAD_VALUE();
-            cfg.max_body = (size_t)u;
-        } else if (!strcmp(a, "--tournament-group")) {
-            NEED_ARG();
-            if (parse_u64(v, 100, &u) || u == 1) BAD_VALUE();
-            cfg.tournament_group = (int64_t)u;
-        } else if (!strcmp(a, "--max-questions")) {
-            NEED_ARG();
-            if (parse_u64(v, 1000000, &u) || u == 0) BAD_VALUE();
-            cfg.max_questions = (size_t)u;
-        } else if (!strcmp(a, "--max-token-budget")) {
-            NEED_ARG();
-            if (parse_u64(v, (uint64_t)1 << 20, &u) || u == 0) BAD_VALUE();
-            cfg.max_token_budget = (int64_t)u;
-        } else if (!strcmp(a, "--max-batch-tokens")) {
-            NEED_ARG();
-            if (parse_u64(v, (uint64_t)1 << 40, &u) || u == 0) BAD_VALUE();
-            cfg.max_batch_tokens = (int64_t)u;
-        } else if (!strcmp(a, "--timeout")) {
-            NEED_ARG();
-            if (parse_u64(v, 86400, &u)) BAD_VALUE();
-            cfg.timeout_s = (unsigned)u;
-        } else if (!strcmp(a, "--header-timeout") || !strcmp(a, "--body-timeout") ||
-                   !strcmp(a, "--drain-timeout")) {
-            NEED_ARG();
-            if (parse_u64(v, 86400, &u) || u == 0) BAD_VALUE();
-            if (a[2] == 'h') cfg.header_timeout_s = (unsigned)u;
-            else if (a[2] == 'b') cfg.body_timeout_s = (unsigned)u;
-            else cfg.drain_timeout_s = (unsigned)u;
-        } else if (!strcmp(a, "--max-buffered")) {
-            NEED_ARG();
-            if (parse_u64(v, (uint64_t)1 << 40, &u) || u == 0) BAD_VALUE();
-            cfg.max_buffered = (size_t)u;
-        } else if (!strcmp(a, "--batch-max")) {
-            NEED_ARG();
-            if (parse_u64(v, 32, &u) || u == 0) BAD_VALUE();
-            cfg.batch_max = (int)u;
-        } else if (!strcmp(a, "--batch-window-us")) {
-            NEED_ARG();
-            if (parse_u64(v, 1000000, &u)) BAD_VALUE();
-            cfg.batch_window_us = (unsigned)u;
-        } else if (!strcmp(a, "--inline-max-us")) {
-            NEED_ARG();
-            if (parse_u64(v, 10000000, &u)) BAD_VALUE();
-            cfg.inline_max_us = (unsigned)u;
-        } else if (!strcmp(a, "--poll-us")) {
-            NEED_ARG();
-            if (parse_u64(v, 1000000, &u)) BAD_VALUE();
-            cfg.poll_us = (unsigned)u;
-        } else if (!strcmp(a, "--cors-origin")) {
-            NEED_ARG();
-            if (!*v || strpbrk(v, "\r\n")) BAD_VALUE();
-            cfg.cors_origin = v;
-        } else if (!strcmp(a, "--queue")) {
-            NEED_ARG();
-            if (parse_u64(v, 1000000, &u) || u == 0) BAD_VALUE();
-            cfg.queue = (size_t)u;
-        } else if (!strcmp(a, "--max-connections-per-ip")) {
-            NEED_ARG();
-            if (parse_u64(v, 65536, &u)) BAD_VALUE();
-            cfg.max_connections_per_ip = (unsigned)u;
-        } else if (!strcmp(a, "--max-connections")) {
-            NEED_ARG();
-            if (parse_u64(v, 65536, &u) || u == 0) BAD_VALUE();
-            cfg.max_connections = (unsigned)u;
-        } else if (!strcmp(a, "--max-tokens")) {
-            NEED_ARG();
-            if (parse_u64(v, INT32_MAX, &u) || u == 0) BAD_VALUE();
-            cfg.max_tokens = (int64_t)u;
-        } else if (!strcmp(a, "--q8")) {
-            q8 = 1;
-        } else if (!strcmp(a, "--no-calib")) {
-            no_calib = 1;
-        } else if (!strcmp(a, "--q8-fast")) {
-            q8_fast = 1;
-        } else if (!strcmp(a, "--q8-row")) {
-            q8_row = 1;
-        } else if (!strcmp(a, "--bf16x3")) {
-            bf16x3 = 1;
-        } else if (!strcmp(a, "--f32")) {
-            f32 = 1;
-        } else if (!strcmp(a, "--log-format")) {
-            NEED_ARG();
-            if (!strcmp(v, "text")) cfg.log_format = SERVE_LOG_TEXT;
-            else if (!strcmp(v, "json")) cfg.log_format = SERVE_LOG_JSON;
-            else BAD_VALUE();
-        } else if (!strcmp(a, "--access-log")) {
-            cfg.access_log = 1;
-        } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
-            cfg.verbose = 1;
-            cfg.access_log = 1;
-        } else {
-            fprintf(stderr, "skycmd serve: unknown option '%s'\n\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
+    serve_flags f = {0};
+    set_defaults(&cfg);
+    int rc = parse_args(argc, argv, &cfg, &f);
+    if (rc != CLI_CONTINUE) return rc;
     static char default_model[4300]; /* lives for the process, like the --model paths */
     if (cfg.n_models == 0) { /* the built-in model (cli_default_model) */
         if (cli_default_model("serve", default_model, sizeof default_model)) return 1;
         cfg.models[cfg.n_models++] = (struct serve_model_spec){.path = default_model};
     }
-    if (no_calib && !q8) {
-        fprintf(stderr, "skycmd serve: --no-calib needs --q8\n");
-        return 2;
-    }
-    if (q8_row && (q8 || q8_fast || no_calib)) {
-        fprintf(stderr, "skycmd serve: --q8-row excludes --q8, --q8-fast and --no-calib\n");
-        return 2;
-    }
-    if (bf16x3 && (q8 || q8_fast || no_calib || q8_row)) {
-        fprintf(stderr, "skycmd serve: --bf16x3 excludes --q8, --q8-fast, --q8-row and --no-calib\n");
-        return 2;
-    }
-    if (f32 && (q8 || q8_fast || no_calib || q8_row || bf16x3)) {
-        fprintf(stderr, "skycmd serve: --f32 excludes --q8, --q8-fast, --q8-row, --no-calib and --bf16x3\n");
-        return 2;
-    }
-    if (key && key_file) {
-        fprintf(stderr, "skycmd serve: give --api-key or --api-key-file, not both\n");
-        return 2;
-    }
-    if (q8 || q8_fast) cfg.weights = no_calib ? SKYCMD_WEIGHTS_Q8_PLAIN : SKYCMD_WEIGHTS_Q8;
-    if (q8_fast) cfg.activations = SKYCMD_ACT_Q8;
-    if (q8_row) cfg.weights = SKYCMD_WEIGHTS_Q8_ROW;
-    if (f32) cfg.weights = SKYCMD_WEIGHTS_F32;
-    if (key_file) {
-        cfg.api_key = read_key_file(key_file);
-        if (!cfg.api_key) return 2;
-    } else if (key) {
-        cfg.api_key = strdup(key);
-    } else {
-        const char *env = getenv("SKYCMD_API_KEY");
-        if (env && *env) cfg.api_key = strdup(env);
-    }
-    int rc = serve_run(&cfg);
+    if ((rc = apply_flags(&cfg, &f))) return rc;
+    rc = serve_run(&cfg);
     if (cfg.api_key) {
         /* do not leave the secret in freed memory */
         volatile char *p = cfg.api_key;

@@ -99,11 +99,12 @@ typedef struct sk_convert_opts {
     void *progress_ud;
 } sk_convert_opts;
 
-/* The GGUF type a tensor gets under the seed's policy (ne0 = innermost dimension). */
+/* The GGUF type a tensor gets under the type policy of docs/format.md §5.2 (ne0 = innermost
+ * dimension): sk_quant_policy (src/quant/type_policy.c) with o's type and head_type. */
 uint32_t sk_convert_tensor_type(const char *gguf_name, int is_head, uint32_t n_dims,
                                 uint64_t ne0, const sk_convert_opts *o);
 
-/* The systemone chat template of spec 6.3 built from the special token texts. *out for
+/* The systemone chat template (docs/format.md §6.3) built from the special token texts. *out for
  * free(). */
 int sk_laya_systemone_template(const char *cls, const char *sep, const char *mask, char **out);
 

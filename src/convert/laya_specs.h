@@ -1,7 +1,7 @@
 /*
  * laya_specs.h - the tensor list of a Laya checkpoint for a given configuration: HF name,
- * GGUF name (spec 6.2), PyTorch shape and role. One table drives validation, conversion and
- * random model generation, so the three cannot disagree.
+ * GGUF name (docs/format.md §4), PyTorch shape and role. One table drives validation,
+ * conversion and random model generation, so the three cannot disagree.
  */
 #ifndef SK_LAYA_SPECS_H
 #define SK_LAYA_SPECS_H

@@ -326,14 +326,19 @@ int sk_random_open(const sk_random_ckpt *c, sk_laya **out, sk_err *e) {
     return sk_laya_open_mem(&src, out, e);
 }
 
-static int write_file(const char *path, const void *data, size_t n, sk_err *e) {
+/* Write path (inside the temporary directory); messages name `shown`, the member's name
+ * in the directory asked for. */
+static int write_file(const char *path, const char *shown, const void *data, size_t n,
+                      sk_err *e) {
     FILE *fp = fopen(path, "wb");
-    if (!fp) return sk_fail(e, SKYCMD_E_IO, "%s: cannot create: %s", path, strerror(errno));
-    size_t wr = n ? fwrite(data, 1, n, fp) : 0;
-    int bad = wr != n;
-    if (fflush(fp) != 0 || fsync(fileno(fp)) != 0) bad = 1;
-    if (fclose(fp) != 0) bad = 1;
-    if (bad) return sk_fail(e, SKYCMD_E_IO, "%s: write failed", path);
+    if (!fp) return sk_fail(e, SKYCMD_E_IO, "%s: cannot create: %s", shown, strerror(errno));
+    /* the first failure's errno is the reason given (ENOSPC on a full disk, EIO, ...) */
+    int er = 0;
+    if (n && fwrite(data, 1, n, fp) != n) er = errno ? errno : EIO;
+    if (fflush(fp) != 0 && !er) er = errno ? errno : EIO;
+    if (!er && fsync(fileno(fp)) != 0) er = errno ? errno : EIO;
+    if (fclose(fp) != 0 && !er) er = errno ? errno : EIO;
+    if (er) return sk_fail(e, SKYCMD_E_IO, "%s: write failed: %s", shown, strerror(er));
     return SKYCMD_OK;
 }
 
@@ -365,16 +370,33 @@ int sk_random_write_dir(const sk_random_ckpt *c, const char *dir, sk_err *e) {
     size_t dl = strlen(dir);
     while (dl > 1 && dir[dl - 1] == '/') dl--;
     if (dl > 4000) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "output path too long");
-    char root[4100], tmp[4200], p[4300];
-    memcpy(root, dir, dl);
-    root[dl] = '\0';
+    char given[4100], root[4100], tmp[4200], p[4300], shown[4300];
+    memcpy(given, dir, dl);
+    given[dl] = '\0';
+    /* the output's kind as every output judges it (src/util/util.h): a symbolic link is
+     * followed to its target (the directory is built beside the target and renamed over
+     * it); a file, a device, a FIFO or a socket is refused, never replaced */
+    char *target = NULL;
+    sk_out_kind kind;
+    int s = sk_output_resolve(given, &target, &kind, e);
+    if (s) return s;
+    if (kind != SK_OUT_ABSENT && kind != SK_OUT_DIR) {
+        free(target);
+        return sk_fail(e, SKYCMD_E_IO, "%s: is %s, not a directory (a Laya checkpoint is a "
+                       "directory)", given, sk_output_kind_name(kind));
+    }
+    if (strlen(target) > 4000) {
+        free(target);
+        return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "output path too long");
+    }
+    snprintf(root, sizeof root, "%s", target);
+    free(target);
     char *made = NULL;
     if (sk_partial_create(root, make_dir, NULL, &made) != 0)
         return sk_fail(e, SKYCMD_E_IO, "%s: cannot create a temporary directory beside it: %s",
-                       root, strerror(errno));
+                       given, strerror(errno));
     snprintf(tmp, sizeof tmp, "%s", made);
     free(made);
-    int s = SKYCMD_OK;
     snprintf(p, sizeof p, "%s/encoder", tmp);
     if (mkdir(p, 0755) != 0) s = sk_fail(e, SKYCMD_E_IO, "%s: cannot create: %s", p, strerror(errno));
     snprintf(p, sizeof p, "%s/tokenizer", tmp);
@@ -385,11 +407,12 @@ int sk_random_write_dir(const sk_random_ckpt *c, const char *dir, sk_err *e) {
     for (int i = 0; i < 7 && !s; i++) {
         size_t n = i == 6 ? c->safetensors_len : strlen((const char *)data[i]);
         snprintf(p, sizeof p, "%s/%s", tmp, k_files[i]);
-        s = write_file(p, data[i], n, e);
+        snprintf(shown, sizeof shown, "%s/%s", given, k_files[i]);
+        s = write_file(p, shown, data[i], n, e);
     }
     if (!s && rename(tmp, root) != 0) {
         int er = errno;
-        s = sk_fail(e, SKYCMD_E_IO, "%s: cannot create the checkpoint directory: %s%s", root,
+        s = sk_fail(e, SKYCMD_E_IO, "%s: cannot create the checkpoint directory: %s%s", given,
                     strerror(er),
                     (er == ENOTEMPTY || er == EEXIST) ? " (it exists and is not empty)" : "");
     }

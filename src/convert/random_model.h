@@ -53,7 +53,9 @@ int sk_random_build(const char *preset, uint64_t seed, uint32_t massive, sk_rand
 void sk_random_free(sk_random_ckpt *c);
 
 /* Write the checkpoint as a directory (built beside it and renamed into place: no partial
- * directory on failure; an existing empty directory is replaced, a non-empty one refused). */
+ * directory on failure; an existing empty directory is replaced, a non-empty one refused;
+ * a symbolic link is followed to its target, as every output's is (src/util/util.h); a
+ * file, a device, a FIFO or a socket is refused, never replaced). */
 int sk_random_write_dir(const sk_random_ckpt *c, const char *dir, sk_err *e);
 /* Open it as an sk_laya (borrowing c's safetensors bytes). */
 int sk_random_open(const sk_random_ckpt *c, sk_laya **out, sk_err *e);

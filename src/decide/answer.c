@@ -211,8 +211,12 @@ sk_answer_json *sk_answer_json_copy(const sk_request *r, const sk_answer *a, sk_
                 if (i) sk_buf_putc(&legend, ',');
                 sk_pyjson_str(&legend, q->opts[i].key.s, q->opts[i].key.n);
                 sk_buf_putc(&legend, ':');
-                if (q->opts[i].desc) put_value(&legend, q->opts[i].desc);
-                else sk_buf_puts(&legend, "null");
+                /* a JSON null level is shown as the string "null", the text the prompt
+                 * renders for it: a legend value is never null (the official SDK cannot
+                 * parse one) */
+                const sk_jv *d = q->opts[i].desc;
+                if (d && d->type != SK_JNULL) put_value(&legend, d);
+                else sk_buf_puts(&legend, "\"null\"");
             }
             sk_buf_putc(&legend, '}');
             o->legend = legend.failed ? NULL : arena_copy(arena, legend.data, legend.len);
@@ -223,7 +227,9 @@ sk_answer_json *sk_answer_json_copy(const sk_request *r, const sk_answer *a, sk_
                 const sk_jv *d = q->opts[i].desc;
                 o->level_legends[i] = NULL;
                 if (!d) continue;
-                if (d->type == SK_JSTR) {
+                if (d->type == SK_JNULL) {
+                    o->level_legends[i] = arena_copy(arena, "null", 4);
+                } else if (d->type == SK_JSTR) {
                     o->level_legends[i] = arena_copy(arena, d->s, d->n);
                 } else {
                     legend.len = 0;
@@ -262,7 +268,7 @@ void sk_response_json_write(sk_buf *b, const char *model_name, const sk_answer_j
     sk_response_json_write_ext(b, model_name, a, n, input_tokens, NULL);
 }
 
-/* long.c's fields of answer an (x: the answer's extra, NULL = none), in laya's names. */
+/* The multipass fields of answer an (x: the answer's extra, NULL = none), in laya's names. */
 static void put_answer_extra(sk_buf *b, const sk_answer_json *an, const sk_answer_extra *x) {
     if (!x) return;
     if (x->has_window)
@@ -281,7 +287,7 @@ static void put_answer_extra(sk_buf *b, const sk_answer_json *an, const sk_answe
     }
 }
 
-/* long.c's usage fields, after input_tokens and output_tokens. */
+/* The multipass usage fields, after input_tokens and output_tokens. */
 static void put_usage_extra(sk_buf *b, const sk_answer_json *a, size_t n, const sk_response_extra *x) {
     if (!x) return;
     if (x->truncation == 1) {

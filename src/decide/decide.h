@@ -82,7 +82,7 @@ typedef struct sk_answer_json {
 /* Copies of answers a[0..r->nq) with the request's ids, keys and legends, allocated in
  * arena; NULL when out of memory. */
 sk_answer_json *sk_answer_json_copy(const sk_request *r, const sk_answer *a, sk_arena *arena);
-/* What long.c adds to an answer and to usage (docs/compat.md "Long states, truncation,
+/* What a multipass decide (engine/multipass.h) adds to an answer and to usage (docs/compat.md "Long states, truncation,
  * tournaments"). All zero = nothing added: the default wire. */
 typedef struct sk_answer_extra {
     int has_window;              /* answers.<id>.window */

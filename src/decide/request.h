@@ -47,17 +47,22 @@ typedef struct sk_request {
     sk_rquestion *q;
     size_t nq;
     size_t max_opts;          /* largest option count of any question */
-    /* Opt-in controls of the body (long.c; docs/compat.md "Long states, truncation,
+    /* Opt-in controls of the body (engine/multipass.h; docs/compat.md "Long states, truncation,
      * tournaments"): a bit of ctl_set says the body gave the control (null = not given),
      * else the session's option applies. */
     unsigned ctl_set;         /* SK_CTL_* */
     int ctl_long, ctl_report_truncation;
     int64_t ctl_window, ctl_stride, ctl_tournament_group;
+    /* "max_len" / "head_max_len" (laya serve's per-request budgets, _validate_budget_param):
+     * positive JSON integers (saturated at INT64_MAX), their lexemes kept for the message of
+     * the cap the session checks them against (SKYCMD_OPT_MAX_TOKEN_BUDGET). */
+    int64_t ctl_max_len, ctl_head_max_len;
+    sk_jstr ctl_max_len_text, ctl_head_max_len_text;
     sk_gate gate;             /* "min_confidence" (laya serve BODY_CONTROLS); unset if absent/null */
 } sk_request;
 
 enum { SK_CTL_LONG = 1, SK_CTL_WINDOW = 2, SK_CTL_STRIDE = 4, SK_CTL_REPORT_TRUNCATION = 8,
-       SK_CTL_TOURNAMENT_GROUP = 16 };
+       SK_CTL_TOURNAMENT_GROUP = 16, SK_CTL_MAX_LEN = 32, SK_CTL_HEAD_MAX_LEN = 64 };
 /* Largest window / stride a body or a session may ask for, and the tournament group range
  * (laya serve's LAYA_TOURNAMENT_GROUP: 2..MAX_CHOICE_OPTIONS = 100; 0 = off). */
 #define SK_LONG_MAX_WINDOW ((int64_t)1 << 20)

@@ -3,9 +3,12 @@
  * and ggml element-type conversions (F32, F16, BF16, Q8_0).
  *
  * Contract:
- *  - The reader never copies tensor data: sk_gguf_tensor.data points into the mapping or
- *    the caller's buffer, which must outlive the reader. Strings (sk_str) also point into
- *    the bytes and are NOT NUL-terminated.
+ *  - The reader never copies tensor data: sk_gguf_tensor.data points into the reader's own
+ *    copy of the file (sk_gguf_open_file: read with read(), never mapped, so the file may
+ *    be rewritten or truncated afterwards without effect; a change while it is read is
+ *    detected and the open retried once, then refused with SKYCMD_E_IO) or into the
+ *    caller's buffer, which must outlive the reader. Strings (sk_str) also point into the
+ *    bytes and are NOT NUL-terminated.
  *  - Every count, length, offset and product read from the file is checked against the
  *    file size and for overflow; a damaged file yields SKYCMD_E_FORMAT with a message that
  *    names the section, item and byte offset. Nothing aborts.
@@ -27,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../numeric/numeric.h"
 #include "../util/util.h"
 
 /* ggml type ids (same numbering as ggml). */
@@ -36,8 +40,7 @@ enum {
     SK_GGML_Q8_0 = 8,
     SK_GGML_BF16 = 30
 };
-#define SK_QK8_0 32
-#define SK_Q8_0_BLOCK_BYTES 34
+/* SK_QK8_0 and SK_Q8_0_BLOCK_BYTES, the Q8_0 block shape: src/numeric/numeric.h. */
 
 /* GGUF metadata value types. */
 enum {
@@ -85,19 +88,28 @@ typedef struct sk_gguf_tensor {
 typedef struct sk_gguf sk_gguf;
 
 int sk_gguf_open_file(const char *path, sk_gguf **out, sk_err *e);
+/* SK_GGUF_RELEASABLE: the one user of the reader (a model that loads from it once) may give
+ * the copy's pages back with sk_gguf_release_pages(); the file stays open for
+ * sk_gguf_bytes(). */
+#define SK_GGUF_RELEASABLE 1
+int sk_gguf_open_file_ex(const char *path, int flags, sk_gguf **out, sk_err *e);
 /* Borrow `data` (must outlive the reader). */
 int sk_gguf_open_buffer(const void *data, size_t size, sk_gguf **out, sk_err *e);
 void sk_gguf_close(sk_gguf *g);
-/* Give the pages of [p, p + n) (inside the reader's data) back to the system when the data
- * is the reader's own read-only file mapping (a later read maps them again from the page
- * cache); a no-op for a caller's buffer, whose memory a release would zero. */
+/* Give the whole pages inside [p, p + n) (inside the reader's data, bytes that the caller has
+ * copied and will not read again through the reader) back to the system, when the reader
+ * was opened with SK_GGUF_RELEASABLE: they then read as zeros (only sk_gguf_bytes() brings
+ * them back, from the file). A no-op otherwise, and always for a caller's buffer, whose
+ * memory a release would zero. Not thread-safe (a loader's call). */
 void sk_gguf_release_pages(const sk_gguf *g, const void *p, size_t n);
 
 uint32_t sk_gguf_version(const sk_gguf *g);
 uint64_t sk_gguf_file_size(const sk_gguf *g);
 uint64_t sk_gguf_alignment(const sk_gguf *g);
 uint64_t sk_gguf_data_offset(const sk_gguf *g);  /* start of the tensor data section */
-const uint8_t *sk_gguf_bytes(const sk_gguf *g);  /* the whole file */
+/* The whole file. Pages given back by sk_gguf_release_pages() are read back from the file
+ * first (0xff bytes, NaN in every float type, if it changed since it was read). */
+const uint8_t *sk_gguf_bytes(const sk_gguf *g);
 
 size_t sk_gguf_n_kv(const sk_gguf *g);
 sk_str sk_gguf_kv_key(const sk_gguf *g, size_t i);
@@ -156,10 +168,7 @@ uint64_t sk_ggml_row_size(uint32_t type, uint64_t n);
 int sk_ggml_type_known(uint32_t type);
 uint64_t sk_ggml_block_size(uint32_t type);  /* 1, or 32 for Q8_0 */
 
-uint16_t sk_f32_to_f16(float f);   /* round to nearest even */
-float sk_f16_to_f32(uint16_t h);
-uint16_t sk_f32_to_bf16(float f);  /* round to nearest even; NaN stays NaN */
-float sk_bf16_to_f32(uint16_t h);
+/* sk_f32_to_f16, sk_f16_to_f32, sk_f32_to_bf16, sk_bf16_to_f32: src/numeric/numeric.h. */
 /* n must be a multiple of 32; exactly ggml's quantize_row_q8_0_ref bytes. */
 void sk_quantize_q8_0(const float *x, uint8_t *out, size_t n);
 void sk_dequantize_q8_0(const uint8_t *in, float *y, size_t n);

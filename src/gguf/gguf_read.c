@@ -1,7 +1,12 @@
 /*
  * gguf_read.c - the zero-copy GGUF reader (versions 2 and 3).
  *
- * Contract: sk_gguf_open_buffer() validates the WHOLE file structure up front (header,
+ * Contract: sk_gguf_open_file() reads the file into memory the reader owns (read(), not a
+ * mapping: a file written over in place or truncated afterwards changes nothing here, and a
+ * change while it is read is detected: sk_file_copy_read() in util.h). With
+ * SK_GGUF_RELEASABLE, sk_gguf_release_pages() gives whole pages of that copy back (they
+ * read as zeros) and records them; sk_gguf_bytes() reads them back from the still-open file
+ * first (0xff bytes if the file changed since). sk_gguf_open_buffer() validates the WHOLE file structure up front (header,
  * every metadata value including nested arrays, the tensor table, alignment, data ranges
  * and overlaps), so that every later accessor and the array iterator can walk the bytes
  * without re-checking. Input is hostile: every count and length is bounded by the bytes
@@ -20,8 +25,11 @@
 #define SK_GGUF_MAX_DEPTH 8
 
 struct sk_gguf {
-    sk_map map;
-    int owns_map;
+    sk_file_copy file;      /* sk_gguf_open_file*(): the file's bytes, read and owned */
+    int owns_file;
+    int releasable;         /* SK_GGUF_RELEASABLE: release_pages gives pages back */
+    size_t (*drops)[2];     /* byte ranges (offset, length) given back, refilled by bytes() */
+    size_t n_drops, drops_cap;
     const uint8_t *data;
     size_t size;
     uint32_t version;
@@ -263,7 +271,8 @@ static size_t hash_find(const size_t *tab, size_t cap, const sk_str *names, size
 
 void sk_gguf_close(sk_gguf *g) {
     if (!g) return;
-    if (g->owns_map) sk_unmap(&g->map);
+    if (g->owns_file) sk_file_copy_free(&g->file);
+    free(g->drops);
     free(g->keys);
     free(g->vals);
     free(g->kv_offsets);
@@ -538,7 +547,21 @@ static int parse(sk_gguf *g, sk_err *e) {
 }
 
 void sk_gguf_release_pages(const sk_gguf *g, const void *p, size_t n) {
-    if (g && g->owns_map) sk_release_pages(p, n);
+    if (!g || !g->owns_file || !g->releasable) return;
+    sk_gguf *w = (sk_gguf *)(uintptr_t)g;  /* the reader's own bookkeeping, not its contents */
+    if (w->n_drops == w->drops_cap) {
+        size_t cap = w->drops_cap ? 2 * w->drops_cap : 64;
+        size_t(*nd)[2] = realloc(w->drops, cap * sizeof *nd);
+        if (!nd) return;  /* keep the pages: only memory is lost */
+        w->drops = nd;
+        w->drops_cap = cap;
+    }
+    size_t off, len;
+    sk_file_copy_drop(&w->file, p, n, &off, &len);
+    if (len == 0) return;
+    w->drops[w->n_drops][0] = off;
+    w->drops[w->n_drops][1] = len;
+    w->n_drops++;
 }
 
 int sk_gguf_open_buffer(const void *data, size_t size, sk_gguf **out, sk_err *e) {
@@ -559,30 +582,44 @@ int sk_gguf_open_buffer(const void *data, size_t size, sk_gguf **out, sk_err *e)
     return SKYCMD_OK;
 }
 
-int sk_gguf_open_file(const char *path, sk_gguf **out, sk_err *e) {
+int sk_gguf_open_file_ex(const char *path, int flags, sk_gguf **out, sk_err *e) {
     if (!out || !path) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sk_gguf_open_file: NULL argument");
     *out = NULL;
-    sk_map m;
-    int st = sk_map_file(path, &m, e);
+    const int releasable = (flags & SK_GGUF_RELEASABLE) != 0;
+    sk_file_copy f;
+    int st = sk_file_copy_read(path, releasable, &f, e);
     if (st) return st;
     sk_gguf *g = NULL;
-    st = sk_gguf_open_buffer(m.data, m.size, &g, e);
+    st = sk_gguf_open_buffer(f.data, f.size, &g, e);
     if (st) {
-        sk_unmap(&m);
+        sk_file_copy_free(&f);
         sk_err_prefix(e, "%s", path);
         return st;
     }
-    g->map = m;
-    g->owns_map = 1;
+    g->file = f;
+    g->owns_file = 1;
+    g->releasable = releasable;
     *out = g;
     return SKYCMD_OK;
+}
+
+int sk_gguf_open_file(const char *path, sk_gguf **out, sk_err *e) {
+    return sk_gguf_open_file_ex(path, 0, out, e);
 }
 
 uint32_t sk_gguf_version(const sk_gguf *g) { return g->version; }
 uint64_t sk_gguf_file_size(const sk_gguf *g) { return g->size; }
 uint64_t sk_gguf_alignment(const sk_gguf *g) { return g->alignment; }
 uint64_t sk_gguf_data_offset(const sk_gguf *g) { return g->data_offset; }
-const uint8_t *sk_gguf_bytes(const sk_gguf *g) { return g->data; }
+const uint8_t *sk_gguf_bytes(const sk_gguf *g) {
+    if (g->n_drops) {
+        sk_gguf *w = (sk_gguf *)(uintptr_t)g;
+        for (size_t i = 0; i < w->n_drops; i++)
+            (void)sk_file_copy_refill(&w->file, w->drops[i][0], w->drops[i][1]);
+        w->n_drops = 0;
+    }
+    return g->data;
+}
 
 size_t sk_gguf_n_kv(const sk_gguf *g) { return g->n_kv; }
 sk_str sk_gguf_kv_key(const sk_gguf *g, size_t i) {

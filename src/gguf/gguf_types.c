@@ -2,8 +2,7 @@
  * gguf_types.c - ggml element types: sizes and names of F32, F16, BF16 and Q8_0, and their
  * conversions to and from f32.
  *
- * Contract: f16 and bf16 round to nearest, ties to even, exactly as numpy's astype(float16)
- * and gguf.quants' BF16 (NaN stays NaN: bf16 sets the quiet bit like gguf.quants does).
+ * Contract: f16 and bf16 convert as src/numeric/numeric.h says (round to nearest even).
  * Q8_0 produces exactly the bytes of ggml's quantize_row_q8_0_ref: per block of 32,
  * d = amax / 127 (f32), stored as f16, id = 1/d (0 when d = 0), q = roundf(x * id), ties
  * away from zero. Non-finite inputs, which the reference leaves to undefined casts, give
@@ -41,61 +40,7 @@ uint64_t sk_ggml_row_size(uint32_t type, uint64_t n) {
     }
 }
 
-static uint32_t f2u(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-static float u2f(uint32_t u) {
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-uint16_t sk_f32_to_f16(float f) {
-    uint32_t x = f2u(f);
-    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-    uint32_t ax = x & 0x7fffffffu;
-    if (ax > 0x7f800000u) {
-        /* NaN: keep the top payload bits; never let it collapse to infinity. */
-        uint16_t m = (uint16_t)(ax >> 13) & 0x3ffu;
-        return (uint16_t)(sign | 0x7c00u | (m ? m : 0x200u));
-    }
-    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 rounds to inf */
-    if (ax >= 0x38800000u) {
-        /* Normal half: rebias the exponent (127 -> 15) and round the 13 dropped bits to
-         * nearest even in one add. */
-        uint32_t odd = (ax >> 13) & 1u;
-        ax += 0xc8000fffu + odd;
-        return (uint16_t)(sign | (ax >> 13));
-    }
-    /* Subnormal half or zero: adding 0.5 lines the half's subnormal bits up with the f32
-     * mantissa, and the FPU's own round-to-nearest-even does the rounding. */
-    float t = u2f(ax) + 0.5f;
-    return (uint16_t)(sign | (uint16_t)(f2u(t) - 0x3f000000u));
-}
-
-float sk_f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t man = h & 0x3ffu;
-    if (exp == 0x1f) return u2f(sign | 0x7f800000u | (man << 13));
-    if (exp == 0) {
-        /* subnormal: man * 2^-24, exact in f32 */
-        float v = (float)man * 5.9604644775390625e-8f;
-        return sign ? -v : v;
-    }
-    return u2f(sign | ((exp + 112u) << 23) | (man << 13));
-}
-
-uint16_t sk_f32_to_bf16(float f) {
-    uint32_t x = f2u(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
-}
-
-float sk_bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
+/* f16 and bf16 to and from f32: src/numeric/numeric.h. */
 
 void sk_quantize_q8_0(const float *x, uint8_t *out, size_t n) {
     size_t nb = n / SK_QK8_0;

@@ -4,7 +4,7 @@
 
 #include "kernels.h"
 #include "../util/util.h"
-#include "../gguf/gguf.h"
+#include "../numeric/numeric.h"
 #include <string.h>
 
 void sk_gemm_ref(const float *x, size_t ldx, size_t n_rows, size_t n_in, const float *w,

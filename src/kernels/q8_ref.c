@@ -9,7 +9,7 @@
 #include "cpu.h"
 #include "kernels.h"
 #include "pool.h"
-#include "../gguf/gguf.h"
+#include "../numeric/numeric.h"
 #include "../util/util.h"
 
 int sk_q8_act_reserve(sk_q8_act *a, size_t n_rows, size_t k) {

@@ -21,8 +21,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "../gguf/gguf.h"
-
 #define INLINE __attribute__((always_inline)) static inline
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 #define VNNI __attribute__((target("avx512vnni,avx512vl,avx512bw,avx512f,avx2,fma,f16c")))

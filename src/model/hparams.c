@@ -2,7 +2,7 @@
  * hparams.c - the hyper-parameters of a System One GGUF (modern-bert.* keys).
  *
  * Contract: sk_read_hparams() fills an sk_hparams from the reader's metadata, applying the
- * documented defaults of optional keys (docs/gguf.md), and refuses, naming the key, every
+ * documented defaults of optional keys (docs/format.md §3), and refuses, naming the key, every
  * value the forward pass cannot answer exactly: out-of-range sizes, per-layer sizes that
  * differ, head sizes that do not split, non-positive or non-finite floats. It reads no
  * tensor (the vocabulary size comes from token_embd.weight, in load.c).

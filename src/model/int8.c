@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "model_internal.h"
+#include "../prompt/outlier_calib_seqs.h"
 #include "../quant/quant.h"
 
 /* ------------------------------------------------------------------ int8 weights --- */
@@ -58,6 +59,30 @@ static void mlog(skycmd_log_fn log, void *ud, int level, const char *fmt, ...) {
     log(ud, level, msg);
 }
 
+/* The calibration's input sequences, built on first use by the source handed down
+ * (src/api/model.c: the model's own tokenizer, decoded once per load) or, without one, by
+ * sk_calib_sequences on the file; shared by calibrate() and probe_sites(). */
+typedef struct calib_seqs {
+    const sk_calib_source *src;
+    const sk_gguf *g;
+    int built;
+    sk_calib_seq v[SK_CALIB_N_SEQS];
+} calib_seqs;
+
+static int calib_seqs_get(const sk_model *m, calib_seqs *cs, sk_err *e) {
+    if (cs->built) return SKYCMD_OK;
+    int rc = cs->src ? cs->src->build(cs->src->ud, m->hp.max_tokens, m->hp.max_head_tokens, cs->v, e)
+                     : sk_calib_sequences(cs->g, m->hp.max_tokens, m->hp.max_head_tokens, cs->v, e);
+    if (rc) return rc;
+    cs->built = 1;
+    return SKYCMD_OK;
+}
+
+static void calib_seqs_free(calib_seqs *cs) {
+    if (cs->built) sk_calib_sequences_free(cs->v);
+    cs->built = 0;
+}
+
 /* One calibration sequence through the model, every position a marker (so the last
  * decision block sees every row too); a model with the parallel option layout gets the
  * sequence's positions and options as a request would give them. */
@@ -68,12 +93,12 @@ static int forward_seq(const sk_model *m, sk_scratch *s, const sk_calib_seq *q, 
     return sk_model_forward_batch(m, s, &one, 1, e);
 }
 
-/* The calibration of the seed: the f32 model on the calibration sequences (sk_calib_sequences:
- * questions laid out by the model's own template around the built-in prompts and around
- * vocabulary states), every position a marker (so the last decision block sees every row
- * too), max |x| per input channel at every matrix product. */
+/* The calibration (docs/quantization.md §3): the f32 model on the calibration sequences
+ * (sk_calib_sequences: questions laid out by the model's own template around the built-in
+ * prompts and around vocabulary states), every position a marker (so the last decision
+ * block sees every row too), max |x| per input channel at every matrix product. */
 static int vocab_moments(const sk_model *m, float *xtx, size_t k, sk_err *e);
-static int calibrate(sk_model *m, const sk_gguf *g, sk_linear *const *sites, size_t n_sites,
+static int calibrate(sk_model *m, calib_seqs *cs, sk_linear *const *sites, size_t n_sites,
                      const uint8_t *to_q8, int want_gptq, sk_calib *c, size_t *n_gptq, sk_err *e) {
     size_t *k = sk_malloc_array(n_sites, sizeof(size_t));
     if (!k) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for calibration");
@@ -96,12 +121,12 @@ static int calibrate(sk_model *m, const sk_gguf *g, sk_linear *const *sites, siz
         work += kk * (double)sites[i]->p.n_out;
         (*n_gptq)++;
     }
-    sk_calib_seq seqs[SK_CALIB_N_SEQS];
-    rc = sk_calib_sequences(g, m->hp.max_tokens, m->hp.max_head_tokens, seqs, e);
+    rc = calib_seqs_get(m, cs, e);
     if (rc) {
         sk_err_prefix(e, "calibration prompts");
         return rc;
     }
+    const sk_calib_seq *seqs = cs->v;
     sk_scratch *s = sk_scratch_new(m);
     int32_t *marks = NULL;
     float *logits = NULL;
@@ -126,7 +151,6 @@ static int calibrate(sk_model *m, const sk_gguf *g, sk_linear *const *sites, siz
     free(marks);
     free(logits);
     sk_scratch_free(s);
-    sk_calib_sequences_free(seqs);
     if (!rc && m->hp.n_layer > 0 && !m->enc[0].attn_norm && sites[0] == &m->enc[0].qkv &&
         c->xtx[0] && m->tok_embd && m->embd_norm)
         rc = vocab_moments(m, c->xtx[0], c->k[0], e);
@@ -162,6 +186,29 @@ static int vocab_moments(const sk_model *m, float *xtx, size_t k, sk_err *e) {
     return SKYCMD_OK;
 }
 
+/* The f32 weights [n_out][n_in] of a Linear read back from its f32 or 16-bit panels: exactly
+ * the values the file's rows widen to (the panels are a copy of them, 16-bit ones widened
+ * exactly), so the loader need not keep the file's bytes for this pass. */
+static int unpack_linear(const sk_linear *L, float *w) {
+    const sk_packed *p = &L->p;
+    if (!p->data || sk_packed_rstride(p) != SK_PANEL ||
+        (p->wtype != SK_PACK_F32 && p->wtype != SK_PACK_F16 && p->wtype != SK_PACK_BF16))
+        return -1;
+    const size_t n_in = p->n_in, n_out = p->n_out, esz = sk_pack_elem_size(p->wtype);
+    float tmp[SK_PANEL];
+    for (size_t o0 = 0; o0 < n_out; o0 += SK_PANEL) {
+        const size_t nc = n_out - o0 < SK_PANEL ? n_out - o0 : SK_PANEL;
+        const char *panel = (const char *)p->data + (o0 / SK_PANEL) * p->pstride * esz;
+        for (size_t i = 0; i < n_in; i++) {
+            const char *src = panel + i * SK_PANEL * esz;
+            if (p->wtype == SK_PACK_F32) memcpy(tmp, src, sizeof tmp);
+            else sk_widen16(p->wtype, src, tmp, SK_PANEL);
+            for (size_t c = 0; c < nc; c++) w[(o0 + c) * n_in + i] = tmp[c];
+        }
+    }
+    return 0;
+}
+
 /* The f32 weights of a Linear (rows row0.. of its file tensor) into *w (grown as needed). */
 static int widen_linear(const sk_linear *L, float **w, size_t *w_cap, const char *name, sk_err *e) {
     const size_t n_in = L->p.n_in, n_out = L->p.n_out;
@@ -174,9 +221,8 @@ static int widen_linear(const sk_linear *L, float **w, size_t *w_cap, const char
             return sk_fail(e, SKYCMD_E_NOMEM, "out of memory quantizing %s", name);
         }
     }
-    const uint64_t row_bytes = sk_ggml_row_size(L->src->type, n_in);
-    if (sk_ggml_to_f32(L->src->type, L->src->data + L->row0 * row_bytes, *w, n_out * n_in))
-        return sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: cannot widen", name);
+    if (unpack_linear(L, *w) != 0)
+        return sk_fail(e, SKYCMD_E_INTERNAL, "tensor %s: no f32 or 16-bit panels to widen", name);
     return SKYCMD_OK;
 }
 
@@ -227,14 +273,14 @@ static int run_prompts(sk_model *m, sk_scratch *s, const sk_calib_seq *seqs, int
  * with ggml's plain rounding instead saves 5 % of the load but picked sites that left
  * laya-parallel at 1.9e-2 instead of 1.6e-2, measured with the eighth of the time.) */
 #define SK_SITE_KEEP_SHARE 4
-static int probe_sites(sk_model *m, const sk_gguf *g, sk_linear *const *all, size_t n,
+static int probe_sites(sk_model *m, calib_seqs *cs, sk_linear *const *all, size_t n,
                        const uint8_t *to_q8, const sk_calib *c, uint8_t *keep, double *sens,
                        size_t *n_keep, uint8_t *fast_x2, double *sens_a, size_t *n_x2,
                        sk_err *e) {
     *n_keep = 0;
-    sk_calib_seq seqs[SK_CALIB_N_SEQS];
-    int rc = sk_calib_sequences(g, m->hp.max_tokens, m->hp.max_head_tokens, seqs, e);
+    int rc = calib_seqs_get(m, cs, e);
     if (rc) return rc;
+    const sk_calib_seq *seqs = cs->v;
     size_t total = 0;
     for (size_t i = 0; i < SK_CALIB_N_SEQS; i++) total += seqs[i].n;
     float *ref = sk_malloc_array(total ? total : 1, sizeof(float));
@@ -308,7 +354,6 @@ static int probe_sites(sk_model *m, const sk_gguf *g, sk_linear *const *all, siz
     free(got);
     free(got1);
     sk_scratch_free(s);
-    sk_calib_sequences_free(seqs);
     return rc;
 }
 
@@ -323,8 +368,8 @@ static int row_head_linear(const sk_model *m, size_t i, size_t n_enc) {
     return !(which == 1 && j + 1 == m->hp.n_head_layers);
 }
 
-int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log_fn log,
-                         void *log_ud, sk_err *e) {
+int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
+                     const sk_calib_source *calib, skycmd_log_fn log, void *log_ud, sk_err *e) {
     const size_t cap = 4 * (size_t)m->hp.n_layer + 5 * (size_t)m->hp.n_head_layers + 2;
     sk_linear **all = sk_malloc_array(cap, sizeof *all);
     uint8_t *to_q8 = calloc(cap, 1);
@@ -353,17 +398,18 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log
     }
     sk_calib c;
     memset(&c, 0, sizeof c);
+    calib_seqs cs = {calib, g, 0, {{0}}};
     int rc = SKYCMD_OK;
     size_t n_gptq = 0, n_keep = 0, n_x2 = 0;
     uint8_t *keep = calloc(cap, 1), *fast_x2 = calloc(cap, 1);
     double *sens = sk_malloc_array(cap, sizeof(double)), *sens_a = sk_malloc_array(cap, sizeof(double));
     if (!keep || !sens || !fast_x2 || !sens_a) rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
     if (!rc && weights_mode == SKYCMD_WEIGHTS_Q8 && n_quant > 0) {
-        rc = calibrate(m, g, all, n, to_q8, 1, &c, &n_gptq, e);
+        rc = calibrate(m, &cs, all, n, to_q8, 1, &c, &n_gptq, e);
         if (!rc)
             mlog(log, log_ud, 1, "int8: calibrated %zu matrix products on %d templated sequences "
                  "(%zu with second moments for GPTQ rounding)", n, SK_CALIB_N_SEQS, n_gptq);
-        if (!rc) rc = probe_sites(m, g, all, n, to_q8, &c, keep, sens, &n_keep, fast_x2, sens_a, &n_x2, e);
+        if (!rc) rc = probe_sites(m, &cs, all, n, to_q8, &c, keep, sens, &n_keep, fast_x2, sens_a, &n_x2, e);
         for (size_t i = 0; !rc && i < n; i++) {
             if (to_q8[i] != 1) continue;
             char name[160];
@@ -378,7 +424,7 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log
      * massive channel would otherwise set the scale of every activation row); no GPTQ and
      * no sensitivity probe (one scale per row leaves no per-block choice to tune). */
     if (!rc && weights_mode == SKYCMD_WEIGHTS_Q8_ROW && n_quant > 0) {
-        rc = calibrate(m, g, all, n, to_q8, 0, &c, &n_gptq, e);
+        rc = calibrate(m, &cs, all, n, to_q8, 0, &c, &n_gptq, e);
         if (!rc)
             mlog(log, log_ud, 1, "int8 rows: calibrated %zu matrix products on %d templated "
                  "sequences", n, SK_CALIB_N_SEQS);
@@ -407,8 +453,6 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log
             rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
             break;
         }
-        const uint64_t row_bytes = sk_ggml_row_size(L->src->type, n_in);
-        const uint8_t *rows = L->src->data + L->row0 * row_bytes;
         size_t bytes = 0, pbytes = 0;
         if (n_out * n_in > w_cap) {
             free(w);
@@ -421,8 +465,9 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log
                 break;
             }
         }
-        rc = sk_ggml_to_f32(L->src->type, rows, w, n_out * n_in);
-        if (rc) rc = sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: cannot widen", name);
+        /* from the panels: the loader has given the file's bytes of the matrix back */
+        if (unpack_linear(L, w) != 0)
+            rc = sk_fail(e, SKYCMD_E_INTERNAL, "tensor %s: no f32 or 16-bit panels to widen", name);
         if (!rc) {
             float *ms = NULL;
             if (c.sq && c.rows[i] > 0 && (ms = sk_malloc_array(n_in, sizeof(float))))
@@ -472,6 +517,7 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log
     free(fast_x2);
     free(sens_a);
     sk_calib_free(&c);
+    calib_seqs_free(&cs);
     free(all);
     free(to_q8);
     return rc;

@@ -9,8 +9,12 @@
  * 16-bit and widened exactly by the kernels, F32/Q8_0 as f32. With an int8 weights mode the
  * file's Q8_0 matrices go straight into int8 panels (never widened, so the int8 path holds no
  * f32 copy of them), and the other encoder matrices are replaced by Q8_0 panels after the
- * load (int8.c). token_embd.weight stays in the file: the rows a sequence uses are widened at
- * lookup (forward.c), so the reader must outlive the model.
+ * load (int8.c). token_embd.weight stays in the reader's bytes (its own copy of the file, read
+ * and never mapped, or the caller's buffer): the rows a sequence uses are widened at lookup
+ * (forward.c), so the reader must outlive the model; nothing else is read through the reader
+ * after the load. The bytes of every matrix, once packed, are given back to the system
+ * (sk_gguf_release_pages: a reader opened with SK_GGUF_RELEASABLE) as each is packed: the
+ * int8 conversion reads the panels back, not the file's bytes.
  */
 #include <math.h>
 #include <stdio.h>
@@ -237,13 +241,12 @@ static int load_linear2(sk_model *m, const sk_gguf *g, const char *prefix /* < 1
     for (int i = 0; i < (lin2 ? 2 : 1) && !rc; i++) {
         rc = q8_direct ? q8_linear_from_file(part[i], t, b, row0[i], rows[i], n_in, name, e)
                        : pack_linear(part[i], w, w16, wtype, b, row0[i], rows[i], n_in,
-                                     owned ? NULL : g,
-                                     name, e);
+                                     owned ? NULL : g, name, e);
         part[i]->src = t;
         part[i]->row0 = row0[i];
     }
     /* The panels are a copy: the file's pages of this matrix can leave the resident set. */
-    if (!rc && !owned) sk_gguf_release_pages(g, t->data, (size_t)t->nbytes);
+    if (!rc) sk_gguf_release_pages(g, t->data, (size_t)t->nbytes);
     free(owned);
     free(b);
     return rc;
@@ -348,7 +351,7 @@ static int build_key_transposes(sk_model *m, sk_head_layer *Hl, sk_err *e) {
  * other tensors it is never converted at load: scan it here, once, so that a row holding a
  * NaN or an infinity refuses the model instead of failing every request that uses the token.
  * Bit tests only (the exponent all ones), no conversion; Q8_0 rows can only go wrong in
- * their f16 block scales. The pages it touched leave the resident set again. */
+ * their f16 block scales. Its pages stay: the lookups read them. */
 /* Index of the first element of a[0..n) (elements of esz bytes, esz 2 or 4, unaligned
  * allowed) whose exponent bits `mask` are all ones, or SIZE_MAX. Chunks are tested without
  * an early exit, so the compiler vectorizes the test; only a chunk with a hit is searched. */
@@ -403,7 +406,7 @@ static int scan_embedding(const sk_gguf *g, const sk_gguf_tensor *t, size_t d, s
             if ((bits & 0x7c00) == 0x7c00) bad = b * SK_QK8_0;
         }
     }
-    sk_gguf_release_pages(g, t->data, (size_t)t->nbytes);
+    (void)g;
     if (bad != SIZE_MAX)
         return sk_fail(e, SKYCMD_E_FORMAT, "tensor token_embd.weight: row %zu (token id %zu) "
                        "holds a non-finite value at element %zu; a model with non-finite "
@@ -417,6 +420,11 @@ int sk_model_load(const sk_gguf *g, int weights_mode, sk_model **out, sk_err *e)
 
 int sk_model_load_ex(const sk_gguf *g, int weights_mode, skycmd_log_fn log, void *log_ud,
                      sk_model **out, sk_err *e) {
+    return sk_model_load_calib(g, weights_mode, NULL, log, log_ud, out, e);
+}
+
+int sk_model_load_calib(const sk_gguf *g, int weights_mode, const sk_calib_source *calib,
+                        skycmd_log_fn log, void *log_ud, sk_model **out, sk_err *e) {
     if (!out) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sk_model_load: out is NULL");
     *out = NULL;
     if (!g) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sk_model_load: no GGUF reader");
@@ -521,7 +529,7 @@ int sk_model_load_ex(const sk_gguf *g, int weights_mode, skycmd_log_fn log, void
     if (!rc && weights_mode == SKYCMD_WEIGHTS_BF16X3)
         rc = sk_model_to_amx_bf16(m, log, log_ud, e);
     else if (!rc && weights_mode != SKYCMD_WEIGHTS_F32) {
-        rc = sk_model_to_int8(m, g, weights_mode, log, log_ud, e);
+        rc = sk_model_to_int8(m, g, weights_mode, calib, log, log_ud, e);
         if (!rc) rc = sk_model_head_to_amx_bf16(m, log, log_ud, e);
     }
     if (!rc && hp->n_head_layers > 0)

@@ -64,6 +64,23 @@ int sk_model_load(const sk_gguf *g, int weights_mode, sk_model **out, sk_err *e)
  * are used as they are; the rest stays f32 (src/quant/quant.h, src/kernels/q8.h). */
 int sk_model_load_ex(const sk_gguf *g, int weights_mode, skycmd_log_fn log, void *log_ud,
                      sk_model **out, sk_err *e);
+/* Where the int8 calibration's input sequences come from (SKYCMD_WEIGHTS_Q8, _Q8_ROW): built
+ * above the loader from the model's own tokenizer and prompt template
+ * (src/prompt/outlier_calib_seqs.h, sk_calib_sequences_tok) and handed down on the loader's
+ * request, at most once per load. build fills seqs[SK_CALIB_N_SEQS] for the model's
+ * decision.max_tokens and max_head_tokens (0 when absent); the loader frees them with
+ * sk_calib_sequences_free. */
+struct sk_calib_seq;
+typedef struct sk_calib_source {
+    int (*build)(void *ud, size_t max_len, size_t head_max_len, struct sk_calib_seq *seqs,
+                 sk_err *e);
+    void *ud;
+} sk_calib_source;
+/* sk_model_load_ex with the calibration sequences' source (NULL: the loader builds them
+ * from g with sk_calib_sequences, decoding g's tokenizer itself; src/api/model.c hands its
+ * own down so that a model's tokenizer is decoded once). */
+int sk_model_load_calib(const sk_gguf *g, int weights_mode, const sk_calib_source *calib,
+                        skycmd_log_fn log, void *log_ud, sk_model **out, sk_err *e);
 void sk_model_free(sk_model *m);
 const sk_hparams *sk_model_hparams(const sk_model *m);
 /* Number of parameters stored in the file's model tensors. */

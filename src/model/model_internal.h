@@ -20,7 +20,7 @@
 #include "../kernels/kernels.h"
 #include "../kernels/pool.h"
 #include "../kernels/q8.h"
-#include "../quant/calib.h"
+#include "../quant/outlier_calib.h"
 
 /* Query rows per attention block: the block's keys are the union of its rows' windows. */
 #define SK_QB 16
@@ -196,9 +196,10 @@ void sk_attention_parallel(sk_scratch *s, const seq_rows *sr, const float *qkv, 
                            size_t ldo);
 
 /* int8.c: replace the encoder matrices the converter's policy makes Q8_0 by int8 panels
- * (weights_mode SKYCMD_WEIGHTS_Q8: calibrated on the built-in prompts first). */
-int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, skycmd_log_fn log,
-                     void *log_ud, sk_err *e);
+ * (weights_mode SKYCMD_WEIGHTS_Q8: calibrated first on the sequences calib builds, NULL:
+ * sk_calib_sequences on g). */
+int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
+                     const sk_calib_source *calib, skycmd_log_fn log, void *log_ud, sk_err *e);
 
 /* amx_bf16.c: SKYCMD_WEIGHTS_BF16X3: the encoder and decision-head matrices on AMX-BF16
  * tiles where usable (else unchanged, logged). */

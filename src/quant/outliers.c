@@ -1,5 +1,5 @@
 /*
- * outliers.c - the seed's "int8 that keeps its accuracy": outlier input channels of a
+ * outliers.c - int8 that keeps its accuracy (docs/quantization.md §3): outlier input channels of a
  * matrix product picked from calibrated magnitudes, and Q8_0 scales chosen so that those
  * columns' weights are (near) exact multiples of the block scale. The result is still
  * standard Q8_0 bytes; the model additionally computes the outlier columns in f32 with the

@@ -4,8 +4,9 @@
  * columns, and the calibration record that finds them.
  *
  * Contract:
- *  - The type policy is the converter's (sk_convert_tensor_type in src/convert/laya.h): one
- *    function decides the type of a tensor for `convert` and `quantize` alike. 1-D tensors
+ *  - The type policy is sk_quant_policy (type_policy.c): one function decides the type of a
+ *    tensor for `convert` (src/convert's sk_convert_tensor_type applies it), `quantize` and
+ *    the int8 weights modes alike. 1-D tensors
  *    stay F32, the decision head (head blocks, token_types, cls.*) gets head_type,
  *    token_embd.weight stays F16 under Q8_0, a Q8_0 row that does not split into 32 falls
  *    back to F16.
@@ -35,7 +36,7 @@ typedef struct sk_quantize_opts {
 /* 1 when a GGUF tensor name belongs to the decision head: token_types.*, cls.*, or blk.N.*
  * with N >= first_head_block (block_count - decision.block_count). */
 int sk_quant_is_head(const char *name, uint32_t first_head_block);
-/* The type a tensor of g gets (the converter's policy). */
+/* The type a tensor gets under the policy (see the contract above). */
 uint32_t sk_quant_policy(const char *name, int is_head, uint32_t n_dims, uint64_t ne0,
                          uint32_t type, uint32_t head_type);
 /* First head block index of a decision-model GGUF (UINT32_MAX when the file says nothing,

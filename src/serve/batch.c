@@ -4,8 +4,9 @@
  * Contract:
  *  - read_budgets() reads a body's top-level "max_len" / "head_max_len" (laya serve's
  *    BODY_CONTROLS, `_validate_budget_param`): absent or null = the model's value; otherwise
- *    a positive JSON integer at most --max-token-budget, else 422 with laya's message. They
- *    become the session options SKYCMD_OPT_MAX_LEN / SKYCMD_OPT_HEAD_MAX_LEN of the call.
+ *    a positive JSON integer at most --max-token-budget, else 422 with laya's message. The library
+ *    applies them (a body's budgets belong to its request); the server reads them first only
+ *    to refuse in laya serve's order, and the batch route to size its passes.
  *  - answer_batch() answers POST /v1/systemone/batch: {"states": [...], "questions": {...}}
  *    plus "model", "max_len", "head_max_len", "batch_size", "sort_by_length" and
  *    "min_confidence", validated as laya serve validates them (same statuses and messages).
@@ -113,12 +114,6 @@ int read_budgets(struct req *r, const char *body, size_t len) {
     return 0;
 }
 
-int set_budgets(skycmd_session *s, int64_t max_len, int64_t head_max_len) {
-    int st = skycmd_session_set_int(s, SKYCMD_OPT_MAX_LEN, max_len);
-    if (st == SKYCMD_OK) st = skycmd_session_set_int(s, SKYCMD_OPT_HEAD_MAX_LEN, head_max_len);
-    return st;
-}
-
 /* laya serve's BODY_REFUSALS and BATCH_BODY_OUT_PARAMETERS: told, not ignored. */
 static int refuse_controls(struct req *r, const char *body, size_t len) {
     static const char *const hooks[] = {"hooks", "hooks_raise", "hooks_timeout", "on_predict_end",
@@ -207,6 +202,14 @@ void answer_batch(struct req *r, const struct model_set *set, skycmd_session *co
         return;
     }
     if (refuse_controls(r, body, len)) return;
+    /* --max-questions before the library parses any state (as on /v1/systemone): the 413
+     * names this server's limit, not the library's own cap */
+    long n_questions = sj_object_count(body + q_off, q_len);
+    if (n_questions > 0 && (size_t)n_questions > cfg->max_questions) {
+        set_errorf(r, 413, "too many questions (%ld), this server accepts at most %zu per request", n_questions,
+                   cfg->max_questions);
+        return;
+    }
 
     /* the model, as on /v1/systemone */
     int mi = 0;
@@ -258,6 +261,17 @@ void answer_batch(struct req *r, const struct model_set *set, skycmd_session *co
             sbuf_adds(&one, ",\"min_confidence\":");
             sbuf_add(&one, body + mc_off, mc_len);
         }
+        /* the budgets too: the library applies a body's budgets to its request */
+        static const char *const budgets[] = {"max_len", "head_max_len"};
+        for (size_t b = 0; b < 2; b++) {
+            size_t bo, bn;
+            if (sj_member(body, len, budgets[b], &bo, &bn)) {
+                sbuf_adds(&one, ",\"");
+                sbuf_adds(&one, budgets[b]);
+                sbuf_adds(&one, "\":");
+                sbuf_add(&one, body + bo, bn);
+            }
+        }
         sbuf_adds(&one, "}");
         if (one.oom) {
             set_error(r, 503, "the server is out of memory, retry later");
@@ -300,7 +314,6 @@ void answer_batch(struct req *r, const struct model_set *set, skycmd_session *co
 
     skycmd_session *s = sessions[mi];
     skycmd_response *resp[BATCH_MAX_STATES] = {0};
-    st = set_budgets(s, r->max_len, r->head_max_len);
     for (size_t lo = 0; st == SKYCMD_OK && lo < n_states; lo += per_pass) {
         size_t k = n_states - lo < per_pass ? n_states - lo : per_pass;
         const skycmd_request *list[BATCH_MAX_STATES];
@@ -335,7 +348,6 @@ void answer_batch(struct req *r, const struct model_set *set, skycmd_session *co
         }
         for (size_t j = 0; j < k; j++) resp[refs[lo + j].index] = out[j];
     }
-    set_budgets(s, 0, 0);
     if (st == SKYCMD_OK) {
         struct sbuf *o = &r->out;
         sbuf_reset(o);

@@ -26,6 +26,14 @@
  *    past OTHERS_SCAN_MAX it says yes).
  *  - buffered_take()/buffered_give(): the bytes of request bodies held in memory across all
  *    connections, capped at --max-buffered (the handler answers 503 + Retry-After past it).
+ *  - Lingering close: libmicrohttpd closes a connection right after its last response
+ *    (shutdown(SHUT_WR), then close). When the client is still sending (a body past the
+ *    413's discard limit, bytes after a framing 400), the close of a socket with unread
+ *    bytes makes the kernel send a reset, and the client loses the response it had not read
+ *    yet (curl: "Send failure: Broken pipe" instead of the 413). So when conn_notify() sees
+ *    unread bytes on a closing connection it keeps a duplicate of the socket, and the reaper
+ *    reads and drops what arrives until the client closes, for at most LINGER_US and
+ *    LINGER_BYTES (at most LINGER_MAX sockets at once; past that, a plain close).
  * Locking: one mutex guards the list and every phase change; the reaper writes to a socket
  * only under it, while the connection is in a phase in which libmicrohttpd writes nothing.
  */
@@ -39,7 +47,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,15 +89,29 @@ static int ip_of(const struct sockaddr *a, unsigned char out[16]) {
     return 0;
 }
 
+#define LINGER_MAX 64
+#define LINGER_US (2u * 1000000u)
+#define LINGER_BYTES ((uint64_t)64 << 20)
+
+struct lingering {
+    int fd; /* a duplicate of the closed connection's socket */
+    uint64_t until;
+    uint64_t dropped;
+};
+
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct conn *head;
+    struct lingering linger[LINGER_MAX]; /* under mu */
+    int n_linger;
     _Atomic unsigned open;
     _Atomic size_t buffered;
     pthread_t reaper;
     int reaper_started, stop;
 } C = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static void linger_start(const struct conn *k);
 
 unsigned conn_open_count(void) { return atomic_load(&C.open); }
 
@@ -144,6 +169,7 @@ void conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
         /* libmicrohttpd closes the socket only after this callback: the reaper, which
          * holds the lock whenever it touches k->fd, never sees a closed or reused fd. */
         pthread_mutex_lock(&C.mu);
+        linger_start(k);
         if (k->prev) k->prev->next = k->next;
         else C.head = k->next;
         if (k->next) k->next->prev = k->prev;
@@ -153,9 +179,87 @@ void conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
     }
 }
 
+/* (C.mu held) Keep k's socket open while its client still sends: see the head. */
+static void linger_start(const struct conn *k) {
+    int unread = 0;
+    if (k->fd == MHD_INVALID_SOCKET || C.n_linger >= LINGER_MAX) return;
+    if (ioctl(k->fd, FIONREAD, &unread) != 0 || unread <= 0) return;
+    int fd = fcntl(k->fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return;
+    shutdown(fd, SHUT_WR); /* libmicrohttpd did so already: the response is complete */
+    C.linger[C.n_linger++] = (struct lingering){fd, now_us() + LINGER_US, 0};
+}
+
+/* (C.mu held) Read and drop what the lingering sockets received; close those whose client
+ * closed, or that reached their time or byte bound. all: close every one (shutdown). */
+static void linger_drain(uint64_t now, int all) {
+    char buf[16384];
+    for (int i = 0; i < C.n_linger;) {
+        struct lingering *l = &C.linger[i];
+        int done = all || now >= l->until;
+        while (!done) {
+            ssize_t got = recv(l->fd, buf, sizeof buf, MSG_DONTWAIT);
+            if (got > 0) {
+                l->dropped += (uint64_t)got;
+                done = l->dropped >= LINGER_BYTES;
+            } else {
+                done = got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+                break;
+            }
+        }
+        if (done) {
+            close(l->fd);
+            C.linger[i] = C.linger[--C.n_linger];
+        } else {
+            i++;
+        }
+    }
+}
+
 static struct conn *conn_of(struct MHD_Connection *c) {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     return ci ? (struct conn *)ci->socket_context : NULL;
+}
+
+static const char *reason(unsigned status) {
+    switch (status) {
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 413: return "Content Too Large";
+    case 415: return "Unsupported Media Type";
+    case 503: return "Service Unavailable";
+    default: return "Error";
+    }
+}
+
+/* (C.mu held; epoll thread, inside the handler, while k's body arrives: libmicrohttpd
+ * writes nothing to the socket then) r's error, with Connection: close, straight on the
+ * socket; then the write side is shut down and the connection counts as cut. */
+static void refuse(struct conn *k, const struct req *r) {
+    char head[512];
+    char ra[32] = "";
+    if (r->retry_after > 0) snprintf(ra, sizeof ra, "Retry-After: %d\r\n", r->retry_after);
+    int hn = snprintf(head, sizeof head,
+                      "HTTP/1.1 %u %s\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                      "x-request-id: %s\r\nx-typesafe-request-id: %s\r\n%sContent-Length: %zu\r\n\r\n",
+                      r->status, reason(r->status), r->rid, r->rid, ra, r->out.len);
+    if (hn > 0 && (size_t)hn < sizeof head && k->fd != MHD_INVALID_SOCKET) {
+        struct iovec iov[2] = {{head, (size_t)hn}, {r->out.p ? r->out.p : (char *)"", r->out.len}};
+        struct msghdr m;
+        memset(&m, 0, sizeof m);
+        m.msg_iov = iov;
+        m.msg_iovlen = 2;
+#ifdef MSG_NOSIGNAL
+        ssize_t w = sendmsg(k->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+#else
+        ssize_t w = sendmsg(k->fd, &m, MSG_DONTWAIT); /* SIGPIPE is ignored */
+#endif
+        (void)w; /* an error body fits the empty send buffer; best effort otherwise */
+        shutdown(k->fd, SHUT_WR);
+    }
+    k->cut = 1;
 }
 
 int conn_phase(struct MHD_Connection *c, int phase) {
@@ -163,7 +267,10 @@ int conn_phase(struct MHD_Connection *c, int phase) {
     if (!k) return 0;
     int rc = 0;
     pthread_mutex_lock(&C.mu);
-    if (k->cut) {
+    if (phase == CONN_REFUSE) {
+        if (!k->cut && S.refusing) refuse(k, S.refusing);
+        rc = -1;
+    } else if (k->cut) {
         rc = -1;
     } else if (k->phase != phase) {
         k->phase = phase;
@@ -270,6 +377,7 @@ static void *reaper_main(void *arg) {
         pthread_cond_timedwait(&C.cv, &C.mu, &ts);
         if (C.stop) break;
         uint64_t now = now_us();
+        if (C.n_linger) linger_drain(now, 0);
         for (struct conn *k = C.head; k; k = k->next) {
             if (k->cut || k->fd == MHD_INVALID_SOCKET) continue;
             if (k->phase == CONN_IDLE) {
@@ -285,6 +393,7 @@ static void *reaper_main(void *arg) {
             }
         }
     }
+    linger_drain(0, 1);
     pthread_mutex_unlock(&C.mu);
     return NULL;
 }

@@ -74,6 +74,23 @@ enum MHD_Result send_result(struct req *r) {
     return ok;
 }
 
+/* libmicrohttpd 1.0 takes a response only before a body or after all of it
+ * (MHD_queue_response refuses one while the body arrives, and the handler's MHD_NO then
+ * closes the connection without a word: curl saw "Empty reply" or "Broken pipe" instead of
+ * its 413). A refusal in the middle of a body is therefore written straight to the socket
+ * by conns.c, with Connection: close (libmicrohttpd writes nothing while a body arrives),
+ * and the connection ends; conns.c keeps reading and dropping what the client still sends
+ * for a moment, so that its close does not reset the connection before the client has read
+ * the answer. The status is logged and counted as if sent. */
+static enum MHD_Result refuse_mid_body(struct req *r) {
+    r->close_conn = 1;
+    S.refusing = r;
+    conn_phase(r->conn, CONN_REFUSE);
+    S.refusing = NULL;
+    r->state = RS_RESPONDED;
+    return MHD_NO;
+}
+
 /* ---------------------------------------------------------------- request contexts - */
 
 static struct req *req_get(void) {
@@ -174,6 +191,7 @@ size_t discard_max(void) {
  * docs/serve.md, "Request framing", for what it does with each and what cannot be seen). */
 struct framing_scan {
     int n_content_length, n_transfer_encoding;
+    int n_host;           /* RFC 9112 §3.2: more than one Host line is a 400 */
     int te_not_chunked;   /* a Transfer-Encoding other than exactly "chunked" */
     int cl_not_digits;    /* a Content-Length that is not 1*DIGIT */
     int bad_name;         /* a field name that is not a token: whitespace before the colon */
@@ -201,6 +219,7 @@ static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const cha
     for (size_t i = 0; i < key_size; i++) token = token && is_tchar((unsigned char)key[i]);
     if (!token) f->bad_name = 1;
     const char *v = value ? value : "";
+    if (key_size == 4 && strncasecmp(key, "Host", 4) == 0) f->n_host++;
     if (key_size == 14 && strncasecmp(key, "Content-Length", 14) == 0) {
         f->n_content_length++;
         int digits = value_size > 0;
@@ -230,10 +249,21 @@ static int framing_error(struct req *r, struct MHD_Connection *c) {
     else if (f.n_content_length && f.cl_not_digits) why = "Content-Length is not a decimal number";
     else if (f.n_transfer_encoding && f.n_content_length) why = "both Content-Length and Transfer-Encoding (RFC 9112 §6.3)";
     else if (f.n_transfer_encoding > 1 || f.te_not_chunked) why = "the only Transfer-Encoding accepted is exactly \"chunked\"";
+    else if (f.n_host > 1) why = "several Host headers (RFC 9112 §3.2)";
     if (!why) return 0;
     set_error(r, 400, why);
     r->close_conn = 1;
     return 1;
+}
+
+/* RFC 9112 §3.2.2: a server must accept a request target in absolute-form
+ * ("POST http://host/v1/systemone") and route it by its path, as the origin-form; the
+ * authority in it replaces Host, which nothing here uses. "http://host" alone is "/". */
+static const char *origin_form(const char *url) {
+    size_t skip = strncasecmp(url, "http://", 7) == 0 ? 7 : strncasecmp(url, "https://", 8) == 0 ? 8 : 0;
+    if (!skip) return url;
+    const char *path = strchr(url + skip, '/');
+    return path ? path : "/";
 }
 
 enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -252,6 +282,7 @@ enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
         r->conn = c;
         if (atomic_fetch_add(&S.active, 1) > 0) atomic_store(&S.overlap_us, now_us());
         snprintf(r->method, sizeof r->method, "%.7s", method);
+        url = origin_form(url);
         sbuf_adds(&r->path, url);
         make_rid(r, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-request-id"));
         r->nth = conn_request_started(c);
@@ -275,10 +306,7 @@ enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
             /* Bounded even when discarding: past discard_max() the client is answered at
              * once and the connection closed. */
             r->dropped += n;
-            if (r->dropped > discard_max()) {
-                r->close_conn = 1;
-                return send_result(r);
-            }
+            if (r->dropped > discard_max()) return refuse_mid_body(r);
             return MHD_YES;
         }
         if (n > S.cfg->max_body || r->body.len > S.cfg->max_body - n) {
@@ -321,15 +349,13 @@ enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
             set_errorf(r, 503, "the server holds --max-buffered (%zu bytes) of request bodies; retry later",
                        S.cfg->max_buffered);
             r->discard = 1;
-            r->close_conn = 1;
-            return send_result(r);
+            return refuse_mid_body(r);
         }
         if (!r->body.oom) r->buffered += grew;
         if (r->body.oom) {
             set_error(r, 503, "the server is out of memory, retry later");
             r->discard = 1;
-            r->close_conn = 1;
-            return send_result(r);
+            return refuse_mid_body(r);
         }
         return MHD_YES;
     }

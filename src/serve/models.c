@@ -2,8 +2,11 @@
  * models.c - the model registry of `skycmd serve`: loading, lookup, reload.
  *
  * Contract: load_models() opens every --model once (shared read-only by all sessions),
- * names it (NAME=, else the model's own name) and refuses duplicate names. reload_models()
- * (SIGHUP, main thread) opens every file again into new handles while the old ones keep
+ * names it (NAME=, else the model's own name) and refuses duplicate names. Both it and
+ * reload_models() run on server.c's loader thread; each open logs its start and end (and
+ * the library's progress, where it reports any, at most once a second) and stops with
+ * SKYCMD_E_CANCELLED when S.load_cancel is set and the library asks its progress callback.
+ * reload_models() (SIGHUP) opens every file again into new handles while the old ones keep
  * serving, then switches S.current to the new set in one step; a file that fails to open
  * keeps its old model (and the reason is logged). Workers hold the set their sessions were
  * made from and move to the new one before their next batch (workers_wake() rouses idle
@@ -56,6 +59,25 @@ static void model_unref(struct loaded_model *lm) {
     free(lm);
 }
 
+/* The library's progress report of a load: cancels it when the server is stopping, and
+ * logs how far it is at most once a second. */
+struct load_progress {
+    int index;
+    uint64_t last_us;
+};
+
+static int on_load_progress(void *ud, uint64_t done, uint64_t total) {
+    struct load_progress *p = ud;
+    if (atomic_load(&S.load_cancel)) return 1;
+    uint64_t now = now_us();
+    if (total && now - p->last_us >= 1000000u) {
+        p->last_us = now;
+        log_line("skycmd serve: loading model %d of %d: %.0f%%", p->index + 1, S.cfg->n_models,
+                 100.0 * (double)done / (double)total);
+    }
+    return 0;
+}
+
 /* Open spec i into a new loaded_model; NULL with *why filled on failure. */
 static struct loaded_model *open_one(int i, uint64_t generation, char *why, size_t why_cap) {
     const struct serve_config *cfg = S.cfg;
@@ -66,12 +88,17 @@ static struct loaded_model *open_one(int i, uint64_t generation, char *why, size
         snprintf(why, why_cap, "out of memory");
         goto fail;
     }
+    atomic_store(&S.loading, i);
+    uint64_t t = now_us();
+    struct load_progress progress = {i, t};
     skycmd_options_set_int(opts, SKYCMD_OPT_WEIGHTS, cfg->weights);
     if (cfg->max_tokens > 0) skycmd_options_set_int(opts, SKYCMD_OPT_MAX_TOKENS, cfg->max_tokens);
     skycmd_options_set_string(opts, SKYCMD_OPT_MODEL_NAME, cfg->models[i].name);
+    skycmd_options_set_progress(opts, on_load_progress, &progress);
     if (cfg->verbose) skycmd_options_set_log(opts, lib_log, NULL);
-    uint64_t t = now_us();
-    int st = skycmd_model_open(cfg->models[i].path, opts, &lm->model, err);
+    log_line("skycmd serve: loading model %d of %d from %s", i + 1, cfg->n_models, cfg->models[i].path);
+    int st = atomic_load(&S.load_cancel) ? SKYCMD_E_CANCELLED
+                                         : skycmd_model_open(cfg->models[i].path, opts, &lm->model, err);
     if (st != SKYCMD_OK) {
         snprintf(why, why_cap, "%s", skycmd_error_message(err)[0] ? skycmd_error_message(err) : skycmd_strerror(st));
         goto fail;
@@ -87,9 +114,8 @@ static struct loaded_model *open_one(int i, uint64_t generation, char *why, size
     snprintf(lm->date, sizeof lm->date, "1970-01-01");
     if (stat(cfg->models[i].path, &sb) == 0 && gmtime_r(&sb.st_mtime, &tm))
         strftime(lm->date, sizeof lm->date, "%Y-%m-%d", &tm);
-    if (cfg->verbose)
-        log_line("skycmd serve: loaded model '%s' from %s in %.1f ms", lm->name, cfg->models[i].path,
-                 (double)(now_us() - t) / 1000.0);
+    log_line("skycmd serve: loaded model %d of %d ('%s') in %.1f ms", i + 1, cfg->n_models, lm->name,
+             (double)(now_us() - t) / 1000.0);
     skycmd_options_free(opts);
     skycmd_error_free(err);
     return lm;
@@ -116,7 +142,7 @@ static void set_free(struct model_set *set) {
 int load_models(void) {
     struct model_set *set = calloc(1, sizeof *set);
     if (!set) {
-        fprintf(stderr, "skycmd serve: out of memory\n");
+        log_line("skycmd serve: out of memory");
         return -1;
     }
     set->refs = 1;
@@ -125,7 +151,7 @@ int load_models(void) {
         char why[1024];
         set->m[i] = open_one(i, 1, why, sizeof why);
         if (!set->m[i]) {
-            fprintf(stderr, "skycmd serve: cannot load model '%s': %s\n", S.cfg->models[i].path, why);
+            log_line("skycmd serve: cannot load model '%s': %s", S.cfg->models[i].path, why);
             set_free(set);
             return -1;
         }
@@ -133,7 +159,7 @@ int load_models(void) {
     }
     const char *dup = duplicate_name(set);
     if (dup) {
-        fprintf(stderr, "skycmd serve: two models are named '%s'; name them with --model NAME=PATH\n", dup);
+        log_line("skycmd serve: two models are named '%s'; name them with --model NAME=PATH", dup);
         set_free(set);
         return -1;
     }

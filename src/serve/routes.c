@@ -120,6 +120,17 @@ skycmd_request *prepare(struct req *r, const struct model_set *set, int *mi) {
     default: break;
     }
 
+    /* --max-questions is checked before the library parses the body: a body far over it
+     * costs no parse, and the 413 names this server's limit, not the library's own cap */
+    size_t q_off = 0, q_len = 0;
+    if (sj_member(body, len, "questions", &q_off, &q_len)) {
+        long nq = sj_object_count(body + q_off, q_len);
+        if (nq > 0 && (size_t)nq > cfg->max_questions) {
+            set_errorf(r, 413, "too many questions (%ld), this server accepts at most %zu per request", nq,
+                       cfg->max_questions);
+            return NULL;
+        }
+    }
     skycmd_request *q = NULL;
     int st = skycmd_request_parse(body, len, &q);
     /* laya's per-request budgets (batch.c), checked once the body is known to be JSON */

@@ -8,7 +8,8 @@
  *   routes.c   routes and endpoints: routing, auth, the error envelope, the GET endpoints,
  *              turning a body into a decision request and a response into a result
  *   workers.c  the worker pool: the bounded queue, batching, suspend/resume hand-off
- *   models.c   the model registry: loading, lookup by name, freeing
+ *   models.c   the model registry: loading (on server.c's loader thread), lookup by name,
+ *              freeing
  *   warm.c     --poll-us: the I/O thread's core kept from halting after each response
  * Threads: a struct req belongs to one thread at a time (the epoll thread until queued, a
  * worker until it resumes the connection, then the epoll thread again; a small request
@@ -114,6 +115,8 @@ struct server {
 
     _Atomic int ready;
     _Atomic int draining;
+    _Atomic int load_cancel; /* a load in progress should stop (its progress callback says so) */
+    _Atomic int loading;     /* the index of the model being opened (server.c logs it) */
     _Atomic int busy;      /* workers answering (changed under qmu) */
     int cores;             /* --compute-threads auto: the cores this process may run on */
     _Atomic long active;   /* requests started and not completed */
@@ -124,6 +127,7 @@ struct server {
     uint32_t rid_boot;
 
     struct req *free_list; /* epoll thread only */
+    const struct req *refusing; /* epoll thread only: the request conn_phase(CONN_REFUSE) answers */
     pthread_mutex_t logmu;
     struct sockaddr_storage addr;
 };
@@ -131,7 +135,10 @@ struct server {
 extern struct server S;
 
 /* conns.c: admission, deadlines, the buffered-bytes cap */
-enum conn_phase { CONN_HEADERS = 0, CONN_BODY = 1, CONN_BUSY = 2, CONN_IDLE = 3 };
+enum conn_phase { CONN_HEADERS = 0, CONN_BODY = 1, CONN_BUSY = 2, CONN_IDLE = 3,
+                  /* not a phase: write S.refusing's error straight to the socket with
+                   * Connection: close and end the connection there (http.c refuse_mid_body) */
+                  CONN_REFUSE = 4 };
 enum MHD_Result conn_admit(void *cls, const struct sockaddr *addr, socklen_t addrlen);
 void conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
                  enum MHD_ConnectionNotificationCode code);
@@ -180,7 +187,6 @@ void finish(struct req *r, int st, skycmd_session *s, skycmd_response *resp);
 
 /* batch.c: laya serve's request controls and POST /v1/systemone/batch (on a worker) */
 int read_budgets(struct req *r, const char *body, size_t len); /* 0, or 1 with r's 422 */
-int set_budgets(skycmd_session *s, int64_t max_len, int64_t head_max_len);
 void answer_batch(struct req *r, const struct model_set *set, skycmd_session *const *sessions);
 
 /* workers.c: the pool */

@@ -359,6 +359,27 @@ int sj_member(const char *s, size_t n, const char *key, size_t *off, size_t *len
     return found;
 }
 
+long sj_object_count(const char *s, size_t n) {
+    size_t i = skip_ws(s, n, 0);
+    if (i >= n || s[i] != '{') return -1;
+    i = skip_ws(s, n, i + 1);
+    if (i < n && s[i] == '}') return 0;
+    long count = 0;
+    while (i < n) {
+        if (s[i] != '"' || !scan_string(s, n, &i, NULL, 0, NULL)) return -1;
+        i = skip_ws(s, n, i);
+        if (i >= n || s[i] != ':') return -1;
+        i = skip_ws(s, n, i + 1);
+        if (!skip_value(s, n, &i)) return -1;
+        count++;
+        i = skip_ws(s, n, i);
+        if (i < n && s[i] == '}') return count;
+        if (i >= n || s[i] != ',') return -1;
+        i = skip_ws(s, n, i + 1);
+    }
+    return -1;
+}
+
 int sj_array_next(const char *s, size_t n, size_t *pos, size_t *off, size_t *len) {
     size_t i = *pos;
     if (i == 0) {

@@ -43,6 +43,9 @@ int sj_find_model(const char *json, size_t n, char *out, size_t cap);
  * absent or the body cannot be scanned. Meant for bodies the library's parser has already
  * accepted as JSON; never reads past n either way. */
 int sj_member(const char *s, size_t n, const char *key, size_t *off, size_t *len);
+/* The number of members of the JSON object s[0..n) (duplicate keys counted each time), or
+ * -1 when s is not a well-formed object. Never reads past n. */
+long sj_object_count(const char *s, size_t n);
 /* The elements of the JSON array s[0..n): start with *pos = 0; 1 with the next element's
  * span, 0 after the last, -1 when s is not a well-formed array. */
 int sj_array_next(const char *s, size_t n, size_t *pos, size_t *off, size_t *len);

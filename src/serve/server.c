@@ -2,7 +2,9 @@
  * server.c - `skycmd serve`'s setup, signals, logging and drain (libmicrohttpd).
  *
  * Threads:
- *  - the main thread loads the models, then waits for SIGTERM/SIGINT and drains;
+ *  - the main thread starts the daemon (/health answers 503 while loading), has a loader
+ *    thread open the models (and, on SIGHUP, open them again), and waits for signals:
+ *    SIGTERM/SIGINT drains; during the first load they end the process at once (below);
  *  - one libmicrohttpd epoll thread does all socket I/O, HTTP parsing, routing, auth and
  *    body collection for every connection (http.c, routes.c). It never runs a model;
  *  - `workers` pool threads each own one skycmd_session per model (workers.c). A complete
@@ -132,13 +134,13 @@ static int resolve_host(const char *host, int port, int *ipv6) {
  * bare CR/LF and the like get 400 and a close. 0.9.75 (Debian bookworm) has only the older
  * boolean, and it merges a folded line into the previous header whatever the setting: the
  * one framing case src/serve/http.c cannot see (docs/serve.md, "Request framing"). */
-#if MHD_VERSION >= 0x01000000
+#if MHD_VERSION < 0x01000100
+/* CMakeLists.txt refuses it too: 0.9.x stalls under load (wrk -c256: the epoll thread sleeps
+ * while requests wait, until the 408 deadline cuts every connection) */
+#error "skycmd serve needs libmicrohttpd >= 1.0.1: tools/build-mhd.sh PREFIX, then PKG_CONFIG_PATH=PREFIX/lib/pkgconfig"
+#endif
 #define SERVE_MHD_STRICTNESS MHD_OPTION_CLIENT_DISCIPLINE_LVL, 1
 #define SERVE_MHD_OBS_FOLD "rejected"
-#else
-#define SERVE_MHD_STRICTNESS MHD_OPTION_STRICT_FOR_CLIENT, 1
-#define SERVE_MHD_OBS_FOLD "merged (libmicrohttpd < 1.0)"
-#endif
 
 const char *serve_http_library(void) {
     static char text[96];
@@ -147,6 +149,122 @@ const char *serve_http_library(void) {
     snprintf(text, sizeof text, "HTTP: libmicrohttpd %s, obsolete line folding %s", MHD_get_version(),
              SERVE_MHD_OBS_FOLD);
     return text;
+}
+
+/* ---------------------------------------------------------------- loading ---------- */
+
+/* The models are opened on a loader thread, so that the main thread keeps taking signals
+ * while a load runs (a large model, or --q8's calibration, takes seconds to minutes). Each
+ * load asks the library to report progress and to stop when S.load_cancel is set
+ * (models.c); skycmd_model_open of a GGUF file does not report progress today, so a
+ * SIGTERM/SIGINT during the first load ends the process by that signal instead (nothing
+ * is served yet, nothing is lost), and one during a reload drains as usual and then exits
+ * without waiting for the reload (the old models were serving all along). */
+static struct {
+    pthread_t tid;
+    int running;    /* main thread only */
+    int initial;    /* load_models (1) or reload_models (0) */
+    int result;     /* written by the loader, read after the join */
+    _Atomic int done;
+} L;
+
+static void *loader_main(void *arg) {
+    (void)arg;
+    L.result = L.initial ? load_models() : reload_models();
+    atomic_store(&L.done, 1);
+    return NULL;
+}
+
+static int loader_start(int initial) {
+    L.initial = initial;
+    L.result = 0;
+    atomic_store(&L.done, 0);
+    atomic_store(&S.load_cancel, 0);
+    if (pthread_create(&L.tid, NULL, loader_main, NULL) != 0) return -1;
+    L.running = 1;
+    return 0;
+}
+
+static int loader_join(void) {
+    pthread_join(L.tid, NULL);
+    L.running = 0;
+    return L.result;
+}
+
+/* Wait up to ms for a load that was asked to stop (one that reports progress returns
+ * SKYCMD_E_CANCELLED); 1 when it returned (joined), 0 when it is still loading. */
+static int loader_wait_cancelled(int ms) {
+    atomic_store(&S.load_cancel, 1);
+    for (int i = 0; i < ms && !atomic_load(&L.done); i++) {
+        struct timespec t = {0, 1000000L};
+        nanosleep(&t, NULL);
+    }
+    if (!atomic_load(&L.done)) return 0;
+    loader_join();
+    return 1;
+}
+
+static const char *signal_name(int sig) {
+    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "signal";
+}
+
+/* End the process by sig, as an interrupted CLI command does (the shell sees 128 + sig:
+ * 130 for SIGINT, 143 for SIGTERM). */
+static _Noreturn void die_by_signal(int sig) {
+    signal(sig, SIG_DFL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    raise(sig); /* pending while blocked; delivered by the unblock */
+    pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+    _exit(128 + sig); /* not reached */
+}
+
+/* The first load, while the main thread takes the signals. 0 once the loader is joined;
+ * else the SIGTERM/SIGINT that came first (the load still runs). */
+static int wait_first_load(const sigset_t *set) {
+    struct timespec tick = {0, 20 * 1000000L};
+    uint64_t t0 = now_us(), said = t0;
+    while (!atomic_load(&L.done)) {
+        int got = sp_sigtimedwait(set, &tick);
+        if (got == SIGHUP) {
+            log_line("skycmd serve: SIGHUP while the models load: ignored (they are being read now)");
+        } else if (got > 0) {
+            return got;
+        }
+        uint64_t now = now_us();
+        if (now - said >= 10u * 1000000u && !atomic_load(&L.done)) {
+            said = now;
+            int i = atomic_load(&S.loading);
+            log_line("skycmd serve: still loading model %d of %d (%s), %.0f s", i + 1, S.cfg->n_models,
+                     S.cfg->models[i < S.cfg->n_models ? i : 0].path, (double)(now - t0) / 1e6);
+        }
+    }
+    loader_join();
+    return 0;
+}
+
+/* SIGTERM/SIGINT during the first load: stop it and end the process by that signal. */
+static _Noreturn void stop_first_load(int sig) {
+    int i = atomic_load(&S.loading);
+    if (i >= S.cfg->n_models) i = S.cfg->n_models - 1;
+    log_line("skycmd serve: %s while loading model %d of %d (%s): stopping", signal_name(sig), i + 1,
+             S.cfg->n_models, S.cfg->models[i].path);
+    atomic_store(&S.draining, 1);
+    if (loader_wait_cancelled(100)) {
+        /* the library stopped the load: a clean teardown */
+        MHD_stop_daemon(S.daemon);
+        S.daemon = NULL;
+        conn_reaper_stop();
+        free_models();
+        free_list_release();
+        free(S.ring);
+        log_line("skycmd serve: stopped before serving (load cancelled)");
+    } else {
+        /* skycmd_model_open cannot be interrupted: leave it to the kernel */
+        log_line("skycmd serve: stopped before serving (the load in progress is abandoned)");
+    }
+    die_by_signal(sig);
 }
 
 int serve_run(const struct serve_config *cfg) {
@@ -209,7 +327,13 @@ int serve_run(const struct serve_config *cfg) {
              ipv6 ? "]" : "", port, cfg->n_models, cfg->n_models == 1 ? "" : "s");
 
     int rc = 0;
-    if (conn_reaper_start() != 0 || load_models() != 0 || start_workers() != 0 || warm_start() != 0) {
+    int failed_start = conn_reaper_start() != 0 || loader_start(1) != 0;
+    if (!failed_start) {
+        int sig = wait_first_load(&set);
+        if (sig) stop_first_load(sig); /* does not return */
+        failed_start = L.result != 0;
+    }
+    if (failed_start || start_workers() != 0 || warm_start() != 0) {
         rc = 1;
         atomic_store(&S.draining, 1);
         MHD_stop_daemon(S.daemon);
@@ -236,14 +360,35 @@ int serve_run(const struct serve_config *cfg) {
         sbuf_free(&names);
     }
 
-    int sig = 0;
+    int sig = 0, reload_again = 0;
     for (;;) {
-        if (sigwait(&set, &sig) != 0) continue;
-        if (sig != SIGHUP) break;
+        /* while a reload runs, wake up to join it; else sleep until a signal */
+        struct timespec tick = {0, 20 * 1000000L};
+        int got = L.running ? sp_sigtimedwait(&set, &tick) : (sigwait(&set, &sig) == 0 ? sig : 0);
+        if (L.running && atomic_load(&L.done)) {
+            metrics_record_reload(loader_join() == 0);
+            if (reload_again && got <= 0) got = SIGHUP; /* a SIGHUP came during that reload */
+            reload_again = 0;
+        }
+        if (got <= 0) continue;
+        if (got != SIGHUP) {
+            sig = got;
+            break;
+        }
+        if (L.running) { /* the files may have changed after that reload read them */
+            reload_again = 1;
+            continue;
+        }
         log_line("skycmd serve: SIGHUP: reloading %d model%s", cfg->n_models, cfg->n_models == 1 ? "" : "s");
-        int failed = reload_models();
-        metrics_record_reload(failed == 0);
+        if (loader_start(0) != 0) {
+            log_line("skycmd serve: SIGHUP: cannot start the reload thread; keeping the models loaded");
+            metrics_record_reload(0);
+        }
     }
+    if (L.running)
+        log_line("skycmd serve: %s during a reload: the reload is abandoned, the models loaded before finish "
+                 "the requests in flight", signal_name(sig));
+    if (L.running) atomic_store(&S.load_cancel, 1); /* a load that reports progress stops */
     log_line("skycmd serve: %s: finishing requests in flight, refusing new ones",
              sig == SIGINT ? "SIGINT" : "SIGTERM");
     atomic_store(&S.draining, 1);
@@ -258,6 +403,7 @@ int serve_run(const struct serve_config *cfg) {
     uint64_t deadline = now_us() + (uint64_t)cfg->drain_timeout_s * 1000000u;
     struct timespec tick = {0, 10 * 1000000L};
     for (;;) {
+        if (L.running && atomic_load(&L.done)) metrics_record_reload(loader_join() == 0);
         long act = atomic_load(&S.active), pool = atomic_load(&S.in_pool);
         if (act <= 0 && pool <= 0 && conn_arriving() == 0) break;
         if (pool <= 0 && now_us() > deadline) break;
@@ -276,6 +422,12 @@ int serve_run(const struct serve_config *cfg) {
     MHD_stop_daemon(S.daemon);
     if (lfd != MHD_INVALID_SOCKET) close(lfd);
     S.daemon = NULL;
+    if (L.running && !loader_wait_cancelled(0)) {
+        /* every request is answered; the abandoned reload is still inside skycmd_model_open,
+         * which cannot be interrupted: exit without waiting for it */
+        log_line("skycmd serve: stopped (the abandoned reload was still loading)");
+        _exit(rc);
+    }
     conn_reaper_stop();
     warm_stop();
     stop_workers();
@@ -292,10 +444,12 @@ int serve_run(const struct serve_config *cfg) {
 
 int serve_run(const struct serve_config *cfg) {
     (void)cfg;
-    fprintf(stderr, "skycmd serve: this build has no HTTP server (libmicrohttpd was not found)\n");
+    fprintf(stderr, "skycmd serve: this build has no HTTP server: it was configured without libmicrohttpd "
+                    ">= 1.0.1 (tools/build-mhd.sh PREFIX, then configure with "
+                    "PKG_CONFIG_PATH=PREFIX/lib/pkgconfig; docs/serve.md)\n");
     return 1;
 }
 
-const char *serve_http_library(void) { return "HTTP: none (built without libmicrohttpd)"; }
+const char *serve_http_library(void) { return "HTTP: none (built without libmicrohttpd >= 1.0.1)"; }
 
 #endif

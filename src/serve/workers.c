@@ -55,16 +55,13 @@ static void decide_one(struct req *r, struct loaded_model *m, skycmd_session *s,
                        int threads) {
     skycmd_response *resp = NULL;
     const uint64_t t0 = now_us();
-    int st = set_budgets(s, r->max_len, r->head_max_len);
-    if (st == SKYCMD_OK) st = skycmd_decide(s, q, &resp);
+    int st = skycmd_decide(s, q, &resp);
     atomic_store(&m->lone_answer_us, (now_us() - t0) * (uint64_t)threads);
     finish(r, st, s, resp);
-    set_budgets(s, 0, 0);
 }
 
-/* Answer the n requests a worker took together. Those of the same model and the same laya
- * budgets (max_len / head_max_len) whose questions fit in one forward batch run through
- * skycmd_decide_batch (each answer is exactly what it would be alone); if such a batch
+/* Answer the n requests a worker took together. Those of the same model whose questions fit
+ * in one forward batch run through skycmd_decide_batch (each with its own body's budgets) (each answer is exactly what it would be alone); if such a batch
  * fails, its requests are answered one by one so that each gets its own error. A lone
  * request takes the plain skycmd_decide path. A POST /v1/systemone/batch is answered on its
  * own (batch.c). */
@@ -89,11 +86,8 @@ static void answer_all(struct worker *w, struct req **rs, int n, int threads) {
         /* the group: `first` and the later requests that can share its batches, in order */
         int idx[BATCH_MAX], k = 0;
         size_t questions = 0;
-        const struct req *a = rs[first];
         for (int i = first; i < n; i++) {
-            if (done[i] || mi[i] != mi[first] || rs[i]->max_len != a->max_len ||
-                rs[i]->head_max_len != a->head_max_len)
-                continue;
+            if (done[i] || mi[i] != mi[first]) continue;
             if (k && questions + nq[i] > BATCH_QUESTIONS) continue;
             idx[k++] = i;
             questions += nq[i];
@@ -105,17 +99,11 @@ static void answer_all(struct worker *w, struct req **rs, int n, int threads) {
             continue;
         }
         skycmd_response *out[BATCH_MAX];
-        int st = set_budgets(s, a->max_len, a->head_max_len);
-        int st_batch = SKYCMD_E_INVALID_ARGUMENT;
-        if (st == SKYCMD_OK) {
-            const skycmd_request *list[BATCH_MAX];
-            for (int j = 0; j < k; j++) list[j] = q[idx[j]];
-            st_batch = skycmd_decide_batch(s, list, (size_t)k, out);
-        }
+        const skycmd_request *list[BATCH_MAX];
+        for (int j = 0; j < k; j++) list[j] = q[idx[j]];
+        int st_batch = skycmd_decide_batch(s, list, (size_t)k, out);
         for (int j = 0; j < k; j++) {
-            if (st != SKYCMD_OK) {
-                finish(rs[idx[j]], st, s, NULL);
-            } else if (st_batch == SKYCMD_OK) {
+            if (st_batch == SKYCMD_OK) {
                 finish(rs[idx[j]], SKYCMD_OK, s, out[j]);
             } else {
                 skycmd_response *resp = NULL;
@@ -123,7 +111,6 @@ static void answer_all(struct worker *w, struct req **rs, int n, int threads) {
                 finish(rs[idx[j]], st1, s, resp);
             }
         }
-        set_budgets(s, 0, 0);
     }
     for (int i = 0; i < n; i++) skycmd_request_free(q[i]);
 }
@@ -140,6 +127,9 @@ static int make_sessions(struct model_set *set, skycmd_session **out) {
             st = skycmd_session_set_int(out[m], SKYCMD_OPT_THREADS, threads);
         if (st == SKYCMD_OK && S.cfg->activations >= 0)
             st = skycmd_session_set_int(out[m], SKYCMD_OPT_ACTIVATIONS, S.cfg->activations);
+        /* the cap on a body's max_len / head_max_len, which the library checks */
+        if (st == SKYCMD_OK && S.cfg->max_token_budget > 0)
+            st = skycmd_session_set_int(out[m], SKYCMD_OPT_MAX_TOKEN_BUDGET, S.cfg->max_token_budget);
         if (st == SKYCMD_OK && S.cfg->tournament_group > 0)
             st = skycmd_session_set_int(out[m], SKYCMD_OPT_TOURNAMENT_GROUP, S.cfg->tournament_group);
         if (st != SKYCMD_OK) {

@@ -82,7 +82,10 @@ typedef struct sk_merge_map {
 } sk_merge_map;
 
 struct skycmd_tokenizer {
-    uint32_t tag;           /* SK_TAG_TOKENIZER */
+    /* The public handle's fields, kept by src/api (this module never reads them): tag is
+     * the API's handle tag (SK_TAG_TOKENIZER once src/api hands the tokenizer out, 0 for
+     * the library's own tokenizers), owned_by_model marks a model's tokenizer. */
+    uint32_t tag;
     int owned_by_model;
 
     /* id space: 0 .. n_ids-1 (holes allowed: piece NULL) */

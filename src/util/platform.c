@@ -7,6 +7,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #if defined(__APPLE__)
 #include <xlocale.h> /* strtod_l */
@@ -68,4 +70,34 @@ double sk_platform_strtod_c(const char *s, char **end) {
     pthread_once(&g_c_locale_once, init_c_locale);
     if (g_c_locale) return strtod_l(s, end, g_c_locale);
     return strtod(s, end);
+}
+
+static int file_id(const struct stat *st, uint64_t id[7]) {
+    if (!S_ISREG(st->st_mode)) {
+        errno = EINVAL;
+        return -1;
+    }
+#if defined(__APPLE__)
+    const struct timespec m = st->st_mtimespec, c = st->st_ctimespec;
+#else
+    const struct timespec m = st->st_mtim, c = st->st_ctim;
+#endif
+    id[0] = (uint64_t)st->st_dev;
+    id[1] = (uint64_t)st->st_ino;
+    id[2] = (uint64_t)st->st_size;
+    id[3] = (uint64_t)m.tv_sec;
+    id[4] = (uint64_t)m.tv_nsec;
+    id[5] = (uint64_t)c.tv_sec;
+    id[6] = (uint64_t)c.tv_nsec;
+    return 0;
+}
+
+int sk_platform_file_id(int fd, uint64_t id[7]) {
+    struct stat st;
+    return fstat(fd, &st) != 0 ? -1 : file_id(&st, id);
+}
+
+int sk_platform_path_id(const char *path, uint64_t id[7]) {
+    struct stat st;
+    return stat(path, &st) != 0 ? -1 : file_id(&st, id);
 }

@@ -23,6 +23,10 @@
  *  - sk_platform_strtod_c(): strtod in the C locale whatever the process's locale is
  *    (glibc strtod_l, macOS <xlocale.h> strtod_l, on a newlocale made once); plain strtod
  *    if that locale cannot be made.
+ *  - sk_platform_file_id() / sk_platform_path_id(): a file's identity from fstat / stat as
+ *    id[0..6] = device, inode, size, mtime seconds, mtime ns, ctime seconds, ctime ns
+ *    (glibc st_mtim/st_ctim, macOS st_mtimespec/st_ctimespec); 0, or -1 with errno. A
+ *    non-regular file gives -1 with errno EINVAL.
  * All are thread-safe.
  */
 #ifndef SK_PLATFORM_H
@@ -60,5 +64,7 @@ int sk_platform_current_cpu(void);
 int sk_platform_affinity_get(sk_cpuset *out);
 int sk_platform_affinity_set(pthread_t thread, const sk_cpuset *set);
 double sk_platform_strtod_c(const char *s, char **end);
+int sk_platform_file_id(int fd, uint64_t id[7]);
+int sk_platform_path_id(const char *path, uint64_t id[7]);
 
 #endif

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* madvise(MADV_PAGEOUT) */
 #include "util.h"
+#include "platform.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -54,6 +55,21 @@ void *sk_malloc_array(size_t n, size_t size) {
     size_t total;
     if (sk_mul_size(n, size, &total)) return NULL;
     return malloc(total ? total : 1);
+}
+
+int sk_grow_array(void **p, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return 0;
+    size_t n = *cap ? *cap : 16, bytes;
+    while (n < need) {
+        if (n > SIZE_MAX / 2) return -1;
+        n *= 2;
+    }
+    if (sk_mul_size(n, elem, &bytes)) return -1;
+    void *q = realloc(*p, bytes);
+    if (!q) return -1;
+    *p = q;
+    *cap = n;
+    return 0;
 }
 
 void *sk_calloc_array(size_t n, size_t size) {
@@ -185,6 +201,144 @@ void sk_unmap(sk_map *m) {
     memset(m, 0, sizeof *m);
 }
 
+#ifndef MAP_ANONYMOUS
+#define MAP_ANONYMOUS MAP_ANON
+#endif
+
+/* pread() size bytes at 0 into dst, then make sure the file ends there: 0, 1 when the file
+ * is shorter or longer than size (a writer at work), -1 with errno on a read error. */
+static int read_exactly(int fd, uint8_t *dst, size_t size) {
+    size_t got = 0;
+    while (got < size) {
+        size_t want = size - got > ((size_t)1 << 30) ? ((size_t)1 << 30) : size - got;
+        ssize_t r = pread(fd, dst + got, want, (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return -1;
+        if (r == 0) return 1;
+        got += (size_t)r;
+    }
+    uint8_t extra;
+    ssize_t r;
+    do r = pread(fd, &extra, 1, (off_t)size);
+    while (r < 0 && errno == EINTR);
+    if (r < 0) return -1;
+    return r > 0;
+}
+
+static size_t page_size(void) {
+    long ps = sysconf(_SC_PAGESIZE);
+    return ps > 0 ? (size_t)ps : 4096;
+}
+
+int sk_file_copy_read(const char *path, int keep_fd, sk_file_copy *f, sk_err *e) {
+    memset(f, 0, sizeof *f);
+    f->fd = -1;
+    const size_t page = page_size();
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return sk_fail(e, SKYCMD_E_IO, "%s: cannot open: %s", path, strerror(errno));
+        uint64_t id0[7], id1[7], idp[7];
+        if (sk_platform_file_id(fd, id0) != 0) {
+            int er = errno;
+            close(fd);
+            if (er == EINVAL) return sk_fail(e, SKYCMD_E_IO, "%s: not a regular file", path);
+            return sk_fail(e, SKYCMD_E_IO, "%s: cannot stat: %s", path, strerror(er));
+        }
+        if (id0[2] > (uint64_t)(SIZE_MAX - page)) {
+            close(fd);
+            return sk_fail(e, SKYCMD_E_IO, "%s: file too large to read", path);
+        }
+        const size_t size = (size_t)id0[2];
+        const size_t mapped = size ? (size + page - 1) / page * page : 0;
+        static uint8_t empty[1];
+        uint8_t *buf = empty;
+        if (mapped) {
+            void *p = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (p == MAP_FAILED) {
+                close(fd);
+                return sk_fail(e, SKYCMD_E_NOMEM, "%s: out of memory for its %zu bytes", path, size);
+            }
+            buf = p;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+            /* 2 MiB pages where the system allows them: a model is read in a few hundred
+             * page faults instead of one per 4 KiB (the faults cost more than the copy) */
+            (void)madvise(buf, mapped, MADV_HUGEPAGE);
+#endif
+        }
+        int r = read_exactly(fd, buf, size);
+        int er = errno;
+        int changed = r == 1 || (r == 0 && (sk_platform_file_id(fd, id1) != 0 ||
+                                            memcmp(id0, id1, sizeof id0) != 0 ||
+                                            sk_platform_path_id(path, idp) != 0 ||
+                                            memcmp(idp, id1, sizeof idp) != 0));
+        if (r < 0 || changed) {
+            if (mapped) munmap(buf, mapped);
+            close(fd);
+            if (r < 0) return sk_fail(e, SKYCMD_E_IO, "%s: read error: %s", path, strerror(er));
+            continue;
+        }
+        if (mapped) (void)mprotect(buf, mapped, PROT_READ);
+        f->data = buf;
+        f->size = size;
+        f->mapped_ = mapped;
+        memcpy(f->id_, id1, sizeof id1);
+        if (keep_fd) f->fd = fd;
+        else close(fd);
+        return SKYCMD_OK;
+    }
+    return sk_fail(e, SKYCMD_E_IO, "%s: the model file changed while it was being read (twice in "
+                   "a row); write a new file beside it and rename it into place instead", path);
+}
+
+void sk_file_copy_free(sk_file_copy *f) {
+    if (f->mapped_) munmap(f->data, f->mapped_);
+    if (f->fd >= 0) close(f->fd);
+    memset(f, 0, sizeof *f);
+    f->fd = -1;
+}
+
+void sk_file_copy_drop(sk_file_copy *f, const void *p, size_t n, size_t *off, size_t *len) {
+    *off = 0;
+    *len = 0;
+#if defined(__linux__) && defined(MADV_DONTNEED)
+    const uintptr_t page = page_size(), lo = (uintptr_t)f->data, hi = lo + f->mapped_;
+    if (!f->mapped_ || !p || n == 0 || (uintptr_t)p < lo || (uintptr_t)p > hi) return;
+    uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1);
+    uintptr_t b = ((uintptr_t)p + (n < hi - (uintptr_t)p ? n : hi - (uintptr_t)p)) & ~(page - 1);
+    /* anonymous private memory: the pages are freed and read as zeros until refilled */
+    if (b > a && madvise((void *)a, b - a, MADV_DONTNEED) == 0) {
+        *off = a - lo;
+        *len = b - a;
+    }
+#else
+    (void)f;
+    (void)p;
+    (void)n;
+#endif
+}
+
+int sk_file_copy_refill(sk_file_copy *f, size_t off, size_t len) {
+    if (len == 0) return 0;
+    if (off > f->mapped_ || len > f->mapped_ - off) return -1;
+    uint8_t *dst = f->data + off;
+    (void)mprotect(dst, len, PROT_READ | PROT_WRITE);
+    uint64_t id[7];
+    int ok = f->fd >= 0 && sk_platform_file_id(f->fd, id) == 0 && memcmp(id, f->id_, sizeof id) == 0;
+    /* the copy's last page runs past the end of the file: those bytes stay zero */
+    size_t want = off >= f->size ? 0 : (len < f->size - off ? len : f->size - off);
+    for (size_t got = 0; ok && got < want;) {
+        ssize_t r = pread(f->fd, dst + got, want - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) ok = 0;
+        else got += (size_t)r;
+    }
+    if (want < len) memset(dst + want, 0, len - want);
+    if (ok) ok = sk_platform_file_id(f->fd, id) == 0 && memcmp(id, f->id_, sizeof id) == 0;
+    if (!ok) memset(dst, 0xff, len);
+    (void)mprotect(dst, len, PROT_READ);
+    return ok ? 0 : -1;
+}
+
 int sk_read_file(const char *path, char **out, size_t *len, size_t max_len, sk_err *e) {
     *out = NULL;
     FILE *fp = fopen(path, "rb");
@@ -274,26 +428,240 @@ static int create_exclusive_file(const char *name, void *ud) {
     return 0;
 }
 
+/* ------------------------------------------------------------ outputs ---------- */
+
+static sk_out_kind kind_of(mode_t m) {
+    if (S_ISREG(m)) return SK_OUT_REGULAR;
+    if (S_ISDIR(m)) return SK_OUT_DIR;
+    if (S_ISCHR(m)) return SK_OUT_CHAR;
+    if (S_ISFIFO(m)) return SK_OUT_FIFO;
+    if (S_ISBLK(m)) return SK_OUT_BLOCK;
+    if (S_ISSOCK(m)) return SK_OUT_SOCKET;
+    return SK_OUT_OTHER;
+}
+
+/* The contents of the symbolic link at path, malloc'ed and NUL-terminated (NULL with errno;
+ * the size is not taken from lstat: /proc's links report 0). */
+static char *read_link(const char *path) {
+    for (size_t cap = 256;; cap *= 2) {
+        char *b = malloc(cap);
+        if (!b) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        ssize_t n = readlink(path, b, cap);
+        if (n < 0) {
+            int er = errno;
+            free(b);
+            errno = er;
+            return NULL;
+        }
+        if ((size_t)n < cap) {
+            b[n] = '\0';
+            return b;
+        }
+        free(b);
+        if (cap >= ((size_t)1 << 20)) {
+            errno = ENAMETOOLONG;
+            return NULL;
+        }
+    }
+}
+
+/* Where the link named link_path, holding `to`, leads: `to` itself when absolute (or when
+ * the link is in the current directory), else `to` in the link's directory. */
+static char *link_next(const char *link_path, const char *to) {
+    const char *slash = strrchr(link_path, '/');
+    if (to[0] == '/' || !slash) return sk_strdup(to);
+    size_t dl = (size_t)(slash - link_path) + 1, tl = strlen(to), n;
+    if (sk_add_size(dl, tl, &n) || sk_add_size(n, 1, &n)) return NULL;
+    char *r = malloc(n);
+    if (!r) return NULL;
+    memcpy(r, link_path, dl);
+    memcpy(r + dl, to, tl + 1);
+    return r;
+}
+
+int sk_output_resolve(const char *path, char **target, sk_out_kind *kind, sk_err *e) {
+    *target = NULL;
+    *kind = SK_OUT_ABSENT;
+    if (!path || !path[0]) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "no output path");
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        const sk_out_kind k = kind_of(st.st_mode);
+        if (k != SK_OUT_REGULAR && k != SK_OUT_DIR) {
+            /* a device, a FIFO or a socket is opened (or refused) by the name given: opening
+             * follows the links, /proc/self/fd/N's too, whose text is no path */
+            *target = sk_strdup(path);
+            if (!*target) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+            *kind = k;
+            return SKYCMD_OK;
+        }
+    } else if (errno != ENOENT) {
+        return sk_fail(e, SKYCMD_E_IO, "%s: %s", path, strerror(errno));
+    }
+    /* a regular file, a directory or nothing (an absent path or a dangling link): the
+     * directory entry to rename over is where the last component's links end */
+    char *cur = sk_strdup(path);
+    for (int hops = 0;; hops++) {
+        if (!cur) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+        struct stat ls;
+        if (lstat(cur, &ls) != 0) {
+            const int er = errno;
+            if (er == ENOENT) {
+                *target = cur;
+                return SKYCMD_OK;
+            }
+            free(cur);
+            return sk_fail(e, SKYCMD_E_IO, "%s: %s", path, strerror(er));
+        }
+        if (!S_ISLNK(ls.st_mode)) {
+            *target = cur;
+            *kind = kind_of(ls.st_mode);
+            return SKYCMD_OK;
+        }
+        if (hops == 40) {
+            free(cur);
+            return sk_fail(e, SKYCMD_E_IO, "%s: %s", path, strerror(ELOOP));
+        }
+        char *to = read_link(cur);
+        if (!to) {
+            const int er = errno;
+            free(cur);
+            if (er == ENOMEM) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+            return sk_fail(e, SKYCMD_E_IO, "%s: cannot read the link: %s", path, strerror(er));
+        }
+        char *next = link_next(cur, to);
+        free(to);
+        free(cur);
+        cur = next;
+    }
+}
+
+const char *sk_output_refusal(sk_out_kind kind) {
+    switch (kind) {
+    case SK_OUT_ABSENT:
+    case SK_OUT_REGULAR:
+    case SK_OUT_CHAR:
+    case SK_OUT_FIFO:
+        return NULL;
+    case SK_OUT_DIR:
+        return "is a directory";
+    case SK_OUT_BLOCK:
+        return "is a block device: refusing to write over it (a model is not a disk image; "
+               "write a file and copy it there if that is meant)";
+    case SK_OUT_SOCKET:
+        return "is a socket: it cannot be written as a file";
+    case SK_OUT_OTHER:
+        break;
+    }
+    return "is not a regular file, a character device or a FIFO";
+}
+
+const char *sk_output_kind_name(sk_out_kind kind) {
+    switch (kind) {
+    case SK_OUT_ABSENT: return "nothing";
+    case SK_OUT_REGULAR: return "a regular file";
+    case SK_OUT_DIR: return "a directory";
+    case SK_OUT_CHAR: return "a character device";
+    case SK_OUT_FIFO: return "a FIFO";
+    case SK_OUT_BLOCK: return "a block device";
+    case SK_OUT_SOCKET: return "a socket";
+    case SK_OUT_OTHER: break;
+    }
+    return "a special file";
+}
+
+/* Open a character device or a FIFO for writing into *fd; 0, or an errno value. A FIFO
+ * waits for its reader, as `cat > fifo` does, but not in a blocking open(): that one is
+ * restarted after a signal whose handler has SA_RESTART (the CLI's SIGINT/SIGTERM/SIGHUP),
+ * so the process could not be stopped. The wait is a non-blocking open every 10 ms, and a
+ * signal that lands in the sleep (nanosleep is never restarted) ends it with EINTR. */
+static int open_stream(const char *path, int is_fifo, int *fd) {
+    for (;;) {
+        *fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+        if (*fd >= 0) break;
+        if (!is_fifo || errno != ENXIO) return errno; /* ENXIO: no reader yet */
+        const struct timespec ten_ms = {0, 10 * 1000 * 1000};
+        if (nanosleep(&ten_ms, NULL) != 0 && errno == EINTR) return EINTR;
+    }
+    const int fl = fcntl(*fd, F_GETFL);
+    if (fl == -1 || fcntl(*fd, F_SETFL, fl & ~O_NONBLOCK) == -1) {
+        const int er = errno;
+        close(*fd);
+        *fd = -1;
+        return er;
+    }
+    return 0;
+}
+
+static void atomic_clear(sk_atomic_file *f) {
+    free(f->final_path);
+    free(f->tmp_path);
+    free(f->shown);
+    memset(f, 0, sizeof *f);
+}
+
 int sk_atomic_open(sk_atomic_file *f, const char *path, sk_err *e) {
     memset(f, 0, sizeof *f);
+    sk_out_kind kind;
+    int st = sk_output_resolve(path, &f->final_path, &kind, e);
+    if (st) return st;
+    const char *refused = sk_output_refusal(kind);
+    if (refused) {
+        atomic_clear(f);
+        return sk_fail(e, SKYCMD_E_IO, "%s: %s", path, refused);
+    }
+    f->shown = sk_strdup(path);
+    if (!f->shown) {
+        atomic_clear(f);
+        return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+    }
     int fd = -1;
-    f->final_path = sk_strdup(path);
-    if (!f->final_path) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
-    if (sk_partial_create(path, create_exclusive_file, &fd, &f->tmp_path) != 0) {
-        int er = errno;
-        free(f->final_path);
-        memset(f, 0, sizeof *f);
-        if (er == ENOMEM) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
-        return sk_fail(e, SKYCMD_E_IO, "%s: cannot create: %s", path, strerror(er));
+    if (kind == SK_OUT_CHAR || kind == SK_OUT_FIFO) {
+        /* written in place */
+        f->stream = 1;
+        int rc = open_stream(f->final_path, kind == SK_OUT_FIFO, &fd);
+        if (rc != 0) {
+            atomic_clear(f);
+            if (rc == EINTR)
+                return sk_fail(e, SKYCMD_E_CANCELLED,
+                               "%s: interrupted while waiting for a reader", path);
+            return sk_fail(e, SKYCMD_E_IO, "%s: cannot open: %s", path, strerror(rc));
+        }
+        struct stat sb;
+        if (fstat(fd, &sb) != 0 || kind_of(sb.st_mode) != kind) {
+            /* replaced between the look and the open: write nothing rather than guess */
+            close(fd);
+            atomic_clear(f);
+            return sk_fail(e, SKYCMD_E_IO, "%s: changed while it was being opened", path);
+        }
+        if (isatty(fd)) {
+            /* the CLI's rule for `-` on a terminal, for a terminal named as the output */
+            close(fd);
+            atomic_clear(f);
+            return sk_fail(e, SKYCMD_E_IO, "%s: is a terminal: refusing to write a binary "
+                           "file to it", path);
+        }
+    } else {
+        struct stat old;
+        const int keep_mode = kind == SK_OUT_REGULAR && stat(f->final_path, &old) == 0;
+        if (sk_partial_create(f->final_path, create_exclusive_file, &fd, &f->tmp_path) != 0) {
+            int er = errno;
+            atomic_clear(f);
+            if (er == ENOMEM) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+            return sk_fail(e, SKYCMD_E_IO, "%s: cannot create: %s", path, strerror(er));
+        }
+        /* the replaced file's permission bits carry over, as they do when cp overwrites; a
+         * failure keeps the new file's default ones */
+        if (keep_mode && fchmod(fd, old.st_mode & 0777) != 0) errno = 0;
     }
     FILE *fp = fdopen(fd, "wb");
     if (!fp) {
         int er = errno;
         close(fd);
-        remove(f->tmp_path);
-        free(f->final_path);
-        free(f->tmp_path);
-        memset(f, 0, sizeof *f);
+        if (f->tmp_path) remove(f->tmp_path);
+        atomic_clear(f);
         return sk_fail(e, SKYCMD_E_IO, "%s: cannot create: %s", path, strerror(er));
     }
     f->fp = fp;
@@ -303,7 +671,7 @@ int sk_atomic_open(sk_atomic_file *f, const char *path, sk_err *e) {
 int sk_atomic_write(sk_atomic_file *f, const void *data, size_t n, sk_err *e) {
     if (!f->fp) return sk_fail(e, SKYCMD_E_MISUSE, "write to a closed file");
     if (n && fwrite(data, 1, n, (FILE *)f->fp) != n)
-        return sk_fail(e, SKYCMD_E_IO, "%s: write failed: %s", f->final_path, strerror(errno));
+        return sk_fail(e, SKYCMD_E_IO, "%s: write failed: %s", f->shown, strerror(errno));
     return SKYCMD_OK;
 }
 
@@ -311,21 +679,21 @@ int sk_atomic_close(sk_atomic_file *f, int status, sk_err *e) {
     if (f->fp) {
         FILE *fp = f->fp;
         if (status == 0) {
-            if (fflush(fp) != 0 || fsync(fileno(fp)) != 0)
-                status = sk_fail(e, SKYCMD_E_IO, "%s: write failed: %s", f->final_path,
+            /* a device or a FIFO has nothing to sync (fsync fails there with EINVAL) */
+            if (fflush(fp) != 0 || (!f->stream && fsync(fileno(fp)) != 0))
+                status = sk_fail(e, SKYCMD_E_IO, "%s: write failed: %s", f->shown,
                                  strerror(errno));
         }
         if (fclose(fp) != 0 && status == 0)
-            status = sk_fail(e, SKYCMD_E_IO, "%s: close failed: %s", f->final_path,
-                             strerror(errno));
-        if (status == 0 && rename(f->tmp_path, f->final_path) != 0)
-            status = sk_fail(e, SKYCMD_E_IO, "%s: rename failed: %s", f->final_path,
-                             strerror(errno));
-        if (status != 0) remove(f->tmp_path);
+            status = sk_fail(e, SKYCMD_E_IO, "%s: close failed: %s", f->shown, strerror(errno));
+        if (!f->stream) {
+            if (status == 0 && rename(f->tmp_path, f->final_path) != 0)
+                status = sk_fail(e, SKYCMD_E_IO, "%s: rename failed: %s", f->shown,
+                                 strerror(errno));
+            if (status != 0) remove(f->tmp_path);
+        }
     }
-    free(f->final_path);
-    free(f->tmp_path);
-    memset(f, 0, sizeof *f);
+    atomic_clear(f);
     return status;
 }
 

@@ -76,6 +76,9 @@ void *sk_malloc_array(size_t n, size_t size);
 void *sk_calloc_array(size_t n, size_t size);
 char *sk_strdup(const char *s);
 char *sk_strndup(const char *s, size_t n);
+/* Grow the array *p (capacity *cap elements of elem bytes) to hold at least need elements,
+ * doubling, its contents kept (realloc); 0, or -1 on overflow or failure (*p unchanged). */
+int sk_grow_array(void **p, size_t *cap, size_t need, size_t elem);
 
 /* A growable byte buffer. On allocation failure `failed` is set and later appends are
  * no-ops, so a sequence of appends needs one check at the end. */
@@ -107,18 +110,92 @@ typedef struct sk_map {
 int sk_map_file(const char *path, sk_map *m, sk_err *e);
 void sk_unmap(sk_map *m);
 
+/* A whole regular file read with read() into memory the process owns (private anonymous
+ * pages, page-aligned), so that a later change of the file (written over in place,
+ * truncated) never reaches the copy: no SIGBUS, no bytes from two versions.
+ * sk_file_copy_read() takes the file's identity (device, inode, size, mtime and ctime in ns)
+ * with fstat before and after reading, checks the end of file is where it was and stats the
+ * path again; a difference means a writer was at work, and the file is read once more. If it
+ * changed during the second reading too: SKYCMD_E_IO, "the model file changed while it was
+ * being read". (Timestamps need a kernel whose writes after a stat get a newer time: Linux
+ * >= 6.13's multigrain timestamps; older kernels can miss a write within one clock tick of
+ * the first fstat.) keep_fd keeps the descriptor open for sk_file_copy_refill(). */
+typedef struct sk_file_copy {
+    uint8_t *data;     /* size bytes (an empty file: a valid empty range) */
+    size_t size;
+    size_t mapped_;    /* bytes of anonymous memory, 0 when none */
+    int fd;            /* -1 unless keep_fd */
+    uint64_t id_[7];   /* dev, ino, size, mtime s/ns, ctime s/ns at the reading */
+} sk_file_copy;
+
+int sk_file_copy_read(const char *path, int keep_fd, sk_file_copy *f, sk_err *e);
+void sk_file_copy_free(sk_file_copy *f);
+/* Give back the whole pages inside [p, p + n) of the copy (destructive: they read as zeros
+ * until refilled); *off and *len get the byte range dropped (len 0 when no whole page). */
+void sk_file_copy_drop(sk_file_copy *f, const void *p, size_t n, size_t *off, size_t *len);
+/* Read [off, off + len) of the copy back from the kept descriptor: 0 when the file is still
+ * the one read (same identity before and after), -1 otherwise (the range is then filled
+ * with 0xff bytes: NaN in every float type, so a model made of it is refused at load). */
+int sk_file_copy_refill(sk_file_copy *f, size_t off, size_t len);
+
 /* Read a whole (small) file into a NUL-terminated malloc'ed buffer. */
 int sk_read_file(const char *path, char **out, size_t *len, size_t max_len, sk_err *e);
 
-/* Write `data` to path atomically: a temporary file beside it, fsync'ed and renamed, so
- * that a failure leaves no partial output. The temporary name is `<path>.skycmd-partial.`
- * plus 12 random hex digits (unguessable, and recognisable when a killed process leaves
- * it behind); it is created with O_EXCL|O_NOFOLLOW, so a name planted in advance (a
- * symlink to another file) is never followed. */
+/* What an output path names, once the symbolic links at its last component are followed
+ * (sk_output_resolve). Every file the library writes goes through it, so that an output
+ * never destroys what is not ours:
+ *   absent, regular   created / replaced by a temporary file beside it and a rename;
+ *   character device,
+ *   FIFO              written in place, as a stream (/dev/null, /dev/full, /dev/stdout on a
+ *                     pipe, a named pipe read by another program): renaming over them would
+ *                     replace the device node or the pipe with a regular file; a FIFO's
+ *                     reader is waited for (a signal ends the wait: SKYCMD_E_CANCELLED);
+ *                     a terminal is refused (a binary file is no use there);
+ *   block device      refused: a model is not a disk image, writing it over a disk or a
+ *                     partition destroys what is there (and leaves its old tail behind);
+ *   socket            refused: a socket cannot be opened as a file;
+ *   directory         refused by the file writers (the Laya directory writer takes an
+ *                     absent path or an empty directory).
+ * A symbolic link is followed as `cp` follows it: the output goes to its target (the
+ * temporary file beside the target, renamed over the target), and the link stays a link;
+ * a dangling link gets its target created, when the target's directory exists. */
+typedef enum sk_out_kind {
+    SK_OUT_ABSENT = 0,
+    SK_OUT_REGULAR,
+    SK_OUT_DIR,
+    SK_OUT_CHAR,
+    SK_OUT_FIFO,
+    SK_OUT_BLOCK,
+    SK_OUT_SOCKET,
+    SK_OUT_OTHER
+} sk_out_kind;
+
+/* Find what path names: *kind, and in *target (malloc'ed) the name to write or rename
+ * over: path itself, or where its chain of symbolic links ends (for a device or a FIFO
+ * reached through links, path itself: opening it follows them, even /proc's). Fails on
+ * a loop of links, a component that is not a directory, or a path that cannot be read;
+ * does not judge the kind (sk_output_refusal does). */
+int sk_output_resolve(const char *path, char **target, sk_out_kind *kind, sk_err *e);
+/* The reason a file output of this kind is refused ("is a directory", ...), NULL when it
+ * is written (absent, regular, character device, FIFO). */
+const char *sk_output_refusal(sk_out_kind kind);
+/* "a regular file", "a directory", "a character device", ... ("nothing" when absent). */
+const char *sk_output_kind_name(sk_out_kind kind);
+
+/* Write `data` to an output path (the kinds above): to a regular file or an absent path
+ * atomically, a temporary file beside it (or beside a symlink's target), fsync'ed and
+ * renamed, so that a failure leaves no partial output; to a character device or a FIFO in
+ * place, as a stream (a failure there cannot be taken back: the status says so). The
+ * temporary name is `<path>.skycmd-partial.` plus 12 random hex digits (unguessable, and
+ * recognisable when a killed process leaves it behind); it is created with
+ * O_EXCL|O_NOFOLLOW, so a name planted in advance (a symlink to another file) is never
+ * followed. An existing regular file's permission bits are kept. */
 typedef struct sk_atomic_file {
-    char *final_path;
-    char *tmp_path;
-    void *fp;      /* FILE * */
+    char *final_path; /* what is renamed over (or opened, for a stream) */
+    char *tmp_path;   /* NULL for a stream */
+    char *shown;      /* the path as the caller gave it, for messages */
+    void *fp;         /* FILE * */
+    int stream;       /* 1: a device or a FIFO, written in place */
 } sk_atomic_file;
 
 /* The index of the first NaN or infinity in x[0..n), or n when every value is finite
@@ -137,8 +214,8 @@ int sk_partial_create(const char *base, int (*make)(const char *name, void *ud),
                       char **out);
 int sk_atomic_open(sk_atomic_file *f, const char *path, sk_err *e);
 int sk_atomic_write(sk_atomic_file *f, const void *data, size_t n, sk_err *e);
-/* Commit (rename into place) when status == 0, else remove the temporary file. Returns
- * the final status. */
+/* Commit (rename into place) when status == 0, else remove the temporary file (a stream is
+ * flushed and closed). Returns the final status. */
 int sk_atomic_close(sk_atomic_file *f, int status, sk_err *e);
 
 /* Tell the kernel that the whole pages inside [p, p + n) are not needed for now (the

@@ -80,6 +80,13 @@ CL = b"Content-Length: " + str(len(BODY)).encode()
 
 
 @test
+def two_host_headers(ctx):
+    # RFC 9112 §3.2: a request with more than one Host line gets 400
+    refused(ctx, b"GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\n", contains="several Host headers")
+    refused(ctx, post_head(b"Host: b", CL), BODY, contains="several Host headers")
+
+
+@test
 def two_different_content_lengths(ctx):
     refused(ctx, post_head(CL, b"Content-Length: 0"), BODY, "Content-Length")
 

@@ -293,6 +293,35 @@ def error_413_too_many_questions(ctx):
 
 
 @test
+def error_413_names_the_servers_question_limit(ctx):
+    # 10,000 questions are past both the server's --max-questions (256 by default) and the
+    # library's own cap (4096): the 413 names the server's limit
+    with Server(ARGS, ["--threads", "1"], models=[ctx["model"]]) as srv:
+        st, h, body = request(srv.port, "POST", "/v1/systemone", many_questions(10000))
+        err = error_of(st, h, body, 413, "request_too_large_error", "at most 256 per request")
+        check("10000" in err["message"] and "4096" not in err["message"], f"message {err['message']!r}")
+        batch = dict(many_questions(10000), states=["vy 0 dx 36"])
+        batch.pop("state")
+        st, h, body = request(srv.port, "POST", "/v1/systemone/batch", batch)
+        err = error_of(st, h, body, 413, "request_too_large_error", "at most 256 per request")
+        check("4096" not in err["message"], f"batch message {err['message']!r}")
+
+
+@test
+def absolute_form_target_is_routed(ctx):
+    # RFC 9112 §3.2.2: "POST http://host/v1/systemone" is the origin-form's request
+    port = ctx["srv"].port
+    st0, _, want = request(port, "POST", "/v1/systemone", BODY)
+    eq(st0, 200, "origin-form")
+    st, _, got = request(port, "POST", f"http://127.0.0.1:{port}/v1/systemone", BODY)
+    eq(st, 200, "absolute-form POST /v1/systemone")
+    eq(json.loads(got)["answers"].keys(), json.loads(want)["answers"].keys(), "the same answers")
+    eq(request(port, "GET", "http://example.invalid/health")[0], 200, "absolute-form GET /health")
+    eq(request(port, "GET", "HTTP://127.0.0.1/v1/models")[0], 200, "scheme in capitals")
+    eq(request(port, "GET", "http://127.0.0.1/nothing")[0], 404, "absolute-form of an unknown path")
+
+
+@test
 def error_415_content_encoding(ctx):
     # (zstd, gzip and deflate are decoded: test_encoding.py)
     st, h, body = request(ctx["srv"].port, "POST", "/v1/systemone", BODY, headers={"Content-Encoding": "br"})

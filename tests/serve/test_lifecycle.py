@@ -3,7 +3,10 @@
 requests in flight are answered (the last ones with `Connection: close`) and the server
 exits 0 within --drain-timeout; SIGHUP reloads every --model from disk under load with no
 failed request, the new model answers afterwards, and a file that fails to load keeps the
-model loaded before.
+model loaded before. A SIGTERM/SIGINT while the first models load (an s1-micro with --q8:
+seconds of int8 calibration; /health says 503 "loading" meanwhile) ends the server by that
+signal within 1 s, with a message; one during a SIGHUP reload (while /health stays 200 and
+the old model answers) drains and exits 0 within 1 s.
 
 usage: test_lifecycle.py --cli build/skycmd [--work-dir DIR]
 """
@@ -237,6 +240,86 @@ if shutil.which("wrk"):
     test(sighup_reloads_under_wrk)
 else:
     print("wrk is not installed: sighup_reloads_under_wrk is not run (not counted)")
+
+
+def micro_model():
+    path = os.path.join(ARGS.work_dir, "s1-micro.gguf")
+    if not os.path.exists(path):
+        p = subprocess.run([ARGS.cli, "random", "s1-micro", path], capture_output=True, text=True)
+        check(p.returncode == 0, f"skycmd random s1-micro: {p.stderr}")
+    return path
+
+
+# ThreadSanitizer sleeps 1 s in every exit (its atexit_sleep_ms): not the server's time
+NO_EXIT_SLEEP = {"TSAN_OPTIONS": ":".join(x for x in (os.environ.get("TSAN_OPTIONS"), "atexit_sleep_ms=0") if x)}
+
+
+def wait_log(srv, pattern, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if re.search(pattern, srv.text()):
+            return
+        check(srv.proc.poll() is None, f"server exited ({srv.proc.returncode}):\n{srv.text()}")
+        time.sleep(0.01)
+    raise AssertionError(f"no {pattern!r} in the log:\n{srv.text()}")
+
+
+@test
+def signal_during_first_load_stops_within_1s(ctx):
+    micro = micro_model()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        srv = Server(ARGS, ["--q8"], models=[micro], wait_ready=False, env=NO_EXIT_SLEEP)
+        try:
+            wait_log(srv, r"loading model 1 of 1 from ")
+            st, h, body = request(srv.port, "GET", "/health")
+            eq(st, 503, "/health while loading")
+            eq(json.loads(body)["status"], "loading", "/health status while loading")
+            eq(h.get("retry-after"), "1", "Retry-After while loading")
+            time.sleep(0.3)
+            check("ready:" not in srv.text(), "the load finished before the signal (the test means nothing)")
+            t0 = time.time()
+            srv.proc.send_signal(sig)
+            rc = srv.proc.wait(timeout=10)
+            took = time.time() - t0
+            eq(rc, -sig, "exit status (killed by the signal, as the CLI's other interrupts)")
+            check(took < 1.0, f"stopped {took:.2f} s after {sig.name}")
+            name = sig.name
+            check(re.search(name + r" while loading model 1 of 1 \(.*\): stopping", srv.text()),
+                  "no message:\n" + srv.text())
+            check("stopped before serving" in srv.text(), "no final line:\n" + srv.text())
+            print(f"  {name} during the first load (--q8 s1-micro): exit {rc} after {took * 1000:.0f} ms")
+        finally:
+            srv.kill()
+
+
+@test
+def sigterm_during_reload_drains_within_1s(ctx):
+    # the first load is a small model; SIGHUP then reloads the same path holding an s1-micro
+    # with --q8 (seconds), and SIGTERM comes while that reload runs
+    path = os.path.join(ARGS.work_dir, "reload-slow.gguf")
+    shutil.copyfile(ensure_model(ARGS), path)
+    srv = Server(ARGS, ["--q8", "--threads", "1"], models=[path], env=NO_EXIT_SLEEP)
+    try:
+        eq(request(srv.port, "POST", "/v1/systemone", BODY)[0], 200, "before the reload")
+        shutil.copyfile(micro_model(), path + ".tmp")
+        os.replace(path + ".tmp", path)
+        srv.proc.send_signal(signal.SIGHUP)
+        wait_log(srv, r"SIGHUP: reloading 1 model")
+        time.sleep(0.3)
+        check("generation 2" not in srv.text(), "the reload finished before the signal (the test means nothing)")
+        st, _, body = request(srv.port, "GET", "/health")
+        eq(st, 200, "/health during a reload (the old model answers)")
+        eq(request(srv.port, "POST", "/v1/systemone", BODY)[0], 200, "a request during the reload")
+        t0 = time.time()
+        srv.proc.send_signal(signal.SIGTERM)
+        rc = srv.proc.wait(timeout=10)
+        took = time.time() - t0
+        eq(rc, 0, "exit status after a drain")
+        check(took < 1.0, f"stopped {took:.2f} s after SIGTERM during the reload")
+        check("during a reload: the reload is abandoned" in srv.text(), "no message:\n" + srv.text())
+        print(f"  SIGTERM during a --q8 reload: exit {rc} after {took * 1000:.0f} ms")
+    finally:
+        srv.kill()
 
 
 if __name__ == "__main__":

@@ -252,5 +252,45 @@ def buffered_bytes_cap(ctx):
         eq(st, 200, "status once the bytes are released")
 
 
+@test
+def chunked_body_past_the_discard_limit_sees_its_413(ctx):
+    # A chunked body far over --max-body is read and dropped up to the discard limit (8 MiB
+    # here), then refused mid-body: the client, still sending, must read the 413 (not a
+    # reset, not an empty reply: the server lingers, reading, before it closes)
+    with Server(ARGS, ["--threads", "1", "--max-body", "1k"]) as srv:
+        for _ in range(2):
+            s = connect(srv.port)
+            s.sendall(b"POST /v1/systemone HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+                      b"Content-Type: application/json\r\n\r\n")
+            got, stop = [], threading.Event()
+
+            def reader():
+                got.append(read_all(s, 20))
+                stop.set()
+
+            t = threading.Thread(target=reader)
+            t.start()
+            piece = b"%x\r\n" % 65536 + b"a" * 65536 + b"\r\n"
+            sent, send_error = 0, None
+            while not stop.is_set() and sent < 64 << 20:
+                try:
+                    s.sendall(piece)
+                    sent += len(piece)
+                except OSError as e:  # the server may close while we send: fine once the 413 is read
+                    send_error = e
+                    break
+            t.join()
+            s.close()
+            out, closed, _ = got[0]
+            check(out.startswith(b"HTTP/1.1 413 "), f"after {sent} bytes ({send_error!r}): {out[:200]!r}")
+            check(re.search(rb"(?i)\r\nconnection: *close\r\n", out), f"no Connection: close: {out[:300]!r}")
+            body = out.split(b"\r\n\r\n", 1)[1]
+            eq(json.loads(body)["error"]["code"], 413, "the whole error body arrived")
+            check(closed, "the server kept the connection")
+        eq(request(srv.port, "GET", "/health")[0], 200, "the server answers afterwards")
+        metrics = request(srv.port, "GET", "/metrics")[2].decode()
+        check('endpoint="/v1/systemone",code="413"} 2' in metrics, "the 413s are counted")
+
+
 if __name__ == "__main__":
     main_guard(lambda: run_tests(ARGS, setup))

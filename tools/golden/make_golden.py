@@ -415,6 +415,33 @@ def requests():
     R.append(("error-option-order-not-a-permutation", _body("s", {"q": bad}), True))
     R.append(("error-markers-past-max-len", _body("s", {
         "many": _choice("Pick one.", {"o%d" % i: "option number %d of many" % i for i in range(70)})}), True))
+    # a body's per-request budgets (laya serve BODY_CONTROLS max_len / head_max_len, passed to
+    # Agent.system_one(max_len=, head_max_len=)), refused as laya serve's
+    # _validate_budget_param refuses them (cap LAYA_MAX_TOKEN_BUDGET 8192)
+    bq = {"action": _choice("Which input keeps the drone flying through the next gap?",
+                            {"thrust": "fire the rotors for an upward impulse",
+                             "glide": "let gravity pull the drone down",
+                             "hover": "hold the altitude where it is",
+                             "dive": "drop fast under the next obstacle"}),
+          "danger": _noul("Will the drone crash within the next half second if it keeps gliding?"),
+          "margin": _score("How much room is left above and below the drone?", ["none", "tight", "comfortable"])}
+    long_state = _prose(40)
+
+    def budget_body(state, **b):
+        d = {"state": state, "questions": bq}
+        d.update(b)
+        return json.dumps(d, ensure_ascii=False)
+    R.append(("budget-max-len-300", budget_body(long_state, max_len=300), False))
+    R.append(("budget-max-len-100", budget_body(long_state, max_len=100, head_max_len=60), False))
+    R.append(("budget-head-max-len-30", budget_body(long_state, head_max_len=30), False))
+    R.append(("budget-both", budget_body([_prose(3, i) for i in range(12)], max_len=200, head_max_len=40), False))
+    R.append(("budget-null", budget_body(long_state, max_len=None, head_max_len=None), False))
+    R.append(("error-budget-max-len-9000", budget_body("s", max_len=9000), True))
+    R.append(("error-budget-head-max-len-0", budget_body("s", head_max_len=0), True))
+    R.append(("error-budget-max-len-negative", budget_body("s", max_len=-5), True))
+    R.append(("error-budget-max-len-float", '{"state": "s", "max_len": 300.0, "questions": '
+              '{"n": {"type": "noul", "instructions": "x?"}}}', True))
+    R.append(("error-budget-head-max-len-bool", budget_body("s", head_max_len=True), True))
     return R
 
 
@@ -551,10 +578,21 @@ def run_model(agent, agent_mod, reqs, accepts=()):
             obj = json.loads(body)
             rec.reset()
             try:
+                # laya serve's budget validation, then the budgets as system_one's arguments
+                import laya.serve as serve
+                budgets = {}
+                for key in ("max_len", "head_max_len"):
+                    v = serve._validate_budget_param(obj, key, serve.DEFAULT_MAX_TOKEN_BUDGET)
+                    if v is not None:
+                        budgets[key] = v
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    out = agent.system_one(obj["state"], obj["questions"])
-            except (ValueError, TypeError) as e:
+                    out = agent.system_one(obj["state"], obj["questions"], **budgets)
+            except Exception as e:  # ValueError/TypeError (system_one), HTTPException (serve)
+                if type(e).__name__ == "HTTPException":
+                    e = ValueError(e.detail)
+                elif not isinstance(e, (ValueError, TypeError)):
+                    raise
                 if not expect_error:
                     sys.exit("make_golden: laya rejected %s: %s" % (name, e))
                 cases.append({"name": name, "error": "%s: %s" % (type(e).__name__, e)})

@@ -17,15 +17,19 @@ What it does, for each model of MODELS:
      observing laya's functions as they run, without changing what they return:
      build_sequence (token ids and markers of every sequence), Agent._decode_answers and
      unpermute_probs (each sequence's probabilities before laya rounds them);
-  4. checks that every window laya scored is the slice of the state's token ids we score
-     (laya decodes each window and re-tokenizes it; a case whose windows do not re-tokenize to
-     their own ids is refused here, since the two runtimes would then read different tokens);
+  4. records what laya reads for every window: the slice state[start:end] decoded to text
+     (tok.decode) and tokenized again as a string state; checks that every sequence laya
+     scored is head + those ids (cut at the room the question leaves) + [SEP];
   5. writes tests/fixtures/long/<model>.json: per case the body (raw JSON text), laya's state
-     ids, window size, stride and starts, each question's head ids and markers (a window's
-     sequence is head + state[start:end] + [SEP]; checked here for every window), the deciding
+     ids, window size, stride and starts, each window's re-tokenized ids ("window_ids"), each
+     question's head ids and markers, the deciding
      window, its unrounded probabilities, laya's usage; for tournaments the finalists, rounds,
      the final pass's ids and markers and the probabilities laya serve reports (0.0 for an
-     eliminated option).
+     eliminated option), and with a body's min_confidence the abstention laya serve reports.
+
+The SentencePiece checkpoint (mmbert-tiny: byte-fallback BPE) reads multilingual states, whose
+windows often decode to other text than their slice (a character cut in two decodes to U+FFFD),
+so their re-tokenized windows differ from the slices: the case that matters.
 
 Run:  /tmp/gvenv/bin/python tools/golden/make_long_golden.py --cli build/skycmd
 """
@@ -49,7 +53,13 @@ FORMAT_VERSION = 1
 MODELS = [
     {"name": "s1-pico", "preset": "s1-pico", "seed": 7},
     {"name": "laya-5x-f32-d128", "checkpoint": "laya-5x-f32-d128"},
+    {"name": "mmbert-tiny", "checkpoint": "mmbert-tiny", "multilingual": True},
 ]
+
+# Multilingual words for the SentencePiece checkpoint: accents, Greek, Cyrillic, CJK, Arabic,
+# Devanagari and emoji, most of them outside its 3,000-token vocabulary (byte fallback).
+ML_WORDS = ("über straße naïve café 東京 日本語の 中文 ελληνικά русский язык 🙂 🚁 عربى हिन्दी "
+            "français señor ümlaut ça 北京 データ κόσμος мир").split()
 
 WORDS = ("the drone climbs over a wall and falls when rotors rest while wind from east pushes "
          "craft two units per tick battery drains fast score rises by one for every gap pilot "
@@ -57,12 +67,13 @@ WORDS = ("the drone climbs over a wall and falls when rotors rest while wind fro
          "close leave little time to react").split()
 
 
-def prose(n_words, seed, marker=None, at=None):
-    """Plain lower-case words, deterministic; `marker` (a phrase) inserted at word `at`."""
+def prose(n_words, seed, marker=None, at=None, ml=False):
+    """Plain lower-case words, deterministic; `marker` (a phrase) inserted at word `at`; with
+    `ml` every third word is a multilingual one."""
     out, x = [], seed * 2654435761 % 4294967296
     for i in range(n_words):
         x = (x * 1103515245 + 12345) % 2147483648
-        out.append(WORDS[x % len(WORDS)])
+        out.append(ML_WORDS[(x >> 8) % len(ML_WORDS)] if ml and x % 3 == 0 else WORDS[x % len(WORDS)])
         if marker and i == at:
             out.append(marker)
     return " ".join(out)
@@ -89,7 +100,38 @@ def long_questions(n_opts=3):
     }
 
 
+def ml_cases():
+    """The SentencePiece checkpoint (max_len 1024, head_max_len 256): multilingual long states
+    whose windows re-tokenize differently, the truncation report, and a gated tournament."""
+    C = []
+    C.append(("ml-long-default", "long", body(prose(900, 31, ml=True), long_questions(), long=True), False))
+    C.append(("ml-long-window-48", "long", body(prose(260, 32, ml=True), long_questions(), long=True,
+                                                window=48, stride=24), False))
+    C.append(("ml-long-window-odd-stride", "long", body(prose(300, 33, ml=True), {
+        "alarm": long_questions()["alarm"]}, long=True, window=71, stride=29), False))
+    C.append(("ml-long-noul-only", "long", body(prose(400, 34, "the drone crashed", 200, ml=True), {
+        "a": {"type": "noul", "instructions": "Did it crash?"}}, long=True, window=90, stride=45), False))
+    C.append(("ml-long-list-state", "long", body([prose(40, 40 + i, ml=True) for i in range(12)], {
+        "topic": long_questions()["topic"]}, long=True, window=64), False))
+    C.append(("ml-long-fits", "long", body(prose(30, 35, ml=True), long_questions(), long=True), False))
+    C.append(("ml-trunc-state-cut", "truncation", body(prose(700, 36, ml=True), long_questions(),
+                                                       report_truncation=True), False))
+    st = prose(40, 37, ml=True)
+    C.append(("ml-tour-30-g8-gated", "tournament", body(st, {"c": choice("Which label fits?", tour_labels(30, 1))},
+                                                        tournament_group=8,
+                                                        min_confidence={"choice:3-5": 0.01, "default": 0.99}),
+              False))
+    return C
+
+
+def tour_labels(n, salt):
+    return {"l%03d" % i: "%s %s" % (WORDS[(i * 7 + salt) % len(WORDS)], WORDS[(i * 13 + salt) % len(WORDS)])
+            for i in range(n)}
+
+
 def cases(model):
+    if model.get("multilingual"):
+        return ml_cases()
     """(name, kind, body, expect_error). Sizes are given in state tokens and turned into words
     with the tokenizer's measured rate on this text (s1-pico about 2.6 tokens per word, the
     small-vocabulary checkpoint about 4.7), so that every long case reads 3 to 20 windows."""
@@ -158,6 +200,12 @@ def cases(model):
     st = prose(40 // k, 20)
     C.append(("tour-30-g16", "tournament", body(st, {"c": choice("Which label fits?", labels(30, 1))},
                                                 tournament_group=16), False))
+    # abstention after a tournament: laya serve gates the final pass, whose bucket counts the
+    # finalists (4 here: choice:3-5), not the 30 options (choice:11+, falling to "default")
+    C.append(("tour-30-g8-gated", "tournament", body(st, {"c": choice("Which label fits?", labels(30, 1))},
+                                                     tournament_group=8,
+                                                     min_confidence={"choice:3-5": 0.01, "default": 0.99}),
+              False))
     C.append(("tour-100-g10", "tournament", body(st, {"c": choice("Which label fits?", labels(100, 2))},
                                                  tournament_group=10), False))
     C.append(("tour-150-g8", "tournament", body(st, {"c": choice("Which label fits?", labels(150, 3))},
@@ -186,7 +234,7 @@ def cases(model):
         C = [c for c in C if c[0] in ("long-default-3", "long-tie-repeated", "trunc-state-cut",
                                       "trunc-options-collapse", "long-window-48", "long-many-options", "long-fits",
                                       "long-noul-only", "long-error-stride", "tour-30-g16", "tour-mixed", "tour-300-refused",
-                                      "tour-150-g8")]
+                                      "tour-150-g8", "tour-30-g8-gated")]
     return C
 
 
@@ -283,21 +331,29 @@ def run_long(agent, rec, name, obj):
         ends = [min(s + size, n) for s in starts]
         if len(starts) != windows:
             sys.exit("make_long_golden: %s: %d windows by window_budget, laya scored %d" % (name, len(starts), windows))
-    # every window laya scored must be head + our slice + [SEP] (laya re-tokenizes the decoded text)
-    per_window = []
+    # every window laya scored is head + the window's text re-tokenized (cut at the room) + [SEP]
+    per_window, window_ids, differ = [], [], 0
     for w, (s0, s1) in enumerate(zip(starts, ends)):
         row = {}
+        if windows > 1:
+            text = tok.decode(state_ids[s0:s1])
+            wids = list(map(int, encode_text(tok, serialize_state(text).replace(tok.mask_token, " "),
+                                             add_special_tokens=False)["input_ids"]))
+            window_ids.append(wids)
+            differ += wids != list(map(int, state_ids[s0:s1]))
         for q in ids:
             h, m = heads[q]
-            sl = state_ids[s0:s1] if windows > 1 else state_ids
-            if windows == 1 and obj["state"] is not None and isinstance(obj["state"], list):
-                sl = state_ids[max(0, n - (max_len - len(h) - 1)):]
-            elif windows == 1:
-                sl = state_ids[:max_len - len(h) - 1]
+            room_q = max_len - len(h) - 1
+            if windows > 1:
+                sl = wids[:room_q]
+            elif obj["state"] is not None and isinstance(obj["state"], list):
+                sl = state_ids[max(0, n - room_q):]
+            else:
+                sl = state_ids[:room_q]
             want = tuple(h + list(map(int, sl)) + [tok.sep_token_id])
             if want not in by_ids:
-                sys.exit("make_long_golden: %s: window %d of question %s was re-tokenized by laya into other ids"
-                         " than the slice [%d, %d) of the state; pick text that round-trips" % (name, w, q, s0, s1))
+                sys.exit("make_long_golden: %s: window %d of question %s: laya scored no sequence of the"
+                         " re-tokenized window [%d, %d)" % (name, w, q, s0, s1))
             row[q] = by_ids[want]
         per_window.append(row)
     qout = []
@@ -328,7 +384,8 @@ def run_long(agent, rec, name, obj):
     usage = {k: out["usage"][k] for k in ("input_tokens", "state_tokens", "state_tokens_dropped", "truncated",
                                           "truncated_questions", "windows") if k in out["usage"]}
     return {"name": name, "kind": "long", "state_ids": list(map(int, state_ids)), "window": size, "stride": step,
-            "room": room, "starts": starts, "ends": ends, "windows": windows, "usage": usage, "questions": qout}
+            "room": room, "starts": starts, "ends": ends, "windows": windows, "window_ids": window_ids,
+            "windows_retokenized_differently": differ, "usage": usage, "questions": qout}
 
 
 def run_truncation(agent, rec, name, obj):
@@ -367,7 +424,10 @@ def run_tournament(agent, rec, name, obj):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            out = serve._predict_with_tournament(Router(), obj["state"], qs, group)
+            kw = {}
+            if obj.get("min_confidence") is not None:
+                kw["min_confidence"] = obj["min_confidence"]
+            out = serve._predict_with_tournament(Router(), obj["state"], qs, group, **kw)
     finally:
         del agent.system_one
     plan = serve._tournament_plan(qs, group)
@@ -397,7 +457,9 @@ def run_tournament(agent, rec, name, obj):
         qout.append({"id": q, "type": t, "keys": keys, "probabilities": p, "final_probabilities": raw,
                      "ids": final_seqs[j][0], "markers": final_seqs[j][1],
                      "finalists": xt["finalists"] if xt else None, "rounds": xt["rounds"] if xt else 0,
-                     "option_order_dropped": bool(xt and xt.get("option_order_dropped"))})
+                     "option_order_dropped": bool(xt and xt.get("option_order_dropped")),
+                     "abstention": a.get("abstention"), "abstention_threshold": a.get("abstention_threshold"),
+                     "low_confidence": bool(a.get("low_confidence"))})
     return {"name": name, "kind": "tournament", "group": group, "narrowed": sorted(plan) if plan else [],
             "passes": len(calls), "input_tokens": out["usage"]["input_tokens"], "questions": qout}
 
@@ -470,8 +532,10 @@ def main():
                     c["body"] = b
                     out.append(c)
                     if kind == "long":
-                        print("%s %s: %d state tokens, window %d stride %d, %d windows, deciding %s"
+                        print("%s %s: %d state tokens, window %d stride %d, %d windows (%d re-tokenized"
+                              " differently), deciding %s"
                               % (spec["name"], name, len(c["state_ids"]), c["window"], c["stride"], c["windows"],
+                                 c["windows_retokenized_differently"],
                                  [q["window"]["index"] if q["window"] else None for q in c["questions"]]))
                     elif kind == "truncation":
                         print("%s %s: usage %s" % (spec["name"], name, json.dumps(c["usage"])))

@@ -27,7 +27,8 @@ OPT_MODEL_NAME = 102
 _NAMES = {OPT_THREADS: "threads", OPT_WEIGHTS: "weights", OPT_ACTIVATIONS: "activations",
           OPT_TYPE: "type", OPT_HEAD_TYPE: "head_type", OPT_SEED: "seed",
           OPT_MASSIVE: "massive", OPT_MAX_ARRAY: "max_array", OPT_JSON: "json",
-          OPT_MAX_TOKENS: "max_tokens", OPT_LAYOUT: "layout"}
+          OPT_MAX_TOKENS: "max_tokens", OPT_LAYOUT: "layout", OPT_NAME: "name", OPT_PRE: "pre",
+          OPT_MODEL_NAME: "model_name"}
 
 
 class Weights(enum.IntEnum):
@@ -88,6 +89,10 @@ def add(pairs: OptionPairs, key: int, value: Optional[Union[int, str, bool]]) ->
     if value is None:
         return
     if isinstance(value, str):
+        # the C API takes NUL-terminated strings: a NUL inside would silently cut the value
+        if "\0" in value:
+            raise ValueError(f"{_NAMES.get(key, f'option {key}')} must not contain a NUL "
+                             "character")
         pairs.append((key, value))
         return
     value = int(value)

@@ -108,8 +108,20 @@ class Request:
     model: Optional[str] = None
 
     def __post_init__(self) -> None:
+        # checked here, where the mistake is made, not as an AttributeError deep in to_dict
+        if not isinstance(self.questions, Mapping):
+            raise TypeError("questions must be a mapping of names to questions (Choice, Score, "
+                            f"Noul or dict), not {type(self.questions).__name__}")
         if not self.questions:
             raise ValueError("a Request needs at least one question")
+        for name, q in self.questions.items():
+            if not isinstance(name, str):
+                raise TypeError(f"a question's name must be a str, not {type(name).__name__}")
+            if not isinstance(q, (Choice, Score, Noul, Mapping)):
+                raise TypeError(f"question {name!r} must be a Choice, Score, Noul or dict, "
+                                f"not {type(q).__name__}")
+        if self.model is not None and not isinstance(self.model, str):
+            raise TypeError(f"model must be a str, not {type(self.model).__name__}")
 
     def to_dict(self) -> Dict[str, Any]:
         questions = {name: q.to_dict() if isinstance(q, (Choice, Score, Noul)) else _plain(q)

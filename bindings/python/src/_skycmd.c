@@ -145,8 +145,15 @@ static int fill_options(skycmd_options *opts, PyObject *pairs) {
         }
         int rc;
         if (PyUnicode_Check(value)) {
-            const char *s = PyUnicode_AsUTF8(value);
+            Py_ssize_t len = 0;
+            const char *s = PyUnicode_AsUTF8AndSize(value, &len);
             if (!s) {
+                Py_DECREF(seq);
+                return -1;
+            }
+            if (strlen(s) != (size_t)len) { /* the C string would end at the NUL: refuse */
+                PyErr_Format(PyExc_ValueError, "option %d: a string must not contain a NUL "
+                             "character", key);
                 Py_DECREF(seq);
                 return -1;
             }

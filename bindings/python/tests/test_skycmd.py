@@ -105,6 +105,15 @@ def test_model_name_option(model_path, example):
         r = m.decide(example)
         assert r.model == "my-model"
         assert json.loads(r.json)["model"] == "my-model"
+    # a NUL would end the C string: refused, not silently cut to "my"
+    with pytest.raises(ValueError, match="model_name must not contain a NUL"):
+        skycmd.Model.open(model_path, model_name="my\0model")
+    with pytest.raises(ValueError, match="name must not contain a NUL"):
+        skycmd.convert(model_path, model_path + ".out", name="a\0b")
+    # the extension refuses it too, whoever calls it
+    from skycmd import _skycmd
+    with pytest.raises(ValueError, match="NUL"):
+        _skycmd.Model.open(model_path, [(102, "my\0model")], [], None)
 
 
 def test_request_builders_equal_hand_written_json(model, example):
@@ -139,6 +148,15 @@ def test_request_builder_validation(model):
         "type": "choice", "criteria": {"a": None, "b": "bee"}}
     with pytest.raises(TypeError, match="not int"):
         model.decide(42)  # type: ignore[arg-type]
+    # questions that are not a mapping of names to questions: TypeError, saying what is wrong
+    with pytest.raises(TypeError, match="questions must be a mapping .* not list"):
+        model.decide(state="x", questions=[1])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="questions must be a mapping .* not list"):
+        skycmd.Request(state="x", questions=[skycmd.Noul(instructions="y")])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="question 'a' must be a Choice, Score, Noul or dict, not int"):
+        skycmd.Request(state="x", questions={"a": 1})  # type: ignore[dict-item]
+    with pytest.raises(TypeError, match="name must be a str, not int"):
+        skycmd.Request(state="x", questions={1: skycmd.Noul(instructions="y")})  # type: ignore[dict-item]
     with pytest.raises(TypeError, match="not both"):
         model.decide("{}", state="x")
 

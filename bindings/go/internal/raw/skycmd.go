@@ -135,6 +135,7 @@ extern swig_intgo _wrap_SKYCMD_OPT_REPORT_TRUNCATION_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_TOURNAMENT_GROUP_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_MAX_LEN_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_HEAD_MAX_LEN_raw_e964a9d9a07774e8(void);
+extern swig_intgo _wrap_SKYCMD_OPT_MAX_TOKEN_BUDGET_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_CALIB_ABSTENTION_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_CALIB_ABSTAIN_MIN_N_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_CALIB_CONSERVATIVE_raw_e964a9d9a07774e8(void);
@@ -613,6 +614,13 @@ func _swig_getSKYCMD_OPT_HEAD_MAX_LEN() (_swig_ret Skycmd_option) {
 }
 
 var SKYCMD_OPT_HEAD_MAX_LEN Skycmd_option = _swig_getSKYCMD_OPT_HEAD_MAX_LEN()
+func _swig_getSKYCMD_OPT_MAX_TOKEN_BUDGET() (_swig_ret Skycmd_option) {
+	var swig_r Skycmd_option
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_MAX_TOKEN_BUDGET_raw_e964a9d9a07774e8())
+	return swig_r
+}
+
+var SKYCMD_OPT_MAX_TOKEN_BUDGET Skycmd_option = _swig_getSKYCMD_OPT_MAX_TOKEN_BUDGET()
 func _swig_getSKYCMD_OPT_CALIB_ABSTENTION() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
 	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_CALIB_ABSTENTION_raw_e964a9d9a07774e8())

@@ -1249,6 +1249,18 @@ intgo _wrap_SKYCMD_OPT_HEAD_MAX_LEN_raw_e964a9d9a07774e8() {
 }
 
 
+intgo _wrap_SKYCMD_OPT_MAX_TOKEN_BUDGET_raw_e964a9d9a07774e8() {
+  enum skycmd_option result;
+  intgo _swig_go_result;
+  
+  
+  result = SKYCMD_OPT_MAX_TOKEN_BUDGET;
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
 intgo _wrap_SKYCMD_OPT_CALIB_ABSTENTION_raw_e964a9d9a07774e8() {
   enum skycmd_option result;
   intgo _swig_go_result;

@@ -1375,6 +1375,18 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1OPT_1HEAD_1MA
 }
 
 
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1OPT_1MAX_1TOKEN_1BUDGET_1get(JNIEnv *jenv, jclass jcls) {
+  jint jresult = 0 ;
+  enum skycmd_option result;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (enum skycmd_option)SKYCMD_OPT_MAX_TOKEN_BUDGET;
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
 SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1OPT_1CALIB_1ABSTENTION_1get(JNIEnv *jenv, jclass jcls) {
   jint jresult = 0 ;
   enum skycmd_option result;

@@ -59,6 +59,7 @@ public class skycmdJNI {
   public final static native int SKYCMD_OPT_TOURNAMENT_GROUP_get();
   public final static native int SKYCMD_OPT_MAX_LEN_get();
   public final static native int SKYCMD_OPT_HEAD_MAX_LEN_get();
+  public final static native int SKYCMD_OPT_MAX_TOKEN_BUDGET_get();
   public final static native int SKYCMD_OPT_CALIB_ABSTENTION_get();
   public final static native int SKYCMD_OPT_CALIB_ABSTAIN_MIN_N_get();
   public final static native int SKYCMD_OPT_CALIB_CONSERVATIVE_get();

@@ -1,0 +1,247 @@
+/*
+ * peak_probe.h - measure the machine's f32 FMA peak (GFLOP/s), single core and all cores.
+ *
+ * Contract: header-only (static functions), used by `skycmd bench` (in-process, ~200 ms,
+ * src/cli/bench_measure.c) and by bench/peak.c (a standalone program that includes it from
+ * here: the installed program compiles nothing from bench/). Each thread runs register-only chains of
+ * fused multiply-adds (enough independent accumulators that two FMA pipes stay busy despite
+ * the 4-cycle latency) for a given wall time; the result counts 2 FLOPs per lane per FMA.
+ * The ISA is chosen at run time (CPUID and XCR0 on x86-64): AVX-512F (16 chains), AVX2+FMA
+ * (12 chains), NEON FMLA on aarch64 (16 chains of 4 lanes: four FMA pipes of 4-cycle latency
+ * on the widest cores), or a plain loop that the compiler vectorizes for its default target
+ * ("baseline", no FMA) elsewhere. It measures the ceiling the GEMM kernels can approach, not
+ * a sustainable GEMM rate (no loads). Uses only libc and pthreads; no skycmd internals.
+ */
+#ifndef SKYCMD_BENCH_PEAK_PROBE_H
+#define SKYCMD_BENCH_PEAK_PROBE_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#  include <immintrin.h>
+#  define PEAK_X86 1
+#else
+#  define PEAK_X86 0
+#endif
+#if defined(__aarch64__)
+#  include <arm_neon.h>
+#  define PEAK_ARM 1
+#else
+#  define PEAK_ARM 0
+#endif
+
+#define PEAK_UNUSED __attribute__((unused))
+
+typedef enum peak_isa { PEAK_SCALAR = 0, PEAK_AVX2 = 1, PEAK_AVX512 = 2, PEAK_NEON = 3 } peak_isa;
+
+static PEAK_UNUSED const char *peak_isa_name(peak_isa isa) {
+    return isa == PEAK_AVX512 ? "avx512" : isa == PEAK_AVX2 ? "avx2" : isa == PEAK_NEON ? "neon"
+                                                                                   : "baseline";
+}
+
+#if PEAK_X86
+#  include <cpuid.h>
+/* CPUID and XCR0 asked directly (__builtin_cpu_supports needs a runtime helper that not
+ * every toolchain links): the feature bit, and the OS saving the registers it uses. */
+static PEAK_UNUSED int peak_x86_has(peak_isa isa) {
+    unsigned a, b, c, d, xlo, xhi;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27)) || !(c & (1u << 28))) return 0;
+    const int fma = (c >> 12) & 1;
+    __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+    (void)xhi;
+    if ((xlo & 0x6u) != 0x6u || __get_cpuid_max(0, NULL) < 7) return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    if (isa == PEAK_AVX2) return fma && ((b >> 5) & 1);
+    return isa == PEAK_AVX512 && (xlo & 0xE0u) == 0xE0u && ((b >> 16) & 1);
+}
+#endif
+
+static PEAK_UNUSED int peak_isa_supported(peak_isa isa) {
+#if PEAK_X86
+    if (isa == PEAK_AVX512 || isa == PEAK_AVX2) return peak_x86_has(isa);
+#endif
+    if (isa == PEAK_NEON) return PEAK_ARM;  /* Advanced SIMD is architectural on aarch64 */
+    return isa == PEAK_SCALAR;
+}
+
+/* The best ISA this CPU runs. */
+static PEAK_UNUSED peak_isa peak_best_isa(void) {
+    if (peak_isa_supported(PEAK_AVX512)) return PEAK_AVX512;
+    if (peak_isa_supported(PEAK_AVX2)) return PEAK_AVX2;
+    if (peak_isa_supported(PEAK_NEON)) return PEAK_NEON;
+    return PEAK_SCALAR;
+}
+
+static PEAK_UNUSED double peak_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Each kernel runs `reps` rounds of 16 FMAs per accumulator set and returns a sum that
+ * depends on every accumulator, so nothing is optimized away. x*a + b with a just below 1
+ * keeps the values finite for any number of rounds. */
+#define PEAK_ROUND 64 /* FMAs per accumulator per round */
+
+#if PEAK_X86
+__attribute__((target("avx512f"))) static PEAK_UNUSED float peak_run_avx512(uint64_t reps) {
+    __m512 a = _mm512_set1_ps(0.9999999f), b = _mm512_set1_ps(1e-7f);
+    /* distinct start values: identical chains would be merged by the compiler */
+    __m512 x0 = _mm512_set1_ps(1.00f), x1 = _mm512_set1_ps(1.01f), x2 = _mm512_set1_ps(1.02f),
+           x3 = _mm512_set1_ps(1.03f), x4 = _mm512_set1_ps(1.04f), x5 = _mm512_set1_ps(1.05f),
+           x6 = _mm512_set1_ps(1.06f), x7 = _mm512_set1_ps(1.07f), x8 = _mm512_set1_ps(1.08f),
+           x9 = _mm512_set1_ps(1.09f), x10 = _mm512_set1_ps(1.10f), x11 = _mm512_set1_ps(1.11f),
+           x12 = _mm512_set1_ps(1.12f), x13 = _mm512_set1_ps(1.13f), x14 = _mm512_set1_ps(1.14f),
+           x15 = _mm512_set1_ps(1.15f);
+    for (uint64_t r = 0; r < reps; r++) {
+        for (int k = 0; k < PEAK_ROUND; k++) {
+            x0 = _mm512_fmadd_ps(x0, a, b);   x1 = _mm512_fmadd_ps(x1, a, b);
+            x2 = _mm512_fmadd_ps(x2, a, b);   x3 = _mm512_fmadd_ps(x3, a, b);
+            x4 = _mm512_fmadd_ps(x4, a, b);   x5 = _mm512_fmadd_ps(x5, a, b);
+            x6 = _mm512_fmadd_ps(x6, a, b);   x7 = _mm512_fmadd_ps(x7, a, b);
+            x8 = _mm512_fmadd_ps(x8, a, b);   x9 = _mm512_fmadd_ps(x9, a, b);
+            x10 = _mm512_fmadd_ps(x10, a, b); x11 = _mm512_fmadd_ps(x11, a, b);
+            x12 = _mm512_fmadd_ps(x12, a, b); x13 = _mm512_fmadd_ps(x13, a, b);
+            x14 = _mm512_fmadd_ps(x14, a, b); x15 = _mm512_fmadd_ps(x15, a, b);
+        }
+        __asm__ volatile("" : "+v"(x0), "+v"(x1), "+v"(x2), "+v"(x3), "+v"(x4), "+v"(x5),
+                         "+v"(x6), "+v"(x7), "+v"(x8), "+v"(x9), "+v"(x10), "+v"(x11));
+        __asm__ volatile("" : "+v"(x12), "+v"(x13), "+v"(x14), "+v"(x15));
+    }
+    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(x0, x1), _mm512_add_ps(x2, x3)),
+                             _mm512_add_ps(_mm512_add_ps(x4, x5), _mm512_add_ps(x6, x7)));
+    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(x8, x9), _mm512_add_ps(x10, x11)),
+                                       _mm512_add_ps(_mm512_add_ps(x12, x13), _mm512_add_ps(x14, x15))));
+    return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx2,fma"))) static PEAK_UNUSED float peak_run_avx2(uint64_t reps) {
+    __m256 a = _mm256_set1_ps(0.9999999f), b = _mm256_set1_ps(1e-7f);
+    __m256 x0 = _mm256_set1_ps(1.00f), x1 = _mm256_set1_ps(1.01f), x2 = _mm256_set1_ps(1.02f),
+           x3 = _mm256_set1_ps(1.03f), x4 = _mm256_set1_ps(1.04f), x5 = _mm256_set1_ps(1.05f),
+           x6 = _mm256_set1_ps(1.06f), x7 = _mm256_set1_ps(1.07f), x8 = _mm256_set1_ps(1.08f),
+           x9 = _mm256_set1_ps(1.09f), x10 = _mm256_set1_ps(1.10f), x11 = _mm256_set1_ps(1.11f);
+    for (uint64_t r = 0; r < reps; r++) {
+        for (int k = 0; k < PEAK_ROUND; k++) {
+            x0 = _mm256_fmadd_ps(x0, a, b);   x1 = _mm256_fmadd_ps(x1, a, b);
+            x2 = _mm256_fmadd_ps(x2, a, b);   x3 = _mm256_fmadd_ps(x3, a, b);
+            x4 = _mm256_fmadd_ps(x4, a, b);   x5 = _mm256_fmadd_ps(x5, a, b);
+            x6 = _mm256_fmadd_ps(x6, a, b);   x7 = _mm256_fmadd_ps(x7, a, b);
+            x8 = _mm256_fmadd_ps(x8, a, b);   x9 = _mm256_fmadd_ps(x9, a, b);
+            x10 = _mm256_fmadd_ps(x10, a, b); x11 = _mm256_fmadd_ps(x11, a, b);
+        }
+        __asm__ volatile("" : "+x"(x0), "+x"(x1), "+x"(x2), "+x"(x3), "+x"(x4), "+x"(x5),
+                         "+x"(x6), "+x"(x7), "+x"(x8), "+x"(x9), "+x"(x10), "+x"(x11));
+    }
+    __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3)),
+                             _mm256_add_ps(_mm256_add_ps(x4, x5), _mm256_add_ps(x6, x7)));
+    s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(x8, x9), _mm256_add_ps(x10, x11)));
+    float t[8];
+    _mm256_storeu_ps(t, s);
+    return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
+}
+#endif
+
+#if PEAK_ARM
+static PEAK_UNUSED float peak_run_neon(uint64_t reps) {
+    const float32x4_t a = vdupq_n_f32(0.9999999f), b = vdupq_n_f32(1e-7f);
+    float32x4_t x[16];
+    for (int j = 0; j < 16; j++) x[j] = vdupq_n_f32(1.0f + 0.01f * (float)j);
+    for (uint64_t r = 0; r < reps; r++) {
+        for (int k = 0; k < PEAK_ROUND; k++)
+            for (int j = 0; j < 16; j++) x[j] = vfmaq_f32(b, x[j], a);
+        __asm__ volatile("" : "+w"(x[0]), "+w"(x[1]), "+w"(x[2]), "+w"(x[3]), "+w"(x[4]),
+                         "+w"(x[5]), "+w"(x[6]), "+w"(x[7]));
+        __asm__ volatile("" : "+w"(x[8]), "+w"(x[9]), "+w"(x[10]), "+w"(x[11]), "+w"(x[12]),
+                         "+w"(x[13]), "+w"(x[14]), "+w"(x[15]));
+    }
+    float32x4_t s = x[0];
+    for (int j = 1; j < 16; j++) s = vaddq_f32(s, x[j]);
+    return vaddvq_f32(s);
+}
+#endif
+
+static PEAK_UNUSED float peak_run_scalar(uint64_t reps) {
+    volatile float seed = 1.0f; /* unknown to the compiler: the loop cannot be folded */
+    float x[8];
+    for (int j = 0; j < 8; j++) x[j] = seed + 0.01f * (float)j;
+    for (uint64_t r = 0; r < reps; r++) {
+        for (int k = 0; k < PEAK_ROUND; k++)
+            for (int j = 0; j < 8; j++) x[j] = x[j] * 0.9999999f + 1e-7f;
+        __asm__ volatile("" : : "g"(x) : "memory");
+    }
+    return x[0] + x[1] + x[2] + x[3] + x[4] + x[5] + x[6] + x[7];
+}
+
+/* FLOPs of one round: accumulators x lanes x 2 x PEAK_ROUND. */
+static PEAK_UNUSED double peak_round_flops(peak_isa isa) {
+    if (isa == PEAK_AVX512) return 16.0 * 16 * 2 * PEAK_ROUND;
+    if (isa == PEAK_AVX2) return 12.0 * 8 * 2 * PEAK_ROUND;
+    if (isa == PEAK_NEON) return 16.0 * 4 * 2 * PEAK_ROUND;
+    return 8.0 * 2 * PEAK_ROUND;
+}
+
+static PEAK_UNUSED float peak_run(peak_isa isa, uint64_t reps) {
+#if PEAK_X86
+    if (isa == PEAK_AVX512) return peak_run_avx512(reps);
+    if (isa == PEAK_AVX2) return peak_run_avx2(reps);
+#endif
+#if PEAK_ARM
+    if (isa == PEAK_NEON) return peak_run_neon(reps);
+#endif
+    return peak_run_scalar(reps);
+}
+
+typedef struct peak_job {
+    peak_isa isa;
+    double seconds;   /* wall time to run for */
+    double gflops;    /* result */
+    float sink;
+} peak_job;
+
+/* Runs chunks until `seconds` have passed; the rate is the best chunk's (the least
+ * disturbed by other processes on a shared machine). */
+static PEAK_UNUSED void *peak_thread(void *arg) {
+    peak_job *j = arg;
+    const double rf = peak_round_flops(j->isa);
+    uint64_t reps = 256;
+    double best = 0, start = peak_now(), sink = 0;
+    /* grow the chunk to ~2 ms so the clock reads cost nothing */
+    for (;;) {
+        double t0 = peak_now();
+        sink += peak_run(j->isa, reps);
+        double dt = peak_now() - t0;
+        if (dt > 0 && rf * (double)reps / dt > best) best = rf * (double)reps / dt;
+        if (dt < 0.002 && reps < ((uint64_t)1 << 40)) reps *= 2;
+        if (peak_now() - start >= j->seconds) break;
+    }
+    j->gflops = best * 1e-9;
+    j->sink = (float)sink;
+    return NULL;
+}
+
+/* Peak of `threads` threads (each pinned nowhere; the OS spreads them) in GFLOP/s, summed
+ * over threads. Returns 0 if a thread cannot start. */
+static PEAK_UNUSED double peak_measure(peak_isa isa, int threads, double seconds) {
+    if (threads < 1) threads = 1;
+    if (threads > 256) threads = 256;
+    peak_job jobs[256];
+    pthread_t tid[256];
+    int started = 0;
+    for (int i = 0; i < threads; i++) jobs[i] = (peak_job){isa, seconds, 0, 0};
+    for (int i = 1; i < threads; i++) {
+        if (pthread_create(&tid[i], NULL, peak_thread, &jobs[i]) != 0) break;
+        started++;
+    }
+    peak_thread(&jobs[0]);
+    for (int i = 1; i <= started; i++) pthread_join(tid[i], NULL);
+    if (started != threads - 1) return 0;
+    double sum = 0;
+    for (int i = 0; i < threads; i++) sum += jobs[i].gflops;
+    return sum;
+}
+
+#endif

@@ -1,0 +1,1131 @@
+/*
+ * tok_bpe.c - the tokenizer object (arena, vocabulary and merge tables, added-token
+ * index), encoding and decoding.
+ *
+ * Encoding follows HF tokenizers step by step, because each step changes ids:
+ *  1. non-normalized added tokens are found on the raw text (leftmost-longest, then the
+ *     single_word / lstrip / rstrip rules of AddedVocabulary::find_matches);
+ *  2. every remaining piece is normalized (NFC) on its own, and normalized added tokens are
+ *     found on it with the same rules;
+ *  3. every remaining piece is split by the GPT-2 pattern, each word is byte-mapped and BPE'd
+ *     (ignore_merges: a word that is itself in the vocabulary is emitted directly).
+ * The BPE merge loop is HF's: a min-heap of (rank, position), O(n log n) per word, so that
+ * pathological words need no cap.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <utf8proc.h>
+
+#include "tokenizer.h"
+
+/* ------------------------------------------------------------------ id lists ---- */
+
+int sk_ids_push(sk_ids *v, int32_t id) {
+    if (v->n == v->cap) {
+        size_t nc = v->cap ? v->cap * 2 : 64;
+        if (nc < v->cap || nc > SIZE_MAX / sizeof(int32_t)) return SKYCMD_E_NOMEM;
+        int32_t *p = realloc(v->ids, nc * sizeof(int32_t));
+        if (!p) return SKYCMD_E_NOMEM;
+        v->ids = p;
+        v->cap = nc;
+    }
+    v->ids[v->n++] = id;
+    return SKYCMD_OK;
+}
+
+void sk_ids_free(sk_ids *v) {
+    if (!v) return;
+    free(v->ids);
+    v->ids = NULL;
+    v->n = v->cap = 0;
+}
+
+/* ------------------------------------------------------------------ arena ------- */
+
+skycmd_tokenizer *sk_tok_alloc(void) {
+    skycmd_tokenizer *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->bpe_unk_id = -1;
+    for (int i = 0; i < 5; i++) t->special[i] = -1;
+    for (int i = 0; i < 256; i++) t->byte_id[i] = -1;
+    return t;
+}
+
+char *sk_tok_strdup(skycmd_tokenizer *t, const char *s, size_t n) {
+    if (n >= SIZE_MAX / 2) return NULL;
+    if (t->cur_left < n + 1) {
+        size_t bs = n + 1 > 65536 ? n + 1 : 65536;
+        if (t->n_blocks == t->cap_blocks) {
+            size_t nc = t->cap_blocks ? t->cap_blocks * 2 : 16;
+            char **nb = realloc(t->blocks, nc * sizeof *nb);
+            if (!nb) return NULL;
+            t->blocks = nb;
+            t->cap_blocks = nc;
+        }
+        char *b = malloc(bs);
+        if (!b) return NULL;
+        t->blocks[t->n_blocks++] = b;
+        t->cur = b;
+        t->cur_left = bs;
+    }
+    char *r = t->cur;
+    if (n) memcpy(r, s, n);
+    r[n] = 0;
+    t->cur += n + 1;
+    t->cur_left -= n + 1;
+    return r;
+}
+
+void sk_tokenizer_free(skycmd_tokenizer *t) {
+    if (!t) return;
+    for (size_t i = 0; i < t->n_blocks; i++) free(t->blocks[i]);
+    free(t->blocks);
+    free(t->piece);
+    free(t->piece_len);
+    free(t->model_tok);
+    free(t->model_tok_len);
+    free(t->added_of_id);
+    free(t->vocab.slots);
+    free(t->vocab.keys);
+    free(t->vocab.key_len);
+    free(t->vocab.ids);
+    free(t->merges.keys);
+    free(t->merges.rank);
+    free(t->merges.merged);
+    free(t->added);
+    for (int p = 0; p < 2; p++) {
+        free(t->first_start[p]);
+        free(t->first_list[p]);
+    }
+    free(t->bpe_unk);
+    free(t);
+}
+
+/* ------------------------------------------------------------------ hashing ----- */
+
+static uint64_t hash_bytes(const char *s, size_t n) {
+    uint64_t h = sk_fnv1a64(s, n);
+    return h ^ (h >> 29);
+}
+
+static uint64_t mix64(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+int32_t sk_strmap_get(const sk_strmap *m, const char *s, size_t n) {
+    if (!m->slots) return -1;
+    uint32_t i = (uint32_t)hash_bytes(s, n) & m->mask;
+    for (;;) {
+        uint32_t k = m->slots[i];
+        if (!k) return -1;
+        k--;
+        if (m->key_len[k] == n && memcmp(m->keys[k], s, n) == 0) return m->ids[k];
+        i = (i + 1) & m->mask;
+    }
+}
+
+/* Insert or replace (later duplicates win, like a serde HashMap). */
+static int strmap_put(sk_strmap *m, const char *s, uint32_t n, int32_t id) {
+    uint32_t i = (uint32_t)hash_bytes(s, n) & m->mask;
+    for (;;) {
+        uint32_t k = m->slots[i];
+        if (!k) break;
+        k--;
+        if (m->key_len[k] == n && memcmp(m->keys[k], s, n) == 0) {
+            m->ids[k] = id;
+            return 0;
+        }
+        i = (i + 1) & m->mask;
+    }
+    if (m->n >= m->cap) return -1;
+    m->keys[m->n] = s;
+    m->key_len[m->n] = n;
+    m->ids[m->n] = id;
+    m->slots[i] = ++m->n;
+    return 0;
+}
+
+static int strmap_init(sk_strmap *m, size_t cap) {
+    size_t sz = 16;
+    while (sz < cap * 2 + 2) sz *= 2;
+    if (sz > UINT32_MAX / 2) return -1;
+    m->slots = calloc(sz, sizeof *m->slots);
+    m->keys = sk_malloc_array(cap + 1, sizeof *m->keys);
+    m->key_len = sk_malloc_array(cap + 1, sizeof *m->key_len);
+    m->ids = sk_malloc_array(cap + 1, sizeof *m->ids);
+    if (!m->slots || !m->keys || !m->key_len || !m->ids) return -1;
+    m->mask = (uint32_t)sz - 1;
+    m->cap = (uint32_t)cap;
+    m->n = 0;
+    return 0;
+}
+
+int sk_tok_merge_init(skycmd_tokenizer *t, size_t n_merges, sk_err *e) {
+    size_t sz = 16;
+    while (sz < n_merges * 2 + 2) sz *= 2;
+    if (n_merges > (1u << 28))
+        return sk_fail(e, SKYCMD_E_TOO_LARGE, "tokenizer: %zu merges is too many", n_merges);
+    sk_merge_map *m = &t->merges;
+    m->keys = calloc(sz, sizeof *m->keys);
+    m->rank = sk_malloc_array(sz, sizeof *m->rank);
+    m->merged = sk_malloc_array(sz, sizeof *m->merged);
+    if (!m->keys || !m->rank || !m->merged)
+        return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory for merges");
+    m->mask = (uint32_t)sz - 1;
+    m->n = 0;
+    return SKYCMD_OK;
+}
+
+static inline int merge_get(const sk_merge_map *m, int32_t a, int32_t b, uint32_t *rank,
+                            int32_t *merged) {
+    if (!m->keys || m->n == 0) return 0;
+    uint64_t key = (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
+    uint32_t i = (uint32_t)mix64(key) & m->mask;
+    for (;;) {
+        uint64_t k = m->keys[i];
+        if (!k) return 0;
+        if (k == key) {
+            *rank = m->rank[i];
+            *merged = m->merged[i];
+            return 1;
+        }
+        i = (i + 1) & m->mask;
+    }
+}
+
+int sk_tok_add_merge(skycmd_tokenizer *t, const char *a, size_t alen, const char *b,
+                     size_t blen, uint32_t rank, sk_err *e) {
+    int32_t ia = sk_strmap_get(&t->vocab, a, alen), ib = sk_strmap_get(&t->vocab, b, blen);
+    if (ia < 0 || ib < 0)
+        return sk_fail(e, SKYCMD_E_FORMAT, "tokenizer: merge %u: token \"%.*s\" is not in the vocabulary",
+                       rank, ia < 0 ? (int)(alen > 64 ? 64 : alen) : (int)(blen > 64 ? 64 : blen),
+                       ia < 0 ? a : b);
+    char stackbuf[256];
+    size_t n = alen + blen;
+    char *buf = n <= sizeof stackbuf ? stackbuf : malloc(n);
+    if (!buf) return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+    memcpy(buf, a, alen);
+    memcpy(buf + alen, b, blen);
+    int32_t im = sk_strmap_get(&t->vocab, buf, n);
+    if (buf != stackbuf) free(buf);
+    if (im < 0)
+        return sk_fail(e, SKYCMD_E_FORMAT, "tokenizer: merge %u: \"%.*s%.*s\" is not in the vocabulary",
+                       rank, (int)(alen > 64 ? 64 : alen), a, (int)(blen > 64 ? 64 : blen), b);
+    sk_merge_map *m = &t->merges;
+    if ((size_t)m->n * 2 + 2 > (size_t)m->mask + 1)
+        return sk_fail(e, SKYCMD_E_INTERNAL, "tokenizer: merge table too small");
+    uint64_t key = (((uint64_t)(uint32_t)ia << 32) | (uint32_t)ib) + 1;
+    uint32_t i = (uint32_t)mix64(key) & m->mask;
+    for (;;) {
+        if (!m->keys[i]) {
+            m->keys[i] = key;
+            m->n++;
+            break;
+        }
+        if (m->keys[i] == key) break; /* later duplicate replaces (HF collects into a map) */
+        i = (i + 1) & m->mask;
+    }
+    m->rank[i] = rank;
+    m->merged[i] = im;
+    if (rank + 1 > t->n_merges) t->n_merges = rank + 1;
+    return SKYCMD_OK;
+}
+
+/* ------------------------------------------------------------------ NFC --------- */
+
+static int is_ascii(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] >= 0x80) return 0;
+    return 1;
+}
+
+/* Scratch of one encode call: stack first, heap for large inputs. */
+typedef struct enc_scratch {
+    uint32_t cps_stack[2048];
+    uint32_t *cps;       /* input code points, then their NFC after them */
+    size_t cps_cap;
+    char nfc_stack[8192];
+    char *nfc;
+    size_t nfc_cap;
+} enc_scratch;
+
+static void scratch_init(enc_scratch *s) {
+    s->cps = s->cps_stack;
+    s->cps_cap = sizeof s->cps_stack / sizeof s->cps_stack[0];
+    s->nfc = s->nfc_stack;
+    s->nfc_cap = sizeof s->nfc_stack;
+}
+
+static void scratch_free(enc_scratch *s) {
+    if (s->cps != s->cps_stack) free(s->cps);
+    if (s->nfc != s->nfc_stack) free(s->nfc);
+}
+
+/* NFC of s into the scratch (valid UTF-8 in, valid UTF-8 out), with tokenizers' own
+ * normalization data (nfc.c), not the system utf8proc's newer Unicode version. */
+static int nfc_into(enc_scratch *sc, const char *s, size_t n, const char **out, size_t *out_len,
+                    sk_err *e) {
+    /* at most n code points in, SK_NFC_MAX_EXPANSION times that out */
+    size_t need_cps, need_bytes;
+    if (sk_mul_size(n, 1 + SK_NFC_MAX_EXPANSION, &need_cps) ||
+        sk_mul_size(sk_nfc_max_len(n), 4, &need_bytes))
+        return sk_fail(e, SKYCMD_E_TOO_LARGE, "tokenizer: text too large");
+    if (need_cps > sc->cps_cap) {
+        uint32_t *p = sk_malloc_array(need_cps, sizeof *p);
+        if (!p) return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+        if (sc->cps != sc->cps_stack) free(sc->cps);
+        sc->cps = p;
+        sc->cps_cap = need_cps;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n;) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i,
+                                              (utf8proc_ssize_t)(n - i), &cp);
+        if (k <= 0) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "tokenizer: invalid UTF-8");
+        sc->cps[m++] = (uint32_t)cp;
+        i += (size_t)k;
+    }
+    uint32_t *nf = sc->cps + m;
+    const size_t w = sk_nfc(sc->cps, m, nf);
+    if (need_bytes > sc->nfc_cap) {
+        char *p = malloc(need_bytes ? need_bytes : 1);
+        if (!p) return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+        if (sc->nfc != sc->nfc_stack) free(sc->nfc);
+        sc->nfc = p;
+        sc->nfc_cap = need_bytes;
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < w; i++)
+        o += (size_t)utf8proc_encode_char((utf8proc_int32_t)nf[i], (utf8proc_uint8_t *)sc->nfc + o);
+    *out = sc->nfc;
+    *out_len = o;
+    return SKYCMD_OK;
+}
+
+/* ------------------------------------------------------------------ BPE --------- */
+
+typedef struct sym {
+    int32_t id;
+    int32_t prev, next;
+    int32_t alive;
+} sym;
+
+typedef struct hent {
+    uint32_t rank;
+    uint32_t pos;
+    int32_t merged;
+} hent;
+
+static inline int hless(const hent *a, const hent *b) {
+    return a->rank != b->rank ? a->rank < b->rank : a->pos < b->pos;
+}
+
+static void hpush(hent *h, size_t *n, hent v) {
+    size_t i = (*n)++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!hless(&v, &h[p])) break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = v;
+}
+
+static hent hpop(hent *h, size_t *n) {
+    hent top = h[0];
+    hent last = h[--(*n)];
+    size_t i = 0, m = *n;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= m) break;
+        if (c + 1 < m && hless(&h[c + 1], &h[c])) c++;
+        if (!hless(&h[c], &last)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (m) h[i] = last;
+    return top;
+}
+
+typedef struct enc_ctx {
+    const skycmd_tokenizer *t;
+    sk_ids *out;
+    sk_err *e;
+    enc_scratch *sc;
+    const char *text; /* the string pre-tokens refer to */
+    int at_start;     /* the piece being pre-tokenized starts at offset 0 of the input */
+    sk_buf norm;      /* normalized piece (normalizer chains other than NFC alone) */
+    sk_buf meta;      /* Metaspace-transformed piece */
+} enc_ctx;
+
+#define BPE_STACK 256
+
+static int emit(enc_ctx *c, int32_t id) {
+    if (sk_ids_push(c->out, id)) return sk_fail(c->e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+    return SKYCMD_OK;
+}
+
+/* BPE one pre-token (raw bytes; the byte-level mapping is implicit via byte_id). */
+static int bpe_word(enc_ctx *c, const unsigned char *w, size_t n) {
+    const skycmd_tokenizer *t = c->t;
+    if (n == 0) return SKYCMD_OK;
+    const int byte_level = t->pretok == SK_PRETOK_BYTELEVEL;
+    if (!byte_level && t->ignore_merges) {
+        int32_t id = sk_strmap_get(&t->vocab, (const char *)w, n);
+        if (id >= 0) return emit(c, id);
+    }
+    if (byte_level) {
+        /* the byte-level form of the word, for the ignore_merges lookup */
+        if (t->ignore_merges) {
+            char stackw[512];
+            size_t need = n * 2;
+            char *mw = need <= sizeof stackw ? stackw : malloc(need);
+            if (!mw) return sk_fail(c->e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+            size_t o = 0;
+            for (size_t i = 0; i < n; i++) {
+                uint32_t cp = sk_byte_to_cp(w[i]);
+                if (cp < 0x80) mw[o++] = (char)cp;
+                else {
+                    mw[o++] = (char)(0xC0 | (cp >> 6));
+                    mw[o++] = (char)(0x80 | (cp & 0x3F));
+                }
+            }
+            int32_t id = sk_strmap_get(&t->vocab, mw, o);
+            if (mw != stackw) free(mw);
+            if (id >= 0) return emit(c, id);
+        }
+    }
+    sym stack_syms[BPE_STACK];
+    hent stack_heap[BPE_STACK * 2];
+    sym *s = stack_syms;
+    hent *h = stack_heap;
+    size_t hcap = BPE_STACK * 2;
+    if (n > BPE_STACK) {
+        s = sk_malloc_array(n, sizeof *s);
+        if (sk_mul_size(n, 2, &hcap)) hcap = 0;
+        h = hcap ? sk_malloc_array(hcap, sizeof *h) : NULL;
+        if (!s || !h) {
+            free(s);
+            free(h);
+            return sk_fail(c->e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+        }
+    }
+    /* initial symbols, with HF's unknown-char handling (BPE::merge_word): one per char (per
+     * byte-level char for the byte-level pipeline); a char missing from the vocabulary becomes
+     * its <0xNN> tokens under byte_fallback when all of them exist (a pending unknown stays
+     * pending across them, as in HF), else the unknown token (fused when fuse_unk). */
+    size_t ns = 0;
+    int32_t pend_unk = -1;
+    for (size_t i = 0; i < n;) {
+        int32_t id;
+        size_t l = 1;
+        if (byte_level) id = t->byte_id[w[i]];
+        else {
+            uint32_t cp;
+            l = sk_utf8_next((const char *)w, n, i, &cp);
+            id = sk_strmap_get(&t->vocab, (const char *)w + i, l);
+        }
+        if (id >= 0) {
+            if (pend_unk >= 0) {
+                s[ns++].id = pend_unk;
+                pend_unk = -1;
+            }
+            s[ns++].id = id;
+        } else {
+            int fell_back = 0;
+            if (!byte_level && t->byte_fallback) {
+                fell_back = 1;
+                for (size_t k = 0; k < l; k++)
+                    if (t->fallback_id[w[i + k]] < 0) fell_back = 0;
+                if (fell_back)
+                    for (size_t k = 0; k < l; k++) s[ns++].id = t->fallback_id[w[i + k]];
+            }
+            if (!fell_back && t->bpe_unk_id >= 0) {
+                if (pend_unk >= 0 && !t->fuse_unk) s[ns++].id = pend_unk;
+                pend_unk = t->bpe_unk_id;
+            }
+        }
+        i += l;
+    }
+    if (pend_unk >= 0) s[ns++].id = pend_unk;
+    for (size_t i = 0; i < ns; i++) {
+        s[i].prev = (int32_t)i - 1;
+        s[i].next = i + 1 < ns ? (int32_t)i + 1 : -1;
+        s[i].alive = 1;
+    }
+    size_t hn = 0;
+    for (size_t i = 0; i + 1 < ns; i++) {
+        uint32_t r;
+        int32_t m;
+        if (merge_get(&t->merges, s[i].id, s[i + 1].id, &r, &m))
+            hpush(h, &hn, (hent){r, (uint32_t)i, m});
+    }
+    /* Each merge removes one symbol and pushes at most two entries, so the heap never holds
+     * more than 2n entries. */
+    while (hn) {
+        hent top = hpop(h, &hn);
+        sym *a = &s[top.pos];
+        if (!a->alive || a->next < 0) continue;
+        sym *b = &s[a->next];
+        uint32_t r;
+        int32_t m;
+        if (!merge_get(&t->merges, a->id, b->id, &r, &m) || m != top.merged) continue;
+        a->id = top.merged;
+        b->alive = 0;
+        a->next = b->next;
+        if (b->next >= 0) s[b->next].prev = (int32_t)top.pos;
+        if (a->prev >= 0 && merge_get(&t->merges, s[a->prev].id, a->id, &r, &m))
+            hpush(h, &hn, (hent){r, (uint32_t)a->prev, m});
+        if (a->next >= 0 && merge_get(&t->merges, a->id, s[a->next].id, &r, &m))
+            hpush(h, &hn, (hent){r, top.pos, m});
+    }
+    int rc = SKYCMD_OK;
+    for (int32_t i = ns ? 0 : -1; i >= 0 && rc == SKYCMD_OK; i = s[i].next) rc = emit(c, s[i].id);
+    if (s != stack_syms) {
+        free(s);
+        free(h);
+    }
+    return rc;
+}
+
+static int on_pretoken(void *ud, size_t start, size_t end) {
+    enc_ctx *c = ud;
+    return bpe_word(c, (const unsigned char *)c->text + start, end - start);
+}
+
+static void replace_all(sk_buf *out, const char *s, size_t n, const sk_step *st) {
+    size_t i = 0, start = 0;
+    while (i + st->a_len <= n) {
+        if (memcmp(s + i, st->a, st->a_len) == 0) {
+            sk_buf_append(out, s + start, i - start);
+            sk_buf_append(out, st->b, st->b_len);
+            i += st->a_len;
+            start = i;
+        } else i++;
+    }
+    sk_buf_append(out, s + start, n - start);
+}
+
+int sk_tok_normalize(const skycmd_tokenizer *t, const char *s, size_t n, sk_buf *out) {
+    sk_buf a, b;
+    sk_buf_init(&a);
+    sk_buf_init(&b);
+    sk_buf_append(&a, s, n);
+    for (int k = 0; k < t->n_norm && !a.failed; k++) {
+        const sk_step *st = &t->norm[k];
+        b.len = 0;
+        if (st->kind == SK_STEP_NFC) {
+            size_t l = 0;
+            char *nf = sk_nfc_utf8(a.data ? a.data : "", a.len, &l);
+            if (!nf) {
+                b.failed = 1;
+                break;
+            }
+            sk_buf_append(&b, nf, l);
+            free(nf);
+        } else replace_all(&b, a.data ? a.data : "", a.len, st);
+        sk_buf tmp = a;
+        a = b;
+        b = tmp;
+    }
+    int failed = a.failed || b.failed;
+    if (!failed) sk_buf_append(out, a.data ? a.data : "", a.len);
+    sk_buf_free(&a);
+    sk_buf_free(&b);
+    return failed || out->failed ? SKYCMD_E_NOMEM : SKYCMD_OK;
+}
+
+/* A literal Split: pieces per behavior, empty ones dropped (NormalizedString::split). */
+static int split_literal(enc_ctx *c, const char *s, size_t n) {
+    const skycmd_tokenizer *t = c->t;
+    const char *pat = t->split_pat;
+    size_t pl = t->split_len, start = 0, i = 0;
+    int rc = SKYCMD_OK;
+    const unsigned char *u = (const unsigned char *)s;
+#define PIECE(a, b) \
+    do { \
+        if ((b) > (a) && (rc = bpe_word(c, u + (a), (b) - (a)))) return rc; \
+    } while (0)
+    while (i + pl <= n) {
+        if (memcmp(s + i, pat, pl) != 0) {
+            i++;
+            continue;
+        }
+        size_t m0 = i, m1 = i + pl;
+        switch (t->split_behavior) {
+        case SK_SPLIT_REMOVED: PIECE(start, m0); start = m1; break;
+        case SK_SPLIT_ISOLATED: PIECE(start, m0); PIECE(m0, m1); start = m1; break;
+        case SK_SPLIT_MERGED_PREV: PIECE(start, m1); start = m1; break;
+        case SK_SPLIT_MERGED_NEXT: PIECE(start, m0); start = m0; break;
+        default: /* Contiguous: a run of matches is one piece */
+            while (m1 + pl <= n && memcmp(s + m1, pat, pl) == 0) m1 += pl;
+            PIECE(start, m0);
+            PIECE(m0, m1);
+            start = m1;
+            break;
+        }
+        i = m1;
+    }
+    PIECE(start, n);
+#undef PIECE
+    return rc;
+}
+
+/* Metaspace: ' ' -> replacement, prepend per scheme, then split before every replacement. */
+static int metaspace(enc_ctx *c, const char *s, size_t n) {
+    const skycmd_tokenizer *t = c->t;
+    const char *rep = t->meta_rep;
+    size_t rl = t->meta_rep_len;
+    sk_buf *b = &c->meta;
+    b->len = 0;
+    int starts = n >= rl && memcmp(s, rep, rl) == 0;
+    starts |= n > 0 && s[0] == ' '; /* becomes the replacement */
+    if (!starts && (t->meta_prepend == SK_PREPEND_ALWAYS || (t->meta_prepend == SK_PREPEND_FIRST && c->at_start)))
+        sk_buf_append(b, rep, rl);
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == ' ') sk_buf_append(b, rep, rl);
+        else sk_buf_putc(b, s[i]);
+    }
+    if (b->failed) return sk_fail(c->e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+    const unsigned char *u = (const unsigned char *)b->data;
+    size_t m = b->len;
+    if (!t->meta_split) return bpe_word(c, u, m);
+    size_t start = 0;
+    int rc;
+    for (size_t i = 1; i + rl <= m; i++) {
+        if (memcmp(u + i, rep, rl) != 0) continue;
+        if ((rc = bpe_word(c, u + start, i - start))) return rc;
+        start = i;
+        i += rl - 1;
+    }
+    return bpe_word(c, u + start, m - start);
+}
+
+static int encode_plain(enc_ctx *c, const char *s, size_t n) {
+    if (n == 0) return SKYCMD_OK;
+    switch (c->t->pretok) {
+    case SK_PRETOK_NONE: return bpe_word(c, (const unsigned char *)s, n);
+    case SK_PRETOK_SPLIT: return split_literal(c, s, n);
+    case SK_PRETOK_METASPACE: return metaspace(c, s, n);
+    default: break;
+    }
+    const char *saved = c->text;
+    c->text = s;
+    int rc = sk_pretok_gpt2(s, n, on_pretoken, c);
+    c->text = saved;
+    return rc;
+}
+
+/* ------------------------------------------------------------------ added tokens - */
+
+static size_t ws_trailing_start(const char *s, size_t n) {
+    /* start of the maximal run of White_Space at the end of s[0..n) */
+    size_t i = n;
+    while (i > 0) {
+        size_t j = i - 1;
+        while (j > 0 && ((unsigned char)s[j] & 0xC0) == 0x80) j--;
+        uint32_t cp;
+        sk_utf8_next(s, n, j, &cp);
+        if (!sk_uni_is_space(cp)) break;
+        i = j;
+    }
+    return i;
+}
+
+static size_t ws_leading_len(const char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        uint32_t cp;
+        size_t l = sk_utf8_next(s, n, i, &cp);
+        if (!sk_uni_is_space(cp)) break;
+        i += l;
+    }
+    return i;
+}
+
+static int ends_with_word(const char *s, size_t n) {
+    if (n == 0) return 0;
+    size_t j = n - 1;
+    while (j > 0 && ((unsigned char)s[j] & 0xC0) == 0x80) j--;
+    uint32_t cp;
+    sk_utf8_next(s, n, j, &cp);
+    return sk_uni_is_word(cp);
+}
+
+static int starts_with_word(const char *s, size_t n) {
+    if (n == 0) return 0;
+    uint32_t cp;
+    sk_utf8_next(s, n, 0, &cp);
+    return sk_uni_is_word(cp);
+}
+
+/* Longest added-token pattern of pass p matching at s[i]; -1 if none. */
+static int32_t match_at(const skycmd_tokenizer *t, int p, const char *s, size_t n, size_t i) {
+    unsigned b = (unsigned char)s[i];
+    for (uint32_t k = t->first_start[p][b]; k < t->first_start[p][b + 1]; k++) {
+        const sk_added_token *a = &t->added[t->first_list[p][k]];
+        if (a->pattern_len <= n - i && memcmp(a->pattern, s + i, a->pattern_len) == 0)
+            return (int32_t)t->first_list[p][k];
+    }
+    return -1;
+}
+
+typedef int (*piece_fn)(enc_ctx *c, const char *s, size_t n);
+
+/* AddedVocabulary::find_matches + split: non-token pieces go to fn, tokens are emitted. */
+static int split_added(enc_ctx *c, int p, const char *s, size_t n, piece_fn fn) {
+    const skycmd_tokenizer *t = c->t;
+    if (n == 0) return SKYCMD_OK;
+    if (!t->first_start[p] || t->first_start[p][256] == 0) return fn(c, s, n);
+    size_t start_offset = 0, pos = 0;
+    int rc;
+    while (pos < n) {
+        size_t i = pos;
+        int32_t k = -1;
+        for (; i < n; i++)
+            if ((k = match_at(t, p, s, n, i)) >= 0) break;
+        if (k < 0) break;
+        const sk_added_token *a = &t->added[k];
+        size_t start = i, stop = i + a->pattern_len;
+        pos = stop;
+        if (a->flags & SK_ADDED_SINGLE_WORD) {
+            int start_space = start == 0 || !ends_with_word(s, start);
+            int stop_space = stop == n || !starts_with_word(s + stop, n - stop);
+            if (!start_space || !stop_space) continue;
+        }
+        if (a->flags & SK_ADDED_LSTRIP) {
+            size_t ns = ws_trailing_start(s, start);
+            start = ns > start_offset ? ns : start_offset;
+        }
+        if (a->flags & SK_ADDED_RSTRIP) stop += ws_leading_len(s + stop, n - stop);
+        if (start_offset < start) {
+            int saved = c->at_start;
+            c->at_start = saved && start_offset == 0;
+            rc = fn(c, s + start_offset, start - start_offset);
+            c->at_start = saved;
+            if (rc) return rc;
+        }
+        if ((rc = emit(c, a->id))) return rc;
+        start_offset = stop;
+    }
+    if (start_offset < n) {
+        int saved = c->at_start;
+        c->at_start = saved && start_offset == 0;
+        rc = fn(c, s + start_offset, n - start_offset);
+        c->at_start = saved;
+        return rc;
+    }
+    return SKYCMD_OK;
+}
+
+static int on_normalized_piece(enc_ctx *c, const char *s, size_t n) {
+    return split_added(c, 1, s, n, encode_plain);
+}
+
+static int on_raw_piece(enc_ctx *c, const char *s, size_t n) {
+    const skycmd_tokenizer *t = c->t;
+    if (t->n_norm == 0 || (t->n_norm == 1 && t->norm[0].kind == SK_STEP_NFC && is_ascii(s, n)))
+        return on_normalized_piece(c, s, n);
+    if (!(t->n_norm == 1 && t->norm[0].kind == SK_STEP_NFC)) {
+        c->norm.len = 0;
+        if (sk_tok_normalize(t, s, n, &c->norm)) return sk_fail(c->e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+        return on_normalized_piece(c, c->norm.data ? c->norm.data : "", c->norm.len);
+    }
+    const char *ns = NULL;
+    size_t nn = 0;
+    int rc = nfc_into(c->sc, s, n, &ns, &nn, c->e);
+    if (rc) return rc;
+    /* the scratch NFC buffer is reused only by the next raw piece, after this one is done */
+    return on_normalized_piece(c, ns, nn);
+}
+
+int sk_tokenizer_encode(const skycmd_tokenizer *t, const char *text, size_t len, sk_ids *out,
+                        sk_err *e) {
+    if (!t || !out || (!text && len))
+        return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "tokenizer: NULL argument");
+    if (len && !sk_utf8_valid(text, len))
+        return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "tokenizer: text is not valid UTF-8");
+    enc_scratch sc;
+    scratch_init(&sc);
+    enc_ctx c = {t, out, e, &sc, text, 1, {0}, {0}};
+    sk_buf_init(&c.norm);
+    sk_buf_init(&c.meta);
+    size_t n0 = out->n;
+    int rc = split_added(&c, 0, text, len, on_raw_piece);
+    scratch_free(&sc);
+    sk_buf_free(&c.norm);
+    sk_buf_free(&c.meta);
+    if (rc) out->n = n0;
+    return rc;
+}
+
+/* ------------------------------------------------------------------ decode ------ */
+
+/* Append bytes to b replacing invalid UTF-8 the way Rust's from_utf8_lossy does (one
+ * U+FFFD per maximal invalid subpart). */
+static void append_lossy(sk_buf *b, const unsigned char *p, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = p[i];
+        size_t need = 0;
+        unsigned lo = 0x80, hi = 0xBF;
+        if (c < 0x80) {
+            sk_buf_putc(b, (char)c);
+            i++;
+            continue;
+        } else if (c >= 0xC2 && c <= 0xDF) need = 1;
+        else if (c >= 0xE0 && c <= 0xEF) {
+            need = 2;
+            if (c == 0xE0) lo = 0xA0;
+            if (c == 0xED) hi = 0x9F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            need = 3;
+            if (c == 0xF0) lo = 0x90;
+            if (c == 0xF4) hi = 0x8F;
+        } else {
+            sk_buf_append(b, "\xEF\xBF\xBD", 3);
+            i++;
+            continue;
+        }
+        size_t j = 1;
+        for (; j <= need; j++) {
+            if (i + j >= n) break;
+            unsigned d = p[i + j];
+            unsigned l = j == 1 ? lo : 0x80, h = j == 1 ? hi : 0xBF;
+            if (d < l || d > h) break;
+        }
+        if (j == need + 1) {
+            sk_buf_append(b, p + i, need + 1);
+            i += need + 1;
+        } else {
+            sk_buf_append(b, "\xEF\xBF\xBD", 3);
+            i += j;
+        }
+    }
+}
+
+/* "<0xNN>" -> NN like ByteFallback (u8::from_str_radix(&tok[3..5], 16), "+N" too); -1 if not. */
+static int byte_token(const char *p, size_t n) {
+    if (n != 6 || memcmp(p, "<0x", 3) != 0 || p[5] != '>') return -1;
+    int v = 0;
+    for (int i = 3; i < 5; i++) {
+        char ch = p[i];
+        int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+              : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+        if (d < 0) {
+            if (i == 3 && ch == '+') continue;
+            return -1;
+        }
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+/* The decoder chain over the token strings (tokenizers' decode_chain per step, then join). */
+static int decode_chain(const skycmd_tokenizer *t, sk_buf *toks, size_t n, sk_buf *out) {
+    sk_buf *tmp = calloc(n ? n : 1, sizeof *tmp);
+    if (!tmp) return SKYCMD_E_NOMEM;
+    int failed = 0;
+    for (int k = 0; k < t->n_dec; k++) {
+        const sk_step *st = &t->dec[k];
+        size_t m = 0;
+        if (st->kind == SK_STEP_FUSE) {
+            if (n == 0) continue;
+            for (size_t i = 1; i < n; i++) {
+                sk_buf_append(&toks[0], toks[i].data ? toks[i].data : "", toks[i].len);
+                sk_buf_free(&toks[i]);
+            }
+            n = 1;
+            continue;
+        }
+        if (st->kind == SK_STEP_BYTE_FALLBACK) {
+            sk_buf bytes;
+            sk_buf_init(&bytes);
+            size_t n_bytes = 0;
+            for (size_t i = 0; i <= n; i++) {
+                int v = i < n ? byte_token(toks[i].data ? toks[i].data : "", toks[i].len) : -1;
+                if (v >= 0) {
+                    sk_buf_putc(&bytes, (char)v);
+                    n_bytes++;
+                    sk_buf_free(&toks[i]);
+                    continue;
+                }
+                if (n_bytes) {
+                    if (sk_utf8_valid(bytes.data, bytes.len)) {
+                        sk_buf_init(&tmp[m]);
+                        sk_buf_append(&tmp[m++], bytes.data, bytes.len);
+                    } else
+                        for (size_t q = 0; q < n_bytes; q++) {
+                            sk_buf_init(&tmp[m]);
+                            sk_buf_append(&tmp[m++], "\xEF\xBF\xBD", 3);
+                        }
+                    bytes.len = 0;
+                    n_bytes = 0;
+                }
+                if (i < n) tmp[m++] = toks[i];
+            }
+            failed |= bytes.failed;
+            sk_buf_free(&bytes);
+            memcpy(toks, tmp, m * sizeof *toks);
+            n = m;
+            continue;
+        }
+        for (size_t i = 0; i < n; i++) {
+            sk_buf r;
+            sk_buf_init(&r);
+            const char *p = toks[i].data ? toks[i].data : "";
+            size_t len = toks[i].len;
+            if (st->kind == SK_STEP_REPLACE) replace_all(&r, p, len, st);
+            else if (st->kind == SK_STEP_METASPACE) {
+                int drop = i == 0 && st->opt != SK_PREPEND_NEVER;
+                for (size_t j = 0; j < len;) {
+                    if (len - j >= st->a_len && memcmp(p + j, st->a, st->a_len) == 0) {
+                        if (!drop) sk_buf_putc(&r, ' ');
+                        j += st->a_len;
+                    } else sk_buf_putc(&r, p[j++]);
+                }
+            } else { /* Strip */
+                size_t j0 = 0, j1 = len;
+                for (int q = 0; q < st->opt && j1 - j0 >= st->a_len && memcmp(p + j0, st->a, st->a_len) == 0; q++)
+                    j0 += st->a_len;
+                for (int q = 0; q < st->opt2 && j1 - j0 >= st->a_len && memcmp(p + j1 - st->a_len, st->a, st->a_len) == 0; q++)
+                    j1 -= st->a_len;
+                sk_buf_append(&r, p + j0, j1 - j0);
+            }
+            sk_buf_free(&toks[i]);
+            toks[i] = r;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        failed |= toks[i].failed;
+        sk_buf_append(out, toks[i].data ? toks[i].data : "", toks[i].len);
+        sk_buf_free(&toks[i]);
+    }
+    free(tmp);
+    return failed || out->failed ? SKYCMD_E_NOMEM : SKYCMD_OK;
+}
+
+int sk_tokenizer_decode(const skycmd_tokenizer *t, const int32_t *ids, size_t n, sk_buf *b,
+                        sk_err *e) {
+    if (!t || (!ids && n) || !b) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "tokenizer: NULL argument");
+    sk_buf raw;
+    sk_buf_init(&raw);
+    sk_buf *toks = NULL;
+    if (t->n_dec && !(toks = sk_malloc_array(n ? n : 1, sizeof *toks)))
+        return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || (size_t)ids[i] >= t->n_ids || !t->piece[ids[i]]) {
+            for (size_t q = 0; toks && q < i; q++) sk_buf_free(&toks[q]);
+            free(toks);
+            sk_buf_free(&raw);
+            return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "tokenizer: id %d at index %zu is not in the vocabulary",
+                           (int)ids[i], i);
+        }
+        const char *p = t->piece[ids[i]];
+        size_t len = t->piece_len[ids[i]];
+        if (t->added_of_id[ids[i]] >= 0) {
+            /* HF decodes a normalized added token from its normalized form */
+            const sk_added_token *a = &t->added[t->added_of_id[ids[i]]];
+            p = a->pattern;
+            len = a->pattern_len;
+        }
+        if (t->n_dec) {
+            toks[i].data = NULL;
+            sk_buf_init(&toks[i]);
+            sk_buf_append(&toks[i], p, len);
+            continue;
+        }
+        if (!t->byte_level_decoder) {
+            if (i) sk_buf_putc(&raw, ' '); /* no decoder: HF joins the tokens with spaces */
+            sk_buf_append(&raw, p, len);
+            continue;
+        }
+        /* ByteLevel decoder: a token made only of byte-level chars becomes those bytes;
+         * any other token is kept as its UTF-8 text. */
+        size_t mark = raw.len, j = 0;
+        int ok = 1;
+        while (j < len) {
+            uint32_t cp;
+            j += sk_utf8_next(p, len, j, &cp);
+            int by = sk_cp_to_byte(cp);
+            if (by < 0) {
+                ok = 0;
+                break;
+            }
+            sk_buf_putc(&raw, (char)by);
+        }
+        if (!ok) {
+            raw.len = mark;
+            sk_buf_append(&raw, p, len);
+        }
+    }
+    if (toks) {
+        int rc = decode_chain(t, toks, n, b);
+        free(toks);
+        sk_buf_free(&raw);
+        return rc ? sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory") : SKYCMD_OK;
+    }
+    if (raw.failed) {
+        sk_buf_free(&raw);
+        return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+    }
+    if (t->byte_level_decoder) append_lossy(b, (const unsigned char *)raw.data, raw.len);
+    else sk_buf_append(b, raw.data, raw.len);
+    sk_buf_free(&raw);
+    if (b->failed) return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+    return SKYCMD_OK;
+}
+
+/* ------------------------------------------------------------------ queries ----- */
+
+int32_t sk_tokenizer_special(const skycmd_tokenizer *t, int which) {
+    if (!t || which < 0 || which > 4) return -1;
+    return t->special[which];
+}
+
+const char *sk_tokenizer_special_text(const skycmd_tokenizer *t, int which) {
+    int32_t id = sk_tokenizer_special(t, which);
+    return id >= 0 ? sk_tokenizer_piece(t, id) : NULL;
+}
+
+const char *sk_tokenizer_piece(const skycmd_tokenizer *t, int32_t id) {
+    if (!t || id < 0 || (size_t)id >= t->n_ids) return NULL;
+    return t->piece[id];
+}
+
+size_t sk_tokenizer_vocab_size(const skycmd_tokenizer *t) { return t ? t->n_ids : 0; }
+
+int sk_tokenizer_space_cut_safe(const skycmd_tokenizer *t) {
+    if (!t) return 0;
+    /* Without a pre-tokenizer that starts a word at a space, BPE merges across the cut
+     * (the Gemma pipeline BPEs a whole piece as one word). */
+    if (t->pretok != SK_PRETOK_BYTELEVEL || t->n_norm > 1 || (t->n_norm == 1 && t->norm[0].kind != SK_STEP_NFC))
+        return 0;
+    for (size_t i = 0; i < t->n_added; i++) {
+        const sk_added_token *a = &t->added[i];
+        if (a->flags & SK_ADDED_RSTRIP) return 0;
+        /* a match spanning the cut would hold the space and the printable byte before it;
+         * runs of spaces alone (ModernBERT's "  " ... "        ") cannot */
+        int space = 0, printable = 0;
+        for (size_t j = 0; j < a->pattern_len; j++) {
+            unsigned char b = (unsigned char)a->pattern[j];
+            space |= b == ' ';
+            printable |= b > 0x20 && b < 0x7F;
+        }
+        if (space && printable) return 0;
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------ finish ------ */
+
+/* Insertion sort of one first-byte bucket: longest pattern first (buckets are small; no
+ * qsort so that building tokenizers in several threads needs no shared state). */
+static void sort_bucket(const sk_added_token *added, uint32_t *v, size_t n) {
+    for (size_t i = 1; i < n; i++) {
+        uint32_t x = v[i];
+        size_t j = i;
+        while (j > 0) {
+            uint32_t y = v[j - 1];
+            int before = added[x].pattern_len > added[y].pattern_len ||
+                         (added[x].pattern_len == added[y].pattern_len && x < y);
+            if (!before) break;
+            v[j] = y;
+            j--;
+        }
+        v[j] = x;
+    }
+}
+
+int sk_tok_finish(skycmd_tokenizer *t, sk_err *e) {
+    /* byte ids */
+    for (int b = 0; b < 256; b++) {
+        uint32_t cp = sk_byte_to_cp((uint8_t)b);
+        char u[2];
+        size_t l = 0;
+        if (cp < 0x80) u[l++] = (char)cp;
+        else {
+            u[l++] = (char)(0xC0 | (cp >> 6));
+            u[l++] = (char)(0x80 | (cp & 0x3F));
+        }
+        t->byte_id[b] = sk_strmap_get(&t->vocab, u, l);
+    }
+    sk_tok_set_fallback_ids(t);
+    if (t->bpe_unk) {
+        t->bpe_unk_id = sk_strmap_get(&t->vocab, t->bpe_unk, strlen(t->bpe_unk));
+        if (t->bpe_unk_id < 0 && t->pretok != SK_PRETOK_BYTELEVEL) {
+            for (int b = 0; b < 256; b++)
+                if (!t->byte_fallback || t->fallback_id[b] < 0)
+                    return sk_fail(e, SKYCMD_E_FORMAT, "tokenizer: model.unk_token \"%s\" is not in the vocabulary",
+                                   t->bpe_unk);
+        } else if (t->bpe_unk_id < 0) {
+            /* HF fails only when an unknown char is met; we refuse up front if it could be */
+            for (int b = 0; b < 256; b++)
+                if (t->byte_id[b] < 0)
+                    return sk_fail(e, SKYCMD_E_FORMAT, "tokenizer: model.unk_token \"%s\" is not in the vocabulary",
+                                   t->bpe_unk);
+        }
+    }
+    /* added-token indices, one per pass */
+    for (int p = 0; p < 2; p++) {
+        uint32_t *start = calloc(257, sizeof *start);
+        uint32_t *list = sk_malloc_array(t->n_added + 1, sizeof *list);
+        if (!start || !list) {
+            free(start);
+            free(list);
+            return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+        }
+        uint32_t cnt[257] = {0};
+        for (size_t i = 0; i < t->n_added; i++) {
+            const sk_added_token *a = &t->added[i];
+            if (a->pattern_len == 0 || a->id < 0) continue;
+            if (((a->flags & SK_ADDED_NORMALIZED) != 0) != (p == 1)) continue;
+            cnt[(unsigned char)a->pattern[0]]++;
+        }
+        uint32_t acc = 0;
+        for (int b = 0; b < 256; b++) {
+            start[b] = acc;
+            acc += cnt[b];
+        }
+        start[256] = acc;
+        uint32_t fill[256];
+        memcpy(fill, start, sizeof fill);
+        for (size_t i = 0; i < t->n_added; i++) {
+            const sk_added_token *a = &t->added[i];
+            if (a->pattern_len == 0 || a->id < 0) continue;
+            if (((a->flags & SK_ADDED_NORMALIZED) != 0) != (p == 1)) continue;
+            list[fill[(unsigned char)a->pattern[0]]++] = (uint32_t)i;
+        }
+        for (int b = 0; b < 256; b++) {
+            sort_bucket(t->added, list + start[b], start[b + 1] - start[b]);
+            for (uint32_t k = start[b] + 1; k < start[b + 1]; k++) {
+                const sk_added_token *x = &t->added[list[k - 1]], *y = &t->added[list[k]];
+                if (x->pattern_len == y->pattern_len && memcmp(x->pattern, y->pattern, x->pattern_len) == 0)
+                    return free(start), free(list),
+                           sk_fail(e, SKYCMD_E_FORMAT, "tokenizer: added tokens %d and %d match the same text \"%.*s\"",
+                                   x->id, y->id, (int)(x->pattern_len > 64 ? 64 : x->pattern_len), x->pattern);
+            }
+        }
+        t->first_start[p] = start;
+        t->first_list[p] = list;
+    }
+    return SKYCMD_OK;
+}
+
+int sk_tok_build_vocab(skycmd_tokenizer *t, sk_err *e) {
+    size_t cnt = 0;
+    for (size_t i = 0; i < t->n_ids; i++)
+        if (t->model_tok[i]) cnt++;
+    if (strmap_init(&t->vocab, cnt)) return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer: out of memory");
+    for (size_t i = 0; i < t->n_ids; i++)
+        if (t->model_tok[i] && strmap_put(&t->vocab, t->model_tok[i], t->model_tok_len[i], (int32_t)i))
+            return sk_fail(e, SKYCMD_E_INTERNAL, "tokenizer: vocabulary map overflow");
+    return SKYCMD_OK;
+}
