@@ -257,16 +257,18 @@ static int by_length(const void *x, const void *y) {
 }
 
 /* Read one line into sl (without its '\n'). Returns 1 read, 0 at the end, -1 on a read
- * error. A line longer than BATCH_LINE_MAX is consumed and kept as text == NULL. */
+ * error. A line longer than BATCH_LINE_MAX is consumed and kept as text == NULL. Every byte
+ * counts, a NUL too (the line then fails to parse, as JSON forbids it, and stays one line). */
 static int read_line(FILE *f, struct slot *sl) {
     sl->len = 0;
-    int got = 0, too_long = 0;
+    int got = 0, too_long = 0, end = 0, c = 0;
     char chunk[65536];
-    while (fgets(chunk, sizeof chunk, f)) {
+    while (!end && c != EOF) {
+        size_t n = 0;
+        while (n < sizeof chunk && (c = getc(f)) != EOF && c != '\n') chunk[n++] = (char)c;
+        end = c == '\n';
+        if (n == 0 && !end) break; /* the end of the input */
         got = 1;
-        size_t n = strlen(chunk);
-        int end = n && chunk[n - 1] == '\n';
-        if (end) n--;
         if (!too_long && sl->len + n > BATCH_LINE_MAX) too_long = 1;
         if (!too_long) {
             if (sl->len + n + 1 > sl->cap) {
@@ -281,7 +283,6 @@ static int read_line(FILE *f, struct slot *sl) {
             sl->len += n;
             sl->text[sl->len] = '\0';
         }
-        if (end) break;
     }
     if (ferror(f)) return -1;
     if (!got) return 0;

@@ -93,6 +93,14 @@ grep -v '"questions": {}' "$T/in.jsonl" | grep -v '^{"state": $' | grep -v '"cri
 "$CLI" decide "$T/pico.gguf" --batch "$T/empty.jsonl" 2> "$T/e.err" > "$T/e.out" || fail "empty file must exit 0"
 [ ! -s "$T/e.out" ] || fail "empty file must write nothing"
 
+# a NUL byte inside a line: that line is refused (JSON forbids the byte) and stays one line;
+# the last line needs no newline
+printf '{"state":"a\0b","questions":{"n":{"type":"noul","instructions":"x?"}}}\n{"state":"ok","questions":{"n":{"type":"noul","instructions":"x?"}}}\n{"state":"z","questions":{"n":{"type":"noul","instructions":"x?"}}}' > "$T/nul.jsonl"
+"$CLI" decide "$T/pico.gguf" --batch "$T/nul.jsonl" > "$T/nul.out" 2>/dev/null
+[ "$(wc -l < "$T/nul.out")" -eq 3 ] || fail "a line with a NUL byte must stay one line ($(wc -l < "$T/nul.out") output lines for 3)"
+head -1 "$T/nul.out" | grep -q '"line":1,"status":"SKYCMD_E_JSON"' || fail "the NUL line must be refused as malformed JSON"
+sed -n 2,3p "$T/nul.out" | grep -c '"answers"' | grep -qx 2 || fail "the lines after a NUL line must be answered"
+
 # usage errors (2) and a missing file (1)
 "$CLI" decide "$T/pico.gguf" --batch "$T/in.jsonl" --pretty >/dev/null 2>&1; [ $? -eq 2 ] || fail "--pretty with --batch must exit 2"
 "$CLI" decide "$T/pico.gguf" "$EX" -o x >/dev/null 2>&1; [ $? -eq 2 ] || fail "-o without --batch must exit 2"
