@@ -244,9 +244,8 @@ static int window_budget(const sk_plan *pl, size_t room, int64_t window, int64_t
  * decoded to text (tok.decode: the tokenizer's decoder, special tokens kept, invalid UTF-8
  * as U+FFFD) and that text tokenized as a string state (predict_batch -> _encode_state).
  * The ids are appended to w->state_ids: *off and *n say where. */
-static int window_state(sk_engine *en, const sk_run_ctx *cx, struct sk_multipass_ws *w, size_t start, size_t len,
+static int window_state(const sk_run_ctx *cx, struct sk_multipass_ws *w, size_t start, size_t len,
                         size_t *off, size_t *n, sk_err *e) {
-    (void)en;
     w->window_text.len = 0;
     int rc = sk_tokenizer_decode(cx->tok, w->state_ids.v + start, len, &w->window_text, e);
     if (!rc && w->window_text.failed) rc = oom(e);
@@ -305,9 +304,8 @@ static int prepare(struct sk_multipass_ws *w, const sk_request *r, sk_err *e) {
 }
 
 /* The room every question leaves for the state (its head built alone): the smallest. */
-static int state_room(sk_engine *en, const sk_run_ctx *cx, const sk_request *r, const sk_plan *pl, struct sk_multipass_ws *w,
+static int state_room(const sk_run_ctx *cx, const sk_request *r, const sk_plan *pl, struct sk_multipass_ws *w,
                       size_t *room, sk_err *e) {
-    (void)en;
     *room = SIZE_MAX;
     for (size_t i = 0; i < r->nq; i++) {
         const sk_rquestion *q = &r->q[i];
@@ -371,7 +369,7 @@ static int read_windows(sk_engine *en, const sk_run_ctx *cx, const sk_request *r
     for (size_t k = 0; k < nw; k++) {
         size_t len = n_state - w->starts[k] < size ? n_state - w->starts[k] : size;
         size_t off = 0, n_win = 0;
-        if ((rc = window_state(en, cx, w, w->starts[k], len, &off, &n_win, e))) return rc;
+        if ((rc = window_state(cx, w, w->starts[k], len, &off, &n_win, e))) return rc;
         for (size_t i = 0; i < r->nq; i++)
             if (!add_job(w, i, r->q[i].n_opts, off, n_win, 0)) return oom(e);
     }
@@ -414,7 +412,7 @@ static int read_long(sk_engine *en, const sk_run_ctx *cx, const sk_request *r, c
                      ltotals *t, sk_err *e) {
     size_t room, size = 0, step = 1;
     int rc;
-    if ((rc = state_room(en, cx, r, pl, w, &room, e)) ||
+    if ((rc = state_room(cx, r, pl, w, &room, e)) ||
         (rc = window_budget(pl, room, pl->window, pl->stride, &size, &step, e)))
         return rc;
     if (w->state_ids.n > (pl->window > 0 ? size : room))
