@@ -131,8 +131,8 @@ run "cross build" cmake --build "$build"
 # family's golden answers against laya in one file type (f32: s1-micro, s1-nano with massive
 # channels, mmBERT with its SentencePiece tokenizer, laya's parallel and bf16 checkpoints;
 # s1-pico and two laya checkpoints in both), the built-in Flappy model's answers against
-# laya, and long states against laya (the byte-level BPE checkpoints; the SentencePiece one's
-# 1024-token windows run natively only). model/batch_split_caller_takes_over_-
+# laya. The long-state goldens (a few hundred windows each) run natively only, to keep CI under
+# its hour; the kernels they use are the golden suite's. model/batch_split_caller_takes_over_-
 # late_helpers_groups needs a helper thread to join within its tries, which an emulated pair
 # of loaded cores rarely grants.
 heavy=('int8_attrib/*' amx/bf16x3_is_the_tiles_where_usable_else_exactly_f32
@@ -152,7 +152,7 @@ heavy=('int8_attrib/*' amx/bf16x3_is_the_tiles_where_usable_else_exactly_f32
   golden/laya_4x_f16_padded_f32 golden/laya_5x_bf16_odd_f16 golden/laya_5x_f32_d128_f16
   golden/laya_parallel_f16 golden/mmbert_tiny_f16 golden/s1_micro_f16
   golden/s1_nano_massive_f16 golden/s1_pico_clamp_f16 golden/s1_pico_clamp_f32
-  golden/s1_pico_xt_f16 golden/s1_pico_xt_f32 long_golden/sentencepiece_agrees_with_laya
+  golden/s1_pico_xt_f16 golden/s1_pico_xt_f32 long_golden/agrees_with_laya long_golden/sentencepiece_agrees_with_laya
   long_optin/batch_equals_lone_decides
   model/batch_split_caller_takes_over_late_helpers_groups
   pyjson/float_repr_fast_matches_reference_search pyjson/value_count_limit
