@@ -177,6 +177,11 @@ typedef enum skycmd_option {
     SKYCMD_OPT_REPORT_TRUNCATION = 15, /* 0 off; 1 usage.truncated & co. on the wire;
                                         * 2 recorded for the accessors only (wire as is)   */
     SKYCMD_OPT_TOURNAMENT_GROUP = 20, /* choices over N options by elimination (0 = off)  */
+    /* A request read in one pass whose choice has more options than fit their markers is
+     * answered by elimination in groups of N instead of refused (default 16, laya's
+     * DEFAULT_TOURNAMENT_GROUP: as laya serve with LAYA_TOURNAMENT_GROUP=16 answers it;
+     * 0 = refuse, as laya's Agent does). Added in 0.1.0. */
+    SKYCMD_OPT_AUTO_TOURNAMENT_GROUP = 26,
     /* session options of one decide call (laya serve's per-request BODY_CONTROLS); 0 = the
      * model's value. Set on the session before skycmd_decide*, they apply to every request
      * it answers until set back to 0. Added in 0.1.0. */

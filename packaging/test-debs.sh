@@ -8,17 +8,21 @@
 #     exports, ldconfig trigger and no ldconfig maintainer scripts, conffiles, no RUNPATH);
 #   - dpkg -i; a consumer with `pkg-config --cflags --libs skycmd` and with
 #     find_package(skycmd); `skycmd --version` and a random model end to end; ldconfig,
-#     man pages, the debug symbols found by build id; the systemd unit (systemd-analyze
-#     verify and security) and the server started with its command line and the options of
-#     /etc/default/skycmd; the bash completion;
+#     man pages, the debug symbols found by build id; the systemd unit: systemd-analyze
+#     verify (no complaint) and security, a failure when systemd-analyze is missing under
+#     SKYCMD_REQUIRE_SYSTEMD=1 or CI; the unit's ExecStart= with the variables of the
+#     installed /etc/default/skycmd, run as nobody: the shipped configuration answers
+#     /health (the built-in model), then a model of one's own in /var/lib/skycmd as
+#     docs/packaging.md says, reloaded by SIGHUP; SIGTERM exits 0; the bash completion;
 #   - the conffile /etc/default/skycmd kept when edited across a reinstall and a remove,
 #     gone after a purge; dpkg -P of everything (also on failure).
 # Needs root (dpkg) and: cmake, ninja or make, dpkg-dev (dpkg-shlibdeps), file, binutils,
 # lintian, pkg-config, libcjson-dev, libutf8proc-dev, libmicrohttpd >= 1.0.1 (tools/build-mhd.sh's
 # .deps/mhd, used when present; bookworm's libmicrohttpd-dev 0.9.75 is refused), libzstd-dev,
-# zlib1g-dev, python3; systemd
-# (systemd-analyze) is used when present. Slow-ish (a full build), so it is not a ctest
-# test; tools/test-all.sh calls it. Exit 0 when every check passed.
+# zlib1g-dev, python3, util-linux (setpriv); systemd (systemd-analyze: required when
+# SKYCMD_REQUIRE_SYSTEMD=1 or CI is set, else skipped with a note). Slow-ish (a full
+# build), so it is not a ctest test; tools/test-all.sh calls it. Exit 0 when every check
+# passed.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 if [ -n "${1:-}" ]; then build=$(cd "$1" && pwd)/deb; else build=$src/build-deb; fi
@@ -27,6 +31,8 @@ pkgs=(skycmd libskycmd-dev)
 [ "$(id -u)" = 0 ] || { echo "test-debs.sh: needs root for dpkg -i"; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/skycmd-debs.XXXXXX")
 cleanup() {
+  [ -z "${server:-}" ] || kill "$server" 2>/dev/null || true
+  [ "${own_model:-0}" = 0 ] || rm -f /var/lib/skycmd/my-model.gguf
   dpkg -P skycmd-dbgsym "libskycmd$abi-dbgsym" skycmd libskycmd-dev "libskycmd$abi" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -135,6 +141,7 @@ grep -q "usr/bin/skycmd" "$work/list2"
 grep -q "man1/skycmd-inspect.1.gz" "$work/list2"
 grep -q " ./usr/lib/systemd/system/skycmd.service$" "$work/list2"
 grep -q " ./etc/default/skycmd$" "$work/list2"
+grep -q " ./var/lib/skycmd/$" "$work/list2"
 grep -q " ./usr/share/bash-completion/completions/skycmd$" "$work/list2"
 grep -q " ./usr/share/skycmd/models/s1-pico-flappy.gguf$" "$work/list2"
 
@@ -187,35 +194,143 @@ done
 
 echo "== systemd unit"
 unit=/usr/lib/systemd/system/skycmd.service
+# CI must verify the unit: there (SKYCMD_REQUIRE_SYSTEMD=1, set by tools/test-all.sh, or CI
+# set to anything but false/0) a missing systemd-analyze is a failure, not a skip.
+require_systemd=0
+[ "${SKYCMD_REQUIRE_SYSTEMD:-}" = 1 ] && require_systemd=1
+case "${CI:-}" in ""|false|0) ;; *) require_systemd=1 ;; esac
 if command -v systemd-analyze >/dev/null; then
-  systemd-analyze verify --man=no "$unit"   # (the man page is checked above)
+  # verify exits 0 on some complaints (an unknown key, a bad value: "ignoring"): any output fails
+  systemd-analyze verify --man=no "$unit" > "$work/verify.log" 2>&1 || { cat "$work/verify.log"; exit 1; }
+  [ ! -s "$work/verify.log" ] || { echo "systemd-analyze verify complained:"; cat "$work/verify.log"; exit 1; }
+  echo "-- systemd-analyze verify: clean ($(systemd-analyze --version | awk 'NR == 1 {print $1, $2}'))"
   systemd-analyze security --offline=true "$unit" | tail -n 1
+elif [ "$require_systemd" = 1 ]; then
+  echo "systemd-analyze is not installed (Debian package systemd; tools/setup.sh --all installs it):"
+  echo "the unit cannot be verified, and SKYCMD_REQUIRE_SYSTEMD=1 or CI=${CI:-} requires it"
+  exit 1
 else
-  echo "-- systemd-analyze not installed: unit not verified"
+  echo "-- systemd-analyze not installed: the unit is NOT verified (install systemd; CI fails here)"
 fi
-# The unit's command line with the options of /etc/default/skycmd, the model and the port
-# replaced (the shipped default names /var/lib/skycmd/model.gguf and port 8080): the server
-# starts, answers /health and stops with status 0 on SIGTERM, as systemd stops it.
+# The service as systemd would start it: the installed unit's ExecStart= with its variables
+# taken from the installed EnvironmentFile=, in an environment of that file's variables only,
+# from /, as an unprivileged user (the unit's DynamicUser=) without capabilities. First the
+# configuration as shipped (the built-in model on 127.0.0.1:8080), then the documented steps
+# for a model of one's own (docs/packaging.md): install it world-readable in /var/lib/skycmd,
+# add --model, and after replacing the file a SIGHUP reloads it.
+[ "$(grep -c '^ExecStart=' "$unit")" = 1 ] || { echo "$unit: not one ExecStart="; exit 1; }
 exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
-# shellcheck source=/dev/null
-. /etc/default/skycmd
-opts=${SKYCMD_SERVE_OPTIONS/\/var\/lib\/skycmd\/model.gguf/$work/pico.gguf}
-opts=${opts/--port 8080/--port 0}
-cmdline=${exec_start/\$SKYCMD_SERVE_OPTIONS/$opts}
-echo "-- $cmdline"
-$cmdline > "$work/serve.log" 2>&1 &
-server=$!
-port=""
+env_file=$(sed -n 's/^EnvironmentFile=//p' "$unit")
+[ "$env_file" = /etc/default/skycmd ] || { echo "$unit: EnvironmentFile=$env_file, expected /etc/default/skycmd"; exit 1; }
+# (only the forms the unit uses are expanded, as systemd does; anything else fails here
+# rather than being run differently from systemd)
+case "$exec_start" in [-@:+!]*|*[\"\'\\\;]*) echo "ExecStart=$exec_start: prefix or quoting this test does not expand"; exit 1 ;; esac
+id nobody >/dev/null && getent group nogroup >/dev/null || { echo "no user nobody or group nogroup"; exit 1; }
+unit_env_read() {  # the EnvironmentFile= as systemd reads it: KEY=VALUE, "VALUE", comments
+  local line k v
+  unit_env=()
+  while IFS= read -r line || [ -n "$line" ]; do
+    case "$line" in ""|"#"*|";"*) continue ;; esac
+    [[ "$line" =~ ^([A-Za-z_][A-Za-z0-9_]*)=(.*)$ ]] || { echo "$env_file: unexpected line: $line"; return 1; }
+    k=${BASH_REMATCH[1]} v=${BASH_REMATCH[2]}
+    if [[ "$v" =~ ^\"([^\"\\]*)\"$ ]] || [[ "$v" =~ ^\'([^\'\\]*)\'$ ]]; then v=${BASH_REMATCH[1]}
+    elif [[ "$v" == *[\"\'\\]* ]]; then echo "$env_file: quoting this test does not read: $line"; return 1; fi
+    unit_env[$k]=$v
+  done < "$env_file"
+}
+unit_argv() {  # ExecStart= expanded: $VAR = its words, ${VAR} = one word (systemd.service(5))
+  local w more
+  argv=()
+  read -r -a words <<< "$exec_start"
+  for w in "${words[@]}"; do
+    if [[ "$w" =~ ^\$([A-Za-z_][A-Za-z0-9_]*)$ ]]; then
+      read -r -a more <<< "${unit_env[${BASH_REMATCH[1]}]:-}"; argv+=("${more[@]}")
+    elif [[ "$w" =~ ^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$ ]]; then argv+=("${unit_env[${BASH_REMATCH[1]}]:-}")
+    elif [[ "$w" == *'$'* ]]; then echo "ExecStart=: cannot expand $w"; return 1
+    else argv+=("$w"); fi
+  done
+}
+http_get() {  # http_get URL: prints the status and the body (errors give their status too)
+  python3 - "$1" <<'PY'
+import sys, urllib.request, urllib.error
+try:
+    r = urllib.request.urlopen(sys.argv[1], timeout=5)
+    print(r.status, r.read().decode())
+except urllib.error.HTTPError as e:
+    print(e.code, e.read().decode())
+except OSError as e:
+    print(0, e)
+PY
+}
+declare -A unit_env
+service_up() {  # start the unit's command; sets $server and $base once /health answers 200
+  local -a envv=()
+  local k
+  unit_env_read && unit_argv || exit 1
+  for k in "${!unit_env[@]}"; do envv+=("$k=${unit_env[$k]}"); done
+  # 127.0.0.1:8080 taken by something else on this machine: the same line with --port 0
+  if python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8080), 1)' 2>/dev/null; then
+    for k in "${!argv[@]}"; do [ "${argv[$k]}" = 8080 ] && [ "${argv[$((k - 1))]}" = --port ] && argv[$k]=0; done
+    echo "-- (127.0.0.1:8080 is in use on this machine: --port 0 instead)"
+  fi
+  echo "-- as nobody: ${envv[*]//SKYCMD_API_KEY=*/SKYCMD_API_KEY=...} ${argv[*]}"
+  (cd / && umask 0077 && exec env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin "${envv[@]}" \
+     setpriv --reuid=nobody --regid=nogroup --clear-groups --no-new-privs --inh-caps=-all \
+       --bounding-set=-all -- "${argv[@]}") > "$work/serve.log" 2>&1 &
+  server=$!
+  local port="" status=""
+  for _ in $(seq 200); do
+    port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$work/serve.log")
+    if [ -n "$port" ]; then
+      status=$(http_get "http://127.0.0.1:$port/health")
+      [ "${status%% *}" = 200 ] && break
+    fi
+    kill -0 "$server" 2>/dev/null || break
+    sleep 0.1
+  done
+  [ "${status%% *}" = 200 ] ||
+    { echo "the service did not answer GET /health with 200 (${status:-no port}):"; cat "$work/serve.log"; kill "$server" 2>/dev/null; exit 1; }
+  base=http://127.0.0.1:$port
+  echo "-- GET /health: $status"
+}
+service_down() {  # SIGTERM, as systemctl stop sends it: exit status 0
+  local rc=0
+  kill -TERM "$server"
+  wait "$server" || rc=$?
+  [ "$rc" = 0 ] || { echo "the service exited $rc on SIGTERM, not 0:"; cat "$work/serve.log"; exit 1; }
+  echo "-- SIGTERM: exit 0"
+}
+# 1. as installed: the built-in model
+service_up
+models=$(http_get "$base/v1/models")
+[[ "$models" == *'"s1-pico-flappy"'* ]] || { echo "the installed service does not serve the built-in model: $models"; exit 1; }
+service_down
+# 2. a model of one's own, as docs/packaging.md says: the directory is there on a fresh install
+[ "$(stat -c '%U:%G %a' /var/lib/skycmd)" = "root:root 755" ] ||
+  { echo "/var/lib/skycmd: $(stat -c '%U:%G %a' /var/lib/skycmd 2>&1), expected root:root 755"; exit 1; }
+cp /etc/default/skycmd "$work/default.orig"
+own_model=1
+install -m 644 "$work/pico.gguf" /var/lib/skycmd/my-model.gguf
+sed -i 's|^SKYCMD_SERVE_OPTIONS="|&--model my=/var/lib/skycmd/my-model.gguf |' /etc/default/skycmd
+service_up
+models=$(http_get "$base/v1/models")
+[[ "$models" == *'"my"'* ]] || { echo "the service does not serve /var/lib/skycmd/my-model.gguf: $models"; exit 1; }
+# replace the file and reload (systemctl kill -s HUP skycmd): the new file is read as nobody
+install -m 644 /usr/share/skycmd/models/s1-pico-flappy.gguf /var/lib/skycmd/my-model.gguf
+kill -HUP "$server"
+reloaded=""
 for _ in $(seq 100); do
-  port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$work/serve.log")
-  [ -n "$port" ] && grep -q "ready" "$work/serve.log" && break
+  reloaded=$(http_get "$base/metrics" | grep -c '^skycmd_reloads_total{result="ok"} 1$' || true)
+  [ "$reloaded" = 1 ] && break
   sleep 0.1
 done
-[ -n "$port" ] || { cat "$work/serve.log"; kill "$server"; exit 1; }
-python3 -c 'import sys, urllib.request
-print("-- GET /health:", urllib.request.urlopen("http://127.0.0.1:%s/health" % sys.argv[1]).read().decode())' "$port"
-kill -TERM "$server"
-wait "$server" || { echo "the server did not exit 0 on SIGTERM"; cat "$work/serve.log"; exit 1; }
+[ "$reloaded" = 1 ] || { echo "SIGHUP did not reload the model:"; cat "$work/serve.log"; kill "$server"; exit 1; }
+echo "-- SIGHUP: the replaced file reloaded"
+service_down
+server=""
+rm /var/lib/skycmd/my-model.gguf
+own_model=0
+cp "$work/default.orig" /etc/default/skycmd
 
 echo "== bash completion"
 cmp /usr/share/bash-completion/completions/skycmd "$src/packaging/bash-completion/skycmd"
@@ -229,6 +344,7 @@ dpkg -r skycmd-dbgsym skycmd >/dev/null
 [ ! -e /usr/bin/skycmd ] && grep -q "edited by test-debs.sh" /etc/default/skycmd
 dpkg -P skycmd >/dev/null
 [ ! -e /etc/default/skycmd ] || { echo "purge left /etc/default/skycmd"; exit 1; }
+[ ! -e /var/lib/skycmd ] || { echo "purge left /var/lib/skycmd"; exit 1; }
 
 echo "== dpkg -P (remove and purge)"
 dpkg -P "libskycmd$abi-dbgsym" libskycmd-dev "libskycmd$abi" >/dev/null   # (skycmd: above)

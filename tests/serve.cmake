@@ -16,6 +16,13 @@
 #   serve_batch     POST /v1/systemone/batch and max_len/head_max_len against laya serve's
 #                   own answers (tests/fixtures/serve/batch_golden.json)  (stdlib only)
 #   serve_sdk       the typesafe-sdk 0.7.5 client against the server (skipped, 77, without it)
+#   serve_openapi_clients  clients generated from /openapi.json (openapi-python-client,
+#                   openapi-generator python + typescript-fetch, openapi-typescript) cover every
+#                   operation, compile (tsc) and answer the example (skipped, 77, without the tools)
+#   serve_jevcompat the Jev conformance suite jevcompat 0.1.1, with and without an API key:
+#                   conformant, every MUST, >= 13/14 SHOULDs (skipped, 77, without it)
+#   serve_env       every serve option from its SKYCMD_<NAME> variable (--print-config), the
+#                   command line winning, and live servers configured by environment only
 #   serve_load      wrk: 5 s at 64 connections (RSS, clean stop), then the 60 s soak at 256 connections (no errors, no stall); skipped (77) without wrk
 #
 # serve_sdk picks the interpreter that has typesafe-sdk when it runs, not here (a cached
@@ -58,14 +65,24 @@ add_test(NAME serve_batch
          COMMAND ${Python3_EXECUTABLE} ${_serve_dir}/test_batch.py ${_serve_args} --work-dir ${_serve_work}/batch)
 add_test(NAME serve_sdk
          COMMAND ${Python3_EXECUTABLE} ${_serve_dir}/test_sdk.py ${_serve_args} --work-dir ${_serve_work}/sdk)
+add_test(NAME serve_jevcompat
+         COMMAND ${Python3_EXECUTABLE} ${_serve_dir}/test_jevcompat.py ${_serve_args} --work-dir ${_serve_work}/jevcompat)
+add_test(NAME serve_env
+         COMMAND ${Python3_EXECUTABLE} ${_serve_dir}/test_env.py ${_serve_args} --work-dir ${_serve_work}/env)
 # The contract test needs openapi-spec-validator and schemathesis: it runs itself under the
 # same interpreter as serve_sdk (chosen when it runs: serve_common.run_under_sdk_python).
 add_test(NAME serve_contract
          COMMAND ${Python3_EXECUTABLE} ${_serve_dir}/test_contract.py ${_serve_args} --work-dir ${_serve_work}/contract)
+# Clients generated from the document (issue 39): the generators come from tools/setup.sh --all
+# (the CI venv, .tools/); it runs under serve_sdk's interpreter.
+add_test(NAME serve_openapi_clients
+         COMMAND ${Python3_EXECUTABLE} ${_serve_dir}/test_openapi_clients.py ${_serve_args} --work-dir ${_serve_work}/openapi_clients)
+set_tests_properties(serve_openapi_clients PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 add_test(NAME serve_load
          COMMAND bash ${_serve_dir}/load.sh --ci ${_serve_args} --work-dir ${_serve_work}/load)
 set_tests_properties(serve_http serve_batch serve_badinput serve_framing serve_limits serve_lifecycle serve_encoding serve_sdk serve_contract PROPERTIES TIMEOUT 600)
-set_tests_properties(serve_sdk serve_contract serve_load PROPERTIES SKIP_RETURN_CODE 77)
+set_tests_properties(serve_sdk serve_jevcompat serve_contract serve_load PROPERTIES SKIP_RETURN_CODE 77)
+set_tests_properties(serve_jevcompat serve_env PROPERTIES TIMEOUT 600)
 # Two POST operations to fuzz (/v1/systemone and the batch route, whose cases carry up to 64
 # states): on the shared 2-core machine the run took 580-620 s, past the 600 s above.
 set_tests_properties(serve_contract PROPERTIES TIMEOUT 1500)

@@ -703,3 +703,85 @@ Test(request_path, body_budgets_apply_and_are_capped) {
     skycmd_model_free(m);
     tu_rm_rf(scratch);
 }
+
+/* A body of one choice over n options "Queue 001".., described, with `extra` fields. */
+static char *many_options_body(size_t n, const char *extra) {
+    size_t cap = 200 + n * 64 + strlen(extra);
+    char *b = malloc(cap);
+    cr_assert(b != NULL);
+    size_t k = (size_t)snprintf(b, cap, "{\"state\":\"I was charged twice\",%s\"questions\":{\"queue\":"
+                                "{\"type\":\"choice\",\"instructions\":\"Which queue?\",\"criteria\":{", extra);
+    for (size_t i = 0; i < n; i++)
+        k += (size_t)snprintf(b + k, cap - k, "%s\"Queue %03zu\":\"Tickets routed to queue %zu\"", i ? "," : "", i, i);
+    snprintf(b + k, cap - k, "}}}}");
+    return b;
+}
+
+/* A choice whose options do not fit one pass is answered by elimination in groups of 16
+ * (SKYCMD_OPT_AUTO_TOURNAMENT_GROUP, default 16): exactly the answer the body gets with
+ * "tournament_group": 16 (laya serve with LAYA_TOURNAMENT_GROUP=16, whose rounds
+ * long_golden checks); a choice that fits keeps one pass; 0 refuses as laya's Agent does. */
+Test(request_path, overflowing_choice_is_a_tournament_of_16) {
+    char scratch[1000];
+    skycmd_model *m = pico(scratch, sizeof scratch);
+    skycmd_session *s = NULL;
+    cr_assert_eq(skycmd_session_new(m, &s), SKYCMD_OK);
+    int64_t lo = -1, hi = -1;
+    cr_assert_eq(skycmd_option_bounds(SKYCMD_OPT_AUTO_TOURNAMENT_GROUP, &lo, &hi), SKYCMD_OK);
+    cr_assert(lo == 0 && hi == 100);
+    char *auto_body = many_options_body(64, ""), *group_body = many_options_body(64, "\"tournament_group\":16,");
+    char *a = decide_json(s, auto_body), *g = decide_json(s, group_body);
+    cr_assert_str_eq(a, g, "the automatic tournament is the group-16 one");
+    cJSON *j = cJSON_Parse(a);
+    const cJSON *ans = jget(jget(j, "answers"), "queue");
+    cr_assert(jnum(jget(ans, "x_tournament"), "rounds") >= 1, "%s", a);
+    cr_assert_eq(cJSON_GetArraySize(jget(ans, "probabilities")), 64);
+    cJSON_Delete(j);
+    skycmd_string_free(a);
+    skycmd_string_free(g);
+    /* 20 options that fit one pass: one pass, no x_tournament */
+    char *fits = many_options_body(20, "");
+    a = decide_json(s, fits);
+    cr_assert(strstr(a, "x_tournament") == NULL, "%s", a);
+    skycmd_string_free(a);
+    /* off: laya's refusal */
+    cr_assert_eq(skycmd_session_set_int(s, SKYCMD_OPT_AUTO_TOURNAMENT_GROUP, 1), SKYCMD_E_INVALID_ARGUMENT);
+    cr_assert_eq(skycmd_session_set_int(s, SKYCMD_OPT_AUTO_TOURNAMENT_GROUP, 0), SKYCMD_OK);
+    char *out = NULL;
+    cr_assert_eq(skycmd_decide_json(s, auto_body, strlen(auto_body), &out), SKYCMD_E_REQUEST);
+    cr_assert(strstr(skycmd_session_errmsg(s), "option markers fit in max_len=") != NULL, "%s",
+              skycmd_session_errmsg(s));
+    free(auto_body);
+    free(group_body);
+    free(fits);
+    skycmd_session_free(s);
+    skycmd_model_free(m);
+    tu_rm_rf(scratch);
+}
+
+/* Jev reads a noul without instructions by its criteria: answered as a noul with empty
+ * instructions, null instructions the same; a choice or score without them is refused. */
+Test(request_path, noul_without_instructions_is_answered) {
+    char scratch[1000];
+    skycmd_model *m = pico(scratch, sizeof scratch);
+    skycmd_session *s = NULL;
+    cr_assert_eq(skycmd_session_new(m, &s), SKYCMD_OK);
+    char *a = decide_json(s, "{\"state\":\"s\",\"questions\":{\"t\":{\"type\":\"noul\",\"criteria\":{\"true\":\"a threat\"}}}}");
+    char *b = decide_json(s, "{\"state\":\"s\",\"questions\":{\"t\":{\"type\":\"noul\",\"instructions\":null,"
+                             "\"criteria\":{\"true\":\"a threat\"}}}}");
+    char *c = decide_json(s, "{\"state\":\"s\",\"questions\":{\"t\":{\"type\":\"noul\",\"instructions\":\"\","
+                             "\"criteria\":{\"true\":\"a threat\"}}}}");
+    cr_assert_str_eq(a, b);
+    cr_assert_str_eq(a, c, "absent instructions are empty ones");
+    skycmd_request *req = NULL;
+    const char *choice = "{\"state\":\"s\",\"questions\":{\"c\":{\"type\":\"choice\",\"criteria\":{\"x\":null,\"y\":null}}}}";
+    cr_assert_eq(skycmd_request_parse(choice, strlen(choice), &req), SKYCMD_E_REQUEST);
+    cr_assert(strstr(skycmd_request_errmsg(req), "\"instructions\" must be provided") != NULL);
+    skycmd_request_free(req);
+    skycmd_string_free(a);
+    skycmd_string_free(b);
+    skycmd_string_free(c);
+    skycmd_session_free(s);
+    skycmd_model_free(m);
+    tu_rm_rf(scratch);
+}

@@ -218,7 +218,9 @@ Test(request, llama_server_wording) {
                SKYCMD_E_REQUEST, "questions.c: \"criteria\" label 1 repeats label 0");
     EXPECT_ERR("{\"state\":\"s\",\"questions\":{\"c\":{\"type\":\"choice\",\"instructions\":\"i\",\"criteria\":[[1]]}}}",
                SKYCMD_E_REQUEST, "questions.c: \"criteria\" label 0 must be a string, number or bool");
-    EXPECT_ERR("{\"state\":\"s\",", SKYCMD_E_JSON, "malformed JSON at byte 13: expected a string key");
+    EXPECT_ERR("{\"state\":\"s\",", SKYCMD_E_JSON, "malformed JSON at byte 13 (line 1, column 14): expected a string key");
+    EXPECT_ERR("{\n  \"state\": \"\xc3\xa9\",\n  x", SKYCMD_E_JSON,
+               "malformed JSON at byte 21 (line 3, column 3): expected a string key");
 }
 
 Test(request, leniencies_and_limits) {

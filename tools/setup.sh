@@ -64,10 +64,11 @@ fi
 
 if [ "$want_all" = 1 ]; then
   # sanitizers and fuzzing (clang's runtimes), the ABI check, the load test, the HTTP SDK's
-  # interpreter, the valgrind leak loop, the Debian packages and their lint, tests/cli/tokenize.sh
+  # interpreter, the valgrind leak loop, the Debian packages and their lint, the systemd unit's
+  # check (systemd-analyze, in package systemd; nothing is started), tests/cli/tokenize.sh
   # (xxd), the Python binding
   apt_install clang libclang-rt-14-dev abigail-tools wrk ruby valgrind dpkg-dev file lintian xxd \
-              python3-dev python3-venv
+              systemd python3-dev python3-venv
 
   . tools/toolchains.sh
 
@@ -135,6 +136,30 @@ SRC
   # and SWIG >= 4.2 for the bindings; versions pinned in tools/requirements-ci.txt.
   if [ ! -x .venv-ci/bin/python ]; then python3 -m venv .venv-ci; fi
   .venv-ci/bin/pip install -q --disable-pip-version-check -r tools/requirements-ci.txt
+
+  # The client generators of serve_openapi_clients (tests/serve/test_openapi_clients.py), kept
+  # in .tools/ (git-ignored) so that the test needs no network: openapi-python-client is in the
+  # venv above; openapi-generator's CLI jar from Maven (sha256 checked) for Java 17; the npm
+  # packages openapi-typescript and typescript, exactly as tests/serve/openapi_clients/
+  # package-lock.json pins them.
+  oag_version=7.25.0
+  oag_sha256=41ce4f6b07f196676439d710759fa1ced7a08066d06ff1bf314681470289efae
+  oag_jar=.tools/openapi-generator/openapi-generator-cli-$oag_version.jar
+  if ! echo "$oag_sha256  $oag_jar" | sha256sum -c --status 2>/dev/null; then
+    echo "tools/setup.sh: fetching openapi-generator-cli $oag_version into .tools/openapi-generator"
+    rm -f "$oag_jar"
+    mvn -B -q org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy \
+      -Dartifact=org.openapitools:openapi-generator-cli:$oag_version -DoutputDirectory=.tools/openapi-generator
+    echo "$oag_sha256  $oag_jar" | sha256sum -c --status ||
+      die "$oag_jar: sha256 is not $oag_sha256"
+  fi
+  if ! cmp -s tests/serve/openapi_clients/package-lock.json .tools/npm/package-lock.json ||
+     [ ! -x .tools/npm/node_modules/.bin/openapi-typescript ] || [ ! -x .tools/npm/node_modules/.bin/tsc ]; then
+    echo "tools/setup.sh: installing openapi-typescript and typescript into .tools/npm"
+    mkdir -p .tools/npm
+    cp tests/serve/openapi_clients/package.json tests/serve/openapi_clients/package-lock.json .tools/npm/
+    (cd .tools/npm && npm ci --ignore-scripts --no-audit --no-fund >/dev/null)
+  fi
 fi
 
 . tools/toolchains.sh   # (again: PKG_CONFIG_PATH for tools/build-mhd.sh's libmicrohttpd)

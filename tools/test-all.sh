@@ -13,6 +13,8 @@ export SKYCMD_SERVE_SDK_PYTHON="$root/.venv-ci/bin/python"
 export SKYCMD_REQUIRE_SDK=1
 # tools/setup.sh builds libmicrohttpd 1.0.1: the obsolete-line-folding case must run, not skip
 export SKYCMD_REQUIRE_STRICT_HTTP=1
+# tools/setup.sh --all installs systemd: packaging/test-debs.sh must verify the unit, not skip
+export SKYCMD_REQUIRE_SYSTEMD=1
 jobs=$(nproc)
 
 stage_name="" stage_start=$(date +%s)

@@ -61,6 +61,7 @@ struct skycmd_session {
     struct sk_tok_entry *tokcache;      /* recent texts' token ids (session.c), or NULL */
     /* the options of long states, tournaments and the truncation report */
     int64_t long_on, long_window, long_stride, report_truncation, tournament_group;
+    int64_t auto_tournament_group;     /* SKYCMD_OPT_AUTO_TOURNAMENT_GROUP */
     sk_gate gate;               /* SKYCMD_OPT_MIN_CONFIDENCE; a request's min_confidence wins */
     /* calibrate.c: receives each question's raw marker logits (before temperature, in
      * marker order), g = the question's overall index in the decide call */

@@ -37,6 +37,7 @@ int skycmd_session_new(skycmd_model *model, skycmd_session **out) {
     s->threads = 1;
     s->activations = SKYCMD_ACT_Q8X2;
     s->max_token_budget = 8192; /* laya serve's DEFAULT_MAX_TOKEN_BUDGET */
+    s->auto_tournament_group = 16; /* laya's shortlist.DEFAULT_TOURNAMENT_GROUP */
     atomic_fetch_add(&model->sessions, 1);
     *out = s;
     return SKYCMD_OK;
@@ -61,7 +62,8 @@ _Static_assert(SK_LONG_MAX_WINDOW == (int64_t)1 << 20 && SK_TOURNAMENT_MAX_GROUP
 
 static int is_multipass_option(int option) {
     return option == SKYCMD_OPT_LONG || option == SKYCMD_OPT_WINDOW || option == SKYCMD_OPT_STRIDE ||
-           option == SKYCMD_OPT_REPORT_TRUNCATION || option == SKYCMD_OPT_TOURNAMENT_GROUP;
+           option == SKYCMD_OPT_REPORT_TRUNCATION || option == SKYCMD_OPT_TOURNAMENT_GROUP ||
+           option == SKYCMD_OPT_AUTO_TOURNAMENT_GROUP;
 }
 
 /* The options of long states, tournaments and the truncation report: 0, or -1 with the
@@ -74,11 +76,14 @@ static int set_multipass_option(skycmd_session *s, int option, int64_t value) {
     case SKYCMD_OPT_REPORT_TRUNCATION: s->report_truncation = value; break;
     default:
         if (value == 1) {
-            snprintf(s->errmsg, sizeof s->errmsg,
-                     "SKYCMD_OPT_TOURNAMENT_GROUP must be 0 (off) or at least %d", SK_TOURNAMENT_MIN_GROUP);
+            snprintf(s->errmsg, sizeof s->errmsg, "%s must be 0 (off) or at least %d",
+                     option == SKYCMD_OPT_TOURNAMENT_GROUP ? "SKYCMD_OPT_TOURNAMENT_GROUP"
+                                                           : "SKYCMD_OPT_AUTO_TOURNAMENT_GROUP",
+                     SK_TOURNAMENT_MIN_GROUP);
             return -1;
         }
-        s->tournament_group = value;
+        if (option == SKYCMD_OPT_TOURNAMENT_GROUP) s->tournament_group = value;
+        else s->auto_tournament_group = value;
         break;
     }
     return 0;
@@ -257,9 +262,12 @@ static sk_plan_defaults plan_defaults(const skycmd_session *s) {
                               s->long_stride, s->tournament_group, &s->gate};
 }
 
-static int make_plan(const skycmd_session *s, const sk_request *r, sk_plan *p, sk_err *e) {
+static int make_plan(skycmd_session *s, const sk_request *r, sk_plan *p, sk_err *e) {
     sk_plan_defaults d = plan_defaults(s);
-    return sk_plan_make(&d, r, p, e);
+    int rc = sk_plan_make(&d, r, p, e);
+    if (rc || !s->auto_tournament_group) return rc;
+    sk_run_ctx cx = sk_session_run_ctx(s);
+    return sk_plan_overflow_tournament(&cx, r, p, s->auto_tournament_group, e);
 }
 
 /* The response to request ri of the last plain pass. */

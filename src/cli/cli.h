@@ -167,10 +167,31 @@ typedef struct cli_error {
 /* cli_parse() without printing a usage error: CLI_CONTINUE, 0 (help printed), CLI_FAULT
  * (*e filled) or the status a CLI_CALL returned after printing its own message. */
 int cli_scan(const cli_cmd *cmd, int argc, char **argv, const char **pos, int *n_pos, cli_error *e);
+/* Options from the environment (containers are configured that way): for every option of
+ * cmd that argv does not give, the variable `prefix` + its long name without "--",
+ * upper-cased, '-' -> '_' (SKYCMD_PORT for --port) acts as if it were typed before argv's
+ * own arguments; so the command line wins. A CLI_FLAG's variable is 1/true/yes/on (given) or
+ * 0/false/no/off/empty (not); an option named in `lists` takes several values separated by
+ * ',' (each one occurrence); `groups` are NULL-terminated name lists, a NULL list ending
+ * them: when argv gives one option of a group, no variable of that group is used (flags
+ * that exclude each other). Returns the new argument vector (cli_env_args_free), or NULL
+ * with a message on stderr (a variable a flag cannot be, out of memory). */
+char **cli_env_args(const cli_cmd *cmd, const char *prefix, const char *const *lists,
+                    const char *const *const *groups, int argc, char **argv, int *argc_out);
+void cli_env_args_free(char **args, int argc);
+/* The variable cli_env_args() reads for option o ("SKYCMD_PORT"): into buf of n bytes. */
+void cli_env_name(const char *prefix, const cli_opt *o, char *buf, size_t n);
 /* Print e in the shared wording ("skycmd <cmd>: <what is wrong>", a blank line and the
  * usage on stderr) and return 2. */
 int cli_report(const cli_cmd *cmd, const cli_error *e);
-/* Print "skycmd <cmd>: <message>", a blank line and the usage on stderr; return 2. */
+/* The candidate nearest to `word` (at most two edits away, or `word` a prefix of only it),
+ * or NULL: for "did you mean" (an unknown option, an unknown command). `names` is an array
+ * of n strings `stride` bytes apart (so the names of a struct array can be passed). */
+const char *cli_nearest(const char *word, const char *const *names, size_t n, size_t stride);
+/* cli_usage_error() for an option cmd does not have, with a "did you mean" when one is near. */
+int cli_unknown_option(const cli_cmd *cmd, const char *arg);
+/* Print "skycmd <cmd>: <message>" and "try 'skycmd <cmd> --help'" on stderr; return 2. A
+ * usage error is one line, not the whole help (which would scroll it away). */
 int cli_usage_error(const cli_cmd *cmd, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

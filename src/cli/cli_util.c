@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -76,10 +77,52 @@ int cli_usage_error(const cli_cmd *cmd, const char *fmt, ...) {
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fputs("\n\n", stderr);
-    cmd->usage(stderr);
+    fprintf(stderr, "\ntry 'skycmd %s --help' for its options\n", cmd->name);
     return 2;
 }
+
+static size_t edit_distance(const char *a, const char *b) {
+    size_t na = strlen(a), nb = strlen(b);
+    if (na > 64 || nb > 64) return SIZE_MAX;
+    size_t row[65];
+    for (size_t j = 0; j <= nb; j++) row[j] = j;
+    for (size_t i = 1; i <= na; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= nb; j++) {
+            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[nb];
+}
+
+const char *cli_nearest(const char *word, const char *const *names, size_t n, size_t stride) {
+    const char *best = NULL, *prefix_of = NULL;
+    size_t best_d = 3, prefixes = 0, wn = strlen(word);
+    for (size_t i = 0; i < n; i++) {
+        const char *name = *(const char *const *)((const char *)names + i * stride);
+        if (!name) continue;
+        if (wn >= 3 && strncmp(name, word, wn) == 0) prefixes++, prefix_of = name;
+        size_t d = edit_distance(word, name);
+        if (d < best_d) best_d = d, best = name;
+    }
+    return best ? best : prefixes == 1 ? prefix_of : NULL;
+}
+
+/* "unknown option '--thread' (did you mean '--threads'?)" */
+static int unknown_option(const cli_cmd *cmd, const char *arg) {
+    char plain[64];
+    snprintf(plain, sizeof plain, "%.*s", (int)strcspn(arg, "="), arg);
+    const char *near = cli_nearest(plain, &cmd->opts[0].name, cmd->n_opts, sizeof cmd->opts[0]);
+    if (near) return cli_usage_error(cmd, "unknown option '%s' (did you mean '%s'?)", arg, near);
+    return cli_usage_error(cmd, "unknown option '%s'", arg);
+}
+
+int cli_unknown_option(const cli_cmd *cmd, const char *arg) { return unknown_option(cmd, arg); }
 
 /* The option `arg` names: "--name", "--name=VALUE" (*inline_value set) or the alias. */
 static const cli_opt *find_opt(const cli_cmd *cmd, const char *arg, const char **inline_value) {
@@ -303,10 +346,133 @@ int cli_scan(const cli_cmd *cmd, int argc, char **argv, const char **pos, int *n
     return CLI_CONTINUE;
 }
 
+/* ------------------------------------------------------------ environment ------ */
+
+void cli_env_name(const char *prefix, const cli_opt *o, char *buf, size_t n) {
+    size_t k = (size_t)snprintf(buf, n, "%s", prefix);
+    for (const char *p = o->name + 2; *p && k + 1 < n; p++)
+        buf[k++] = *p == '-' ? '_' : (*p >= 'a' && *p <= 'z') ? (char)(*p - 'a' + 'A') : *p;
+    if (k < n) buf[k] = '\0';
+}
+
+/* Whether argv gives option `name` (or its alias), as "--name", "--name=V" or the alias. */
+static int argv_gives(int argc, char **argv, const char *name, const char *alias) {
+    size_t n = strlen(name);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) return 0;
+        if ((strncmp(a, name, n) == 0 && (a[n] == '\0' || a[n] == '=')) || (alias && strcmp(a, alias) == 0))
+            return 1;
+    }
+    return 0;
+}
+
+static const cli_opt *opt_named(const cli_cmd *cmd, const char *name) {
+    for (size_t i = 0; i < cmd->n_opts; i++)
+        if (strcmp(cmd->opts[i].name, name) == 0) return &cmd->opts[i];
+    return NULL;
+}
+
+/* Whether a variable of option o may be used: argv gives neither o nor an option of a
+ * group o belongs to. */
+static int env_may_set(const cli_cmd *cmd, const cli_opt *o, const char *const *const *groups, int argc,
+                       char **argv) {
+    if (argv_gives(argc, argv, o->name, o->alias)) return 0;
+    for (size_t g = 0; groups && groups[g]; g++) {
+        int member = 0;
+        for (const char *const *m = groups[g]; *m; m++) member |= strcmp(*m, o->name) == 0;
+        if (!member) continue;
+        for (const char *const *m = groups[g]; *m; m++) {
+            const cli_opt *other = opt_named(cmd, *m);
+            if (other && argv_gives(argc, argv, other->name, other->alias)) return 0;
+        }
+    }
+    return 1;
+}
+
+static int flag_value(const char *v, int *on) {
+    static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"", "0", "false", "no", "off"};
+    for (size_t i = 0; i < 4; i++)
+        if (strcasecmp(v, yes[i]) == 0) return *on = 1, 0;
+    for (size_t i = 0; i < 5; i++)
+        if (strcasecmp(v, no[i]) == 0) return *on = 0, 0;
+    return -1;
+}
+
+static int push_arg(char ***v, int *n, int *cap, const char *s, size_t len) {
+    if (*n + 1 >= *cap) {
+        int c = *cap ? *cap * 2 : 16;
+        char **nv = realloc(*v, (size_t)c * sizeof *nv);
+        if (!nv) return -1;
+        *v = nv;
+        *cap = c;
+    }
+    char *copy = malloc(len + 1);
+    if (!copy) return -1;
+    memcpy(copy, s, len);
+    copy[len] = '\0';
+    (*v)[(*n)++] = copy;
+    (*v)[*n] = NULL;
+    return 0;
+}
+
+/* One option's variable as arguments: "--name" for a set flag, "--name VALUE" otherwise
+ * (one pair per ','-separated value of a list option). */
+static int env_push(char ***v, int *n, int *cap, const cli_opt *o, const char *var, const char *val,
+                    int is_list) {
+    if (o->kind == CLI_FLAG) {
+        int on;
+        if (flag_value(val, &on)) {
+            fprintf(stderr, "skycmd: %s=%s: a flag's variable is 1/true/yes/on or 0/false/no/off\n", var, val);
+            return -2;
+        }
+        return on ? push_arg(v, n, cap, o->name, strlen(o->name)) : 0;
+    }
+    if (!*val) return 0; /* VAR= means not set (as `docker run -e VAR=` is used) */
+    for (const char *p = val;;) {
+        const char *end = is_list ? strchr(p, ',') : NULL;
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (!is_list || len) /* a list's empty items (a trailing ',') are none */
+            if (push_arg(v, n, cap, o->name, strlen(o->name)) || push_arg(v, n, cap, p, len)) return -1;
+        if (!end) return 0;
+        p = end + 1;
+    }
+}
+
+char **cli_env_args(const cli_cmd *cmd, const char *prefix, const char *const *lists,
+                    const char *const *const *groups, int argc, char **argv, int *argc_out) {
+    char **v = NULL;
+    int n = 0, cap = 0, rc = push_arg(&v, &n, &cap, argv[0], strlen(argv[0]));
+    for (size_t i = 0; i < cmd->n_opts && !rc; i++) {
+        const cli_opt *o = &cmd->opts[i];
+        char var[96];
+        cli_env_name(prefix, o, var, sizeof var);
+        const char *val = getenv(var);
+        if (!val || !env_may_set(cmd, o, groups, argc, argv)) continue;
+        int is_list = 0;
+        for (const char *const *l = lists; l && *l; l++) is_list |= strcmp(*l, o->name) == 0;
+        rc = env_push(&v, &n, &cap, o, var, val, is_list);
+    }
+    for (int i = 1; i < argc && !rc; i++) rc = push_arg(&v, &n, &cap, argv[i], strlen(argv[i]));
+    if (rc) {
+        if (rc == -1) fprintf(stderr, "skycmd: out of memory reading the environment\n");
+        cli_env_args_free(v, n);
+        return NULL;
+    }
+    *argc_out = n;
+    return v;
+}
+
+void cli_env_args_free(char **args, int argc) {
+    if (!args) return;
+    for (int i = 0; i < argc; i++) free(args[i]);
+    free(args);
+}
+
 int cli_report(const cli_cmd *cmd, const cli_error *e) {
     switch (e->fault) {
     case CLI_FAULT_UNKNOWN:
-        return cli_usage_error(cmd, "unknown option '%s'", e->arg);
+        return unknown_option(cmd, e->arg);
     case CLI_FAULT_NO_VALUE:
         return cli_usage_error(cmd, "%s needs a value", e->opt->name);
     case CLI_FAULT_BAD_VALUE:

@@ -102,16 +102,12 @@ static int report(const cli_cmd *cmd, const cli_error *e) {
         fprintf(stderr, "skycmd bench: %s: bad value '%s'\n", e->arg, e->value);
         return 2;
     case CLI_FAULT_UNKNOWN:
-        fprintf(stderr, "skycmd bench: unknown option '%s'\n", e->arg);
-        break;
+        return cli_unknown_option(cmd, e->arg);
     case CLI_FAULT_EXTRA:
-        fprintf(stderr, "skycmd bench: unexpected argument '%s'\n", e->arg);
-        break;
+        return cli_usage_error(cmd, "unexpected argument '%s'", e->arg);
     default:
         return cli_report(cmd, e);
     }
-    usage(stderr);
-    return 2;
 }
 
 /* The flags that exclude each other; NULL when they go together. */
@@ -167,9 +163,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
     a->model_path = n_pos ? pos[0] : NULL;
     a->single = !no_single;
     if (!a->model_path == !a->preset) {
-        fprintf(stderr, "skycmd bench: give either MODEL.gguf or --random PRESET\n");
-        usage(stderr);
-        return 2;
+        return cli_usage_error(&cmd, "give either MODEL.gguf or --random PRESET");
     }
     const char *why = clash(a);
     if (why) {

@@ -41,7 +41,7 @@ static void usage(FILE *out) {
             "      --host HOST          address to bind (default 127.0.0.1, loopback only)\n"
             "      --port PORT          TCP port (default 8080; 0 = any free port, printed)\n"
             "      --api-key KEY        require 'Authorization: Bearer KEY' (all but /health)\n"
-            "      --api-key-file F     read the key from file F (first line); or set SKYCMD_API_KEY\n"
+            "      --api-key-file F     read the key from file F (first line)\n"
             "      --max-connections N  open connections at most (default 512); past it new\n"
             "                           connections are closed at once\n"
             "      --max-connections-per-ip N  at most N of them from one client address\n"
@@ -67,6 +67,9 @@ static void usage(FILE *out) {
             "      --tournament-group N answer a choice over N options by elimination in groups\n"
             "                           of N (2..100; laya serve's LAYA_TOURNAMENT_GROUP; default\n"
             "                           0 = off; a body's \"tournament_group\" overrides it)\n"
+            "      --auto-tournament-group N  a choice whose options do not fit one pass is\n"
+            "                           answered in groups of N (default 16, laya's default\n"
+            "                           group; 0 = refuse it with 422, as laya's Agent does)\n"
             "      --max-token-budget N a request's max_len / head_max_len at most (default 8192)\n"
             "                           -> 422 above (laya serve's LAYA_MAX_TOKEN_BUDGET)\n"
             "      --max-batch-tokens N POST /v1/systemone/batch: states x questions x max_len one\n"
@@ -86,7 +89,16 @@ static void usage(FILE *out) {
             "                           questions, tokens, micros); off by default\n"
             "      --log-format F       text (default) or json\n"
             "  -v, --verbose            access log plus model loading and HTTP diagnostics\n"
+            "      --print-config       print the configuration (flags over environment over\n"
+            "                           defaults) as JSON and exit, without serving\n"
             "  -h, --help               this help\n"
+            "\n"
+            "environment: every option can be set as SKYCMD_ + its long name upper-cased, '-'\n"
+            "as '_' (SKYCMD_PORT=8080, SKYCMD_THREADS=4, SKYCMD_API_KEY=..., SKYCMD_Q8=1);\n"
+            "SKYCMD_MODEL takes several [NAME=]PATH separated by ','. A flag's variable is\n"
+            "1/true/yes/on or 0/false/no/off; an empty variable is unset. An option given on\n"
+            "the command line wins over its variable (and over the variables of the options it\n"
+            "excludes: the weights modes, --api-key and --api-key-file).\n"
             "\n"
             "example:\n"
             "  skycmd serve --model pico=s1-pico.gguf --port 8080 &\n"
@@ -179,6 +191,7 @@ static void set_defaults(struct serve_config *cfg) {
     cfg->max_body = 2u * 1024u * 1024u;
     cfg->max_questions = 256;
     cfg->max_token_budget = 8192;
+    cfg->auto_tournament_group = 16;
     cfg->max_batch_tokens = 131072;
     cfg->timeout_s = 30;
     cfg->queue = 256;
@@ -198,7 +211,7 @@ static void set_defaults(struct serve_config *cfg) {
 
 /* The flags that pick the weights mode, and the API key as given. */
 typedef struct serve_flags {
-    int q8, no_calib, q8_fast, q8_row, bf16x3, f32;
+    int q8, no_calib, q8_fast, q8_row, bf16x3, f32, print_config;
     const char *key, *key_file;
 } serve_flags;
 
@@ -210,11 +223,12 @@ static int report(const cli_cmd *cmd, const cli_error *e) {
         return 2;
     }
     if (e->fault == CLI_FAULT_NO_VALUE) return cli_usage_error(cmd, "%s needs a value", e->arg);
-    return cli_usage_error(cmd, "unknown option '%s'", e->arg);
+    return e->fault == CLI_FAULT_UNKNOWN ? cli_unknown_option(cmd, e->arg)
+                                         : cli_usage_error(cmd, "unexpected argument '%s'", e->arg);
 }
 
 /* Fill cfg and f from the arguments: CLI_CONTINUE, or the exit status. */
-static int parse_args(int argc, char **argv, struct serve_config *cfg, serve_flags *f) {
+static int parse_args(int argc, char **argv, struct serve_config *cfg, serve_flags *f, char ***args, int *n_args) {
     const int64_t M = (int64_t)1 << 20, T = (int64_t)1 << 40;
     static const char *const log_formats[] = {"text", "json", NULL}; /* = serve_log_format */
     const cli_opt opts[] = {
@@ -227,6 +241,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg, serve_fla
         {"--api-key-file", NULL, CLI_STRING, &f->key_file, 0, 0, NULL},
         CLI_OPT_NUM("--max-body", NULL, cfg->max_body, 1, (int64_t)1 << 30, CLI_NUM_SIZE),
         CLI_OPT_CALL("--tournament-group", NULL, take_group, &cfg->tournament_group),
+        CLI_OPT_CALL("--auto-tournament-group", NULL, take_group, &cfg->auto_tournament_group),
         CLI_OPT_NUM("--max-questions", NULL, cfg->max_questions, 1, 1000000, CLI_NUM_SIZE),
         CLI_OPT_NUM("--max-token-budget", NULL, cfg->max_token_budget, 1, M, CLI_NUM_SIZE),
         CLI_OPT_NUM("--max-batch-tokens", NULL, cfg->max_batch_tokens, 1, T, CLI_NUM_SIZE),
@@ -254,12 +269,20 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg, serve_fla
         {"--log-format", NULL, CLI_CHOICE, &cfg->log_format, 0, 0, log_formats},
         {"--access-log", NULL, CLI_FLAG, &cfg->access_log, 0, 0, NULL},
         {"--verbose", "-v", CLI_FLAG, &cfg->verbose, 0, 0, NULL},
+        {"--print-config", NULL, CLI_FLAG, &f->print_config, 0, 0, NULL},
     };
     const cli_cmd cmd = {"serve", usage, opts, sizeof opts / sizeof opts[0], 0, 0, 0};
+    /* every option also from SKYCMD_<NAME> (docs/serve.md "Configuration") */
+    static const char *const lists[] = {"--model", NULL};
+    static const char *const weights[] = {"--q8", "--no-calib", "--q8-fast", "--q8-row", "--bf16x3", "--f32", NULL};
+    static const char *const key[] = {"--api-key", "--api-key-file", NULL};
+    static const char *const *const groups[] = {weights, key, NULL};
+    *args = cli_env_args(&cmd, "SKYCMD_", lists, groups, argc, argv, n_args);
+    if (!*args) return 2;
     const char *pos[1];
     int n_pos = 0;
     cli_error e;
-    int rc = cli_scan(&cmd, argc, argv, pos, &n_pos, &e);
+    int rc = cli_scan(&cmd, *n_args, *args, pos, &n_pos, &e);
     if (rc == CLI_FAULT) return report(&cmd, &e);
     if (cfg->verbose) cfg->access_log = 1;
     return rc;
@@ -285,26 +308,87 @@ static int apply_flags(struct serve_config *cfg, const serve_flags *f) {
     if (f->q8_fast) cfg->activations = SKYCMD_ACT_Q8;
     if (f->q8_row) cfg->weights = SKYCMD_WEIGHTS_Q8_ROW;
     if (f->f32) cfg->weights = SKYCMD_WEIGHTS_F32;
-    const char *env = getenv("SKYCMD_API_KEY");
     if (f->key_file) cfg->api_key = read_key_file(f->key_file);
-    else if (f->key) cfg->api_key = strdup(f->key);
-    else if (env && *env) cfg->api_key = strdup(env);
+    else if (f->key && *f->key) cfg->api_key = strdup(f->key);
     return f->key_file && !cfg->api_key ? 2 : 0;
+}
+
+/* v as a JSON string (null for NULL). */
+static void json_str(const char *v) {
+    if (!v) {
+        printf("null");
+        return;
+    }
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+        if (*p == '"' || *p == '\\') printf("\\%c", *p);
+        else if (*p < 0x20) printf("\\u%04x", *p);
+        else putchar(*p);
+    putchar('"');
+}
+
+static void print_str(const char *key, const char *v, int last) {
+    printf("  \"%s\": ", key);
+    json_str(v);
+    printf("%s\n", last ? "" : ",");
+}
+
+/* --print-config: the configuration the server would run with (flags over environment over
+ * defaults), as JSON on stdout; the API key only as whether one is set. */
+static int print_config(const struct serve_config *c) {
+    static const char *const weights[] = {"f32", "q8", "q8-plain", "bf16x3", "q8-row"};
+    printf("{\n  \"models\": [");
+    for (int i = 0; i < c->n_models; i++) {
+        printf("%s\n    {\"name\": ", i ? "," : "");
+        json_str(c->models[i].name);
+        printf(", \"path\": ");
+        json_str(c->models[i].path);
+        printf("}");
+    }
+    printf("\n  ],\n");
+    print_str("host", c->host, 0);
+    printf("  \"port\": %d,\n  \"threads\": %d,\n", c->port, c->workers);
+    if (c->compute_threads == SERVE_COMPUTE_AUTO) print_str("compute_threads", "auto", 0);
+    else printf("  \"compute_threads\": %d,\n", c->compute_threads);
+    printf("  \"api_key\": %s,\n", c->api_key ? "\"set\"" : "null");
+    print_str("weights", c->weights >= 0 && c->weights < 5 ? weights[c->weights] : "?", 0);
+    printf("  \"activations\": %d,\n  \"max_tokens\": %lld,\n", c->activations, (long long)c->max_tokens);
+    printf("  \"max_body\": %zu,\n  \"max_questions\": %zu,\n  \"queue\": %zu,\n  \"max_buffered\": %zu,\n",
+           c->max_body, c->max_questions, c->queue, c->max_buffered);
+    printf("  \"timeout\": %u,\n  \"header_timeout\": %u,\n  \"body_timeout\": %u,\n  \"drain_timeout\": %u,\n",
+           c->timeout_s, c->header_timeout_s, c->body_timeout_s, c->drain_timeout_s);
+    printf("  \"max_connections\": %u,\n  \"max_connections_per_ip\": %u,\n", c->max_connections,
+           c->max_connections_per_ip);
+    printf("  \"batch_max\": %d,\n  \"batch_window_us\": %u,\n  \"inline_max_us\": %u,\n  \"poll_us\": %u,\n",
+           c->batch_max, c->batch_window_us, c->inline_max_us, c->poll_us);
+    printf("  \"tournament_group\": %lld,\n  \"auto_tournament_group\": %lld,\n",
+           (long long)c->tournament_group, (long long)c->auto_tournament_group);
+    printf("  \"max_token_budget\": %lld,\n  \"max_batch_tokens\": %lld,\n", (long long)c->max_token_budget,
+           (long long)c->max_batch_tokens);
+    print_str("cors_origin", c->cors_origin, 0);
+    print_str("log_format", c->log_format == SERVE_LOG_JSON ? "json" : "text", 0);
+    printf("  \"access_log\": %s,\n  \"verbose\": %s\n}\n", c->access_log ? "true" : "false",
+           c->verbose ? "true" : "false");
+    return fflush(stdout) == 0 ? 0 : 1;
 }
 
 int cmd_serve(int argc, char **argv) {
     struct serve_config cfg;
     serve_flags f = {0};
     set_defaults(&cfg);
-    int rc = parse_args(argc, argv, &cfg, &f);
-    if (rc != CLI_CONTINUE) return rc;
+    char **args = NULL; /* argv with the environment's options: cfg points into it */
+    int n_args = 0;
+    int rc = parse_args(argc, argv, &cfg, &f, &args, &n_args);
+    if (rc != CLI_CONTINUE) {
+        cli_env_args_free(args, n_args);
+        return rc;
+    }
     static char default_model[4300]; /* lives for the process, like the --model paths */
     if (cfg.n_models == 0) { /* the built-in model (cli_default_model) */
         if (cli_default_model("serve", default_model, sizeof default_model)) return 1;
         cfg.models[cfg.n_models++] = (struct serve_model_spec){.path = default_model};
     }
-    if ((rc = apply_flags(&cfg, &f))) return rc;
-    rc = serve_run(&cfg);
+    if (!(rc = apply_flags(&cfg, &f))) rc = f.print_config ? print_config(&cfg) : serve_run(&cfg);
     if (cfg.api_key) {
         /* do not leave the secret in freed memory */
         volatile char *p = cfg.api_key;
@@ -312,5 +396,6 @@ int cmd_serve(int argc, char **argv) {
         free(cfg.api_key);
     }
     for (int i = 0; i < cfg.n_models; i++) free((char *)cfg.models[i].name);
+    cli_env_args_free(args, n_args);
     return rc;
 }

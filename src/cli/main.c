@@ -36,8 +36,10 @@ static void usage(FILE *out) {
 static int find_cmd(const char *name) {
     for (size_t i = 0; i < N_CMDS; i++)
         if (strcmp(name, k_cmds[i].name) == 0) return (int)i;
-    fprintf(stderr, "skycmd: unknown command '%s'\n\n", name);
-    usage(stderr);
+    const char *near = cli_nearest(name, &k_cmds[0].name, N_CMDS, sizeof k_cmds[0]);
+    if (near) fprintf(stderr, "skycmd: unknown command '%s' (did you mean '%s'?)\n", name, near);
+    else fprintf(stderr, "skycmd: unknown command '%s'\n", name);
+    fprintf(stderr, "try 'skycmd --help' for the commands\n");
     return -1;
 }
 
@@ -60,8 +62,7 @@ int main(int argc, char **argv) {
     }
     skycmd_error_free(err);
     if (argc < 2) {
-        fprintf(stderr, "skycmd: missing command\n\n");
-        usage(stderr);
+        fprintf(stderr, "skycmd: missing command\ntry 'skycmd --help' for the commands\n");
         return 2;
     }
     const char *a = argv[1];
@@ -74,8 +75,7 @@ int main(int argc, char **argv) {
         return k_cmds[k].fn(2, sub);
     }
     if ((is_help || is_version) && argc > 2) {
-        fprintf(stderr, "skycmd: unexpected argument '%s' after %s\n\n", argv[2], a);
-        usage(stderr);
+        fprintf(stderr, "skycmd: unexpected argument '%s' after %s\ntry 'skycmd --help'\n", argv[2], a);
         return 2;
     }
     if (is_help) {

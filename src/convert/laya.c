@@ -7,11 +7,13 @@
 #include "laya.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "laya_specs.h"
 
@@ -607,6 +609,14 @@ int sk_laya_open_mem(const sk_laya_sources *src, sk_laya **out, sk_err *e) {
 int sk_laya_open_dir(const char *dir, sk_laya **out, sk_err *e) {
     *out = NULL;
     if (!dir || !dir[0]) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "no checkpoint directory given");
+    /* say what the path is before naming a file inside it */
+    struct stat sb;
+    if (stat(dir, &sb) != 0)
+        return sk_fail(e, SKYCMD_E_IO, "%s: %s (a Laya checkpoint is a directory)", dir, strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT,
+                       "%s is a file, not a Laya checkpoint directory (a .gguf file is already converted: "
+                       "give it to decide or serve, or re-type it with quantize)", dir);
     sk_laya *l = calloc(1, sizeof *l);
     if (!l) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
     size_t dl = strlen(dir);

@@ -303,17 +303,23 @@ static int parse_question(rctx *c, sk_rquestion *q, sk_jstr id, const sk_jv *qv)
     q->id = id;
     if (qv->type != SK_JOBJ) return QFAIL(c, id, SKYCMD_E_REQUEST, "must be an object");
     const sk_jv *ins = sk_jobj_get(qv, "instructions");
-    if (!ins || ins->type == SK_JNULL)
-        return QFAIL(c, id, SKYCMD_E_REQUEST, "\"instructions\" must be provided");
     const sk_jv *type = sk_jobj_get(qv, "type");
     int t = -1;
     if (type && type->type == SK_JSTR)
         for (int i = 0; i < 3; i++)
             if (strlen(sk_qtype_names[i]) == type->n && memcmp(type->s, sk_qtype_names[i], type->n) == 0)
                 t = i;
+    /* Jev lets a noul go without instructions (its criteria say what is asked): it is read
+     * with empty ones. laya and llama-server refuse it (docs/compat.md). */
+    int bare_noul = t == SKYCMD_QTYPE_NOUL && (!ins || ins->type == SK_JNULL);
+    if (!bare_noul && (!ins || ins->type == SK_JNULL))
+        return QFAIL(c, id, SKYCMD_E_REQUEST, "\"instructions\" must be provided");
     if (t < 0) return QFAIL(c, id, SKYCMD_E_REQUEST, "\"type\" must be one of: choice, score, noul");
     q->type = t;
-    if (ins->type == SK_JSTR) {
+    if (bare_noul) {
+        q->ins.s = "";
+        q->ins.n = 0;
+    } else if (ins->type == SK_JSTR) {
         q->ins.s = ins->s;
         q->ins.n = ins->n;
     } else {

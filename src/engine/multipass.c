@@ -546,6 +546,9 @@ static int make_answers(struct sk_multipass_ws *w, const sk_request *r, sk_err *
         a->best = lab[a->best];
         a->n = q->n_opts;
         a->p = p;
+        /* the wire's confidence is TypeSafe's formula of the probabilities it publishes, here
+         * as everywhere (Jev's confidence.formula): over every option, the eliminated at 0 */
+        a->confidence = sk_conf_choice(p, q->n_opts);
         x->n_finalists = j->n;
         x->finalists = w->labels + w->final_off[i]; /* copied into the response */
         x->order_dropped = q->order != NULL;

@@ -3,6 +3,7 @@
 
 #include "skycmd.h"
 #include "plan.h"
+#include "runner.h"
 
 static int check_budget(const sk_plan_defaults *d, int64_t v, sk_jstr text, const char *key, sk_err *e) {
     if (v <= d->max_token_budget) return 0;
@@ -43,3 +44,32 @@ int sk_plan_make(const sk_plan_defaults *d, const sk_request *r, sk_plan *p, sk_
 }
 
 int sk_plan_is_multipass(const sk_plan *p) { return p->is_long || p->truncation || p->group > 0; }
+
+/* Whether choice q's markers all fit into one pass of plan p (its head alone decides: the
+ * markers come before the state). */
+static int choice_fits(const sk_run_ctx *cx, const sk_rquestion *q, const sk_plan *p, sk_i32v *ids,
+                       sk_i32v *markers, int *fits, sk_err *e) {
+    int rc = sk_prompt_build(&cx->pt, sk_qtype_names[q->type], q->ins.s, q->ins.n, &q->opts[0].text,
+                             sizeof q->opts[0], q->n_opts, NULL, 0, 0, p->max_len, p->head_max_len, cx->ws, ids,
+                             markers, e);
+    *fits = rc == 0;
+    if (rc == SKYCMD_E_REQUEST && markers->n < q->n_opts) return 0; /* the markers' refusal */
+    return rc;
+}
+
+int sk_plan_overflow_tournament(const sk_run_ctx *cx, const sk_request *r, sk_plan *p, int64_t group,
+                                sk_err *e) {
+    if (group <= 0 || p->group > 0 || p->is_long || (r->ctl_set & (SK_CTL_TOURNAMENT_GROUP | SK_CTL_LONG)))
+        return 0;
+    sk_i32v ids = {0}, markers = {0};
+    int rc = 0, fits = 1;
+    for (size_t i = 0; i < r->nq && fits && !rc; i++) {
+        const sk_rquestion *q = &r->q[i];
+        if (q->type == SKYCMD_QTYPE_CHOICE && q->n_opts > (size_t)group)
+            rc = choice_fits(cx, q, p, &ids, &markers, &fits, e);
+    }
+    sk_i32v_free(&ids);
+    sk_i32v_free(&markers);
+    if (!rc && !fits) p->group = group;
+    return rc;
+}

@@ -39,6 +39,14 @@ typedef struct sk_plan {
 } sk_plan;
 
 int sk_plan_make(const sk_plan_defaults *d, const sk_request *r, sk_plan *p, sk_err *e);
+/* A plan that reads its request in one pass, and whose choices over `group` options do not
+ * all fit their markers into it, becomes a tournament in groups of `group` (laya serve with
+ * LAYA_TOURNAMENT_GROUP=group: the same rounds and answers). Not for a request whose body
+ * set "tournament_group" or "long", nor when group is 0 (the session's
+ * SKYCMD_OPT_AUTO_TOURNAMENT_GROUP). Builds the heads of those choices only. */
+struct sk_run_ctx;
+int sk_plan_overflow_tournament(const struct sk_run_ctx *cx, const sk_request *r, sk_plan *p, int64_t group,
+                                sk_err *e);
 /* Whether the plan needs more than one plain pass (long states, tournaments, the
  * truncation report: multipass.h). */
 int sk_plan_is_multipass(const sk_plan *p);

@@ -78,9 +78,16 @@ typedef struct jparser {
     sk_buf sbuf; /* scratch for decoding strings */
 } jparser;
 
+/* The byte offset for programs (the server's detail[].loc), the line and column (1-based,
+ * the column in characters) for people, as jq reports them. */
 static int jfail(jparser *jp, int status, const char *what) {
-    return sk_fail(jp->e, status, "malformed JSON at byte %zu: %s", (size_t)(jp->p - jp->start),
-                   what);
+    size_t line = 1, col = 1;
+    for (const char *q = jp->start; q < jp->p; q++) {
+        if (*q == '\n') line++, col = 1;
+        else if (((unsigned char)*q & 0xC0) != 0x80) col++;
+    }
+    return sk_fail(jp->e, status, "malformed JSON at byte %zu (line %zu, column %zu): %s",
+                   (size_t)(jp->p - jp->start), line, col, what);
 }
 
 static void skip_ws(jparser *jp) {

@@ -339,11 +339,12 @@ size_t buffered_now(void) { return atomic_load(&C.buffered); }
 /* A 408 written straight to the socket: the connection is between libmicrohttpd's writes
  * (no response is queued in these phases), and the body is a fixed envelope. */
 static void cut(struct conn *k, const char *what, unsigned limit_s) {
-    char body[256], msg[512];
+    char body[512], msg[768];
     int bn = snprintf(body, sizeof body,
                       "{\"error\":{\"code\":408,\"message\":\"the request %s did not arrive within %u s\","
-                      "\"type\":\"timeout_error\"}}",
-                      what, limit_s);
+                      "\"type\":\"timeout_error\"},\"detail\":{\"error_type\":\"timeout_error\","
+                      "\"message\":\"the request %s did not arrive within %u s\"}}",
+                      what, limit_s, what, limit_s);
     int mn = snprintf(msg, sizeof msg,
                       "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: application/json\r\n"
                       "Content-Length: %d\r\n\r\n%s",

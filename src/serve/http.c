@@ -25,7 +25,8 @@ enum MHD_Result send_result(struct req *r) {
     if (r->out.oom) {
         /* even the error did not fit: a static body */
         static const char k_oom[] =
-            "{\"error\":{\"code\":500,\"message\":\"out of memory\",\"type\":\"server_error\"}}";
+            "{\"error\":{\"code\":500,\"message\":\"out of memory\",\"type\":\"server_error\"},"
+            "\"detail\":{\"error_type\":\"server_error\",\"message\":\"out of memory\"}}";
         sbuf_free(&r->out);
         r->out.p = NULL;
         struct MHD_Response *resp =
@@ -385,7 +386,7 @@ enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
         }
         if (r->coding != CODING_IDENTITY) metrics_record_decoded(r->coding);
         if (r->body.len == 0) {
-            set_error(r, 400, "request body is empty: send a JSON object with \"state\" and \"questions\"");
+            set_error(r, 422, "request body is empty: send a JSON object with \"state\" and \"questions\"");
             return send_result(r);
         }
         if (answer_inline(r)) return send_result(r);

@@ -40,16 +40,65 @@ static const char *error_type(unsigned status) {
     }
 }
 
-/* Fill r's result with the error envelope {"error": {"code", "message", "type"}}. */
+/* Where a validation message points, for Jev's detail[].loc: the library's messages start
+ * `questions.<id>: "<field>" ...`, `questions.<id>: ...`, `"<field>" ...` or `malformed JSON
+ * at byte N` (docs/compat.md "Errors"). An id containing ": " is cut at its first ": ". */
+static void add_loc(struct sbuf *b, const char *msg) {
+    sbuf_adds(b, "[\"body\"");
+    const char *p = msg;
+    unsigned long long at;
+    int used = 0;
+    if (sscanf(msg, "malformed JSON at byte %llu%n", &at, &used) >= 1 && used > 0) {
+        sbuf_addf(b, ",%llu]", at);
+        return;
+    }
+    if (strncmp(p, "questions.", 10) == 0) {
+        const char *id = p + 10, *end = strstr(id, ": ");
+        if (end) {
+            sbuf_adds(b, ",\"questions\",");
+            sbuf_add_json_str(b, id, (size_t)(end - id));
+            p = end + 2;
+        }
+    }
+    if (*p == '"') {
+        const char *end = strchr(p + 1, '"');
+        if (end && end > p + 1) {
+            sbuf_add(b, ",", 1);
+            sbuf_add_json_str(b, p + 1, (size_t)(end - p - 1));
+        }
+    }
+    sbuf_add(b, "]", 1);
+}
+
+/* Fill r's result with an error body that clients of both contracts parse: llama-server's
+ * {"error": {"code", "message", "type"}} and Jev's "detail" beside it, a list of
+ * {"loc", "msg", "type"} for a 422 (FastAPI's validation shape) and {"error_type",
+ * "message"} otherwise (docs/serve.md "Errors"). */
 void set_error(struct req *r, unsigned status, const char *msg) {
+    const char *type = error_type(status);
     r->status = status;
     r->ctype = "application/json";
     sbuf_reset(&r->out);
     sbuf_addf(&r->out, "{\"error\":{\"code\":%u,\"message\":", status);
     sbuf_add_json_str(&r->out, msg, strlen(msg));
     sbuf_adds(&r->out, ",\"type\":");
-    sbuf_add_json_str(&r->out, error_type(status), strlen(error_type(status)));
-    sbuf_adds(&r->out, "}}");
+    sbuf_add_json_str(&r->out, type, strlen(type));
+    if (status == 422) {
+        const char *vtype = strncmp(msg, "malformed JSON", 14) == 0 ? "json_invalid"
+                            : strstr(msg, "must be provided")       ? "missing"
+                                                                    : "value_error";
+        sbuf_adds(&r->out, "},\"detail\":[{\"loc\":");
+        add_loc(&r->out, msg);
+        sbuf_adds(&r->out, ",\"msg\":");
+        sbuf_add_json_str(&r->out, msg, strlen(msg));
+        sbuf_addf(&r->out, ",\"type\":\"%s\"}]}", vtype);
+    } else {
+        sbuf_adds(&r->out, "},\"detail\":{\"error_type\":");
+        sbuf_add_json_str(&r->out, type, strlen(type));
+        sbuf_adds(&r->out, ",\"message\":");
+        sbuf_add_json_str(&r->out, msg, strlen(msg));
+        sbuf_adds(&r->out, "}}");
+    }
     if (status == 429 || status == 503) r->retry_after = 1;
 }
 
@@ -75,7 +124,7 @@ void set_json(struct req *r, unsigned status, const char *json, size_t n) {
 
 static void status_error(struct req *r, int st, const char *msg, const char *what) {
     switch (st) {
-    case SKYCMD_E_JSON: set_error(r, 400, msg && *msg ? msg : "malformed JSON"); break;
+    case SKYCMD_E_JSON: set_error(r, 422, msg && *msg ? msg : "malformed JSON"); break;
     case SKYCMD_E_REQUEST: set_error(r, 422, msg && *msg ? msg : "invalid request"); break;
     case SKYCMD_E_TOO_LARGE: set_error(r, 413, msg && *msg ? msg : "request too large"); break;
     case SKYCMD_E_UNSUPPORTED: set_error(r, 501, msg && *msg ? msg : "not supported"); break;

@@ -64,6 +64,7 @@ struct serve_config {
     int access_log;            /* print one line per request */
     int verbose;               /* also library log events and startup details */
     int64_t tournament_group;  /* SKYCMD_OPT_TOURNAMENT_GROUP of each session (0 = off) */
+    int64_t auto_tournament_group; /* SKYCMD_OPT_AUTO_TOURNAMENT_GROUP (0 = refuse) */
     int64_t max_token_budget;  /* cap on a request's max_len / head_max_len (laya: 8192) */
     int64_t max_batch_tokens;  /* /v1/systemone/batch: tokens one forward pass may collate,
                                   states x questions x max_len (laya: 131072) */

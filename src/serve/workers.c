@@ -132,6 +132,8 @@ static int make_sessions(struct model_set *set, skycmd_session **out) {
             st = skycmd_session_set_int(out[m], SKYCMD_OPT_MAX_TOKEN_BUDGET, S.cfg->max_token_budget);
         if (st == SKYCMD_OK && S.cfg->tournament_group > 0)
             st = skycmd_session_set_int(out[m], SKYCMD_OPT_TOURNAMENT_GROUP, S.cfg->tournament_group);
+        if (st == SKYCMD_OK)
+            st = skycmd_session_set_int(out[m], SKYCMD_OPT_AUTO_TOURNAMENT_GROUP, S.cfg->auto_tournament_group);
         if (st != SKYCMD_OK) {
             log_line("skycmd serve: cannot create a session for '%s': %s", set->m[m]->name,
                      out[m] ? skycmd_session_errmsg(out[m]) : skycmd_strerror(st));

@@ -14,6 +14,25 @@ fail() { echo "FAIL: $*"; exit 1; }
 "$CLI" decide >/dev/null 2>&1; [ $? -eq 2 ] || fail "decide without arguments must exit 2"
 "$CLI" decide m.gguf --bogus >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown option must exit 2"
 "$CLI" decide m.gguf --threads x >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad --threads must exit 2"
+# a usage error is one line and a pointer to --help (the help would scroll it away), with a
+# "did you mean" for a near miss; an unknown command the same
+err=$("$CLI" decide m.gguf --thread 2 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] || fail "--thread: exit $rc"
+[ "$err" = "skycmd decide: unknown option '--thread' (did you mean '--threads'?)
+try 'skycmd decide --help' for its options" ] || fail "--thread: $err"
+err=$("$CLI" decide m.gguf --zzzzzzzz 2>&1 >/dev/null)
+[ "$(echo "$err" | wc -l)" = 2 ] && ! echo "$err" | grep -q "did you mean" || fail "--zzzzzzzz: $err"
+err=$("$CLI" deside 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && echo "$err" | grep -q "unknown command 'deside' (did you mean 'decide'?)" || fail "deside: $err"
+err=$("$CLI" serve --prot 9 2>&1 >/dev/null)
+echo "$err" | grep -q "did you mean '--port'" || fail "serve --prot: $err"
+# malformed JSON: the byte offset, and the line and column as jq gives them
+printf '{\n  "state": "x",\n  oops' > "$T/bad.json"
+err=$("$CLI" decide --random s1-pico "$T/bad.json" 2>&1 >/dev/null)
+echo "$err" | grep -q "malformed JSON at byte 20 (line 3, column 3)" || fail "JSON error position: $err"
+# convert names what the path is
+err=$("$CLI" convert "$T/nope" "$T/o.gguf" 2>&1 >/dev/null)
+echo "$err" | grep -q "nope: No such file or directory" || fail "convert of a missing path: $err"
 
 "$CLI" random s1-pico "$T/pico.gguf" >/dev/null || fail "random s1-pico"
 out=$("$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json") || fail "decide flappy"

@@ -2,7 +2,8 @@
 # usage.sh - the exit-code conventions of every `skycmd` command (src/cli/cli.h):
 #   --help/-h: usage on stdout, nothing on stderr, exit 0;
 #   usage errors (unknown option, missing or bad value, missing or extra argument): exit 2,
-#   a "skycmd <cmd>: ..." line and the usage on stderr, nothing on stdout;
+#   a "skycmd <cmd>: ..." line and "try 'skycmd [<cmd> ]--help'" on stderr (not the whole
+#   usage, which would scroll the error away), nothing on stdout;
 #   library failures (missing files, directories, damaged input, unwritable output): exit 1
 #   and "skycmd <cmd>: <message>" on stderr;
 #   '-' reads standard input where a file is read.
@@ -50,8 +51,8 @@ expect() {
   case $want in
     0) ;;
     1) [[ "$err" == "skycmd $cmd: "* ]] || fail "exit 1 without 'skycmd $cmd: ' message: skycmd $(show "$@"): $err" ;;
-    2) [[ "$err" == "skycmd"* && "$err" == *"usage: skycmd"* ]] ||
-         fail "usage error without message and usage on stderr: skycmd $(show "$@"): $err"
+    2) [[ "$err" == "skycmd"* && "$err" == *"try 'skycmd "*"--help'"* && "$err" != *"usage: skycmd"* ]] ||
+         fail "usage error without its message and the pointer to --help (alone) on stderr: skycmd $(show "$@"): $err"
        [ -z "$out" ] || fail "usage error wrote to stdout: skycmd $(show "$@")" ;;
   esac
 }

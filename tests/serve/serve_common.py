@@ -222,11 +222,22 @@ def error_of(status, headers, body, code, etype=None, contains=None):
     eq(status, code, "status")
     check("x-request-id" in headers, "x-request-id header missing")
     doc = json.loads(body)
-    check(set(doc) == {"error"}, f"error body has keys {sorted(doc)}")
+    check(set(doc) == {"error", "detail"}, f"error body has keys {sorted(doc)}")
     err = doc["error"]
     check(set(err) == {"code", "message", "type"}, f"error object has keys {sorted(err)}")
     eq(err["code"], code, "error.code")
     check(isinstance(err["message"], str) and err["message"], "error.message empty")
+    # Jev's "detail" beside llama-server's "error", saying the same (docs/serve.md "Errors")
+    detail = doc["detail"]
+    if code == 422:
+        check(isinstance(detail, list) and len(detail) == 1, f"422 detail is not a one-item list: {detail!r}")
+        d = detail[0]
+        check(set(d) == {"loc", "msg", "type"}, f"detail[0] has keys {sorted(d)}")
+        check(isinstance(d["loc"], list) and d["loc"][:1] == ["body"], f"detail[0].loc {d['loc']!r}")
+        eq(d["msg"], err["message"], "detail[0].msg")
+        check(isinstance(d["type"], str) and d["type"], "detail[0].type empty")
+    else:
+        eq(detail, {"error_type": err["type"], "message": err["message"]}, "detail")
     if etype:
         eq(err["type"], etype, "error.type")
     if contains:

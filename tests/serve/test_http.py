@@ -225,16 +225,34 @@ def model_unknown_names_available(ctx):
 # ------------------------------------------------------------------ errors -----------
 
 @test
-def error_400_malformed_json(ctx):
+def error_422_malformed_json(ctx):
+    # Jev (FastAPI) answers a body that is not JSON 422 json_invalid, loc ["body", offset]
     for bad in (b'{"state": "x", "questions": ', b"not json", b"{}}", b'{"state":"x",}'):
         st, h, body = request(ctx["srv"].port, "POST", "/v1/systemone", bad)
-        error_of(st, h, body, 400, "invalid_request_error")
+        error_of(st, h, body, 422, "unprocessable_entity_error", "malformed JSON")
+        d = json.loads(body)["detail"][0]
+        eq(d["type"], "json_invalid", "detail type")
+        check(len(d["loc"]) == 2 and isinstance(d["loc"][1], int), f"loc {d['loc']!r} names no byte offset")
 
 
 @test
-def error_400_empty_body(ctx):
+def error_422_empty_body(ctx):
     st, h, body = request(ctx["srv"].port, "POST", "/v1/systemone", b"")
-    error_of(st, h, body, 400, "invalid_request_error")
+    error_of(st, h, body, 422, "unprocessable_entity_error")
+
+
+@test
+def error_detail_loc(ctx):
+    # Jev's detail[].loc points into the body: the question and its field
+    q = {"type": "choice", "instructions": "Pick", "criteria": {}}
+    st, h, body = request(ctx["srv"].port, "POST", "/v1/systemone", dict(REQ, questions={"team": q}))
+    error_of(st, h, body, 422)
+    eq(json.loads(body)["detail"][0]["loc"], ["body", "questions", "team", "criteria"], "loc of a question's field")
+    st, h, body = request(ctx["srv"].port, "POST", "/v1/systemone", {"questions": REQ["questions"]})
+    error_of(st, h, body, 422)
+    d = json.loads(body)["detail"][0]
+    eq(d["loc"], ["body", "state"], "loc of a missing field")
+    eq(d["type"], "missing", "type of a missing field")
 
 
 @test
@@ -248,12 +266,24 @@ def error_422_invalid_request_names_field(ctx):
         ({"state": "x", "questions": {"a": {"type": "choice", "instructions": "?", "criteria": {}}}}, "criteria"),
         ({"state": "x", "questions": {"a": {"type": "score", "instructions": "?", "criteria": []}}},
          "criteria"),
-        ({"state": "x", "questions": {"a": {"type": "noul"}}}, "instructions"),
+        ({"state": "x", "questions": {"a": {"type": "choice", "criteria": {"x": None, "y": None}}}},
+         "instructions"),
     ]
     for req, field in cases:
         st, h, body = request(port, "POST", "/v1/systemone", req)
         err = error_of(st, h, body, 422, "unprocessable_entity_error")
         check(field in err["message"], f"message {err['message']!r} should name {field!r}")
+
+
+@test
+def noul_without_instructions(ctx):
+    # Jev reads a noul by its criteria alone; laya's Agent refuses it (docs/compat.md)
+    for q in ({"type": "noul"}, {"type": "noul", "instructions": None},
+              {"type": "noul", "criteria": {"true": "The customer threatens a chargeback", "false": "No threat"}}):
+        st, h, body = request(ctx["srv"].port, "POST", "/v1/systemone", dict(REQ, questions={"threat": q}))
+        eq(st, 200, f"status for {q!r}")
+        a = json.loads(body)["answers"]["threat"]
+        check(a["type"] == "noul" and 0.0 <= a["noul"] <= 1.0, f"answer {a!r}")
 
 
 @test
@@ -415,7 +445,7 @@ def keep_alive_one_connection(ctx):
         eq(body, first, "same answer on the same connection")
     # errors do not close the connection either
     st, _, _ = request(c, "POST", "/v1/systemone", b"{bad")
-    eq(st, 400, "400 on keep-alive")
+    eq(st, 422, "422 on keep-alive")
     st, _, _ = request(c, "GET", "/nope")
     eq(st, 404, "404 on keep-alive")
     st, _, _ = request(c, "POST", "/v1/systemone", BODY)

@@ -4280,6 +4280,21 @@ fail:
 
 
 // js_global_getter
+Napi::Value exports_SKYCMD_OPT_AUTO_TOURNAMENT_GROUP_get(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Value jsresult;
+  
+  jsresult = SWIG_From_int  SWIG_NAPI_FROM_CALL_ARGS((int)(SKYCMD_OPT_AUTO_TOURNAMENT_GROUP));
+  
+  return jsresult;
+  
+  goto fail;
+fail:
+  return Napi::Value();
+}
+
+
+// js_global_getter
 Napi::Value exports_SKYCMD_OPT_MAX_LEN_get(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   Napi::Value jsresult;
@@ -8764,6 +8779,13 @@ do {
 // jsnapi_register_global_variable
 do {
   Napi::PropertyDescriptor pd = Napi::PropertyDescriptor::Accessor<exports_SKYCMD_OPT_TOURNAMENT_GROUP_get, JS_veto_set_variable>("SKYCMD_OPT_TOURNAMENT_GROUP");
+  NAPI_CHECK_MAYBE(exports.DefineProperties({
+    pd
+  }));
+} while (0);
+// jsnapi_register_global_variable
+do {
+  Napi::PropertyDescriptor pd = Napi::PropertyDescriptor::Accessor<exports_SKYCMD_OPT_AUTO_TOURNAMENT_GROUP_get, JS_veto_set_variable>("SKYCMD_OPT_AUTO_TOURNAMENT_GROUP");
   NAPI_CHECK_MAYBE(exports.DefineProperties({
     pd
   }));

@@ -133,6 +133,7 @@ extern swig_intgo _wrap_SKYCMD_OPT_WINDOW_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_STRIDE_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_REPORT_TRUNCATION_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_TOURNAMENT_GROUP_raw_e964a9d9a07774e8(void);
+extern swig_intgo _wrap_SKYCMD_OPT_AUTO_TOURNAMENT_GROUP_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_MAX_LEN_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_HEAD_MAX_LEN_raw_e964a9d9a07774e8(void);
 extern swig_intgo _wrap_SKYCMD_OPT_MAX_TOKEN_BUDGET_raw_e964a9d9a07774e8(void);
@@ -600,6 +601,13 @@ func _swig_getSKYCMD_OPT_TOURNAMENT_GROUP() (_swig_ret Skycmd_option) {
 }
 
 var SKYCMD_OPT_TOURNAMENT_GROUP Skycmd_option = _swig_getSKYCMD_OPT_TOURNAMENT_GROUP()
+func _swig_getSKYCMD_OPT_AUTO_TOURNAMENT_GROUP() (_swig_ret Skycmd_option) {
+	var swig_r Skycmd_option
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_AUTO_TOURNAMENT_GROUP_raw_e964a9d9a07774e8())
+	return swig_r
+}
+
+var SKYCMD_OPT_AUTO_TOURNAMENT_GROUP Skycmd_option = _swig_getSKYCMD_OPT_AUTO_TOURNAMENT_GROUP()
 func _swig_getSKYCMD_OPT_MAX_LEN() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
 	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_MAX_LEN_raw_e964a9d9a07774e8())

@@ -1225,6 +1225,18 @@ intgo _wrap_SKYCMD_OPT_TOURNAMENT_GROUP_raw_e964a9d9a07774e8() {
 }
 
 
+intgo _wrap_SKYCMD_OPT_AUTO_TOURNAMENT_GROUP_raw_e964a9d9a07774e8() {
+  enum skycmd_option result;
+  intgo _swig_go_result;
+  
+  
+  result = SKYCMD_OPT_AUTO_TOURNAMENT_GROUP;
+  
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
 intgo _wrap_SKYCMD_OPT_MAX_LEN_raw_e964a9d9a07774e8() {
   enum skycmd_option result;
   intgo _swig_go_result;

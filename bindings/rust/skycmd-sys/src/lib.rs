@@ -68,6 +68,7 @@ pub const SKYCMD_OPT_CALIB_ABSTENTION: c_int = 22;
 pub const SKYCMD_OPT_CALIB_ABSTAIN_MIN_N: c_int = 23;
 pub const SKYCMD_OPT_CALIB_CONSERVATIVE: c_int = 24;
 pub const SKYCMD_OPT_MAX_TOKEN_BUDGET: c_int = 25;
+pub const SKYCMD_OPT_AUTO_TOURNAMENT_GROUP: c_int = 26;
 pub const SKYCMD_OPT_NAME: c_int = 100;
 pub const SKYCMD_OPT_PRE: c_int = 101;
 pub const SKYCMD_OPT_MODEL_NAME: c_int = 102;

@@ -1351,6 +1351,18 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1OPT_1TOURNAME
 }
 
 
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1OPT_1AUTO_1TOURNAMENT_1GROUP_1get(JNIEnv *jenv, jclass jcls) {
+  jint jresult = 0 ;
+  enum skycmd_option result;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (enum skycmd_option)SKYCMD_OPT_AUTO_TOURNAMENT_GROUP;
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
 SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SKYCMD_1OPT_1MAX_1LEN_1get(JNIEnv *jenv, jclass jcls) {
   jint jresult = 0 ;
   enum skycmd_option result;

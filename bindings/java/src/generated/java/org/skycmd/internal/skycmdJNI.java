@@ -57,6 +57,7 @@ public class skycmdJNI {
   public final static native int SKYCMD_OPT_STRIDE_get();
   public final static native int SKYCMD_OPT_REPORT_TRUNCATION_get();
   public final static native int SKYCMD_OPT_TOURNAMENT_GROUP_get();
+  public final static native int SKYCMD_OPT_AUTO_TOURNAMENT_GROUP_get();
   public final static native int SKYCMD_OPT_MAX_LEN_get();
   public final static native int SKYCMD_OPT_HEAD_MAX_LEN_get();
   public final static native int SKYCMD_OPT_MAX_TOKEN_BUDGET_get();
