@@ -384,11 +384,12 @@ int cmd_serve(int argc, char **argv) {
         return rc;
     }
     static char default_model[4300]; /* lives for the process, like the --model paths */
+    rc = 0;
     if (cfg.n_models == 0) { /* the built-in model (cli_default_model) */
-        if (cli_default_model("serve", default_model, sizeof default_model)) return 1;
-        cfg.models[cfg.n_models++] = (struct serve_model_spec){.path = default_model};
+        if (cli_default_model("serve", default_model, sizeof default_model)) rc = 1;
+        else cfg.models[cfg.n_models++] = (struct serve_model_spec){.path = default_model};
     }
-    if (!(rc = apply_flags(&cfg, &f))) rc = f.print_config ? print_config(&cfg) : serve_run(&cfg);
+    if (!rc && !(rc = apply_flags(&cfg, &f))) rc = f.print_config ? print_config(&cfg) : serve_run(&cfg);
     if (cfg.api_key) {
         /* do not leave the secret in freed memory */
         volatile char *p = cfg.api_key;
