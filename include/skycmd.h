@@ -19,9 +19,10 @@
  *        be read);
  *      * calls that have no handle to hold a message (skycmd_model_open*,
  *        skycmd_tokenizer_open_json, skycmd_convert, skycmd_inspect, skycmd_quantize,
- *        skycmd_random_model, skycmd_calibrate, skycmd_check_version) take an optional
- *        skycmd_error object, made by skycmd_error_new(), that receives the status and
- *        message. Pass NULL when you only want the status;
+ *        skycmd_random_model, skycmd_calibrate, skycmd_check_version,
+ *        skycmd_default_model_path) take an optional skycmd_error object, made by
+ *        skycmd_error_new(), that receives the status and message (and, when a system call
+ *        failed, its errno: skycmd_error_errno). Pass NULL when you only want the status;
  *      * the other calls (on a model, a tokenizer, a response or options, and
  *        skycmd_session_new, skycmd_packed_*) return a status only: there is no
  *        skycmd_tokenizer_errmsg or skycmd_model_errmsg, since tokenizers and models are
@@ -147,6 +148,14 @@ SKYCMD_API int           skycmd_error_status(const skycmd_error *err);   /* SKYC
 /* The message of the last failure recorded in err ("" if none); never NULL. */
 SKYCMD_API const char   *skycmd_error_message(const skycmd_error *err);
 SKYCMD_API void          skycmd_error_clear(skycmd_error *err);
+/* The operating system's error number (errno) behind the failure recorded in err, when a
+ * system call failed: ENOENT when a file does not exist (skycmd_model_open of a missing path
+ * is SKYCMD_E_IO with ENOENT; skycmd_default_model_path finding no model is
+ * SKYCMD_E_NOT_FOUND with ENOENT), EACCES, ENOTDIR, ... 0 when the failure had no such cause,
+ * when err records no failure, and for a bad handle. The status stays what it was; this
+ * only lets a caller (a binding) tell "no such file" from other input/output errors.
+ * Added in 0.1.0. */
+SKYCMD_API int           skycmd_error_errno(const skycmd_error *err);
 
 /* Releases a string the library returned through a char ** parameter. NULL is a no-op. */
 SKYCMD_API void skycmd_string_free(char *s);
@@ -242,9 +251,12 @@ typedef enum skycmd_layout {
     SKYCMD_LAYOUT_LAYA = 1   /* a Laya checkpoint directory (safetensors + configs)       */
 } skycmd_layout;
 
-/* Progress of long work: done/total in units the call chooses (bytes or tensors).
- * Return non-zero to cancel; the call then fails with SKYCMD_E_CANCELLED and leaves no
- * partial output. */
+/* Progress of long work: done/total in units the call chooses (bytes, tensors, or for a
+ * model open millionths of its estimated time; each call's comment says which). done never
+ * goes back, and total stays the same within a call. Called on the thread that made the
+ * call, from inside it. Return non-zero to cancel; the call then fails with
+ * SKYCMD_E_CANCELLED and leaves no partial output (no file, no handle, nothing allocated).
+ * Without a callback the work pays nothing for it. */
 typedef int (*skycmd_progress_fn)(void *user_data, uint64_t done, uint64_t total);
 
 /* Events worth knowing about (e.g. a weight relayout with its byte count). `level` is
@@ -305,20 +317,49 @@ SKYCMD_API int skycmd_packed_disagreement(int type, const void *bytes, size_t n_
 
 /* ---------------------------------------------------------------- model ----------- */
 /* Open a GGUF decision model (SKYCMD_OPT_WEIGHTS, SKYCMD_OPT_MAX_TOKENS,
- * SKYCMD_OPT_MODEL_NAME, log). The file is read into memory the model owns (not mapped):
- * once open, the model never reads the file again, so writing over it in place or
+ * SKYCMD_OPT_MODEL_NAME, log, progress). The file is read into memory the model owns (not
+ * mapped): once open, the model never reads the file again, so writing over it in place or
  * truncating it changes nothing; a file that changes while it is being read is read once
  * more, then refused with SKYCMD_E_IO ("the model file changed while it was being read").
  * *out is NULL on failure.
  * gguf_path may also be a Laya checkpoint directory: it is converted in memory exactly as
  * skycmd_convert() with the same options (SKYCMD_OPT_TYPE, _HEAD_TYPE, _NAME, _PRE) would
- * write it, and answers as that file would (no temporary file). */
+ * write it, and answers as that file would (no temporary file).
+ * Progress (the options' callback; with a directory too): the whole open is one sequence,
+ * total always 1000000 and done the millionths of the open's estimated time: first done = 0
+ * before anything is read, then the file's bytes as they are read (8 MiB at a time; a
+ * directory: its tensors as they are converted), each tensor as it is checked and packed,
+ * and with the int8 weights modes every layer of the calibration's passes, each matrix
+ * probed (SKYCMD_WEIGHTS_Q8) and each matrix quantized; last done = total once the model is
+ * complete, just before the call returns it. The estimate is of a typical CPU: done/total
+ * moves about evenly with time, not exactly. Returning non-zero at any call, the last one
+ * included, stops the open there, so within one of those steps (calls came at most 0.2 s
+ * apart in the minutes of an int8 load of a base-sized model): SKYCMD_E_CANCELLED, *out
+ * NULL, everything freed, and a message naming the step ("PATH: int8 calibration: cancelled
+ * by the progress callback"). The model is the same with or without a callback. */
 SKYCMD_API int skycmd_model_open(const char *gguf_path, const skycmd_options *opts,
                                  skycmd_model **out, skycmd_error *err);
-/* Same, from a caller's buffer that must outlive the model (nothing is copied). */
+/* Same, from a caller's buffer that must outlive the model (nothing is copied; progress as
+ * above, without the reading). */
 SKYCMD_API int skycmd_model_open_buffer(const void *data, size_t size,
                                         const skycmd_options *opts, skycmd_model **out,
                                         skycmd_error *err);
+/* The path of the built-in model (s1-pico-flappy.gguf, installed with the library as
+ * <datadir>/skycmd/models/s1-pico-flappy.gguf), so that a program or a binding can open it
+ * without knowing where it is. Looked for, in order:
+ *  1. $SKYCMD_DEFAULT_MODEL when set and not empty: it must name a regular file, and is
+ *     returned as given (no other place is tried);
+ *  2. beside the library: with L the directory of the file that holds libskycmd's code (the
+ *     shared library, or the program or module it was linked into statically; symlinks
+ *     resolved), L/../share/skycmd/models/ (a prefix's lib/), L/../../share/skycmd/models/
+ *     (a multiarch lib/<triplet>/) and L/share/skycmd/models/ (a build tree), as absolute
+ *     paths without "..";
+ *  3. <datadir>/skycmd/models/ of the prefix the library was configured with.
+ * SKYCMD_OK with *out for skycmd_string_free(). SKYCMD_E_NOT_FOUND with *out NULL when there
+ * is none: err's message names the places looked in (or the bad $SKYCMD_DEFAULT_MODEL) and
+ * skycmd_error_errno(err) is ENOENT (or stat's error for $SKYCMD_DEFAULT_MODEL). The file is
+ * not opened: open it with skycmd_model_open(). Added in 0.1.0. */
+SKYCMD_API int skycmd_default_model_path(char **out, skycmd_error *err);
 /* SKYCMD_E_BUSY (and nothing freed) while sessions of the model exist. NULL is OK. */
 SKYCMD_API int skycmd_model_free(skycmd_model *model);
 SKYCMD_API const char *skycmd_model_name(const skycmd_model *model);
@@ -498,7 +539,8 @@ SKYCMD_API double skycmd_response_answer_abstention_threshold(const skycmd_respo
  * and the clamps), and write out_path: a copy of the GGUF model in which only the
  * <arch>.decision.temperature.* keys differ (atomically; no partial output). out_path NULL
  * fits and reports without writing. Options: SKYCMD_OPT_WEIGHTS, SKYCMD_OPT_THREADS,
- * SKYCMD_OPT_CALIB_* (abstention thresholds), progress (bytes of the labelled file). A
+ * SKYCMD_OPT_CALIB_* (abstention thresholds), progress (bytes of the labelled file; while
+ * the model opens it is asked at 0 bytes, so that a stop cancels the open too). A
  * labelled line that is not a valid request or lacks a target fails the call, naming its
  * line. *report_json (may be NULL) receives the report for skycmd_string_free(): text, or
  * with SKYCMD_OPT_JSON = 1 one JSON document (docs/calibrate.md lists its fields).

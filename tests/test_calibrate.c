@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "skycmd.h"
 #include "decide/temperature_fit.h"
@@ -610,4 +611,59 @@ Test(calibrate, torch_f32_kernels_bitwise) {
     free(x);
     free(want);
     cJSON_Delete(doc);
+}
+
+/* The call's progress counts bytes of the labelled file, also while the model opens: the
+ * open asks the callback at 0 of the file's size (so that a stop cancels it too), the
+ * passes then move done; total is the file's size throughout. */
+typedef struct cal_prog {
+    int calls, at_zero, bad;
+    uint64_t last, total;
+    int cancel_at;        /* return non-zero at this call (1-based), 0 = never */
+    int cancel_past_zero; /* ... or at the first call with done > 0 */
+} cal_prog;
+
+static int cal_progress(void *ud, uint64_t done, uint64_t total) {
+    cal_prog *p = ud;
+    p->calls++;
+    if (done < p->last || total != p->total) p->bad = 1;
+    p->last = done;
+    if (done == 0) p->at_zero++;
+    return (p->cancel_at && p->calls == p->cancel_at) || (p->cancel_past_zero && done > 0);
+}
+
+Test(calibrate, progress_in_bytes_and_cancel_during_the_open, .fini = tu_scratch_remove) {
+    char dir[1024], out[1200];
+    tu_scratch_make(dir, sizeof dir, "calibrate", "progress");
+    snprintf(out, sizeof out, "%s/out.gguf", dir);
+    size_t size = 0;
+    free(tu_slurp(TEST_SET, &size));
+    skycmd_options *o = skycmd_options_new();
+    skycmd_error *err = skycmd_error_new();
+    char *rep = NULL;
+    /* a stop at the open's second report: the open is cancelled, nothing written */
+    cal_prog p = {0};
+    p.total = size;
+    p.cancel_at = 2;
+    cr_assert_eq(skycmd_options_set_progress(o, cal_progress, &p), SKYCMD_OK);
+    int st = skycmd_calibrate(MODEL_GGUF, TEST_SET, out, o, &rep, err);
+    cr_expect_eq(st, SKYCMD_E_CANCELLED, "%s: %s", skycmd_status_name(st), skycmd_error_message(err));
+    cr_expect(strstr(skycmd_error_message(err), "cancelled by the progress callback"), "%s",
+              skycmd_error_message(err));
+    cr_expect(!p.bad && p.calls == 2 && p.at_zero == 2);
+    cr_expect_null(rep);
+    cr_expect_eq(access(out, F_OK), -1, "no output after a cancel");
+    /* the first bytes counted come after the open's reports, in the same units */
+    cal_prog q = {0};
+    q.total = size;
+    q.cancel_past_zero = 1;
+    cr_assert_eq(skycmd_options_set_progress(o, cal_progress, &q), SKYCMD_OK);
+    st = skycmd_calibrate(MODEL_GGUF, TEST_SET, out, o, &rep, err);
+    cr_expect_eq(st, SKYCMD_E_CANCELLED, "%s", skycmd_error_message(err));
+    cr_expect(!q.bad, "done went back or total changed");
+    cr_expect_gt(q.at_zero, 2, "the open asks the callback (%d calls at 0)", q.at_zero);
+    cr_expect(q.last > 0 && q.last <= size);
+    cr_expect_eq(tu_count_tmp_files(dir, ""), 0);
+    skycmd_options_free(o);
+    skycmd_error_free(err);
 }

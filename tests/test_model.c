@@ -8,6 +8,10 @@
  * sliding windows) in every question type. fx-a is all F32 with a per-block
  * feed_forward_length array and a decision head count (1) that differs from the encoder's
  * (2); fx-b mixes F16, BF16, Q8_0 and F32 tensors and has 2 decision heads.
+ *
+ * model_progress: the progress and cancel contract of skycmd_model_open / _open_buffer
+ * (include/skycmd.h) on random models: F16 and F32 files, the int8 modes, a file larger
+ * than one read chunk, a caller's buffer and a Laya directory.
  */
 #define _GNU_SOURCE  /* sched_getaffinity */
 #include <criterion/criterion.h>
@@ -669,4 +673,221 @@ Test(model, load_from_buffer_leaves_the_buffer_intact) {
     sk_gguf_close(g);
     free(buf);
     free(file);
+}
+
+/* ---------------------------------------------------------------- progress of an open */
+
+/* skycmd_model_open / _open_buffer report their whole load through the options' progress
+ * callback (include/skycmd.h): total is always the same, done starts at 0, never goes back
+ * and ends at total; a non-zero return at any call (the first, one in the middle, the
+ * last) fails the open with SKYCMD_E_CANCELLED, *out NULL and nothing left allocated (the
+ * ASan build checks that). */
+typedef struct prog_rec {
+    size_t calls;
+    size_t cancel_at;      /* return non-zero at this call (1-based); 0 = never */
+    uint64_t cancel_done;  /* ... or at the first call with done >= this (0 = never) */
+    uint64_t first, last, total;
+    int bad;               /* a call broke the contract */
+    char why[160];
+} prog_rec;
+
+static int record_progress(void *ud, uint64_t done, uint64_t total) {
+    prog_rec *r = ud;
+    r->calls++;
+    if (r->calls == 1) {
+        r->first = done;
+        r->total = total;
+    } else if (!r->bad && (done < r->last || total != r->total)) {
+        r->bad = 1;
+        snprintf(r->why, sizeof r->why, "call %zu: %llu/%llu after %llu/%llu", r->calls,
+                 (unsigned long long)done, (unsigned long long)total,
+                 (unsigned long long)r->last, (unsigned long long)r->total);
+    }
+    if (!r->bad && (done > total || total == 0)) {
+        r->bad = 1;
+        snprintf(r->why, sizeof r->why, "call %zu: %llu/%llu", r->calls,
+                 (unsigned long long)done, (unsigned long long)total);
+    }
+    r->last = done;
+    return (r->cancel_at && r->calls == r->cancel_at) ||
+           (r->cancel_done && done >= r->cancel_done);
+}
+
+/* A random model of the preset, type and layout in the test's scratch directory. */
+static void random_model_at(const char *preset, int type, int layout, const char *path) {
+    skycmd_options *o = skycmd_options_new();
+    skycmd_error *err = skycmd_error_new();
+    cr_assert(o && err);
+    cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_TYPE, type), SKYCMD_OK);
+    cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_LAYOUT, layout), SKYCMD_OK);
+    cr_assert_eq(skycmd_random_model(preset, path, o, err), SKYCMD_OK, "%s", skycmd_error_message(err));
+    skycmd_options_free(o);
+    skycmd_error_free(err);
+}
+
+static const char *const PROG_BODY =
+    "{\"state\":\"vy 0 dx 36\",\"questions\":{\"a\":{\"type\":\"noul\",\"instructions\":"
+    "\"Will it crash?\"},\"b\":{\"type\":\"choice\",\"instructions\":\"Which?\",\"criteria\":"
+    "{\"x\":\"up\",\"y\":\"down\"}}}}";
+
+/* The response JSON of PROG_BODY (caller frees). */
+static char *answer_of(skycmd_model *m) {
+    skycmd_session *s = NULL;
+    cr_assert_eq(skycmd_session_new(m, &s), SKYCMD_OK);
+    char *json = NULL;
+    cr_assert_eq(skycmd_decide_json(s, PROG_BODY, strlen(PROG_BODY), &json), SKYCMD_OK, "%s",
+                 skycmd_session_errmsg(s));
+    skycmd_session_free(s);
+    return json;
+}
+
+/* Open path (or, with buf, those bytes) with a recording callback: the status, the model
+ * in *out (NULL on failure), the error message in msg. */
+static int open_recorded(const char *path, const void *buf, size_t size, int weights, prog_rec *r,
+                         skycmd_model **out, char *msg, size_t msg_cap) {
+    skycmd_options *o = skycmd_options_new();
+    skycmd_error *err = skycmd_error_new();
+    cr_assert(o && err);
+    cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_WEIGHTS, weights), SKYCMD_OK);
+    if (r) cr_assert_eq(skycmd_options_set_progress(o, record_progress, r), SKYCMD_OK);
+    *out = (skycmd_model *)(uintptr_t)1;  /* must be overwritten */
+    int st = buf ? skycmd_model_open_buffer(buf, size, o, out, err) : skycmd_model_open(path, o, out, err);
+    snprintf(msg, msg_cap, "%s", skycmd_error_message(err));
+    skycmd_options_free(o);
+    skycmd_error_free(err);
+    return st;
+}
+
+/* A whole open: the contract of the calls, the model answering as one opened without a
+ * callback; returns the number of calls. */
+static size_t check_full_open(const char *path, const void *buf, size_t size, int weights) {
+    prog_rec r = {0};
+    skycmd_model *m = NULL, *plain = NULL;
+    char msg[600];
+    int st = open_recorded(path, buf, size, weights, &r, &m, msg, sizeof msg);
+    cr_assert_eq(st, SKYCMD_OK, "%s (weights %d): %s", path, weights, msg);
+    cr_assert_not_null(m);
+    cr_expect(!r.bad, "%s (weights %d): %s", path, weights, r.why);
+    cr_expect_gt(r.calls, 2, "%s (weights %d): %zu calls", path, weights, r.calls);
+    cr_expect_eq(r.first, 0, "the first call is done = 0");
+    cr_expect_gt(r.total, 0);
+    cr_expect_eq(r.last, r.total, "%s (weights %d): the last call is done = total (%llu of %llu)",
+                 path, weights, (unsigned long long)r.last, (unsigned long long)r.total);
+    /* the callback changes nothing of what is loaded */
+    cr_assert_eq(open_recorded(path, buf, size, weights, NULL, &plain, msg, sizeof msg), SKYCMD_OK, "%s", msg);
+    char *a = answer_of(m), *b = answer_of(plain);
+    cr_expect_str_eq(a, b, "weights %d: the model opened with progress answers otherwise", weights);
+    skycmd_string_free(a);
+    skycmd_string_free(b);
+    cr_expect_eq(skycmd_model_free(m), SKYCMD_OK);
+    cr_expect_eq(skycmd_model_free(plain), SKYCMD_OK);
+    return r.calls;
+}
+
+/* Cancelling at call `at` (or at the first with done >= at_done): SKYCMD_E_CANCELLED, *out
+ * NULL, the message says so (and contains `where` when given). */
+static void check_cancel(const char *path, const void *buf, size_t size, int weights, size_t at,
+                         uint64_t at_done, const char *where) {
+    prog_rec r = {0};
+    r.cancel_at = at;
+    r.cancel_done = at_done;
+    skycmd_model *m = NULL;
+    char msg[600];
+    int st = open_recorded(path, buf, size, weights, &r, &m, msg, sizeof msg);
+    cr_expect_eq(st, SKYCMD_E_CANCELLED, "%s (weights %d) cancelled at call %zu / done %llu: %s (%s)",
+                 path, weights, at, (unsigned long long)at_done, skycmd_status_name(st), msg);
+    cr_expect_null(m, "*out is NULL after a cancel");
+    cr_expect(strstr(msg, "cancel"), "message: %s", msg);
+    if (where) cr_expect(strstr(msg, where), "cancelled at call %zu: '%s' not in: %s", at, where, msg);
+    cr_expect(!r.bad, "%s", r.why);
+    if (at) cr_expect_eq(r.calls, at, "no call after the one that cancelled");
+    if (m) skycmd_model_free(m);
+}
+
+static void check_cancels(const char *path, int weights, size_t n) {
+    const size_t at[] = {1, 2, n / 4, n / 2, 3 * n / 4, n - 1, n};
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++)
+        if (at[i] >= 1) check_cancel(path, NULL, 0, weights, at[i], 0, NULL);
+}
+
+Test(model_progress, gguf_open_f16_and_f32, .fini = tu_scratch_remove) {
+    char dir[1024], path[1100];
+    tu_scratch_make(dir, sizeof dir, "test_model", "progress");
+    const int types[2] = {SKYCMD_TYPE_F16, SKYCMD_TYPE_F32};
+    for (int t = 0; t < 2; t++) {
+        snprintf(path, sizeof path, "%s/pico-%d.gguf", dir, types[t]);
+        random_model_at("s1-pico", types[t], SKYCMD_LAYOUT_GGUF, path);
+        const size_t n = check_full_open(path, NULL, 0, SKYCMD_WEIGHTS_F32);
+        check_full_open(path, NULL, 0, SKYCMD_WEIGHTS_BF16X3);
+        check_cancels(path, SKYCMD_WEIGHTS_F32, n);
+    }
+    /* the first call comes before anything is read, the last once the model is complete */
+    check_cancel(path, NULL, 0, SKYCMD_WEIGHTS_F32, 1, 0, path);
+}
+
+/* The int8 weights modes: the calibration, the sensitivity probe and the quantization report
+ * too, and a cancel in each of them frees what it made. */
+Test(model_progress, gguf_open_q8, .fini = tu_scratch_remove) {
+    char dir[1024], path[1100];
+    tu_scratch_make(dir, sizeof dir, "test_model", "progress-q8");
+    snprintf(path, sizeof path, "%s/pico.gguf", dir);
+    random_model_at("s1-pico", SKYCMD_TYPE_F16, SKYCMD_LAYOUT_GGUF, path);
+    const size_t n = check_full_open(path, NULL, 0, SKYCMD_WEIGHTS_Q8);
+    cr_expect_gt(n, 100, "--q8 reports its passes layer by layer (%zu calls)", n);
+    check_cancels(path, SKYCMD_WEIGHTS_Q8, n);
+    /* by where done is: the phases' shares are the estimates of model_internal.h */
+    check_cancel(path, NULL, 0, SKYCMD_WEIGHTS_Q8, 0, SK_PROGRESS_TOTAL / 20, "int8 calibration");
+    check_cancel(path, NULL, 0, SKYCMD_WEIGHTS_Q8, 0, SK_PROGRESS_TOTAL / 2, "int8 sensitivity probe");
+    const size_t n_row = check_full_open(path, NULL, 0, SKYCMD_WEIGHTS_Q8_ROW);
+    check_cancel(path, NULL, 0, SKYCMD_WEIGHTS_Q8_ROW, n_row / 2, 0, NULL);
+    const size_t n_plain = check_full_open(path, NULL, 0, SKYCMD_WEIGHTS_Q8_PLAIN);
+    check_cancel(path, NULL, 0, SKYCMD_WEIGHTS_Q8_PLAIN, n_plain - 1, 0, NULL);
+}
+
+/* A file larger than one read chunk (8 MiB): the reading reports each chunk, and a cancel
+ * between two chunks frees the copy. */
+Test(model_progress, cancel_while_reading, .fini = tu_scratch_remove) {
+    char dir[1024], path[1100];
+    tu_scratch_make(dir, sizeof dir, "test_model", "progress-read");
+    snprintf(path, sizeof path, "%s/micro.gguf", dir);
+    random_model_at("s1-micro", SKYCMD_TYPE_F32, SKYCMD_LAYOUT_GGUF, path);
+    check_cancel(path, NULL, 0, SKYCMD_WEIGHTS_F32, 2, 0, "reading the file");
+    check_full_open(path, NULL, 0, SKYCMD_WEIGHTS_F32);
+}
+
+/* From a caller's buffer: no reading, the same contract; a cancel leaves the buffer as is. */
+Test(model_progress, buffer_open, .fini = tu_scratch_remove) {
+    char dir[1024], path[1100];
+    tu_scratch_make(dir, sizeof dir, "test_model", "progress-buf");
+    snprintf(path, sizeof path, "%s/pico.gguf", dir);
+    random_model_at("s1-pico", SKYCMD_TYPE_F16, SKYCMD_LAYOUT_GGUF, path);
+    size_t size = 0;
+    uint8_t *buf = tu_slurp(path, &size), *copy = malloc(size);
+    cr_assert(copy);
+    memcpy(copy, buf, size);
+    const size_t n = check_full_open(NULL, buf, size, SKYCMD_WEIGHTS_F32);
+    check_cancel(NULL, buf, size, SKYCMD_WEIGHTS_F32, 1, 0, NULL);
+    check_cancel(NULL, buf, size, SKYCMD_WEIGHTS_F32, n / 2, 0, NULL);
+    check_cancel(NULL, buf, size, SKYCMD_WEIGHTS_F32, n, 0, NULL);
+    cr_expect(memcmp(buf, copy, size) == 0, "a cancelled open changed the caller's buffer");
+    free(copy);
+    free(buf);
+}
+
+/* A Laya checkpoint directory (converted in memory) opens as before and reports its
+ * conversion and its load as one sequence; a cancel in either stops it. */
+Test(model_progress, laya_directory_open, .fini = tu_scratch_remove) {
+    char dir[1024], path[1100];
+    tu_scratch_make(dir, sizeof dir, "test_model", "progress-laya");
+    snprintf(path, sizeof path, "%s/laya", dir);
+    random_model_at("s1-pico", SKYCMD_TYPE_F16, SKYCMD_LAYOUT_LAYA, path);
+    skycmd_model *m = NULL;
+    skycmd_error *err = skycmd_error_new();
+    cr_assert_eq(skycmd_model_open(path, NULL, &m, err), SKYCMD_OK, "%s", skycmd_error_message(err));
+    cr_expect_eq(skycmd_model_free(m), SKYCMD_OK);
+    skycmd_error_free(err);
+    const size_t n = check_full_open(path, NULL, 0, SKYCMD_WEIGHTS_F32);
+    check_cancel(path, NULL, 0, SKYCMD_WEIGHTS_F32, 2, 0, "conversion cancelled");
+    check_cancel(path, NULL, 0, SKYCMD_WEIGHTS_F32, n / 2, 0, NULL);
+    check_cancel(path, NULL, 0, SKYCMD_WEIGHTS_F32, n, 0, NULL);
 }

@@ -4,11 +4,17 @@
  * for a list state), on the real tokenizer of the prompt fixtures, for random states made
  * of what could break a cut: words, runs of spaces, tabs and newlines, punctuation,
  * contractions, the mask text, digits, accented and combining characters, CJK, emoji.
+ * The cuts inside a word (SK_CUT_CLASS, where letters, digits and other bytes meet): at every
+ * cut a tokenizer allows, encode(a + b) == encode(a) + encode(b), on the byte-level fixtures
+ * (one with added tokens that hold such pairs); and one-word states (base64, a hash dump)
+ * are cut, with the same ids where used.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cjson/cJSON.h>
 
 #include "prompt/prompt.h"
 #include "test_util.h"
@@ -80,4 +86,157 @@ Test(state_bound, identical_ids_where_used) {
     sk_tokenizer_free(tok);
     free(tj);
     free(cj);
+}
+
+/* ---- cuts inside words (SK_CUT_CLASS) ---- */
+
+/* plain_edge 1: the added tokens without single_word and rstrip; 2: no added tokens. */
+static skycmd_tokenizer *load_tok(const char *dir, int plain_edge) {
+    char p[512];
+    snprintf(p, sizeof p, SKYCMD_FIXTURES "/%s/tokenizer.json", dir);
+    size_t tl;
+    char *tj = tu_slurp(p, &tl);
+    cr_assert(tj, "cannot read %s", p);
+    if (plain_edge) {
+        /* the added-token rules fixture without its single_word and rstrip flags, so that
+         * both kinds of cut are allowed, next to added tokens that hold class pairs */
+        cJSON *root = cJSON_Parse(tj);
+        cr_assert(root);
+        cJSON *it;
+        if (plain_edge == 2) cJSON_ReplaceItemInObjectCaseSensitive(root, "added_tokens", cJSON_CreateArray());
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(root, "added_tokens")) {
+            cJSON_ReplaceItemInObjectCaseSensitive(it, "single_word", cJSON_CreateFalse());
+            cJSON_ReplaceItemInObjectCaseSensitive(it, "rstrip", cJSON_CreateFalse());
+        }
+        free(tj);
+        tj = cJSON_PrintUnformatted(root);
+        tl = strlen(tj);
+        cJSON_Delete(root);
+    }
+    skycmd_tokenizer *tok = NULL;
+    sk_err e = {0};
+    cr_assert_eq(sk_tokenizer_from_json(tj, tl, NULL, 0, &tok, &e), 0, "%s: %s", dir, e.msg);
+    free(tj);
+    return tok;
+}
+
+/* What the class cuts must survive: runs of each class, the apostrophe and contractions,
+ * spaces, non-ASCII letters and marks, and the added tokens' texts of the fixtures. */
+static const char *k_word_parts[] = {
+    "a", "Zq", "x9", "0", "42", "7f3e", "+", "/", "==", "-", ".", "_", "'", "'s", "'ll", "s'", " ", "  ", "\t",
+    "\xc3\xa9", "e\xcc\x81", "\xcc\x81", "\xe6\x97\xa5", "[MASK]", "[SEP]", "<|x|>", "caf\xc3\xa9", "drone", "!!",
+    "<sep2>", "the", "|||IP_ADDRESS|||", "[unused0]", "\xc2\xa0", "A1b2", "9Z", "#", "$x",
+};
+#define N_WORD_PARTS (sizeof k_word_parts / sizeof k_word_parts[0])
+
+/* At every cut the tokenizer allows, encode(a + b) == encode(a) + encode(b). */
+Test(state_bound, class_cuts_split_the_encoding_exactly, .timeout = 120) {
+    static const struct {
+        const char *dir;
+        int plain_edge;
+        unsigned must; /* cuts the fixture must allow (else the test checks little) */
+    } tk[] = {
+        {"tokenizer/vocab1024", 0, SK_CUT_SPACE | SK_CUT_CLASS(0, 1) | SK_CUT_CLASS(1, 0) | SK_CUT_CLASS(1, 2)},
+        {"tokenizer/vocab4096", 0, SK_CUT_SPACE | SK_CUT_CLASS(0, 1) | SK_CUT_CLASS(1, 0)},
+        {"tokenizer/vocab1024_im", 0, SK_CUT_SPACE | SK_CUT_CLASS(0, 1)},
+        {"tokenizer/vocab1024_edge", 1, SK_CUT_SPACE | SK_CUT_CLASS(1, 0) | SK_CUT_CLASS(2, 1)},
+        {"prompt", 0, SK_CUT_SPACE | SK_CUT_CLASS(0, 1) | SK_CUT_CLASS(1, 0)},
+        {"tokenizer/vocab4096", 2, SK_CUT_SPACE | SK_CUT_CLASS_ALL}, /* its merges hold 's 't 're 've 'll 'd */
+    };
+    sk_buf st;
+    sk_buf_init(&st);
+    for (size_t f = 0; f < sizeof tk / sizeof tk[0]; f++) {
+        skycmd_tokenizer *tok = load_tok(tk[f].dir, tk[f].plain_edge);
+        unsigned cuts = (unsigned)sk_tokenizer_space_cut_safe(tok);
+        cr_assert_eq(cuts & tk[f].must, tk[f].must, "%s: cuts %#x", tk[f].dir, cuts);
+        sk_ids whole = {0}, left = {0}, right = {0};
+        sk_err e = {0};
+        size_t checked = 0;
+        for (int iter = 0; iter < 800; iter++) {
+            st.len = 0;
+            for (size_t k = 2 + next_u32() % 12; k; k--) sk_buf_puts(&st, k_word_parts[next_u32() % N_WORD_PARTS]);
+            whole.n = 0;
+            cr_assert_eq(sk_tokenizer_encode(tok, st.data, st.len, &whole, &e), 0, "%s", e.msg);
+            for (size_t k = 1; k < st.len; k++) {
+                if (!sk_cut_ok(cuts, st.data, k)) continue;
+                left.n = right.n = 0;
+                cr_assert_eq(sk_tokenizer_encode(tok, st.data, k, &left, &e), 0, "%s", e.msg);
+                cr_assert_eq(sk_tokenizer_encode(tok, st.data + k, st.len - k, &right, &e), 0, "%s", e.msg);
+                int same = left.n + right.n == whole.n && !memcmp(left.ids, whole.ids, left.n * sizeof *left.ids) &&
+                           !memcmp(right.ids, whole.ids + left.n, right.n * sizeof *right.ids);
+                cr_assert(same, "%s: \"%.*s\" cut before byte %zu (\"%.*s\" | \"%.*s\") changes the ids", tk[f].dir,
+                          (int)st.len, st.data, k, (int)k, st.data, (int)(st.len - k), st.data + k);
+                checked++;
+            }
+        }
+        cr_assert(checked > 1000, "%s: only %zu cuts checked", tk[f].dir, checked);
+        sk_ids_free(&whole);
+        sk_ids_free(&left);
+        sk_ids_free(&right);
+        sk_tokenizer_free(tok);
+    }
+    sk_buf_free(&st);
+}
+
+/* A state that is one word (base64, a hash dump, digits, a mask text inside): the bounded
+ * ids are the whole state's where they are used, and the words with class changes are cut. */
+Test(state_bound, one_word_states, .timeout = 120) {
+    skycmd_tokenizer *tok = load_tok("prompt", 0);
+    int cut_safe = sk_tokenizer_space_cut_safe(tok);
+    tu_tok_ctx ec = {tok, {0}};
+    sk_prompt_tok pt = {tu_tok_encode, &ec, sk_tokenizer_special(tok, SKYCMD_SPECIAL_CLS),
+                        sk_tokenizer_special(tok, SKYCMD_SPECIAL_SEP), sk_tokenizer_special(tok, SKYCMD_SPECIAL_MASK),
+                        sk_tokenizer_special_text(tok, SKYCMD_SPECIAL_MASK)};
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    sk_prompt_ws ws = {0};
+    sk_i32v full = {0}, part = {0};
+    sk_buf st;
+    sk_buf_init(&st);
+    sk_err e = {0};
+    size_t cut_used = 0, cuttable = 0;
+    for (int iter = 0; iter < 200; iter++) {
+        int shape = iter % 5;
+        size_t bytes = 2000 + next_u32() % (iter < 150 ? 20000 : 200000);
+        st.len = 0;
+        while (st.len < bytes) {
+            uint32_t r = next_u32();
+            switch (shape) {
+            case 0: sk_buf_putc(&st, b64[r % 64]); break;                 /* base64 */
+            case 1: sk_buf_putc(&st, "0123456789abcdef"[r % 16]); break;  /* a hash dump */
+            case 2: sk_buf_putc(&st, "0123456789"[r % 10]); break;        /* one number: no cut */
+            case 3: sk_buf_putc(&st, "abc"[r % 3]); break;                /* one letter run: no cut */
+            default: /* base64 with the mask text and apostrophes in it */
+                if (r % 50 == 0) sk_buf_puts(&st, "[MASK]");
+                else if (r % 50 == 1) sk_buf_puts(&st, "'s");
+                else sk_buf_putc(&st, b64[r % 64]);
+                break;
+            }
+        }
+        if (shape == 4 && (iter & 1)) sk_buf_puts(&st, "[MASK]");
+        size_t needs[] = {8, 64, 256, 512};
+        size_t need = needs[next_u32() % 4];
+        int keep_end = (int)(next_u32() & 1);
+        cr_assert_eq(sk_prompt_state_ids(&pt, st.data, st.len, &ws, &full, &e), 0, "%s", e.msg);
+        cr_assert_eq(sk_prompt_state_ids_bounded(&pt, cut_safe, st.data, st.len, keep_end, need, &ws, &part, &e), 0,
+                     "%s", e.msg);
+        if (shape != 2 && shape != 3) cuttable++;
+        if (part.n < full.n) {
+            cut_used++;
+            cr_assert(shape != 2 && shape != 3, "iter %d: a word without a class change was cut", iter);
+        }
+        size_t k = need < full.n ? need : full.n;
+        cr_assert(part.n >= k, "iter %d: %zu ids, need %zu of %zu", iter, part.n, need, full.n);
+        for (size_t i = 0; i < k; i++) {
+            size_t fi = keep_end ? full.n - k + i : i, pi = keep_end ? part.n - k + i : i;
+            cr_assert_eq(part.v[pi], full.v[fi], "iter %d (shape %d, %zu bytes, need %zu, keep_end %d): id %zu differs",
+                         iter, shape, st.len, need, keep_end, i);
+        }
+    }
+    cr_assert(cut_used == cuttable, "only %zu of %zu one-word states with class changes were cut", cut_used, cuttable);
+    sk_buf_free(&st);
+    sk_i32v_free(&full);
+    sk_i32v_free(&part);
+    sk_prompt_ws_free(&ws);
+    sk_ids_free(&ec.ids);
+    sk_tokenizer_free(tok);
 }

@@ -20,6 +20,7 @@
 
 #include "skycmd.h"
 #include "tokenizer/tokenizer.h"
+#include "util/json_syntax.h"
 #include "test_util.h"
 
 #define FIX SKYCMD_FIXTURES "/tokenizer"
@@ -538,4 +539,106 @@ Test(tokenizer, nfc_matches_tokenizers_on_every_code_point) {
     const uint32_t dives[2] = {0x11935, 0x11930};
     cr_expect_eq(sk_nfc(dives, 2, out), 2);
     cr_expect_str_eq(sk_nfc_unicode_version, "9.0.0");
+}
+
+/* ---- a cJSON parse that returns NULL: out of memory or not JSON (src/util/json_syntax.h) ----
+ * The tokenizer loaders report SKYCMD_E_NOMEM when cJSON fails on text the syntax check
+ * accepts, so the check must accept nothing cJSON refuses: every text it accepts here is
+ * parsed by cJSON (which has memory in this test); and it accepts well-formed JSON. */
+
+static int cjson_parses(const char *s, size_t n) {
+    cJSON *j = cJSON_ParseWithLength(s, n);
+    cJSON_Delete(j);
+    return j != NULL;
+}
+
+Test(json_syntax, edge_cases) {
+    static const struct {
+        const char *text;
+        int ok;
+    } k[] = {
+        {"{}", 1}, {"[]", 1}, {" \t\n\r{ \"a\" : [1, -2.5e+3, 0, 0.5, 1E-7, true, false, null, {}, []] }", 1},
+        {"\"x\\u00e9\\ud83d\\ude00\\n\\/\\\\\\\"\"", 1}, {"\xEF\xBB\xBF{}", 1}, {"{} trailing", 1}, {"7", 1},
+        {"\"raw \x01 \xff bytes\"", 1}, {"[1] x", 1},
+        {"", 0}, {" ", 0}, {"{", 0}, {"[", 0}, {"{\"a\" 1}", 0}, {"{\"a\":}", 0}, {"[1,]", 0}, {"{,}", 0},
+        {"[01]", 0}, {"[1.]", 0}, {"[.5]", 0}, {"[+1]", 0}, {"[1e]", 0}, {"[-]", 0}, {"[1.5.3]", 0},
+        {"\"\\ud800\"", 0}, {"\"\\udc00\"", 0}, {"\"\\ud800\\u0041\"", 0}, {"\"\\u12\"", 0},
+        {"\"\\uZZZZ\"", 0}, {"\"\\x\"", 0}, {"\"abc", 0}, {"\"abc\\", 0}, {"nul", 0}, {"tru", 0},
+        {"{1:2}", 0}, {"[1 2]", 0}, {"]", 0}, {"{\"a\":1,}", 0},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        size_t n = strlen(k[i].text), at = 0;
+        cr_expect_eq(sk_json_well_formed(k[i].text, n, CJSON_NESTING_LIMIT, &at), k[i].ok, "case %zu: %s", i,
+                     k[i].text);
+        if (k[i].ok) cr_expect(cjson_parses(k[i].text, n), "case %zu: cJSON refuses %s", i, k[i].text);
+        cr_expect_eq(sk_json_parse_failure(k[i].text, n, CJSON_NESTING_LIMIT, NULL),
+                     k[i].ok ? SKYCMD_E_NOMEM : SKYCMD_E_FORMAT, "case %zu", i);
+    }
+    /* cJSON's limits: 1000 nested containers, numbers of 63 characters */
+    char buf[2100];
+    for (int depth = 999; depth <= 1001; depth++) {
+        memset(buf, '[', (size_t)depth);
+        memset(buf + depth, ']', (size_t)depth);
+        int ok = sk_json_well_formed(buf, 2 * (size_t)depth, CJSON_NESTING_LIMIT, NULL);
+        cr_expect_eq(ok, depth <= CJSON_NESTING_LIMIT, "depth %d", depth);
+        cr_expect_eq(cjson_parses(buf, 2 * (size_t)depth), ok, "depth %d: cJSON", depth);
+    }
+    for (int len = 62; len <= 66; len++) {
+        buf[0] = '[';
+        memset(buf + 1, '7', (size_t)len);
+        buf[len + 1] = ']';
+        int ok = sk_json_well_formed(buf, (size_t)len + 2, CJSON_NESTING_LIMIT, NULL);
+        cr_expect_eq(ok, len <= 63, "a number of %d digits", len);
+        if (ok) cr_expect(cjson_parses(buf, (size_t)len + 2), "a number of %d digits: cJSON", len);
+    }
+}
+
+Test(json_syntax, accepts_only_what_cjson_parses, .timeout = 120) {
+    /* small documents, whole (mutations of a part of a big file would nearly always be cut) */
+    static const char synthetic[] =
+        "{\"a\": [1, -0.5, 2e10, 3E-2, 0, true, false, null], \"s\": \"x\\u00e9\\ud83d\\ude00\\t\\\"\\/\", "
+        "\"o\": {\"k\": {\"k\": [[], {}, [[1]]]}}, \"n\": 12345678901234567890}";
+    char *docs[3] = {tu_read_file(FIX "/vocab1024/tokenizer_config.json", NULL),
+                     tu_read_file(SKYCMD_FIXTURES "/gemma_tok/gemma3000/tokenizer_config.json", NULL), NULL};
+    cr_assert(docs[0] && docs[1]);
+    docs[2] = malloc(sizeof synthetic);
+    cr_assert(docs[2]);
+    memcpy(docs[2], synthetic, sizeof synthetic);
+    static const char alphabet[] = "{}[],:\"\\ u0123456789.eE+-tfnlrsaDdxZ\x01\xef";
+    uint64_t r = 0x9E3779B97F4A7C15ull;
+    size_t accepted = 0, refused = 0;
+    for (size_t f = 0; f < 3; f++) {
+        size_t n = strlen(docs[f]);
+        cr_assert(sk_json_well_formed(docs[f], n, CJSON_NESTING_LIMIT, NULL), "document %zu is well formed", f);
+        char *m = malloc(n + 8);
+        cr_assert(m);
+        /* 1 to 3 mutations: a byte replaced by one JSON cares about, deleted or duplicated,
+         * or the text cut short */
+        for (int iter = 0; iter < 8000; iter++) {
+            memcpy(m, docs[f], n);
+            size_t len = n;
+            for (int k = 1 + (int)((r >> 7) % 3); k && len > 1; k--) {
+                r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+                size_t at = (size_t)(r >> 20) % len;
+                switch (r % 4) {
+                case 0: m[at] = alphabet[(r >> 40) % (sizeof alphabet - 1)]; break;
+                case 1: memmove(m + at, m + at + 1, len - at - 1), len--; break;
+                case 2:
+                    if (len < n + 7) memmove(m + at + 1, m + at, len - at), len++;
+                    break;
+                default: len = at + 1; break;
+                }
+            }
+            if (sk_json_well_formed(m, len, CJSON_NESTING_LIMIT, NULL)) {
+                accepted++;
+                cr_assert(cjson_parses(m, len), "document %zu, mutation %d: accepted but cJSON refuses \"%.*s\"", f,
+                          iter, (int)len, m);
+            } else {
+                refused++;
+            }
+        }
+        free(m);
+        free(docs[f]);
+    }
+    cr_expect(accepted > 1000 && refused > 1000, "accepted %zu, refused %zu", accepted, refused);
 }

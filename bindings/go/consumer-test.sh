@@ -63,6 +63,17 @@ func main() {
 		fail(err)
 	}
 	fmt.Printf("libskycmd %s, model %s: %d answers, %d input tokens\n", skycmd.Version(), r.Model, len(r.Answers), r.InputTokens)
+	// The built-in model, found where the library is installed.
+	p, err := skycmd.DefaultModelPath()
+	if err != nil {
+		fail(err)
+	}
+	d, err := skycmd.OpenDefault()
+	if err != nil {
+		fail(err)
+	}
+	fmt.Printf("built-in model %s: %s\n", d.Name(), p)
+	d.Close()
 }
 
 func fail(err error) {
@@ -72,4 +83,8 @@ func fail(err error) {
 GO
 go build -o consumer .
 # A prefix install is not on the loader's path: say where it is, as its user would.
-LD_LIBRARY_PATH="$SKYCMD_PREFIX/lib" ./consumer "$SKYCMD_CONSUMER_MODEL" "$SKYCMD_CONSUMER_REQUEST" "$SKYCMD_CONSUMER_DUMP"
+out=$(env -u SKYCMD_DEFAULT_MODEL LD_LIBRARY_PATH="$SKYCMD_PREFIX/lib" ./consumer "$SKYCMD_CONSUMER_MODEL" "$SKYCMD_CONSUMER_REQUEST" "$SKYCMD_CONSUMER_DUMP")
+echo "$out"
+# the built-in model of the prefix, found beside the installed library
+grep -qxF "built-in model s1-pico-flappy: $(realpath "$SKYCMD_PREFIX")/share/skycmd/models/s1-pico-flappy.gguf" <<<"$out" ||
+    { echo "the built-in model was not found in the prefix"; exit 1; }

@@ -51,8 +51,16 @@ async function main() {
   } finally {
     m.close();
   }
+  // The built-in model, found where the library is installed (on the thread pool).
+  const d = await sky.Model.openDefaultAsync();
+  console.log(`built-in model ${d.name}: ${sky.defaultModelPath()}`);
+  d.close();
 }
 main().catch((e) => { console.error('consumer:', e); process.exit(1); });
 JS
 # A prefix install is not on the loader's path: say where it is, as its user would.
-LD_LIBRARY_PATH="$SKYCMD_PREFIX/lib" node consumer.js "$SKYCMD_CONSUMER_MODEL" "$SKYCMD_CONSUMER_REQUEST" "$SKYCMD_CONSUMER_DUMP"
+out=$(env -u SKYCMD_DEFAULT_MODEL LD_LIBRARY_PATH="$SKYCMD_PREFIX/lib" node consumer.js "$SKYCMD_CONSUMER_MODEL" "$SKYCMD_CONSUMER_REQUEST" "$SKYCMD_CONSUMER_DUMP")
+echo "$out"
+# the built-in model of the prefix, found beside the installed library
+grep -qxF "built-in model s1-pico-flappy: $(realpath "$SKYCMD_PREFIX")/share/skycmd/models/s1-pico-flappy.gguf" <<<"$out" ||
+    { echo "the built-in model was not found in the prefix"; exit 1; }

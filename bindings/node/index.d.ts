@@ -8,14 +8,22 @@ export declare const Status: Readonly<{
 
 /** A failed libskycmd call. */
 export declare class SkycmdError extends Error {
-  constructor(op: string, status: number, libraryMessage?: string);
+  constructor(op: string, status: number, libraryMessage?: string, osError?: number, file?: string);
   readonly name: 'SkycmdError';
   /** The operation, e.g. "open", "decide". */
   readonly op: string;
   /** The C status value. */
   readonly status: number;
   /** The C status name, e.g. "SKYCMD_E_IO". */
+  readonly statusName: string;
+  /** The status name, except 'ENOENT' for a file that does not exist (a missing model file,
+   * the built-in model not installed), as Node's fs errors. */
   readonly code: string;
+  /** The OS error behind the failure, negative as in Node's system errors (-2: ENOENT);
+   * undefined when the failure had none. */
+  readonly errno?: number;
+  /** The file that does not exist (code 'ENOENT'). */
+  readonly path?: string;
   /** The library's message ("" if none). */
   readonly libraryMessage: string;
 }
@@ -155,7 +163,7 @@ export interface AbortSignalLike {
   removeEventListener(type: 'abort', listener: () => void): void;
 }
 
-/** Options of convert() and quantize(). */
+/** Options of convert(), quantize() and Model.openAsync(). */
 export interface FileOptions extends Options {
   /** Aborting rejects the call with SKYCMD_E_CANCELLED (cause: signal.reason); no output is left. */
   signal?: AbortSignalLike;
@@ -183,8 +191,15 @@ export declare class Tokenizer {
 }
 
 export declare class Model {
-  /** Opens a GGUF decision model. Throws SkycmdError. */
+  /** Opens a GGUF decision model on the calling thread (blocks the event loop while it
+   * loads). Throws SkycmdError (code 'ENOENT' for a file that does not exist). */
   static open(ggufPath: string, options?: Options): Model;
+  /** open() on the libuv thread pool; an aborted signal rejects with SKYCMD_E_CANCELLED. */
+  static openAsync(ggufPath: string, options?: FileOptions): Promise<Model>;
+  /** Opens the built-in model (defaultModelPath()) on the calling thread. */
+  static openDefault(options?: Options): Model;
+  /** openDefault() on the libuv thread pool. */
+  static openDefaultAsync(options?: FileOptions): Promise<Model>;
   /** Opens a model from GGUF bytes (copied: the buffer may be reused at once). */
   static openBuffer(bytes: Uint8Array, options?: Options): Model;
   /** True after close(). */
@@ -208,7 +223,14 @@ export declare class Model {
 }
 
 export declare function open(ggufPath: string, options?: Options): Model;
+export declare function openAsync(ggufPath: string, options?: FileOptions): Promise<Model>;
 export declare function openBuffer(bytes: Uint8Array, options?: Options): Model;
+export declare function openDefault(options?: Options): Model;
+export declare function openDefaultAsync(options?: FileOptions): Promise<Model>;
+/** Where the library finds the built-in model s1-pico-flappy.gguf: $SKYCMD_DEFAULT_MODEL,
+ * else beside libskycmd, else its configured data directory. Throws SkycmdError
+ * (statusName SKYCMD_E_NOT_FOUND, code 'ENOENT') when there is none. */
+export declare function defaultModelPath(): string;
 /** On the libuv thread pool. */
 export declare function convert(layaDir: string, outPath: string, options?: FileOptions): Promise<void>;
 export declare function randomModel(preset: string, outPath: string, options?: Options): Promise<void>;

@@ -8,9 +8,13 @@
  *    the libskycmd that `pkg-config skycmd` finds; Node-API 8: one binary for every
  *    Node >= 18) plus its hand-written workers, which run on the libuv thread pool.
  *  - Every failure throws (or rejects with) a SkycmdError carrying the library's status
- *    (number), code (e.g. "SKYCMD_E_IO") and message.
- *  - Model.decide(), decideBatch(), convert(), quantize(), inspect() and randomModel()
- *    return Promises and never block the event loop; the *Sync variants block. Both give
+ *    (number), statusName (e.g. "SKYCMD_E_IO"), code and message. code is the status name,
+ *    except for a file that does not exist (the library's errno ENOENT: a missing model
+ *    file, the built-in model not installed), whose code is 'ENOENT' with errno and path as
+ *    Node's fs errors have them.
+ *  - Model.decide(), decideBatch(), convert(), quantize(), inspect(), randomModel(),
+ *    Model.openAsync() and Model.openDefaultAsync() return Promises and never block the
+ *    event loop; the *Sync variants and Model.open() / Model.openDefault() block. Both give
  *    identical answers (the same doubles). convert/quantize take {signal: AbortSignal,
  *    onProgress(done, total)}: an aborted signal makes them reject with SKYCMD_E_CANCELLED
  *    and leave no output.
@@ -24,6 +28,7 @@
  *    was built against; if not, every entry point throws SKYCMD_E_VERSION.
  */
 const path = require('path');
+const os = require('os');
 
 function loadAddon() {
   const file = process.env.SKYCMD_NODE_ADDON || path.join(__dirname, 'build', 'Release', 'skycmd.node');
@@ -43,17 +48,35 @@ const Status = Object.freeze({
   JSON: 8, REQUEST: 9, TOO_LARGE: 10, VERSION: 11, NOT_FOUND: 12, INTERNAL: 13, CANCELLED: 14,
 });
 
+const ENOENT = os.constants.errno.ENOENT;
+
 class SkycmdError extends Error {
-  constructor(op, status, libraryMessage) {
-    const code = native.skycmd_status_name(status);
+  /** osError: the OS errno behind the failure (skycmd_error_errno; 0: none); file: the file
+   * the call was given, the `path` of a file that does not exist. */
+  constructor(op, status, libraryMessage, osError, file) {
+    const statusName = native.skycmd_status_name(status);
     const msg = libraryMessage || native.skycmd_strerror(status);
-    super(`skycmd ${op}: ${code}: ${msg}`);
+    super(`skycmd ${op}: ${statusName}: ${msg}`);
     this.name = 'SkycmdError';
     this.op = op;
     this.status = status;
-    this.code = code;
+    this.statusName = statusName;
+    this.code = osError === ENOENT ? 'ENOENT' : statusName;
     this.libraryMessage = libraryMessage || '';
+    if (osError) this.errno = -osError; // negative, as in Node's system errors
+    if (osError === ENOENT && file !== undefined) this.path = String(file);
   }
+}
+
+/** The failure of a native SkyCall (status, message, errno) about `file`. */
+function callError(op, status, c, file) {
+  return new SkycmdError(op, status, c.message(), c.osError(), file);
+}
+
+/** A rejection of a native worker ({status, libraryMessage, osError}) as a SkycmdError. */
+function workerError(op, e, file) {
+  if (e && typeof e.status === 'number') return new SkycmdError(op, e.status, e.libraryMessage, e.osError, file);
+  return e;
 }
 
 function check(op, status, message) {
@@ -142,11 +165,12 @@ function optionsOnly(opts) {
   return out;
 }
 
-function handleLess(op, opts, fn) {
+function handleLess(op, opts, fn, file) {
   ensureUsable();
   const [o] = buildOptions(op, optionsOnly(opts));
   const c = new native.SkyCall();
-  check(op, fn(c, o), c.message());
+  const st = fn(c, o);
+  if (st !== 0) throw callError(op, st, c, file);
   return c;
 }
 
@@ -171,7 +195,7 @@ async function fileOp(op, nativeOp, a, b, opts) {
                                   typeof onProgress === 'function' ? onProgress : undefined);
   } catch (e) {
     if (e && typeof e.status === 'number') {
-      const err = new SkycmdError(op, e.status, e.libraryMessage);
+      const err = workerError(op, e, a);
       if (e.status === Status.CANCELLED && signal && signal.aborted) err.cause = signal.reason;
       throw err;
     }
@@ -219,7 +243,15 @@ function quantizeSync(inPath, outPath, opts) {
 
 /** inspect() on the calling thread. */
 function inspectSync(ggufPath, opts) {
-  return handleLess('inspect', opts, (c, o) => c.inspect(String(ggufPath), o)).takeOutput();
+  return handleLess('inspect', opts, (c, o) => c.inspect(String(ggufPath), o), ggufPath).takeOutput();
+}
+
+/** Where the library finds the built-in model s1-pico-flappy.gguf (skycmd_default_model_path):
+ * $SKYCMD_DEFAULT_MODEL, else beside libskycmd (an installed prefix's share/skycmd/models, or
+ * a build tree's), else the library's configured data directory. Throws SKYCMD_E_NOT_FOUND
+ * with code 'ENOENT' when there is none. */
+function defaultModelPath() {
+  return handleLess('default model', {}, (c) => c.defaultModelPath(), 's1-pico-flappy.gguf').takeOutput();
 }
 
 const ANSWER_TYPES = ['choice', 'score', 'noul'];
@@ -447,14 +479,59 @@ class Model {
     registry.register(this, this._res, this);
   }
 
-  /** Opens a GGUF decision model (weights, maxTokens, modelName, threads, activations). */
+  /** Opens a GGUF decision model (weights, maxTokens, modelName, threads, activations) on the
+   * calling thread (it blocks the event loop while the file loads: see openAsync). A file
+   * that does not exist throws with code 'ENOENT' (statusName SKYCMD_E_IO). */
   static open(ggufPath, opts) {
     ensureUsable();
-    const [o, session] = buildOptions('open', opts);
+    const [o, session] = buildOptions('open', optionsOnly(opts));
     const c = new native.SkyCall();
     const box = new native.SkyModel();
-    check('open', c.openModel(String(ggufPath), o, box), c.message());
+    const st = c.openModel(String(ggufPath), o, box);
+    if (st !== 0) throw callError('open', st, c, ggufPath);
     return new Model(box, session);
+  }
+
+  /** Model.open on the libuv thread pool: resolves to the Model while the event loop keeps
+   * turning. Besides open's options: {signal: AbortSignal, onProgress(done, total)}
+   * (progress where the library reports the load's). An aborted signal rejects with
+   * SKYCMD_E_CANCELLED: the load stops at the library's next progress report, and a model
+   * that finished loading anyway is freed. */
+  static async openAsync(ggufPath, opts) {
+    ensureUsable();
+    const signal = opts && opts.signal;
+    const onProgress = opts && opts.onProgress;
+    if (signal && signal.aborted) throw cancelledError('open', signal);
+    const [o, session] = buildOptions('open', optionsOnly(opts));
+    const box = new native.SkyModel();
+    const abort = () => o.cancel();
+    if (signal) signal.addEventListener('abort', abort, { once: true });
+    try {
+      await native.openModelAsync(String(ggufPath), o, box,
+                                  typeof onProgress === 'function' ? onProgress : undefined);
+    } catch (e) {
+      const err = workerError('open', e, ggufPath);
+      if (err instanceof SkycmdError && err.status === Status.CANCELLED && signal && signal.aborted) err.cause = signal.reason;
+      throw err;
+    } finally {
+      if (signal) signal.removeEventListener('abort', abort);
+    }
+    if (signal && signal.aborted) { // aborted after the load finished: the model is not wanted
+      if (box.close() !== 0) throw new SkycmdError('open', Status.INTERNAL, 'cannot free an aborted model');
+      throw cancelledError('open', signal);
+    }
+    return new Model(box, session);
+  }
+
+  /** Opens the built-in model (defaultModelPath()) with open's options, on the calling thread. */
+  static openDefault(opts) {
+    return Model.open(defaultModelPath(), opts);
+  }
+
+  /** openDefault on the libuv thread pool (openAsync's options). */
+  static async openDefaultAsync(opts) {
+    ensureUsable();
+    return Model.openAsync(defaultModelPath(), opts);
   }
 
   /** Opens a model from the bytes of a GGUF file (a Buffer or Uint8Array; the same options
@@ -681,7 +758,11 @@ module.exports = {
   Model, Response, SkycmdError, Status, Tokenizer, Special,
   Choice, Score, Noul, Request, request,
   open: Model.open,
+  openAsync: Model.openAsync,
   openBuffer: Model.openBuffer,
+  openDefault: Model.openDefault,
+  openDefaultAsync: Model.openDefaultAsync,
+  defaultModelPath,
   convert, randomModel, quantize, inspect, checkVersion,
   convertSync, randomModelSync, quantizeSync, inspectSync,
   HEADER_VERSION_NUMBER,

@@ -54,6 +54,12 @@ with open(os.environ["SKYCMD_CONSUMER_DUMP"], "w") as f:
 print("skycmd", skycmd.__version__, "from", os.path.dirname(skycmd.__file__))
 print("model %s: %s" % (response.model, ", ".join(
     "%s=%s" % (a.id, a.choice if a.choice is not None else round(a.value, 4)) for a in response)))
+# The built-in model: the wheel has libskycmd inside its extension, so the library looks in
+# its configured data directory (the prefix's is found only through SKYCMD_DEFAULT_MODEL).
+try:
+    print("built-in model:", skycmd.default_model_path())
+except FileNotFoundError as e:
+    print("built-in model: not found (%s)" % type(e).__name__)
 if os.path.realpath(skycmd.__file__).startswith(os.path.realpath(os.environ["SKYCMD_REPO"]) + os.sep):
     sys.exit("skycmd was imported from the repository, not from the installed wheel")
 PY

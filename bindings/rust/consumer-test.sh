@@ -44,7 +44,11 @@ bin="$work/system/target/release/skycmd-consumer"
 readelf -d "$bin" | grep -q 'NEEDED.*libskycmd\.so' || { echo "system consumer does not link libskycmd.so"; exit 1; }
 libdir=$(pkg-config --variable=libdir skycmd)
 LD_LIBRARY_PATH="$libdir" ldd "$bin" | grep libskycmd
-LD_LIBRARY_PATH="$libdir" "$bin" "$SKYCMD_CONSUMER_MODEL" "$SKYCMD_CONSUMER_REQUEST" "$work/system.txt"
+out=$(env -u SKYCMD_DEFAULT_MODEL LD_LIBRARY_PATH="$libdir" "$bin" "$SKYCMD_CONSUMER_MODEL" "$SKYCMD_CONSUMER_REQUEST" "$work/system.txt")
+echo "$out"
+# the built-in model of the prefix, found beside the installed library
+grep -qxF "built-in model s1-pico-flappy: $(realpath "$SKYCMD_PREFIX")/share/skycmd/models/s1-pico-flappy.gguf" <<<"$out" ||
+    { echo "the built-in model was not found in the prefix"; exit 1; }
 
 echo "-- rust consumer 2: the packaged crates with feature bundled, no installed libskycmd"
 CARGO_PACKAGE_FLAGS=--no-verify "$here/package.sh" "$work/crates" | tail -2
@@ -61,7 +65,7 @@ skycmd-sys = { path = \"$sys_dir\" }"
 bin="$work/bundled/target/release/skycmd-consumer"
 if readelf -d "$bin" | grep 'NEEDED.*libskycmd'; then echo "the bundled consumer needs libskycmd.so"; exit 1; fi
 echo "NEEDED of the bundled consumer: $(readelf -d "$bin" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
-env -u LD_LIBRARY_PATH "$bin" "$SKYCMD_CONSUMER_MODEL" "$SKYCMD_CONSUMER_REQUEST" "$SKYCMD_CONSUMER_DUMP"
+env -u LD_LIBRARY_PATH -u SKYCMD_DEFAULT_MODEL "$bin" "$SKYCMD_CONSUMER_MODEL" "$SKYCMD_CONSUMER_REQUEST" "$SKYCMD_CONSUMER_DUMP"
 
 cmp "$work/system.txt" "$SKYCMD_CONSUMER_DUMP" || { echo "the system and bundled consumers answer differently"; exit 1; }
 echo "-- rust consumers: both answer identically"

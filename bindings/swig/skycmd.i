@@ -7,8 +7,9 @@
  *   SkyOptions   - a skycmd_options bag (setInt / setString) that also records the progress
  *                  of convert/quantize in atomics and carries a cancel flag (see below)
  *   SkyCall      - a handle-less call (version check, inspect, convert, random model,
- *                  quantize, model open from a path or from bytes) with its own
- *                  skycmd_error: status + message
+ *                  quantize, model open from a path or from bytes, the built-in model's
+ *                  path) with its own skycmd_error: status + message + the OS errno
+ *                  (osError(), fileNotFound(): ENOENT, a missing file)
  *   SkyModel     - an open skycmd_model (immutable, shared by threads); owns the copy of
  *                  the bytes of a model opened from a buffer
  *   SkyTokenizer - a tokenizer: borrowed from a SkyModel (which then refuses to close with
@@ -36,6 +37,7 @@
 %include <stdint.i>
 
 %{
+#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -157,9 +159,10 @@ static void sky_batch_free_responses(SkyBatch *b) {
 
 #ifdef SWIGJAVASCRIPT
 /* Node only: decideAsync(model, requestJson, sessionOptions) -> Promise<plain answers>,
- * decideBatchAsync(model, requestJsons[], sessionOptions) -> Promise<plain answers[]> and
+ * decideBatchAsync(model, requestJsons[], sessionOptions) -> Promise<plain answers[]>,
  * fileAsync(op, a, b, optionsBox, onProgress?) -> Promise<string | undefined> (op: "convert",
- * "quantize", "random", "inspect").
+ * "quantize", "random", "inspect") and openModelAsync(path, optionsBox, modelBox,
+ * onProgress?) -> Promise<undefined> (skycmd_model_open into the empty model box).
  * SWIG's Node-API backend generates synchronous calls only, so this hand-written part runs
  * the work on the libuv thread pool (Napi::AsyncWorker): a fresh session per decide call (the
  * model is shared and immutable; sessions belong to one thread), built, used and freed on
@@ -174,10 +177,12 @@ static void sky_batch_free_responses(SkyBatch *b) {
 
 namespace {
 
-Napi::Error sky_napi_error(Napi::Env env, int status, const std::string &message) {
+/* {status, libraryMessage, osError}: the JS layer turns it into a SkycmdError. */
+Napi::Error sky_napi_error(Napi::Env env, int status, const std::string &message, int os_error = 0) {
     Napi::Error e = Napi::Error::New(env, message.empty() ? skycmd_strerror(status) : message);
     e.Set("status", Napi::Number::New(env, status));
     e.Set("libraryMessage", Napi::String::New(env, message));
+    e.Set("osError", Napi::Number::New(env, os_error));
     return e;
 }
 
@@ -232,6 +237,12 @@ public:
         opts_ref_ = Napi::Persistent(opts_obj);
         if (on_progress.IsFunction()) progress_ref_ = Napi::Persistent(on_progress.As<Napi::Function>());
     }
+    /* op "open": the model goes into this empty box on the main thread (OnOK). */
+    void SetTarget(Napi::Object box_obj, SkyModel *box) {
+        target_ref_ = Napi::Persistent(box_obj);
+        target_ = box;
+    }
+    ~SkyFileWorker() { skycmd_model_free(model_); } /* a model nobody took (NULL is OK) */
 
     Napi::Promise Promise() { return deferred_.Promise(); }
 
@@ -244,10 +255,14 @@ public:
         if (op_ == "convert") status_ = skycmd_convert(a_.c_str(), b_.c_str(), opts_->h, err);
         else if (op_ == "quantize") status_ = skycmd_quantize(a_.c_str(), b_.c_str(), opts_->h, err);
         else if (op_ == "random") status_ = skycmd_random_model(a_.c_str(), b_.c_str(), opts_->h, err);
+        else if (op_ == "open") status_ = skycmd_model_open(a_.c_str(), opts_->h, &model_, err);
         else status_ = skycmd_inspect(a_.c_str(), opts_->h, &out, err);
         skycmd_options_set_progress(opts_->h, sky_options_progress, opts_);
         progress_ = NULL;
-        if (status_ != SKYCMD_OK) message_ = err ? skycmd_error_message(err) : skycmd_strerror(status_);
+        if (status_ != SKYCMD_OK) {
+            message_ = err ? skycmd_error_message(err) : skycmd_strerror(status_);
+            os_error_ = err ? skycmd_error_errno(err) : 0;
+        }
         if (out) output_ = out;
         has_output_ = out != NULL;
         skycmd_string_free(out);
@@ -264,7 +279,15 @@ public:
     void OnOK() override {
         Napi::Env env = Env();
         Napi::HandleScope scope(env);
-        if (status_ != SKYCMD_OK) { deferred_.Reject(sky_napi_error(env, status_, message_).Value()); return; }
+        if (status_ != SKYCMD_OK) { deferred_.Reject(sky_napi_error(env, status_, message_, os_error_).Value()); return; }
+        if (target_) {
+            if (target_->h) { /* the box was filled meanwhile: refuse, the model is freed */
+                deferred_.Reject(sky_napi_error(env, SKYCMD_E_MISUSE, "model box is already open").Value());
+                return;
+            }
+            target_->h = model_;
+            model_ = NULL;
+        }
         deferred_.Resolve(has_output_ ? Napi::Value(Napi::String::New(env, output_)) : env.Undefined());
     }
 
@@ -282,12 +305,14 @@ private:
     }
 
     Napi::Promise::Deferred deferred_;
-    Napi::ObjectReference opts_ref_;
+    Napi::ObjectReference opts_ref_, target_ref_;
     Napi::FunctionReference progress_ref_;
     std::string op_, a_, b_;
     SkyOptions *opts_;
+    SkyModel *target_ = NULL;
+    skycmd_model *model_ = NULL;
     const ExecutionProgress *progress_ = NULL;
-    int status_ = SKYCMD_OK;
+    int status_ = SKYCMD_OK, os_error_ = 0;
     std::string message_, output_;
     bool has_output_ = false;
 };
@@ -311,6 +336,33 @@ Napi::Value sky_file_async(const Napi::CallbackInfo &info) {
     SkyFileWorker *w = new SkyFileWorker(env, op, info[1].As<Napi::String>().Utf8Value(),
                                          info[2].As<Napi::String>().Utf8Value(), info[3].As<Napi::Object>(),
                                          box, info.Length() > 4 ? info[4] : env.Undefined());
+    Napi::Promise promise = w->Promise();
+    w->Queue();
+    return promise;
+}
+
+/* openModelAsync(path, optionsBox, modelBox, onProgress?): skycmd_model_open on the pool. */
+Napi::Value sky_open_model_async(const Napi::CallbackInfo &info) {
+    Napi::Env env = info.Env();
+    void *p = NULL, *m = NULL;
+    Napi::Promise::Deferred early = Napi::Promise::Deferred::New(env);
+    if (info.Length() < 3 || !info[0].IsString() || !info[1].IsObject() || !info[2].IsObject() ||
+        !SWIG_IsOK(SWIG_ConvertPtr(info[1], &p, SWIGTYPE_p_SkyOptions, 0)) || !p ||
+        !SWIG_IsOK(SWIG_ConvertPtr(info[2], &m, SWIGTYPE_p_SkyModel, 0)) || !m) {
+        early.Reject(Napi::TypeError::New(env, "openModelAsync(path: string, options: SkyOptions, into: SkyModel, onProgress?)").Value());
+        return early.Promise();
+    }
+    SkyOptions *box = (SkyOptions *)p;
+    SkyModel *into = (SkyModel *)m;
+    if (!box->h || into->h) {
+        early.Reject(sky_napi_error(env, box->h ? SKYCMD_E_MISUSE : SKYCMD_E_NOMEM,
+                                    box->h ? "model box is already open" : "").Value());
+        return early.Promise();
+    }
+    SkyFileWorker *w = new SkyFileWorker(env, "open", info[0].As<Napi::String>().Utf8Value(), "",
+                                         info[1].As<Napi::Object>(), box,
+                                         info.Length() > 3 ? info[3] : env.Undefined());
+    w->SetTarget(info[2].As<Napi::Object>(), into);
     Napi::Promise promise = w->Promise();
     w->Queue();
     return promise;
@@ -439,6 +491,7 @@ Napi::Value sky_decide_batch_async(const Napi::CallbackInfo &info) { return sky_
   exports.Set("decideAsync", Napi::Function::New(env, sky_decide_async, "decideAsync"));
   exports.Set("decideBatchAsync", Napi::Function::New(env, sky_decide_batch_async, "decideBatchAsync"));
   exports.Set("fileAsync", Napi::Function::New(env, sky_file_async, "fileAsync"));
+  exports.Set("openModelAsync", Napi::Function::New(env, sky_open_model_async, "openModelAsync"));
 %}
 #endif
 
@@ -547,6 +600,22 @@ long long skyHeapInUse(void) { return -1; }
         if ($self->status != SKYCMD_OK && !$self->err) return skycmd_strerror($self->status);
         return skycmd_error_message($self->err);
     }
+    /* The OS errno behind the last failure (skycmd_error_errno: ENOENT for a missing
+     * file), 0 when there is none or the last call succeeded. */
+    int osError() {
+        return $self->status != SKYCMD_OK && $self->err ? skycmd_error_errno($self->err) : 0;
+    }
+    /* Whether the last call failed because a file does not exist (errno ENOENT): the
+     * language's "not found" error, for languages that do not read errno values. */
+    bool fileNotFound() {
+        return $self->status != SKYCMD_OK && $self->err && skycmd_error_errno($self->err) == ENOENT;
+    }
+    /* Find the built-in model (skycmd_default_model_path); its path through takeOutput(). */
+    int defaultModelPath() {
+        skycmd_string_free($self->output);
+        $self->output = NULL;
+        return sky_call_done($self, skycmd_default_model_path(&$self->output, $self->err));
+    }
     int checkVersion(unsigned int header_version_number) {
         return sky_call_done($self, skycmd_check_version(header_version_number, $self->err));
     }
@@ -555,7 +624,7 @@ long long skyHeapInUse(void) { return -1; }
         $self->output = NULL;
         return sky_call_done($self, skycmd_inspect(path, opts ? opts->h : NULL, &$self->output, $self->err));
     }
-    /* The text of the last inspect, handed over (the box forgets it). */
+    /* The text of the last inspect (or defaultModelPath), handed over (the box forgets it). */
     char *takeOutput() {
         char *s = $self->output;
         $self->output = NULL;

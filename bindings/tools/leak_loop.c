@@ -45,6 +45,10 @@ int main(int argc, char **argv) {
         skycmd_request_free(bad);
         skycmd_model *none = NULL;
         skycmd_model_open("/nonexistent/x.gguf", NULL, &none, err);
+        (void)skycmd_error_errno(err);
+        char *builtin = NULL; /* found or not (SKYCMD_DEFAULT_MODEL, beside the library) */
+        skycmd_default_model_path(&builtin, err);
+        skycmd_string_free(builtin);
         skycmd_string_free(js);
         skycmd_response_free(resp);
         skycmd_request_free(r);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../decide/temperature_fit.h"
 #include "api.h"
@@ -247,6 +248,21 @@ static void write_text(sk_buf *b, size_t lines, const sk_calib_set *set, const s
     }
 }
 
+/* The call's progress counts the labelled file's bytes: the model's open inside it reports
+ * none of its own, but asks the caller's callback at 0 bytes (of the file's size) at each of
+ * its reports, so that a stop cancels the open too. */
+typedef struct open_progress {
+    const skycmd_options *opts;
+    uint64_t total;
+} open_progress;
+
+static int on_open_progress(void *ud, uint64_t done, uint64_t total) {
+    (void)done;
+    (void)total;
+    const open_progress *p = ud;
+    return p->opts->progress(p->opts->progress_ud, 0, p->total);
+}
+
 int skycmd_calibrate(const char *model_path, const char *labelled_path, const char *out_path,
                      const skycmd_options *opts, char **report_json, skycmd_error *err) {
     if (report_json) *report_json = NULL;
@@ -279,7 +295,17 @@ int skycmd_calibrate(const char *model_path, const char *labelled_path, const ch
     c.e = &e;
     sk_buf rep;
     sk_buf_init(&rep);
-    int rc = skycmd_model_open(model_path, opts, &model, err);
+    int rc;
+    if (opts && opts->progress) {
+        struct stat st;
+        open_progress op = {opts, stat(labelled_path, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0};
+        skycmd_options o = *opts;  /* the same options (borrowed strings), another callback */
+        o.progress = on_open_progress;
+        o.progress_ud = &op;
+        rc = skycmd_model_open(model_path, &o, &model, err);
+    } else {
+        rc = skycmd_model_open(model_path, opts, &model, err);
+    }
     if (rc) return rc;
     if (out_path && model->gguf_buf) {
         rc = sk_fail(&e, SKYCMD_E_UNSUPPORTED, "%s: calibrate writes a copy of a GGUF file; convert the "

@@ -87,6 +87,11 @@ const char *skycmd_error_message(const skycmd_error *err) {
     return err->e.msg;
 }
 
+int skycmd_error_errno(const skycmd_error *err) {
+    if (!err || err->tag != SK_TAG_ERROR || err->e.status == SKYCMD_OK) return 0;
+    return err->e.sys_errno;
+}
+
 void skycmd_error_clear(skycmd_error *err) {
     if (err && err->tag == SK_TAG_ERROR) sk_err_clear(&err->e);
 }
@@ -96,6 +101,7 @@ void skycmd_string_free(char *s) { free(s); }
 int sk_api_report(skycmd_error *err, const sk_err *e, int status) {
     if (err && err->tag == SK_TAG_ERROR) {
         err->e.status = status;
+        err->e.sys_errno = status != SKYCMD_OK && e ? e->sys_errno : 0;
         if (status == SKYCMD_OK)
             err->e.msg[0] = '\0';
         else if (e && e->msg[0])
@@ -113,6 +119,7 @@ int sk_api_fail(skycmd_error *err, int status, const char *fmt, ...) {
         vsnprintf(err->e.msg, sizeof err->e.msg, fmt, ap);
         va_end(ap);
         err->e.status = status;
+        err->e.sys_errno = 0;
     }
     return status;
 }

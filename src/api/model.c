@@ -11,6 +11,10 @@
 
 static int model_ok(const skycmd_model *m) { return m && m->tag == SK_TAG_MODEL; }
 
+/* A Laya checkpoint's conversion in memory costs about this many times reading its GGUF
+ * (the progress of an open, see open_common). */
+#define SK_CONVERT_READ_FACTOR 4.0
+
 static void model_destroy(skycmd_model *m) {
     if (!m) return;
     if (m->tok) {
@@ -38,7 +42,8 @@ static int calib_build(void *ud, size_t max_len, size_t head_max_len, sk_calib_s
     return sk_calib_sequences_tok(mod->g, mod->tok, max_len, head_max_len, seqs, e);
 }
 
-static int model_init(skycmd_model *mod, const char *path, const skycmd_options *opts, sk_err *e) {
+static int model_init(skycmd_model *mod, const char *path, const skycmd_options *opts,
+                      sk_share prog, sk_err *e) {
     int rc;
     const sk_gguf *g = mod->g;
     sk_str arch = {0};
@@ -53,7 +58,7 @@ static int model_init(skycmd_model *mod, const char *path, const skycmd_options 
     int weights = (int)sk_opt_int(opts, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_F32);
     const sk_calib_source calib = {calib_build, mod};
     if ((rc = sk_model_load_calib(g, weights, &calib, opts ? opts->log : NULL,
-                                  opts ? opts->log_ud : NULL, &mod->m, e)))
+                                  opts ? opts->log_ud : NULL, prog, &mod->m, e)))
         return rc;
     if (!mod->tok && (rc = sk_tokenizer_from_gguf(g, &mod->tok, e))) return rc;
     mod->tok->tag = SK_TAG_TOKENIZER;
@@ -113,13 +118,21 @@ static int is_directory(const char *path) {
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* The converter's progress as a share of the open's. */
+static int convert_progress(void *ud, uint64_t done, uint64_t total) {
+    const sk_share *s = ud;
+    return sk_share_report(*s, total ? (double)done / (double)total : 1.0, NULL) != 0;
+}
+
 /* A Laya checkpoint directory converted to GGUF in memory, exactly as skycmd_convert() with
  * the same options would write it (no temporary file); the model owns the bytes. */
 static int convert_dir(skycmd_model *mod, const char *dir, const skycmd_options *opts,
-                       skycmd_error *err, sk_err *e) {
+                       const sk_share *prog, skycmd_error *err, sk_err *e) {
     sk_convert_opts o;
     int rc = sk_api_convert_opts(opts, &o, err);
     if (rc) return sk_fail(e, rc, "model open: an empty SKYCMD_OPT_NAME or SKYCMD_OPT_PRE");
+    o.progress = sk_share_active(*prog) ? convert_progress : NULL;
+    o.progress_ud = (void *)(uintptr_t)prog;
     sk_laya *l = NULL;
     rc = sk_laya_open_dir(dir, &l, e);
     size_t size = 0;
@@ -142,16 +155,29 @@ static int open_common(const char *path, const void *data, size_t size, const sk
     if (!mod) return sk_api_fail(err, SKYCMD_E_NOMEM, "out of memory opening the model");
     mod->tag = SK_TAG_MODEL;
     const int dir = path && is_directory(path);
-    int rc;
-    if (dir)
-        rc = convert_dir(mod, path, opts, err, &e);
-    else
+    /* Progress (none without a callback): one sequence over the whole open, the reading of
+     * the file (or the checkpoint's conversion) first, then the load (model.h), each with
+     * its estimated share; the first report is 0 before any work, the last the whole once
+     * the model is complete, and a stop at any report frees everything. */
+    sk_progress pg = {opts ? opts->progress : NULL, opts ? opts->progress_ud : NULL, 0, 0};
+    const sk_share whole = sk_share_whole(&pg);
+    const int weights = (int)sk_opt_int(opts, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_F32);
+    const double first = !path ? 0.0 : sk_model_read_share(weights, dir ? SK_CONVERT_READ_FACTOR : 1.0);
+    const sk_share read = sk_share_part(whole, 0.0, first), rest = sk_share_part(whole, first, 1.0);
+    int rc = sk_share_report(whole, 0.0, &e);
+    if (!rc && dir) {
+        rc = convert_dir(mod, path, opts, &read, err, &e);
+        if (rc == SKYCMD_E_CANCELLED) sk_err_prefix(&e, "%s", path);
+    } else if (!rc) {
         /* A file is read into the reader's own memory (never mapped: rewriting it in place
          * later changes nothing), and the loader gives the pages of each packed matrix back. */
-        rc = path ? sk_gguf_open_file_ex(path, SK_GGUF_RELEASABLE, &mod->g, &e)
+        rc = path ? sk_gguf_open_file_progress(path, SK_GGUF_RELEASABLE, read, &mod->g, &e)
                   : sk_gguf_open_buffer(data, size, &mod->g, &e);
+    } else if (path)
+        sk_err_prefix(&e, "%s", path);
     if (!rc) {
-        rc = model_init(mod, path, opts, &e);
+        rc = model_init(mod, path, opts, rest, &e);
+        if (!rc) rc = sk_share_report(whole, 1.0, &e);
         if (rc && path) sk_err_prefix(&e, "%s", path);
     }
     if (rc) {

@@ -356,7 +356,7 @@ static int load_model(const bench_args *A, bench_run *r) {
         return 1;
     }
     if (A->threads != 1 && (st = skycmd_session_set_int(r->sess, SKYCMD_OPT_THREADS, A->threads))) {
-        fprintf(stderr, "skycmd bench: --threads %lld: %s\n", A->threads, skycmd_session_errmsg(r->sess));
+        fprintf(stderr, "skycmd bench: --compute-threads %lld: %s\n", A->threads, skycmd_session_errmsg(r->sess));
         return 1;
     }
     if (r->acts >= 0 && (st = skycmd_session_set_int(r->sess, SKYCMD_OPT_ACTIVATIONS, r->acts))) {

@@ -11,7 +11,7 @@
  * cli_opt (a cli_cmd); cli_parse() fills the variables the table points to (a variable
  * keeps its "not given" value when the option is absent) and the positional arguments;
  * cli_begin() then makes the command's cli_run (skycmd_options, skycmd_error, progress
- * bar, temporary file) and copies every given option that names a skycmd_option into
+ * meter, temporary file) and copies every given option that names a skycmd_option into
  * it; cli_end() reports a failed call and releases the run. cli_parse() is cli_scan(),
  * which describes a usage error (cli_error) without printing it, followed by
  * cli_report(), the shared wording; a command whose usage errors have their own
@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "skycmd.h"
+#include "progress_meter.h"
 
 typedef int (*cli_cmd_fn)(int argc, char **argv);
 
@@ -40,7 +41,9 @@ int cmd_calibrate(int argc, char **argv);
 int cli_is_help(const char *arg);
 /* Parse f32|f16|bf16|q8_0 (either case) into a skycmd_type; -1 if unknown. */
 int cli_parse_type(const char *s);
-/* A progress callback that draws a bar on stderr when it is a terminal (user_data: label). */
+/* A progress callback for a call that is a step of a command (user_data: the label): a
+ * live line on a terminal (progress_meter.h), erased when done reaches total, no summary.
+ * Long commands use the cli_run's meter (cli_begin) instead. Returns 1 after a stop signal. */
 int cli_progress(void *user_data, uint64_t done, uint64_t total);
 /* Print "skycmd <cmd>: <message>" for a failed call and return 1. */
 int cli_fail(const char *cmd, int status, const skycmd_error *err);
@@ -133,6 +136,8 @@ typedef struct cli_model_args {
 #define CLI_OPTS_SEED(m)                                                             \
     {"--seed", NULL, CLI_INT, &(m).seed, SKYCMD_OPT_SEED, 0, NULL},                   \
     {"--massive", NULL, CLI_INT, &(m).massive, SKYCMD_OPT_MASSIVE, 0, NULL}
+/* --quiet/-q of the long commands: no progress line and no summary (cli_set_quiet). */
+#define CLI_OPT_QUIET(var) {"--quiet", "-q", CLI_FLAG, &(var), 0, 0, NULL}
 /* Whether `name` is a random-model preset (s1-pico, s1-nano, s1-micro, base, large, each
  * also with -xt). When it is not, a usage error naming the presets is printed (2 returned);
  * else 0. */
@@ -206,9 +211,10 @@ int cli_read_input(const char *cmd, const char *path, size_t max, char **buf, si
 /* The built-in default model (models/s1-pico-flappy.gguf of the source tree, installed as
  * <datadir>/skycmd/models/). Looked for, in order: $SKYCMD_DEFAULT_MODEL; beside the
  * running program, <exe dir>/../share/skycmd/models/ (an installed tree, wherever it was
- * moved) and <exe dir>/share/skycmd/models/ (the build tree); the install directory the
- * program was configured with. Returns 0 with the path in buf, or 1 after printing where it
- * looked. */
+ * moved) and <exe dir>/share/skycmd/models/ (the build tree); then where
+ * skycmd_default_model_path() finds it: beside the libskycmd the program loaded, and the
+ * data directory the library was configured with. Returns 0 with the path in buf, or 1
+ * after printing where it looked. */
 #define CLI_DEFAULT_MODEL_FILE "s1-pico-flappy.gguf"
 int cli_default_model(const char *cmd, char *buf, size_t n);
 /* Whether path names a GGUF file (its first four bytes are "GGUF") or a directory (a Laya
@@ -235,10 +241,14 @@ typedef struct cli_run {
     skycmd_error *err;
     cli_temp tmp;
     cli_temp out;
+    cli_meter meter; /* with a progress label: the call's progress (progress_meter.h) */
 } cli_run;
 
 /* Allocate the options and the error record, set every given option of cmd's table that
- * names a skycmd_option and, with a progress label, draw a bar on a terminal. Returns 0,
+ * names a skycmd_option and, with a progress label, start the run's meter (bytes, the
+ * library's units: CLI_METER_FRACTION) and hand the library cli_meter_progress() over it,
+ * which also cancels the call after a stop signal. A command may start the meter again
+ * with its own unit. Returns 0,
  * 1 (out of memory) or 2 (the library refused a value), after printing; on failure the
  * run is already released. */
 int cli_begin(cli_run *run, const cli_cmd *cmd, const char *progress_label);
@@ -255,6 +265,9 @@ int cli_stdout_file(cli_run *run, const char **path);
  * success, copy a `-` output to stdout. Free the run (and its temporary files) and return
  * the exit code: 0 or 1. Messages name the temporary files "<stdin>" and "<stdout>". */
 int cli_end(cli_run *run, int status);
+/* cli_end() for a call that wrote `path` (a file, or a Laya directory): after a success the
+ * meter's summary gives its size ("skycmd random: done: 286 MB written in 2.9 s (...)"). */
+int cli_end_written(cli_run *run, int status, const char *path);
 /* Write text to f with the run's temporary file paths shown as "<stdin>" / "<stdout>". */
 void cli_put_text(const cli_run *run, const char *text, FILE *f);
 /* Free the run without a report and return rc (a failure already printed). */

@@ -4,6 +4,7 @@
  * file or standard input, and temporary files. Public API only.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -47,19 +48,23 @@ static void catch_stop_signals(void) {
     for (int i = 0; i < 3; i++) sigaction(sigs[i], &sa, NULL);
 }
 
+int cli_stopping(void) { return stop_signal != 0; }
+
+/* The meter of cli_progress(): one step at a time (a new label, or done going back, starts
+ * it again). */
+static cli_meter step_meter;
+static const char *step_label;
+
 int cli_progress(void *user_data, uint64_t done, uint64_t total) {
     if (stop_signal) return 1;
-    if (!isatty(STDERR_FILENO)) return 0;
     const char *label = user_data ? (const char *)user_data : "";
-    int width = 30;
-    int filled = total ? (int)(done * (uint64_t)width / total) : width;
-    if (filled > width) filled = width;
-    int percent = total ? (int)(done >= total ? 100 : done * 100 / total) : 100;
-    fprintf(stderr, "\r%-10s [", label);
-    for (int i = 0; i < width; i++) fputc(i < filled ? '#' : '.', stderr);
-    fprintf(stderr, "] %3d%%", percent);
-    if (done >= total) fputc('\n', stderr);
-    fflush(stderr);
+    if (!step_meter.started || label != step_label || done < step_meter.done) {
+        cli_meter_clear(&step_meter);
+        cli_meter_start(&step_meter, label, label, CLI_METER_BYTES, CLI_METER_FRACTION);
+        step_label = label;
+    }
+    cli_meter_update(&step_meter, done, total);
+    if (total && done >= total) cli_meter_clear(&step_meter);
     return 0;
 }
 
@@ -503,8 +508,9 @@ int cli_begin(cli_run *run, const cli_cmd *cmd, const char *progress_label) {
     run->err = skycmd_error_new();
     int st = run->opts && run->err ? SKYCMD_OK : SKYCMD_E_NOMEM;
     if (!st && progress_label) {
-        st = skycmd_options_set_progress(run->opts, cli_progress, (void *)progress_label);
+        st = skycmd_options_set_progress(run->opts, cli_meter_progress, &run->meter);
         catch_stop_signals();
+        if (!st) cli_meter_start(&run->meter, cmd->name, progress_label, CLI_METER_BYTES, CLI_METER_FRACTION);
     }
     if (st) {
         fprintf(stderr, "skycmd %s: %s\n", cmd->name, skycmd_strerror(st));
@@ -590,6 +596,7 @@ static int copy_to_stdout(cli_run *run) {
 
 int cli_end(cli_run *run, int status) {
     int rc = 0;
+    cli_meter_clear(&run->meter); /* no summary (cli_end_written gives one) */
     if (status != SKYCMD_OK) {
         const char *msg = run->err ? skycmd_error_message(run->err) : "";
         fprintf(stderr, "skycmd %s: ", run->cmd);
@@ -612,6 +619,32 @@ int cli_end(cli_run *run, int status) {
         raise(sig);
     }
     return rc;
+}
+
+/* Bytes of the regular files under path (a file, or a directory, 8 levels deep at most). */
+static uint64_t bytes_under(const char *path, int depth) {
+    struct stat sb;
+    if (stat(path, &sb) != 0) return 0;
+    if (S_ISREG(sb.st_mode)) return (uint64_t)sb.st_size;
+    if (!S_ISDIR(sb.st_mode) || depth > 8) return 0;
+    DIR *d = opendir(path);
+    if (!d) return 0;
+    uint64_t sum = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char sub[4096];
+        int n = snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+        if (n > 0 && (size_t)n < sizeof sub) sum += bytes_under(sub, depth + 1);
+    }
+    closedir(d);
+    return sum;
+}
+
+int cli_end_written(cli_run *run, int status, const char *path) {
+    if (status == SKYCMD_OK && run->meter.started && path)
+        cli_meter_finish(&run->meter, bytes_under(path, 0), "written", NULL);
+    return cli_end(run, status);
 }
 
 int cli_abort(cli_run *run, int rc) {
@@ -638,10 +671,6 @@ int cli_flush_stdout(const char *cmd) {
 
 /* ------------------------------------------------------------ files ------------ */
 
-#ifndef SKYCMD_INSTALL_DATADIR
-#define SKYCMD_INSTALL_DATADIR "/usr/local/share"
-#endif
-
 static int is_regular_file(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
@@ -659,7 +688,7 @@ int cli_default_model(const char *cmd, char *buf, size_t n) {
     }
     char exe[4096];
     const long len = sp_exe_path(exe, sizeof exe);
-    char tried[3][4200];
+    char tried[2][4200];
     int n_tried = 0;
     if (len > 0) {
         char *slash = strrchr(exe, '/');
@@ -667,18 +696,30 @@ int cli_default_model(const char *cmd, char *buf, size_t n) {
         snprintf(tried[n_tried++], sizeof tried[0], "%s/../share/skycmd/models/" CLI_DEFAULT_MODEL_FILE, exe);
         snprintf(tried[n_tried++], sizeof tried[0], "%s/share/skycmd/models/" CLI_DEFAULT_MODEL_FILE, exe);
     }
-    snprintf(tried[n_tried++], sizeof tried[0], "%s/skycmd/models/" CLI_DEFAULT_MODEL_FILE,
-             SKYCMD_INSTALL_DATADIR);
     for (int i = 0; i < n_tried; i++) {
         if (is_regular_file(tried[i]) && strlen(tried[i]) < n) {
             snprintf(buf, n, "%s", tried[i]);
             return 0;
         }
     }
+    /* Then where the library finds it: beside libskycmd (a program moved away from its
+     * prefix still loads the prefix's library), then the configured data directory. */
+    skycmd_error *err = skycmd_error_new();
+    char *lib_path = NULL;
+    const int st = skycmd_default_model_path(&lib_path, err);
+    if (st == SKYCMD_OK && strlen(lib_path) < n) {
+        snprintf(buf, n, "%s", lib_path);
+        skycmd_string_free(lib_path);
+        skycmd_error_free(err);
+        return 0;
+    }
+    skycmd_string_free(lib_path);
     fprintf(stderr, "skycmd %s: the built-in model " CLI_DEFAULT_MODEL_FILE " is not installed "
             "(looked in", cmd);
     for (int i = 0; i < n_tried; i++) fprintf(stderr, "%s %s", i ? "," : "", tried[i]);
-    fprintf(stderr, "); give MODEL.gguf or set SKYCMD_DEFAULT_MODEL\n");
+    fprintf(stderr, "%s); libskycmd: %s\n", n_tried ? "" : " nothing beside the program",
+            err ? skycmd_error_message(err) : skycmd_strerror(st));
+    skycmd_error_free(err);
     return 1;
 }
 

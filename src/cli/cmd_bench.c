@@ -37,7 +37,8 @@ static void usage(FILE *out) {
             "                       as bf16 hi+lo, three products: within 1e-4 of laya); the f32\n"
             "                       path where the CPU has no AMX-BF16\n"
             "  --f32                f32 products on the FMA kernels everywhere (the exact path)\n"
-            "  --threads N          compute threads of the session (0 = one per core; default 1)\n"
+            "  --compute-threads N  compute threads of the session (0 = one per core; default 1)\n"
+            "  --threads N          alias of --compute-threads, kept for a release\n"
             "request:\n"
             "  --questions N        questions per request (default 3: the example's choice, noul\n"
             "                       and score; more cycle through the three kinds)\n"
@@ -62,7 +63,7 @@ static void usage(FILE *out) {
             "exit status: 0 done, 1 error (message on stderr), 2 usage error\n"
             "examples:\n"
             "  skycmd bench s1-pico.gguf --questions 1 --iters 1000\n"
-            "  skycmd bench --random base --tokens 128 --threads 1 --json\n");
+            "  skycmd bench --random base --tokens 128 --compute-threads 1 --json\n");
 }
 
 /* ------------------------------------------------------------------ arguments -- */
@@ -144,7 +145,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         CLI_OPT_NUM("--tokens", NULL, a->tokens, 1, 1 << 20, 0),
         CLI_OPT_NUM("--iters", NULL, a->iters, 1, 10000000, 0),
         CLI_OPT_NUM("--warmup", NULL, a->warmup, 0, 1000000, 0),
-        CLI_OPT_NUM("--threads", NULL, a->threads, 0, 1024, 0),
+        CLI_OPT_NUM("--compute-threads", NULL, a->threads, 0, 1024, 0),
+        CLI_OPT_NUM("--threads", NULL, a->threads, 0, 1024, 0), /* the old name */
         CLI_OPT_NUM("--peak-ms", NULL, a->peak_ms, 0, 60000, 0),
         {"--seconds", NULL, CLI_NUMBER,
          &(cli_number){&a->seconds, sizeof a->seconds, 0, 3600, CLI_NUM_REAL | CLI_NUM_ABOVE}, 0, 0,

@@ -27,15 +27,20 @@ static void usage(FILE *out) {
             "  --target-error X       error tolerated among accepted answers (default 0.1)\n"
             "  --min-bucket-n N       records a bucket needs for a threshold (default 100)\n"
             "  --no-conservative      no one-error margin in the thresholds\n"
-            "  --threads N            compute threads (0 = one per core; default 1)\n"
+            "  --compute-threads N    compute threads (0 = one per core; default 1)\n"
+            "  --threads N            alias of --compute-threads, kept for a release\n"
+            "  -q, --quiet            no progress line and no summary on stderr\n"
             "  -h, --help             show this help\n"
+            "\n"
+            "On a terminal a progress line (the labelled file read, rate, ETA) is drawn on\n"
+            "stderr and a summary printed when the fit is done.\n"
             "\n"
             "exit status: 0 done, 1 error (message on stderr), 2 usage error\n");
 }
 
 int cmd_calibrate(int argc, char **argv) {
     const char *out = NULL, *target = NULL;
-    int json = 0, dry = 0, abst = 0, no_cons = 0;
+    int json = 0, dry = 0, abst = 0, no_cons = 0, quiet = 0;
     int64_t threads = CLI_UNSET, min_n = CLI_UNSET;
     const cli_opt opts[] = {
         {"--output", "-o", CLI_STRING, &out, 0, 0, NULL},
@@ -45,7 +50,9 @@ int cmd_calibrate(int argc, char **argv) {
         {"--target-error", NULL, CLI_STRING, &target, SKYCMD_OPT_CALIB_TARGET_ERROR, 0, NULL},
         {"--min-bucket-n", NULL, CLI_INT, &min_n, SKYCMD_OPT_CALIB_ABSTAIN_MIN_N, 0, NULL},
         {"--no-conservative", NULL, CLI_FLAG, &no_cons, 0, 0, NULL},
-        {"--threads", NULL, CLI_INT, &threads, SKYCMD_OPT_THREADS, 0, NULL},
+        {"--compute-threads", NULL, CLI_INT, &threads, SKYCMD_OPT_THREADS, 0, NULL},
+        {"--threads", NULL, CLI_INT, &threads, SKYCMD_OPT_THREADS, 0, NULL}, /* the old name */
+        CLI_OPT_QUIET(quiet),
     };
     const cli_cmd cmd = {"calibrate", usage, opts, sizeof opts / sizeof opts[0], 2, 2, 0};
     const char *pos[2];
@@ -64,12 +71,18 @@ int cmd_calibrate(int argc, char **argv) {
     if (out && strcmp(out, pos[0]) == 0)
         return cli_usage_error(&cmd, "the output must not be the input model");
     cli_run run;
+    cli_set_quiet(quiet);
     if ((rc = cli_begin(&run, &cmd, "calibrate"))) return rc;
+    /* the library reports bytes of the labelled file: show them */
+    cli_meter_start(&run.meter, cmd.name, NULL, CLI_METER_BYTES, 0);
     int st = SKYCMD_OK;
     if (abst) st = skycmd_options_set_int(run.opts, SKYCMD_OPT_CALIB_ABSTENTION, 1);
     if (!st && no_cons) st = skycmd_options_set_int(run.opts, SKYCMD_OPT_CALIB_CONSERVATIVE, 0);
     char *report = NULL;
     if (!st) st = skycmd_calibrate(pos[0], pos[1], out, run.opts, &report, run.err);
+    if (!st)
+        cli_meter_finish(&run.meter, run.meter.updated ? run.meter.done : CLI_METER_UNKNOWN,
+                         "of labelled requests", NULL);
     rc = cli_end(&run, st);
     if (!st && report) {
         fputs(report, stdout);

@@ -7,7 +7,7 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: skycmd convert <laya_dir | --random s1-pico|s1-nano|s1-micro|base|large|mmbert-small|mmbert-base> <out.gguf>\n"
             "                      [--type f32|f16|bf16|q8_0] [--head-type f32|f16|bf16|q8_0]\n"
-            "                      [--pre NAME] [--name NAME] [--seed N] [--massive N]\n"
+            "                      [--pre NAME] [--name NAME] [--seed N] [--massive N] [-q]\n"
             "\n"
             "Convert a Laya checkpoint (rl_agent_config.json, model.safetensors, encoder/config.json,\n"
             "tokenizer/) to one GGUF file that skycmd and llama.cpp load.\n"
@@ -19,11 +19,13 @@ static void usage(FILE *out) {
             "  --random P     convert a deterministic random model instead of a directory;\n"
             "                 --seed N (default 42) and --massive N (planted massive channels)\n"
             "                 apply. P-xt (e.g. s1-pico-xt) stores out-of-range temperatures.\n"
+            "  -q, --quiet    no progress line and no summary on stderr (errors still are)\n"
             "  -h, --help     show this help\n"
             "\n"
             "1-D tensors are always f32; a q8_0 tensor whose rows are not a multiple of 32 falls\n"
             "back to f16. The output is written to a temporary file and renamed: on failure\n"
-            "nothing is left behind. <out.gguf> '-' writes the file to stdout.\n"
+            "nothing is left behind. <out.gguf> '-' writes the file to stdout. On a terminal a\n"
+            "progress line (ETA) is drawn and a summary printed (size, time, rate).\n"
             "\n"
             "exit status: 0 written, 1 error (message on stderr), 2 usage error\n");
 }
@@ -31,11 +33,13 @@ static void usage(FILE *out) {
 int cmd_convert(int argc, char **argv) {
     cli_model_args m = CLI_MODEL_ARGS_UNSET;
     const char *random = NULL;
+    int quiet = 0;
     const cli_opt opts[] = {
         CLI_OPTS_TYPE(m),
         CLI_OPTS_NAME(m),
         CLI_OPTS_SEED(m),
         {"--random", NULL, CLI_STRING, &random, 0, 0, NULL},
+        CLI_OPT_QUIET(quiet),
     };
     const cli_cmd cmd = {"convert", usage, opts, sizeof opts / sizeof opts[0], 1, 2, 0};
     const char *pos[2];
@@ -54,9 +58,10 @@ int cmd_convert(int argc, char **argv) {
 
     cli_run run;
     const char *out = pos[n_pos - 1];
+    cli_set_quiet(quiet);
     if ((rc = cli_begin(&run, &cmd, "convert"))) return rc;
     if ((rc = cli_stdout_file(&run, &out))) return rc;
     int st = random ? skycmd_random_model(random, out, run.opts, run.err)
                     : skycmd_convert(pos[0], out, run.opts, run.err);
-    return cli_end(&run, st);
+    return cli_end_written(&run, st, out);
 }

@@ -50,7 +50,8 @@ static void usage(FILE *out) {
             "                     as bf16 hi+lo, three products: within 1e-4 of laya); plain\n"
             "                     f32 where the CPU has no AMX-BF16\n"
             "  --f32              f32 products on the FMA kernels everywhere (the exact path)\n"
-            "  --threads N        compute threads (0 = one per core; default 1)\n"
+            "  --compute-threads N  compute threads (0 = one per core; default 1)\n"
+            "  --threads N        alias of --compute-threads, kept for a release\n"
             "  --max-tokens N     sequence budget instead of the model's decision.max_tokens\n"
             "long states and many options (laya's predict_long and LAYA_TOURNAMENT_GROUP):\n"
             "  --long             read a state longer than one sequence in overlapping windows\n"
@@ -66,14 +67,16 @@ static void usage(FILE *out) {
             "batch (one request per line; output line k answers input line k):\n"
             "  --batch FILE       answer every line of FILE ('-': stdin), streamed in windows;\n"
             "                     a bad line gets {\"error\":{\"line\",\"status\",\"message\"}}\n"
-            "                     and is reported on stderr; blank lines are skipped\n"
+            "                     and is reported on stderr; blank lines are skipped. A\n"
+            "                     progress line (requests/s, ETA) on a terminal, and a summary\n"
+            "                     line (answered, failed) at the end, on stderr\n"
             "  -o, --output FILE  write the answers to FILE instead of stdout\n"
             "  --jobs N           answer with N threads, one session each (0 = one per core;\n"
-            "                     default 1); --threads still sets each one's compute threads\n"
+            "                     default 1); --compute-threads sets each one's threads\n"
             "  --batch-window N   lines read, sorted by length and answered at once (default\n"
             "                     1024): memory stays bounded whatever the file's size\n"
             "  --fail-fast        stop at the first bad line (its window is still written)\n"
-            "  --no-progress      no progress bar (it is drawn only when stderr is a terminal)\n"
+            "  --no-progress      alias of --quiet\n"
             "  --min-confidence X|JSON\n"
             "                     abstention gate (laya's min_confidence): a number in [0, 1] or\n"
             "                     a per-bucket map such as '{\"choice:2\": 0.6, \"default\": 0.5}';\n"
@@ -82,6 +85,8 @@ static void usage(FILE *out) {
             "output:\n"
             "  --model-name NAME  the \"model\" reported in the response\n"
             "  --pretty           indent the response\n"
+            "  -q, --quiet        no progress line (--random's model, --batch) and no --batch\n"
+            "                     summary on stderr; errors and warnings are still printed\n"
             "  -h, --help         show this help\n"
             "\n"
             "exit status: 0 answered (with --batch: every line), 1 error (message on stderr;\n"
@@ -230,7 +235,7 @@ int cmd_decide(int argc, char **argv) {
     int64_t window = CLI_UNSET, stride = CLI_UNSET, group = CLI_UNSET;
     const char *batch = NULL, *output = NULL;
     int64_t jobs = CLI_UNSET, batch_window = CLI_UNSET;
-    int fail_fast = 0, no_progress = 0;
+    int fail_fast = 0, quiet = 0;
     const cli_opt opts[] = {
         {"--random", NULL, CLI_STRING, &random, 0, 0, NULL},
         CLI_OPTS_SEED(m),
@@ -244,7 +249,8 @@ int cmd_decide(int argc, char **argv) {
         {"--max-tokens", NULL, CLI_INT, &max_tokens, SKYCMD_OPT_MAX_TOKENS, 0, NULL},
         {"--model-name", NULL, CLI_STRING, &name, SKYCMD_OPT_MODEL_NAME, 0, NULL},
         /* a session option: range checked here, set on the session below */
-        {"--threads", NULL, CLI_INT, &threads, 0, SKYCMD_OPT_THREADS, NULL},
+        {"--compute-threads", NULL, CLI_INT, &threads, 0, SKYCMD_OPT_THREADS, NULL},
+        {"--threads", NULL, CLI_INT, &threads, 0, SKYCMD_OPT_THREADS, NULL}, /* the old name */
         {"--pretty", NULL, CLI_FLAG, &pretty, 0, 0, NULL},
         {"--long", NULL, CLI_FLAG, &is_long, 0, 0, NULL},
         {"--window", NULL, CLI_INT, &window, 0, SKYCMD_OPT_WINDOW, NULL},
@@ -256,7 +262,8 @@ int cmd_decide(int argc, char **argv) {
         {"--jobs", NULL, CLI_INT, &jobs, 0, SKYCMD_OPT_THREADS, NULL},
         {"--batch-window", NULL, CLI_INT, &batch_window, 0, 0, NULL},
         {"--fail-fast", NULL, CLI_FLAG, &fail_fast, 0, 0, NULL},
-        {"--no-progress", NULL, CLI_FLAG, &no_progress, 0, 0, NULL},
+        CLI_OPT_QUIET(quiet),
+        {"--no-progress", NULL, CLI_FLAG, &quiet, 0, 0, NULL}, /* the old name */
         {"--min-confidence", NULL, CLI_STRING, &min_conf, 0, 0, NULL},
     };
     const cli_cmd cmd = {"decide", usage, opts, sizeof opts / sizeof opts[0], 0, 2, 0};
@@ -266,8 +273,9 @@ int cmd_decide(int argc, char **argv) {
     /* decide REQ | decide MODEL (request on stdin) | decide MODEL REQ | decide --random P [REQ] */
     char default_model[4300];
     const char *model_path = NULL, *req_path = "-";
-    if (!batch && (output || jobs != CLI_UNSET || batch_window != CLI_UNSET || fail_fast || no_progress))
-        return cli_usage_error(&cmd, "-o, --jobs, --batch-window, --fail-fast and --no-progress only apply with --batch");
+    if (!batch && (output || jobs != CLI_UNSET || batch_window != CLI_UNSET || fail_fast))
+        return cli_usage_error(&cmd, "-o, --jobs, --batch-window and --fail-fast only apply with --batch");
+    cli_set_quiet(quiet);
     if (batch && pretty) return cli_usage_error(&cmd, "--pretty does not apply with --batch (one JSON line per request)");
     if (batch && (is_long || report_truncation || window != CLI_UNSET || stride != CLI_UNSET || group != CLI_UNSET ||
                   min_conf))
@@ -350,6 +358,7 @@ int cmd_decide(int argc, char **argv) {
         }
         model_path = run.tmp.path;
         st = skycmd_random_model(random, model_path, run.opts, run.err);
+        cli_meter_clear(&run.meter); /* a step of decide: no summary */
     } else if (!st && cli_stdin_file(&run, &model_path)) {
         rc = 1; /* the run is released */
         goto out;
@@ -366,13 +375,13 @@ int cmd_decide(int argc, char **argv) {
     cli_temp_free(&run.tmp); /* the model keeps its mapping; the name is not needed */
     rc = 1;
     if (batch) {
-        const cli_batch_args ba = {batch, output, jobs, batch_window, threads, acts, fail_fast, !no_progress};
+        const cli_batch_args ba = {batch, output, jobs, batch_window, threads, acts, fail_fast, !quiet};
         rc = cli_decide_batch(cmd.name, model, &ba);
     } else if ((st = skycmd_session_new(model, &sess))) {
         fprintf(stderr, "skycmd decide: %s\n", skycmd_strerror(st));
     } else if (threads != CLI_UNSET &&
                (st = skycmd_session_set_int(sess, SKYCMD_OPT_THREADS, threads))) {
-        fprintf(stderr, "skycmd decide: --threads %lld: %s\n", (long long)threads,
+        fprintf(stderr, "skycmd decide: --compute-threads %lld: %s\n", (long long)threads,
                 skycmd_session_errmsg(sess));
     } else if (acts != CLI_UNSET &&
                (st = skycmd_session_set_int(sess, SKYCMD_OPT_ACTIVATIONS, acts))) {

@@ -13,9 +13,12 @@
  *    or for a bad line {"error":{"line":N,"status":"SKYCMD_E_...","message":"..."}}; bad
  *    lines are also reported on stderr as "skycmd decide: FILE:N: message (STATUS)".
  *  - --jobs N answers with N threads, one session each; the output is the same for any N.
- *  - A progress bar (requests/s, ETA) is drawn on stderr only when it is a terminal; a
- *    summary line is always printed at the end. --fail-fast stops after the window that
- *    holds the first bad line, writing the output up to and including it.
+ *  - Progress is the CLI's one meter (progress_meter.h): a live line (requests, requests/s,
+ *    ETA from the bytes of the input file read) on stderr only when it is a terminal, and a
+ *    summary line at the end ("skycmd decide: done: N requests in T s (R/s): A answered,
+ *    F failed"), printed also when stderr is not a terminal, as it is the run's result;
+ *    --quiet drops both. --fail-fast stops after the window that holds the first bad line,
+ *    writing the output up to and including it.
  *  - Exit status: 0 every line answered, 1 a line failed (or the file could not be read or
  *    written).
  */
@@ -28,7 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -65,17 +67,10 @@ struct batch_run {
     int quit;
     size_t active;
     /* progress */
-    int tty;
+    cli_meter meter;
     uint64_t total_bytes; /* 0 = unknown (not a regular file) */
     uint64_t answered, failed, window_base_requests;
-    double t_start, t_last_draw;
 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Append s as a JSON string literal; bytes >= 0x80 are copied (the library's messages are
  * UTF-8), control characters escaped. Returns 0, or -1 when out of memory. */
@@ -187,30 +182,16 @@ static void answer_group(struct batch_run *b, skycmd_session *s, size_t g) {
     atomic_fetch_add(&b->groups_done, 1);
 }
 
-static void draw_progress(struct batch_run *b, int final) {
-    if (!b->tty) return;
-    double t = now_s();
-    if (!final && t - b->t_last_draw < 0.2) return;
-    b->t_last_draw = t;
+/* Tell the meter the requests answered and the input bytes read so far (main thread). */
+static void show_progress(struct batch_run *b) {
     size_t done_groups = atomic_load(&b->groups_done);
     uint64_t reqs = b->window_base_requests +
                     (uint64_t)(done_groups * BATCH_GROUP < b->n_slots ? done_groups * BATCH_GROUP
                                                                        : b->n_slots);
-    double el = t - b->t_start, rate = el > 0 ? (double)reqs / el : 0;
     uint64_t bytes = atomic_load(&b->bytes_done);
-    if (b->total_bytes) {
-        double f = (double)bytes / (double)b->total_bytes;
-        if (f > 1) f = 1;
-        int w = 30, fill = (int)(f * w);
-        double eta = f > 0 ? el * (1 - f) / f : 0;
-        fprintf(stderr, "\r[%.*s%*s] %3d%% %llu requests %.0f/s ETA %d:%02d ", fill,
-                "==============================", w - fill, "", (int)(f * 100),
-                (unsigned long long)reqs, rate, (int)(eta / 60), (int)eta % 60);
-    } else {
-        fprintf(stderr, "\r%llu requests %.0f/s ", (unsigned long long)reqs, rate);
-    }
-    if (final) fputs("\n", stderr);
-    fflush(stderr);
+    cli_meter_count(&b->meter, reqs);
+    cli_meter_update(&b->meter, bytes < b->total_bytes || !b->total_bytes ? bytes : b->total_bytes,
+                     b->total_bytes);
 }
 
 /* Take groups of the current window until none is left. */
@@ -219,7 +200,7 @@ static void work(struct batch_run *b, skycmd_session *s, int draws) {
         size_t g = atomic_fetch_add(&b->next_group, 1);
         if (g >= b->n_groups) break;
         answer_group(b, s, g);
-        if (draws) draw_progress(b, 0);
+        if (draws) show_progress(b);
     }
 }
 
@@ -308,7 +289,7 @@ static int make_session(const char *cmd, skycmd_model *model, const cli_batch_ar
         return 1;
     }
     if (a->threads != CLI_UNSET && (st = skycmd_session_set_int(*out, SKYCMD_OPT_THREADS, a->threads))) {
-        fprintf(stderr, "skycmd %s: --threads %lld: %s\n", cmd, (long long)a->threads,
+        fprintf(stderr, "skycmd %s: --compute-threads %lld: %s\n", cmd, (long long)a->threads,
                 skycmd_session_errmsg(*out));
         return 1;
     }
@@ -342,7 +323,6 @@ int cli_decide_batch(const char *cmd, skycmd_model *model, const cli_batch_args 
     b.cmd = cmd;
     b.a = a;
     b.model = model;
-    b.tty = a->progress && isatty(2);
     struct stat stt;
     if (fstat(fileno(in), &stt) == 0 && S_ISREG(stt.st_mode)) b.total_bytes = (uint64_t)stt.st_size;
     pthread_mutex_init(&b.mu, NULL);
@@ -372,7 +352,9 @@ int cli_decide_batch(const char *cmd, skycmd_model *model, const cli_batch_args 
         started = j;
     }
 
-    b.t_start = now_s();
+    if (!a->progress) cli_set_quiet(1);
+    cli_meter_start(&b.meter, cmd, cmd, "requests", CLI_METER_FRACTION | CLI_METER_ALWAYS);
+    show_progress(&b); /* rates count from here */
     uint64_t line = 0, first_bad = 0;
     int eof = 0, stop = 0, io_error = 0;
     while (!eof && !stop) {
@@ -423,13 +405,14 @@ int cli_decide_batch(const char *cmd, skycmd_model *model, const cli_batch_args 
         pthread_mutex_lock(&b.mu);
         while (b.active) pthread_cond_wait(&b.done_cv, &b.mu);
         pthread_mutex_unlock(&b.mu);
-        /* write in input order */
+        /* write in input order (answers on the terminal: not through the live line) */
+        if (out == stdout && isatty(STDOUT_FILENO)) cli_meter_erase(&b.meter);
         for (size_t i = 0; i < n; i++) {
             struct slot *sl = &b.slots[i];
             if (sl->failed) {
                 b.failed++;
                 if (!first_bad) first_bad = sl->line;
-                if (b.tty) fputs("\r\033[K", stderr);
+                cli_meter_erase(&b.meter);
                 fprintf(stderr, "skycmd %s: %s:%llu: %s (%s)\n", cmd, in_name,
                         (unsigned long long)sl->line, sl->msg ? sl->msg : "out of memory",
                         skycmd_status_name(sl->status));
@@ -456,22 +439,19 @@ int cli_decide_batch(const char *cmd, skycmd_model *model, const cli_batch_args 
         b.window_base_requests += n;
         atomic_store(&b.groups_done, 0);
         b.n_slots = 0;
-        draw_progress(&b, 0);
+        show_progress(&b);
         if (ferror(out)) break;
     }
-    draw_progress(&b, 1);
+    cli_meter_erase(&b.meter);
     int write_error = fflush(out) != 0 || ferror(out);
     if (write_error)
         fprintf(stderr, "skycmd %s: writing %s: %s\n", cmd, a->out_path ? a->out_path : "<stdout>",
                 strerror(errno ? errno : EIO));
-    double el = now_s() - b.t_start;
-    uint64_t total = b.answered + b.failed;
-    fprintf(stderr, "skycmd %s: %llu requests in %.2f s (%.0f/s): %llu answered, %llu failed",
-            cmd, (unsigned long long)total, el, el > 0 ? (double)total / el : 0.0,
-            (unsigned long long)b.answered, (unsigned long long)b.failed);
-    if (first_bad) fprintf(stderr, " (first at line %llu)", (unsigned long long)first_bad);
-    if (stop) fputs("; stopped (--fail-fast)", stderr);
-    fputc('\n', stderr);
+    char first[64] = "";
+    if (first_bad) snprintf(first, sizeof first, " (first at line %llu)", (unsigned long long)first_bad);
+    cli_meter_finish(&b.meter, b.answered + b.failed, NULL, ": %llu answered, %llu failed%s%s",
+                     (unsigned long long)b.answered, (unsigned long long)b.failed, first,
+                     stop ? "; stopped (--fail-fast)" : "");
     rc = (b.failed || io_error || write_error) ? 1 : 0;
 out:
     pthread_mutex_lock(&b.mu);

@@ -4,7 +4,7 @@
 static void usage(FILE *out) {
     fprintf(out,
             "usage: skycmd quantize <in.gguf> <out.gguf> [--type f32|f16|bf16|q8_0]\n"
-            "                       [--head-type f32|f16|bf16|q8_0]\n"
+            "                       [--head-type f32|f16|bf16|q8_0] [-q]\n"
             "\n"
             "Re-type the tensors of a GGUF file with the converter's type policy; every\n"
             "metadata key is kept (general.file_type is updated). <in.gguf> '-' reads standard\n"
@@ -12,12 +12,14 @@ static void usage(FILE *out) {
             "\n"
             "  --type T       encoder matrices (default q8_0; token embeddings stay f16 under q8_0)\n"
             "  --head-type T  decision head: head blocks, token_types, cls.* (default f32)\n"
+            "  -q, --quiet    no progress line and no summary on stderr (errors still are)\n"
             "  -h, --help     show this help\n"
             "\n"
             "1-D tensors stay f32; a q8_0 tensor whose rows are not a multiple of 32 falls back\n"
             "to f16. Q8_0 bytes are those of ggml's reference quantizer; a tensor that already\n"
             "has its target type is copied unchanged. The output is written to a temporary file\n"
-            "and renamed: on failure nothing is left behind.\n"
+            "and renamed: on failure nothing is left behind. On a terminal a progress line (ETA)\n"
+            "is drawn and a summary printed (size written, time, rate).\n"
             "\n"
             "Recommended int8 deployment: ship F16 and quantize at load (skycmd decide --q8),\n"
             "which keeps calibrated outlier columns in f32; a Q8_0 file cannot (see\n"
@@ -28,7 +30,8 @@ static void usage(FILE *out) {
 
 int cmd_quantize(int argc, char **argv) {
     cli_model_args m = CLI_MODEL_ARGS_UNSET;
-    const cli_opt opts[] = {CLI_OPTS_TYPE(m)};
+    int quiet = 0;
+    const cli_opt opts[] = {CLI_OPTS_TYPE(m), CLI_OPT_QUIET(quiet)};
     const cli_cmd cmd = {"quantize", usage, opts, sizeof opts / sizeof opts[0], 2, 2, 0};
     const char *pos[2];
     int n_pos, rc = cli_parse(&cmd, argc, argv, pos, &n_pos);
@@ -37,9 +40,10 @@ int cmd_quantize(int argc, char **argv) {
     if (m.head_type == CLI_UNSET) m.head_type = SKYCMD_TYPE_F32;
 
     cli_run run;
+    cli_set_quiet(quiet);
     if ((rc = cli_begin(&run, &cmd, "quantize"))) return rc;
     const char *in = pos[0], *out = pos[1];
     if (cli_stdin_file(&run, &in)) return 1;
     if ((rc = cli_stdout_file(&run, &out))) return rc;
-    return cli_end(&run, skycmd_quantize(in, out, run.opts, run.err));
+    return cli_end_written(&run, skycmd_quantize(in, out, run.opts, run.err), out);
 }

@@ -7,6 +7,7 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: skycmd random <preset> <out> [--layout gguf|laya] [--seed N] [--massive N]\n"
             "                     [--type f32|f16|bf16|q8_0] [--head-type T] [--name NAME] [--pre NAME]\n"
+            "                     [-q]\n"
             "\n"
             "Write a model with random weights, the same bytes for the same preset and seed.\n"
             "\n"
@@ -29,7 +30,11 @@ static void usage(FILE *out) {
             "  --seed N        default 42\n"
             "  --massive N     plant N residual channels ~20x larger than the others (int8 tests)\n"
             "  <out> '-'       write the GGUF file to stdout\n"
+            "  -q, --quiet     no progress line and no summary on stderr (errors still are)\n"
             "  -h, --help      show this help\n"
+            "\n"
+            "On a terminal a progress line (ETA) is drawn while the GGUF file is written, and a\n"
+            "summary printed (size, time, rate).\n"
             "\n"
             "exit status: 0 written, 1 error (message on stderr), 2 usage error\n");
 }
@@ -37,11 +42,13 @@ static void usage(FILE *out) {
 int cmd_random(int argc, char **argv) {
     static const char *const layouts[] = {"gguf", "laya", NULL}; /* = skycmd_layout values */
     cli_model_args m = CLI_MODEL_ARGS_UNSET;
+    int quiet = 0;
     const cli_opt opts[] = {
         CLI_OPTS_TYPE(m),
         CLI_OPTS_NAME(m),
         CLI_OPTS_SEED(m),
         {"--layout", NULL, CLI_CHOICE, &m.layout, SKYCMD_OPT_LAYOUT, 0, layouts},
+        CLI_OPT_QUIET(quiet),
     };
     const cli_cmd cmd = {"random", usage, opts, sizeof opts / sizeof opts[0], 2, 2, 0};
     const char *pos[2];
@@ -53,7 +60,8 @@ int cmd_random(int argc, char **argv) {
 
     cli_run run;
     const char *out = pos[1];
+    cli_set_quiet(quiet);
     if ((rc = cli_begin(&run, &cmd, "random"))) return rc;
     if ((rc = cli_stdout_file(&run, &out))) return rc;
-    return cli_end(&run, skycmd_random_model(pos[0], out, run.opts, run.err));
+    return cli_end_written(&run, skycmd_random_model(pos[0], out, run.opts, run.err), out);
 }

@@ -10,7 +10,8 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: skycmd tokenize (MODEL.gguf | --json tokenizer.json) [--ids-only] [--] [TEXT | -]\n"
+            "usage: skycmd tokenize (MODEL.gguf | --tokenizer-json tokenizer.json) [--ids-only]\n"
+            "                       [--] [TEXT | -]\n"
             "\n"
             "Encode TEXT (or standard input when TEXT is '-' or absent) with the tokenizer of a\n"
             "GGUF model or of a Hugging Face tokenizer.json (tokenizer_config.json beside it names\n"
@@ -21,20 +22,23 @@ static void usage(FILE *f) {
             "\"<n> tokens\". With --ids-only: the ids on one line, separated by spaces.\n"
             "\n"
             "options:\n"
-            "  --json PATH   use a tokenizer.json instead of a GGUF model\n"
-            "  --ids-only    print only the ids\n"
-            "  --            what follows is TEXT even if it starts with '-'\n"
-            "  -h, --help    show this help\n"
+            "  --tokenizer-json PATH  use a tokenizer.json instead of a GGUF model\n"
+            "  --json PATH            deprecated alias of --tokenizer-json (elsewhere --json\n"
+            "                         means JSON output); works, with a warning, for a release\n"
+            "  --ids-only             print only the ids\n"
+            "  --                     what follows is TEXT even if it starts with '-'\n"
+            "  -h, --help             show this help\n"
             "\n"
             "MODEL.gguf or tokenizer.json '-' reads standard input (TEXT is then required).\n"
             "exit status: 0 printed, 1 error (message on stderr), 2 usage error\n");
 }
 
 int cmd_tokenize(int argc, char **argv) {
-    const char *json = NULL, *model_path = NULL, *text = "-";
+    const char *json = NULL, *old_json = NULL, *model_path = NULL, *text = "-";
     int ids_only = 0;
     const cli_opt opts[] = {
-        {"--json", NULL, CLI_STRING, &json, 0, 0, NULL},
+        {"--tokenizer-json", NULL, CLI_STRING, &json, 0, 0, NULL},
+        {"--json", NULL, CLI_STRING, &old_json, 0, 0, NULL}, /* deprecated: the old name */
         {"--ids-only", NULL, CLI_FLAG, &ids_only, 0, 0, NULL},
     };
     /* TEXT may be empty (zero tokens); an empty MODEL.gguf is refused below */
@@ -42,12 +46,17 @@ int cmd_tokenize(int argc, char **argv) {
     const char *pos[2];
     int n_pos, rc = cli_parse(&cmd, argc, argv, pos, &n_pos);
     if (rc != CLI_CONTINUE) return rc;
+    if (old_json) {
+        if (json) return cli_usage_error(&cmd, "give --tokenizer-json once (--json is its old name)");
+        fprintf(stderr, "skycmd tokenize: warning: --json PATH is deprecated, use --tokenizer-json PATH\n");
+        json = old_json;
+    }
     if (json) {
         if (n_pos > 1) return cli_usage_error(&cmd, "too many arguments");
         if (n_pos == 1) text = pos[0];
-        if (!*json) return cli_usage_error(&cmd, "--json needs a path");
+        if (!*json) return cli_usage_error(&cmd, "--tokenizer-json needs a path");
     } else {
-        if (n_pos == 0) return cli_usage_error(&cmd, "give MODEL.gguf or --json tokenizer.json");
+        if (n_pos == 0) return cli_usage_error(&cmd, "give MODEL.gguf or --tokenizer-json tokenizer.json");
         model_path = pos[0];
         if (!*model_path) return cli_usage_error(&cmd, "MODEL.gguf is an empty string");
         if (n_pos == 2) text = pos[1];

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "laya_specs.h"
+#include "../util/json_syntax.h"
 
 #define SK_CONFIG_MAX ((size_t)4 << 20)
 #define SK_TOKENIZER_MAX ((size_t)256 << 20)
@@ -26,9 +27,12 @@ static cJSON *parse_json(const char *json, size_t len, const char *label, sk_err
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
     if (!root) {
-        const char *ep = cJSON_GetErrorPtr();
-        size_t at = (ep && ep >= json && ep <= json + len) ? (size_t)(ep - json) : 0;
-        *st = sk_fail(e, SKYCMD_E_FORMAT, "%s: not valid JSON (near byte %zu)", label, at);
+        /* cJSON says NULL for both: well-formed text means it ran out of memory */
+        size_t at = 0;
+        if (sk_json_parse_failure(json, len, CJSON_NESTING_LIMIT, &at) == SKYCMD_E_NOMEM)
+            *st = sk_fail(e, SKYCMD_E_NOMEM, "%s: out of memory parsing the JSON", label);
+        else
+            *st = sk_fail(e, SKYCMD_E_FORMAT, "%s: not valid JSON (near byte %zu)", label, at);
         return NULL;
     }
     for (const char *q = end; q && q < json + len; q++)

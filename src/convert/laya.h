@@ -110,7 +110,8 @@ int sk_laya_systemone_template(const char *cls, const char *sep, const char *mas
 
 /* Convert to GGUF at out_path (atomic). */
 int sk_laya_to_gguf(const sk_laya *l, const sk_convert_opts *o, const char *out_path, sk_err *e);
-/* Same, into memory (tests). *out for free(). */
+/* Same, into memory (skycmd_model_open of a directory; tests). *out for free(). Progress:
+ * the tensors' output bytes made, of all of them (there is no writing phase). */
 int sk_laya_to_gguf_mem(const sk_laya *l, const sk_convert_opts *o, uint8_t **out,
                         size_t *size, sk_err *e);
 

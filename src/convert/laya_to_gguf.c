@@ -205,6 +205,7 @@ typedef struct conv_state {
     void **bufs;
     size_t n_bufs;
     conv_progress prog;
+    int to_mem;   /* sk_laya_to_gguf_mem: no writing phase, progress is the tensors alone */
 } conv_state;
 
 static void conv_free(conv_state *cs) {
@@ -297,7 +298,8 @@ static int add_tensors(conv_state *cs, const sk_laya *l, const sk_convert_opts *
         }
         s = sk_gguf_writer_add_tensor(cs->w, sp[i].gguf, nd, ne_g, ty, buf, nbytes, 0, e);
         made += nbytes;
-        if (!s && o->progress && o->progress(o->progress_ud, made, 2 * cs->prog.half))
+        if (!s && o->progress &&
+            o->progress(o->progress_ud, made, cs->to_mem ? cs->prog.half : 2 * cs->prog.half))
             s = sk_fail(e, SKYCMD_E_CANCELLED, "conversion cancelled");
     }
     free(f32);
@@ -305,8 +307,9 @@ static int add_tensors(conv_state *cs, const sk_laya *l, const sk_convert_opts *
     return s;
 }
 
-static int build(conv_state *cs, const sk_laya *l, const sk_convert_opts *o, sk_err *e) {
+static int build(conv_state *cs, const sk_laya *l, const sk_convert_opts *o, int to_mem, sk_err *e) {
     memset(cs, 0, sizeof *cs);
+    cs->to_mem = to_mem;
     if (!valid_type(o->type) || !valid_type(o->head_type))
         return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "convert: unsupported tensor type");
     cs->w = sk_gguf_writer_new(0);
@@ -319,7 +322,7 @@ static int build(conv_state *cs, const sk_laya *l, const sk_convert_opts *o, sk_
 
 int sk_laya_to_gguf(const sk_laya *l, const sk_convert_opts *o, const char *out_path, sk_err *e) {
     conv_state cs;
-    int s = build(&cs, l, o, e);
+    int s = build(&cs, l, o, 0, e);
     if (!s) {
         cs.prog.fn = o->progress;
         cs.prog.ud = o->progress_ud;
@@ -334,7 +337,7 @@ int sk_laya_to_gguf_mem(const sk_laya *l, const sk_convert_opts *o, uint8_t **ou
     conv_state cs;
     *out = NULL;
     *size = 0;
-    int s = build(&cs, l, o, e);
+    int s = build(&cs, l, o, 1, e);
     if (!s) s = sk_gguf_writer_write_mem(cs.w, out, size, e);
     conv_free(&cs);
     return s;

@@ -93,6 +93,10 @@ int sk_gguf_open_file(const char *path, sk_gguf **out, sk_err *e);
  * sk_gguf_bytes(). */
 #define SK_GGUF_RELEASABLE 1
 int sk_gguf_open_file_ex(const char *path, int flags, sk_gguf **out, sk_err *e);
+/* The same, reporting the bytes read to prog (sk_file_copy_read in util.h); a stop of its
+ * callback between two chunks returns SKYCMD_E_CANCELLED with nothing left allocated. */
+int sk_gguf_open_file_progress(const char *path, int flags, sk_share prog, sk_gguf **out,
+                               sk_err *e);
 /* Borrow `data` (must outlive the reader). */
 int sk_gguf_open_buffer(const void *data, size_t size, sk_gguf **out, sk_err *e);
 void sk_gguf_close(sk_gguf *g);

@@ -582,13 +582,17 @@ int sk_gguf_open_buffer(const void *data, size_t size, sk_gguf **out, sk_err *e)
     return SKYCMD_OK;
 }
 
-int sk_gguf_open_file_ex(const char *path, int flags, sk_gguf **out, sk_err *e) {
+int sk_gguf_open_file_progress(const char *path, int flags, sk_share prog, sk_gguf **out,
+                               sk_err *e) {
     if (!out || !path) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sk_gguf_open_file: NULL argument");
     *out = NULL;
     const int releasable = (flags & SK_GGUF_RELEASABLE) != 0;
     sk_file_copy f;
-    int st = sk_file_copy_read(path, releasable, &f, e);
-    if (st) return st;
+    int st = sk_file_copy_read(path, releasable, prog, &f, e);
+    if (st) {
+        if (st == SKYCMD_E_CANCELLED) sk_err_prefix(e, "%s: reading the file", path);
+        return st;
+    }
     sk_gguf *g = NULL;
     st = sk_gguf_open_buffer(f.data, f.size, &g, e);
     if (st) {
@@ -601,6 +605,10 @@ int sk_gguf_open_file_ex(const char *path, int flags, sk_gguf **out, sk_err *e) 
     g->releasable = releasable;
     *out = g;
     return SKYCMD_OK;
+}
+
+int sk_gguf_open_file_ex(const char *path, int flags, sk_gguf **out, sk_err *e) {
+    return sk_gguf_open_file_progress(path, flags, SK_SHARE_NONE, out, e);
 }
 
 int sk_gguf_open_file(const char *path, sk_gguf **out, sk_err *e) {

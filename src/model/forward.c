@@ -480,9 +480,14 @@ int sk_model_check_seq(const sk_model *m, const sk_seq *q, size_t qi, sk_err *e)
 
 /* A pass run for a contested group of a split (passes.c) stops once another pass of the
  * same group has published it: checked before every layer, a few microseconds apart for
- * the small models that are split by sequence. */
-static int given_up(const sk_scratch *s) {
-    return s->race && atomic_load_explicit(&s->race->done, memory_order_acquire);
+ * the small models that are split by sequence (SKYCMD_E_CANCELLED, no message: nobody
+ * reads it). A pass of the int8 conversion at load stops when the load's progress callback
+ * asks (the scratch's stop hook, int8.c), with a message. */
+static int given_up(const sk_scratch *s, sk_err *e) {
+    if (s->race && atomic_load_explicit(&s->race->done, memory_order_acquire)) return SKYCMD_E_CANCELLED;
+    if (s->stop && s->stop(s->stop_ud))
+        return sk_fail(e, SKYCMD_E_CANCELLED, "cancelled by the progress callback");
+    return SKYCMD_OK;
 }
 
 int sk_forward_pass(const sk_model *m, sk_scratch *s, const sk_seq *seqs, size_t n_seqs,
@@ -544,10 +549,10 @@ int sk_forward_pass(const sk_model *m, sk_scratch *s, const sk_seq *seqs, size_t
     }
     add_ln(s, s->h, NULL, N, d, m->embd_norm, NULL, m->hp.eps, s->h);
     for (uint32_t l = 0; l < m->hp.n_layer; l++) {
-        if (given_up(s)) return SKYCMD_E_CANCELLED;
+        if ((rc = given_up(s, e))) return rc;
         encoder_layer(m, s, &m->enc[l], sr, ns, N, l ? s->a : NULL);
     }
-    if (given_up(s)) return SKYCMD_E_CANCELLED;
+    if ((rc = given_up(s, e))) return rc;
     {
         /* the final norm, then + the question type's embedding: the norm's bias */
         const float *pending = m->hp.n_layer ? s->a : NULL;
@@ -563,7 +568,7 @@ int sk_forward_pass(const sk_model *m, sk_scratch *s, const sk_seq *seqs, size_t
     const uint32_t L = m->hp.n_head_layers;
     for (uint32_t j = 0; j + 1 < L; j++) {
         head_layer_full(m, s, &m->head[j], sr, ns, N);
-        if (given_up(s)) return SKYCMD_E_CANCELLED;
+        if ((rc = given_up(s, e))) return rc;
     }
     if (L > 0) {
         head_layer_markers(m, s, &m->head[L - 1], sr, ns, N, rows, K);

@@ -6,7 +6,11 @@
  * rows split into blocks of 32; the decision head stays f32), calibrates on the built-in
  * prompts for SKYCMD_WEIGHTS_Q8 (max |x| per input channel, outlier columns kept in f32),
  * and replaces their f32/16-bit panels by Q8_0 panels (src/kernels/q8.h), logging each
- * matrix's relayout. See docs/quantization.md.
+ * matrix's relayout. See docs/quantization.md. Progress: its share of the load's, split by
+ * estimated cost (model_internal.h's SK_COST_*), reported before every layer of the
+ * calibration's and the probe's passes (the scratch's stop hook) and after each matrix
+ * quantized; a stop there returns SKYCMD_E_CANCELLED, and the model's free takes what was
+ * made.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -83,6 +87,48 @@ static void calib_seqs_free(calib_seqs *cs) {
     cs->built = 0;
 }
 
+/* ------------------------------------------------------------------ progress ------- */
+
+/* The conversion's progress (sk_model_to_int8's share, split by estimated cost into the
+ * calibration, the sensitivity probe and the quantization). A forward pass reports from
+ * its scratch's stop hook before every layer: pass_begin() sets the span [f0, f1] of the
+ * current part that the pass covers, and each layer moves done through it, so the
+ * calibration's seconds per sequence move the bar smoothly and a stop is seen within a
+ * layer. */
+typedef struct int8_prog {
+    sk_share part;     /* the current part of the conversion */
+    double f0, f1;     /* the span of part the current pass covers */
+    unsigned k, n;     /* layers begun, of the pass's n */
+} int8_prog;
+
+static int pass_stop(void *ud) {
+    int8_prog *p = ud;
+    const double f = p->f0 + (p->f1 - p->f0) * (p->n ? (double)(p->k < p->n ? p->k : p->n) / p->n : 0.0);
+    p->k++;
+    return sk_share_report(p->part, f, NULL) != 0;
+}
+
+/* Attach the progress to a scratch of the conversion (nothing without a callback). */
+static void prog_attach(sk_scratch *s, int8_prog *p) {
+    if (!s || !sk_share_active(p->part)) return;
+    s->stop = pass_stop;
+    s->stop_ud = p;
+}
+
+static void pass_begin(const sk_model *m, int8_prog *p, double f0, double f1) {
+    p->f0 = f0;
+    p->f1 = f1;
+    p->k = 0;
+    p->n = m->hp.n_layer + m->hp.n_head_layers;  /* given_up() calls of one pass */
+}
+
+/* The multiply-adds of one token through every matrix of the model (its forward cost). */
+static double model_macs(const sk_model *m) {
+    const double d = m->hp.n_embd, ff = m->hp.n_ff, ffh = m->hp.n_ff_head;
+    return (double)m->hp.n_layer * (3 * d * d + d * d + 2 * ff * d + ff * d) +
+           (double)m->hp.n_head_layers * (3 * d * d + d * d + 2 * ffh * d) + d * d + d;
+}
+
 /* One calibration sequence through the model, every position a marker (so the last
  * decision block sees every row too); a model with the parallel option layout gets the
  * sequence's positions and options as a request would give them. */
@@ -93,33 +139,62 @@ static int forward_seq(const sk_model *m, sk_scratch *s, const sk_calib_seq *q, 
     return sk_model_forward_batch(m, s, &one, 1, e);
 }
 
+/* Which of the sites quantized here (to_q8[i] == 1) get second moments for GPTQ rounding
+ * (gptq[i] = 1): in order, while their memory (k^2 floats) and rounding work (n_out k^2)
+ * fit the budgets; the rest keep the per-block scale search. Returns their count. */
+static size_t pick_gptq(sk_linear *const *sites, size_t n_sites, const uint8_t *to_q8,
+                        uint8_t *gptq) {
+    double mem = 0.0, work = 0.0;
+    size_t n = 0;
+    for (size_t i = 0; i < n_sites; i++) {
+        gptq[i] = 0;
+        if (to_q8[i] != 1) continue;
+        const double kk = (double)sites[i]->p.n_in * (double)sites[i]->p.n_in;
+        if (mem + 4.0 * kk > SK_GPTQ_MEM_BUDGET || work + kk * (double)sites[i]->p.n_out > SK_GPTQ_WORK_BUDGET)
+            continue;
+        mem += 4.0 * kk;
+        work += kk * (double)sites[i]->p.n_out;
+        gptq[i] = 1;
+        n++;
+    }
+    return n;
+}
+
+/* The first encoder layer's second moments over the vocabulary (vocab_moments): whether
+ * they are taken, and the tokens and multiply-adds they cost. */
+#define SK_VOCAB_WORK 2e9
+static int vocab_site(const sk_model *m, sk_linear *const *sites, const uint8_t *gptq) {
+    return m->hp.n_layer > 0 && !m->enc[0].attn_norm && sites[0] == &m->enc[0].qkv && gptq[0] &&
+           m->tok_embd && m->embd_norm;
+}
+static size_t vocab_stride(const sk_model *m, size_t k) {
+    return (size_t)((double)m->hp.n_vocab * (double)k * (double)k / SK_VOCAB_WORK) + 1;
+}
+static double vocab_cost(const sk_model *m, size_t k) {
+    const double tokens = (double)((m->hp.n_vocab + vocab_stride(m, k) - 1) / vocab_stride(m, k));
+    return SK_COST_MAC * tokens * (double)k * (double)k / 2.0;
+}
+
 /* The calibration (docs/quantization.md §3): the f32 model on the calibration sequences
  * (sk_calib_sequences: questions laid out by the model's own template around the built-in
  * prompts and around vocabulary states), every position a marker (so the last decision
- * block sees every row too), max |x| per input channel at every matrix product. */
-static int vocab_moments(const sk_model *m, float *xtx, size_t k, sk_err *e);
+ * block sees every row too), max |x| per input channel at every matrix product; second
+ * moments at the sites gptq marks. Progress: pr->part, the passes by tokens, then the
+ * vocabulary's moments. */
+static int vocab_moments(const sk_model *m, float *xtx, size_t k, sk_share prog, sk_err *e);
 static int calibrate(sk_model *m, calib_seqs *cs, sk_linear *const *sites, size_t n_sites,
-                     const uint8_t *to_q8, int want_gptq, sk_calib *c, size_t *n_gptq, sk_err *e) {
+                     const uint8_t *gptq, sk_calib *c, int8_prog *pr, sk_err *e) {
     size_t *k = sk_malloc_array(n_sites, sizeof(size_t));
     if (!k) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for calibration");
     for (size_t i = 0; i < n_sites; i++) k[i] = sites[i]->p.n_in;
     int rc = sk_calib_init(c, n_sites, k);
     free(k);
     if (rc) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for calibration");
-    /* Second moments for GPTQ rounding, for the matrices quantized here, in order, while
-     * their memory (k^2 floats) and rounding work (n_out k^2) fit the budgets: the rest
-     * keep the per-block scale search. */
-    double mem = 0.0, work = 0.0;
-    *n_gptq = 0;
+    double xtx_macs = 0.0;   /* per token */
     for (size_t i = 0; i < n_sites; i++) {
-        if (to_q8[i] != 1 || !want_gptq) continue;
-        const double kk = (double)sites[i]->p.n_in * (double)sites[i]->p.n_in;
-        if (mem + 4.0 * kk > SK_GPTQ_MEM_BUDGET || work + kk * (double)sites[i]->p.n_out > SK_GPTQ_WORK_BUDGET)
-            continue;
+        if (!gptq[i]) continue;
         if (sk_calib_want_xtx(c, i)) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for calibration");
-        mem += 4.0 * kk;
-        work += kk * (double)sites[i]->p.n_out;
-        (*n_gptq)++;
+        xtx_macs += (double)sites[i]->p.n_in * (double)sites[i]->p.n_in / 2.0;
     }
     rc = calib_seqs_get(m, cs, e);
     if (rc) {
@@ -127,7 +202,14 @@ static int calibrate(sk_model *m, calib_seqs *cs, sk_linear *const *sites, size_
         return rc;
     }
     const sk_calib_seq *seqs = cs->v;
+    size_t tokens = 0, before = 0;
+    for (size_t i = 0; i < SK_CALIB_N_SEQS; i++) tokens += seqs[i].n;
+    const int vocab = vocab_site(m, sites, gptq);
+    const double c_pass = (SK_COST_FWD * model_macs(m) + SK_COST_MAC * xtx_macs) * (double)tokens;
+    const double c_vocab = vocab ? vocab_cost(m, c->k[0]) : 0.0;
+    const double passes = c_pass + c_vocab > 0.0 ? c_pass / (c_pass + c_vocab) : 1.0;
     sk_scratch *s = sk_scratch_new(m);
+    prog_attach(s, pr);
     int32_t *marks = NULL;
     float *logits = NULL;
     if (!s) rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory for calibration");
@@ -145,15 +227,19 @@ static int calibrate(sk_model *m, calib_seqs *cs, sk_linear *const *sites, size_
         s->calib = c;
         s->calib_sites = sites;
         s->n_calib_sites = n_sites;
+        pass_begin(m, pr, passes * (double)before / (double)(tokens ? tokens : 1),
+                   passes * (double)(before + n) / (double)(tokens ? tokens : 1));
+        before += n;
         rc = forward_seq(m, s, &seqs[i], marks, logits, e);
-        if (rc) sk_err_prefix(e, "calibration sequence %zu", i);
+        if (rc && rc != SKYCMD_E_CANCELLED) sk_err_prefix(e, "calibration sequence %zu", i);
     }
     free(marks);
     free(logits);
     sk_scratch_free(s);
-    if (!rc && m->hp.n_layer > 0 && !m->enc[0].attn_norm && sites[0] == &m->enc[0].qkv &&
-        c->xtx[0] && m->tok_embd && m->embd_norm)
-        rc = vocab_moments(m, c->xtx[0], c->k[0], e);
+    if (!rc) rc = sk_share_report(pr->part, passes, e);
+    if (!rc && vocab)
+        rc = vocab_moments(m, c->xtx[0], c->k[0], sk_share_part(pr->part, passes, 1.0), e);
+    if (!rc) rc = sk_share_report(pr->part, 1.0, e);
     return rc;
 }
 
@@ -163,14 +249,18 @@ static int calibrate(sk_model *m, calib_seqs *cs, sk_linear *const *sites, size_
  * multiply-adds) instead of the prompts' few hundred tokens, so that GPTQ rounding fits
  * every input the site can ever see. Without this the rounding fitted the prompts' tokens
  * and was 3x worse than plain rounding on the trained model's own inputs. */
-#define SK_VOCAB_WORK 2e9
-static int vocab_moments(const sk_model *m, float *xtx, size_t k, sk_err *e) {
+static int vocab_moments(const sk_model *m, float *xtx, size_t k, sk_share prog, sk_err *e) {
     const size_t nv = m->hp.n_vocab;
-    size_t stride = (size_t)((double)nv * (double)k * (double)k / SK_VOCAB_WORK) + 1;
+    const size_t stride = vocab_stride(m, k);
     float *row = sk_malloc_array(2 * k, sizeof(float));
     if (!row) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for calibration");
     memset(xtx, 0, k * k * sizeof(float));
-    for (size_t t = 0; t < nv; t += stride) {
+    for (size_t t = 0, i = 0; t < nv; t += stride, i++) {
+        /* progress and a stop every 64 tokens (a few ms each on a base-sized model) */
+        if (i % 64 == 0 && sk_share_report(prog, (double)t / (double)nv, e)) {
+            free(row);
+            return SKYCMD_E_CANCELLED;
+        }
         if (sk_ggml_to_f32(m->tok_embd->type, m->tok_embd->data + t * m->tok_row_bytes, row, k)) {
             free(row);
             return sk_fail(e, SKYCMD_E_FORMAT, "tensor token_embd.weight: cannot widen");
@@ -239,8 +329,16 @@ static void linear_name(const sk_linear *L, char *name, size_t cap) {
 #define SK_N_PROBE 6
 static const size_t SK_PROBE_PROMPTS[SK_N_PROBE] = {0, 4, 8, SK_CALIB_N_PROMPTS,
                                                      SK_CALIB_N_PROMPTS + 1, SK_CALIB_N_PROMPTS + 2};
+static size_t prompts_tokens(const sk_calib_seq *seqs, int subset) {
+    size_t t = 0;
+    for (size_t j = 0; j < (subset ? SK_N_PROBE : SK_CALIB_N_SEQS); j++)
+        t += seqs[subset ? SK_PROBE_PROMPTS[j] : j].n;
+    return t;
+}
+/* (The passes cover [f0, f1] of pr's part, by tokens.) */
 static int run_prompts(sk_model *m, sk_scratch *s, const sk_calib_seq *seqs, int subset,
-                       float *logits, size_t *n_logits, sk_err *e) {
+                       float *logits, size_t *n_logits, int8_prog *pr, double f0, double f1,
+                       sk_err *e) {
     size_t off = 0, maxn = 1;
     for (size_t i = 0; i < SK_CALIB_N_SEQS; i++) maxn = seqs[i].n > maxn ? seqs[i].n : maxn;
     int32_t *marks = sk_malloc_array(maxn, sizeof(int32_t));
@@ -248,8 +346,10 @@ static int run_prompts(sk_model *m, sk_scratch *s, const sk_calib_seq *seqs, int
     for (size_t t = 0; t < maxn; t++) marks[t] = (int32_t)t;
     int rc = SKYCMD_OK;
     const size_t n = subset ? SK_N_PROBE : SK_CALIB_N_SEQS;
+    const double per = (f1 - f0) / (double)(prompts_tokens(seqs, subset) ? prompts_tokens(seqs, subset) : 1);
     for (size_t j = 0; j < n && !rc; j++) {
         const size_t i = subset ? SK_PROBE_PROMPTS[j] : j;
+        pass_begin(m, pr, f0 + per * (double)off, f0 + per * (double)(off + seqs[i].n));
         rc = forward_seq(m, s, &seqs[i], marks, logits + off, e);
         off += seqs[i].n;
     }
@@ -273,10 +373,22 @@ static int run_prompts(sk_model *m, sk_scratch *s, const sk_calib_seq *seqs, int
  * with ggml's plain rounding instead saves 5 % of the load but picked sites that left
  * laya-parallel at 1.9e-2 instead of 1.6e-2, measured with the eighth of the time.) */
 #define SK_SITE_KEEP_SHARE 4
+/* The probe's cost (SK_COST_* units): the reference pass, then per site quantized here a
+ * quantization and two passes. */
+static double probe_cost(const sk_model *m, size_t probe_tokens, sk_linear *const *all, size_t n,
+                         const uint8_t *to_q8) {
+    const double pass = SK_COST_FWD * model_macs(m) * (double)probe_tokens;
+    double c = pass;
+    for (size_t i = 0; i < n; i++)
+        if (to_q8[i] == 1)
+            c += SK_COST_Q8_ELEM * (double)all[i]->p.n_in * (double)all[i]->p.n_out + 2.0 * pass;
+    return c;
+}
+
 static int probe_sites(sk_model *m, calib_seqs *cs, sk_linear *const *all, size_t n,
                        const uint8_t *to_q8, const sk_calib *c, uint8_t *keep, double *sens,
                        size_t *n_keep, uint8_t *fast_x2, double *sens_a, size_t *n_x2,
-                       sk_err *e) {
+                       int8_prog *pr, sk_err *e) {
     *n_keep = 0;
     int rc = calib_seqs_get(m, cs, e);
     if (rc) return rc;
@@ -287,15 +399,22 @@ static int probe_sites(sk_model *m, calib_seqs *cs, sk_linear *const *all, size_
     float *got = sk_malloc_array(total ? total : 1, sizeof(float));
     float *got1 = sk_malloc_array(total ? total : 1, sizeof(float));
     sk_scratch *s = sk_scratch_new(m);
+    prog_attach(s, pr);
     *n_x2 = 0;
     float *w = NULL;
     size_t w_cap = 0, nl = 0, n_probed = 0;
+    /* progress: fractions of the probe's estimated cost */
+    const double pass = SK_COST_FWD * model_macs(m) * (double)prompts_tokens(seqs, 1);
+    const double cost = probe_cost(m, prompts_tokens(seqs, 1), all, n, to_q8);
+    double spent = pass;
     if (!ref || !got || !got1 || !s) rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory for calibration");
-    if (!rc) rc = run_prompts(m, s, seqs, 1, ref, &nl, e);
+    if (!rc) rc = run_prompts(m, s, seqs, 1, ref, &nl, pr, 0.0, pass / cost, e);
     for (size_t i = 0; i < n && !rc; i++) {
         sens[i] = -1.0;
         if (to_q8[i] != 1) continue;
         sk_linear *L = all[i];
+        const double qc = SK_COST_Q8_ELEM * (double)L->p.n_in * (double)L->p.n_out;
+        if ((rc = sk_share_report(pr->part, spent / cost, e))) break;
         char name[160];
         linear_name(L, name, sizeof name);
         sk_q8_owned q;
@@ -309,10 +428,13 @@ static int probe_sites(sk_model *m, calib_seqs *cs, sk_linear *const *all, size_
         free(ms);
         if (rc) break;
         L->q8 = &q;
-        rc = run_prompts(m, s, seqs, 1, got, &nl, e);
+        spent += qc;
+        rc = run_prompts(m, s, seqs, 1, got, &nl, pr, spent / cost, (spent + pass) / cost, e);
+        spent += pass;
         /* the same product with single-pass activations: what --q8-fast adds here */
         sk_scratch_set_activations(s, SK_Q8_ACT_Q8);
-        if (!rc) rc = run_prompts(m, s, seqs, 1, got1, &nl, e);
+        if (!rc) rc = run_prompts(m, s, seqs, 1, got1, &nl, pr, spent / cost, (spent + pass) / cost, e);
+        spent += pass;
         sk_scratch_set_activations(s, SK_Q8_ACT_Q8X2);
         L->q8 = NULL;
         sk_q8_owned_free(&q);
@@ -368,8 +490,36 @@ static int row_head_linear(const sk_model *m, size_t i, size_t n_enc) {
     return !(which == 1 && j + 1 == m->hp.n_head_layers);
 }
 
+/* Quantizing site L at load (SK_COST_* units): the scale search, or one scale per row, and
+ * GPTQ rounding where the calibration took its second moments. */
+static double quant_cost(const sk_linear *L, int weights_mode, int gptq) {
+    const double k = L->p.n_in, elems = k * (double)L->p.n_out;
+    return (weights_mode == SKYCMD_WEIGHTS_Q8_ROW ? SK_COST_Q8_ROW_ELEM : SK_COST_Q8_ELEM) * elems +
+           (gptq ? SK_COST_MAC * (elems * k + k * k * k / 3.0) : 0.0);
+}
+
+double sk_int8_cost_guess(const sk_model *m, int weights_mode) {
+    const double d = m->hp.n_embd, ff = m->hp.n_ff, L = m->hp.n_layer;
+    const double enc = L * (3 * d * d + d * d + 2 * ff * d + ff * d), macs = model_macs(m);
+    /* the sequences' tokens (about the same for every model: the calibration's prompts) */
+    const double calib_tokens = SK_CALIB_N_SEQS * SK_GUESS_CALIB_SEQ_TOKENS;
+    const double probe_tokens = SK_N_PROBE * SK_GUESS_CALIB_SEQ_TOKENS;
+    switch (weights_mode) {
+    case SKYCMD_WEIGHTS_Q8:
+        /* calibration, the probe (a reference pass, and per encoder matrix a quantization
+         * and two passes), the quantization */
+        return SK_COST_FWD * macs * calib_tokens + (8.0 * L + 1.0) * SK_COST_FWD * macs * probe_tokens +
+               2.0 * SK_COST_Q8_ELEM * enc;
+    case SKYCMD_WEIGHTS_Q8_ROW:
+        return SK_COST_FWD * macs * calib_tokens + SK_COST_Q8_ROW_ELEM * macs;
+    default:
+        return SK_COST_Q8_ELEM * enc;
+    }
+}
+
 int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
-                     const sk_calib_source *calib, skycmd_log_fn log, void *log_ud, sk_err *e) {
+                     const sk_calib_source *calib, skycmd_log_fn log, void *log_ud,
+                     sk_share prog, sk_err *e) {
     const size_t cap = 4 * (size_t)m->hp.n_layer + 5 * (size_t)m->hp.n_head_layers + 2;
     sk_linear **all = sk_malloc_array(cap, sizeof *all);
     uint8_t *to_q8 = calloc(cap, 1);
@@ -401,15 +551,52 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
     calib_seqs cs = {calib, g, 0, {{0}}};
     int rc = SKYCMD_OK;
     size_t n_gptq = 0, n_keep = 0, n_x2 = 0;
-    uint8_t *keep = calloc(cap, 1), *fast_x2 = calloc(cap, 1);
+    uint8_t *keep = calloc(cap, 1), *fast_x2 = calloc(cap, 1), *gptq = calloc(cap, 1);
     double *sens = sk_malloc_array(cap, sizeof(double)), *sens_a = sk_malloc_array(cap, sizeof(double));
-    if (!keep || !sens || !fast_x2 || !sens_a) rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+    if (!keep || !sens || !fast_x2 || !sens_a || !gptq) rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+    /* GPTQ rounding for the matrices quantized here, with --q8 (calibrated block scales) */
+    if (!rc && weights_mode == SKYCMD_WEIGHTS_Q8 && n_quant > 0) n_gptq = pick_gptq(all, n, to_q8, gptq);
+    /* Progress: the calibration, the sensitivity probe (--q8) and the quantization, split by
+     * their estimated cost (the calibration sequences are built first to count their
+     * tokens; without a callback they are built where they were always built). */
+    const int calibrated = (weights_mode == SKYCMD_WEIGHTS_Q8 || weights_mode == SKYCMD_WEIGHTS_Q8_ROW) &&
+                           n_quant > 0;
+    int8_prog pr = {SK_SHARE_NONE, 0.0, 0.0, 0, 0};
+    sk_share part_cal = SK_SHARE_NONE, part_probe = SK_SHARE_NONE, part_quant = SK_SHARE_NONE;
+    if (!rc && sk_share_active(prog)) {
+        double c_cal = 0.0, c_probe = 0.0, c_quant = 0.0;
+        if (calibrated) {
+            rc = calib_seqs_get(m, &cs, e);
+            if (rc) sk_err_prefix(e, "calibration prompts");
+        }
+        if (!rc && calibrated) {
+            size_t tokens = 0;
+            double xtx = 0.0;
+            for (size_t i = 0; i < SK_CALIB_N_SEQS; i++) tokens += cs.v[i].n;
+            for (size_t i = 0; i < n; i++)
+                if (gptq[i]) xtx += (double)all[i]->p.n_in * (double)all[i]->p.n_in / 2.0;
+            c_cal = (SK_COST_FWD * model_macs(m) + SK_COST_MAC * xtx) * (double)tokens;
+            if (vocab_site(m, all, gptq)) c_cal += vocab_cost(m, all[0]->p.n_in);
+            if (weights_mode == SKYCMD_WEIGHTS_Q8)
+                c_probe = probe_cost(m, prompts_tokens(cs.v, 1), all, n, to_q8);
+        }
+        for (size_t i = 0; i < n; i++)
+            if (to_q8[i] == 1) c_quant += quant_cost(all[i], weights_mode, gptq[i]);
+        const double sum = c_cal + c_probe + c_quant > 0.0 ? c_cal + c_probe + c_quant : 1.0;
+        part_cal = sk_share_part(prog, 0.0, c_cal / sum);
+        part_probe = sk_share_part(prog, c_cal / sum, (c_cal + c_probe) / sum);
+        part_quant = sk_share_part(prog, (c_cal + c_probe) / sum, 1.0);
+    }
     if (!rc && weights_mode == SKYCMD_WEIGHTS_Q8 && n_quant > 0) {
-        rc = calibrate(m, &cs, all, n, to_q8, 1, &c, &n_gptq, e);
+        pr.part = part_cal;
+        rc = calibrate(m, &cs, all, n, gptq, &c, &pr, e);
+        if (rc == SKYCMD_E_CANCELLED) sk_err_prefix(e, "int8 calibration");
         if (!rc)
             mlog(log, log_ud, 1, "int8: calibrated %zu matrix products on %d templated sequences "
                  "(%zu with second moments for GPTQ rounding)", n, SK_CALIB_N_SEQS, n_gptq);
-        if (!rc) rc = probe_sites(m, &cs, all, n, to_q8, &c, keep, sens, &n_keep, fast_x2, sens_a, &n_x2, e);
+        pr.part = part_probe;
+        if (!rc) rc = probe_sites(m, &cs, all, n, to_q8, &c, keep, sens, &n_keep, fast_x2, sens_a, &n_x2, &pr, e);
+        if (rc == SKYCMD_E_CANCELLED) sk_err_prefix(e, "int8 sensitivity probe");
         for (size_t i = 0; !rc && i < n; i++) {
             if (to_q8[i] != 1) continue;
             char name[160];
@@ -424,13 +611,20 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
      * massive channel would otherwise set the scale of every activation row); no GPTQ and
      * no sensitivity probe (one scale per row leaves no per-block choice to tune). */
     if (!rc && weights_mode == SKYCMD_WEIGHTS_Q8_ROW && n_quant > 0) {
-        rc = calibrate(m, &cs, all, n, to_q8, 0, &c, &n_gptq, e);
+        pr.part = part_cal;
+        rc = calibrate(m, &cs, all, n, gptq, &c, &pr, e);
+        if (rc == SKYCMD_E_CANCELLED) sk_err_prefix(e, "int8 calibration");
         if (!rc)
             mlog(log, log_ud, 1, "int8 rows: calibrated %zu matrix products on %d templated "
                  "sequences", n, SK_CALIB_N_SEQS);
     }
     float *w = NULL;
     size_t w_cap = 0, total_bytes = 0, total_pbytes = 0, total_outl = 0, n_pairs = 0;
+    /* progress: the matrices quantized here, by their cost (the ones kept in f32 now known) */
+    double q_cost = 0.0, q_done = 0.0;
+    for (size_t i = 0; i < n; i++)
+        if (to_q8[i] == 1 && !keep[i]) q_cost += quant_cost(all[i], weights_mode, gptq[i]);
+    if (!rc) rc = sk_share_report(part_quant, 0.0, e);
     for (size_t i = 0; i < n && !rc; i++) {
         if (!to_q8[i] || keep[i]) continue;
         sk_linear *L = all[i];
@@ -504,6 +698,9 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
         if (weights_mode == SKYCMD_WEIGHTS_Q8)
             mlog(log, log_ud, 0, "int8: %s rounding: %s", name,
                  q->gptq ? "GPTQ" : "scale search");
+        q_done += quant_cost(L, weights_mode, gptq[i]);
+        if ((rc = sk_share_report(part_quant, q_cost > 0.0 ? q_done / q_cost : 1.0, e)))
+            sk_err_prefix(e, "int8 quantization");
     }
     if (!rc)
         mlog(log, log_ud, 1, "int8: %zu matrices Q8_0 (%zu quantized at load%s, %zu from the "
@@ -511,8 +708,10 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
              "%zu bytes, panels %zu bytes (%zu in the tiles' K = 64 order); kernel %s", n_quant + n_file - n_keep, n_quant - n_keep,
              weights_mode == SKYCMD_WEIGHTS_Q8 ? " with calibration" : weights_mode == SKYCMD_WEIGHTS_Q8_ROW ? " per row, calibrated outlier columns" : " without calibration",
              n_file, n_keep, n_x2, total_outl, total_bytes, total_pbytes, n_pairs, sk_q8_kernel_name());
+    if (!rc) rc = sk_share_report(part_quant, 1.0, e);
     free(w);
     free(keep);
+    free(gptq);
     free(sens);
     free(fast_x2);
     free(sens_a);

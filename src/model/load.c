@@ -15,6 +15,9 @@
  * after the load. The bytes of every matrix, once packed, are given back to the system
  * (sk_gguf_release_pages: a reader opened with SK_GGUF_RELEASABLE) as each is packed: the
  * int8 conversion reads the panels back, not the file's bytes.
+ * Progress (model.h): the share given is split between the tensors (reported after each,
+ * by bytes) and the int8 / AMX conversion that follows, by estimated cost; a stop at any
+ * report frees the partial model and returns SKYCMD_E_CANCELLED.
  */
 #include <math.h>
 #include <stdio.h>
@@ -57,6 +60,14 @@ static int check_tensor(const sk_gguf *g, const char *name, uint64_t ne0, uint64
     return SKYCMD_OK;
 }
 
+/* The load's progress: bytes of tensors checked and packed (the token embedding's scan
+ * counted at an eighth of its bytes: it only reads them), reported after each tensor. */
+static int load_progress(sk_model *m, uint64_t bytes, sk_err *e) {
+    if (!sk_share_active(m->load_share)) return SKYCMD_OK;
+    m->load_done += bytes;
+    return sk_share_report(m->load_share, m->load_total ? (double)m->load_done / (double)m->load_total : 1.0, e);
+}
+
 /* A small tensor as a freshly allocated f32 copy, checked finite; *out stays NULL when the
  * tensor is absent and not required. */
 static int load_tensor(sk_model *m, const sk_gguf *g, const char *name, uint64_t ne0,
@@ -80,7 +91,7 @@ static int load_tensor(sk_model *m, const sk_gguf *g, const char *name, uint64_t
         }
     m->n_params += n;
     *out = buf;
-    return SKYCMD_OK;
+    return load_progress(m, t->nbytes, e);
 }
 
 /* Pack rows [row0, row0 + n_out) of a weight matrix ([*][n_in]; f32 in w, or the raw 16-bit
@@ -249,6 +260,7 @@ static int load_linear2(sk_model *m, const sk_gguf *g, const char *prefix /* < 1
     if (!rc) sk_gguf_release_pages(g, t->data, (size_t)t->nbytes);
     free(owned);
     free(b);
+    if (!rc) rc = load_progress(m, t->nbytes, e);
     return rc;
 }
 
@@ -420,11 +432,56 @@ int sk_model_load(const sk_gguf *g, int weights_mode, sk_model **out, sk_err *e)
 
 int sk_model_load_ex(const sk_gguf *g, int weights_mode, skycmd_log_fn log, void *log_ud,
                      sk_model **out, sk_err *e) {
-    return sk_model_load_calib(g, weights_mode, NULL, log, log_ud, out, e);
+    return sk_model_load_calib(g, weights_mode, NULL, log, log_ud, SK_SHARE_NONE, out, e);
+}
+
+double sk_model_read_share(int weights_mode, double read_factor) {
+    /* reading vs. what follows, per byte of the file: the tensors' checks and packing, and
+     * the int8 modes' work (forward passes and quantization, about proportional to the
+     * weights for a given depth; the calibrated mode's sensitivity probe grows with the
+     * depth too, so its share is a base-sized model's) */
+    const double read = SK_COST_READ_BYTE * read_factor, load = SK_COST_LOAD_BYTE;
+    double rest = load;
+    switch (weights_mode) {
+    case SKYCMD_WEIGHTS_Q8: rest += SK_COST_GUESS_Q8_BYTE; break;
+    case SKYCMD_WEIGHTS_Q8_ROW: rest += SK_COST_GUESS_Q8_ROW_BYTE; break;
+    case SKYCMD_WEIGHTS_Q8_PLAIN: rest += SK_COST_GUESS_Q8_PLAIN_BYTE; break;
+    default: break;
+    }
+    return read / (read + rest);
+}
+
+/* Split the load's share between the tensors (check and pack, by bytes) and what follows
+ * them (the int8 conversion, the AMX-BF16 relayout), by their estimated cost. */
+static void plan_progress(sk_model *m, const sk_gguf *g, int weights_mode, sk_share prog,
+                          sk_share *post) {
+    uint64_t bytes = 0, matrix_elems = 0;
+    for (size_t i = 0; i < sk_gguf_n_tensors(g); i++) {
+        const sk_gguf_tensor *t = sk_gguf_tensor_at(g, i);
+        if (t->data && t->nbytes && !sk_str_eq(t->name, "token_embd.weight")) {
+            bytes += t->nbytes;
+            if (t->ne[1] > 1) matrix_elems += t->n_elements;
+        }
+    }
+    /* the token embedding is only scanned (see load_progress) */
+    if (m->tok_embd) bytes += m->tok_embd->nbytes / 8;
+    m->load_total = bytes;
+    m->load_done = 0;
+    const double c_load = SK_COST_LOAD_BYTE * (double)bytes;
+    double c_post = 0.0;
+    if (weights_mode == SKYCMD_WEIGHTS_BF16X3 && sk_amx_bf16_usable())
+        c_post += SK_COST_AMX_ELEM * (double)matrix_elems;
+    if (weights_mode == SKYCMD_WEIGHTS_Q8 || weights_mode == SKYCMD_WEIGHTS_Q8_ROW ||
+        weights_mode == SKYCMD_WEIGHTS_Q8_PLAIN)
+        c_post += sk_int8_cost_guess(m, weights_mode);
+    const double split = c_load + c_post > 0.0 ? c_load / (c_load + c_post) : 1.0;
+    m->load_share = sk_share_part(prog, 0.0, split);
+    *post = sk_share_part(prog, split, 1.0);
 }
 
 int sk_model_load_calib(const sk_gguf *g, int weights_mode, const sk_calib_source *calib,
-                        skycmd_log_fn log, void *log_ud, sk_model **out, sk_err *e) {
+                        skycmd_log_fn log, void *log_ud, sk_share prog, sk_model **out,
+                        sk_err *e) {
     if (!out) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sk_model_load: out is NULL");
     *out = NULL;
     if (!g) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "sk_model_load: no GGUF reader");
@@ -474,12 +531,18 @@ int sk_model_load_calib(const sk_gguf *g, int weights_mode, const sk_calib_sourc
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
     }
     char name[128];
+    sk_share post = SK_SHARE_NONE;
     rc = check_tensor(g, "token_embd.weight", d, hp->n_vocab, &m->tok_embd, e);
+    if (!rc && sk_share_active(prog)) {
+        plan_progress(m, g, weights_mode, prog, &post);
+        rc = sk_share_report(m->load_share, 0.0, e);
+    }
     if (!rc) {
         m->tok_row_bytes = sk_ggml_row_size(m->tok_embd->type, d);
         m->n_params += m->tok_embd->n_elements;
         rc = scan_embedding(g, m->tok_embd, d, hp->n_vocab, e);
     }
+    if (!rc) rc = load_progress(m, m->tok_embd->nbytes / 8, e);
     if (!rc) rc = load_tensor(m, g, "token_embd_norm.weight", d, 1, 1, &m->embd_norm, e);
     for (uint32_t l = 0; l < hp->n_layer && !rc; l++) {
         sk_enc_layer *L = &m->enc[l];
@@ -526,14 +589,17 @@ int sk_model_load_calib(const sk_gguf *g, int weights_mode, const sk_calib_sourc
     if (!rc) rc = load_tensor(m, g, "cls.norm.bias", d, 1, 1, &m->cls_norm_b, e);
     if (!rc) rc = load_linear(m, g, "cls", d, d, 1, &m->cls, e);
     if (!rc) rc = load_linear(m, g, "cls.output", d, 1, 1, &m->cls_out, e);
+    if (!rc) rc = sk_share_report(m->load_share, 1.0, e);
+    m->load_share = SK_SHARE_NONE;
     if (!rc && weights_mode == SKYCMD_WEIGHTS_BF16X3)
         rc = sk_model_to_amx_bf16(m, log, log_ud, e);
     else if (!rc && weights_mode != SKYCMD_WEIGHTS_F32) {
-        rc = sk_model_to_int8(m, g, weights_mode, calib, log, log_ud, e);
+        rc = sk_model_to_int8(m, g, weights_mode, calib, log, log_ud, post, e);
         if (!rc) rc = sk_model_head_to_amx_bf16(m, log, log_ud, e);
     }
     if (!rc && hp->n_head_layers > 0)
         rc = build_key_transposes(m, &m->head[hp->n_head_layers - 1], e);
+    if (!rc) rc = sk_share_report(post, 1.0, e);
     if (rc) {
         sk_model_free(m);
         return rc;

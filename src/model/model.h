@@ -80,7 +80,18 @@ typedef struct sk_calib_source {
  * from g with sk_calib_sequences, decoding g's tokenizer itself; src/api/model.c hands its
  * own down so that a model's tokenizer is decoded once). */
 int sk_model_load_calib(const sk_gguf *g, int weights_mode, const sk_calib_source *calib,
-                        skycmd_log_fn log, void *log_ud, sk_model **out, sk_err *e);
+                        skycmd_log_fn log, void *log_ud, sk_share prog, sk_model **out,
+                        sk_err *e);
+/* Progress (prog; SK_SHARE_NONE for none, which costs nothing): the load reports its share
+ * (util.h) as it goes, split by estimated time between the tensors' checks and packing
+ * (reported after each tensor, by bytes) and, with an int8 mode, the conversion
+ * (calibration passes reported before every layer, then each matrix probed and quantized);
+ * its last report is the whole share. A stop of the callback at any report frees what was
+ * made and returns SKYCMD_E_CANCELLED. sk_model_read_share() is the share of a whole open
+ * (reading, then this load) that reading the file takes, for a weights mode; read_factor
+ * scales the reading's cost per byte (1 for a GGUF file; more for a checkpoint converted in
+ * memory). An estimate: only how evenly done/total moves with time depends on it. */
+double sk_model_read_share(int weights_mode, double read_factor);
 void sk_model_free(sk_model *m);
 const sk_hparams *sk_model_hparams(const sk_model *m);
 /* Number of parameters stored in the file's model tensors. */

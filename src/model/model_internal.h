@@ -90,6 +90,10 @@ struct sk_model {
     uint32_t head_dim_dec;   /* decision head hd */
     float inv_freq[2][512];  /* [0] global, [1] local; D/2 entries, as HF computes them */
     int attn_tiles;          /* attention products on AMX-BF16 tiles as bf16x3 (amx_bf16.c) */
+    /* during the load only (load.c): the share of its progress that the tensors take, and
+     * the bytes of them checked so far of load_total */
+    sk_share load_share;
+    uint64_t load_done, load_total;
 };
 
 struct sk_scratch {
@@ -116,6 +120,10 @@ struct sk_scratch {
     int unfolded;                      /* sk_scratch_set_unfolded */
     int attn_tiles;                    /* the model's attn_tiles when the scratch was made */
     uint32_t Hdec;                     /* decision heads */
+    /* the int8 conversion's passes only (int8.c): asked before every layer; non-zero stops
+     * the pass with SKYCMD_E_CANCELLED (the load's progress callback asked to stop) */
+    int (*stop)(void *ud);
+    void *stop_ud;
     /* int8 path */
     int act_mode;                      /* SK_Q8_ACT_* */
     sk_q8_ws q8ws;
@@ -197,9 +205,37 @@ void sk_attention_parallel(sk_scratch *s, const seq_rows *sr, const float *qkv, 
 
 /* int8.c: replace the encoder matrices the converter's policy makes Q8_0 by int8 panels
  * (weights_mode SKYCMD_WEIGHTS_Q8: calibrated first on the sequences calib builds, NULL:
- * sk_calib_sequences on g). */
+ * sk_calib_sequences on g). Reports its progress to prog (calibration passes by tokens and
+ * layers, the sensitivity probe and the quantization by matrices) and stops with
+ * SKYCMD_E_CANCELLED when its callback asks, between two layers of a pass or two matrices;
+ * what it made is then freed with the model. */
 int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
-                     const sk_calib_source *calib, skycmd_log_fn log, void *log_ud, sk_err *e);
+                     const sk_calib_source *calib, skycmd_log_fn log, void *log_ud,
+                     sk_share prog, sk_err *e);
+/* int8.c: the estimated cost (SK_COST_* units) of sk_model_to_int8 on m, from its
+ * hyper-parameters alone (the calibration sequences are not built yet): how the load's
+ * progress splits between the tensors and the int8 conversion. */
+double sk_int8_cost_guess(const sk_model *m, int weights_mode);
+
+/* The load's progress is split by estimated cost, in nanoseconds of one core as measured on
+ * an AMD EPYC (Zen 4, a shared 2-vCPU guest) with `skycmd_model_open` of a random base
+ * model (286 MB, F16): only the ratios matter (done/total then moves about evenly with
+ * time), and none changes what is loaded. */
+#define SK_COST_READ_BYTE 0.5          /* reading the file, per byte (0.26-2.5 measured) */
+#define SK_COST_LOAD_BYTE 0.8          /* checking and packing a tensor, per byte */
+#define SK_COST_AMX_ELEM 2.0           /* the AMX-BF16 relayout, per matrix element (a guess) */
+#define SK_COST_FWD 0.025              /* a forward pass, per token and multiply-add */
+#define SK_COST_Q8_ELEM 6.0            /* quantizing a matrix (scale search), per element */
+#define SK_COST_Q8_ROW_ELEM 9.0        /* ... one scale per row, per element */
+#define SK_COST_MAC 0.5                /* second moments and GPTQ, per multiply-add */
+/* the tokens of a calibration sequence, on average, before they are built (2430 and 3973
+ * over the 24 for a base and an mmbert-small random model) */
+#define SK_GUESS_CALIB_SEQ_TOKENS 110.0
+/* per byte of the file, the int8 conversion after the load (sk_model_read_share's guess
+ * before the file is parsed; a base-sized model: 390, 7.8 and 0.66 s) */
+#define SK_COST_GUESS_Q8_BYTE 1360.0
+#define SK_COST_GUESS_Q8_ROW_BYTE 27.0
+#define SK_COST_GUESS_Q8_PLAIN_BYTE 2.3
 
 /* amx_bf16.c: SKYCMD_WEIGHTS_BF16X3: the encoder and decision-head matrices on AMX-BF16
  * tiles where usable (else unchanged, logged). */

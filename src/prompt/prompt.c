@@ -90,21 +90,23 @@ int sk_prompt_state_ids(const sk_prompt_tok *t, const char *state, size_t n, sk_
     return encode_text(t, ws, out, e);
 }
 
-/* A cut just before s[k] splits the state's encoding exactly (see sk_tokenizer_space_cut_safe):
- * s[k] is a space, s[k-1] a printable ASCII byte that is not the end of a mask text (which
- * would become a space). The mask text itself holds no space, so no mask spans the cut. */
-static int state_cut_ok(const char *s, size_t k, const char *mt, size_t mlen) {
-    if (k == 0 || s[k] != ' ') return 0;
-    unsigned char b = (unsigned char)s[k - 1];
-    if (b <= 0x20 || b >= 0x7F) return 0;
-    return !(mlen && k >= mlen && memcmp(s + k - mlen, mt, mlen) == 0);
+/* A cut just before s[k] splits the state's encoding exactly when the tokenizer allows
+ * that kind of cut there (`cuts`: SK_CUT_* bits, see sk_tokenizer_space_cut_safe) and no
+ * mask text touches s[k-1] or s[k] (it becomes a space; with none across the cut, the
+ * unmasked halves are the halves of the unmasked state). */
+static int state_cut_ok(unsigned cuts, const char *s, size_t n, size_t k, const char *mt, size_t mlen) {
+    if (k == 0 || k >= n || !sk_cut_ok(cuts, s, k)) return 0;
+    for (size_t j = k >= mlen ? k - mlen : 0; mlen && j <= k && j + mlen <= n; j++)
+        if (s[j] == mt[0] && memcmp(s + j, mt, mlen) == 0) return 0;
+    return 1;
 }
 
 int sk_prompt_state_ids_bounded(const sk_prompt_tok *t, int cut_safe, const char *state, size_t n,
                                 int keep_end, size_t need, sk_prompt_ws *ws, sk_i32v *out, sk_err *e) {
     const char *mt = t->mask_text;
     size_t mlen = mt ? strlen(mt) : 0;
-    if (!cut_safe || need == 0 || (mlen && memchr(mt, ' ', mlen)))
+    const unsigned cuts = (unsigned)cut_safe;
+    if (!cuts || need == 0 || (mlen && memchr(mt, ' ', mlen)))
         return sk_prompt_state_ids(t, state, n, ws, out, e);
     /* A token covers at least one byte, usually about four: start there, double on a miss
      * (so the work stays within twice the last, sufficient, attempt). */
@@ -114,10 +116,10 @@ int sk_prompt_state_ids_bounded(const sk_prompt_tok *t, int cut_safe, const char
         size_t k = 0;
         if (!keep_end) {
             for (size_t i = want; i < n && !k; i++)
-                if (state_cut_ok(state, i, mt, mlen)) k = i;
+                if (state_cut_ok(cuts, state, n, i, mt, mlen)) k = i;
         } else {
             for (size_t i = n - want; i > 0 && !k; i--)
-                if (state_cut_ok(state, i, mt, mlen)) k = i;
+                if (state_cut_ok(cuts, state, n, i, mt, mlen)) k = i;
         }
         if (!k) break; /* no provably safe cut: the whole state */
         out->n = 0;

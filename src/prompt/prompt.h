@@ -74,11 +74,12 @@ int sk_prompt_state_ids(const sk_prompt_tok *t, const char *state, size_t n, sk_
 /* The state's ids as far as a sequence of `need` tokens can use them: the first `need`
  * ids of sk_prompt_state_ids() (all of them when keep_end is 0), or its last `need` ids
  * (keep_end: a list state, which keeps its end). Identical ids, at a cost linear in what
- * is used rather than in the state's size: when cut_safe (sk_tokenizer_space_cut_safe() of
- * the tokenizer behind t->encode), only a prefix (or
- * suffix) of the state that ends at a safe cut (an ASCII space after a printable ASCII
- * byte, no mask text touching it) is tokenized, doubled until it yields `need` ids. A
- * state with no such cut is tokenized whole. out is reset first. */
+ * is used rather than in the state's size: cut_safe is sk_tokenizer_space_cut_safe() of
+ * the tokenizer behind t->encode (SK_CUT_* bits, src/util/util.h), and only a prefix (or
+ * suffix) of the state that ends at a cut of those kinds (an ASCII space after a printable
+ * ASCII byte; a change of letter / digit / other inside a word; no mask text touching it)
+ * is tokenized, doubled until it yields `need` ids. A state with no such cut (one long
+ * run of letters) is tokenized whole. out is reset first. */
 int sk_prompt_state_ids_bounded(const sk_prompt_tok *t, int cut_safe, const char *state, size_t n,
                                 int keep_end, size_t need, sk_prompt_ws *ws, sk_i32v *out, sk_err *e);
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../gguf/gguf.h"
+#include "../util/json_syntax.h"
 
 struct sk_safetensors {
     sk_map map;          /* valid when opened from a file */
@@ -173,10 +174,9 @@ int sk_st_open_buffer(const void *data, size_t size, const char *label, sk_safet
     cJSON *root = cJSON_ParseWithLengthOpts(hdr, (size_t)hlen, &endp, 0);
     if (!root || !cJSON_IsObject(root)) {
         size_t at = endp && endp >= hdr ? (size_t)(endp - hdr) : 0;
-        if (!root) {
-            const char *ep = cJSON_GetErrorPtr();
-            if (ep && ep >= hdr && ep <= hdr + hlen) at = (size_t)(ep - hdr);
-        }
+        /* cJSON says NULL for both: a well-formed header means it ran out of memory */
+        if (!root && sk_json_parse_failure(hdr, (size_t)hlen, CJSON_NESTING_LIMIT, &at) == SKYCMD_E_NOMEM)
+            return sk_fail(e, SKYCMD_E_NOMEM, "%s: out of memory parsing the header", lbl);
         cJSON_Delete(root);
         return sk_fail(e, SKYCMD_E_FORMAT, "%s: header is not a JSON object (near byte %zu)",
                        lbl, at + 8);

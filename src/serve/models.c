@@ -4,11 +4,14 @@
  * Contract: load_models() opens every --model once (shared read-only by all sessions),
  * names it (NAME=, else the model's own name) and refuses duplicate names. Both it and
  * reload_models() run on server.c's loader thread; each open logs its start and end (and
- * the library's progress, where it reports any, at most once a second) and stops with
- * SKYCMD_E_CANCELLED when S.load_cancel is set and the library asks its progress callback.
+ * the library's progress at most once a second) and stops with SKYCMD_E_CANCELLED once
+ * S.load_cancel is set (the library asks its progress callback while it reads the file,
+ * between tensors and before every layer of the int8 calibration's passes).
  * reload_models() (SIGHUP) opens every file again into new handles while the old ones keep
  * serving, then switches S.current to the new set in one step; a file that fails to open
- * keeps its old model (and the reason is logged). Workers hold the set their sessions were
+ * keeps its old model (and the reason is logged); a reload cancelled because the server is
+ * stopping switches nothing (the models loaded before serve to the end of the drain and are
+ * freed with the rest). Workers hold the set their sessions were
  * made from and move to the new one before their next batch (workers_wake() rouses idle
  * ones), so an old model is freed when the last request that used it is answered.
  * find_model() maps a request's "model" to a slot of a set (jev-latest/default = the first).
@@ -59,20 +62,23 @@ static void model_unref(struct loaded_model *lm) {
     free(lm);
 }
 
-/* The library's progress report of a load: cancels it when the server is stopping, and
- * logs how far it is at most once a second. */
+/* The library's progress report of a load: cancels it when the server is stopping (the
+ * library then returns SKYCMD_E_CANCELLED within milliseconds), and logs how far it is
+ * every 10 s ("still loading model 1 of 2 (PATH), 40 s: 37%"; done/total is the library's
+ * estimate of the load's time, include/skycmd.h). */
 struct load_progress {
     int index;
-    uint64_t last_us;
+    uint64_t start_us, last_us;
 };
 
 static int on_load_progress(void *ud, uint64_t done, uint64_t total) {
     struct load_progress *p = ud;
     if (atomic_load(&S.load_cancel)) return 1;
     uint64_t now = now_us();
-    if (total && now - p->last_us >= 1000000u) {
+    if (total && now - p->last_us >= 10u * 1000000u) {
         p->last_us = now;
-        log_line("skycmd serve: loading model %d of %d: %.0f%%", p->index + 1, S.cfg->n_models,
+        log_line("skycmd serve: still loading model %d of %d (%s), %.0f s: %.0f%%", p->index + 1,
+                 S.cfg->n_models, S.cfg->models[p->index].path, (double)(now - p->start_us) / 1e6,
                  100.0 * (double)done / (double)total);
     }
     return 0;
@@ -90,7 +96,7 @@ static struct loaded_model *open_one(int i, uint64_t generation, char *why, size
     }
     atomic_store(&S.loading, i);
     uint64_t t = now_us();
-    struct load_progress progress = {i, t};
+    struct load_progress progress = {i, t, t};
     skycmd_options_set_int(opts, SKYCMD_OPT_WEIGHTS, cfg->weights);
     if (cfg->max_tokens > 0) skycmd_options_set_int(opts, SKYCMD_OPT_MAX_TOKENS, cfg->max_tokens);
     skycmd_options_set_string(opts, SKYCMD_OPT_MODEL_NAME, cfg->models[i].name);
@@ -186,6 +192,15 @@ int reload_models(void) {
     for (int i = 0; i < S.cfg->n_models; i++) {
         char why[1024];
         set->m[i] = open_one(i, set->generation, why, sizeof why);
+        if (!set->m[i] && atomic_load(&S.load_cancel)) {
+            /* the server is stopping: what was reloaded so far goes, nothing is switched */
+            log_line("skycmd serve: SIGHUP: reload cancelled while loading '%s' (%s); keeping the models "
+                     "loaded before", S.cfg->models[i].path, why);
+            set->n = i;
+            set_free(set);
+            models_release(old);
+            return S.cfg->n_models;
+        }
         if (!set->m[i]) {
             failed++;
             log_line("skycmd serve: SIGHUP: cannot reload '%s': %s; keeping the model loaded before ('%s')",

@@ -4,7 +4,8 @@
  * Threads:
  *  - the main thread starts the daemon (/health answers 503 while loading), has a loader
  *    thread open the models (and, on SIGHUP, open them again), and waits for signals:
- *    SIGTERM/SIGINT drains; during the first load they end the process at once (below);
+ *    SIGTERM/SIGINT drains; during the first load they stop the load and end the process
+ *    (below);
  *  - one libmicrohttpd epoll thread does all socket I/O, HTTP parsing, routing, auth and
  *    body collection for every connection (http.c, routes.c). It never runs a model;
  *  - `workers` pool threads each own one skycmd_session per model (workers.c). A complete
@@ -155,11 +156,17 @@ const char *serve_http_library(void) {
 
 /* The models are opened on a loader thread, so that the main thread keeps taking signals
  * while a load runs (a large model, or --q8's calibration, takes seconds to minutes). Each
- * load asks the library to report progress and to stop when S.load_cancel is set
- * (models.c); skycmd_model_open of a GGUF file does not report progress today, so a
- * SIGTERM/SIGINT during the first load ends the process by that signal instead (nothing
- * is served yet, nothing is lost), and one during a reload drains as usual and then exits
- * without waiting for the reload (the old models were serving all along). */
+ * load passes the library a progress callback that asks it to stop once S.load_cancel is
+ * set (models.c); skycmd_model_open checks it while it reads the file, between tensors and
+ * before every layer of the int8 calibration's passes, so a stopped load returns
+ * SKYCMD_E_CANCELLED within milliseconds and has freed what it made. A SIGTERM/SIGINT
+ * during the first load therefore stops it, tears the server down cleanly, and ends the
+ * process by that signal (nothing was served; the status an interrupted command gives);
+ * one during a reload drains as usual while the reload stops, and the models loaded
+ * before are freed with the rest. A load that does not stop within LOAD_STOP_WAIT_MS (a
+ * long step between two checks) is abandoned to the exit instead, as before the library
+ * could stop one. */
+#define LOAD_STOP_WAIT_MS 5000
 static struct {
     pthread_t tid;
     int running;    /* main thread only */
@@ -191,13 +198,20 @@ static int loader_join(void) {
     return L.result;
 }
 
-/* Wait up to ms for a load that was asked to stop (one that reports progress returns
- * SKYCMD_E_CANCELLED); 1 when it returned (joined), 0 when it is still loading. */
-static int loader_wait_cancelled(int ms) {
+/* Wait up to ms for a load that was asked to stop (skycmd_model_open returns
+ * SKYCMD_E_CANCELLED at its next check); 1 when it returned (joined), 0 when it is still
+ * loading. With `set`, a SIGTERM/SIGINT that arrives meanwhile (a second one: the operator
+ * insists) ends the wait at once. */
+static int loader_wait_cancelled(int ms, const sigset_t *set) {
     atomic_store(&S.load_cancel, 1);
     for (int i = 0; i < ms && !atomic_load(&L.done); i++) {
         struct timespec t = {0, 1000000L};
-        nanosleep(&t, NULL);
+        if (!set) {
+            nanosleep(&t, NULL);
+            continue;
+        }
+        int got = sp_sigtimedwait(set, &t);
+        if (got > 0 && got != SIGHUP) break;
     }
     if (!atomic_load(&L.done)) return 0;
     loader_join();
@@ -220,11 +234,11 @@ static _Noreturn void die_by_signal(int sig) {
     _exit(128 + sig); /* not reached */
 }
 
-/* The first load, while the main thread takes the signals. 0 once the loader is joined;
- * else the SIGTERM/SIGINT that came first (the load still runs). */
+/* The first load, while the main thread takes the signals (the loader logs how far it is,
+ * models.c). 0 once the loader is joined; else the SIGTERM/SIGINT that came first (the load
+ * still runs). */
 static int wait_first_load(const sigset_t *set) {
     struct timespec tick = {0, 20 * 1000000L};
-    uint64_t t0 = now_us(), said = t0;
     while (!atomic_load(&L.done)) {
         int got = sp_sigtimedwait(set, &tick);
         if (got == SIGHUP) {
@@ -232,36 +246,33 @@ static int wait_first_load(const sigset_t *set) {
         } else if (got > 0) {
             return got;
         }
-        uint64_t now = now_us();
-        if (now - said >= 10u * 1000000u && !atomic_load(&L.done)) {
-            said = now;
-            int i = atomic_load(&S.loading);
-            log_line("skycmd serve: still loading model %d of %d (%s), %.0f s", i + 1, S.cfg->n_models,
-                     S.cfg->models[i < S.cfg->n_models ? i : 0].path, (double)(now - t0) / 1e6);
-        }
     }
     loader_join();
     return 0;
 }
 
-/* SIGTERM/SIGINT during the first load: stop it and end the process by that signal. */
-static _Noreturn void stop_first_load(int sig) {
+/* SIGTERM/SIGINT during the first load: stop it and end the process by that signal (130
+ * or 143 in the shell, as an interrupted command; nothing was served, so there is no drain
+ * whose success an exit 0 would report). */
+static _Noreturn void stop_first_load(int sig, const sigset_t *set) {
     int i = atomic_load(&S.loading);
     if (i >= S.cfg->n_models) i = S.cfg->n_models - 1;
     log_line("skycmd serve: %s while loading model %d of %d (%s): stopping", signal_name(sig), i + 1,
              S.cfg->n_models, S.cfg->models[i].path);
     atomic_store(&S.draining, 1);
-    if (loader_wait_cancelled(100)) {
-        /* the library stopped the load: a clean teardown */
+    uint64_t t0 = now_us();
+    if (loader_wait_cancelled(LOAD_STOP_WAIT_MS, set)) {
+        /* the library stopped the load and freed it: a clean teardown */
         MHD_stop_daemon(S.daemon);
         S.daemon = NULL;
         conn_reaper_stop();
         free_models();
         free_list_release();
         free(S.ring);
-        log_line("skycmd serve: stopped before serving (load cancelled)");
+        log_line("skycmd serve: stopped before serving (load cancelled in %.1f ms)", (double)(now_us() - t0) / 1000.0);
     } else {
-        /* skycmd_model_open cannot be interrupted: leave it to the kernel */
+        /* still inside skycmd_model_open between two of its checks (or a second signal
+         * came): leave it to the kernel */
         log_line("skycmd serve: stopped before serving (the load in progress is abandoned)");
     }
     die_by_signal(sig);
@@ -330,7 +341,7 @@ int serve_run(const struct serve_config *cfg) {
     int failed_start = conn_reaper_start() != 0 || loader_start(1) != 0;
     if (!failed_start) {
         int sig = wait_first_load(&set);
-        if (sig) stop_first_load(sig); /* does not return */
+        if (sig) stop_first_load(sig, &set); /* does not return */
         failed_start = L.result != 0;
     }
     if (failed_start || start_workers() != 0 || warm_start() != 0) {
@@ -386,9 +397,9 @@ int serve_run(const struct serve_config *cfg) {
         }
     }
     if (L.running)
-        log_line("skycmd serve: %s during a reload: the reload is abandoned, the models loaded before finish "
+        log_line("skycmd serve: %s during a reload: the reload is cancelled, the models loaded before finish "
                  "the requests in flight", signal_name(sig));
-    if (L.running) atomic_store(&S.load_cancel, 1); /* a load that reports progress stops */
+    if (L.running) atomic_store(&S.load_cancel, 1); /* the library stops the load at its next check */
     log_line("skycmd serve: %s: finishing requests in flight, refusing new ones",
              sig == SIGINT ? "SIGINT" : "SIGTERM");
     atomic_store(&S.draining, 1);
@@ -422,10 +433,10 @@ int serve_run(const struct serve_config *cfg) {
     MHD_stop_daemon(S.daemon);
     if (lfd != MHD_INVALID_SOCKET) close(lfd);
     S.daemon = NULL;
-    if (L.running && !loader_wait_cancelled(0)) {
-        /* every request is answered; the abandoned reload is still inside skycmd_model_open,
-         * which cannot be interrupted: exit without waiting for it */
-        log_line("skycmd serve: stopped (the abandoned reload was still loading)");
+    if (L.running && !loader_wait_cancelled(LOAD_STOP_WAIT_MS, &set)) {
+        /* every request is answered; the cancelled reload is still inside skycmd_model_open
+         * between two of its checks: exit without waiting for it */
+        log_line("skycmd serve: stopped (the cancelled reload was still loading)");
         _exit(rc);
     }
     conn_reaper_stop();

@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 #include <utf8proc.h>
 
+#include "../util/json_syntax.h"
 #include "tokenizer.h"
 
 #define SK_TOK_MAX_IDS (1u << 24)
@@ -60,9 +61,12 @@ int sk_tokenizer_from_json(const char *json, size_t len, const char *config_json
     if (!out) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "tokenizer: NULL out");
     *out = NULL;
     if (!json) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "tokenizer: NULL json");
+    /* cJSON says NULL both for text that is not JSON and when it runs out of memory */
     cJSON *root = cJSON_ParseWithLength(json, len), *cfg = NULL;
     if (!root || !cJSON_IsObject(root)) {
         cJSON_Delete(root);
+        if (!root && sk_json_parse_failure(json, len, CJSON_NESTING_LIMIT, NULL) == SKYCMD_E_NOMEM)
+            return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer.json: out of memory parsing the JSON");
         return sk_fail(e, SKYCMD_E_FORMAT, "tokenizer.json: not a JSON object");
     }
     if (config_json) {
@@ -70,6 +74,8 @@ int sk_tokenizer_from_json(const char *json, size_t len, const char *config_json
         if (!cfg || !cJSON_IsObject(cfg)) {
             cJSON_Delete(root);
             cJSON_Delete(cfg);
+            if (!cfg && sk_json_parse_failure(config_json, config_len, CJSON_NESTING_LIMIT, NULL) == SKYCMD_E_NOMEM)
+                return sk_fail(e, SKYCMD_E_NOMEM, "tokenizer_config.json: out of memory parsing the JSON");
             return sk_fail(e, SKYCMD_E_FORMAT, "tokenizer_config.json: not a JSON object");
         }
     }

@@ -25,6 +25,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "../util/json_syntax.h"
 #include "tokenizer.h"
 
 static const char *jstr(const cJSON *o, const char *k) {
@@ -257,6 +258,8 @@ int sk_tok_parse_pipeline_json(skycmd_tokenizer *t, const char *json, size_t len
     cJSON *o = cJSON_ParseWithLength(json, len);
     if (!cJSON_IsObject(o)) {
         cJSON_Delete(o);
+        if (!o && sk_json_parse_failure(json, len, CJSON_NESTING_LIMIT, NULL) == SKYCMD_E_NOMEM)
+            return sk_fail(e, SKYCMD_E_NOMEM, "GGUF: skycmd.tokenizer.pipeline: out of memory parsing the JSON");
         return sk_fail(e, SKYCMD_E_FORMAT, "GGUF: skycmd.tokenizer.pipeline is not a JSON object");
     }
     int rc = sk_tok_parse_pipeline(t, cJSON_GetObjectItemCaseSensitive(o, "normalizer"),

@@ -13,10 +13,12 @@
  *    reentrant and may be called from any number of threads at once.
  *  - sk_tokenizer_encode() APPENDS ids to `out` (no reset). It allocates only when `out`
  *    lacks capacity, when a non-ASCII piece between added tokens needs NFC and exceeds the
- *    stack scratch (2048 code points), or when one word exceeds 256 bytes; typical prompts
+ *    stack scratch (2048 code points), or when one word exceeds 256 bytes (from 4096
+ *    symbols the merge loop's rank buckets hold O(merges) per-rank heads); typical prompts
  *    never allocate once `out` is sized.
  *  - Text must be valid UTF-8 (NUL bytes are ordinary characters); anything else is
- *    SKYCMD_E_INVALID_ARGUMENT.
+ *    SKYCMD_E_INVALID_ARGUMENT. One word (pre-token) of more than INT32_MAX bytes is
+ *    SKYCMD_E_TOO_LARGE.
  *  - Loaders treat their input as hostile: sizes, ids and counts are checked, and a bad
  *    file gives SKYCMD_E_FORMAT (or _UNSUPPORTED for valid features we do not implement)
  *    with a message naming the key.
@@ -72,13 +74,15 @@ typedef struct sk_strmap {
     uint32_t n, cap;
 } sk_strmap;
 
-/* (left id, right id) -> (rank, merged id). */
+/* (left id, right id) -> (rank, merged id); and rank -> merged id. */
 typedef struct sk_merge_map {
     uint64_t *keys;   /* (a << 32 | b) + 1, 0 = empty */
     uint32_t *rank;
     int32_t *merged;
     uint32_t mask;
     uint32_t n;
+    int32_t *by_rank; /* merged id of merge number r (ranks are 0 .. n_ranks-1) */
+    uint32_t n_ranks;
 } sk_merge_map;
 
 struct skycmd_tokenizer {
@@ -176,12 +180,15 @@ int32_t sk_tokenizer_special(const skycmd_tokenizer *t, int which /* skycmd_spec
 const char *sk_tokenizer_special_text(const skycmd_tokenizer *t, int which);
 const char *sk_tokenizer_piece(const skycmd_tokenizer *t, int32_t id);
 size_t sk_tokenizer_vocab_size(const skycmd_tokenizer *t);
-/* 1 when cutting a text just before an ASCII space that follows a printable ASCII byte
- * splits its encoding exactly: encode(a + b) == encode(a) + encode(b) for such a cut
- * between a and b. True for this tokenizer's pipeline (GPT-2 pieces never span such a
- * space, NFC never composes across it) unless an added token's pattern holds a space and
- * a printable ASCII byte (a match could span the cut) or an added token strips whitespace
- * on its right. */
+/* The cuts that split this tokenizer's encoding exactly (encode(a + b) == encode(a) +
+ * encode(b) for such a cut between a and b), as SK_CUT_* bits (src/util/util.h); 0 = none.
+ * SK_CUT_SPACE, just before an ASCII space that follows a printable ASCII byte: GPT-2 pieces
+ * never span it, NFC never composes across it; unless an added token's pattern holds a space
+ * and a printable ASCII byte (a match could span the cut), strips whitespace on its right,
+ * or is single_word and starts with a space. SK_CUT_CLASS(a, b), between printable ASCII
+ * bytes of two cut classes (letter, digit, other but the apostrophe): no GPT-2 piece holds
+ * two classes; unless an added token's pattern holds such a pair of bytes, or any added
+ * token is single_word. Only the byte-level pipeline (NFC or no normalizer) has any. */
 int sk_tokenizer_space_cut_safe(const skycmd_tokenizer *t);
 
 /* A deterministic small byte-level BPE vocabulary of exactly vocab_size entries, written as
@@ -223,6 +230,13 @@ int sk_tok_merge_init(skycmd_tokenizer *t, size_t n_merges, sk_err *e);
 int sk_tok_add_merge(skycmd_tokenizer *t, const char *a, size_t alen, const char *b,
                      size_t blen, uint32_t rank, sk_err *e);
 int32_t sk_strmap_get(const sk_strmap *m, const char *s, size_t n);
+/* The BPE merge loop of one word (HF's Word::merge_all) on the ids of its initial symbols,
+ * in place; *n becomes the number of tokens. how: which queue orders the merges, SK_BPE_AUTO
+ * as encoding does (the heap below a few thousand symbols, rank buckets above), or one of
+ * them forced (both give the same order; the tests compare them with a plain rescan).
+ * SKYCMD_OK, _NOMEM or _TOO_LARGE (more than INT32_MAX symbols). */
+enum { SK_BPE_AUTO = 0, SK_BPE_HEAP, SK_BPE_BUCKETS };
+int sk_tok_bpe_merge(const skycmd_tokenizer *t, int32_t *ids, size_t *n, int how);
 /* GPT-2 byte <-> char mapping. */
 uint32_t sk_byte_to_cp(uint8_t b);
 int sk_cp_to_byte(uint32_t cp); /* -1 if cp is not a byte-level char */

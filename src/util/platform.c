@@ -4,14 +4,27 @@
 #include "platform.h"
 
 #include <locale.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #if defined(__APPLE__)
 #include <xlocale.h> /* strtod_l */
+#endif
+/* dladdr: glibc (with _GNU_SOURCE; in libc since 2.34, libdl before), musl, macOS, the BSDs. */
+#if defined(__linux__) || defined(__APPLE__) || defined(__FreeBSD__) || defined(__NetBSD__) || \
+    defined(__OpenBSD__)
+#define SK_HAVE_DLADDR 1
+#include <dlfcn.h>
+#else
+#define SK_HAVE_DLADDR 0
+#endif
+#if defined(__linux__)
+#include <sys/auxv.h> /* getauxval(AT_PHDR): where the main program is mapped */
 #endif
 
 /* The affinity calls exist on glibc (and musl) Linux: CPU_COUNT comes with them. */
@@ -100,4 +113,49 @@ int sk_platform_file_id(int fd, uint64_t id[7]) {
 int sk_platform_path_id(const char *path, uint64_t id[7]) {
     struct stat st;
     return stat(path, &st) != 0 ? -1 : file_id(&st, id);
+}
+
+#if SK_HAVE_DLADDR
+/* An object of the library: dladdr on its address names the file it was loaded from (a data
+ * address, as ISO C has no conversion of a function pointer to void *). */
+static const char g_library_anchor = 0;
+
+/* The file (shared object or program) that holds this library's code, as dladdr names it;
+ * NULL when dladdr cannot say. The main program comes as /proc/self/exe on Linux. */
+static const char *library_file(void) {
+    Dl_info info;
+    if (!dladdr((const void *)&g_library_anchor, &info) || !info.dli_fname || !info.dli_fname[0])
+        return NULL;
+#if defined(__linux__)
+    /* glibc names the main program by argv[0] (maybe relative, maybe a bare name found in
+     * $PATH): recognise it by its program headers, which the kernel mapped. */
+    Dl_info main_info;
+    const void *phdr = (const void *)(uintptr_t)getauxval(AT_PHDR);
+    if (info.dli_fname[0] != '/' && phdr && dladdr(phdr, &main_info) &&
+        main_info.dli_fbase == info.dli_fbase)
+        return "/proc/self/exe";
+#endif
+    return info.dli_fname;
+}
+#endif
+
+long sk_platform_library_path(char *buf, size_t n) {
+    if (!buf || n == 0) return -1;
+    buf[0] = '\0';
+#if SK_HAVE_DLADDR
+    const char *file = library_file();
+    if (!file) return -1;
+    char *real = realpath(file, NULL);
+    if (!real) return -1;
+    const size_t len = strlen(real);
+    if (len + 1 > n || real[0] != '/') {
+        free(real);
+        return -1;
+    }
+    memcpy(buf, real, len + 1);
+    free(real);
+    return (long)len;
+#else
+    return -1;
+#endif
 }

@@ -27,12 +27,20 @@
  *    id[0..6] = device, inode, size, mtime seconds, mtime ns, ctime seconds, ctime ns
  *    (glibc st_mtim/st_ctim, macOS st_mtimespec/st_ctimespec); 0, or -1 with errno. A
  *    non-regular file gives -1 with errno EINVAL.
+ *  - sk_platform_library_path(buf, n): the absolute path, symlinks resolved, of the file that
+ *    holds the library's code: the shared library itself, or the program or module it was
+ *    linked into statically (the Python extension, the JNI library, a Rust program). Found
+ *    with dladdr on an object of the library (glibc, musl, macOS, the BSDs); on Linux, when
+ *    that object is the main program, /proc/self/exe (glibc names the main program by its
+ *    argv[0]). Returns the path's length, or -1 where the system cannot say (no dladdr) or
+ *    it does not fit in n bytes; buf is "" then. Callers treat -1 as "unknown".
  * All are thread-safe.
  */
 #ifndef SK_PLATFORM_H
 #define SK_PLATFORM_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define SK_CPUSET_MAX 1024 /* CPU numbers a set holds (the pool's thread limit) */
@@ -66,5 +74,6 @@ int sk_platform_affinity_set(pthread_t thread, const sk_cpuset *set);
 double sk_platform_strtod_c(const char *s, char **end);
 int sk_platform_file_id(int fd, uint64_t id[7]);
 int sk_platform_path_id(const char *path, uint64_t id[7]);
+long sk_platform_library_path(char *buf, size_t n);
 
 #endif

@@ -22,6 +22,19 @@ int sk_fail(sk_err *e, int status, const char *fmt, ...) {
         vsnprintf(e->msg, sizeof e->msg, fmt, ap);
         va_end(ap);
         e->status = status;
+        e->sys_errno = 0;
+    }
+    return status;
+}
+
+int sk_fail_errno(sk_err *e, int status, int errnum, const char *fmt, ...) {
+    if (e) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+        va_end(ap);
+        e->status = status;
+        e->sys_errno = errnum;
     }
     return status;
 }
@@ -45,9 +58,25 @@ void sk_err_prefix(sk_err *e, const char *fmt, ...) {
     e->msg[hl + 2 + ol] = '\0';
 }
 
+int sk_share_report_(sk_share s, double f, sk_err *e) {
+    sk_progress *p = s.p;
+    if (!p->stopped) {
+        if (!(f > 0.0)) f = 0.0;  /* and NaN */
+        if (f > 1.0) f = 1.0;
+        const double x = s.lo + f * (s.hi - s.lo);
+        uint64_t done = x >= 1.0 ? SK_PROGRESS_TOTAL
+                        : x > 0.0 ? (uint64_t)(x * (double)SK_PROGRESS_TOTAL) : 0;
+        if (done < p->last) done = p->last;
+        p->last = done;
+        if (p->fn(p->ud, done, SK_PROGRESS_TOTAL) != 0) p->stopped = 1;
+    }
+    return p->stopped ? sk_fail(e, SKYCMD_E_CANCELLED, "cancelled by the progress callback") : 0;
+}
+
 void sk_err_clear(sk_err *e) {
     if (!e) return;
     e->status = 0;
+    e->sys_errno = 0;
     e->msg[0] = '\0';
 }
 
@@ -163,7 +192,7 @@ char *sk_buf_detach(sk_buf *b) {
 int sk_map_file(const char *path, sk_map *m, sk_err *e) {
     memset(m, 0, sizeof *m);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return sk_fail(e, SKYCMD_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fd < 0) return sk_fail_errno(e, SKYCMD_E_IO, errno, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int er = errno;
@@ -206,16 +235,19 @@ void sk_unmap(sk_map *m) {
 #endif
 
 /* pread() size bytes at 0 into dst, then make sure the file ends there: 0, 1 when the file
- * is shorter or longer than size (a writer at work), -1 with errno on a read error. */
-static int read_exactly(int fd, uint8_t *dst, size_t size) {
+ * is shorter or longer than size (a writer at work), -1 with errno on a read error, 2 when
+ * the progress callback asked to stop (between two chunks of 8 MiB; 1 GiB without one). */
+static int read_exactly(int fd, uint8_t *dst, size_t size, sk_share prog, sk_err *e) {
+    const size_t chunk = sk_share_active(prog) ? ((size_t)1 << 23) : ((size_t)1 << 30);
     size_t got = 0;
     while (got < size) {
-        size_t want = size - got > ((size_t)1 << 30) ? ((size_t)1 << 30) : size - got;
+        size_t want = size - got > chunk ? chunk : size - got;
         ssize_t r = pread(fd, dst + got, want, (off_t)got);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) return -1;
         if (r == 0) return 1;
         got += (size_t)r;
+        if (sk_share_report(prog, (double)got / (double)size, e)) return 2;
     }
     uint8_t extra;
     ssize_t r;
@@ -230,13 +262,13 @@ static size_t page_size(void) {
     return ps > 0 ? (size_t)ps : 4096;
 }
 
-int sk_file_copy_read(const char *path, int keep_fd, sk_file_copy *f, sk_err *e) {
+int sk_file_copy_read(const char *path, int keep_fd, sk_share prog, sk_file_copy *f, sk_err *e) {
     memset(f, 0, sizeof *f);
     f->fd = -1;
     const size_t page = page_size();
     for (int attempt = 0; attempt < 2; attempt++) {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return sk_fail(e, SKYCMD_E_IO, "%s: cannot open: %s", path, strerror(errno));
+        if (fd < 0) return sk_fail_errno(e, SKYCMD_E_IO, errno, "%s: cannot open: %s", path, strerror(errno));
         uint64_t id0[7], id1[7], idp[7];
         if (sk_platform_file_id(fd, id0) != 0) {
             int er = errno;
@@ -265,8 +297,13 @@ int sk_file_copy_read(const char *path, int keep_fd, sk_file_copy *f, sk_err *e)
             (void)madvise(buf, mapped, MADV_HUGEPAGE);
 #endif
         }
-        int r = read_exactly(fd, buf, size);
+        int r = read_exactly(fd, buf, size, prog, e);
         int er = errno;
+        if (r == 2) {
+            if (mapped) munmap(buf, mapped);
+            close(fd);
+            return SKYCMD_E_CANCELLED;
+        }
         int changed = r == 1 || (r == 0 && (sk_platform_file_id(fd, id1) != 0 ||
                                             memcmp(id0, id1, sizeof id0) != 0 ||
                                             sk_platform_path_id(path, idp) != 0 ||
@@ -342,7 +379,7 @@ int sk_file_copy_refill(sk_file_copy *f, size_t off, size_t len) {
 int sk_read_file(const char *path, char **out, size_t *len, size_t max_len, sk_err *e) {
     *out = NULL;
     FILE *fp = fopen(path, "rb");
-    if (!fp) return sk_fail(e, SKYCMD_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!fp) return sk_fail_errno(e, SKYCMD_E_IO, errno, "%s: cannot open: %s", path, strerror(errno));
     sk_buf b;
     sk_buf_init(&b);
     char chunk[65536];
@@ -627,7 +664,7 @@ int sk_atomic_open(sk_atomic_file *f, const char *path, sk_err *e) {
             if (rc == EINTR)
                 return sk_fail(e, SKYCMD_E_CANCELLED,
                                "%s: interrupted while waiting for a reader", path);
-            return sk_fail(e, SKYCMD_E_IO, "%s: cannot open: %s", path, strerror(rc));
+            return sk_fail_errno(e, SKYCMD_E_IO, rc, "%s: cannot open: %s", path, strerror(rc));
         }
         struct stat sb;
         if (fstat(fd, &sb) != 0 || kind_of(sb.st_mode) != kind) {

@@ -20,6 +20,7 @@
 
 typedef struct sk_err {
     int status;
+    int sys_errno; /* the errno of a failed system call behind it (ENOENT, ...), else 0 */
     char msg[SK_ERR_MSG_MAX];
 } sk_err;
 
@@ -32,6 +33,9 @@ typedef struct sk_err {
 /* Record a failure in e (if non-NULL) and return status, so that callers can write
  * `return sk_fail(e, SKYCMD_E_FORMAT, "...", ...);`. */
 int sk_fail(sk_err *e, int status, const char *fmt, ...) SK_PRINTF(3, 4);
+/* The same, for a failed system call: also records its errno (skycmd_error_errno() hands it
+ * to the caller, so "no such file" stays recognisable). sk_fail records 0. */
+int sk_fail_errno(sk_err *e, int status, int errnum, const char *fmt, ...) SK_PRINTF(4, 5);
 /* Prefix an existing message with context: "file.gguf: <old message>". */
 void sk_err_prefix(sk_err *e, const char *fmt, ...) SK_PRINTF(2, 3);
 void sk_err_clear(sk_err *e);
@@ -69,6 +73,36 @@ static inline uint64_t sk_fnv1a64(const void *p, size_t n) {
         h *= 1099511628211ull;
     }
     return h;
+}
+
+/* Cuts of a text that split its tokenization exactly: encode(a + b) == encode(a) +
+ * encode(b) for a cut between a and b. A tokenizer says which kinds hold for it
+ * (sk_tokenizer_space_cut_safe(), a set of these bits); sk_prompt_state_ids_bounded()
+ * cuts there. The two sides are defined here so that neither module reads the other.
+ *  - SK_CUT_SPACE: just before an ASCII space that follows a printable ASCII byte;
+ *  - SK_CUT_CLASS(a, b): between two printable ASCII bytes of different cut classes
+ *    (sk_cut_class: letter, digit, other), class a before class b. These cut a "word"
+ *    with no space in it (base64, a hash dump) where the pre-tokenizer splits it anyway. */
+#define SK_CUT_SPACE 1u
+#define SK_CUT_CLASS(a, b) (2u << (3 * (a) + (b)))
+#define SK_CUT_CLASS_ALL (SK_CUT_CLASS(0, 1) | SK_CUT_CLASS(0, 2) | SK_CUT_CLASS(1, 0) | \
+                          SK_CUT_CLASS(1, 2) | SK_CUT_CLASS(2, 0) | SK_CUT_CLASS(2, 1))
+
+/* The cut class of a byte: 0 an ASCII letter, 1 an ASCII digit, 2 any other printable
+ * ASCII byte but the apostrophe (which starts GPT-2's contractions), -1 anything else
+ * (spaces, controls, the apostrophe, non-ASCII). */
+static inline int sk_cut_class(unsigned char c) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return 0;
+    if (c >= '0' && c <= '9') return 1;
+    return c > 0x20 && c < 0x7F && c != '\'' ? 2 : -1;
+}
+
+/* 1 when `cuts` (SK_CUT_* bits) allow a cut of s just before s[k] (0 < k < its length). */
+static inline int sk_cut_ok(unsigned cuts, const char *s, size_t k) {
+    unsigned char a = (unsigned char)s[k - 1], b = (unsigned char)s[k];
+    if (b == ' ') return (cuts & SK_CUT_SPACE) && a > 0x20 && a < 0x7F;
+    int ca = sk_cut_class(a), cb = sk_cut_class(b);
+    return ca >= 0 && cb >= 0 && ca != cb && (cuts & SK_CUT_CLASS(ca, cb)) != 0;
 }
 
 /* Allocation helpers: NULL on overflow or failure. sk_malloc_array(n, size). */
@@ -110,6 +144,48 @@ typedef struct sk_map {
 int sk_map_file(const char *path, sk_map *m, sk_err *e);
 void sk_unmap(sk_map *m);
 
+/* Progress of a long call (skycmd_progress_fn) over however many phases its work has: the
+ * caller sees one sequence. A call makes an sk_progress on its options' callback and hands
+ * shares of it down (sk_share: [lo, hi] of the whole); each callee splits its share further
+ * by its own estimate of its parts' cost. Reporting fraction f of a share calls the callback
+ * with done = (lo + f (hi - lo)) * SK_PROGRESS_TOTAL and total = SK_PROGRESS_TOTAL, done
+ * never going back (a report below the last one repeats it). A non-zero return stops the
+ * work: the report returns SKYCMD_E_CANCELLED ("cancelled by the progress callback"), and
+ * so does every later one without calling the callback again. Without a callback (fn NULL,
+ * or the share SK_SHARE_NONE) a report is one test and returns 0: no cost to the work.
+ * Single-threaded: one thread reports at a time. */
+#define SK_PROGRESS_TOTAL 1000000u
+typedef struct sk_progress {
+    skycmd_progress_fn fn;
+    void *ud;
+    uint64_t last;   /* the last done reported */
+    int stopped;     /* the callback asked to stop */
+} sk_progress;
+
+typedef struct sk_share {
+    sk_progress *p;  /* NULL: no progress wanted */
+    double lo, hi;   /* of the whole, in [0, 1] */
+} sk_share;
+
+#define SK_SHARE_NONE ((sk_share){NULL, 0.0, 0.0})
+
+static inline sk_share sk_share_whole(sk_progress *p) {
+    sk_share s = {p, 0.0, 1.0};
+    return s;
+}
+/* The part [a, b] (fractions of s, 0 <= a <= b <= 1) of a share. */
+static inline sk_share sk_share_part(sk_share s, double a, double b) {
+    sk_share r = {s.p, s.lo + a * (s.hi - s.lo), s.lo + b * (s.hi - s.lo)};
+    return r;
+}
+static inline int sk_share_active(sk_share s) { return s.p && s.p->fn; }
+int sk_share_report_(sk_share s, double f, sk_err *e);
+/* Report that fraction f (clamped to [0, 1]) of the share is done: 0, or SKYCMD_E_CANCELLED
+ * (with its message in e) when the callback asked to stop, now or before. */
+static inline int sk_share_report(sk_share s, double f, sk_err *e) {
+    return sk_share_active(s) ? sk_share_report_(s, f, e) : 0;
+}
+
 /* A whole regular file read with read() into memory the process owns (private anonymous
  * pages, page-aligned), so that a later change of the file (written over in place,
  * truncated) never reaches the copy: no SIGBUS, no bytes from two versions.
@@ -119,7 +195,10 @@ void sk_unmap(sk_map *m);
  * changed during the second reading too: SKYCMD_E_IO, "the model file changed while it was
  * being read". (Timestamps need a kernel whose writes after a stat get a newer time: Linux
  * >= 6.13's multigrain timestamps; older kernels can miss a write within one clock tick of
- * the first fstat.) keep_fd keeps the descriptor open for sk_file_copy_refill(). */
+ * the first fstat.) keep_fd keeps the descriptor open for sk_file_copy_refill(). With a
+ * progress share, the file is read in chunks of 8 MiB, each reported (the bytes read of
+ * the size), and a stop between two chunks frees everything and returns SKYCMD_E_CANCELLED;
+ * a second reading does not report again what the first did. */
 typedef struct sk_file_copy {
     uint8_t *data;     /* size bytes (an empty file: a valid empty range) */
     size_t size;
@@ -128,7 +207,7 @@ typedef struct sk_file_copy {
     uint64_t id_[7];   /* dev, ino, size, mtime s/ns, ctime s/ns at the reading */
 } sk_file_copy;
 
-int sk_file_copy_read(const char *path, int keep_fd, sk_file_copy *f, sk_err *e);
+int sk_file_copy_read(const char *path, int keep_fd, sk_share prog, sk_file_copy *f, sk_err *e);
 void sk_file_copy_free(sk_file_copy *f);
 /* Give back the whole pages inside [p, p + n) of the copy (destructive: they read as zeros
  * until refilled); *off and *len get the byte range dropped (len 0 when no whole page). */

@@ -75,6 +75,14 @@ want=$(sed -n 's/.*"input_tokens":\([0-9]*\).*/\1/p' "$T/resp.json")
 n5=$(sed -n 's/.*"input_tokens":\([0-9]*\).*/\1/p' "$T/resp5.json")
 [ "$n5" -ge $((5 * 140)) ] && [ "$n5" -le $((5 * 180)) ] || fail "--tokens 160: $n5 tokens for 5 questions"
 
+# --compute-threads N sets the session's threads (JSON "threads"); --threads is its old name
+"$CLI" bench "$T/p.gguf" --compute-threads 2 --iters 1 --warmup 0 --peak-ms 0 --no-single --json > "$T/t.json" ||
+  fail "bench --compute-threads 2"
+grep -q '"threads":2,' "$T/t.json" || fail "--compute-threads 2: $(grep -o '"threads":[0-9]*' "$T/t.json")"
+"$CLI" bench "$T/p.gguf" --threads 2 --iters 1 --warmup 0 --peak-ms 0 --no-single --json > "$T/t.json" ||
+  fail "bench --threads 2 (alias)"
+grep -q '"threads":2,' "$T/t.json" || fail "--threads 2: $(grep -o '"threads":[0-9]*' "$T/t.json")"
+
 # text report
 "$CLI" bench "$T/p.gguf" --iters 2 --warmup 0 --peak-ms 0 --no-single > "$T/b.txt" || fail "bench text"
 grep -q "per question" "$T/b.txt" && grep -q "peak RSS" "$T/b.txt" || fail "text report"

@@ -35,6 +35,11 @@ err=$("$CLI" convert "$T/nope" "$T/o.gguf" 2>&1 >/dev/null)
 echo "$err" | grep -q "nope: No such file or directory" || fail "convert of a missing path: $err"
 
 "$CLI" random s1-pico "$T/pico.gguf" >/dev/null || fail "random s1-pico"
+# --compute-threads N (and its old name --threads) answer as one thread does
+one=$("$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --f32) || fail "decide --f32"
+for t in "--compute-threads 2" "--threads 2"; do
+  [ "$("$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --f32 $t)" = "$one" ] || fail "decide $t differs"
+done
 out=$("$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json") || fail "decide flappy"
 case "$out" in
   '{"model":"s1-pico","answers":{"action":{"type":"choice","choice":"'*) ;;
@@ -100,12 +105,19 @@ err=$(SKYCMD_DEFAULT_MODEL="$T/none.gguf" "$CLI" decide "$SRC/examples/flappy-dr
 case "$err" in *"SKYCMD_DEFAULT_MODEL"*) ;; *) fail "missing default model: $err" ;; esac
 alone=$(mktemp -d "${TMPDIR:-/tmp}/skycmd-alone.XXXXXX")
 cp "${SKYCMD_CLI_PROGRAM:-$CLI}" "$alone/skycmd"   # the program itself, not an emulator's wrapper
-err=$("$alone/skycmd" decide "$SRC/examples/flappy-drone.json" 2>&1 >/dev/null); rc=$?
+# Moved away from its model, the program still loads the build's libskycmd (its runpath),
+# which finds the model beside itself (skycmd_default_model_path: <build>/share/...).
+if [ -f "$BIN/libskycmd.so.1" ]; then
+  moved=$("$alone/skycmd" decide "$SRC/examples/flappy-drone.json") || fail "a moved program: the model beside libskycmd"
+  [ "$moved" = "$out" ] || fail "a moved program answered differently: $moved"
+  cp -L "$BIN/libskycmd.so.1" "$alone/"   # and with a library away from it too: nothing is found
+fi
+err=$(LD_LIBRARY_PATH="$alone${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$alone/skycmd" decide "$SRC/examples/flappy-drone.json" 2>&1 >/dev/null); rc=$?
 rm -rf "$alone"
 if [ ! -f "$(dirname "$alone")/share/skycmd/models/s1-pico-flappy.gguf" ] &&
    [ ! -f /usr/local/share/skycmd/models/s1-pico-flappy.gguf ]; then
   [ $rc -eq 1 ] || fail "a program without its model must exit 1 (got $rc)"
-  case "$err" in *"is not installed (looked in"*) ;; *) fail "no built-in model: $err" ;; esac
+  case "$err" in *"is not installed (looked in"*"libskycmd: "*) ;; *) fail "no built-in model: $err" ;; esac
 fi
 
 echo "ok"

@@ -66,11 +66,12 @@ normalize() {
 [ $rc -eq 1 ] || fail "a batch with bad lines must exit 1 (got $rc)"
 normalize "$T/got.jsonl" > "$T/got.norm"
 cmp -s "$T/want.jsonl" "$T/got.norm" || { diff "$T/want.jsonl" "$T/got.norm" | head -5; fail "--batch differs from single decides"; }
-grep -v '^skycmd decide: [0-9]* requests in ' "$T/got.err" > "$T/got.err.lines"
+# the summary is the shared meter's (src/cli/progress_meter.h), printed also off a terminal
+grep -v '^skycmd decide: done: [0-9]* requests in ' "$T/got.err" > "$T/got.err.lines"
 cmp -s "$T/want.err" "$T/got.err.lines" || { diff "$T/want.err" "$T/got.err.lines" | head -5; fail "stderr reports differ"; }
 total=$(wc -l < "$T/want.jsonl")
 good=$((total - bad))
-grep -qE "^skycmd decide: $total requests in [0-9.]+ s \([0-9]+/s\): $good answered, $bad failed \(first at line 5\)$" "$T/got.err" \
+grep -qE "^skycmd decide: done: $total requests in [0-9.]+ s \([0-9.]+/s\): $good answered, $bad failed \(first at line 5\)$" "$T/got.err" \
   || fail "summary: $(tail -1 "$T/got.err")"
 
 # --jobs 2, a small window (the length sort reorders inside each), stdin in, stdout out

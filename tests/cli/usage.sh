@@ -140,6 +140,8 @@ expect 2 -- decide "$P" "$REQ" --threads abc
 expect 2 -- decide "$P" "$REQ" --threads ''
 expect 2 -- decide "$P" "$REQ" --threads 99999999999999999999999
 expect 2 -- decide "$P" "$REQ" --threads
+expect 2 -- decide "$P" "$REQ" --compute-threads -1
+expect 2 -- decide "$P" "$REQ" --compute-threads
 expect 2 -- decide "$P" "$REQ" --max-tokens abc
 expect 2 -- decide "$P" "$REQ" --max-tokens -5
 expect 2 -- decide "$P" "$REQ" --seed 3            # --seed only with --random
@@ -152,9 +154,11 @@ expect 2 -- decide - "$REQ" extra
 # (`decide -` alone reads the request from stdin for the built-in model: tests/cli/decide.sh)
 expect 2 "$P" -- decide - -
 expect 2 -- tokenize "$P" a b
-expect 2 -- tokenize --json
-expect 2 -- tokenize --json '' x
-expect 2 -- tokenize --json "$TOKJSON" a b
+expect 2 -- tokenize --tokenizer-json
+expect 2 -- tokenize --tokenizer-json '' x
+expect 2 -- tokenize --tokenizer-json "$TOKJSON" a b
+expect 2 -- tokenize --json                        # the deprecated old name, the same rules
+expect 2 -- tokenize --json "$TOKJSON" --tokenizer-json "$TOKJSON" x
 expect 2 -- tokenize '' x
 expect 2 "$P" -- tokenize - -
 
@@ -184,9 +188,10 @@ expect 1 -- decide "$P" /dev/null                   # empty request: malformed J
 expect 1 "$REQ" -- decide - "$REQ"                   # a request is not a model
 expect 1 -- tokenize "$T/missing.gguf" x
 expect 1 -- tokenize "$T/dir" x
-expect 1 -- tokenize --json "$T/dir" x
+expect 1 -- tokenize --tokenizer-json "$T/dir" x
+expect 1 -- tokenize --tokenizer-json "$T/missing.json" x
+expect 1 -- tokenize --tokenizer-json "$T/junk.gguf" x
 expect 1 -- tokenize --json "$T/missing.json" x
-expect 1 -- tokenize --json "$T/junk.gguf" x
 run -- inspect "$P"; [ $rc -eq 0 ] || fail "inspect $P"
 if [ -w /dev/full ]; then
   "$CLI" inspect "$P" >/dev/full 2>"$T/err"; rc=$?
@@ -217,8 +222,8 @@ expect 0 "$P" -- tokenize - --ids-only 'vy 0 dx 36'
 printf 'vy 0 dx 36' > "$T/text"
 expect 0 "$T/text" -- tokenize "$P" --ids-only -
 [ "$out" = "$want_ids" ] || fail "tokenize MODEL - (text on stdin): '$out' != '$want_ids'"
-expect 0 "$TOKJSON" -- tokenize --json - --ids-only 'a  b'
-[ "$out" = "102 1023 103" ] || fail "tokenize --json - : '$out'"
+expect 0 "$TOKJSON" -- tokenize --tokenizer-json - --ids-only 'a  b'
+[ "$out" = "102 1023 103" ] || fail "tokenize --tokenizer-json - : '$out'"
 expect 0 -- tokenize "$P" ''
 # '-' as an output path writes the GGUF file to stdout
 "$CLI" random s1-pico - > "$T/r.gguf" 2>"$T/err"; rc=$?
@@ -266,7 +271,7 @@ declare -A shapes=(
   [quantize]='@ @ | @ @ --type @ | @ @ --head-type @'
   [decide]="@ | @ @ | $P @ | $P $REQ --threads @ | $P $REQ --max-tokens @ | $P $REQ --model-name @ | --random @ $REQ | --random s1-pico $REQ --seed @ | @ $REQ --q8 | $P $REQ --min-confidence @"
   [calibrate]="@ @ -o @ | $P @ --dry-run | $P $REQ -o @ | $P @ --dry-run --abstention --target-error @ --min-bucket-n @"
-  [tokenize]="@ | @ @ | --json @ @ | $P @ | $P -- @ | --json @ --ids-only @"
+  [tokenize]="@ | @ @ | --tokenizer-json @ @ | --json @ @ | $P @ | $P -- @ | --tokenizer-json @ --ids-only @"
 )
 n=0
 for c in inspect convert random quantize decide tokenize calibrate; do

@@ -30,6 +30,9 @@ echo "== pkg-config (shared): $(pc --cflags --libs skycmd)"
 $cc -std=c99 -Wall -Werror "$src/tests/consumer/consumer.c" -o "$work/c_shared" $(pc --cflags --libs skycmd)
 has '^total: 302 parameters, 550 bytes of tensor data$' "$work/c_shared" "$fixture"
 has "$libdir/libskycmd.so" ldd "$work/c_shared"
+# the installed library finds the built-in model of its prefix (skycmd_default_model_path)
+has "^default model: $(realpath "$prefix")/share/skycmd/models/s1-pico-flappy.gguf\$" \
+    env -u SKYCMD_DEFAULT_MODEL "$work/c_shared"
 
 echo "== pkg-config (static): $(pc --static --libs skycmd)"
 $cc -std=c99 -Wall -Werror "$src/tests/consumer/consumer.c" -o "$work/c_static" \

@@ -15,6 +15,10 @@
  *      pre-tokenizer, BPE byte_fallback, Replace/ByteFallback/Fuse decoder) and with a
  *      Metaspace one, each from JSON and from GGUF: same rules as mode 0.
  *   5: decode the rest as int32 ids with the Gemma-style vocabulary (byte-fallback decoder).
+ * Modes 0, 1 and 4 also run the BPE merge loop's two queues (the heap of short words, the
+ * rank buckets of long ones: sk_tok_bpe_merge) on the same symbols, the merges' operands
+ * picked by the input's bytes, and trap when their tokens differ: for a hostile merge list
+ * (mode 1: duplicates, merges ranked before their operands) too.
  * Seeds: corpus/tokenizer/.
  *
  * Speed: the fixed tokenizers are built once (LLVMFuzzerInitialize). Modes 0 and 4 encode
@@ -122,6 +126,28 @@ static void same_ids(const skycmd_tokenizer *a, const skycmd_tokenizer *b, const
 
 #define ENCODE_MAX 2048
 
+/* The merges' operands (up to 256) as symbols picked by p's bytes, merged by both queues. */
+static void same_merges(const skycmd_tokenizer *t, const uint8_t *p, size_t n) {
+    int32_t ops[256];
+    size_t k = 0;
+    for (uint32_t i = 0; t->merges.keys && i <= t->merges.mask && k + 2 <= 256; i++)
+        if (t->merges.keys[i]) {
+            uint64_t key = t->merges.keys[i] - 1;
+            ops[k++] = (int32_t)(key >> 32);
+            ops[k++] = (int32_t)(uint32_t)key;
+        }
+    if (!k || !n) return;
+    int32_t *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    if (a && b) {
+        for (size_t i = 0; i < n; i++) a[i] = b[i] = ops[p[i] % k];
+        size_t na = n, nb = n;
+        int ra = sk_tok_bpe_merge(t, a, &na, SK_BPE_HEAP), rb = sk_tok_bpe_merge(t, b, &nb, SK_BPE_BUCKETS);
+        if (ra == SKYCMD_OK && rb == SKYCMD_OK && (na != nb || memcmp(a, b, na * sizeof *a) != 0)) __builtin_trap();
+    }
+    free(a);
+    free(b);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
@@ -140,6 +166,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     switch (data[0] % 6) {
     case 0:
         same_ids(g_json, g_gguf, s, n < ENCODE_MAX ? n : ENCODE_MAX);
+        same_merges(g_json, data + 1, n < ENCODE_MAX ? n : ENCODE_MAX);
         break;
     case 1: {
         skycmd_tokenizer *t = NULL;
@@ -153,6 +180,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 sk_ids_free(&x);
                 if (t2) same_ids(t, t2, k_probe[i], strlen(k_probe[i]));
             }
+            same_merges(t, data + 1, n < ENCODE_MAX ? n : ENCODE_MAX);
             sk_tokenizer_free(t2);
             sk_gguf_close(g);
             free(mem);
@@ -184,6 +212,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (n > ENCODE_MAX) n = ENCODE_MAX;
         same_ids(g_spm[0], g_spm_gguf[0], s, n);
         same_ids(g_spm[1], g_spm_gguf[1], s, n);
+        same_merges(g_spm[0], data + 1, n);
         break;
     default: {
         size_t k = n / 4;

@@ -57,7 +57,7 @@ func call(ctx context.Context, op string, opts []Option, fn func(c raw.SkyCall, 
 		wg.Wait()
 	}
 	if st != 0 {
-		e := &Error{Op: op, Status: Status(st), Message: c.Message()}
+		e := callError(op, st, c).(*Error)
 		if st == int(ErrCancelled) && ctx.Err() != nil {
 			e.cause = ctx.Err()
 		}

@@ -2,6 +2,7 @@ package skycmd
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -23,11 +24,55 @@ type Model struct {
 }
 
 // Open opens a GGUF decision model (WithWeights, WithMaxTokens, WithModelName,
-// WithThreads, WithActivations). Close it when done.
+// WithThreads, WithActivations). Close it when done. A path that does not exist is an
+// *Error of ErrIO that also matches fs.ErrNotExist.
 func Open(path string, opts ...Option) (*Model, error) {
-	return open("open", path, opts, func(c raw.SkyCall, o raw.SkyOptions, box raw.SkyModel) int {
-		return c.OpenModel(path, o, box)
+	return open(context.Background(), "open", path, opts, openPath(path))
+}
+
+// OpenContext is Open, returning early when ctx ends (an *Error of ErrCancelled that also
+// matches ctx.Err()). The options' cancel flag is raised at once, which stops the load at
+// the library's next progress report where it reports progress; otherwise the load finishes
+// in the background and the model is closed. WithProgress reports the load's progress where
+// the library gives it.
+func OpenContext(ctx context.Context, path string, opts ...Option) (*Model, error) {
+	return open(ctx, "open", path, opts, openPath(path))
+}
+
+// DefaultModelPath is where the library finds the built-in model s1-pico-flappy.gguf
+// (skycmd_default_model_path): $SKYCMD_DEFAULT_MODEL, else beside the library (an installed
+// prefix's share/skycmd/models, or a build tree's), else the library's configured data
+// directory. When there is none: an *Error of ErrNotFound that matches fs.ErrNotExist and
+// names the places looked in.
+func DefaultModelPath() (string, error) {
+	c, err := call(context.Background(), "default model", nil, func(c raw.SkyCall, _ raw.SkyOptions) int {
+		return c.DefaultModelPath()
 	})
+	if err != nil {
+		return "", err
+	}
+	defer raw.DeleteSkyCall(c)
+	return c.TakeOutput(), nil
+}
+
+// OpenDefault opens the built-in model (DefaultModelPath) with the options of Open.
+func OpenDefault(opts ...Option) (*Model, error) {
+	return OpenDefaultContext(context.Background(), opts...)
+}
+
+// OpenDefaultContext is OpenDefault with the context of OpenContext.
+func OpenDefaultContext(ctx context.Context, opts ...Option) (*Model, error) {
+	path, err := DefaultModelPath()
+	if err != nil {
+		return nil, err
+	}
+	return open(ctx, "open", path, opts, openPath(path))
+}
+
+func openPath(path string) func(raw.SkyCall, raw.SkyOptions, raw.SkyModel) int {
+	return func(c raw.SkyCall, o raw.SkyOptions, box raw.SkyModel) int {
+		return c.OpenModel(path, o, box)
+	}
 }
 
 // OpenBuffer opens a model from the bytes of a GGUF file (the same options as Open). The
@@ -38,22 +83,93 @@ func OpenBuffer(data []byte, opts ...Option) (*Model, error) {
 	}
 	// No Go copy: the C side copies the bytes before this call returns.
 	bytes := unsafe.String(unsafe.SliceData(data), len(data))
-	m, err := open("open buffer", "", opts, func(c raw.SkyCall, o raw.SkyOptions, box raw.SkyModel) int {
+	m, err := open(context.Background(), "open buffer", "", opts, func(c raw.SkyCall, o raw.SkyOptions, box raw.SkyModel) int {
 		return raw.SkyOpenModelBuffer(c, bytes, o, box)
 	})
 	runtime.KeepAlive(data)
 	return m, err
 }
 
-func open(op, path string, opts []Option, openInto func(raw.SkyCall, raw.SkyOptions, raw.SkyModel) int) (*Model, error) {
+type openFunc func(raw.SkyCall, raw.SkyOptions, raw.SkyModel) int
+
+// open opens on the calling goroutine, or, for a ctx that can end, on a goroutine of its own
+// while this one waits for it or for ctx (then the load is cancelled or abandoned, and a
+// model that opens anyway is closed).
+func open(ctx context.Context, op, path string, opts []Option, openInto openFunc) (*Model, error) {
 	if loadErr != nil {
 		return nil, loadErr
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &Error{Op: op, Status: ErrCancelled, Message: "cancelled before it started", cause: err}
 	}
 	o, set, err := build(op, opts)
 	if err != nil {
 		return nil, err
 	}
-	defer raw.DeleteSkyOptions(o)
+	if ctx.Done() == nil && set.progress == nil {
+		defer raw.DeleteSkyOptions(o)
+		return openWith(op, path, o, set, openInto)
+	}
+	type result struct {
+		m   *Model
+		err error
+	}
+	// Progress reports stop when this call returns, also when it returns before the load ends.
+	var progressMu sync.Mutex
+	returned := false
+	progress := set.progress
+	if progress != nil {
+		progress = func(done, total uint64) {
+			progressMu.Lock()
+			defer progressMu.Unlock()
+			if !returned {
+				set.progress(done, total)
+			}
+		}
+	}
+	defer func() {
+		progressMu.Lock()
+		returned = true
+		progressMu.Unlock()
+	}()
+	ch := make(chan result, 1)
+	go func() {
+		// watch raises the options' cancel flag when ctx ends and reports progress; it is
+		// done with o before o is freed.
+		finished := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			watch(ctx, o, progress, finished)
+		}()
+		m, err := openWith(op, path, o, set, openInto)
+		close(finished)
+		wg.Wait()
+		raw.DeleteSkyOptions(o)
+		ch <- result{m, err}
+	}()
+	select {
+	case r := <-ch:
+		var e *Error
+		if r.err != nil && errors.As(r.err, &e) && e.Status == ErrCancelled && ctx.Err() != nil {
+			e.cause = ctx.Err()
+		}
+		return r.m, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-ch; r.m != nil {
+				_ = r.m.Close()
+			}
+		}()
+		return nil, &Error{Op: op, Status: ErrCancelled, Message: "cancelled while the model was loading", cause: ctx.Err()}
+	}
+}
+
+func openWith(op, path string, o raw.SkyOptions, set *optionSet, openInto openFunc) (*Model, error) {
 	box := raw.NewSkyModel()
 	if box.Swigcptr() == 0 {
 		return nil, &Error{Op: op, Status: ErrNoMem}
@@ -66,7 +182,7 @@ func open(op, path string, opts []Option, openInto func(raw.SkyCall, raw.SkyOpti
 	defer raw.DeleteSkyCall(c)
 	if st := openInto(c, o, box); st != 0 {
 		raw.DeleteSkyModel(box)
-		return nil, newError(op, st, c.Message())
+		return nil, callError(op, st, c)
 	}
 	m := &Model{box: box, session: set.session, path: path}
 	runtime.SetFinalizer(m, func(m *Model) { _ = m.Close() })

@@ -115,10 +115,10 @@ func WithName(name string) Option { return strOption(raw.SKYCMD_OPT_NAME, name) 
 // WithPre sets tokenizer.ggml.pre written by Convert.
 func WithPre(pre string) Option { return strOption(raw.SKYCMD_OPT_PRE, pre) }
 
-// WithProgress has Convert and Quantize report their progress: fn(done, total) in the
-// call's units (bytes or tensors), at most every 50 ms while it changes and once at the end,
-// always from one goroutine of the binding (never from a C thread) and before the call
-// returns.
+// WithProgress has Convert and Quantize (and Open/OpenContext, where the library reports
+// the load's progress) report their progress: fn(done, total) in the call's units (bytes or
+// tensors), at most every 50 ms while it changes and once at the end, always from one
+// goroutine of the binding (never from a C thread) and before the call returns.
 func WithProgress(fn func(done, total uint64)) Option {
 	return func(s *optionSet) { s.progress = fn }
 }

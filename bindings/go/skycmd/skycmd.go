@@ -7,8 +7,11 @@
 // layer is committed, so no SWIG and no `go generate` is needed.
 //
 // Contract:
-//   - Every failure is a *Error carrying the library's Status and message; errors.Is(err,
-//     skycmd.ErrIO) (or any other Status) matches on the status.
+//   - Every failure is a *Error carrying the library's Status (its name is Code(), e.g.
+//     "SKYCMD_E_IO"; the number is int(Status)) and message; errors.Is(err, skycmd.ErrIO)
+//     (or any other Status) matches on the status. A file that does not exist (the library's
+//     errno ENOENT: a missing model, the built-in model not installed) also matches
+//     fs.ErrNotExist, and errors.As(err, &syscall.Errno) gives the errno.
 //   - A *Model may be used from any number of goroutines at once (the C model is immutable);
 //     each Decide call borrows a session from the model's pool, so sessions, which belong to
 //     one thread at a time in C, are never shared between concurrent calls.
@@ -22,6 +25,7 @@ package skycmd
 import (
 	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/skycmd/libskycmd/bindings/go/internal/raw"
 )
@@ -63,8 +67,14 @@ type Error struct {
 	Op      string // e.g. "open", "decide", "convert"
 	Status  Status
 	Message string
-	cause   error // what made the call stop (a context's error), for errors.Is
+	// Errno is the operating system's error behind the failure when a system call failed
+	// (skycmd_error_errno: syscall.ENOENT for a file that does not exist), else 0.
+	Errno syscall.Errno
+	cause error // what made the call stop (a context's error), for errors.Is
 }
+
+// Code is the status name, e.g. "SKYCMD_E_IO" (the same in every binding).
+func (e *Error) Code() string { return e.Status.Name() }
 
 func (e *Error) Error() string {
 	if e.Message == "" {
@@ -82,15 +92,32 @@ func (e *Error) Is(target error) bool {
 	return false
 }
 
-// Unwrap is the context error of a call cancelled through its context (else nil), so that
-// errors.Is(err, context.Canceled) holds for a cancelled Convert.
-func (e *Error) Unwrap() error { return e.cause }
+// Unwrap is the context error of a call cancelled through its context, so that
+// errors.Is(err, context.Canceled) holds for a cancelled Convert; else the Errno, so that
+// errors.Is(err, fs.ErrNotExist) holds for a missing file; else nil.
+func (e *Error) Unwrap() error {
+	if e.cause != nil {
+		return e.cause
+	}
+	if e.Errno != 0 {
+		return e.Errno
+	}
+	return nil
+}
 
 func newError(op string, st int, msg string) error {
 	if st == int(OK) {
 		return nil
 	}
 	return &Error{Op: op, Status: Status(st), Message: msg}
+}
+
+// callError is the failure of a SkyCall: its status, message and errno.
+func callError(op string, st int, c raw.SkyCall) error {
+	if st == int(OK) {
+		return nil
+	}
+	return &Error{Op: op, Status: Status(st), Message: c.Message(), Errno: syscall.Errno(c.OsError())}
 }
 
 // HeaderVersionNumber is SKYCMD_VERSION_NUMBER of the header this package was built with.

@@ -1411,6 +1411,7 @@ static swig_module_info swig_module = {swig_types, 32, 0, 0, 0, 0};
 #include <stdint.h>		// Use the C99 official header
 
 
+#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -1776,6 +1777,17 @@ SWIGINTERN int SkyCall_status(struct SkyCall *self){ return self->status; }
 SWIGINTERN char const *SkyCall_message(struct SkyCall *self){
         if (self->status != SKYCMD_OK && !self->err) return skycmd_strerror(self->status);
         return skycmd_error_message(self->err);
+    }
+SWIGINTERN int SkyCall_osError(struct SkyCall *self){
+        return self->status != SKYCMD_OK && self->err ? skycmd_error_errno(self->err) : 0;
+    }
+SWIGINTERN bool SkyCall_fileNotFound(struct SkyCall *self){
+        return self->status != SKYCMD_OK && self->err && skycmd_error_errno(self->err) == ENOENT;
+    }
+SWIGINTERN int SkyCall_defaultModelPath(struct SkyCall *self){
+        skycmd_string_free(self->output);
+        self->output = NULL;
+        return sky_call_done(self, skycmd_default_model_path(&self->output, self->err));
     }
 
 SWIGINTERN
@@ -2294,6 +2306,12 @@ Napi::Value _wrap_SkyCall_status(const Napi::CallbackInfo &);
 // jsnapi_class_method_declaration
 Napi::Value _wrap_SkyCall_message(const Napi::CallbackInfo &);
 // jsnapi_class_method_declaration
+Napi::Value _wrap_SkyCall_osError(const Napi::CallbackInfo &);
+// jsnapi_class_method_declaration
+Napi::Value _wrap_SkyCall_fileNotFound(const Napi::CallbackInfo &);
+// jsnapi_class_method_declaration
+Napi::Value _wrap_SkyCall_defaultModelPath(const Napi::CallbackInfo &);
+// jsnapi_class_method_declaration
 Napi::Value _wrap_SkyCall_checkVersion(const Napi::CallbackInfo &);
 // jsnapi_class_method_declaration
 Napi::Value _wrap_SkyCall_inspect(const Napi::CallbackInfo &);
@@ -2375,6 +2393,30 @@ void _exports_SkyCall_inst::GetMembers(
     "message",
       _exports_SkyCall_templ::InstanceMethod("message",
         &_exports_SkyCall_templ::_wrap_SkyCall_message,
+        static_cast<napi_property_attributes>(napi_writable | napi_configurable))
+    });
+  // jsnapi_member_function_descriptor
+  members.erase("osError");
+  members.insert({
+    "osError",
+      _exports_SkyCall_templ::InstanceMethod("osError",
+        &_exports_SkyCall_templ::_wrap_SkyCall_osError,
+        static_cast<napi_property_attributes>(napi_writable | napi_configurable))
+    });
+  // jsnapi_member_function_descriptor
+  members.erase("fileNotFound");
+  members.insert({
+    "fileNotFound",
+      _exports_SkyCall_templ::InstanceMethod("fileNotFound",
+        &_exports_SkyCall_templ::_wrap_SkyCall_fileNotFound,
+        static_cast<napi_property_attributes>(napi_writable | napi_configurable))
+    });
+  // jsnapi_member_function_descriptor
+  members.erase("defaultModelPath");
+  members.insert({
+    "defaultModelPath",
+      _exports_SkyCall_templ::InstanceMethod("defaultModelPath",
+        &_exports_SkyCall_templ::_wrap_SkyCall_defaultModelPath,
         static_cast<napi_property_attributes>(napi_writable | napi_configurable))
     });
   // jsnapi_member_function_descriptor
@@ -3269,10 +3311,12 @@ void _exports_SkyResponse_inst::GetMembers(
 
 namespace {
 
-Napi::Error sky_napi_error(Napi::Env env, int status, const std::string &message) {
+/* {status, libraryMessage, osError}: the JS layer turns it into a SkycmdError. */
+Napi::Error sky_napi_error(Napi::Env env, int status, const std::string &message, int os_error = 0) {
     Napi::Error e = Napi::Error::New(env, message.empty() ? skycmd_strerror(status) : message);
     e.Set("status", Napi::Number::New(env, status));
     e.Set("libraryMessage", Napi::String::New(env, message));
+    e.Set("osError", Napi::Number::New(env, os_error));
     return e;
 }
 
@@ -3327,6 +3371,12 @@ public:
         opts_ref_ = Napi::Persistent(opts_obj);
         if (on_progress.IsFunction()) progress_ref_ = Napi::Persistent(on_progress.As<Napi::Function>());
     }
+    /* op "open": the model goes into this empty box on the main thread (OnOK). */
+    void SetTarget(Napi::Object box_obj, SkyModel *box) {
+        target_ref_ = Napi::Persistent(box_obj);
+        target_ = box;
+    }
+    ~SkyFileWorker() { skycmd_model_free(model_); } /* a model nobody took (NULL is OK) */
 
     Napi::Promise Promise() { return deferred_.Promise(); }
 
@@ -3339,10 +3389,14 @@ public:
         if (op_ == "convert") status_ = skycmd_convert(a_.c_str(), b_.c_str(), opts_->h, err);
         else if (op_ == "quantize") status_ = skycmd_quantize(a_.c_str(), b_.c_str(), opts_->h, err);
         else if (op_ == "random") status_ = skycmd_random_model(a_.c_str(), b_.c_str(), opts_->h, err);
+        else if (op_ == "open") status_ = skycmd_model_open(a_.c_str(), opts_->h, &model_, err);
         else status_ = skycmd_inspect(a_.c_str(), opts_->h, &out, err);
         skycmd_options_set_progress(opts_->h, sky_options_progress, opts_);
         progress_ = NULL;
-        if (status_ != SKYCMD_OK) message_ = err ? skycmd_error_message(err) : skycmd_strerror(status_);
+        if (status_ != SKYCMD_OK) {
+            message_ = err ? skycmd_error_message(err) : skycmd_strerror(status_);
+            os_error_ = err ? skycmd_error_errno(err) : 0;
+        }
         if (out) output_ = out;
         has_output_ = out != NULL;
         skycmd_string_free(out);
@@ -3359,7 +3413,15 @@ public:
     void OnOK() override {
         Napi::Env env = Env();
         Napi::HandleScope scope(env);
-        if (status_ != SKYCMD_OK) { deferred_.Reject(sky_napi_error(env, status_, message_).Value()); return; }
+        if (status_ != SKYCMD_OK) { deferred_.Reject(sky_napi_error(env, status_, message_, os_error_).Value()); return; }
+        if (target_) {
+            if (target_->h) { /* the box was filled meanwhile: refuse, the model is freed */
+                deferred_.Reject(sky_napi_error(env, SKYCMD_E_MISUSE, "model box is already open").Value());
+                return;
+            }
+            target_->h = model_;
+            model_ = NULL;
+        }
         deferred_.Resolve(has_output_ ? Napi::Value(Napi::String::New(env, output_)) : env.Undefined());
     }
 
@@ -3377,12 +3439,14 @@ private:
     }
 
     Napi::Promise::Deferred deferred_;
-    Napi::ObjectReference opts_ref_;
+    Napi::ObjectReference opts_ref_, target_ref_;
     Napi::FunctionReference progress_ref_;
     std::string op_, a_, b_;
     SkyOptions *opts_;
+    SkyModel *target_ = NULL;
+    skycmd_model *model_ = NULL;
     const ExecutionProgress *progress_ = NULL;
-    int status_ = SKYCMD_OK;
+    int status_ = SKYCMD_OK, os_error_ = 0;
     std::string message_, output_;
     bool has_output_ = false;
 };
@@ -3406,6 +3470,33 @@ Napi::Value sky_file_async(const Napi::CallbackInfo &info) {
     SkyFileWorker *w = new SkyFileWorker(env, op, info[1].As<Napi::String>().Utf8Value(),
                                          info[2].As<Napi::String>().Utf8Value(), info[3].As<Napi::Object>(),
                                          box, info.Length() > 4 ? info[4] : env.Undefined());
+    Napi::Promise promise = w->Promise();
+    w->Queue();
+    return promise;
+}
+
+/* openModelAsync(path, optionsBox, modelBox, onProgress?): skycmd_model_open on the pool. */
+Napi::Value sky_open_model_async(const Napi::CallbackInfo &info) {
+    Napi::Env env = info.Env();
+    void *p = NULL, *m = NULL;
+    Napi::Promise::Deferred early = Napi::Promise::Deferred::New(env);
+    if (info.Length() < 3 || !info[0].IsString() || !info[1].IsObject() || !info[2].IsObject() ||
+        !SWIG_IsOK(SWIG_ConvertPtr(info[1], &p, SWIGTYPE_p_SkyOptions, 0)) || !p ||
+        !SWIG_IsOK(SWIG_ConvertPtr(info[2], &m, SWIGTYPE_p_SkyModel, 0)) || !m) {
+        early.Reject(Napi::TypeError::New(env, "openModelAsync(path: string, options: SkyOptions, into: SkyModel, onProgress?)").Value());
+        return early.Promise();
+    }
+    SkyOptions *box = (SkyOptions *)p;
+    SkyModel *into = (SkyModel *)m;
+    if (!box->h || into->h) {
+        early.Reject(sky_napi_error(env, box->h ? SKYCMD_E_MISUSE : SKYCMD_E_NOMEM,
+                                    box->h ? "model box is already open" : "").Value());
+        return early.Promise();
+    }
+    SkyFileWorker *w = new SkyFileWorker(env, "open", info[0].As<Napi::String>().Utf8Value(), "",
+                                         info[1].As<Napi::Object>(), box,
+                                         info.Length() > 3 ? info[3] : env.Undefined());
+    w->SetTarget(info[2].As<Napi::Object>(), into);
     Napi::Promise promise = w->Promise();
     w->Queue();
     return promise;
@@ -5235,6 +5326,96 @@ Napi::Value _exports_SkyCall_templ<SWIG_OBJ_WRAP>::_wrap_SkyCall_message(const N
   }
   arg1 = (struct SkyCall *)(argp1);result = (char *)SkyCall_message(arg1);
   jsresult = SWIG_FromCharPtr((const char *)result);
+  
+  
+  return jsresult;
+  
+  goto fail;
+fail:
+  return Napi::Value();
+}
+
+
+// js_function
+template <typename SWIG_OBJ_WRAP>
+Napi::Value _exports_SkyCall_templ<SWIG_OBJ_WRAP>::_wrap_SkyCall_osError(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Value jsresult;
+  struct SkyCall *arg1 = 0 ;
+  void *argp1 = 0 ;
+  int res1 = 0 ;
+  int result;
+  
+  if(static_cast<int>(info.Length()) < 0 || static_cast<int>(info.Length()) > 0) {
+    SWIG_Error(SWIG_ERROR, "Illegal number of arguments for _wrap_SkyCall_osError.");
+  }
+  
+  res1 = SWIG_ConvertPtr(info.This(), &argp1,SWIGTYPE_p_SkyCall, 0 |  0 );
+  if (!SWIG_IsOK(res1)) {
+    SWIG_exception_fail(SWIG_ArgError(res1), "in method '" "SkyCall_osError" "', argument " "1"" of type '" "struct SkyCall *""'"); 
+  }
+  arg1 = (struct SkyCall *)(argp1);result = (int)SkyCall_osError(arg1);
+  jsresult = SWIG_From_int  SWIG_NAPI_FROM_CALL_ARGS((int)(result));
+  
+  
+  return jsresult;
+  
+  goto fail;
+fail:
+  return Napi::Value();
+}
+
+
+// js_function
+template <typename SWIG_OBJ_WRAP>
+Napi::Value _exports_SkyCall_templ<SWIG_OBJ_WRAP>::_wrap_SkyCall_fileNotFound(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Value jsresult;
+  struct SkyCall *arg1 = 0 ;
+  void *argp1 = 0 ;
+  int res1 = 0 ;
+  bool result;
+  
+  if(static_cast<int>(info.Length()) < 0 || static_cast<int>(info.Length()) > 0) {
+    SWIG_Error(SWIG_ERROR, "Illegal number of arguments for _wrap_SkyCall_fileNotFound.");
+  }
+  
+  res1 = SWIG_ConvertPtr(info.This(), &argp1,SWIGTYPE_p_SkyCall, 0 |  0 );
+  if (!SWIG_IsOK(res1)) {
+    SWIG_exception_fail(SWIG_ArgError(res1), "in method '" "SkyCall_fileNotFound" "', argument " "1"" of type '" "struct SkyCall *""'"); 
+  }
+  arg1 = (struct SkyCall *)(argp1);result = (bool)SkyCall_fileNotFound(arg1);
+  jsresult = SWIG_From_bool  SWIG_NAPI_FROM_CALL_ARGS((bool)(result));
+  
+  
+  return jsresult;
+  
+  goto fail;
+fail:
+  return Napi::Value();
+}
+
+
+// js_function
+template <typename SWIG_OBJ_WRAP>
+Napi::Value _exports_SkyCall_templ<SWIG_OBJ_WRAP>::_wrap_SkyCall_defaultModelPath(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Value jsresult;
+  struct SkyCall *arg1 = 0 ;
+  void *argp1 = 0 ;
+  int res1 = 0 ;
+  int result;
+  
+  if(static_cast<int>(info.Length()) < 0 || static_cast<int>(info.Length()) > 0) {
+    SWIG_Error(SWIG_ERROR, "Illegal number of arguments for _wrap_SkyCall_defaultModelPath.");
+  }
+  
+  res1 = SWIG_ConvertPtr(info.This(), &argp1,SWIGTYPE_p_SkyCall, 0 |  0 );
+  if (!SWIG_IsOK(res1)) {
+    SWIG_exception_fail(SWIG_ArgError(res1), "in method '" "SkyCall_defaultModelPath" "', argument " "1"" of type '" "struct SkyCall *""'"); 
+  }
+  arg1 = (struct SkyCall *)(argp1);result = (int)SkyCall_defaultModelPath(arg1);
+  jsresult = SWIG_From_int  SWIG_NAPI_FROM_CALL_ARGS((int)(result));
   
   
   return jsresult;
@@ -8257,6 +8438,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("decideAsync", Napi::Function::New(env, sky_decide_async, "decideAsync"));
   exports.Set("decideBatchAsync", Napi::Function::New(env, sky_decide_batch_async, "decideBatchAsync"));
   exports.Set("fileAsync", Napi::Function::New(env, sky_file_async, "fileAsync"));
+  exports.Set("openModelAsync", Napi::Function::New(env, sky_open_model_async, "openModelAsync"));
 
 
   Napi::Function SWIG_NAPI_ObjectWrap_ctor = SWIG_NAPI_ObjectWrap_inst::GetClass(env);

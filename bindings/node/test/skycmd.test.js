@@ -169,13 +169,16 @@ test('many async decides in flight on the thread pool; close while pending', asy
 });
 
 test('errors: bad path, bad JSON, invalid request, closed handle', async (t) => {
+  // A file that does not exist: code 'ENOENT' as Node's fs errors, the status in statusName.
   assert.throws(() => sky.Model.open(path.join(tmp, 'does-not-exist.gguf')),
-    (e) => e.code === 'SKYCMD_E_IO' && e.status === sky.Status.IO && e.libraryMessage.includes('does-not-exist'));
+    (e) => e.code === 'ENOENT' && e.statusName === 'SKYCMD_E_IO' && e.status === sky.Status.IO &&
+      e.libraryMessage.includes('does-not-exist'));
   const junk = path.join(tmp, 'junk.gguf');
   fs.writeFileSync(junk, 'this is not a gguf file at all');
   assert.throws(() => sky.Model.open(junk), { code: 'SKYCMD_E_FORMAT' });
-  assert.throws(() => sky.inspectSync(path.join(tmp, 'nope.gguf')), { code: 'SKYCMD_E_IO' });
-  await assert.rejects(sky.inspect(path.join(tmp, 'nope.gguf')), (e) => e instanceof sky.SkycmdError && e.code === 'SKYCMD_E_IO' && e.op === 'inspect');
+  assert.throws(() => sky.inspectSync(path.join(tmp, 'nope.gguf')), { code: 'ENOENT', statusName: 'SKYCMD_E_IO' });
+  await assert.rejects(sky.inspect(path.join(tmp, 'nope.gguf')), (e) => e instanceof sky.SkycmdError && e.code === 'ENOENT' &&
+    e.statusName === 'SKYCMD_E_IO' && e.op === 'inspect');
   assert.throws(() => sky.randomModelSync('no-such-preset', path.join(tmp, 'p.gguf')), sky.SkycmdError);
   await assert.rejects(sky.randomModel('no-such-preset', path.join(tmp, 'p.gguf')), sky.SkycmdError);
   assert.throws(() => sky.convertSync(path.join(tmp, 'no-such-dir'), path.join(tmp, 'c.gguf')), sky.SkycmdError);

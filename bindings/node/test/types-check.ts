@@ -33,13 +33,19 @@ async function main(): Promise<void> {
   const text: string = tok.decode(ids);
   const cls: number | undefined = tok.specialId('cls');
   const fromBytes: sky.Model = sky.openBuffer(new Uint8Array(0));
+  const loaded: sky.Model = await sky.Model.openAsync('s1-pico.gguf', { threads: 1, signal, onProgress: (d: number, t: number) => void [d, t] });
+  const builtIn: sky.Model = await sky.Model.openDefaultAsync({ weights: 'f32' });
+  const builtInSync: sky.Model = sky.openDefault();
+  const builtInPath: string = sky.defaultModelPath();
+  void [loaded, builtIn, builtInSync, builtInPath];
   try {
     await sky.quantize('a.gguf', 'b.gguf', { type: 'q8_0', signal, onProgress: (d: number, t: number) => void [d, t] });
     const listing: string = await sky.inspect('a.gguf', { json: true });
     sky.convertSync('dir', 'out.gguf');
     void listing;
   } catch (e) {
-    if (e instanceof sky.SkycmdError) void [e.code.length, e.status + 1, e.libraryMessage, choice, p, s.inputTokens];
+    if (e instanceof sky.SkycmdError) void [e.code.length, e.status + 1, e.libraryMessage, choice, p, s.inputTokens,
+                                            e.statusName.length, e.errno, e.path];
   }
   void [conf, legend, model, score, level, noul, picked, batch, text, cls, fromBytes];
   // @ts-expect-error: decideSync does not return a Promise

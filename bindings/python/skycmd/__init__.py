@@ -8,12 +8,12 @@
         print(r["action"].choice, r["action"].confidence)
 """
 from . import _skycmd
-from ._errors import (BusyError, CancelledError, Error, FormatError, InternalError,
-                      InvalidArgumentError, IoError, JsonError, MisuseError, NoMemoryError,
-                      NotFoundError, RequestError, TooLargeError, UnsupportedError,
-                      VersionError)
+from ._errors import (BusyError, CancelledError, DefaultModelNotFoundError, Error,
+                      FormatError, InternalError, InvalidArgumentError, IoError, JsonError,
+                      MisuseError, NoMemoryError, NoSuchFileError, NotFoundError,
+                      RequestError, TooLargeError, UnsupportedError, VersionError)
 from ._files import convert, inspect, inspect_json, quantize, random_model
-from ._model import Model, Tokenizer
+from ._model import Model, Tokenizer, default_model_path
 from ._options import Activations, Layout, Special, Type, Weights
 from ._requests import Choice, Noul, Request, Score
 from ._response import Answer, Option, Response
@@ -43,10 +43,11 @@ def library_info() -> dict:
 check_version(HEADER_VERSION_NUMBER)
 
 __all__ = [
-    "Activations", "Answer", "BusyError", "CancelledError", "Choice", "Error", "FormatError",
-    "HEADER_VERSION_NUMBER", "InternalError", "InvalidArgumentError", "IoError", "JsonError",
-    "Layout", "MisuseError", "Model", "NoMemoryError", "NotFoundError", "Noul", "Option",
+    "Activations", "Answer", "BusyError", "CancelledError", "Choice", "DefaultModelNotFoundError",
+    "Error", "FormatError", "HEADER_VERSION_NUMBER", "InternalError", "InvalidArgumentError",
+    "IoError", "JsonError", "Layout", "MisuseError", "Model", "NoMemoryError",
+    "NoSuchFileError", "NotFoundError", "Noul", "Option",
     "Request", "RequestError", "Response", "Score", "Special", "TooLargeError", "Tokenizer",
     "Type", "UnsupportedError", "VersionError", "Weights", "check_version", "convert",
-    "inspect", "inspect_json", "library_info", "library_version", "quantize", "random_model",
+    "default_model_path", "inspect", "inspect_json", "library_info", "library_version", "quantize", "random_model",
 ]

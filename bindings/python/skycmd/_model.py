@@ -99,6 +99,18 @@ def _open_options(weights, max_tokens, model_name, threads, activations):
     return pairs, session
 
 
+def default_model_path() -> str:
+    """Where the library finds the built-in model s1-pico-flappy.gguf
+    (skycmd_default_model_path): ``$SKYCMD_DEFAULT_MODEL``, else beside libskycmd, else the
+    data directory it was configured with. The wheel links libskycmd into its extension
+    module, so "beside libskycmd" is site-packages/skycmd/: a wheel finds the model in the
+    data directory of the libskycmd it was built against (``/usr/share/skycmd/models`` for
+    the Debian package) or through ``$SKYCMD_DEFAULT_MODEL``. None there: raises
+    ``skycmd.DefaultModelNotFoundError`` (also ``FileNotFoundError``), naming the places
+    looked in."""
+    return _skycmd.default_model_path()
+
+
 class Model:
     """An open decision model. Share one Model between threads: each concurrent call takes
     its own C session from the model's pool, and the GIL is released while it computes.
@@ -125,9 +137,55 @@ class Model:
         "q8x2" (default) or "q8"; max_tokens: the sequence budget instead of the model's
         decision.max_tokens; model_name: the "model" reported in responses; log(level,
         message): events of the load, e.g. the int8 relayout of the weights (level 0 debug,
-        1 info, 2 warning); an exception in it fails the open."""
+        1 info, 2 warning); an exception in it fails the open. A path that does not exist
+        raises ``skycmd.NoSuchFileError``: an ``IoError`` that is also ``FileNotFoundError``."""
         pairs, session = _open_options(weights, max_tokens, model_name, threads, activations)
-        return cls(_skycmd.Model.open(path, pairs, session, log))
+        try:
+            return cls(_skycmd.Model.open(path, pairs, session, log))
+        except FileNotFoundError as e:
+            e.filename = os.fspath(path)
+            raise
+
+    @classmethod
+    def open_default(cls, *, threads: Optional[int] = None,
+                     weights: Union[Weights, str, None] = None,
+                     activations: Union[Activations, str, None] = None,
+                     max_tokens: Optional[int] = None, model_name: Optional[str] = None,
+                     log: Optional[Log] = None) -> "Model":
+        """Open the built-in model s1-pico-flappy.gguf (``skycmd.default_model_path()``) with
+        the options of ``open``. Not installed: ``skycmd.DefaultModelNotFoundError`` (a
+        ``NotFoundError`` that is also ``FileNotFoundError``)."""
+        return cls.open(default_model_path(), threads=threads, weights=weights,
+                        activations=activations, max_tokens=max_tokens,
+                        model_name=model_name, log=log)
+
+    @classmethod
+    async def open_async(cls, path: PathLike, *, threads: Optional[int] = None,
+                         weights: Union[Weights, str, None] = None,
+                         activations: Union[Activations, str, None] = None,
+                         max_tokens: Optional[int] = None, model_name: Optional[str] = None,
+                         log: Optional[Log] = None,
+                         executor: Optional[Executor] = None) -> "Model":
+        """``open`` on a thread of ``executor`` (the loop's default one if None): the GIL is
+        released while the model loads, so the event loop keeps running. The options of
+        ``open`` (``log`` is called on that thread)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(executor, functools.partial(
+            cls.open, path, threads=threads, weights=weights, activations=activations,
+            max_tokens=max_tokens, model_name=model_name, log=log))
+
+    @classmethod
+    async def open_default_async(cls, *, threads: Optional[int] = None,
+                                 weights: Union[Weights, str, None] = None,
+                                 activations: Union[Activations, str, None] = None,
+                                 max_tokens: Optional[int] = None,
+                                 model_name: Optional[str] = None, log: Optional[Log] = None,
+                                 executor: Optional[Executor] = None) -> "Model":
+        """``open_default`` on a thread of ``executor``, as ``open_async``."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(executor, functools.partial(
+            cls.open_default, threads=threads, weights=weights, activations=activations,
+            max_tokens=max_tokens, model_name=model_name, log=log))
 
     @classmethod
     def open_buffer(cls, data: Union[bytes, bytearray, memoryview], *,

@@ -13,8 +13,10 @@
  * session (skycmd_model_free would refuse with E_BUSY while sessions exist). A tokenizer
  * borrowed from a model keeps the Python model object alive and checks that it is open.
  *
- * Errors. The package registers a factory (status, message) -> exception instance through
- * _set_error_factory(); every failure raised here goes through it, so skycmd.Error and its
+ * Errors. The package registers a factory (status, message, errno) -> exception instance
+ * through _set_error_factory() (errno: skycmd_error_errno of a handle-less call, else 0; the
+ * package makes ENOENT a FileNotFoundError); every failure raised here goes through it, so
+ * skycmd.Error and its
  * subclasses are the only exceptions the C calls raise (besides TypeError/ValueError for
  * arguments of the wrong Python type).
  */
@@ -30,18 +32,19 @@
 
 /* ------------------------------------------------------------------ errors -------- */
 
-static PyObject *error_factory; /* callable(status, message) -> exception instance */
+static PyObject *error_factory; /* callable(status, message, errno) -> exception instance */
 
-/* Raises the package exception for (status, message); returns NULL for `return raise(...)`.
- * `cause` (a reference that is stolen, may be NULL) becomes the exception's __cause__. */
-static PyObject *raise_status_cause(int status, const char *message, PyObject *cause) {
+/* Raises the package exception for (status, message, errno); returns NULL for `return
+ * raise(...)`. `cause` (a reference that is stolen, may be NULL) becomes the exception's
+ * __cause__. */
+static PyObject *raise_status_errno(int status, const char *message, int sys_errno, PyObject *cause) {
     if (!message || !*message) message = skycmd_strerror(status);
     if (!error_factory) {
         PyErr_Format(PyExc_RuntimeError, "%s: %s", skycmd_status_name(status), message);
         Py_XDECREF(cause);
         return NULL;
     }
-    PyObject *exc = PyObject_CallFunction(error_factory, "is", status, message);
+    PyObject *exc = PyObject_CallFunction(error_factory, "isi", status, message, sys_errno);
     if (!exc) {
         Py_XDECREF(cause);
         return NULL;
@@ -52,13 +55,18 @@ static PyObject *raise_status_cause(int status, const char *message, PyObject *c
     return NULL;
 }
 
+static PyObject *raise_status_cause(int status, const char *message, PyObject *cause) {
+    return raise_status_errno(status, message, 0, cause);
+}
+
 static PyObject *raise_status(int status, const char *message) {
     return raise_status_cause(status, message, NULL);
 }
 
-/* The error of a handle-less call, taken from its skycmd_error. */
+/* The error of a handle-less call, taken from its skycmd_error (message and errno). */
 static PyObject *raise_call_error(int status, const skycmd_error *err) {
-    return raise_status(status, err ? skycmd_error_message(err) : NULL);
+    return raise_status_errno(status, err ? skycmd_error_message(err) : NULL,
+                              err ? skycmd_error_errno(err) : 0, NULL);
 }
 
 /* ------------------------------------------------------------------ options ------- */
@@ -920,7 +928,7 @@ static PyObject *two_path_call(PyObject *args, two_path_fn fn, int input_is_path
         rc = fn(a, b, opts, err);
         Py_END_ALLOW_THREADS
         if (rc != SKYCMD_OK) {
-            raise_status_cause(rc, skycmd_error_message(err), callbacks.raised);
+            raise_status_errno(rc, skycmd_error_message(err), skycmd_error_errno(err), callbacks.raised);
             callbacks.raised = NULL;
         } else if (callbacks.raised) {
             /* The work ended before it looked at the cancel (or only logged): the callback's
@@ -952,6 +960,20 @@ static PyObject *py_random_model(PyObject *module, PyObject *args) {
     (void)module;
     /* The preset is a name, passed as bytes (the Python layer encodes it). */
     return two_path_call(args, skycmd_random_model, 0);
+}
+
+/* default_model_path() -> str: skycmd_default_model_path (a few stat calls: GIL kept). */
+static PyObject *py_default_model_path(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    skycmd_error *err = skycmd_error_new();
+    if (!err) return PyErr_NoMemory();
+    char *path = NULL;
+    int rc = skycmd_default_model_path(&path, err);
+    PyObject *r = rc == SKYCMD_OK ? PyUnicode_DecodeFSDefault(path) : raise_call_error(rc, err);
+    skycmd_string_free(path);
+    skycmd_error_free(err);
+    return r;
 }
 
 /* ------------------------------------------------------------------ module -------- */
@@ -1030,6 +1052,7 @@ static PyMethodDef module_methods[] = {
     {"quantize", py_quantize, METH_VARARGS, "quantize(in, out, options, progress, log)"},
     {"random_model", py_random_model, METH_VARARGS, "random_model(preset, out, options, progress, log)"},
     {"tokenizer_open_json", tokenizer_open_json, METH_VARARGS, "tokenizer_open_json(path)"},
+    {"default_model_path", py_default_model_path, METH_NOARGS, "default_model_path() -> str"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -25,6 +25,21 @@ def answer(path: str) -> Dict[str, Optional[float]]:
         return {a.id: a.confidence for a in r}
 
 
+async def builtin() -> str:
+    path: str = skycmd.default_model_path()
+    try:
+        m: skycmd.Model = await skycmd.Model.open_default_async(threads=1)
+        m2: skycmd.Model = await skycmd.Model.open_async(path, weights="f32")
+        m3: skycmd.Model = skycmd.Model.open_default(max_tokens=256)
+    except FileNotFoundError as e:
+        assert isinstance(e, skycmd.Error)
+        return e.code
+    m.close()
+    m2.close()
+    m3.close()
+    return path
+
+
 def files(src: str, out: str) -> str:
     def progress(done: int, total: int) -> None:
         pass

@@ -11,6 +11,10 @@ model_path, request_path, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 with open(request_path, encoding="utf-8") as f:
     request = f.read()
 bad_request = '{"state": "x", "questions": {"a": {"type": "choice", "instructions": "i"}}}'
+# default_model_path: found (the model itself) and, in the loop, not found
+os.environ["SKYCMD_DEFAULT_MODEL"] = model_path
+skycmd.Model.open_default(threads=1).close()
+os.environ["SKYCMD_DEFAULT_MODEL"] = model_path + ".missing"
 with tempfile.TemporaryDirectory() as tmp:
     skycmd.random_model("s1-pico", os.path.join(tmp, "laya"), layout="laya", seed=1)
     for i in range(rounds):
@@ -21,7 +25,8 @@ with tempfile.TemporaryDirectory() as tmp:
         tok.decode(tok.encode("hello world"))
         for call, error in ((lambda: m.decide(bad_request), skycmd.RequestError),
                             (lambda: m.decide_batch([request, "{"]), skycmd.JsonError),
-                            (lambda: skycmd.Model.open(model_path + ".missing"), skycmd.IoError)):
+                            (lambda: skycmd.Model.open(model_path + ".missing"), skycmd.IoError),
+                            (skycmd.default_model_path, skycmd.NotFoundError)):
             try:
                 call()
             except error:

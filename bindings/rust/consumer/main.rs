@@ -41,5 +41,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::fs::write(path, dump(&response))?;
     }
     model.close()?;
+    // The built-in model, where the library finds it (beside an installed libskycmd.so; a
+    // `bundled` program has the library inside itself: its configured data directory).
+    match skycmd::default_model_path() {
+        Ok(p) => println!("built-in model {}: {}", skycmd::Model::open_default(&skycmd::Options::new())?.name(), p.display()),
+        Err(e) if e.is_not_found() => println!("built-in model: not found ({})", e.message),
+        Err(e) => return Err(e.into()),
+    }
     Ok(())
 }

@@ -221,6 +221,7 @@ static void* Swig_malloc(int c) {
 #include <stdint.h>		// Use the C99 official header
 
 
+#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -358,6 +359,17 @@ SWIGINTERN int SkyCall_status(struct SkyCall *self){ return self->status; }
 SWIGINTERN char const *SkyCall_message(struct SkyCall *self){
         if (self->status != SKYCMD_OK && !self->err) return skycmd_strerror(self->status);
         return skycmd_error_message(self->err);
+    }
+SWIGINTERN int SkyCall_osError(struct SkyCall *self){
+        return self->status != SKYCMD_OK && self->err ? skycmd_error_errno(self->err) : 0;
+    }
+SWIGINTERN bool SkyCall_fileNotFound(struct SkyCall *self){
+        return self->status != SKYCMD_OK && self->err && skycmd_error_errno(self->err) == ENOENT;
+    }
+SWIGINTERN int SkyCall_defaultModelPath(struct SkyCall *self){
+        skycmd_string_free(self->output);
+        self->output = NULL;
+        return sky_call_done(self, skycmd_default_model_path(&self->output, self->err));
     }
 SWIGINTERN int SkyCall_checkVersion(struct SkyCall *self,unsigned int header_version_number){
         return sky_call_done(self, skycmd_check_version(header_version_number, self->err));
@@ -727,7 +739,7 @@ int skyOpenModelBuffer(SkyCall *call, const char *gguf_data, size_t gguf_size, S
 extern "C" {
 #endif
 
-void _wrap_Swig_free_raw_e964a9d9a07774e8(void *_swig_go_0) {
+void _wrap_Swig_free_raw_4dd6330081f8460a(void *_swig_go_0) {
   void *arg1 = 0 ;
   
   arg1 = *(void **)&_swig_go_0; 
@@ -737,7 +749,7 @@ void _wrap_Swig_free_raw_e964a9d9a07774e8(void *_swig_go_0) {
 }
 
 
-void *_wrap_Swig_malloc_raw_e964a9d9a07774e8(intgo _swig_go_0) {
+void *_wrap_Swig_malloc_raw_4dd6330081f8460a(intgo _swig_go_0) {
   int arg1 ;
   void *result = 0 ;
   void *_swig_go_result;
@@ -750,7 +762,7 @@ void *_wrap_Swig_malloc_raw_e964a9d9a07774e8(intgo _swig_go_0) {
 }
 
 
-intgo _wrap_SKYCMD_HEADER_VERSION_NUMBER_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_HEADER_VERSION_NUMBER_raw_4dd6330081f8460a() {
   unsigned int result;
   intgo _swig_go_result;
   
@@ -761,7 +773,7 @@ intgo _wrap_SKYCMD_HEADER_VERSION_NUMBER_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_VERSION_NUMBER_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_VERSION_NUMBER_raw_4dd6330081f8460a() {
   int result;
   intgo _swig_go_result;
   
@@ -772,7 +784,7 @@ intgo _wrap_SKYCMD_VERSION_NUMBER_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_skycmd_version_number_raw_e964a9d9a07774e8() {
+intgo _wrap_skycmd_version_number_raw_4dd6330081f8460a() {
   unsigned int result;
   intgo _swig_go_result;
   
@@ -783,7 +795,7 @@ intgo _wrap_skycmd_version_number_raw_e964a9d9a07774e8() {
 }
 
 
-_gostring_ _wrap_skycmd_version_string_raw_e964a9d9a07774e8() {
+_gostring_ _wrap_skycmd_version_string_raw_4dd6330081f8460a() {
   char *result = 0 ;
   _gostring_ _swig_go_result;
   
@@ -794,7 +806,7 @@ _gostring_ _wrap_skycmd_version_string_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_skycmd_abi_version_raw_e964a9d9a07774e8() {
+intgo _wrap_skycmd_abi_version_raw_4dd6330081f8460a() {
   unsigned int result;
   intgo _swig_go_result;
   
@@ -805,7 +817,7 @@ intgo _wrap_skycmd_abi_version_raw_e964a9d9a07774e8() {
 }
 
 
-_gostring_ _wrap_skycmd_build_id_raw_e964a9d9a07774e8() {
+_gostring_ _wrap_skycmd_build_id_raw_4dd6330081f8460a() {
   char *result = 0 ;
   _gostring_ _swig_go_result;
   
@@ -816,7 +828,7 @@ _gostring_ _wrap_skycmd_build_id_raw_e964a9d9a07774e8() {
 }
 
 
-_gostring_ _wrap_skycmd_cpu_features_raw_e964a9d9a07774e8() {
+_gostring_ _wrap_skycmd_cpu_features_raw_4dd6330081f8460a() {
   char *result = 0 ;
   _gostring_ _swig_go_result;
   
@@ -827,7 +839,7 @@ _gostring_ _wrap_skycmd_cpu_features_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OK_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OK_raw_4dd6330081f8460a() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -839,7 +851,7 @@ intgo _wrap_SKYCMD_OK_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_E_INVALID_ARGUMENT_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_E_INVALID_ARGUMENT_raw_4dd6330081f8460a() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -851,7 +863,7 @@ intgo _wrap_SKYCMD_E_INVALID_ARGUMENT_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_E_MISUSE_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_E_MISUSE_raw_4dd6330081f8460a() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -863,7 +875,7 @@ intgo _wrap_SKYCMD_E_MISUSE_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_E_NOMEM_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_E_NOMEM_raw_4dd6330081f8460a() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -875,7 +887,7 @@ intgo _wrap_SKYCMD_E_NOMEM_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_E_IO_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_E_IO_raw_4dd6330081f8460a() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -887,7 +899,7 @@ intgo _wrap_SKYCMD_E_IO_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_E_FORMAT_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_E_FORMAT_raw_4dd6330081f8460a() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -899,7 +911,7 @@ intgo _wrap_SKYCMD_E_FORMAT_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_E_UNSUPPORTED_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_E_UNSUPPORTED_raw_4dd6330081f8460a() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -911,7 +923,7 @@ intgo _wrap_SKYCMD_E_UNSUPPORTED_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_E_BUSY_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_E_BUSY_raw_4dd6330081f8460a() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -923,7 +935,7 @@ intgo _wrap_SKYCMD_E_BUSY_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_E_JSON_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_E_JSON_raw_4dd6330081f8460a() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -935,7 +947,7 @@ intgo _wrap_SKYCMD_E_JSON_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_E_REQUEST_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_E_REQUEST_raw_4dd6330081f8460a() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -947,7 +959,7 @@ intgo _wrap_SKYCMD_E_REQUEST_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_E_TOO_LARGE_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_E_TOO_LARGE_raw_4dd6330081f8460a() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -959,7 +971,7 @@ intgo _wrap_SKYCMD_E_TOO_LARGE_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_E_VERSION_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_E_VERSION_raw_4dd6330081f8460a() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -971,7 +983,7 @@ intgo _wrap_SKYCMD_E_VERSION_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_E_NOT_FOUND_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_E_NOT_FOUND_raw_4dd6330081f8460a() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -983,7 +995,7 @@ intgo _wrap_SKYCMD_E_NOT_FOUND_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_E_INTERNAL_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_E_INTERNAL_raw_4dd6330081f8460a() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -995,7 +1007,7 @@ intgo _wrap_SKYCMD_E_INTERNAL_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_E_CANCELLED_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_E_CANCELLED_raw_4dd6330081f8460a() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -1007,7 +1019,7 @@ intgo _wrap_SKYCMD_E_CANCELLED_raw_e964a9d9a07774e8() {
 }
 
 
-_gostring_ _wrap_skycmd_status_name_raw_e964a9d9a07774e8(intgo _swig_go_0) {
+_gostring_ _wrap_skycmd_status_name_raw_4dd6330081f8460a(intgo _swig_go_0) {
   int arg1 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1020,7 +1032,7 @@ _gostring_ _wrap_skycmd_status_name_raw_e964a9d9a07774e8(intgo _swig_go_0) {
 }
 
 
-_gostring_ _wrap_skycmd_strerror_raw_e964a9d9a07774e8(intgo _swig_go_0) {
+_gostring_ _wrap_skycmd_strerror_raw_4dd6330081f8460a(intgo _swig_go_0) {
   int arg1 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1033,7 +1045,7 @@ _gostring_ _wrap_skycmd_strerror_raw_e964a9d9a07774e8(intgo _swig_go_0) {
 }
 
 
-intgo _wrap_SKYCMD_OPT_THREADS_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_THREADS_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1045,7 +1057,7 @@ intgo _wrap_SKYCMD_OPT_THREADS_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_WEIGHTS_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_WEIGHTS_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1057,7 +1069,7 @@ intgo _wrap_SKYCMD_OPT_WEIGHTS_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_ACTIVATIONS_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_ACTIVATIONS_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1069,7 +1081,7 @@ intgo _wrap_SKYCMD_OPT_ACTIVATIONS_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_TYPE_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_TYPE_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1081,7 +1093,7 @@ intgo _wrap_SKYCMD_OPT_TYPE_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_HEAD_TYPE_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_HEAD_TYPE_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1093,7 +1105,7 @@ intgo _wrap_SKYCMD_OPT_HEAD_TYPE_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_SEED_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_SEED_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1105,7 +1117,7 @@ intgo _wrap_SKYCMD_OPT_SEED_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_MASSIVE_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_MASSIVE_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1117,7 +1129,7 @@ intgo _wrap_SKYCMD_OPT_MASSIVE_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_MAX_ARRAY_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_MAX_ARRAY_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1129,7 +1141,7 @@ intgo _wrap_SKYCMD_OPT_MAX_ARRAY_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_JSON_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_JSON_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1141,7 +1153,7 @@ intgo _wrap_SKYCMD_OPT_JSON_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_MAX_TOKENS_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_MAX_TOKENS_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1153,7 +1165,7 @@ intgo _wrap_SKYCMD_OPT_MAX_TOKENS_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_LAYOUT_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_LAYOUT_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1165,7 +1177,7 @@ intgo _wrap_SKYCMD_OPT_LAYOUT_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_LONG_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_LONG_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1177,7 +1189,7 @@ intgo _wrap_SKYCMD_OPT_LONG_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_WINDOW_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_WINDOW_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1189,7 +1201,7 @@ intgo _wrap_SKYCMD_OPT_WINDOW_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_STRIDE_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_STRIDE_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1201,7 +1213,7 @@ intgo _wrap_SKYCMD_OPT_STRIDE_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_REPORT_TRUNCATION_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_REPORT_TRUNCATION_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1213,7 +1225,7 @@ intgo _wrap_SKYCMD_OPT_REPORT_TRUNCATION_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_TOURNAMENT_GROUP_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_TOURNAMENT_GROUP_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1225,7 +1237,7 @@ intgo _wrap_SKYCMD_OPT_TOURNAMENT_GROUP_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_AUTO_TOURNAMENT_GROUP_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_AUTO_TOURNAMENT_GROUP_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1237,7 +1249,7 @@ intgo _wrap_SKYCMD_OPT_AUTO_TOURNAMENT_GROUP_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_MAX_LEN_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_MAX_LEN_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1249,7 +1261,7 @@ intgo _wrap_SKYCMD_OPT_MAX_LEN_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_HEAD_MAX_LEN_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_HEAD_MAX_LEN_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1261,7 +1273,7 @@ intgo _wrap_SKYCMD_OPT_HEAD_MAX_LEN_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_MAX_TOKEN_BUDGET_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_MAX_TOKEN_BUDGET_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1273,7 +1285,7 @@ intgo _wrap_SKYCMD_OPT_MAX_TOKEN_BUDGET_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_CALIB_ABSTENTION_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_CALIB_ABSTENTION_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1285,7 +1297,7 @@ intgo _wrap_SKYCMD_OPT_CALIB_ABSTENTION_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_CALIB_ABSTAIN_MIN_N_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_CALIB_ABSTAIN_MIN_N_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1297,7 +1309,7 @@ intgo _wrap_SKYCMD_OPT_CALIB_ABSTAIN_MIN_N_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_CALIB_CONSERVATIVE_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_CALIB_CONSERVATIVE_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1309,7 +1321,7 @@ intgo _wrap_SKYCMD_OPT_CALIB_CONSERVATIVE_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_NAME_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_NAME_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1321,7 +1333,7 @@ intgo _wrap_SKYCMD_OPT_NAME_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_PRE_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_PRE_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1333,7 +1345,7 @@ intgo _wrap_SKYCMD_OPT_PRE_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_MODEL_NAME_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_MODEL_NAME_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1345,7 +1357,7 @@ intgo _wrap_SKYCMD_OPT_MODEL_NAME_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_MIN_CONFIDENCE_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_MIN_CONFIDENCE_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1357,7 +1369,7 @@ intgo _wrap_SKYCMD_OPT_MIN_CONFIDENCE_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_CALIB_TARGET_ERROR_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_OPT_CALIB_TARGET_ERROR_raw_4dd6330081f8460a() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1369,7 +1381,7 @@ intgo _wrap_SKYCMD_OPT_CALIB_TARGET_ERROR_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_TYPE_F32_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_TYPE_F32_raw_4dd6330081f8460a() {
   enum skycmd_type result;
   intgo _swig_go_result;
   
@@ -1381,7 +1393,7 @@ intgo _wrap_SKYCMD_TYPE_F32_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_TYPE_F16_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_TYPE_F16_raw_4dd6330081f8460a() {
   enum skycmd_type result;
   intgo _swig_go_result;
   
@@ -1393,7 +1405,7 @@ intgo _wrap_SKYCMD_TYPE_F16_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_TYPE_Q8_0_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_TYPE_Q8_0_raw_4dd6330081f8460a() {
   enum skycmd_type result;
   intgo _swig_go_result;
   
@@ -1405,7 +1417,7 @@ intgo _wrap_SKYCMD_TYPE_Q8_0_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_TYPE_BF16_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_TYPE_BF16_raw_4dd6330081f8460a() {
   enum skycmd_type result;
   intgo _swig_go_result;
   
@@ -1417,7 +1429,7 @@ intgo _wrap_SKYCMD_TYPE_BF16_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_WEIGHTS_F32_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_WEIGHTS_F32_raw_4dd6330081f8460a() {
   enum skycmd_weights result;
   intgo _swig_go_result;
   
@@ -1429,7 +1441,7 @@ intgo _wrap_SKYCMD_WEIGHTS_F32_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_WEIGHTS_Q8_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_WEIGHTS_Q8_raw_4dd6330081f8460a() {
   enum skycmd_weights result;
   intgo _swig_go_result;
   
@@ -1441,7 +1453,7 @@ intgo _wrap_SKYCMD_WEIGHTS_Q8_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_WEIGHTS_Q8_PLAIN_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_WEIGHTS_Q8_PLAIN_raw_4dd6330081f8460a() {
   enum skycmd_weights result;
   intgo _swig_go_result;
   
@@ -1453,7 +1465,7 @@ intgo _wrap_SKYCMD_WEIGHTS_Q8_PLAIN_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_WEIGHTS_BF16X3_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_WEIGHTS_BF16X3_raw_4dd6330081f8460a() {
   enum skycmd_weights result;
   intgo _swig_go_result;
   
@@ -1465,7 +1477,7 @@ intgo _wrap_SKYCMD_WEIGHTS_BF16X3_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_WEIGHTS_Q8_ROW_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_WEIGHTS_Q8_ROW_raw_4dd6330081f8460a() {
   enum skycmd_weights result;
   intgo _swig_go_result;
   
@@ -1477,7 +1489,7 @@ intgo _wrap_SKYCMD_WEIGHTS_Q8_ROW_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_ACT_Q8X2_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_ACT_Q8X2_raw_4dd6330081f8460a() {
   enum skycmd_activations result;
   intgo _swig_go_result;
   
@@ -1489,7 +1501,7 @@ intgo _wrap_SKYCMD_ACT_Q8X2_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_ACT_Q8_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_ACT_Q8_raw_4dd6330081f8460a() {
   enum skycmd_activations result;
   intgo _swig_go_result;
   
@@ -1501,7 +1513,7 @@ intgo _wrap_SKYCMD_ACT_Q8_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_LAYOUT_GGUF_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_LAYOUT_GGUF_raw_4dd6330081f8460a() {
   enum skycmd_layout result;
   intgo _swig_go_result;
   
@@ -1513,7 +1525,7 @@ intgo _wrap_SKYCMD_LAYOUT_GGUF_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_LAYOUT_LAYA_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_LAYOUT_LAYA_raw_4dd6330081f8460a() {
   enum skycmd_layout result;
   intgo _swig_go_result;
   
@@ -1525,7 +1537,7 @@ intgo _wrap_SKYCMD_LAYOUT_LAYA_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_SPECIAL_CLS_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_SPECIAL_CLS_raw_4dd6330081f8460a() {
   enum skycmd_special result;
   intgo _swig_go_result;
   
@@ -1537,7 +1549,7 @@ intgo _wrap_SKYCMD_SPECIAL_CLS_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_SPECIAL_SEP_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_SPECIAL_SEP_raw_4dd6330081f8460a() {
   enum skycmd_special result;
   intgo _swig_go_result;
   
@@ -1549,7 +1561,7 @@ intgo _wrap_SKYCMD_SPECIAL_SEP_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_SPECIAL_MASK_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_SPECIAL_MASK_raw_4dd6330081f8460a() {
   enum skycmd_special result;
   intgo _swig_go_result;
   
@@ -1561,7 +1573,7 @@ intgo _wrap_SKYCMD_SPECIAL_MASK_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_SPECIAL_PAD_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_SPECIAL_PAD_raw_4dd6330081f8460a() {
   enum skycmd_special result;
   intgo _swig_go_result;
   
@@ -1573,7 +1585,7 @@ intgo _wrap_SKYCMD_SPECIAL_PAD_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_SPECIAL_UNK_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_SPECIAL_UNK_raw_4dd6330081f8460a() {
   enum skycmd_special result;
   intgo _swig_go_result;
   
@@ -1585,7 +1597,7 @@ intgo _wrap_SKYCMD_SPECIAL_UNK_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_QTYPE_CHOICE_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_QTYPE_CHOICE_raw_4dd6330081f8460a() {
   enum skycmd_qtype result;
   intgo _swig_go_result;
   
@@ -1597,7 +1609,7 @@ intgo _wrap_SKYCMD_QTYPE_CHOICE_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_QTYPE_SCORE_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_QTYPE_SCORE_raw_4dd6330081f8460a() {
   enum skycmd_qtype result;
   intgo _swig_go_result;
   
@@ -1609,7 +1621,7 @@ intgo _wrap_SKYCMD_QTYPE_SCORE_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_QTYPE_NOUL_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_QTYPE_NOUL_raw_4dd6330081f8460a() {
   enum skycmd_qtype result;
   intgo _swig_go_result;
   
@@ -1621,7 +1633,7 @@ intgo _wrap_SKYCMD_QTYPE_NOUL_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_ABSTENTION_NONE_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_ABSTENTION_NONE_raw_4dd6330081f8460a() {
   enum skycmd_abstention result;
   intgo _swig_go_result;
   
@@ -1633,7 +1645,7 @@ intgo _wrap_SKYCMD_ABSTENTION_NONE_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_ABSTENTION_PASSED_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_ABSTENTION_PASSED_raw_4dd6330081f8460a() {
   enum skycmd_abstention result;
   intgo _swig_go_result;
   
@@ -1645,7 +1657,7 @@ intgo _wrap_SKYCMD_ABSTENTION_PASSED_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_ABSTENTION_ABSTAINED_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_ABSTENTION_ABSTAINED_raw_4dd6330081f8460a() {
   enum skycmd_abstention result;
   intgo _swig_go_result;
   
@@ -1657,7 +1669,7 @@ intgo _wrap_SKYCMD_ABSTENTION_ABSTAINED_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_SKYCMD_ABSTENTION_UNEVALUATED_raw_e964a9d9a07774e8() {
+intgo _wrap_SKYCMD_ABSTENTION_UNEVALUATED_raw_4dd6330081f8460a() {
   enum skycmd_abstention result;
   intgo _swig_go_result;
   
@@ -1669,7 +1681,7 @@ intgo _wrap_SKYCMD_ABSTENTION_UNEVALUATED_raw_e964a9d9a07774e8() {
 }
 
 
-struct SkyOptions *_wrap_new_SkyOptions_raw_e964a9d9a07774e8() {
+struct SkyOptions *_wrap_new_SkyOptions_raw_4dd6330081f8460a() {
   struct SkyOptions *result = 0 ;
   struct SkyOptions *_swig_go_result;
   
@@ -1680,7 +1692,7 @@ struct SkyOptions *_wrap_new_SkyOptions_raw_e964a9d9a07774e8() {
 }
 
 
-void _wrap_delete_SkyOptions_raw_e964a9d9a07774e8(struct SkyOptions *_swig_go_0) {
+void _wrap_delete_SkyOptions_raw_4dd6330081f8460a(struct SkyOptions *_swig_go_0) {
   struct SkyOptions *arg1 = 0 ;
   
   arg1 = *(struct SkyOptions **)&_swig_go_0; 
@@ -1690,7 +1702,7 @@ void _wrap_delete_SkyOptions_raw_e964a9d9a07774e8(struct SkyOptions *_swig_go_0)
 }
 
 
-intgo _wrap_SkyOptions_setInt_raw_e964a9d9a07774e8(struct SkyOptions *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
+intgo _wrap_SkyOptions_setInt_raw_4dd6330081f8460a(struct SkyOptions *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
   struct SkyOptions *arg1 = 0 ;
   int arg2 ;
   int64_t arg3 ;
@@ -1707,7 +1719,7 @@ intgo _wrap_SkyOptions_setInt_raw_e964a9d9a07774e8(struct SkyOptions *_swig_go_0
 }
 
 
-intgo _wrap_SkyOptions_setString_raw_e964a9d9a07774e8(struct SkyOptions *_swig_go_0, intgo _swig_go_1, _gostring_ _swig_go_2) {
+intgo _wrap_SkyOptions_setString_raw_4dd6330081f8460a(struct SkyOptions *_swig_go_0, intgo _swig_go_1, _gostring_ _swig_go_2) {
   struct SkyOptions *arg1 = 0 ;
   int arg2 ;
   char *arg3 = 0 ;
@@ -1731,7 +1743,7 @@ intgo _wrap_SkyOptions_setString_raw_e964a9d9a07774e8(struct SkyOptions *_swig_g
 }
 
 
-void _wrap_SkyOptions_cancel_raw_e964a9d9a07774e8(struct SkyOptions *_swig_go_0) {
+void _wrap_SkyOptions_cancel_raw_4dd6330081f8460a(struct SkyOptions *_swig_go_0) {
   struct SkyOptions *arg1 = 0 ;
   
   arg1 = *(struct SkyOptions **)&_swig_go_0; 
@@ -1741,7 +1753,7 @@ void _wrap_SkyOptions_cancel_raw_e964a9d9a07774e8(struct SkyOptions *_swig_go_0)
 }
 
 
-bool _wrap_SkyOptions_cancelled_raw_e964a9d9a07774e8(struct SkyOptions *_swig_go_0) {
+bool _wrap_SkyOptions_cancelled_raw_4dd6330081f8460a(struct SkyOptions *_swig_go_0) {
   struct SkyOptions *arg1 = 0 ;
   bool result;
   bool _swig_go_result;
@@ -1754,7 +1766,7 @@ bool _wrap_SkyOptions_cancelled_raw_e964a9d9a07774e8(struct SkyOptions *_swig_go
 }
 
 
-long long _wrap_SkyOptions_progressDone_raw_e964a9d9a07774e8(struct SkyOptions *_swig_go_0) {
+long long _wrap_SkyOptions_progressDone_raw_4dd6330081f8460a(struct SkyOptions *_swig_go_0) {
   struct SkyOptions *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -1767,7 +1779,7 @@ long long _wrap_SkyOptions_progressDone_raw_e964a9d9a07774e8(struct SkyOptions *
 }
 
 
-long long _wrap_SkyOptions_progressTotal_raw_e964a9d9a07774e8(struct SkyOptions *_swig_go_0) {
+long long _wrap_SkyOptions_progressTotal_raw_4dd6330081f8460a(struct SkyOptions *_swig_go_0) {
   struct SkyOptions *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -1780,7 +1792,7 @@ long long _wrap_SkyOptions_progressTotal_raw_e964a9d9a07774e8(struct SkyOptions 
 }
 
 
-long long _wrap_SkyOptions_progressCalls_raw_e964a9d9a07774e8(struct SkyOptions *_swig_go_0) {
+long long _wrap_SkyOptions_progressCalls_raw_4dd6330081f8460a(struct SkyOptions *_swig_go_0) {
   struct SkyOptions *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -1793,7 +1805,7 @@ long long _wrap_SkyOptions_progressCalls_raw_e964a9d9a07774e8(struct SkyOptions 
 }
 
 
-struct SkyCall *_wrap_new_SkyCall_raw_e964a9d9a07774e8() {
+struct SkyCall *_wrap_new_SkyCall_raw_4dd6330081f8460a() {
   struct SkyCall *result = 0 ;
   struct SkyCall *_swig_go_result;
   
@@ -1804,7 +1816,7 @@ struct SkyCall *_wrap_new_SkyCall_raw_e964a9d9a07774e8() {
 }
 
 
-void _wrap_delete_SkyCall_raw_e964a9d9a07774e8(struct SkyCall *_swig_go_0) {
+void _wrap_delete_SkyCall_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0) {
   struct SkyCall *arg1 = 0 ;
   
   arg1 = *(struct SkyCall **)&_swig_go_0; 
@@ -1814,7 +1826,7 @@ void _wrap_delete_SkyCall_raw_e964a9d9a07774e8(struct SkyCall *_swig_go_0) {
 }
 
 
-intgo _wrap_SkyCall_status_raw_e964a9d9a07774e8(struct SkyCall *_swig_go_0) {
+intgo _wrap_SkyCall_status_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0) {
   struct SkyCall *arg1 = 0 ;
   int result;
   intgo _swig_go_result;
@@ -1827,7 +1839,7 @@ intgo _wrap_SkyCall_status_raw_e964a9d9a07774e8(struct SkyCall *_swig_go_0) {
 }
 
 
-_gostring_ _wrap_SkyCall_message_raw_e964a9d9a07774e8(struct SkyCall *_swig_go_0) {
+_gostring_ _wrap_SkyCall_message_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0) {
   struct SkyCall *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1840,7 +1852,46 @@ _gostring_ _wrap_SkyCall_message_raw_e964a9d9a07774e8(struct SkyCall *_swig_go_0
 }
 
 
-intgo _wrap_SkyCall_checkVersion_raw_e964a9d9a07774e8(struct SkyCall *_swig_go_0, intgo _swig_go_1) {
+intgo _wrap_SkyCall_osError_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0) {
+  struct SkyCall *arg1 = 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(struct SkyCall **)&_swig_go_0; 
+  
+  result = (int)SkyCall_osError(arg1);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+bool _wrap_SkyCall_fileNotFound_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0) {
+  struct SkyCall *arg1 = 0 ;
+  bool result;
+  bool _swig_go_result;
+  
+  arg1 = *(struct SkyCall **)&_swig_go_0; 
+  
+  result = (bool)SkyCall_fileNotFound(arg1);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_SkyCall_defaultModelPath_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0) {
+  struct SkyCall *arg1 = 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(struct SkyCall **)&_swig_go_0; 
+  
+  result = (int)SkyCall_defaultModelPath(arg1);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_SkyCall_checkVersion_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0, intgo _swig_go_1) {
   struct SkyCall *arg1 = 0 ;
   unsigned int arg2 ;
   int result;
@@ -1855,7 +1906,7 @@ intgo _wrap_SkyCall_checkVersion_raw_e964a9d9a07774e8(struct SkyCall *_swig_go_0
 }
 
 
-intgo _wrap_SkyCall_inspect_raw_e964a9d9a07774e8(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, struct SkyOptions *_swig_go_2) {
+intgo _wrap_SkyCall_inspect_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, struct SkyOptions *_swig_go_2) {
   struct SkyCall *arg1 = 0 ;
   char *arg2 = 0 ;
   SkyOptions *arg3 = 0 ;
@@ -1879,7 +1930,7 @@ intgo _wrap_SkyCall_inspect_raw_e964a9d9a07774e8(struct SkyCall *_swig_go_0, _go
 }
 
 
-_gostring_ _wrap_SkyCall_takeOutput_raw_e964a9d9a07774e8(struct SkyCall *_swig_go_0) {
+_gostring_ _wrap_SkyCall_takeOutput_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0) {
   struct SkyCall *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1893,7 +1944,7 @@ _gostring_ _wrap_SkyCall_takeOutput_raw_e964a9d9a07774e8(struct SkyCall *_swig_g
 }
 
 
-intgo _wrap_SkyCall_convert_raw_e964a9d9a07774e8(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct SkyOptions *_swig_go_3) {
+intgo _wrap_SkyCall_convert_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct SkyOptions *_swig_go_3) {
   struct SkyCall *arg1 = 0 ;
   char *arg2 = 0 ;
   char *arg3 = 0 ;
@@ -1926,7 +1977,7 @@ intgo _wrap_SkyCall_convert_raw_e964a9d9a07774e8(struct SkyCall *_swig_go_0, _go
 }
 
 
-intgo _wrap_SkyCall_randomModel_raw_e964a9d9a07774e8(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct SkyOptions *_swig_go_3) {
+intgo _wrap_SkyCall_randomModel_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct SkyOptions *_swig_go_3) {
   struct SkyCall *arg1 = 0 ;
   char *arg2 = 0 ;
   char *arg3 = 0 ;
@@ -1959,7 +2010,7 @@ intgo _wrap_SkyCall_randomModel_raw_e964a9d9a07774e8(struct SkyCall *_swig_go_0,
 }
 
 
-intgo _wrap_SkyCall_quantize_raw_e964a9d9a07774e8(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct SkyOptions *_swig_go_3) {
+intgo _wrap_SkyCall_quantize_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct SkyOptions *_swig_go_3) {
   struct SkyCall *arg1 = 0 ;
   char *arg2 = 0 ;
   char *arg3 = 0 ;
@@ -1992,7 +2043,7 @@ intgo _wrap_SkyCall_quantize_raw_e964a9d9a07774e8(struct SkyCall *_swig_go_0, _g
 }
 
 
-intgo _wrap_SkyCall_openModel_raw_e964a9d9a07774e8(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, struct SkyOptions *_swig_go_2, struct SkyModel *_swig_go_3) {
+intgo _wrap_SkyCall_openModel_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, struct SkyOptions *_swig_go_2, struct SkyModel *_swig_go_3) {
   struct SkyCall *arg1 = 0 ;
   char *arg2 = 0 ;
   SkyOptions *arg3 = 0 ;
@@ -2018,7 +2069,7 @@ intgo _wrap_SkyCall_openModel_raw_e964a9d9a07774e8(struct SkyCall *_swig_go_0, _
 }
 
 
-struct SkyModel *_wrap_new_SkyModel_raw_e964a9d9a07774e8() {
+struct SkyModel *_wrap_new_SkyModel_raw_4dd6330081f8460a() {
   struct SkyModel *result = 0 ;
   struct SkyModel *_swig_go_result;
   
@@ -2029,7 +2080,7 @@ struct SkyModel *_wrap_new_SkyModel_raw_e964a9d9a07774e8() {
 }
 
 
-void _wrap_delete_SkyModel_raw_e964a9d9a07774e8(struct SkyModel *_swig_go_0) {
+void _wrap_delete_SkyModel_raw_4dd6330081f8460a(struct SkyModel *_swig_go_0) {
   struct SkyModel *arg1 = 0 ;
   
   arg1 = *(struct SkyModel **)&_swig_go_0; 
@@ -2039,7 +2090,7 @@ void _wrap_delete_SkyModel_raw_e964a9d9a07774e8(struct SkyModel *_swig_go_0) {
 }
 
 
-bool _wrap_SkyModel_isOpen_raw_e964a9d9a07774e8(struct SkyModel *_swig_go_0) {
+bool _wrap_SkyModel_isOpen_raw_4dd6330081f8460a(struct SkyModel *_swig_go_0) {
   struct SkyModel *arg1 = 0 ;
   bool result;
   bool _swig_go_result;
@@ -2052,7 +2103,7 @@ bool _wrap_SkyModel_isOpen_raw_e964a9d9a07774e8(struct SkyModel *_swig_go_0) {
 }
 
 
-intgo _wrap_SkyModel_close_raw_e964a9d9a07774e8(struct SkyModel *_swig_go_0) {
+intgo _wrap_SkyModel_close_raw_4dd6330081f8460a(struct SkyModel *_swig_go_0) {
   struct SkyModel *arg1 = 0 ;
   int result;
   intgo _swig_go_result;
@@ -2065,7 +2116,7 @@ intgo _wrap_SkyModel_close_raw_e964a9d9a07774e8(struct SkyModel *_swig_go_0) {
 }
 
 
-_gostring_ _wrap_SkyModel_name_raw_e964a9d9a07774e8(struct SkyModel *_swig_go_0) {
+_gostring_ _wrap_SkyModel_name_raw_4dd6330081f8460a(struct SkyModel *_swig_go_0) {
   struct SkyModel *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2078,7 +2129,7 @@ _gostring_ _wrap_SkyModel_name_raw_e964a9d9a07774e8(struct SkyModel *_swig_go_0)
 }
 
 
-long long _wrap_SkyModel_getInt_raw_e964a9d9a07774e8(struct SkyModel *_swig_go_0, _gostring_ _swig_go_1) {
+long long _wrap_SkyModel_getInt_raw_4dd6330081f8460a(struct SkyModel *_swig_go_0, _gostring_ _swig_go_1) {
   struct SkyModel *arg1 = 0 ;
   char *arg2 = 0 ;
   char *temp2 ;
@@ -2100,7 +2151,7 @@ long long _wrap_SkyModel_getInt_raw_e964a9d9a07774e8(struct SkyModel *_swig_go_0
 }
 
 
-struct SkyTokenizer *_wrap_new_SkyTokenizer_raw_e964a9d9a07774e8() {
+struct SkyTokenizer *_wrap_new_SkyTokenizer_raw_4dd6330081f8460a() {
   struct SkyTokenizer *result = 0 ;
   struct SkyTokenizer *_swig_go_result;
   
@@ -2111,7 +2162,7 @@ struct SkyTokenizer *_wrap_new_SkyTokenizer_raw_e964a9d9a07774e8() {
 }
 
 
-void _wrap_delete_SkyTokenizer_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_go_0) {
+void _wrap_delete_SkyTokenizer_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   
   arg1 = *(struct SkyTokenizer **)&_swig_go_0; 
@@ -2121,7 +2172,7 @@ void _wrap_delete_SkyTokenizer_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_g
 }
 
 
-intgo _wrap_SkyTokenizer_fromModel_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_go_0, struct SkyModel *_swig_go_1) {
+intgo _wrap_SkyTokenizer_fromModel_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0, struct SkyModel *_swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   SkyModel *arg2 = 0 ;
   int result;
@@ -2136,7 +2187,7 @@ intgo _wrap_SkyTokenizer_fromModel_raw_e964a9d9a07774e8(struct SkyTokenizer *_sw
 }
 
 
-intgo _wrap_SkyTokenizer_openJson_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_go_0, _gostring_ _swig_go_1) {
+intgo _wrap_SkyTokenizer_openJson_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0, _gostring_ _swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   char *arg2 = 0 ;
   char *temp2 ;
@@ -2158,7 +2209,7 @@ intgo _wrap_SkyTokenizer_openJson_raw_e964a9d9a07774e8(struct SkyTokenizer *_swi
 }
 
 
-bool _wrap_SkyTokenizer_isOpen_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_go_0) {
+bool _wrap_SkyTokenizer_isOpen_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   bool result;
   bool _swig_go_result;
@@ -2171,7 +2222,7 @@ bool _wrap_SkyTokenizer_isOpen_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_g
 }
 
 
-void _wrap_SkyTokenizer_close_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_go_0) {
+void _wrap_SkyTokenizer_close_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   
   arg1 = *(struct SkyTokenizer **)&_swig_go_0; 
@@ -2181,7 +2232,7 @@ void _wrap_SkyTokenizer_close_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_go
 }
 
 
-_gostring_ _wrap_SkyTokenizer_message_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_go_0) {
+_gostring_ _wrap_SkyTokenizer_message_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2194,7 +2245,7 @@ _gostring_ _wrap_SkyTokenizer_message_raw_e964a9d9a07774e8(struct SkyTokenizer *
 }
 
 
-intgo _wrap_SkyTokenizer_encode_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_go_0, _gostring_ _swig_go_1) {
+intgo _wrap_SkyTokenizer_encode_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0, _gostring_ _swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   char *arg2 = 0 ;
   char *temp2 ;
@@ -2216,7 +2267,7 @@ intgo _wrap_SkyTokenizer_encode_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_
 }
 
 
-intgo _wrap_SkyTokenizer_count_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_go_0, _gostring_ _swig_go_1) {
+intgo _wrap_SkyTokenizer_count_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0, _gostring_ _swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   char *arg2 = 0 ;
   char *temp2 ;
@@ -2238,7 +2289,7 @@ intgo _wrap_SkyTokenizer_count_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_g
 }
 
 
-long long _wrap_SkyTokenizer_tokenCount_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_go_0) {
+long long _wrap_SkyTokenizer_tokenCount_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -2251,7 +2302,7 @@ long long _wrap_SkyTokenizer_tokenCount_raw_e964a9d9a07774e8(struct SkyTokenizer
 }
 
 
-long long _wrap_SkyTokenizer_idCount_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_go_0) {
+long long _wrap_SkyTokenizer_idCount_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -2264,7 +2315,7 @@ long long _wrap_SkyTokenizer_idCount_raw_e964a9d9a07774e8(struct SkyTokenizer *_
 }
 
 
-intgo _wrap_SkyTokenizer_tokenId_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_go_0, long long _swig_go_1) {
+intgo _wrap_SkyTokenizer_tokenId_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0, long long _swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   long long arg2 ;
   int result;
@@ -2279,7 +2330,7 @@ intgo _wrap_SkyTokenizer_tokenId_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig
 }
 
 
-void _wrap_SkyTokenizer_clearIds_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_go_0) {
+void _wrap_SkyTokenizer_clearIds_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   
   arg1 = *(struct SkyTokenizer **)&_swig_go_0; 
@@ -2289,7 +2340,7 @@ void _wrap_SkyTokenizer_clearIds_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig
 }
 
 
-intgo _wrap_SkyTokenizer_appendId_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_go_0, intgo _swig_go_1) {
+intgo _wrap_SkyTokenizer_appendId_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0, intgo _swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   int arg2 ;
   int result;
@@ -2304,7 +2355,7 @@ intgo _wrap_SkyTokenizer_appendId_raw_e964a9d9a07774e8(struct SkyTokenizer *_swi
 }
 
 
-intgo _wrap_SkyTokenizer_decode_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_go_0) {
+intgo _wrap_SkyTokenizer_decode_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   int result;
   intgo _swig_go_result;
@@ -2317,7 +2368,7 @@ intgo _wrap_SkyTokenizer_decode_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_
 }
 
 
-_gostring_ _wrap_SkyTokenizer_decodedText_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_go_0) {
+_gostring_ _wrap_SkyTokenizer_decodedText_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2330,7 +2381,7 @@ _gostring_ _wrap_SkyTokenizer_decodedText_raw_e964a9d9a07774e8(struct SkyTokeniz
 }
 
 
-_gostring_ _wrap_SkyTokenizer_token_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_go_0, intgo _swig_go_1) {
+_gostring_ _wrap_SkyTokenizer_token_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0, intgo _swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   int arg2 ;
   char *result = 0 ;
@@ -2345,7 +2396,7 @@ _gostring_ _wrap_SkyTokenizer_token_raw_e964a9d9a07774e8(struct SkyTokenizer *_s
 }
 
 
-long long _wrap_SkyTokenizer_vocabSize_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_go_0) {
+long long _wrap_SkyTokenizer_vocabSize_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -2358,7 +2409,7 @@ long long _wrap_SkyTokenizer_vocabSize_raw_e964a9d9a07774e8(struct SkyTokenizer 
 }
 
 
-intgo _wrap_SkyTokenizer_specialId_raw_e964a9d9a07774e8(struct SkyTokenizer *_swig_go_0, intgo _swig_go_1) {
+intgo _wrap_SkyTokenizer_specialId_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0, intgo _swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   int arg2 ;
   int result;
@@ -2373,7 +2424,7 @@ intgo _wrap_SkyTokenizer_specialId_raw_e964a9d9a07774e8(struct SkyTokenizer *_sw
 }
 
 
-struct SkySession *_wrap_new_SkySession_raw_e964a9d9a07774e8() {
+struct SkySession *_wrap_new_SkySession_raw_4dd6330081f8460a() {
   struct SkySession *result = 0 ;
   struct SkySession *_swig_go_result;
   
@@ -2384,7 +2435,7 @@ struct SkySession *_wrap_new_SkySession_raw_e964a9d9a07774e8() {
 }
 
 
-void _wrap_delete_SkySession_raw_e964a9d9a07774e8(struct SkySession *_swig_go_0) {
+void _wrap_delete_SkySession_raw_4dd6330081f8460a(struct SkySession *_swig_go_0) {
   struct SkySession *arg1 = 0 ;
   
   arg1 = *(struct SkySession **)&_swig_go_0; 
@@ -2394,7 +2445,7 @@ void _wrap_delete_SkySession_raw_e964a9d9a07774e8(struct SkySession *_swig_go_0)
 }
 
 
-intgo _wrap_SkySession_open_raw_e964a9d9a07774e8(struct SkySession *_swig_go_0, struct SkyModel *_swig_go_1) {
+intgo _wrap_SkySession_open_raw_4dd6330081f8460a(struct SkySession *_swig_go_0, struct SkyModel *_swig_go_1) {
   struct SkySession *arg1 = 0 ;
   SkyModel *arg2 = 0 ;
   int result;
@@ -2409,7 +2460,7 @@ intgo _wrap_SkySession_open_raw_e964a9d9a07774e8(struct SkySession *_swig_go_0, 
 }
 
 
-bool _wrap_SkySession_isOpen_raw_e964a9d9a07774e8(struct SkySession *_swig_go_0) {
+bool _wrap_SkySession_isOpen_raw_4dd6330081f8460a(struct SkySession *_swig_go_0) {
   struct SkySession *arg1 = 0 ;
   bool result;
   bool _swig_go_result;
@@ -2422,7 +2473,7 @@ bool _wrap_SkySession_isOpen_raw_e964a9d9a07774e8(struct SkySession *_swig_go_0)
 }
 
 
-void _wrap_SkySession_close_raw_e964a9d9a07774e8(struct SkySession *_swig_go_0) {
+void _wrap_SkySession_close_raw_4dd6330081f8460a(struct SkySession *_swig_go_0) {
   struct SkySession *arg1 = 0 ;
   
   arg1 = *(struct SkySession **)&_swig_go_0; 
@@ -2432,7 +2483,7 @@ void _wrap_SkySession_close_raw_e964a9d9a07774e8(struct SkySession *_swig_go_0) 
 }
 
 
-intgo _wrap_SkySession_setInt_raw_e964a9d9a07774e8(struct SkySession *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
+intgo _wrap_SkySession_setInt_raw_4dd6330081f8460a(struct SkySession *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
   struct SkySession *arg1 = 0 ;
   int arg2 ;
   int64_t arg3 ;
@@ -2449,7 +2500,7 @@ intgo _wrap_SkySession_setInt_raw_e964a9d9a07774e8(struct SkySession *_swig_go_0
 }
 
 
-intgo _wrap_SkySession_decide_raw_e964a9d9a07774e8(struct SkySession *_swig_go_0, _gostring_ _swig_go_1, struct SkyResponse *_swig_go_2) {
+intgo _wrap_SkySession_decide_raw_4dd6330081f8460a(struct SkySession *_swig_go_0, _gostring_ _swig_go_1, struct SkyResponse *_swig_go_2) {
   struct SkySession *arg1 = 0 ;
   char *arg2 = 0 ;
   SkyResponse *arg3 = 0 ;
@@ -2473,7 +2524,7 @@ intgo _wrap_SkySession_decide_raw_e964a9d9a07774e8(struct SkySession *_swig_go_0
 }
 
 
-intgo _wrap_SkySession_decideBatch_raw_e964a9d9a07774e8(struct SkySession *_swig_go_0, struct SkyBatch *_swig_go_1) {
+intgo _wrap_SkySession_decideBatch_raw_4dd6330081f8460a(struct SkySession *_swig_go_0, struct SkyBatch *_swig_go_1) {
   struct SkySession *arg1 = 0 ;
   SkyBatch *arg2 = 0 ;
   int result;
@@ -2488,7 +2539,7 @@ intgo _wrap_SkySession_decideBatch_raw_e964a9d9a07774e8(struct SkySession *_swig
 }
 
 
-_gostring_ _wrap_SkySession_message_raw_e964a9d9a07774e8(struct SkySession *_swig_go_0) {
+_gostring_ _wrap_SkySession_message_raw_4dd6330081f8460a(struct SkySession *_swig_go_0) {
   struct SkySession *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2501,7 +2552,7 @@ _gostring_ _wrap_SkySession_message_raw_e964a9d9a07774e8(struct SkySession *_swi
 }
 
 
-struct SkyBatch *_wrap_new_SkyBatch_raw_e964a9d9a07774e8() {
+struct SkyBatch *_wrap_new_SkyBatch_raw_4dd6330081f8460a() {
   struct SkyBatch *result = 0 ;
   struct SkyBatch *_swig_go_result;
   
@@ -2512,7 +2563,7 @@ struct SkyBatch *_wrap_new_SkyBatch_raw_e964a9d9a07774e8() {
 }
 
 
-void _wrap_delete_SkyBatch_raw_e964a9d9a07774e8(struct SkyBatch *_swig_go_0) {
+void _wrap_delete_SkyBatch_raw_4dd6330081f8460a(struct SkyBatch *_swig_go_0) {
   struct SkyBatch *arg1 = 0 ;
   
   arg1 = *(struct SkyBatch **)&_swig_go_0; 
@@ -2522,7 +2573,7 @@ void _wrap_delete_SkyBatch_raw_e964a9d9a07774e8(struct SkyBatch *_swig_go_0) {
 }
 
 
-intgo _wrap_SkyBatch_add_raw_e964a9d9a07774e8(struct SkyBatch *_swig_go_0, _gostring_ _swig_go_1) {
+intgo _wrap_SkyBatch_add_raw_4dd6330081f8460a(struct SkyBatch *_swig_go_0, _gostring_ _swig_go_1) {
   struct SkyBatch *arg1 = 0 ;
   char *arg2 = 0 ;
   char *temp2 ;
@@ -2544,7 +2595,7 @@ intgo _wrap_SkyBatch_add_raw_e964a9d9a07774e8(struct SkyBatch *_swig_go_0, _gost
 }
 
 
-long long _wrap_SkyBatch_count_raw_e964a9d9a07774e8(struct SkyBatch *_swig_go_0) {
+long long _wrap_SkyBatch_count_raw_4dd6330081f8460a(struct SkyBatch *_swig_go_0) {
   struct SkyBatch *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -2557,7 +2608,7 @@ long long _wrap_SkyBatch_count_raw_e964a9d9a07774e8(struct SkyBatch *_swig_go_0)
 }
 
 
-bool _wrap_SkyBatch_answered_raw_e964a9d9a07774e8(struct SkyBatch *_swig_go_0) {
+bool _wrap_SkyBatch_answered_raw_4dd6330081f8460a(struct SkyBatch *_swig_go_0) {
   struct SkyBatch *arg1 = 0 ;
   bool result;
   bool _swig_go_result;
@@ -2570,7 +2621,7 @@ bool _wrap_SkyBatch_answered_raw_e964a9d9a07774e8(struct SkyBatch *_swig_go_0) {
 }
 
 
-intgo _wrap_SkyBatch_takeResponse_raw_e964a9d9a07774e8(struct SkyBatch *_swig_go_0, long long _swig_go_1, struct SkyResponse *_swig_go_2) {
+intgo _wrap_SkyBatch_takeResponse_raw_4dd6330081f8460a(struct SkyBatch *_swig_go_0, long long _swig_go_1, struct SkyResponse *_swig_go_2) {
   struct SkyBatch *arg1 = 0 ;
   long long arg2 ;
   SkyResponse *arg3 = 0 ;
@@ -2587,7 +2638,7 @@ intgo _wrap_SkyBatch_takeResponse_raw_e964a9d9a07774e8(struct SkyBatch *_swig_go
 }
 
 
-_gostring_ _wrap_SkyBatch_message_raw_e964a9d9a07774e8(struct SkyBatch *_swig_go_0) {
+_gostring_ _wrap_SkyBatch_message_raw_4dd6330081f8460a(struct SkyBatch *_swig_go_0) {
   struct SkyBatch *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2600,7 +2651,7 @@ _gostring_ _wrap_SkyBatch_message_raw_e964a9d9a07774e8(struct SkyBatch *_swig_go
 }
 
 
-struct SkyResponse *_wrap_new_SkyResponse_raw_e964a9d9a07774e8() {
+struct SkyResponse *_wrap_new_SkyResponse_raw_4dd6330081f8460a() {
   struct SkyResponse *result = 0 ;
   struct SkyResponse *_swig_go_result;
   
@@ -2611,7 +2662,7 @@ struct SkyResponse *_wrap_new_SkyResponse_raw_e964a9d9a07774e8() {
 }
 
 
-void _wrap_delete_SkyResponse_raw_e964a9d9a07774e8(struct SkyResponse *_swig_go_0) {
+void _wrap_delete_SkyResponse_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0) {
   struct SkyResponse *arg1 = 0 ;
   
   arg1 = *(struct SkyResponse **)&_swig_go_0; 
@@ -2621,7 +2672,7 @@ void _wrap_delete_SkyResponse_raw_e964a9d9a07774e8(struct SkyResponse *_swig_go_
 }
 
 
-void _wrap_SkyResponse_close_raw_e964a9d9a07774e8(struct SkyResponse *_swig_go_0) {
+void _wrap_SkyResponse_close_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0) {
   struct SkyResponse *arg1 = 0 ;
   
   arg1 = *(struct SkyResponse **)&_swig_go_0; 
@@ -2631,7 +2682,7 @@ void _wrap_SkyResponse_close_raw_e964a9d9a07774e8(struct SkyResponse *_swig_go_0
 }
 
 
-bool _wrap_SkyResponse_isOpen_raw_e964a9d9a07774e8(struct SkyResponse *_swig_go_0) {
+bool _wrap_SkyResponse_isOpen_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0) {
   struct SkyResponse *arg1 = 0 ;
   bool result;
   bool _swig_go_result;
@@ -2644,7 +2695,7 @@ bool _wrap_SkyResponse_isOpen_raw_e964a9d9a07774e8(struct SkyResponse *_swig_go_
 }
 
 
-_gostring_ _wrap_SkyResponse_json_raw_e964a9d9a07774e8(struct SkyResponse *_swig_go_0) {
+_gostring_ _wrap_SkyResponse_json_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0) {
   struct SkyResponse *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2657,7 +2708,7 @@ _gostring_ _wrap_SkyResponse_json_raw_e964a9d9a07774e8(struct SkyResponse *_swig
 }
 
 
-long long _wrap_SkyResponse_inputTokens_raw_e964a9d9a07774e8(struct SkyResponse *_swig_go_0) {
+long long _wrap_SkyResponse_inputTokens_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0) {
   struct SkyResponse *arg1 = 0 ;
   int64_t result;
   long long _swig_go_result;
@@ -2670,7 +2721,7 @@ long long _wrap_SkyResponse_inputTokens_raw_e964a9d9a07774e8(struct SkyResponse 
 }
 
 
-_gostring_ _wrap_SkyResponse_model_raw_e964a9d9a07774e8(struct SkyResponse *_swig_go_0) {
+_gostring_ _wrap_SkyResponse_model_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0) {
   struct SkyResponse *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2683,7 +2734,7 @@ _gostring_ _wrap_SkyResponse_model_raw_e964a9d9a07774e8(struct SkyResponse *_swi
 }
 
 
-long long _wrap_SkyResponse_answerCount_raw_e964a9d9a07774e8(struct SkyResponse *_swig_go_0) {
+long long _wrap_SkyResponse_answerCount_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0) {
   struct SkyResponse *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -2696,7 +2747,7 @@ long long _wrap_SkyResponse_answerCount_raw_e964a9d9a07774e8(struct SkyResponse 
 }
 
 
-_gostring_ _wrap_SkyResponse_answerId_raw_e964a9d9a07774e8(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
+_gostring_ _wrap_SkyResponse_answerId_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   char *result = 0 ;
@@ -2711,7 +2762,7 @@ _gostring_ _wrap_SkyResponse_answerId_raw_e964a9d9a07774e8(struct SkyResponse *_
 }
 
 
-intgo _wrap_SkyResponse_answerType_raw_e964a9d9a07774e8(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
+intgo _wrap_SkyResponse_answerType_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   int result;
@@ -2726,7 +2777,7 @@ intgo _wrap_SkyResponse_answerType_raw_e964a9d9a07774e8(struct SkyResponse *_swi
 }
 
 
-_gostring_ _wrap_SkyResponse_answerChoice_raw_e964a9d9a07774e8(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
+_gostring_ _wrap_SkyResponse_answerChoice_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   char *result = 0 ;
@@ -2741,7 +2792,7 @@ _gostring_ _wrap_SkyResponse_answerChoice_raw_e964a9d9a07774e8(struct SkyRespons
 }
 
 
-double _wrap_SkyResponse_answerValue_raw_e964a9d9a07774e8(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
+double _wrap_SkyResponse_answerValue_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   double result;
@@ -2756,7 +2807,7 @@ double _wrap_SkyResponse_answerValue_raw_e964a9d9a07774e8(struct SkyResponse *_s
 }
 
 
-double _wrap_SkyResponse_answerConfidence_raw_e964a9d9a07774e8(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
+double _wrap_SkyResponse_answerConfidence_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   double result;
@@ -2771,7 +2822,7 @@ double _wrap_SkyResponse_answerConfidence_raw_e964a9d9a07774e8(struct SkyRespons
 }
 
 
-bool _wrap_SkyResponse_answerHasConfidence_raw_e964a9d9a07774e8(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
+bool _wrap_SkyResponse_answerHasConfidence_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   bool result;
@@ -2786,7 +2837,7 @@ bool _wrap_SkyResponse_answerHasConfidence_raw_e964a9d9a07774e8(struct SkyRespon
 }
 
 
-long long _wrap_SkyResponse_optionCount_raw_e964a9d9a07774e8(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
+long long _wrap_SkyResponse_optionCount_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   long long result;
@@ -2801,7 +2852,7 @@ long long _wrap_SkyResponse_optionCount_raw_e964a9d9a07774e8(struct SkyResponse 
 }
 
 
-_gostring_ _wrap_SkyResponse_optionKey_raw_e964a9d9a07774e8(struct SkyResponse *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+_gostring_ _wrap_SkyResponse_optionKey_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   long long arg3 ;
@@ -2818,7 +2869,7 @@ _gostring_ _wrap_SkyResponse_optionKey_raw_e964a9d9a07774e8(struct SkyResponse *
 }
 
 
-double _wrap_SkyResponse_optionProbability_raw_e964a9d9a07774e8(struct SkyResponse *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+double _wrap_SkyResponse_optionProbability_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   long long arg3 ;
@@ -2835,7 +2886,7 @@ double _wrap_SkyResponse_optionProbability_raw_e964a9d9a07774e8(struct SkyRespon
 }
 
 
-_gostring_ _wrap_SkyResponse_optionLegend_raw_e964a9d9a07774e8(struct SkyResponse *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+_gostring_ _wrap_SkyResponse_optionLegend_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   long long arg3 ;
@@ -2852,7 +2903,7 @@ _gostring_ _wrap_SkyResponse_optionLegend_raw_e964a9d9a07774e8(struct SkyRespons
 }
 
 
-long long _wrap_skyHeapInUse_raw_e964a9d9a07774e8() {
+long long _wrap_skyHeapInUse_raw_4dd6330081f8460a() {
   long long result;
   long long _swig_go_result;
   
@@ -2863,7 +2914,7 @@ long long _wrap_skyHeapInUse_raw_e964a9d9a07774e8() {
 }
 
 
-intgo _wrap_skyOpenModelBuffer_raw_e964a9d9a07774e8(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, struct SkyOptions *_swig_go_2, struct SkyModel *_swig_go_3) {
+intgo _wrap_skyOpenModelBuffer_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, struct SkyOptions *_swig_go_2, struct SkyModel *_swig_go_3) {
   SkyCall *arg1 = 0 ;
   char *arg2 = 0 ;
   size_t arg3 ;

@@ -128,6 +128,7 @@ extern "C" {
     pub fn skycmd_error_status(err: *const skycmd_error) -> c_int;
     pub fn skycmd_error_message(err: *const skycmd_error) -> *const c_char;
     pub fn skycmd_error_clear(err: *mut skycmd_error);
+    pub fn skycmd_error_errno(err: *const skycmd_error) -> c_int;
     pub fn skycmd_string_free(s: *mut c_char);
 
     pub fn skycmd_options_new() -> *mut skycmd_options;
@@ -148,6 +149,7 @@ extern "C" {
     pub fn skycmd_packed_disagreement(kind: c_int, bytes: *const c_void, n_bytes: usize, rows: i64, cols: i64, kernel_order: c_int, message: *mut *mut c_char) -> c_int;
 
     pub fn skycmd_model_open(gguf_path: *const c_char, opts: *const skycmd_options, out: *mut *mut skycmd_model, err: *mut skycmd_error) -> c_int;
+    pub fn skycmd_default_model_path(out: *mut *mut c_char, err: *mut skycmd_error) -> c_int;
     pub fn skycmd_model_open_buffer(data: *const c_void, size: usize, opts: *const skycmd_options, out: *mut *mut skycmd_model, err: *mut skycmd_error) -> c_int;
     pub fn skycmd_model_free(model: *mut skycmd_model) -> c_int;
     pub fn skycmd_model_name(model: *const skycmd_model) -> *const c_char;

@@ -3,7 +3,9 @@
 //!
 //! Contract (mirrors `skycmd.h`):
 //! - Every fallible call returns `Result<_, Error>`; an [`Error`] carries the library's
-//!   [`Status`] (pinned numbers) and message.
+//!   [`Status`] (pinned numbers; [`Error::code`] is its name, e.g. "SKYCMD_E_IO"), message
+//!   and the OS error behind it: a file that does not exist is [`Error::is_not_found`], and
+//!   `std::io::Error::from(e).kind()` is `ErrorKind::NotFound`.
 //! - [`Model`] is immutable once open: it is `Send + Sync` and [`Model::decide`] may be called
 //!   from many threads at once (each call borrows a pooled session).
 //! - [`Session`] holds per-thread scratch: `Send` but not `Sync`, and it borrows its model,
@@ -29,7 +31,8 @@ use std::marker::PhantomData;
 use std::ops::ControlFlow;
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{self, AssertUnwindSafe};
-use std::path::Path;
+use std::io;
+use std::path::{Path, PathBuf};
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -86,12 +89,48 @@ impl fmt::Display for Status {
     }
 }
 
-/// A failed call: operation, status and the library's message.
+/// A failed call: operation, status, the library's message and the OS error behind it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
     pub op: &'static str,
     pub status: Status,
     pub message: String,
+    /// The operating system's error number when a system call failed (skycmd_error_errno:
+    /// ENOENT for a file that does not exist), else None.
+    pub os_error: Option<i32>,
+}
+
+impl Error {
+    /// The status name, e.g. "SKYCMD_E_IO" (the same in every binding); the number is
+    /// `self.status.0`.
+    pub fn code(&self) -> &'static str {
+        self.status.name()
+    }
+
+    /// The OS error number behind the failure, as `std::io::Error::raw_os_error`.
+    pub fn raw_os_error(&self) -> Option<i32> {
+        self.os_error
+    }
+
+    /// The `std::io::ErrorKind` of the OS error (`NotFound` for a file that does not
+    /// exist); None when no system call failed.
+    pub fn io_kind(&self) -> Option<io::ErrorKind> {
+        self.os_error.map(|n| io::Error::from_raw_os_error(n).kind())
+    }
+
+    /// Whether the failure is a file that does not exist (a missing model file, the built-in
+    /// model not installed).
+    pub fn is_not_found(&self) -> bool {
+        self.io_kind() == Some(io::ErrorKind::NotFound)
+    }
+}
+
+/// An `io::Error` of the OS error's kind (`NotFound` for a missing file; `Other` when no
+/// system call failed) that carries the skycmd error (`get_ref`, `into_inner`).
+impl From<Error> for io::Error {
+    fn from(e: Error) -> io::Error {
+        io::Error::new(e.io_kind().unwrap_or(io::ErrorKind::Other), e)
+    }
 }
 
 impl fmt::Display for Error {
@@ -106,7 +145,7 @@ impl std::error::Error for Error {}
 pub type Result<T> = std::result::Result<T, Error>;
 
 fn err(op: &'static str, status: c_int, message: impl Into<String>) -> Error {
-    Error { op, status: Status(status), message: message.into() }
+    Error { op, status: Status(status), message: message.into(), os_error: None }
 }
 
 /// # Safety
@@ -149,7 +188,10 @@ impl ErrorBox {
         if status == sys::SKYCMD_OK {
             Ok(())
         } else {
-            Err(err(op, status, unsafe { owned_str(sys::skycmd_error_message(self.0.as_ptr())) }))
+            let mut e = err(op, status, unsafe { owned_str(sys::skycmd_error_message(self.0.as_ptr())) });
+            let n = unsafe { sys::skycmd_error_errno(self.0.as_ptr()) };
+            e.os_error = if n != 0 { Some(n) } else { None };
+            Err(e)
         }
     }
 }
@@ -451,6 +493,30 @@ pub fn inspect(gguf: impl AsRef<Path>, opts: &Options) -> Result<String> {
     Ok(s)
 }
 
+/// Where the library finds the built-in model s1-pico-flappy.gguf
+/// (skycmd_default_model_path): `$SKYCMD_DEFAULT_MODEL`, else beside libskycmd (an installed
+/// prefix's share/skycmd/models, or a build tree's), else the library's configured data
+/// directory. With feature `bundled` the library is compiled into the program, so "beside
+/// libskycmd" is beside the program. None there: [`Status::NOT_FOUND`] with
+/// [`Error::is_not_found`], naming the places looked in.
+pub fn default_model_path() -> Result<PathBuf> {
+    ensure_usable()?;
+    let e = ErrorBox::new("default model")?;
+    let mut out: *mut c_char = ptr::null_mut();
+    e.check("default model", unsafe { sys::skycmd_default_model_path(&mut out, e.0.as_ptr()) })?;
+    // The path's bytes as the C library has them (any bytes on Unix).
+    let bytes = unsafe { CStr::from_ptr(out) }.to_bytes().to_vec();
+    unsafe { sys::skycmd_string_free(out) };
+    #[cfg(unix)]
+    let path = {
+        use std::os::unix::ffi::OsStringExt;
+        PathBuf::from(std::ffi::OsString::from_vec(bytes))
+    };
+    #[cfg(not(unix))]
+    let path = PathBuf::from(String::from_utf8_lossy(&bytes).into_owned());
+    Ok(path)
+}
+
 /// The type of a question.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AnswerType {
@@ -573,6 +639,7 @@ unsafe impl Sync for Model {}
 
 impl Model {
     /// Opens a GGUF decision model (weights, max tokens, model name, threads, activations).
+    /// A path that does not exist is [`Status::IO`] with [`Error::is_not_found`].
     pub fn open(path: impl AsRef<Path>, opts: &Options) -> Result<Model> {
         ensure_usable()?;
         let p = cpath("open", path.as_ref())?;
@@ -582,6 +649,11 @@ impl Model {
         e.check("open", unsafe { sys::skycmd_model_open(p.as_ptr(), o.as_ptr(), &mut m, e.0.as_ptr()) })?;
         let ptr = NonNull::new(m).ok_or_else(|| err("open", sys::SKYCMD_E_INTERNAL, "open returned no model"))?;
         Ok(Model { ptr, session_opts: opts.session.clone(), pool: Mutex::new(Vec::new()), buffer: None })
+    }
+
+    /// Opens the built-in model ([`default_model_path`]) with the options of [`Model::open`].
+    pub fn open_default(opts: &Options) -> Result<Model> {
+        Model::open(default_model_path()?, opts)
     }
 
     /// Opens a model from GGUF bytes in memory (the options of [`Model::open`]). Nothing is

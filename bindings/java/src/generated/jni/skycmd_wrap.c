@@ -232,6 +232,7 @@ static void SWIGUNUSED SWIG_JavaThrowException(JNIEnv *jenv, SWIG_JavaExceptionC
 #include <stdint.h>		// Use the C99 official header
 
 
+#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -369,6 +370,17 @@ SWIGINTERN int SkyCall_status(struct SkyCall *self){ return self->status; }
 SWIGINTERN char const *SkyCall_message(struct SkyCall *self){
         if (self->status != SKYCMD_OK && !self->err) return skycmd_strerror(self->status);
         return skycmd_error_message(self->err);
+    }
+SWIGINTERN int SkyCall_osError(struct SkyCall *self){
+        return self->status != SKYCMD_OK && self->err ? skycmd_error_errno(self->err) : 0;
+    }
+SWIGINTERN bool SkyCall_fileNotFound(struct SkyCall *self){
+        return self->status != SKYCMD_OK && self->err && skycmd_error_errno(self->err) == ENOENT;
+    }
+SWIGINTERN int SkyCall_defaultModelPath(struct SkyCall *self){
+        skycmd_string_free(self->output);
+        self->output = NULL;
+        return sky_call_done(self, skycmd_default_model_path(&self->output, self->err));
     }
 SWIGINTERN int SkyCall_checkVersion(struct SkyCall *self,unsigned int header_version_number){
         return sky_call_done(self, skycmd_check_version(header_version_number, self->err));
@@ -1983,6 +1995,51 @@ SWIGEXPORT jbyteArray JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1messag
     jresult = (*jenv)->NewByteArray(jenv, utf8_len);
     if (jresult) (*jenv)->SetByteArrayRegion(jenv, jresult, 0, utf8_len, (const jbyte *)result);
   }
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1osError(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jint jresult = 0 ;
+  struct SkyCall *arg1 = 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyCall **)&jarg1; 
+  result = (int)SkyCall_osError(arg1);
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jboolean JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1fileNotFound(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jboolean jresult = 0 ;
+  struct SkyCall *arg1 = 0 ;
+  bool result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyCall **)&jarg1; 
+  result = (bool)SkyCall_fileNotFound(arg1);
+  jresult = (jboolean)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyCall_1defaultModelPath(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jint jresult = 0 ;
+  struct SkyCall *arg1 = 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyCall **)&jarg1; 
+  result = (int)SkyCall_defaultModelPath(arg1);
+  jresult = (jint)result; 
   return jresult;
 }
 

@@ -76,7 +76,22 @@ public final class Model implements AutoCloseable {
     /** Opens a GGUF decision model with default options. */
     public static Model open(Path gguf) { return open(gguf, null); }
 
-    /** Opens a GGUF decision model (weights, maxTokens, modelName, threads, activations). */
+    /**
+     * Opens the built-in model s1-pico-flappy.gguf ({@link Skycmd#defaultModelPath()}) with
+     * default options.
+     */
+    public static Model openDefault() { return openDefault(null); }
+
+    /** {@link #openDefault()} with the options of {@link #open(Path, Options)}. */
+    public static Model openDefault(Options options) {
+        return open(Skycmd.defaultModelPath(), options);
+    }
+
+    /**
+     * Opens a GGUF decision model (weights, maxTokens, modelName, threads, activations). A
+     * file that does not exist throws {@link Status#IO} with a
+     * {@link java.nio.file.NoSuchFileException} cause ({@link SkycmdException#fileNotFound()}).
+     */
     public static Model open(Path gguf, Options options) {
         Skycmd.ensureUsable();
         Options opts = options == null ? new Options() : options;
@@ -86,9 +101,8 @@ public final class Model implements AutoCloseable {
         try {
             int st = c.openModel(gguf.toString(), o, box);
             if (st != 0) {
-                String msg = c.message();
                 box.delete();
-                throw new SkycmdException("open", st, msg);
+                throw SkycmdException.of("open", st, c, gguf.toString());
             }
             return new Model(box, opts.sessionOptions());
         } finally {

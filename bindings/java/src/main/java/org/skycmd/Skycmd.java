@@ -39,7 +39,7 @@ public final class Skycmd {
 
     static void ensureUsable() {
         SkycmdException e = loadError;
-        if (e != null) throw new SkycmdException("load", e.code(), e.libraryMessage());
+        if (e != null) throw new SkycmdException("load", e.statusNumber(), e.libraryMessage());
     }
 
     public static String version() { return skycmd.skycmd_version_string(); }
@@ -51,13 +51,18 @@ public final class Skycmd {
     interface CallBody { int run(SkyCall c, SkyOptions o); }
 
     static SkyCall call(String operation, Options options, CallBody body) {
+        return call(operation, null, options, body);
+    }
+
+    /** {@code file}: what a {@link java.nio.file.NoSuchFileException} cause names (may be null). */
+    static SkyCall call(String operation, String file, Options options, CallBody body) {
         ensureUsable();
         SkyOptions o = (options == null ? new Options() : options).toNative(operation);
         SkyCall c = new SkyCall();
         boolean ok = false;
         try {
             int st = body.run(c, o);
-            if (st != 0) throw new SkycmdException(operation, st, c.message());
+            if (st != 0) throw SkycmdException.of(operation, st, c, file);
             ok = true;
             return c;
         } finally {
@@ -112,9 +117,28 @@ public final class Skycmd {
         fileCall("quantize", options, progress, Progress.QUANTIZE, in.toString(), out.toString());
     }
 
+    /**
+     * Where the library finds the built-in model s1-pico-flappy.gguf
+     * (skycmd_default_model_path): {@code $SKYCMD_DEFAULT_MODEL}, else beside the library,
+     * else the library's configured data directory. This binding links the library into its
+     * JNI library, extracted to a temporary directory, so "beside the library" finds nothing:
+     * set {@code SKYCMD_DEFAULT_MODEL}, or install the model under the prefix the library was
+     * configured with (a Debian package: /usr/share/skycmd/models). When there is none it
+     * throws {@link Status#NOT_FOUND} with a {@link java.nio.file.NoSuchFileException} cause
+     * and a message naming the places looked in.
+     */
+    public static Path defaultModelPath() {
+        SkyCall c = call("default model", "s1-pico-flappy.gguf", null, (cc, o) -> cc.defaultModelPath());
+        try {
+            return Path.of(c.takeOutput());
+        } finally {
+            c.delete();
+        }
+    }
+
     /** The printed header, metadata and tensor table of a GGUF file (maxArray, json). */
     public static String inspect(Path gguf, Options options) {
-        SkyCall c = call("inspect", options, (cc, o) -> cc.inspect(gguf.toString(), o));
+        SkyCall c = call("inspect", gguf.toString(), options, (cc, o) -> cc.inspect(gguf.toString(), o));
         try {
             return c.takeOutput();
         } finally {

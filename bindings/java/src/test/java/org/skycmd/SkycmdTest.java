@@ -212,6 +212,58 @@ class SkycmdTest {
         assertFalse(Files.exists(tmp.resolve("c.gguf")));
     }
 
+    /**
+     * The built-in model: pom.xml sets SKYCMD_DEFAULT_MODEL to the repository's
+     * models/s1-pico-flappy.gguf (the JNI library carries libskycmd, so nothing is beside it);
+     * openDefault answers the example request exactly as open of that path.
+     */
+    @Test
+    void defaultModelOpensLikeItsPath() throws IOException {
+        String env = System.getenv("SKYCMD_DEFAULT_MODEL");
+        assumeTrue(env != null && !env.isEmpty(), "SKYCMD_DEFAULT_MODEL is not set (pom.xml sets it)");
+        Path p = Skycmd.defaultModelPath();
+        assertEquals(Paths.get(env), p);
+        String req = request();
+        String want;
+        try (Model mod = Model.open(p)) {
+            want = dump(mod.decide(req));
+        }
+        try (Model mod = Model.openDefault(); Model one = Model.openDefault(new Options().threads(1))) {
+            assertEquals("s1-pico-flappy", mod.name());
+            assertEquals(want, dump(mod.decide(req)));
+            assertEquals(want, dump(one.decide(req)));
+        }
+    }
+
+    /**
+     * Error naming: code() is the status name, statusNumber() its C value; a file that does not
+     * exist has a NoSuchFileException cause (naming the file), other failures none.
+     */
+    @Test
+    void errorCodesAndNoSuchFile() throws IOException {
+        Path missing = tmp.resolve("does-not-exist.gguf");
+        SkycmdException e = assertThrows(SkycmdException.class, () -> Model.open(missing));
+        assertEquals("SKYCMD_E_IO", e.code());
+        assertEquals(4, e.statusNumber());
+        assertEquals(Status.IO, e.status());
+        assertTrue(e.fileNotFound());
+        assertTrue(e.errno() > 0);
+        java.nio.file.NoSuchFileException nsf = assertInstanceOf(java.nio.file.NoSuchFileException.class, e.getCause());
+        assertEquals(missing.toString(), nsf.getFile());
+        assertTrue(e.getMessage().startsWith("skycmd open: SKYCMD_E_IO: "), e.getMessage());
+        e = assertThrows(SkycmdException.class, () -> Skycmd.inspect(missing, null));
+        assertInstanceOf(java.nio.file.NoSuchFileException.class, e.getCause());
+        Path junk = tmp.resolve("junk-code.gguf");
+        Files.writeString(junk, "not a gguf file");
+        e = assertThrows(SkycmdException.class, () -> Model.open(junk));
+        assertEquals("SKYCMD_E_FORMAT", e.code());
+        assertEquals(5, e.statusNumber());
+        assertFalse(e.fileNotFound());
+        assertNull(e.getCause());
+        assertEquals(0, e.errno());
+        assertEquals("SKYCMD_E_JSON", new SkycmdException("decide", 8, "x").code());
+    }
+
     @Test
     void inspectAndQuantize() throws IOException {
         Path m = model();

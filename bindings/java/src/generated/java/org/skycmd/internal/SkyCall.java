@@ -56,6 +56,18 @@ public class SkyCall {
     return utf8 == null ? null : new String(utf8, java.nio.charset.StandardCharsets.UTF_8);
   }
 
+  public int osError() {
+    return skycmdJNI.SkyCall_osError(swigCPtr, this);
+  }
+
+  public boolean fileNotFound() {
+    return skycmdJNI.SkyCall_fileNotFound(swigCPtr, this);
+  }
+
+  public int defaultModelPath() {
+    return skycmdJNI.SkyCall_defaultModelPath(swigCPtr, this);
+  }
+
   public int checkVersion(long header_version_number) {
     return skycmdJNI.SkyCall_checkVersion(swigCPtr, this, header_version_number);
   }

@@ -107,6 +107,9 @@ public class skycmdJNI {
   public final static native void delete_SkyCall(long jarg1);
   public final static native int SkyCall_status(long jarg1, SkyCall jarg1_);
   public final static native byte[] SkyCall_message(long jarg1, SkyCall jarg1_);
+  public final static native int SkyCall_osError(long jarg1, SkyCall jarg1_);
+  public final static native boolean SkyCall_fileNotFound(long jarg1, SkyCall jarg1_);
+  public final static native int SkyCall_defaultModelPath(long jarg1, SkyCall jarg1_);
   public final static native int SkyCall_checkVersion(long jarg1, SkyCall jarg1_, long jarg2);
   public final static native int SkyCall_inspect(long jarg1, SkyCall jarg1_, byte[] jarg2, long jarg3, SkyOptions jarg3_);
   public final static native byte[] SkyCall_takeOutput(long jarg1, SkyCall jarg1_);
