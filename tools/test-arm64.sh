@@ -159,7 +159,10 @@ heavy=('int8_attrib/*' amx/bf16x3_is_the_tiles_where_usable_else_exactly_f32
   q8_model/int8_modes_log_relayouts_and_are_thread_independent
   q8_rows/int32_sums_exact_at_the_input_limit quant_golden/checkpoints_calibrated_vs_plain
   quant_golden/s1_micro quant_golden/s1_nano_massive random/layout_and_sizes
-  state_bound/identical_ids_where_used tokenizer/nfc_matches_tokenizers_on_every_code_point)
+  state_bound/identical_ids_where_used state_bound/one_word_states
+  tokenizer/nfc_matches_tokenizers_on_every_code_point
+  'merge/*' encode/long_words_match_the_rescan model_progress/cancel_while_reading
+  model_progress/gguf_open_q8)
 pattern="!($(IFS='|'; echo "${heavy[*]}"))"
 cli_tests='cli_(bash_completion|bench|convert|decide|long|quantize|tokenize|calibrate)'
 selected="^(test_[a-z0-9_]+|$cli_tests|header_[a-z0-9]+|abi_[a-z_]+|man_pages)\$"
