@@ -15,27 +15,29 @@
 #include <time.h>
 #include <unistd.h>
 
-int sk_fail(sk_err *e, int status, const char *fmt, ...) {
+static int fail_v(sk_err *e, int status, int errnum, const char *fmt, va_list ap) SK_PRINTF(4, 0);
+static int fail_v(sk_err *e, int status, int errnum, const char *fmt, va_list ap) {
     if (e) {
-        va_list ap;
-        va_start(ap, fmt);
         vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-        va_end(ap);
         e->status = status;
-        e->sys_errno = 0;
+        e->sys_errno = errnum;
     }
     return status;
 }
 
+int sk_fail(sk_err *e, int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fail_v(e, status, 0, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
 int sk_fail_errno(sk_err *e, int status, int errnum, const char *fmt, ...) {
-    if (e) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-        va_end(ap);
-        e->status = status;
-        e->sys_errno = errnum;
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    fail_v(e, status, errnum, fmt, ap);
+    va_end(ap);
     return status;
 }
 

@@ -282,6 +282,18 @@ def main_guard(fn):
 
 # ---- the interpreter of the tests that use the SDK and the contract tools ----
 
+def tool_missing(why, how="pip install -r tools/requirements-ci.txt"):
+    """A test tool is not installed: exit 77 (ctest: skipped), or 1 (a failure) when
+    SKYCMD_REQUIRE_SDK=1, as CI sets it (tools/test-all.sh): there a missing tool must fail."""
+    if os.environ.get("SKYCMD_REQUIRE_SDK") == "1":
+        print(f"{why} (required: SKYCMD_REQUIRE_SDK=1)")
+        print("0 passed, 1 failed")
+        sys.exit(1)
+    print(f"{why}; skipped ({how})")
+    print("0 passed, 0 failed, 1 skipped")
+    sys.exit(77)
+
+
 def sdk_interpreter():
     """The interpreter that has typesafe-sdk, chosen when the test runs (not when CMake
     configures: the venv of tools/setup.sh --all may be made after build/ was configured):

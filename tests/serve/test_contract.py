@@ -30,13 +30,7 @@ MIN_CASES = int(os.environ.get("SKYCMD_CONTRACT_MIN_CASES", "1000"))
 
 
 def missing(why):
-    if os.environ.get("SKYCMD_REQUIRE_SDK") == "1":
-        print(f"{why} (required: SKYCMD_REQUIRE_SDK=1)")
-        print("0 passed, 1 failed")
-        sys.exit(1)
-    print(f"{why}; skipped (pip install -r tools/requirements-ci.txt)")
-    print("0 passed, 0 failed, 1 skipped")
-    sys.exit(77)
+    serve_common.tool_missing(why)
 
 
 try:

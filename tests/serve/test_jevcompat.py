@@ -29,13 +29,7 @@ MIN_SHOULD_WITH_KEY = 13
 try:
     import jevcompat
 except ImportError as e:  # pragma: no cover - depends on the environment
-    if os.environ.get("SKYCMD_REQUIRE_SDK") == "1":
-        print(f"jevcompat is required but not installed for {sys.executable} ({e})")
-        print("0 passed, 1 failed")
-        sys.exit(1)
-    print(f"jevcompat is not installed for {sys.executable} ({e}); skipped")
-    print("0 passed, 0 failed, 1 skipped")
-    sys.exit(77)
+    serve_common.tool_missing(f"jevcompat is not installed for {sys.executable} ({e})")
 
 
 def builtin_model():

@@ -78,13 +78,7 @@ OAG_HARMLESS_WARNINGS = (
 
 
 def missing(why):
-    if os.environ.get("SKYCMD_REQUIRE_SDK") == "1":
-        print(f"{why} (required: SKYCMD_REQUIRE_SDK=1)")
-        print("0 passed, 1 failed")
-        sys.exit(1)
-    print(f"{why}; skipped (tools/setup.sh --all installs the generators)")
-    print("0 passed, 0 failed, 1 skipped")
-    sys.exit(77)
+    serve_common.tool_missing(why, "tools/setup.sh --all installs the generators")
 
 
 def npm_pin(name):

@@ -27,14 +27,7 @@ try:
                               SystemOneResponse, TypeSafeAuthenticationError, TypeSafeClient,
                               TypeSafeUnprocessableEntityError)
 except ImportError as e:  # pragma: no cover - depends on the environment
-    # CI sets SKYCMD_REQUIRE_SDK=1: there a missing client is a failure, not a skip.
-    if os.environ.get("SKYCMD_REQUIRE_SDK") == "1":
-        print(f"typesafe_sdk is required but not installed for {sys.executable} ({e})")
-        print("0 passed, 1 failed")
-        sys.exit(1)
-    print(f"typesafe_sdk is not installed for {sys.executable} ({e}); skipped")
-    print("0 passed, 0 failed, 1 skipped")
-    sys.exit(77)
+    serve_common.tool_missing(f"typesafe_sdk is not installed for {sys.executable} ({e})")
 
 SDK_VERSION = "0.7.5"
 ARGS = parse_args(__doc__)
