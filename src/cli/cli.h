@@ -41,10 +41,6 @@ int cmd_calibrate(int argc, char **argv);
 int cli_is_help(const char *arg);
 /* Parse f32|f16|bf16|q8_0 (either case) into a skycmd_type; -1 if unknown. */
 int cli_parse_type(const char *s);
-/* A progress callback for a call that is a step of a command (user_data: the label): a
- * live line on a terminal (progress_meter.h), erased when done reaches total, no summary.
- * Long commands use the cli_run's meter (cli_begin) instead. Returns 1 after a stop signal. */
-int cli_progress(void *user_data, uint64_t done, uint64_t total);
 /* Print "skycmd <cmd>: <message>" for a failed call and return 1. */
 int cli_fail(const char *cmd, int status, const skycmd_error *err);
 

@@ -50,24 +50,6 @@ static void catch_stop_signals(void) {
 
 int cli_stopping(void) { return stop_signal != 0; }
 
-/* The meter of cli_progress(): one step at a time (a new label, or done going back, starts
- * it again). */
-static cli_meter step_meter;
-static const char *step_label;
-
-int cli_progress(void *user_data, uint64_t done, uint64_t total) {
-    if (stop_signal) return 1;
-    const char *label = user_data ? (const char *)user_data : "";
-    if (!step_meter.started || label != step_label || done < step_meter.done) {
-        cli_meter_clear(&step_meter);
-        cli_meter_start(&step_meter, label, label, CLI_METER_BYTES, CLI_METER_FRACTION);
-        step_label = label;
-    }
-    cli_meter_update(&step_meter, done, total);
-    if (total && done >= total) cli_meter_clear(&step_meter);
-    return 0;
-}
-
 int cli_fail(const char *cmd, int status, const skycmd_error *err) {
     const char *msg = err ? skycmd_error_message(err) : "";
     fprintf(stderr, "skycmd %s: %s\n", cmd, (msg && msg[0]) ? msg : skycmd_strerror(status));
