@@ -434,6 +434,19 @@ SKYCMD_API int skycmd_decide(skycmd_session *session, const skycmd_request *req,
  * is a no-op. Added in 0.1.0. */
 SKYCMD_API int skycmd_decide_batch(skycmd_session *session, const skycmd_request *const *reqs,
                                    size_t n, skycmd_response **out);
+/* Answer n requests each on its own account: their sequences share the model's batches as
+ * in skycmd_decide_batch (each answer exactly what skycmd_decide gives), but one request's
+ * failure does not fail the others. This is what a stream of requests wants (the CLI's
+ * --batch, the bindings' streaming forms). out[i] receives request i's response or NULL,
+ * status[i] SKYCMD_OK or that request's error; if errmsg is not NULL, errmsg[i] receives
+ * NULL (success) or a copy of that request's message (free with skycmd_string_free; NULL
+ * too if there was no memory for it). A NULL reqs[i] (SKYCMD_E_INVALID_ARGUMENT) and a
+ * request whose skycmd_request_parse failed (its parse status and message) are reported
+ * in their own slot. Returns SKYCMD_OK when every slot is filled, whatever they hold;
+ * otherwise (misuse, NULL arrays with n > 0, out of memory) an error with every out[i]
+ * NULL and the message in the session. n == 0 is a no-op. Added in 0.1.0. */
+SKYCMD_API int skycmd_decide_each(skycmd_session *session, const skycmd_request *const *reqs,
+                                  size_t n, skycmd_response **out, int *status, char **errmsg);
 /* Convenience: parse + decide + JSON in one call; *response_json for skycmd_string_free().
  * On a request error the message is in the session. */
 SKYCMD_API int skycmd_decide_json(skycmd_session *session, const char *request_json,

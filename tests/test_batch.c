@@ -178,6 +178,112 @@ Test(batch, errors_and_edges) {
     unlink(path);
 }
 
+/* skycmd_decide_each: every slot answered or refused on its own, each exactly as a lone
+ * skycmd_decide answers or refuses it (the reference), whatever else shares the call. */
+static void check_each_slot(skycmd_session *s, const skycmd_request *r, int parse_st,
+                            const skycmd_response *got, int status, const char *msg, size_t i) {
+    if (!r) {
+        cr_assert_eq(status, SKYCMD_E_INVALID_ARGUMENT, "slot %zu", i);
+        cr_assert_null(got);
+        cr_assert(msg && strstr(msg, "NULL"), "slot %zu: %s", i, msg ? msg : "(null)");
+        return;
+    }
+    if (parse_st) { /* did not parse: its parse status and message */
+        cr_assert_eq(status, parse_st, "slot %zu: the parse status", i);
+        cr_assert_str_eq(msg, skycmd_request_errmsg(r), "slot %zu", i);
+        cr_assert_null(got);
+        return;
+    }
+    skycmd_response *want = NULL;
+    int want_st = skycmd_decide(s, r, &want);
+    cr_assert_eq(status, want_st, "slot %zu: %s", i, msg ? msg : "(ok)");
+    if (want_st) {
+        cr_assert_null(got, "slot %zu", i);
+        cr_assert_str_eq(msg, skycmd_session_errmsg(s), "slot %zu", i);
+    } else {
+        cr_assert_null(msg, "slot %zu", i);
+        cr_assert_str_eq(skycmd_response_json(got), skycmd_response_json(want), "slot %zu", i);
+    }
+    skycmd_response_free(want);
+}
+
+Test(batch, decide_each_answers_each_on_its_own) {
+    char path[512];
+    skycmd_model *m = open_random("s1-pico", path, sizeof path);
+    skycmd_session *s = NULL;
+    cr_assert_eq(skycmd_session_new(m, &s), SKYCMD_OK);
+    /* no automatic tournament: a choice whose markers do not fit fails in the forward pass */
+    cr_assert_eq(skycmd_session_set_int(s, SKYCMD_OPT_AUTO_TOURNAMENT_GROUP, 0), SKYCMD_OK);
+    enum { N = 9 };
+    char *good[3] = {make_request(5, 0, 1), make_request(40, 2, 2), make_request(90, 0, 3)};
+    const char *texts[N] = {
+        good[0],
+        "{\"state\": \"x\", \"questions\": {\"q\": ",                 /* malformed JSON */
+        good[1],
+        "{\"state\": \"x\", \"questions\": {\"q\": {\"type\": \"choice\"}}}", /* invalid */
+        /* fails in the pass: 12 options cannot all fit max_len 24 */
+        "{\"state\": \"a b c\", \"max_len\": 24, \"questions\": {\"q\": {\"type\": \"choice\", "
+        "\"instructions\": \"pick one of these\", \"criteria\": {\"a\": \"alpha\", \"b\": \"beta\", "
+        "\"c\": \"gamma\", \"d\": \"delta\", \"e\": \"epsilon\", \"f\": \"zeta\", \"g\": \"eta\", "
+        "\"h\": \"theta\", \"i\": \"iota\", \"j\": \"kappa\", \"k\": \"lambda\", \"l\": \"mu\"}}}}",
+        good[2],
+        /* refused by its plan: max_len over the session's budget cap */
+        "{\"state\": \"x\", \"max_len\": 100000, \"questions\": {\"q\": {\"type\": \"noul\", "
+        "\"instructions\": \"ok?\"}}}",
+        /* more passes: a tournament */
+        "{\"state\": \"a b\", \"tournament_group\": 2, \"questions\": {\"q\": {\"type\": \"choice\", "
+        "\"instructions\": \"pick\", \"criteria\": {\"a\": \"one\", \"b\": \"two\", \"c\": \"three\"}}}}",
+        NULL};                                                       /* slot 8: a NULL request */
+    skycmd_request *reqs[N] = {0};
+    int parse_st[N] = {0};
+    for (int i = 0; i < N - 1; i++) parse_st[i] = skycmd_request_parse(texts[i], strlen(texts[i]), &reqs[i]);
+    cr_assert_eq(parse_st[1], SKYCMD_E_JSON);
+    cr_assert_eq(parse_st[3], SKYCMD_E_REQUEST);
+    skycmd_response *out[N];
+    int status[N];
+    char *msg[N];
+    cr_assert_eq(skycmd_decide_each(s, (const skycmd_request *const *)reqs, N, out, status, msg),
+                 SKYCMD_OK, "%s", skycmd_session_errmsg(s));
+    int ok = 0, failed = 0;
+    for (size_t i = 0; i < N; i++) {
+        check_each_slot(s, reqs[i], parse_st[i], out[i], status[i], msg[i], i);
+        status[i] ? failed++ : ok++;
+    }
+    cr_assert_eq(ok, 4, "slots 0, 2, 5 and 7 are answered");
+    cr_assert_eq(failed, 5);
+    cr_assert(strstr(msg[4], "option markers fit"), "%s", msg[4]);
+    /* without messages; the answers are the same */
+    skycmd_response *out2[N];
+    int status2[N];
+    cr_assert_eq(skycmd_decide_each(s, (const skycmd_request *const *)reqs, N, out2, status2, NULL), SKYCMD_OK);
+    for (size_t i = 0; i < N; i++) {
+        cr_assert_eq(status2[i], status[i]);
+        if (out[i]) cr_assert_str_eq(skycmd_response_json(out2[i]), skycmd_response_json(out[i]));
+        skycmd_response_free(out[i]);
+        skycmd_response_free(out2[i]);
+        skycmd_string_free(msg[i]);
+    }
+    /* only answerable plain requests: one shared pass, the same answers */
+    const skycmd_request *plain[3] = {reqs[0], reqs[2], reqs[5]};
+    cr_assert_eq(skycmd_decide_each(s, plain, 3, out2, status2, msg), SKYCMD_OK);
+    for (size_t i = 0; i < 3; i++) {
+        check_each_slot(s, plain[i], 0, out2[i], status2[i], msg[i], i);
+        skycmd_response_free(out2[i]);
+    }
+    /* edges: n == 0, NULL arrays, NULL session */
+    cr_assert_eq(skycmd_decide_each(s, NULL, 0, NULL, NULL, NULL), SKYCMD_OK);
+    cr_assert_eq(skycmd_decide_each(s, (const skycmd_request *const *)reqs, 1, out, NULL, NULL),
+                 SKYCMD_E_INVALID_ARGUMENT);
+    cr_assert_null(out[0]);
+    cr_assert_eq(skycmd_decide_each(NULL, (const skycmd_request *const *)reqs, 1, out, status, NULL),
+                 SKYCMD_E_MISUSE);
+    for (int i = 0; i < N; i++) skycmd_request_free(reqs[i]);
+    for (int i = 0; i < 3; i++) free(good[i]);
+    skycmd_session_free(s);
+    cr_assert_eq(skycmd_model_free(m), SKYCMD_OK);
+    unlink(path);
+}
+
 /* The budget: a pool borrows helpers only from units nobody holds. */
 static void note_nth(void *ctx, int ith, int nth) {
     if (ith == 0) *(int *)ctx = nth;

@@ -64,22 +64,7 @@ log "zig $("$SKYCMD_ZIG" version)"
 # ---- sources (Debian source packages, fetched once) -------------------------------------
 srcdir=$root/.deps/macos-src
 pkgs=(cjson/bookworm utf8proc/bookworm zlib/bookworm libzstd/bookworm libmicrohttpd=1.0.1-4)
-if [ ! -f "$srcdir/.fetched" ]; then
-  rm -rf "$srcdir"
-  mkdir -p "$srcdir/apt/lists/partial" "$srcdir/apt/archives/partial"
-  # A private apt configuration: Debian's source indexes only, nothing added to the system's.
-  for suite in bookworm trixie; do
-    echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $suite main"
-  done > "$srcdir/apt/sources.list"
-  apt_opts=(-o "Dir::Etc::SourceList=$srcdir/apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
-            -o "Dir::State::Lists=$srcdir/apt/lists" -o "Dir::Cache::Archives=$srcdir/apt/archives"
-            -o APT::Sandbox::User=root -o DPkg::Lock::Timeout=600)
-  log "fetching Debian source packages: ${pkgs[*]}"
-  apt-get "${apt_opts[@]}" update -qq
-  (cd "$srcdir" && apt-get "${apt_opts[@]}" source --download-only -qq "${pkgs[@]}")
-  (cd "$srcdir" && for dsc in *.dsc; do dpkg-source -q -x "$dsc" >/dev/null 2>&1; done)
-  touch "$srcdir/.fetched"
-fi
+bash "$root/tools/debian-source.sh" "$srcdir" "${pkgs[@]}"
 srcof() { ls -d "$srcdir/$1"-[0-9]*/ | head -n 1 | sed 's:/$::'; }
 verof() { basename "$(srcof "$1")" | sed "s/^$1-//"; }
 

@@ -57,6 +57,8 @@ struct skycmd_session {
     size_t rbatch_cap;
     struct sk_plan *plans;              /* ... and their plans */
     size_t plans_cap;
+    size_t *each_slot;                  /* skycmd_decide_each: the slot of each plain request */
+    size_t each_slot_cap;
     sk_ids tokbuf;
     struct sk_tok_entry *tokcache;      /* recent texts' token ids (session.c), or NULL */
     /* the options of long states, tournaments and the truncation report */

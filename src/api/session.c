@@ -50,6 +50,7 @@ void skycmd_session_free(skycmd_session *s) {
     sk_engine_free(&s->engine);
     free(s->rbatch);
     free(s->plans);
+    free(s->each_slot);
     sk_ids_free(&s->tokbuf);
     tokcache_free(s->tokcache);
     atomic_fetch_sub(&s->model->sessions, 1);
@@ -395,6 +396,67 @@ int skycmd_decide_batch(skycmd_session *s, const skycmd_request *const *reqs, si
             out[i] = NULL;
         }
     return set_err(s, &e, rc);
+}
+
+/* Record slot i's failure: its status and (if asked) a copy of its message. */
+static void each_fail(size_t i, int rc, const char *msg, int *status, char **errmsg) {
+    status[i] = rc;
+    if (errmsg) errmsg[i] = sk_strdup(msg && msg[0] ? msg : skycmd_strerror(rc));
+}
+
+/* One slot's request, or why it cannot be answered (the message skycmd_decide would leave). */
+static int each_check(const skycmd_request *req, sk_err *e) {
+    if (!req) return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "decide: the request is NULL");
+    if (req->tag != SK_TAG_REQUEST) return sk_fail(e, SKYCMD_E_MISUSE, "decide: invalid skycmd_request handle");
+    if (req->status) return sk_fail(e, req->status, "%s", req->errmsg);
+    return 0;
+}
+
+int skycmd_decide_each(skycmd_session *s, const skycmd_request *const *reqs, size_t n,
+                       skycmd_response **out, int *status, char **errmsg) {
+    if (out)
+        for (size_t i = 0; i < n; i++) out[i] = NULL;
+    if (errmsg)
+        for (size_t i = 0; i < n; i++) errmsg[i] = NULL;
+    if (!session_ok(s)) return SKYCMD_E_MISUSE;
+    sk_err e = {0};
+    if (n && (!reqs || !out || !status))
+        return set_err(s, &e, sk_fail(&e, SKYCMD_E_INVALID_ARGUMENT,
+                                      "decide_each: reqs, out or status is NULL"));
+    if (sk_grow_array((void **)&s->rbatch, &s->rbatch_cap, n ? n : 1, sizeof *s->rbatch) ||
+        sk_grow_array((void **)&s->plans, &s->plans_cap, n ? n : 1, sizeof *s->plans) ||
+        sk_grow_array((void **)&s->each_slot, &s->each_slot_cap, n ? n : 1, sizeof *s->each_slot))
+        return set_err(s, &e, sk_fail(&e, SKYCMD_E_NOMEM, "out of memory answering the requests"));
+    /* Plan every request; one that needs more passes is answered at once, on its own. The
+     * plain ones are gathered (in slot order) for one shared pass. */
+    size_t np = 0;
+    for (size_t i = 0; i < n; i++) {
+        sk_err ei = {0};
+        sk_plan p;
+        int rc = each_check(reqs[i], &ei);
+        if (!rc) rc = make_plan(s, &reqs[i]->r, &p, &ei);
+        if (!rc && sk_plan_is_multipass(&p)) rc = decide_planned(s, &reqs[i]->r, &p, &out[i], &ei);
+        else if (!rc) {
+            s->rbatch[np] = &reqs[i]->r;
+            s->plans[np] = p;
+            s->each_slot[np++] = i;
+        }
+        status[i] = rc;
+        if (rc) each_fail(i, rc, ei.msg, status, errmsg);
+    }
+    /* The shared pass; if it fails, each plain request alone, so only the failing ones fail
+     * (the message each gets is the one skycmd_decide would give it). */
+    sk_run_ctx cx = sk_session_run_ctx(s);
+    int shared = np > 1 && !sk_engine_plain(&s->engine, &cx, s->rbatch, s->plans, np, &e);
+    for (size_t k = 0; k < np; k++) {
+        size_t i = s->each_slot[k];
+        sk_err ei = {0};
+        int rc = shared ? plain_response(s, s->rbatch[k], &s->plans[k], k, &out[i], &ei)
+                        : decide_planned(s, s->rbatch[k], &s->plans[k], &out[i], &ei);
+        status[i] = rc;
+        if (rc) each_fail(i, rc, ei.msg, status, errmsg);
+    }
+    return set_err(s, &e, 0);
 }
 
 int skycmd_decide_json(skycmd_session *s, const char *request_json, size_t len,

@@ -5,8 +5,8 @@
  *  - Streamed: the file is read in windows of at most `window` lines (and at most
  *    BATCH_WINDOW_BYTES of text), so memory does not grow with the file's size.
  *  - Within a window, requests are sorted by their length and cut into groups of
- *    BATCH_GROUP neighbours, each answered by one skycmd_decide_batch call (a group that
- *    fails is answered one request at a time so each line gets its own error). Answers are
+ *    BATCH_GROUP neighbours, each answered by one skycmd_decide_each call (shared batches,
+ *    and each line its own answer or error). Answers are
  *    exactly those of single `skycmd decide` calls: the library's batches give each
  *    sequence the logits it would get alone.
  *  - Output line k answers input line k (blank input lines are skipped): the response JSON,
@@ -37,7 +37,7 @@
 
 #define BATCH_LINE_MAX ((size_t)16 << 20)      /* as a single decide's request body */
 #define BATCH_WINDOW_BYTES ((size_t)64 << 20)  /* text held at once, at most */
-#define BATCH_GROUP 32                          /* requests per skycmd_decide_batch call */
+#define BATCH_GROUP 32                          /* requests per skycmd_decide_each call */
 
 struct slot {
     char *text; /* the line (NUL-terminated), or NULL when it was too long */
@@ -141,7 +141,7 @@ static void slot_answer(struct slot *sl, const skycmd_response *resp) {
 static void answer_group(struct batch_run *b, skycmd_session *s, size_t g) {
     size_t lo = g * BATCH_GROUP, hi = lo + BATCH_GROUP;
     if (hi > b->n_slots) hi = b->n_slots;
-    skycmd_request *req[BATCH_GROUP];
+    skycmd_request *req[BATCH_GROUP] = {0}; /* (zeroed: GCC cannot see that k bounds the reads) */
     struct slot *who[BATCH_GROUP];
     size_t k = 0;
     uint64_t bytes = 0;
@@ -154,28 +154,23 @@ static void answer_group(struct batch_run *b, skycmd_session *s, size_t g) {
         }
         skycmd_request *q = NULL;
         int st = skycmd_request_parse(sl->text, sl->len, &q);
-        if (st != SKYCMD_OK) {
-            slot_fail(sl, st, q ? skycmd_request_errmsg(q) : skycmd_strerror(st));
-            skycmd_request_free(q);
+        if (!q) { /* out of memory: nothing to hand on */
+            slot_fail(sl, st, skycmd_strerror(st));
             continue;
         }
-        req[k] = q;
+        req[k] = q; /* one that did not parse is refused in its slot by skycmd_decide_each */
         who[k++] = sl;
     }
     skycmd_response *out[BATCH_GROUP];
-    int st = k > 1 ? skycmd_decide_batch(s, (const skycmd_request *const *)req, k, out)
-                   : SKYCMD_E_INVALID_ARGUMENT;
+    int status[BATCH_GROUP];
+    char *msg[BATCH_GROUP];
+    int st = skycmd_decide_each(s, (const skycmd_request *const *)req, k, out, status, msg);
     for (size_t j = 0; j < k; j++) {
-        if (st == SKYCMD_OK) {
-            slot_answer(who[j], out[j]);
-            skycmd_response_free(out[j]);
-        } else {
-            skycmd_response *resp = NULL;
-            int st1 = skycmd_decide(s, req[j], &resp);
-            if (st1 == SKYCMD_OK) slot_answer(who[j], resp);
-            else slot_fail(who[j], st1, skycmd_session_errmsg(s));
-            skycmd_response_free(resp);
-        }
+        if (st) slot_fail(who[j], st, skycmd_session_errmsg(s));
+        else if (status[j]) slot_fail(who[j], status[j], msg[j] ? msg[j] : skycmd_strerror(status[j]));
+        else slot_answer(who[j], out[j]);
+        skycmd_response_free(out[j]);
+        if (!st) skycmd_string_free(msg[j]);
         skycmd_request_free(req[j]);
     }
     atomic_fetch_add(&b->bytes_done, bytes);

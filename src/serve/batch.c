@@ -319,31 +319,36 @@ void answer_batch(struct req *r, const struct model_set *set, skycmd_session *co
         const skycmd_request *list[BATCH_MAX_STATES];
         skycmd_response *out[BATCH_MAX_STATES];
         for (size_t j = 0; j < k; j++) list[j] = q[refs[lo + j].index];
-        st = skycmd_decide_batch(s, list, k, out);
-        if (st != SKYCMD_OK) {
-            /* name the state that failed: answer them alone until one does */
-            for (size_t j = 0; j < k; j++) {
-                skycmd_response *one_resp = NULL;
-                int st1 = skycmd_decide(s, list[j], &one_resp);
-                skycmd_response_free(one_resp);
-                if (st1 != SKYCMD_OK) {
-                    char msg[700];
-                    snprintf(msg, sizeof msg, "states[%zu]: %s", refs[lo + j].index, skycmd_session_errmsg(s));
-                    st = st1;
-                    switch (st1) {
-                    case SKYCMD_E_REQUEST: set_error(r, 422, msg); break;
-                    case SKYCMD_E_TOO_LARGE: set_error(r, 413, msg); break;
-                    case SKYCMD_E_UNSUPPORTED: set_error(r, 501, msg); break;
-                    case SKYCMD_E_NOMEM: set_error(r, 503, "the server is out of memory, retry later"); break;
-                    default:
-                        if (cfg->verbose) log_line("skycmd serve: %s batch decision failed: %s", r->rid, msg);
-                        set_errorf(r, 500, "decision failed (%s)", skycmd_status_name(st1));
-                        break;
-                    }
-                    break;
-                }
+        int status[BATCH_MAX_STATES];
+        char *msgs[BATCH_MAX_STATES];
+        st = skycmd_decide_each(s, list, k, out, status, msgs);
+        if (st != SKYCMD_OK) { /* misuse or no memory: nothing was answered */
+            if (st == SKYCMD_E_NOMEM) set_error(r, 503, "the server is out of memory, retry later");
+            else set_errorf(r, 500, "decision failed (%s)", skycmd_status_name(st));
+            break;
+        }
+        /* all or nothing, as laya serve's batch route: the first state that failed names the
+         * error (each state's message is what a lone decide would give) */
+        for (size_t j = 0; j < k && st == SKYCMD_OK; j++) {
+            if (status[j] == SKYCMD_OK) continue;
+            char msg[700];
+            snprintf(msg, sizeof msg, "states[%zu]: %s", refs[lo + j].index,
+                     msgs[j] ? msgs[j] : skycmd_strerror(status[j]));
+            st = status[j];
+            switch (st) {
+            case SKYCMD_E_REQUEST: set_error(r, 422, msg); break;
+            case SKYCMD_E_TOO_LARGE: set_error(r, 413, msg); break;
+            case SKYCMD_E_UNSUPPORTED: set_error(r, 501, msg); break;
+            case SKYCMD_E_NOMEM: set_error(r, 503, "the server is out of memory, retry later"); break;
+            default:
+                if (cfg->verbose) log_line("skycmd serve: %s batch decision failed: %s", r->rid, msg);
+                set_errorf(r, 500, "decision failed (%s)", skycmd_status_name(st));
+                break;
             }
-            if (st == SKYCMD_OK) st = SKYCMD_E_INTERNAL, set_error(r, 500, "decision failed (SKYCMD_E_INTERNAL)");
+        }
+        for (size_t j = 0; j < k; j++) skycmd_string_free(msgs[j]);
+        if (st != SKYCMD_OK) {
+            for (size_t j = 0; j < k; j++) skycmd_response_free(out[j]);
             break;
         }
         for (size_t j = 0; j < k; j++) resp[refs[lo + j].index] = out[j];

@@ -204,9 +204,9 @@ skycmd_request *prepare(struct req *r, const struct model_set *set, int *mi) {
 }
 
 /* Fill r from a decide result (resp may be NULL on failure) and free resp. */
-void finish(struct req *r, int st, skycmd_session *s, skycmd_response *resp) {
+void finish(struct req *r, int st, const char *errmsg, skycmd_response *resp) {
     if (st != SKYCMD_OK) {
-        status_error(r, st, skycmd_session_errmsg(s), "decision");
+        status_error(r, st, errmsg ? errmsg : skycmd_strerror(st), "decision");
     } else {
         const char *json = skycmd_response_json(resp);
         if (!json) {

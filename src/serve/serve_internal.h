@@ -183,7 +183,7 @@ void do_models(struct req *r);
 void do_metrics(struct req *r);
 void do_openapi(struct req *r); /* docs/openapi.json, embedded at build time */
 skycmd_request *prepare(struct req *r, const struct model_set *set, int *mi);
-void finish(struct req *r, int st, skycmd_session *s, skycmd_response *resp);
+void finish(struct req *r, int st, const char *errmsg, skycmd_response *resp);
 
 /* batch.c: laya serve's request controls and POST /v1/systemone/batch (on a worker) */
 int read_budgets(struct req *r, const char *body, size_t len); /* 0, or 1 with r's 422 */

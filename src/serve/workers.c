@@ -5,7 +5,7 @@
  * or refuses at once when the queue is full. `workers` threads each own one skycmd_session
  * per model; a worker takes one request, or a fair share of a backlog (at most the batch
  * limit), answers them (same-model requests whose questions fit one forward batch go through
- * skycmd_decide_batch; answers are exactly those of lone requests), marks each done and
+ * skycmd_decide_each; answers are exactly those of lone requests), marks each done and
  * resumes its connection, after which it touches it no more.
  *
  * Compute threads follow the queue depth (--compute-threads auto, the default): each session
@@ -57,12 +57,12 @@ static void decide_one(struct req *r, struct loaded_model *m, skycmd_session *s,
     const uint64_t t0 = now_us();
     int st = skycmd_decide(s, q, &resp);
     atomic_store(&m->lone_answer_us, (now_us() - t0) * (uint64_t)threads);
-    finish(r, st, s, resp);
+    finish(r, st, skycmd_session_errmsg(s), resp);
 }
 
 /* Answer the n requests a worker took together. Those of the same model whose questions fit
- * in one forward batch run through skycmd_decide_batch (each with its own body's budgets) (each answer is exactly what it would be alone); if such a batch
- * fails, its requests are answered one by one so that each gets its own error. A lone
+ * in one forward batch run through skycmd_decide_each (each with its own body's budgets;
+ * each answer, or error, exactly what it would be alone). A lone
  * request takes the plain skycmd_decide path. A POST /v1/systemone/batch is answered on its
  * own (batch.c). */
 static void answer_all(struct worker *w, struct req **rs, int n, int threads) {
@@ -101,15 +101,13 @@ static void answer_all(struct worker *w, struct req **rs, int n, int threads) {
         skycmd_response *out[BATCH_MAX];
         const skycmd_request *list[BATCH_MAX];
         for (int j = 0; j < k; j++) list[j] = q[idx[j]];
-        int st_batch = skycmd_decide_batch(s, list, (size_t)k, out);
+        int status[BATCH_MAX];
+        char *msgs[BATCH_MAX];
+        int st = skycmd_decide_each(s, list, (size_t)k, out, status, msgs);
         for (int j = 0; j < k; j++) {
-            if (st_batch == SKYCMD_OK) {
-                finish(rs[idx[j]], SKYCMD_OK, s, out[j]);
-            } else {
-                skycmd_response *resp = NULL;
-                int st1 = skycmd_decide(s, q[idx[j]], &resp);
-                finish(rs[idx[j]], st1, s, resp);
-            }
+            if (st) finish(rs[idx[j]], st, skycmd_session_errmsg(s), NULL);
+            else finish(rs[idx[j]], status[j], msgs[j], out[j]);
+            if (!st) skycmd_string_free(msgs[j]);
         }
     }
     for (int i = 0; i < n; i++) skycmd_request_free(q[i]);

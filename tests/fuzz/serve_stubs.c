@@ -108,7 +108,7 @@ int answer_inline(struct req *r) {
             if (mi < 0 || mi >= fz_models.n) __builtin_trap();
             skycmd_response *resp = NULL;
             int st = skycmd_decide(fz_sessions[mi], q, &resp);
-            finish(r, st, fz_sessions[mi], resp);
+            finish(r, st, skycmd_session_errmsg(fz_sessions[mi]), resp);
             skycmd_request_free(q);
         }
     }
