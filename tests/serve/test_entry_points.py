@@ -8,7 +8,8 @@ file), the library's skycmd_decide_json (tests/entry/decide_json.c) and `skycmd 
 laya-built mmbert-tiny checkpoint (Gemma-style SentencePiece with byte fallback), opened from
 its Laya directory. Every body carries a per-request setting: the budgets max_len and
 head_max_len (also values laya serve refuses), min_confidence, a gated tournament, a long
-state read in windows, option_order, the truncation report. Products are F32 everywhere (the
+state read in windows, option_order, the truncation report, a choice too big for one pass
+(the automatic tournament) and a noul without instructions. Products are F32 everywhere (the
 programs' --f32: the library's default), so the bytes must agree exactly.
 
 Usage: test_entry_points.py --cli SKYCMD --decide-json TOOL [--source-dir DIR] [--work-dir DIR]
@@ -67,6 +68,14 @@ def bodies():
         ("option-order", {"state": prose(25, 6), "questions": {"a": ordered}}),
         ("report-truncation", {"state": long_state, "questions": QUESTIONS, "report_truncation": True,
                                "max_len": 150}),
+        # 64 options whose markers do not fit one pass: the automatic tournament of 16
+        ("overflow-tournament", {"state": "I was charged twice", "questions": {"queue": {
+            "type": "choice", "instructions": "Which queue?",
+            "criteria": {"Queue %03d" % i: "Tickets routed to queue %d" % i for i in range(64)}}}}),
+        ("noul-without-instructions", {"state": prose(15, 7), "questions": {
+            "t": {"type": "noul", "criteria": {"true": "a threat"}}}}),
+        ("refused-choice-without-instructions", {"state": "s", "questions": {
+            "c": {"type": "choice", "criteria": {"x": None, "y": None}}}}),
     ]
     return [(n, json.dumps(b, ensure_ascii=False)) for n, b in B]
 
@@ -146,6 +155,11 @@ def run_model(args, model, label):
                 refused += 1
             if name.startswith("refused"):
                 sc.check(cli[0] == "error", "%s %s: answered" % (label, name))
+            if name in ("overflow-tournament", "noul-without-instructions"):
+                sc.check(cli[0] == "ok", "%s %s: refused: %s" % (label, name, cli[1]))
+            # (mmbert-tiny's max_len of 1024 holds all 64 markers: one pass there)
+            if name == "overflow-tournament" and cli[0] == "ok" and label == "s1-pico":
+                sc.check('"x_tournament"' in cli[1], "%s %s: not a tournament" % (label, name))
     sc.check(answered >= 9 and refused >= 3, "%s: %d answered, %d refused" % (label, answered, refused))
     print("  %s: %d bodies answered byte-identically by CLI, batch, library and server; %d refused with one message"
           % (label, answered, refused))
