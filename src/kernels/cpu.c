@@ -54,6 +54,10 @@ static int x86_features(void) {
         if (b & (1u << 16)) f |= SK_CPU_AVX512F;
         if (b & (1u << 30)) f |= SK_CPU_AVX512BW;
         if (c & (1u << 11)) f |= SK_CPU_AVX512VNNI;
+        unsigned a1, b1, c1x, d1;
+        __cpuid_count(7, 1, a1, b1, c1x, d1);
+        (void)b1, (void)c1x, (void)d1;
+        if ((a1 >> 5) & 1) f |= SK_CPU_AVX512BF16; /* vdpbf16ps: listed; used with AMX only */
     }
     return f;
 }
@@ -80,8 +84,6 @@ static int amx_features(void) {
     int f = 0;
     if (i8) f |= SK_CPU_AMX_INT8;
     if (bf) f |= SK_CPU_AMX_BF16;
-    __cpuid_count(7, 1, a, b, c, d);
-    if ((a >> 5) & 1) f |= SK_CPU_AVX512BF16;
     return f;
 }
 #endif
