@@ -1,8 +1,9 @@
 /*
  * peak.c - `skycmd-peak [--ms N] [--threads N] [--json]`: the machine's f32 FMA peak in
  * GFLOP/s, one core and N threads (default: every online core), for each vector ISA the
- * CPU has. The figure `skycmd bench` compares its achieved GFLOP/s with (it runs the same
- * probe in-process, src/cli/peak_probe.h). Register-only FMA chains: a ceiling, not a GEMM.
+ * CPU has, and the int8 dot-product peak in GOP/s (vpdpbusd, SDOT) the int8 kernels are held
+ * against. The figures `skycmd bench` compares its achieved rates with (it runs the same
+ * probe in-process, src/cli/peak_probe.h). Register-only chains: a ceiling, not a GEMM.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -18,7 +19,8 @@ static void usage(FILE *out) {
             "usage: skycmd-peak [--ms N] [--threads N] [--json]\n"
             "\n"
             "Measure the f32 FMA peak (GFLOP/s) with one thread and with N threads for each\n"
-            "ISA this CPU supports (baseline = the compiler's default target, avx2, avx512, neon).\n"
+            "ISA this CPU supports (baseline = the compiler's default target, avx2, avx512, neon),\n"
+            "and the int8 dot-product peak (GOP/s: vpdpbusd with AVX-512 VNNI, sdot with dotprod).\n"
             "  --ms N       wall time per measurement in milliseconds (default 500)\n"
             "  --threads N  threads of the all-core measurement (default: online cores)\n"
             "  --json       one JSON document on stdout\n");
@@ -71,6 +73,22 @@ int main(int argc, char **argv) {
         else
             printf("%-7s 1 thread %8.1f GFLOP/s   %ld threads %8.1f GFLOP/s\n",
                    peak_isa_name(isas[k]), one, threads, all);
+        first = 0;
+    }
+    /* the int8 dot-product peak of the instruction the int8 kernels use */
+    const peak_isa i8[] = {PEAK_VNNI512, PEAK_SDOT};
+    if (json) printf("},\"peak_int8_gops\":{");
+    first = 1;
+    for (size_t k = 0; k < sizeof i8 / sizeof i8[0]; k++) {
+        if (!peak_isa_supported(i8[k])) continue;
+        double one = peak_measure(i8[k], 1, (double)ms * 1e-3);
+        double all = threads > 1 ? peak_measure(i8[k], (int)threads, (double)ms * 1e-3) : one;
+        if (json)
+            printf("%s\"%s\":{\"1\":%.1f,\"%ld\":%.1f}", first ? "" : ",", peak_isa_name(i8[k]),
+                   one, threads, all);
+        else
+            printf("%-8s 1 thread %8.1f GOP/s     %ld threads %8.1f GOP/s   (int8)\n",
+                   peak_isa_name(i8[k]), one, threads, all);
         first = 0;
     }
     if (json) printf("}}\n");

@@ -77,6 +77,8 @@ typedef struct bench_run {
     const char *feat, *kernels;
     const char *isa;      /* of the peak probe (peak_isa_name) */
     double peak1, peakT;  /* GFLOP/s, 1 thread and `threads` (NaN: not probed) */
+    const char *int8_isa; /* int8 weights: the dot-product instruction probed, else NULL */
+    double peak8_1, peak8_T; /* its GOP/s, 1 thread and `threads` (NaN: not probed) */
     double la0[3], la1[3];
 } bench_run;
 

@@ -548,6 +548,21 @@ static void probe_peak(const bench_args *A, bench_run *r) {
         r->peakT = r->threads > 1 ? peak_measure(isa, (int)r->threads, (double)A->peak_ms * 1e-3)
                                   : r->peak1;
     }
+    /* a model computing with int8 weights is held against the int8 dot-product peak */
+    int64_t w = -1;
+    const peak_isa i8 = peak_best_int8();
+    r->int8_isa = NULL;
+    r->peak8_1 = r->peak8_T = NAN;
+    if (skycmd_model_get_int(r->model, "weights", &w) == SKYCMD_OK &&
+        (w == SKYCMD_WEIGHTS_Q8 || w == SKYCMD_WEIGHTS_Q8_PLAIN || w == SKYCMD_WEIGHTS_Q8_ROW) &&
+        i8 != PEAK_SCALAR) {
+        r->int8_isa = peak_isa_name(i8);
+        if (A->peak_ms > 0) {
+            r->peak8_1 = peak_measure(i8, 1, (double)A->peak_ms * 1e-3);
+            r->peak8_T = r->threads > 1 ? peak_measure(i8, (int)r->threads, (double)A->peak_ms * 1e-3)
+                                        : r->peak8_1;
+        }
+    }
     r->rss = rss_kb();
     if (getloadavg(r->la1, 3) < 0) r->la1[0] = -1;
 }

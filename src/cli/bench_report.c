@@ -122,7 +122,14 @@ static void report_json(const bench_args *A, const bench_run *r) {
     json_num("gflops_threads", r->peakT, 0);
     json_num("fraction_of_1_thread", d.gflops / r->peak1, 0);
     json_num("fraction_of_threads", d.gflops / r->peakT, 0);
-    json_num("cpu_fraction_of_1_thread", d.gflops_cpu / r->peak1, 1);
+    json_num("cpu_fraction_of_1_thread", d.gflops_cpu / r->peak1, !r->int8_isa);
+    if (r->int8_isa) { /* int8 weights: the same operations against the dot-product peak */
+        printf("\"int8_isa\":\"%s\",", r->int8_isa);
+        json_num("gops_1_thread", r->peak8_1, 0);
+        json_num("gops_threads", r->peak8_T, 0);
+        json_num("int8_fraction_of_1_thread", d.gflops / r->peak8_1, 0);
+        json_num("int8_cpu_fraction_of_1_thread", d.gflops_cpu / r->peak8_1, 1);
+    }
     printf("},\"loadavg_start\":[%.2f,%.2f,%.2f],\"loadavg_end\":[%.2f,%.2f,%.2f]}\n",
            r->la0[0], r->la0[1], r->la0[2], r->la1[0], r->la1[1], r->la1[2]);
 }
@@ -140,6 +147,9 @@ static void text_compute(const bench_args *A, const bench_run *r, const derived 
     printf("\n  compute per CPU-s      %.2f GFLOP per CPU-second (CPU %.3f ms per request)",
            d->gflops_cpu, r->cpu_st.median * 1e3);
     if (A->peak_ms > 0) printf(" = %.1f%% of one core's peak", 100 * d->gflops_cpu / r->peak1);
+    if (A->peak_ms > 0 && r->int8_isa)
+        printf("\n  int8 per CPU-s         %.1f%% of one core's %s peak %.1f GOP/s", 100 * d->gflops_cpu / r->peak8_1,
+               r->int8_isa, r->peak8_1);
 }
 
 static void report_text(const bench_args *A, const bench_run *r) {

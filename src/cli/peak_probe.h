@@ -11,6 +11,9 @@
  * on the widest cores), or a plain loop that the compiler vectorizes for its default target
  * ("baseline", no FMA) elsewhere. It measures the ceiling the GEMM kernels can approach, not
  * a sustainable GEMM rate (no loads). Uses only libc and pthreads; no skycmd internals.
+ * The int8 dot-product peak is measured the same way, for the instruction the int8 kernels
+ * are built on: AVX-512 VNNI `vpdpbusd` (64 u8 x s8 products per instruction) on x86-64,
+ * SDOT (16 per instruction) on aarch64 with dotprod; 2 operations per product (GOP/s).
  */
 #ifndef SKYCMD_BENCH_PEAK_PROBE_H
 #define SKYCMD_BENCH_PEAK_PROBE_H
@@ -28,6 +31,11 @@
 #endif
 #if defined(__aarch64__)
 #  include <arm_neon.h>
+#  if defined(__linux__)
+#    include <sys/auxv.h>
+#  elif defined(__APPLE__)
+#    include <sys/sysctl.h>
+#  endif
 #  define PEAK_ARM 1
 #else
 #  define PEAK_ARM 0
@@ -35,11 +43,14 @@
 
 #define PEAK_UNUSED __attribute__((unused))
 
-typedef enum peak_isa { PEAK_SCALAR = 0, PEAK_AVX2 = 1, PEAK_AVX512 = 2, PEAK_NEON = 3 } peak_isa;
+/* The f32 ISAs, then the int8 dot-product instructions (PEAK_VNNI512, PEAK_SDOT). */
+typedef enum peak_isa {
+    PEAK_SCALAR = 0, PEAK_AVX2 = 1, PEAK_AVX512 = 2, PEAK_NEON = 3, PEAK_VNNI512 = 4, PEAK_SDOT = 5
+} peak_isa;
 
 static PEAK_UNUSED const char *peak_isa_name(peak_isa isa) {
-    return isa == PEAK_AVX512 ? "avx512" : isa == PEAK_AVX2 ? "avx2" : isa == PEAK_NEON ? "neon"
-                                                                                   : "baseline";
+    static const char *const names[] = {"baseline", "avx2", "avx512", "neon", "vpdpbusd", "sdot"};
+    return names[(unsigned)isa < 6 ? isa : 0];
 }
 
 #if PEAK_X86
@@ -55,13 +66,23 @@ static PEAK_UNUSED int peak_x86_has(peak_isa isa) {
     if ((xlo & 0x6u) != 0x6u || __get_cpuid_max(0, NULL) < 7) return 0;
     __cpuid_count(7, 0, a, b, c, d);
     if (isa == PEAK_AVX2) return fma && ((b >> 5) & 1);
+    if (isa == PEAK_VNNI512) return (xlo & 0xE0u) == 0xE0u && ((b >> 16) & 1) && ((c >> 11) & 1);
     return isa == PEAK_AVX512 && (xlo & 0xE0u) == 0xE0u && ((b >> 16) & 1);
 }
 #endif
 
 static PEAK_UNUSED int peak_isa_supported(peak_isa isa) {
 #if PEAK_X86
-    if (isa == PEAK_AVX512 || isa == PEAK_AVX2) return peak_x86_has(isa);
+    if (isa == PEAK_AVX512 || isa == PEAK_AVX2 || isa == PEAK_VNNI512) return peak_x86_has(isa);
+#endif
+#if PEAK_ARM && defined(__linux__)
+    if (isa == PEAK_SDOT) return (getauxval(AT_HWCAP) >> 20) & 1; /* HWCAP_ASIMDDP */
+#elif PEAK_ARM && defined(__APPLE__)
+    if (isa == PEAK_SDOT) {
+        int v = 0;
+        size_t n = sizeof v;
+        return sysctlbyname("hw.optional.arm.FEAT_DotProd", &v, &n, NULL, 0) == 0 && v;
+    }
 #endif
     if (isa == PEAK_NEON) return PEAK_ARM;  /* Advanced SIMD is architectural on aarch64 */
     return isa == PEAK_SCALAR;
@@ -72,6 +93,13 @@ static PEAK_UNUSED peak_isa peak_best_isa(void) {
     if (peak_isa_supported(PEAK_AVX512)) return PEAK_AVX512;
     if (peak_isa_supported(PEAK_AVX2)) return PEAK_AVX2;
     if (peak_isa_supported(PEAK_NEON)) return PEAK_NEON;
+    return PEAK_SCALAR;
+}
+
+/* The int8 dot-product instruction this CPU runs, or PEAK_SCALAR if none. */
+static PEAK_UNUSED peak_isa peak_best_int8(void) {
+    if (peak_isa_supported(PEAK_VNNI512)) return PEAK_VNNI512;
+    if (peak_isa_supported(PEAK_SDOT)) return PEAK_SDOT;
     return PEAK_SCALAR;
 }
 
@@ -143,9 +171,50 @@ __attribute__((target("avx2,fma"))) static PEAK_UNUSED float peak_run_avx2(uint6
     _mm256_storeu_ps(t, s);
     return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
 }
+
+/* 16 chains of vpdpbusd: acc += u8 x s8 dot products of 4, 16 lanes. */
+__attribute__((target("avx512f,avx512vnni"))) static PEAK_UNUSED float peak_run_vnni512(uint64_t reps) {
+    const __m512i a = _mm512_set1_epi8(1), b = _mm512_set1_epi8(-1);
+    __m512i x[16];
+    for (int j = 0; j < 16; j++) x[j] = _mm512_set1_epi32(j);
+    for (uint64_t r = 0; r < reps; r++) {
+        for (int k = 0; k < PEAK_ROUND; k++)
+            for (int j = 0; j < 16; j++) x[j] = _mm512_dpbusd_epi32(x[j], a, b);
+        __asm__ volatile("" : "+v"(x[0]), "+v"(x[1]), "+v"(x[2]), "+v"(x[3]), "+v"(x[4]),
+                         "+v"(x[5]), "+v"(x[6]), "+v"(x[7]));
+        __asm__ volatile("" : "+v"(x[8]), "+v"(x[9]), "+v"(x[10]), "+v"(x[11]), "+v"(x[12]),
+                         "+v"(x[13]), "+v"(x[14]), "+v"(x[15]));
+    }
+    __m512i s = x[0];
+    for (int j = 1; j < 16; j++) s = _mm512_add_epi32(s, x[j]);
+    return (float)_mm512_reduce_add_epi32(s);
+}
 #endif
 
 #if PEAK_ARM
+#  if defined(__clang__)
+#    define PEAK_DOTPROD __attribute__((target("dotprod")))
+#  else
+#    define PEAK_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
+#  endif
+/* 16 chains of SDOT: acc += s8 x s8 dot products of 4, 4 lanes. */
+PEAK_DOTPROD static PEAK_UNUSED float peak_run_sdot(uint64_t reps) {
+    const int8x16_t a = vdupq_n_s8(1), b = vdupq_n_s8(-1);
+    int32x4_t x[16];
+    for (int j = 0; j < 16; j++) x[j] = vdupq_n_s32(j);
+    for (uint64_t r = 0; r < reps; r++) {
+        for (int k = 0; k < PEAK_ROUND; k++)
+            for (int j = 0; j < 16; j++) x[j] = vdotq_s32(x[j], a, b);
+        __asm__ volatile("" : "+w"(x[0]), "+w"(x[1]), "+w"(x[2]), "+w"(x[3]), "+w"(x[4]),
+                         "+w"(x[5]), "+w"(x[6]), "+w"(x[7]));
+        __asm__ volatile("" : "+w"(x[8]), "+w"(x[9]), "+w"(x[10]), "+w"(x[11]), "+w"(x[12]),
+                         "+w"(x[13]), "+w"(x[14]), "+w"(x[15]));
+    }
+    int32x4_t s = x[0];
+    for (int j = 1; j < 16; j++) s = vaddq_s32(s, x[j]);
+    return (float)vaddvq_s32(s);
+}
+
 static PEAK_UNUSED float peak_run_neon(uint64_t reps) {
     const float32x4_t a = vdupq_n_f32(0.9999999f), b = vdupq_n_f32(1e-7f);
     float32x4_t x[16];
@@ -176,8 +245,11 @@ static PEAK_UNUSED float peak_run_scalar(uint64_t reps) {
     return x[0] + x[1] + x[2] + x[3] + x[4] + x[5] + x[6] + x[7];
 }
 
-/* FLOPs of one round: accumulators x lanes x 2 x PEAK_ROUND. */
+/* FLOPs (int8: operations) of one round: accumulators x lanes x 2 x PEAK_ROUND, times the
+ * 4 products each lane of a dot-product instruction adds. */
 static PEAK_UNUSED double peak_round_flops(peak_isa isa) {
+    if (isa == PEAK_VNNI512) return 16.0 * 16 * 4 * 2 * PEAK_ROUND;
+    if (isa == PEAK_SDOT) return 16.0 * 4 * 4 * 2 * PEAK_ROUND;
     if (isa == PEAK_AVX512) return 16.0 * 16 * 2 * PEAK_ROUND;
     if (isa == PEAK_AVX2) return 12.0 * 8 * 2 * PEAK_ROUND;
     if (isa == PEAK_NEON) return 16.0 * 4 * 2 * PEAK_ROUND;
@@ -188,9 +260,11 @@ static PEAK_UNUSED float peak_run(peak_isa isa, uint64_t reps) {
 #if PEAK_X86
     if (isa == PEAK_AVX512) return peak_run_avx512(reps);
     if (isa == PEAK_AVX2) return peak_run_avx2(reps);
+    if (isa == PEAK_VNNI512) return peak_run_vnni512(reps);
 #endif
 #if PEAK_ARM
     if (isa == PEAK_NEON) return peak_run_neon(reps);
+    if (isa == PEAK_SDOT) return peak_run_sdot(reps);
 #endif
     return peak_run_scalar(reps);
 }
