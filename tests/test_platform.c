@@ -10,6 +10,9 @@
  *  - idle time sampling non-decreasing, and growing at most by (CPUs x wall time);
  *  - the executable's path is absolute and names this test program; a buffer too small is
  *    refused with "";
+ *  - sk_platform_once calls its function once among racing threads; a file view holds the
+ *    file's bytes, pages come zeroed, aligned and writable (again after read-only), fchmod
+ *    sets the bits, the pid is getpid's;
  *  - strtod in the C locale; sigtimedwait-like wait times out and takes a pending signal;
  *    peak RSS positive; idle priority either granted or refused with an errno value.
  */
@@ -162,6 +165,63 @@ Test(platform, strtod_c_locale) {
     cr_assert_eq(sk_platform_strtod_c("1.5e3x", &end), 1500.0);
     cr_assert_eq(*end, 'x');
     cr_assert_eq(sk_platform_strtod_c("-0.25", NULL), -0.25);
+}
+
+static int g_once_calls;
+static void once_fn(void) { g_once_calls++; }
+static void *once_thread(void *o) {
+    sk_platform_once(o, once_fn);
+    return NULL;
+}
+
+Test(platform, once_runs_exactly_once) {
+    static sk_once once = SK_ONCE_INIT;
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) cr_assert_eq(pthread_create(&t[i], NULL, once_thread, &once), 0);
+    sk_platform_once(&once, once_fn);
+    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    sk_platform_once(&once, once_fn);
+    cr_assert_eq(g_once_calls, 1);
+}
+
+/* The file-memory helpers that replace mmap where there is none (WASI): a view of a file
+ * holds its bytes; pages come zeroed, page-aligned, writable, and writable again after a
+ * read-only spell; fchmod sets permission bits; the process id is this process's. */
+Test(platform, file_memory_and_process) {
+    char path[] = "/tmp/skycmd-platform-XXXXXX";
+    const int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    unsigned char data[5000];
+    for (size_t i = 0; i < sizeof data; i++) data[i] = (unsigned char)(i * 7 + 3);
+    cr_assert_eq(write(fd, data, sizeof data), (ssize_t)sizeof data);
+    const unsigned char *view = sk_platform_map_read(fd, sizeof data);
+    cr_assert(view != NULL);
+    cr_assert_eq(memcmp(view, data, sizeof data), 0);
+    sk_platform_unmap((void *)view, sizeof data);
+
+    cr_assert_eq(sk_platform_fchmod(fd, 0640), 0);
+    struct stat sb;
+    cr_assert_eq(fstat(fd, &sb), 0);
+    cr_assert_eq(sb.st_mode & 0777, 0640);
+    close(fd);
+    unlink(path);
+
+    const size_t page = sk_platform_page_size();
+    cr_assert(page >= 4096 && (page & (page - 1)) == 0, "page size %zu", page);
+    const size_t n = 3 * page + 5;
+    unsigned char *p = sk_platform_pages_alloc(n);
+    cr_assert(p != NULL);
+    cr_assert_eq((uintptr_t)p % page, 0);
+    for (size_t i = 0; i < n; i++) cr_assert_eq(p[i], 0, "byte %zu not zero", i);
+    memset(p, 0xab, n);
+    sk_platform_pages_protect(p, n, 0);
+    cr_assert_eq(p[n - 1], 0xab, "readable while read-only");
+    sk_platform_pages_protect(p, n, 1);
+    p[0] = 1;
+    cr_assert_eq(p[0], 1);
+    sk_platform_unmap(p, n);
+
+    cr_assert_eq(sk_platform_pid(), (long)getpid());
 }
 
 Test(platform, sigtimedwait) {

@@ -36,7 +36,6 @@
  *  - The tile configuration is loaded at the start of each call and released at its end
  *    (TILERELEASE), so a thread holds no live tile state between calls.
  */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,6 +129,7 @@ void sk_gemm_amx_bf16_ref(const float *x, size_t ldx, size_t n_rows, const sk_pa
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+#include <pthread.h>
 
 #define AMXI8 __attribute__((target("avx512vnni,avx512vl,avx512bw,avx512f,avx2,fma,f16c")))
 

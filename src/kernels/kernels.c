@@ -56,6 +56,14 @@ static int best_level(int f) {
     if (!((f & SK_CPU_AVX2) && (f & SK_CPU_FMA) && (f & SK_CPU_F16C))) return SK_LEVEL_SCALAR;
     return (f & SK_CPU_AVX512F) ? SK_LEVEL_AVX512 : SK_LEVEL_AVX2;
 }
+#elif defined(__wasm_simd128__)
+/* chosen at build time: a module built with -msimd128 runs only where SIMD128 is */
+static const kernel_set k_simd128 = {
+    "simd128", sk_gemm_wasm, sk_pack_ref, sk_layernorm_ref, NULL, sk_geglu_wasm, sk_gelu_wasm,
+    NULL, sk_attn_softmax_ref, sk_rope_ref, sk_widen16_wasm, sk_all_finite_ref};
+static const kernel_set *const k_levels[] = {&k_scalar, &k_simd128};
+
+static int best_level(int f) { (void)f; return SK_LEVEL_SIMD128; }
 #else
 static const kernel_set *const k_levels[] = {&k_scalar};
 

@@ -29,7 +29,8 @@
  * AVX2 (+FMA+F16C) < AVX-512F; aarch64 has NEON (Advanced SIMD, every aarch64 CPU), whose
  * int8 products use SDOT/SMMLA where the CPU has them (q8.h). A tier's number means nothing
  * across architectures: compare levels only with the names of the architecture compiled. */
-enum { SK_LEVEL_SCALAR = 0, SK_LEVEL_AVX2 = 1, SK_LEVEL_AVX512 = 2, SK_LEVEL_NEON = 1 };
+enum { SK_LEVEL_SCALAR = 0, SK_LEVEL_AVX2 = 1, SK_LEVEL_AVX512 = 2, SK_LEVEL_NEON = 1,
+       SK_LEVEL_SIMD128 = 1 /* wasm32 built with -msimd128 */ };
 /* The level the dispatchers use: the best the CPU supports, lowered by
  * sk_kernels_force_level() (tests) or the environment variable SKYCMD_KERNELS=scalar|avx2
  * (SKYCMD_KERNELS=avx512 leaves the level and turns the AMX kernels off: cpu.h). */
@@ -191,6 +192,16 @@ void sk_attn_softmax_neon(float *x, size_t n, float scale);
 void sk_rope_neon(float *u, size_t n_heads, size_t D, const float *c, const float *s);
 void sk_widen16_neon(int wtype, const void *src, float *dst, size_t n);
 int sk_all_finite_neon(const float *x, size_t n);
+
+/* WebAssembly SIMD128 (src/kernels/kernels_wasm.c): the packed GEMM and the F16/BF16
+ * widening, bit for bit sk_gemm_scalar's and sk_widen16_ref's results, and GELU/GEGLU
+ * (the x86 levels' contract); the level of a wasm32 build with -msimd128 (chosen at build
+ * time), the scalar code elsewhere. */
+void sk_gemm_wasm(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
+                  size_t ldy);
+void sk_widen16_wasm(int wtype, const void *src, float *dst, size_t n);
+void sk_geglu_wasm(const float *a, const float *g, float *y, size_t n);
+void sk_gelu_wasm(float *x, size_t n);
 
 /* AMX BF16 GEMM (src/kernels/amx.c): y = x . W^T + b on SK_PACK_AMX_BF16X2/X3 weights
  * (activations split into bf16 hi + lo per call; see amx.c for the error bound). Call only

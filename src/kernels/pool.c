@@ -13,16 +13,72 @@
  *    that wakes late (asleep, or preempted by another process) finds the gate closed and
  *    skips the job: the step never waits for a thread that has not started. */
 #define _POSIX_C_SOURCE 200809L
-#include <pthread.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "pool.h"
 #include "../util/platform.h"
+#if SKYCMD_THREADS
+#include <pthread.h>
+#include <sched.h>
+#endif
+
+#define SK_POOL_MAX 1024
+
+/* ------------------------------------------------------------------ budget ------- */
+
+static int g_cores;    /* the budget, computed once (atomic) */
+static int g_in_use;   /* units held: forward passes running + helpers lent (atomic) */
+
+int sk_compute_budget(void) {
+    int c = __atomic_load_n(&g_cores, __ATOMIC_RELAXED);
+    if (c > 0) return c;
+    const int n = sk_platform_cpu_count();
+    c = n < 1 ? 1 : n > SK_POOL_MAX ? SK_POOL_MAX : n;
+    __atomic_store_n(&g_cores, c, __ATOMIC_RELAXED);
+    return c;
+}
+
+void sk_compute_set_budget(int n) {
+    __atomic_store_n(&g_cores, n < 1 ? 0 : n > SK_POOL_MAX ? SK_POOL_MAX : n, __ATOMIC_RELAXED);
+}
+
+int sk_compute_in_use(void) { return __atomic_load_n(&g_in_use, __ATOMIC_RELAXED); }
+
+void sk_compute_begin(void) { __atomic_add_fetch(&g_in_use, 1, __ATOMIC_ACQ_REL); }
+void sk_compute_end(void) { __atomic_sub_fetch(&g_in_use, 1, __ATOMIC_ACQ_REL); }
+
+#if !SKYCMD_THREADS
+/* ------------------------------------------------- without threads (wasm32-wasi) ------- */
+
+/* A pool of one thread whatever was asked: every job runs on its caller. */
+struct sk_pool {
+    int unused;
+};
+
+sk_pool *sk_pool_new(int n_threads) {
+    if (n_threads < 1 || n_threads > SK_POOL_MAX) return NULL;
+    return calloc(1, sizeof(sk_pool));
+}
+void sk_pool_free(sk_pool *p) { free(p); }
+int sk_pool_size(const sk_pool *p) { return (void)p, 1; }
+int sk_pool_threads(const sk_pool *p) { return (void)p, 1; }
+void sk_pool_set_limit(sk_pool *p, int n) { (void)p, (void)n; }
+void sk_pool_wake(sk_pool *p) { (void)p; }
+void sk_pool_rest(sk_pool *p) { (void)p; }
+void sk_pool_run(sk_pool *p, sk_pool_fn fn, void *ctx) {
+    (void)p;
+    fn(ctx, 0, 1);
+}
+void sk_pool_run_all(sk_pool *p, sk_pool_fn fn, void *ctx) {
+    (void)p;
+    fn(ctx, 0, 1);
+}
+
+#else
+/* ------------------------------------------------------------------ threads ------ */
 
 #define SK_POOL_SPIN 4096  /* polls (with a pause each) before sleeping: tens of microseconds */
-#define SK_POOL_MAX 1024
 
 #if defined(__x86_64__) || defined(__i386__)
 #define cpu_relax() __builtin_ia32_pause()
@@ -61,29 +117,6 @@ typedef struct worker_arg {
     sk_pool *p;
     int ith;
 } worker_arg;
-
-/* ------------------------------------------------------------------ budget ------- */
-
-static int g_cores;    /* the budget, computed once (atomic) */
-static int g_in_use;   /* units held: forward passes running + helpers lent (atomic) */
-
-int sk_compute_budget(void) {
-    int c = __atomic_load_n(&g_cores, __ATOMIC_RELAXED);
-    if (c > 0) return c;
-    const int n = sk_platform_cpu_count();
-    c = n < 1 ? 1 : n > SK_POOL_MAX ? SK_POOL_MAX : n;
-    __atomic_store_n(&g_cores, c, __ATOMIC_RELAXED);
-    return c;
-}
-
-void sk_compute_set_budget(int n) {
-    __atomic_store_n(&g_cores, n < 1 ? 0 : n > SK_POOL_MAX ? SK_POOL_MAX : n, __ATOMIC_RELAXED);
-}
-
-int sk_compute_in_use(void) { return __atomic_load_n(&g_in_use, __ATOMIC_RELAXED); }
-
-void sk_compute_begin(void) { __atomic_add_fetch(&g_in_use, 1, __ATOMIC_ACQ_REL); }
-void sk_compute_end(void) { __atomic_sub_fetch(&g_in_use, 1, __ATOMIC_ACQ_REL); }
 
 /* Borrow up to `want` helper units; returns how many were lent (maybe 0). */
 static int borrow(int want) {
@@ -330,3 +363,4 @@ void sk_pool_run(sk_pool *p, sk_pool_fn fn, void *ctx) {
     wait_zero(&p->gate, 1, GATE_ACTIVE);
     __atomic_sub_fetch(&g_in_use, k, __ATOMIC_ACQ_REL);
 }
+#endif /* SKYCMD_THREADS */

@@ -4,7 +4,8 @@
  *
  * Contract:
  *  - sk_pool_new(n) starts n - 1 worker threads; the caller of sk_pool_run() is thread 0.
- *    n == 1 starts no thread (sk_pool_run then just calls fn once).
+ *    n == 1 starts no thread (sk_pool_run then just calls fn once). Built without threads
+ *    (SKYCMD_THREADS 0: wasm32-wasi, util/platform.h) every pool is of one thread whatever n.
  *  - sk_pool_run(pool, fn, ctx) calls fn(ctx, 0, nth) on the caller and fn(ctx, ith, nth)
  *    on each helper ith in [1, nth) that joins in time, and returns when all those calls
  *    have finished, where 1 <= nth <= sk_pool_size(pool) is the number of threads the

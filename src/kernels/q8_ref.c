@@ -230,7 +230,7 @@ void sk_q8_gemm_ref(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t
 
 static int g_force = -1;
 
-/* x86-64: 0 scalar, 1 avx2, 2 vnni, 3 amx; aarch64: 0 scalar, 1 dotprod, 2 i8mm. */
+/* x86-64: 0 scalar, 1 avx2, 2 vnni, 3 amx; aarch64: 0 scalar, 1 dotprod, 2 i8mm; else 0. */
 static int q8_level(void) {
     int lv = 0;
 #if defined(__aarch64__)
@@ -239,7 +239,7 @@ static int q8_level(void) {
         if ((f & SK_CPU_DOTPROD) && SK_Q8_HAVE_DOTPROD) lv = 1;
         if (lv == 1 && (f & SK_CPU_I8MM) && SK_Q8_HAVE_I8MM) lv = 2;
     }
-#else
+#elif defined(__x86_64__) /* elsewhere (wasm32: its SIMD128 level is 1 too) int8 is scalar */
     if (sk_kernels_level() >= SK_LEVEL_AVX2) {
         const int f = sk_cpu_features();
         lv = 1;

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <locale.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdalign.h>
 #include <stddef.h>
 #include <stdio.h>

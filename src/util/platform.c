@@ -5,7 +5,6 @@
 
 #include <locale.h>
 #include <limits.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +25,16 @@
 #if defined(__linux__)
 #include <sys/auxv.h> /* getauxval(AT_PHDR): where the main program is mapped */
 #endif
+/* mmap: every POSIX system; WASI has none (wasi-libc only emulates it, on request). */
+#if defined(__wasi__)
+#define SK_HAVE_MMAP 0
+#else
+#define SK_HAVE_MMAP 1
+#include <sys/mman.h>
+#ifndef MAP_ANONYMOUS
+#define MAP_ANONYMOUS MAP_ANON
+#endif
+#endif
 
 /* The affinity calls exist on glibc (and musl) Linux: CPU_COUNT comes with them. */
 #if defined(__linux__) && defined(CPU_COUNT)
@@ -45,6 +54,7 @@ int sk_platform_affinity_get(sk_cpuset *out) {
     return sk_cpuset_count(out);
 }
 
+#if SKYCMD_THREADS
 int sk_platform_affinity_set(pthread_t thread, const sk_cpuset *s) {
 #if SK_HAVE_AFFINITY
     cpu_set_t set;
@@ -56,6 +66,18 @@ int sk_platform_affinity_set(pthread_t thread, const sk_cpuset *s) {
     (void)thread;
     (void)s;
     return -1;
+#endif
+}
+#endif
+
+void sk_platform_once(sk_once *once, void (*fn)(void)) {
+#if SKYCMD_THREADS
+    (void)pthread_once(once, fn);
+#else
+    if (!*once) {
+        *once = 1;
+        fn();
+    }
 #endif
 }
 
@@ -76,11 +98,11 @@ int sk_platform_current_cpu(void) {
 }
 
 static locale_t g_c_locale;
-static pthread_once_t g_c_locale_once = PTHREAD_ONCE_INIT;
+static sk_once g_c_locale_once = SK_ONCE_INIT;
 static void init_c_locale(void) { g_c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0); }
 
 double sk_platform_strtod_c(const char *s, char **end) {
-    pthread_once(&g_c_locale_once, init_c_locale);
+    sk_platform_once(&g_c_locale_once, init_c_locale);
     if (g_c_locale) return strtod_l(s, end, g_c_locale);
     return strtod(s, end);
 }
@@ -157,5 +179,83 @@ long sk_platform_library_path(char *buf, size_t n) {
     return (long)len;
 #else
     return -1;
+#endif
+}
+
+size_t sk_platform_page_size(void) {
+    const long ps = sysconf(_SC_PAGESIZE);
+    return ps > 0 ? (size_t)ps : 4096;
+}
+
+void *sk_platform_map_read(int fd, size_t size) {
+#if SK_HAVE_MMAP
+    void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    return p == MAP_FAILED ? NULL : p;
+#else
+    uint8_t *p = malloc(size ? size : 1);
+    if (!p) return NULL;
+    for (size_t got = 0; got < size;) {
+        const ssize_t r = pread(fd, p + got, size - got, (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            const int er = r < 0 ? errno : EIO;  /* a file shorter than size */
+            free(p);
+            errno = er;
+            return NULL;
+        }
+        got += (size_t)r;
+    }
+    return p;
+#endif
+}
+
+void *sk_platform_pages_alloc(size_t size) {
+#if SK_HAVE_MMAP
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+#else
+    const size_t page = sk_platform_page_size();
+    if (size > SIZE_MAX - page) return NULL;
+    void *p = aligned_alloc(page, (size + page - 1) / page * page);
+    if (p) memset(p, 0, size);
+    return p;
+#endif
+}
+
+void sk_platform_pages_protect(void *p, size_t size, int writable) {
+#if SK_HAVE_MMAP
+    (void)mprotect(p, size, writable ? PROT_READ | PROT_WRITE : PROT_READ);
+#else
+    (void)p;
+    (void)size;
+    (void)writable;
+#endif
+}
+
+void sk_platform_unmap(void *p, size_t size) {
+#if SK_HAVE_MMAP
+    if (p) (void)munmap(p, size);
+#else
+    (void)size;
+    free(p);
+#endif
+}
+
+long sk_platform_pid(void) {
+#if defined(__wasi__)
+    return 0;
+#else
+    return (long)getpid();
+#endif
+}
+
+int sk_platform_fchmod(int fd, unsigned mode) {
+#if defined(__wasi__)
+    (void)fd;
+    (void)mode;
+    errno = ENOSYS;
+    return -1;
+#else
+    return fchmod(fd, (mode_t)mode);
 #endif
 }

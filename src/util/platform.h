@@ -34,14 +34,41 @@
  *    that object is the main program, /proc/self/exe (glibc names the main program by its
  *    argv[0]). Returns the path's length, or -1 where the system cannot say (no dladdr) or
  *    it does not fit in n bytes; buf is "" then. Callers treat -1 as "unknown".
+ *  - Threads: SKYCMD_THREADS (the CMake option of that name; 1 unless the build says 0) is 0
+ *    where the system has no threads (wasm32-wasi): pthread.h is then not included, the
+ *    compute pool runs every job on its caller (kernels/pool.c) and sk_platform_affinity_set
+ *    does not exist. sk_platform_once(once, fn) calls fn exactly once over all the calls on
+ *    the same once (initialised with SK_ONCE_INIT): pthread_once, or a flag without threads.
+ *  - Memory that holds a file: sk_platform_map_read(fd, size) gives a read-only view of a
+ *    file's first size bytes (mmap; where the system has no mmap (WASI) a heap copy read
+ *    with pread), NULL with errno on failure. sk_platform_pages_alloc(size) gives size
+ *    bytes of zeroed, page-aligned, writable memory (anonymous mmap; WASI: the heap), NULL on
+ *    failure; sk_platform_pages_protect(p, size, writable) makes them read-only (writable 0)
+ *    or writable again where the system can (mprotect; a no-op elsewhere).
+ *    sk_platform_unmap(p, size) releases either (size as given).
+ *    sk_platform_page_size(): the system's page size (4096 if it does not say).
+ *  - sk_platform_pid(): the process id (getpid); 0 where the system has none (WASI).
+ *  - sk_platform_fchmod(fd, mode): fchmod; -1 with errno ENOSYS where files have no
+ *    permission bits (WASI).
  * All are thread-safe.
  */
 #ifndef SK_PLATFORM_H
 #define SK_PLATFORM_H
 
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#ifndef SKYCMD_THREADS
+#define SKYCMD_THREADS 1
+#endif
+#if SKYCMD_THREADS
+#include <pthread.h>
+typedef pthread_once_t sk_once;
+#define SK_ONCE_INIT PTHREAD_ONCE_INIT
+#else
+typedef int sk_once;
+#define SK_ONCE_INIT 0
+#endif
 
 #define SK_CPUSET_MAX 1024 /* CPU numbers a set holds (the pool's thread limit) */
 
@@ -70,10 +97,20 @@ static inline int sk_cpuset_count(const sk_cpuset *s) {
 int sk_platform_cpu_count(void);
 int sk_platform_current_cpu(void);
 int sk_platform_affinity_get(sk_cpuset *out);
+#if SKYCMD_THREADS
 int sk_platform_affinity_set(pthread_t thread, const sk_cpuset *set);
+#endif
+void sk_platform_once(sk_once *once, void (*fn)(void));
 double sk_platform_strtod_c(const char *s, char **end);
 int sk_platform_file_id(int fd, uint64_t id[7]);
 int sk_platform_path_id(const char *path, uint64_t id[7]);
 long sk_platform_library_path(char *buf, size_t n);
+void *sk_platform_map_read(int fd, size_t size);
+void *sk_platform_pages_alloc(size_t size);
+void sk_platform_pages_protect(void *p, size_t size, int writable);
+void sk_platform_unmap(void *p, size_t size);
+size_t sk_platform_page_size(void);
+long sk_platform_pid(void);
+int sk_platform_fchmod(int fd, unsigned mode);
 
 #endif

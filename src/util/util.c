@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#if defined(__linux__)
+#include <sys/mman.h> /* madvise */
+#endif
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -216,10 +218,10 @@ int sk_map_file(const char *path, sk_map *m, sk_err *e) {
         m->data = empty;
         return SKYCMD_OK;
     }
-    void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    void *p = sk_platform_map_read(fd, size);
     int er = errno;
     close(fd);
-    if (p == MAP_FAILED) return sk_fail(e, SKYCMD_E_IO, "%s: cannot map: %s", path, strerror(er));
+    if (!p) return sk_fail(e, SKYCMD_E_IO, "%s: cannot map: %s", path, strerror(er));
     m->data = p;
     m->size = size;
     m->base_ = p;
@@ -228,13 +230,9 @@ int sk_map_file(const char *path, sk_map *m, sk_err *e) {
 }
 
 void sk_unmap(sk_map *m) {
-    if (m->base_) munmap(m->base_, m->mapped_);
+    if (m->base_) sk_platform_unmap(m->base_, m->mapped_);
     memset(m, 0, sizeof *m);
 }
-
-#ifndef MAP_ANONYMOUS
-#define MAP_ANONYMOUS MAP_ANON
-#endif
 
 /* pread() size bytes at 0 into dst, then make sure the file ends there: 0, 1 when the file
  * is shorter or longer than size (a writer at work), -1 with errno on a read error, 2 when
@@ -259,15 +257,10 @@ static int read_exactly(int fd, uint8_t *dst, size_t size, sk_share prog, sk_err
     return r > 0;
 }
 
-static size_t page_size(void) {
-    long ps = sysconf(_SC_PAGESIZE);
-    return ps > 0 ? (size_t)ps : 4096;
-}
-
 int sk_file_copy_read(const char *path, int keep_fd, sk_share prog, sk_file_copy *f, sk_err *e) {
     memset(f, 0, sizeof *f);
     f->fd = -1;
-    const size_t page = page_size();
+    const size_t page = sk_platform_page_size();
     for (int attempt = 0; attempt < 2; attempt++) {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0) return sk_fail_errno(e, SKYCMD_E_IO, errno, "%s: cannot open: %s", path, strerror(errno));
@@ -287,8 +280,8 @@ int sk_file_copy_read(const char *path, int keep_fd, sk_share prog, sk_file_copy
         static uint8_t empty[1];
         uint8_t *buf = empty;
         if (mapped) {
-            void *p = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (p == MAP_FAILED) {
+            void *p = sk_platform_pages_alloc(mapped);
+            if (!p) {
                 close(fd);
                 return sk_fail(e, SKYCMD_E_NOMEM, "%s: out of memory for its %zu bytes", path, size);
             }
@@ -302,7 +295,7 @@ int sk_file_copy_read(const char *path, int keep_fd, sk_share prog, sk_file_copy
         int r = read_exactly(fd, buf, size, prog, e);
         int er = errno;
         if (r == 2) {
-            if (mapped) munmap(buf, mapped);
+            if (mapped) sk_platform_unmap(buf, mapped);
             close(fd);
             return SKYCMD_E_CANCELLED;
         }
@@ -311,12 +304,12 @@ int sk_file_copy_read(const char *path, int keep_fd, sk_share prog, sk_file_copy
                                             sk_platform_path_id(path, idp) != 0 ||
                                             memcmp(idp, id1, sizeof idp) != 0));
         if (r < 0 || changed) {
-            if (mapped) munmap(buf, mapped);
+            if (mapped) sk_platform_unmap(buf, mapped);
             close(fd);
             if (r < 0) return sk_fail(e, SKYCMD_E_IO, "%s: read error: %s", path, strerror(er));
             continue;
         }
-        if (mapped) (void)mprotect(buf, mapped, PROT_READ);
+        if (mapped) sk_platform_pages_protect(buf, mapped, 0);
         f->data = buf;
         f->size = size;
         f->mapped_ = mapped;
@@ -330,7 +323,7 @@ int sk_file_copy_read(const char *path, int keep_fd, sk_share prog, sk_file_copy
 }
 
 void sk_file_copy_free(sk_file_copy *f) {
-    if (f->mapped_) munmap(f->data, f->mapped_);
+    if (f->mapped_) sk_platform_unmap((void *)f->data, f->mapped_);
     if (f->fd >= 0) close(f->fd);
     memset(f, 0, sizeof *f);
     f->fd = -1;
@@ -340,7 +333,7 @@ void sk_file_copy_drop(sk_file_copy *f, const void *p, size_t n, size_t *off, si
     *off = 0;
     *len = 0;
 #if defined(__linux__) && defined(MADV_DONTNEED)
-    const uintptr_t page = page_size(), lo = (uintptr_t)f->data, hi = lo + f->mapped_;
+    const uintptr_t page = sk_platform_page_size(), lo = (uintptr_t)f->data, hi = lo + f->mapped_;
     if (!f->mapped_ || !p || n == 0 || (uintptr_t)p < lo || (uintptr_t)p > hi) return;
     uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1);
     uintptr_t b = ((uintptr_t)p + (n < hi - (uintptr_t)p ? n : hi - (uintptr_t)p)) & ~(page - 1);
@@ -360,7 +353,7 @@ int sk_file_copy_refill(sk_file_copy *f, size_t off, size_t len) {
     if (len == 0) return 0;
     if (off > f->mapped_ || len > f->mapped_ - off) return -1;
     uint8_t *dst = f->data + off;
-    (void)mprotect(dst, len, PROT_READ | PROT_WRITE);
+    sk_platform_pages_protect(dst, len, 1);
     uint64_t id[7];
     int ok = f->fd >= 0 && sk_platform_file_id(f->fd, id) == 0 && memcmp(id, f->id_, sizeof id) == 0;
     /* the copy's last page runs past the end of the file: those bytes stay zero */
@@ -374,7 +367,7 @@ int sk_file_copy_refill(sk_file_copy *f, size_t off, size_t len) {
     if (want < len) memset(dst + want, 0, len - want);
     if (ok) ok = sk_platform_file_id(f->fd, id) == 0 && memcmp(id, f->id_, sizeof id) == 0;
     if (!ok) memset(dst, 0xff, len);
-    (void)mprotect(dst, len, PROT_READ);
+    sk_platform_pages_protect(dst, len, 0);
     return ok ? 0 : -1;
 }
 
@@ -425,7 +418,7 @@ void sk_random_hex12(char hex[13]) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
-                     ((uint64_t)getpid() << 40) ^ (uint64_t)(counter++) * 0x9E3779B97F4A7C15u;
+                     ((uint64_t)sk_platform_pid() << 40) ^ (uint64_t)(counter++) * 0x9E3779B97F4A7C15u;
         for (size_t i = 0; i < sizeof r; i++) r[i] = (unsigned char)(x >> (8 * i));
     }
     for (size_t i = 0; i < sizeof r; i++) {
@@ -693,7 +686,7 @@ int sk_atomic_open(sk_atomic_file *f, const char *path, sk_err *e) {
         }
         /* the replaced file's permission bits carry over, as they do when cp overwrites; a
          * failure keeps the new file's default ones */
-        if (keep_mode && fchmod(fd, old.st_mode & 0777) != 0) errno = 0;
+        if (keep_mode && sk_platform_fchmod(fd, old.st_mode & 0777) != 0) errno = 0;
     }
     FILE *fp = fdopen(fd, "wb");
     if (!fp) {
@@ -761,20 +754,3 @@ int sk_utf8_valid(const char *s, size_t n) {
     return 1;
 }
 
-void sk_release_pages(const void *p, size_t n) {
-#if defined(__linux__) && defined(MADV_DONTNEED)
-    long ps = sysconf(_SC_PAGESIZE);
-    if (ps <= 0 || !p || n == 0) return;
-    uintptr_t page = (uintptr_t)ps;
-    uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1);
-    uintptr_t b = ((uintptr_t)p + n) & ~(page - 1);
-    /* The file is mapped read-only and private and never written, so its pages are never
-     * copied: MADV_DONTNEED only drops them from this process (a later read maps the same
-     * page-cache page again) and leaves the page cache alone, where MADV_PAGEOUT would
-     * evict the file and make the next process that opens it read it from disk. */
-    if (b > a) (void)madvise((void *)a, b - a, MADV_DONTNEED);
-#else
-    (void)p;
-    (void)n;
-#endif
-}

@@ -297,11 +297,6 @@ int sk_atomic_write(sk_atomic_file *f, const void *data, size_t n, sk_err *e);
  * flushed and closed). Returns the final status. */
 int sk_atomic_close(sk_atomic_file *f, int status, sk_err *e);
 
-/* Tell the kernel that the whole pages inside [p, p + n) are not needed for now (the
- * mapped file bytes of a weight once it has been packed into its own copy), so that the
- * resident set holds one copy of the weights. Non-destructive: a later read faults the
- * same bytes back in. A no-op where the system has no such advice. */
-void sk_release_pages(const void *p, size_t n);
 
 /* Validate UTF-8 (strict: no overlongs, surrogates or values past U+10FFFF). */
 int sk_utf8_valid(const char *s, size_t n);
