@@ -31,5 +31,6 @@ if (!file) {
 const wasi = new WASI({ version: 'preview1', args: [file, ...args], env: {},
                         preopens: { '/': '/' } });
 const module = await WebAssembly.compile(readFileSync(resolve(file)));
-const instance = await WebAssembly.instantiate(module, wasi.getImportObject());
+// (wasi.getImportObject() is Node >= 19.8 only; wasiImport is in every Node with WASI)
+const instance = await WebAssembly.instantiate(module, { wasi_snapshot_preview1: wasi.wasiImport });
 process.exitCode = wasi.start(instance);
