@@ -91,6 +91,9 @@ run_java() {
     (cd "$here/java" && mvn -B ${MVN_FLAGS:-} test > "$work/java.log" 2>&1)
     local rc=$?
     [ $gen -ne 0 ] && rc=1
+    # The build as a user who is not root, changing nothing under /etc/apt (issue 40).
+    echo "== bindings/java/nonroot-build-check.sh (mvn -o install as a non-root user)"
+    bash "$here/java/nonroot-build-check.sh" || rc=1
     grep -E 'java loop:|<<< (FAIL|ERROR)|^\[ERROR\]   ' "$work/java.log"
     local line
     line=$(grep -E '^\[(INFO|WARNING|ERROR)\] Tests run: [0-9]+, Failures' "$work/java.log" | tail -n1)
@@ -113,12 +116,13 @@ run_node() {
 }
 
 run_rust() {
-    # Twice: against the build tree's library (pkg-config), then with feature `bundled` (the
-    # C sources compiled by skycmd-sys; its dump, written last, is the one cross-checked).
-    echo "== cargo test (bindings/rust; default, then --features skycmd/bundled)"
+    # Twice: against the build tree's library (pkg-config) with feature `serde` (its tests
+    # run), then with feature `bundled` alone (the C sources compiled by skycmd-sys; the crate
+    # without serde; its dump, written last, is the one cross-checked).
+    echo "== cargo test (bindings/rust; --features skycmd/serde, then --features skycmd/bundled)"
     local rc=0 features
     : > "$work/rust.log"
-    for features in "" "--features skycmd/bundled"; do
+    for features in "--features skycmd/serde" "--features skycmd/bundled"; do
         # shellcheck disable=SC2086
         (cd "$here/rust" && { cargo test --offline --no-fail-fast $features > "$work/rust-run.log" 2>&1 ||
             { grep -q 'offline' "$work/rust-run.log" && cargo test --no-fail-fast $features > "$work/rust-run.log" 2>&1; }; }) || rc=1
@@ -138,8 +142,9 @@ run_rust() {
 run_python() {
     echo "== pytest (bindings/python: pip wheel into a fresh venv)"
     local py=${PYTHON:-python3} venv="$work/python-venv"
-    # Only the library's components: the wheel needs the headers, the .pc and libskycmd.a.
-    (cmake --build "$build" --target skycmd skycmd_static >/dev/null &&
+    # Only the library's components: the wheel needs the headers, the .pc and libskycmd.a
+    # (the components also install the package's doc files: skycmd_package_files).
+    (cmake --build "$build" --target skycmd skycmd_static skycmd_package_files >/dev/null &&
         cmake --install "$build" --prefix "$work/python-prefix" --component dev >/dev/null &&
         cmake --install "$build" --prefix "$work/python-prefix" --component runtime >/dev/null &&
         "$py" -m venv "$venv" &&
@@ -169,7 +174,20 @@ run_python() {
             rc=1; vg="valgrind loop FAILED"; tail -n 40 "$work/python-valgrind.out" "$work/python-valgrind.txt"; fi
         tail -n1 "$work/python-valgrind.txt" 2>/dev/null
     fi
-    summary python "$([ $rc -eq 0 ] && echo PASS || echo FAIL) ($line; $vg)"
+    # The same wheel with no libcjson/libutf8proc on the system (a private mount namespace).
+    local nolibs="no-system-libs check not run"
+    if [ $rc -eq 0 ]; then
+        bash "$here/python/no-system-libs-check.sh" "$work"/python-dist/skycmd-*.whl \
+            "$root/models/s1-pico-flappy.gguf" "$SKYCMD_EXAMPLE_REQUEST" > "$work/python-nolibs.log" 2>&1
+        case $? in
+            0) nolibs="answers without libcjson/libutf8proc" ;;
+            77) if [ "${SKYCMD_ALLOW_NO_UNSHARE:-0}" = 1 ]; then nolibs="no-system-libs check not run: no mount namespace"
+                else rc=1; nolibs="no-system-libs check could not run (no mount namespace)"; fi ;;
+            *) rc=1; nolibs="no-system-libs check FAILED"; tail -n 30 "$work/python-nolibs.log" ;;
+        esac
+        grep -E '^no-system-libs-check:' "$work/python-nolibs.log"
+    fi
+    summary python "$([ $rc -eq 0 ] && echo PASS || echo FAIL) ($line; $vg; $nolibs)"
 }
 
 # Each selected binding's example test once more on the budget request, its dump cross-checked

@@ -21,10 +21,32 @@
 #    for the target's CPU (`file`), the .dylib's install name is @rpath/libskycmd.<abi>.dylib
 #    and it exports skycmd_* functions only, every one abi/symbols registers among them; the
 #    program was linked with the server (libmicrohttpd's symbols in it).
-#  - Prints one line per target and `macos-cross: N passed, M failed`; exits non-zero when
-#    any failed.
+#  - Then, per target that linked, the bindings' macOS build paths (each skipped, and
+#    counted so, when its toolchain is not on the machine; run nothing either):
+#      java: bindings/java/build-native.sh with SKYCMD_JNI_TARGET=darwin-<arch> and zig cc
+#            (jni_md.h from $JAVA_HOME/include/linux: the same typedefs as darwin's for
+#            these 64-bit targets) links native/darwin-<arch>/libskycmd_jni.dylib: a Mach-O
+#            dylib needing only libSystem. zig ignores -exported_symbols_list, so the
+#            wrapper is linked once more with LLVM's ld64.lld (Apple ld's options) and
+#            jni.exports: exactly the Java_* functions exported.
+#      go:   `go build ./...` and `go test -c` of bindings/go/skycmd (cgo, GOOS=darwin, zig
+#            cc): a Mach-O test executable loading @rpath/libskycmd.<abi>.dylib. Go's
+#            runtime links -lresolv and -framework CoreFoundation, absent from zig's
+#            libSystem stubs: empty stand-ins (.tbd files, no symbols) let the link finish,
+#            and no symbol was taken from them (the link would fail on any undefined one).
+#      rust: `cargo test --no-run --features bundled --target <arch>-apple-darwin` (the
+#            rustup target is added when missing; zig cc as compiler and linker): Mach-O
+#            test executables, and skycmd-sys's libskycmd.a with only skycmd_* global.
+#      node: binding.gyp through node-gyp's gyp with the mac flavor (make-mac; a stand-in
+#            for the xcodebuild version probe): its flags keep C++ exceptions, C++17, the
+#            rpath and -lskycmd; the wrapper compiled with them by zig c++ and linked
+#            (-shared: zig's linker crashes on node-gyp's -bundle) into a Mach-O file.
+#  - Prints one line per target and per binding and
+#    `macos-cross: N passed, M failed; bindings: P passed, F failed, S skipped`; exits
+#    non-zero when any failed.
 # Usage: tools/macos-cross.sh [aarch64] [x86_64]   (default: both)
-# Environment: SKYCMD_JOBS (default 2), SKYCMD_MACOS_BUILD.
+# Environment: SKYCMD_JOBS (default 2), SKYCMD_MACOS_BUILD, SKYCMD_MACOS_BINDINGS=0 (skip
+# the bindings).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -179,6 +201,187 @@ check() {  # check ARCH BUILD: prints the problems, returns non-zero when any
   return $bad
 }
 
+# ---- the bindings per target --------------------------------------------------------------
+# Each bind_* ARCH BUILD prints its problems and returns 0 (passed), 1 (failed) or 2
+# (skipped: its toolchain is missing; the reason on stdout).
+bind_java() {
+  local arch=$1 b=$2 cpu out=$2/bindings/java
+  case $arch in aarch64) cpu=arm64 ;; x86_64) cpu=x86_64 ;; esac
+  command -v javac >/dev/null || { echo "  no javac"; return 2; }
+  local jh=${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")}
+  [ -f "$jh/include/jni.h" ] || { echo "  no $jh/include/jni.h"; return 2; }
+  rm -rf "$out" && mkdir -p "$out"
+  JAVA_HOME=$jh SKYCMD_JNI_TARGET=darwin-$arch CC="$cc -target $arch-macos" \
+    SKYCMD_JNI_MD_DIR="$jh/include/linux" SKYCMD_STATIC_LIB="$b/libskycmd.a" \
+    SKYCMD_STATIC_DEPS_DIR="$root/.deps/macos-$arch" PKG_CONFIG_PATH="$b/pkgconfig" \
+    PKG_CONFIG_LIBDIR="$root/.deps/macos-$arch/lib/pkgconfig" \
+    bash "$root/bindings/java/build-native.sh" "$out" > "$out.log" 2>&1 || { tail -20 "$out.log"; return 1; }
+  local lib=$out/classes/native/darwin-$arch/libskycmd_jni.dylib bad=0
+  file "$lib" | grep -q "Mach-O 64-bit $cpu dynamically linked shared library" ||
+    { echo "  $(file "$lib")"; bad=1; }
+  local lld; lld=$(command -v ld64.lld || ls /usr/bin/ld64.lld-* 2>/dev/null | head -n 1 || true)
+  if [ -z "$lld" ]; then
+    echo "  (no ld64.lld: the export list not checked)"
+  else
+    # zig's libSystem stub as LLVM 14's TAPI reader takes it (no arm64e.x1, arm64 named
+    # arm64); Apple's ld would take the SDK's.
+    python3 - "$(dirname "$SKYCMD_ZIG")/lib/libc/darwin/libSystem.tbd" "$out/libSystem.tbd" <<'PY'
+import re, sys
+s = open(sys.argv[1]).read()
+s = re.sub(r',\s*arm64e\.x1-(macos|maccatalyst)', '', s)
+s = re.sub(r'arm64e\.x1-(macos|maccatalyst),\s*', '', s)
+open(sys.argv[2], 'w').write(s.replace('arm64e-', 'arm64-'))
+PY
+    local ldarch=$cpu
+    "$cc" -target "$arch-macos" -c -fPIC -O2 -fno-strict-aliasing -I"$jh/include" -I"$jh/include/linux" \
+      -I"$root/include" "$root/bindings/java/src/generated/jni/skycmd_wrap.c" -o "$out/wrap.o" &&
+    "$lld" -arch "$ldarch" -platform_version macos 15.0 15.0 -dylib -o "$out/lld.dylib" "$out/wrap.o" \
+      "$b/libskycmd.a" "$root/.deps/macos-$arch/lib/libcjson.a" "$root/.deps/macos-$arch/lib/libutf8proc.a" \
+      -L"$out" -lSystem -exported_symbols_list "$root/bindings/java/jni.exports" \
+      -install_name @rpath/libskycmd_jni.dylib -dead_strip > "$out/lld.log" 2>&1 ||
+      { grep -v 'newer than target minimum' "$out/lld.log" | head -10; return 1; }
+    local exports others
+    exports=$("$nm_tool" -gU --defined-only "$out/lld.dylib" | awk '{print $NF}')
+    others=$(echo "$exports" | grep -v '^_Java_org_skycmd_' || true)
+    [ -z "$others" ] && [ "$(echo "$exports" | wc -l)" -gt 100 ] ||
+      { echo "  ld64.lld with jni.exports exports: $(echo $others | cut -c1-200) ($(echo "$exports" | wc -l) in all)"; bad=1; }
+  fi
+  return $bad
+}
+
+bind_go() {
+  local arch=$1 b=$2 goarch cpu out=$2/bindings/go
+  case $arch in aarch64) goarch=arm64 cpu=arm64 ;; x86_64) goarch=amd64 cpu=x86_64 ;; esac
+  command -v go >/dev/null || { echo "  no go"; return 2; }
+  rm -rf "$out" && mkdir -p "$out/stubs/CoreFoundation.framework"
+  local t
+  for t in "$out/stubs/libresolv.tbd:/usr/lib/libresolv.9.dylib" \
+           "$out/stubs/CoreFoundation.framework/CoreFoundation.tbd:/System/Library/Frameworks/CoreFoundation.framework/Versions/A/CoreFoundation"; do
+    printf -- "--- !tapi-tbd\ntbd-version:     4\ntargets:         [ x86_64-macos, arm64-macos, arm64e-macos ]\ninstall-name:    '%s'\n...\n" "${t#*:}" > "${t%%:*}"
+  done
+  local test=$out/skycmd.test
+  (cd "$root/bindings/go" &&
+   export CGO_ENABLED=1 GOOS=darwin GOARCH=$goarch CC="$cc -target $arch-macos" \
+     PKG_CONFIG_PATH="$b/pkgconfig" PKG_CONFIG_LIBDIR="$root/.deps/macos-$arch/lib/pkgconfig" \
+     GOTOOLCHAIN=local GOFLAGS=-mod=mod GOPROXY=off &&
+   go build ./... &&
+   CGO_LDFLAGS="-L$out/stubs -F$out/stubs" go test -c -ldflags=-w -o "$test" ./skycmd) > "$out.log" 2>&1 ||
+    { tail -20 "$out.log"; return 1; }
+  file "$test" | grep -q "Mach-O 64-bit $cpu executable" || { echo "  $(file "$test")"; return 1; }
+  # (grep -c reads all: a grep -q leaving early would fail the pipeline under pipefail)
+  [ "$("$nm_tool" -u "$test" | grep -c '^_skycmd_version_string$')" = 1 ] &&
+    [ "$(llvm-objdump --macho --dylibs-used "$test" | grep -c "@rpath/libskycmd.$abi.dylib")" = 1 ] ||
+    { echo "  the test executable does not load libskycmd.$abi.dylib"; return 1; }
+}
+
+bind_rust() {
+  local arch=$1 b=$2 cpu triple=$1-apple-darwin out=$2/bindings/rust
+  case $arch in aarch64) cpu=arm64 ;; x86_64) cpu=x86_64 ;; esac
+  command -v cargo >/dev/null || { echo "  no cargo"; return 2; }
+  if ! rustc --print target-libdir --target "$triple" 2>/dev/null | xargs -I{} test -d {}; then
+    command -v rustup >/dev/null || { echo "  no std for $triple and no rustup"; return 2; }
+    rustup target add "$triple" > /dev/null 2>&1 || { echo "  rustup target add $triple failed"; return 2; }
+  fi
+  mkdir -p "$out"
+  # zig cc as one executable for cc-rs and as cargo's linker; both add a clang-style
+  # --target=..., which zig does not take (it has -target <arch>-macos).
+  cat > "$out/zcc" <<ZCC
+#!/bin/sh
+for a in "\$@"; do shift; case \$a in --target=*) ;; *) set -- "\$@" "\$a" ;; esac; done
+exec "$cc" -target $arch-macos "\$@"
+ZCC
+  chmod +x "$out/zcc"
+  local tu=${triple//-/_} TU; TU=$(echo "$tu" | tr a-z A-Z)
+  (cd "$root/bindings/rust" &&
+   env CARGO_TARGET_DIR="$out/target" "CC_$tu=$out/zcc" "AR_$tu=$root/tools/zig/ar" \
+     "CARGO_TARGET_${TU}_LINKER=$out/zcc" PKG_CONFIG_ALLOW_CROSS=1 \
+     PKG_CONFIG_LIBDIR="$root/.deps/macos-$arch/lib/pkgconfig" PKG_CONFIG_PATH= \
+     cargo test --no-run -j "$jobs" -p skycmd --features bundled --target "$triple") > "$out.log" 2>&1 ||
+    { grep -v 'rerun-if' "$out.log" | tail -20; return 1; }
+  local exe archive bad=0
+  exe=$(sed -n 's/.*Executable tests\/api.rs (\(.*\))$/\1/p' "$out.log" | tail -n 1)
+  file "$exe" | grep -q "Mach-O 64-bit $cpu executable" || { echo "  $(file "$exe" 2>&1)"; bad=1; }
+  archive=$(ls -t "$out/target/$triple"/debug/build/skycmd-sys-*/out/libskycmd.a | head -n 1)
+  local globals
+  globals=$("$nm_tool" -gU --defined-only "$archive" 2>/dev/null | awk 'NF >= 3 {print $NF}')
+  if [ -z "$globals" ] || echo "$globals" | grep -v '^_skycmd_' | grep -q . ||
+     grep -q 'could not localize' "$out.log"; then
+    echo "  skycmd-sys's libskycmd.a: globals other than skycmd_*: $(echo "$globals" | grep -v '^_skycmd_' | head -5 | tr '\n' ' ')"; bad=1
+  fi
+  return $bad
+}
+
+bind_node() {
+  local arch=$1 b=$2 cpu out=$2/bindings/node
+  case $arch in aarch64) cpu=arm64 ;; x86_64) cpu=x86_64 ;; esac
+  command -v node >/dev/null || { echo "  no node"; return 2; }
+  local gyp="" d
+  for d in "$(npm root -g 2>/dev/null)/npm/node_modules/node-gyp" /usr/share/nodejs/node-gyp; do
+    [ -f "$d/gyp/gyp_main.py" ] && { gyp=$d; break; }
+  done
+  local nodedir; nodedir=$(dirname "$(dirname "$(readlink -f "$(command -v node)")")")
+  [ -n "$gyp" ] || { echo "  no node-gyp"; return 2; }
+  [ -f "$nodedir/include/node/common.gypi" ] || { echo "  no Node headers in $nodedir/include/node"; return 2; }
+  [ -d "$root/bindings/node/node_modules/node-addon-api" ] || { echo "  no node-addon-api (npm install in bindings/node)"; return 2; }
+  rm -rf "$out" && mkdir -p "$out/bin"
+  cp -r "$root/bindings/node/binding.gyp" "$root/bindings/node/src" "$out/"
+  ln -s "$root/bindings/node/node_modules" "$out/node_modules"
+  # gyp's mac flavor asks xcodebuild for the Xcode version and xcrun for the SDK
+  printf '#!/bin/sh\nprintf "Xcode 15.0\\nBuild version 15A240d\\n"\n' > "$out/bin/xcodebuild"
+  printf '#!/bin/sh\necho %s\n' "$out/no-sdk" > "$out/bin/xcrun"
+  chmod +x "$out/bin/xcodebuild" "$out/bin/xcrun"
+  # config.gypi as node-gyp writes it: the running node's process.config (read-only: a copy)
+  # with node-gyp's own variables, booleans as strings
+  node -e 'const c = JSON.parse(JSON.stringify(process.config));
+           Object.assign(c.variables, {nodedir: process.argv[1], standalone_static_library: 1});
+           console.log(JSON.stringify(c, (k, v) => typeof v === "boolean" ? String(v) : v, 1))' \
+    "$nodedir" > "$out/config.gypi"
+  (cd "$out" && PATH="$out/bin:$PATH" GYP_CROSSCOMPILE=1 PKG_CONFIG_PATH="$b/pkgconfig" \
+     PKG_CONFIG_LIBDIR="$root/.deps/macos-$arch/lib/pkgconfig" \
+     python3 "$gyp/gyp/gyp_main.py" binding.gyp -f make-mac -I "$out/config.gypi" -I "$gyp/addon.gypi" \
+       -I "$nodedir/include/node/common.gypi" -Dlibrary=shared_library -Dvisibility=default \
+       -Dnode_root_dir="$nodedir" -Dnode_gyp_dir="$gyp" '-Dnode_lib_file=$(Configuration)/node.lib' \
+       -Dmodule_root_dir="$out" -Dnode_engine=v8 --depth=. --no-parallel --generator-output build \
+       -Goutput_dir=.) > "$out.log" 2>&1 || { tail -20 "$out.log"; return 1; }
+  local mk=$out/build/skycmd.target.mk flags bad=0
+  # mkvar NAME: the words of gyp's `NAME := \` block in the makefile
+  mkvar() { awk -v n="$1" '$1 == n && $2 == ":=" {on = 1; next}
+                          on {l = $0; c = sub(/\\$/, "", l); gsub(/^[ \t]+|[ \t]+$/, "", l);
+                              if (l != "") print l; if (!c) on = 0}' "$mk" | tr '\n' ' '; }
+  flags="$(mkvar CFLAGS_Release) $(mkvar CFLAGS_CC_Release) $(mkvar LDFLAGS_Release) $(mkvar LIBS)"
+  for f in -std=c++17 -I"$root/include" "-Wl,-rpath,$b" -lskycmd "-undefined dynamic_lookup"; do
+    case " $flags " in *" $f "*) ;; *) echo "  the mac flags lack $f"; bad=1 ;; esac
+  done
+  case " $flags " in *" -fno-exceptions "*) echo "  the mac flags turn C++ exceptions off"; bad=1 ;; esac
+  [ $bad = 0 ] || return 1
+  # compile and link with those flags (the compiler's from gyp; zig for the target)
+  local cflags incs defs
+  defs=$(mkvar DEFS_Release | tr -d "'")
+  cflags="$(mkvar CFLAGS_Release) $(mkvar CFLAGS_CC_Release)"
+  incs=$(mkvar INCS_Release | sed "s:\$(srcdir):$out:g")
+  "$SKYCMD_ZIG" c++ -target "$arch-macos" $defs $incs $cflags -c "$out/src/skycmd_wrap.cxx" -o "$out/skycmd_wrap.o" \
+    > "$out/compile.log" 2>&1 || { tail -20 "$out/compile.log"; return 1; }
+  "$SKYCMD_ZIG" c++ -target "$arch-macos" -shared -undefined dynamic_lookup "-Wl,-rpath,$b" -o "$out/skycmd.node" \
+    "$out/skycmd_wrap.o" -L"$b" -lskycmd > "$out/link.log" 2>&1 || { tail -20 "$out/link.log"; return 1; }
+  file "$out/skycmd.node" | grep -q "Mach-O 64-bit $cpu" || { echo "  $(file "$out/skycmd.node")"; return 1; }
+  [ "$(llvm-objdump --macho --dylibs-used "$out/skycmd.node" | grep -c "@rpath/libskycmd.$abi.dylib")" = 1 ] ||
+    { echo "  the addon does not load libskycmd.$abi.dylib"; return 1; }
+}
+
+bpassed=0 bfailed=0 bskipped=0
+bindings() {  # bindings ARCH BUILD
+  local arch=$1 b=$2 name rc t0 msg
+  for name in java go rust node; do
+    t0=$(date +%s)
+    set +e; msg=$("bind_$name" "$arch" "$b" 2>&1); rc=$?; set -e
+    case $rc in
+      0) bpassed=$((bpassed + 1)); log "$arch-macos $name: ok ($(( $(date +%s) - t0 )) s)" ;;
+      2) bskipped=$((bskipped + 1)); log "$arch-macos $name: skipped:$(echo "$msg" | tr '\n' ' ')" ;;
+      *) bfailed=$((bfailed + 1)); log "$arch-macos $name: FAILED"; echo "$msg" ;;
+    esac
+  done
+}
+
 passed=0 failed=0
 for arch in "${archs[@]}"; do
   case $arch in aarch64|x86_64) ;; *) echo "macos-cross: unknown architecture $arch" >&2; exit 2 ;; esac
@@ -202,10 +405,11 @@ for arch in "${archs[@]}"; do
   [ $ok = 1 ] && { check "$arch" "$b" || ok=0; }
   if [ $ok = 1 ]; then
     passed=$((passed + 1)); log "$arch-macos: ok ($(( $(date +%s) - t0 )) s): $(file -b -L "$b/libskycmd.$abi.dylib" | cut -c1-60); skycmd: $(file -b "$b/skycmd" | cut -c1-40)"
+    [ "${SKYCMD_MACOS_BINDINGS:-1}" = 0 ] || bindings "$arch" "$b"
   else
     failed=$((failed + 1)); log "$arch-macos: FAILED (log: $b/macos-cross.log)"
   fi
 done
 log "$(( $(date +%s) - t_start )) s"
-echo "macos-cross: $passed passed, $failed failed"
-[ "$failed" = 0 ]
+echo "macos-cross: $passed passed, $failed failed; bindings: $bpassed passed, $bfailed failed, $bskipped skipped"
+[ "$failed" = 0 ] && [ "$bfailed" = 0 ]

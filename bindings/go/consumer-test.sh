@@ -2,8 +2,10 @@
 # consumer-test.sh WORKDIR - use the Go binding from a new module outside the repository, the
 # documented way (docs/bindings.md, bindings/go/README.md): `go mod init`, a `replace` of
 # github.com/skycmd/libskycmd/bindings/go by the checkout's bindings/go, `go build` with cgo
-# against the installed libskycmd found by pkg-config. Then run the example request and write
-# the dump. The contract (env, dump format) is in bindings/run-consumers.sh.
+# against the installed libskycmd found by pkg-config. Then open the model with OpenContext,
+# run the example request and write the dump, run a streaming batch (DecideEach) with a bad
+# request in it, and open the built-in model. The contract (env, dump format) is in
+# bindings/run-consumers.sh.
 set -euo pipefail
 work=$(realpath -m "$1")
 mkdir -p "$work/consumer" "$work/gopath" "$work/gocache"
@@ -37,7 +39,8 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	m, err := skycmd.Open(model)
+	// The context-aware open (a long load gives up when ctx ends).
+	m, err := skycmd.OpenContext(context.Background(), model)
 	if err != nil {
 		fail(err)
 	}
@@ -63,6 +66,7 @@ func main() {
 		fail(err)
 	}
 	fmt.Printf("libskycmd %s, model %s: %d answers, %d input tokens\n", skycmd.Version(), r.Model, len(r.Answers), r.InputTokens)
+	streamingBatch(m, string(request), r)
 	// The built-in model, found where the library is installed.
 	p, err := skycmd.DefaultModelPath()
 	if err != nil {
@@ -81,10 +85,67 @@ func fail(err error) {
 	os.Exit(1)
 }
 GO
+# The iterator forms need Go 1.23 (range over func); with Go 1.22 the rest of the binding
+# builds, and the consumer says so instead.
+cat > each.go <<'GO'
+//go:build go1.23
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/skycmd/libskycmd/bindings/go/skycmd"
+)
+
+// streamingBatch runs a streaming batch with a bad request in the middle: that request is
+// its own pair's error and the stream goes on; the answers are ranged over with All().
+func streamingBatch(m *skycmd.Model, request string, want *skycmd.Response) {
+	answered, failed := 0, []string{}
+	reqs := slices.Values([]string{request, "{bad", request})
+	for resp, err := range m.DecideEach(context.Background(), reqs) {
+		if err != nil {
+			failed = append(failed, err.(*skycmd.Error).Code())
+			continue
+		}
+		same := resp.InputTokens == want.InputTokens
+		for id, a := range resp.All() { // (id, answer) in request order
+			if w, ok := want.Answer(id); !ok || w.Value != a.Value {
+				same = false
+			}
+		}
+		if same {
+			answered++
+		}
+	}
+	fmt.Printf("streaming batch: %d answered, failed %v\n", answered, failed)
+}
+GO
+cat > each_go122.go <<'GO'
+//go:build !go1.23
+
+package main
+
+import (
+	"fmt"
+
+	"github.com/skycmd/libskycmd/bindings/go/skycmd"
+)
+
+func streamingBatch(*skycmd.Model, string, *skycmd.Response) {
+	fmt.Println("streaming batch: needs Go 1.23")
+}
+GO
 go build -o consumer .
 # A prefix install is not on the loader's path: say where it is, as its user would.
 out=$(env -u SKYCMD_DEFAULT_MODEL LD_LIBRARY_PATH="$SKYCMD_PREFIX/lib" ./consumer "$SKYCMD_CONSUMER_MODEL" "$SKYCMD_CONSUMER_REQUEST" "$SKYCMD_CONSUMER_DUMP")
 echo "$out"
+if go list -f '{{context.ReleaseTags}}' runtime | grep -qw go1.23; then
+    grep -qxF "streaming batch: 2 answered, failed [SKYCMD_E_JSON]" <<<"$out" ||
+        { echo "the streaming batch did not give 2 answers and one SKYCMD_E_JSON"; exit 1; }
+fi
 # the built-in model of the prefix, found beside the installed library
 grep -qxF "built-in model s1-pico-flappy: $(realpath "$SKYCMD_PREFIX")/share/skycmd/models/s1-pico-flappy.gguf" <<<"$out" ||
     { echo "the built-in model was not found in the prefix"; exit 1; }

@@ -15,8 +15,10 @@
 #      could find (ldconfig's cache and the prefix). A control inside the namespace shows the
 #      hiding works: the hidden files read as empty, and the prefix's libskycmd.so (what the
 #      jar used to bundle) no longer loads (ldd: "file too short" or "not found"). There
-#      `java -cp` runs the consumer, which writes the dump, and again with the jar on the
-#      module path as module org.skycmd (the same dump).
+#      `java -cp` runs the consumer, which opens the model with Model.openAsync, writes the
+#      dump, runs a streaming batch (decideEach) with a bad request in it and opens the
+#      built-in model (Model.openDefault, SKYCMD_DEFAULT_MODEL naming the prefix's); then again
+#      with the jar on the module path as module org.skycmd (the same dump).
 set -euo pipefail
 work=$(realpath -m "${1:?usage: consumer-test.sh WORKDIR}")
 repo=${SKYCMD_REPO:?}
@@ -81,11 +83,13 @@ package example;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.OptionalDouble;
 import org.skycmd.Answer;
 import org.skycmd.Model;
 import org.skycmd.Probability;
 import org.skycmd.Response;
+import org.skycmd.Result;
 
 /** Answers a request and writes the cross-check dump: every double as its 16 hex bits. */
 public final class Main {
@@ -95,10 +99,11 @@ public final class Main {
 
     public static void main(String[] args) throws Exception {
         String request = Files.readString(Path.of(args[1]), StandardCharsets.UTF_8);
-        try (Model model = Model.open(Path.of(args[0]))) {
+        // Opened off this thread (a CompletableFuture; cancelling it would stop the load).
+        try (Model model = Model.openAsync(Path.of(args[0])).get()) {
             Response r = model.decide(request);
             StringBuilder b = new StringBuilder("input_tokens " + r.inputTokens() + "\n");
-            for (Answer a : r.answers()) {
+            for (Answer a : r.answers().values()) {
                 b.append("answer ").append(a.id()).append(' ').append(a.type().name().toLowerCase())
                  .append(" choice=").append(a.choice() == null ? "" : a.choice())
                  .append(" value=").append(bits(a.value()))
@@ -107,6 +112,16 @@ public final class Main {
                 System.out.println(a.id() + ": " + (a.choice() != null ? a.choice() + " " : "") + a.value());
             }
             Files.writeString(Path.of(args[2]), b.toString());
+            // The streaming batch: a bad request is its own item's error; the stream goes on.
+            List<Result> each = model.decideEach(List.of(request, "{bad", request)).toList();
+            long answered = each.stream().filter(x -> x.isOk() && x.response().inputTokens() == r.inputTokens()).count();
+            List<String> failed = each.stream().filter(x -> !x.isOk()).map(x -> x.error().orElseThrow().code()).toList();
+            System.out.println("streaming batch: " + answered + " answered, failed " + failed);
+        }
+        // The built-in model (SKYCMD_DEFAULT_MODEL: the jar carries libskycmd, so it is not
+        // found beside an installed library).
+        try (Model builtIn = Model.openDefault()) {
+            System.out.println("built-in model " + builtIn.name());
         }
     }
 }
@@ -162,8 +177,12 @@ for f in "$@"; do [ ! -s "$f" ] || { echo "control failed: $f still has content"
 out=$(ldd "$control" 2>&1) && ! grep -q 'not found' <<< "$out" && { echo "control failed: $control still loads:"; echo "$out"; exit 1; }
 grep -E 'cjson|utf8proc|not found' <<< "$out" | sed 's/^/   control (ldd of the old bundled libskycmd.so): /'
 fi
-java -cp "$app/target/skycmd-consumer-1.0.jar:$jar" example.Main \
-    "$SKYCMD_CONSUMER_MODEL" "$SKYCMD_CONSUMER_REQUEST" "$SKYCMD_CONSUMER_DUMP"
+out=$(java -cp "$app/target/skycmd-consumer-1.0.jar:$jar" example.Main \
+    "$SKYCMD_CONSUMER_MODEL" "$SKYCMD_CONSUMER_REQUEST" "$SKYCMD_CONSUMER_DUMP")
+echo "$out"
+grep -qxF "streaming batch: 2 answered, failed [SKYCMD_E_JSON]" <<< "$out" ||
+    { echo "the streaming batch did not give 2 answers and one SKYCMD_E_JSON"; exit 1; }
+grep -qxF "built-in model s1-pico-flappy" <<< "$out" || { echo "the built-in model did not open"; exit 1; }
 # The jar as the named module org.skycmd (Automatic-Module-Name) on the module path: the
 # native library loads from the module too, with the same answers.
 java --module-path "$jar" --add-modules org.skycmd -cp "$app/target/skycmd-consumer-1.0.jar" example.Main \
@@ -172,6 +191,8 @@ cmp "$SKYCMD_CONSUMER_DUMP" "$SKYCMD_CONSUMER_DUMP.module"
 rm -f "$SKYCMD_CONSUMER_DUMP.module"
 echo "   the same answers with the jar on the module path (module org.skycmd)"
 EOF
+# Model.openDefault: the prefix's built-in model, named as a jar's user names it.
+export SKYCMD_DEFAULT_MODEL=$SKYCMD_PREFIX/share/skycmd/models/s1-pico-flappy.gguf
 if [ "$(id -u)" -eq 0 ]; then ns=(unshare -m); else ns=(unshare -r -m); fi
 if "${ns[@]}" --propagation private true 2>/dev/null; then
     "${ns[@]}" bash "$work/hidden.sh" "$work/empty" "$control" "$jar" "$app" "${hide[@]}"

@@ -42,7 +42,7 @@
 
 %include "skycmd.i"
 
-/* Java only: convert, quantize or random model with a listener that the progress callback
+/* Java only: convert, quantize, random model or model open with a listener that the progress callback
  * calls synchronously on the calling thread (the library reports from the thread that made
  * the call), so a Java listener sees every report as it happens and can stop the work at
  * once. The listener is any object with `boolean report(long done, long total)`; returning
@@ -95,6 +95,33 @@ int skyFileCallWithListener(JNIEnv *calling_env, SkyCall *call, int op, const ch
     if (op == 0) st = skycmd_convert(a, b, opts->h, call->err);
     else if (op == 1) st = skycmd_quantize(a, b, opts->h, call->err);
     else st = skycmd_random_model(a, b, opts->h, call->err);
+    skycmd_options_set_progress(opts->h, sky_options_progress, opts);
+    return sky_call_done(call, st);
+}
+
+/* Open a model (skycmd_model_open) into an empty model box, with a listener as above: the
+ * load reports its progress to it on the calling thread, and returning false, throwing, or
+ * the options box's cancel() stops the load (SKYCMD_E_CANCELLED, no model). */
+int skyOpenModelWithListener(JNIEnv *calling_env, SkyCall *call, const char *path, SkyOptions *opts,
+                             jobject listener, SkyModel *into) {
+    SkyJavaProgress p;
+    jclass cls;
+    int st;
+    if (!call) return SKYCMD_E_MISUSE;
+    skycmd_error_clear(call->err);
+    if (!into || into->h) return sky_call_done(call, SKYCMD_E_MISUSE);
+    if (!opts || !opts->h || !listener)
+        return sky_call_done(call, !opts || !opts->h ? SKYCMD_E_NOMEM : SKYCMD_E_INVALID_ARGUMENT);
+    cls = (*calling_env)->GetObjectClass(calling_env, listener);
+    p.report = cls ? (*calling_env)->GetMethodID(calling_env, cls, "report", "(JJ)Z") : NULL;
+    if (!p.report) return sky_call_done(call, SKYCMD_E_INVALID_ARGUMENT); /* NoSuchMethodError pending */
+    p.env = calling_env;
+    p.listener = listener;
+    p.box = opts;
+    p.thread = pthread_self();
+    p.failed = 0;
+    skycmd_options_set_progress(opts->h, sky_java_progress, &p);
+    st = skycmd_model_open(path, opts->h, &into->h, call->err);
     skycmd_options_set_progress(opts->h, sky_options_progress, opts);
     return sky_call_done(call, st);
 }

@@ -39,15 +39,25 @@ async function main() {
   const [modelPath, requestPath, dumpPath] = process.argv.slice(2);
   const m = sky.Model.open(modelPath);
   try {
-    const r = await m.decide(fs.readFileSync(requestPath, 'utf8'));
+    const text = fs.readFileSync(requestPath, 'utf8');
+    const r = await m.decide(text);
     let s = `input_tokens ${r.inputTokens}\n`;
-    for (const a of r.answers) {
+    for (const [, a] of r.answers) {
       const conf = a.confidence === undefined ? 'none' : bits(a.confidence);
       s += `answer ${a.id} ${a.type} choice=${a.choice ?? ''} value=${bits(a.value)} confidence=${conf}\n`;
       for (const p of a.probabilities) s += `option ${p.key} ${bits(p.p)}\n`;
     }
     fs.writeFileSync(dumpPath, s);
-    console.log(`libskycmd ${sky.version()}, model ${r.model}: ${r.answers.length} answers, ${r.inputTokens} input tokens`);
+    console.log(`libskycmd ${sky.version()}, model ${r.model}: ${r.answers.size} answers, ${r.inputTokens} input tokens`);
+    // The streaming batch: one result per request, in order; a bad one does not stop it.
+    async function* requests() { yield text; yield '{"state": 1'; yield text; }
+    const stream = [];
+    for await (const { response, error } of m.decideEach(requests())) {
+      if (error) stream.push(error.code);
+      else if (response.json === r.json) stream.push('same');
+      else throw new Error('decideEach answered differently from decide');
+    }
+    console.log(`stream: ${stream.join(' ')}`);
   } finally {
     m.close();
   }
@@ -61,6 +71,7 @@ JS
 # A prefix install is not on the loader's path: say where it is, as its user would.
 out=$(env -u SKYCMD_DEFAULT_MODEL LD_LIBRARY_PATH="$SKYCMD_PREFIX/lib" node consumer.js "$SKYCMD_CONSUMER_MODEL" "$SKYCMD_CONSUMER_REQUEST" "$SKYCMD_CONSUMER_DUMP")
 echo "$out"
+grep -qxF "stream: same SKYCMD_E_JSON same" <<<"$out" || { echo "decideEach did not stream per-request results"; exit 1; }
 # the built-in model of the prefix, found beside the installed library
 grep -qxF "built-in model s1-pico-flappy: $(realpath "$SKYCMD_PREFIX")/share/skycmd/models/s1-pico-flappy.gguf" <<<"$out" ||
     { echo "the built-in model was not found in the prefix"; exit 1; }

@@ -102,10 +102,18 @@ export interface NoulAnswer {
   readonly noul: number;
 }
 
+/** The answers of a response: question id -> answer, in request order (a Map whose set,
+ * delete and clear throw; JSON.stringify gives the wire's {id: answer} object). */
+export declare class Answers extends Map<string, Answer> implements ReadonlyMap<string, Answer> {
+  private constructor();
+  toJSON(): Record<string, Answer>;
+}
+
 export declare class Response {
   /** The name of the model that answered (the wire's "model": general.name or modelName). */
   readonly model: string;
-  readonly answers: readonly Answer[];
+  /** Keyed by question id, in request order. */
+  readonly answers: ReadonlyMap<string, Answer>;
   readonly inputTokens: number;
   /** The library's wire JSON: {"model", "answers", "usage"}. */
   readonly json: string;
@@ -154,6 +162,12 @@ export declare function request(fields: { state: Content; questions: Entries<Que
 /** A /v1/systemone request: a typed Request, JSON text, or an object (JSON.stringify). */
 export type RequestInput = Request | string | { state: unknown; questions: Record<string, unknown>; model?: string };
 
+/** One item of Model.decideEach: the response, or the request's error. */
+export type EachResult = { readonly response: Response; readonly error?: undefined } | { readonly response?: undefined; readonly error: SkycmdError };
+
+/** How many requests Model.decideEach reads and answers together. */
+export declare const DECIDE_EACH_GROUP: 32;
+
 /** What convert() and quantize() use of an AbortSignal (declared here so that the types
  * need neither the DOM lib nor @types/node). */
 export interface AbortSignalLike {
@@ -176,7 +190,8 @@ export type SpecialToken = 0 | 1 | 2 | 3 | 4 | 'cls' | 'sep' | 'mask' | 'pad' | 
 
 /** A byte-level BPE tokenizer (synchronous calls). */
 export declare class Tokenizer {
-  /** Loads a Hugging Face tokenizer.json. close() it when done. */
+  /** Loads a Hugging Face tokenizer.json. close() it when done. Throws SkycmdError (code
+   * 'ENOENT' for a file that does not exist). */
   static open(jsonPath: string): Tokenizer;
   encode(text: string): Int32Array;
   countTokens(text: string): number;
@@ -215,6 +230,10 @@ export declare class Model {
   /** Answers requests together (shared batches; each as decide() alone) on the pool. */
   decideBatch(requests: Iterable<RequestInput>): Promise<Response[]>;
   decideBatchSync(requests: Iterable<RequestInput>): Response[];
+  /** Answers a stream of requests each on its own account, DECIDE_EACH_GROUP at a time on the
+   * pool: one item per request, in order, {response} or {error}; a bad request never ends
+   * the stream. */
+  decideEach(requests: Iterable<RequestInput> | AsyncIterable<RequestInput>): AsyncGenerator<EachResult, void, undefined>;
   /** The model's tokenizer (unusable after close()). */
   tokenizer(): Tokenizer;
   /** Frees the model (after in-flight async calls settle). Idempotent. */

@@ -10,14 +10,17 @@
  *  - Every failure throws (or rejects with) a SkycmdError carrying the library's status
  *    (number), statusName (e.g. "SKYCMD_E_IO"), code and message. code is the status name,
  *    except for a file that does not exist (the library's errno ENOENT: a missing model
- *    file, the built-in model not installed), whose code is 'ENOENT' with errno and path as
- *    Node's fs errors have them.
+ *    file or tokenizer.json, the built-in model not installed), whose code is 'ENOENT' with
+ *    errno and path as Node's fs errors have them.
  *  - Model.decide(), decideBatch(), convert(), quantize(), inspect(), randomModel(),
  *    Model.openAsync() and Model.openDefaultAsync() return Promises and never block the
  *    event loop; the *Sync variants and Model.open() / Model.openDefault() block. Both give
  *    identical answers (the same doubles). convert/quantize take {signal: AbortSignal,
  *    onProgress(done, total)}: an aborted signal makes them reject with SKYCMD_E_CANCELLED
  *    and leave no output.
+ *  - Model.decideEach(iterable) is an async generator: one {response} or {error} per request,
+ *    in order, read and answered 32 at a time (one skycmd_decide_each call on the pool).
+ *  - response.answers is a read-only Map from question id to answer, in request order.
  *  - A noul answer has no confidence: its `confidence` is undefined (never NaN). A score
  *    answer has a `legend` (the criteria text of each level); the others have none.
  *  - close() is idempotent. With async calls in flight the model is marked closed at once
@@ -256,6 +259,9 @@ function defaultModelPath() {
 
 const ANSWER_TYPES = ['choice', 'score', 'noul'];
 
+/** How many requests Model.decideEach reads and answers together (one skycmd_decide_each). */
+const DECIDE_EACH_GROUP = 32;
+
 function freezeAnswer(a) {
   const type = ANSWER_TYPES[a.type];
   const answer = {
@@ -270,25 +276,49 @@ function freezeAnswer(a) {
   return Object.freeze(answer);
 }
 
+const MAP_SET = Map.prototype.set;
+
+function readOnly() {
+  throw new TypeError('the answers of a response are read-only');
+}
+
+/** The answers of a response: a Map from question id to answer, in request order (the
+ * wire's "answers" object), that refuses set/delete/clear. */
+class Answers extends Map {
+  constructor(answers) {
+    super();
+    // Map's constructor would add the entries through this.set, which refuses them.
+    for (const a of answers || []) MAP_SET.call(this, a.id, a);
+    Object.freeze(this);
+  }
+
+  set() { return readOnly(); }
+  delete() { return readOnly(); }
+  clear() { return readOnly(); }
+
+  /** {id: answer} in request order, as the wire JSON's "answers" has them keyed. */
+  toJSON() { return Object.fromEntries(this); }
+}
+
 class Response {
   constructor(plain) {
     this.model = plain.model;
-    this.answers = Object.freeze(plain.answers.map(freezeAnswer));
+    this.answers = new Answers(plain.answers.map(freezeAnswer));
     this.inputTokens = plain.inputTokens;
     this.json = plain.json;
     Object.freeze(this);
   }
 
-  /** The answer to question `id`, or undefined. */
+  /** The answer to question `id`, or undefined (this.answers.get(id)). */
   answer(id) {
-    return this.answers.find((a) => a.id === id);
+    return this.answers.get(id);
   }
 
   /** Choice answers by question id, as the Jev SDK's ChoiceAnswer: {choice, confidence,
    * probabilities: {key: p}}. */
   get choices() {
     const out = {};
-    for (const a of this.answers) {
+    for (const a of this.answers.values()) {
       if (a.type !== 'choice') continue;
       out[a.id] = Object.freeze({ choice: a.choice, confidence: a.confidence,
         probabilities: Object.freeze(Object.fromEntries(a.probabilities.map((p) => [p.key, p.p]))) });
@@ -300,7 +330,7 @@ class Response {
    * {level: text}, probabilities: {level: p}} (levels as keys "0", "1", ...). */
   get scores() {
     const out = {};
-    for (const a of this.answers) {
+    for (const a of this.answers.values()) {
       if (a.type !== 'score') continue;
       out[a.id] = Object.freeze({ score: a.value, confidence: a.confidence,
         legend: Object.freeze(Object.fromEntries(a.legend.map((l, j) => [String(j), l]))),
@@ -312,7 +342,7 @@ class Response {
   /** Noul answers by question id, as the SDK's NoulAnswer: {noul: P(true)}. */
   get nouls() {
     const out = {};
-    for (const a of this.answers) if (a.type === 'noul') out[a.id] = Object.freeze({ noul: a.value });
+    for (const a of this.answers.values()) if (a.type === 'noul') out[a.id] = Object.freeze({ noul: a.value });
     return Object.freeze(out);
   }
 }
@@ -635,6 +665,73 @@ class Model {
     }
   }
 
+  /** Answers a stream of requests, each on its own account: an async generator over a sync
+   * or async iterable of requests (Request objects, plain request objects or JSON strings)
+   * that yields, in input order, {response} for each answered request and {error} (a
+   * SkycmdError: statusName, libraryMessage, ...) for each bad one (malformed JSON, an
+   * invalid request, a value that is no request); a bad item never ends the stream. It
+   * reads DECIDE_EACH_GROUP (32) requests at a time and answers each group with one
+   * skycmd_decide_each call on the libuv thread pool (the group's sequences share the
+   * model's batches; each response is exactly what decide() gives), so it holds at most one
+   * group. Breaking out of `for await` closes the input iterator. A model closed between
+   * groups ends the stream with a SKYCMD_E_MISUSE rejection. */
+  async *decideEach(requests) {
+    this._usable('decide each');
+    if (requests == null || (typeof requests[Symbol.asyncIterator] !== 'function' &&
+                             typeof requests[Symbol.iterator] !== 'function')) {
+      throw new SkycmdError('decide each', Status.INVALID_ARGUMENT, 'the requests must be an iterable or an async iterable');
+    }
+    let group = [];
+    for await (const item of requests) {
+      group.push(item);
+      if (group.length === DECIDE_EACH_GROUP) {
+        yield* await this._answerEach(group);
+        group = [];
+      }
+    }
+    if (group.length > 0) yield* await this._answerEach(group);
+  }
+
+  /** One group of decideEach: [{response} | {error}] in order. */
+  async _answerEach(items) {
+    this._usable('decide each');
+    const out = new Array(items.length);
+    const texts = [];
+    const slots = []; // slots[k]: the item index of texts[k]
+    items.forEach((item, i) => {
+      let text;
+      try {
+        text = requestText(item);
+      } catch (e) { // e.g. JSON.stringify of a cyclic object
+        out[i] = { error: e instanceof SkycmdError ? e : new SkycmdError('decide each', Status.INVALID_ARGUMENT, String(e && e.message)) };
+        return;
+      }
+      if (typeof text !== 'string') {
+        out[i] = { error: new SkycmdError('decide each', Status.INVALID_ARGUMENT, `request ${typeof item} is not a request`) };
+        return;
+      }
+      texts.push(text);
+      slots.push(i);
+    });
+    if (texts.length > 0) {
+      this._pending++;
+      try {
+        const results = await native.decideEachAsync(this._res.box, texts, this._session);
+        results.forEach((r, k) => {
+          out[slots[k]] = r.response ? { response: new Response(r.response) }
+            : { error: new SkycmdError('decide each', r.status, r.libraryMessage) };
+        });
+      } catch (e) {
+        // The call itself failed (no memory, ...): every request of the group has its error.
+        if (!(e && typeof e.status === 'number')) throw e;
+        for (const i of slots) out[i] = { error: new SkycmdError('decide each', e.status, e.libraryMessage) };
+      } finally {
+        if (--this._pending === 0 && this._closed) this._free();
+      }
+    }
+    return out;
+  }
+
   /** decideBatch() on the calling thread (blocks the event loop). */
   decideBatchSync(requests) {
     this._usable('decide batch');
@@ -689,11 +786,14 @@ class Tokenizer {
     if (!model) tokenizerRegistry.register(this, box, this);
   }
 
-  /** Loads a Hugging Face tokenizer.json (byte-level BPE). close() it when done. */
+  /** Loads a Hugging Face tokenizer.json (byte-level BPE). close() it when done. A file that
+   * does not exist throws with code 'ENOENT' (statusName SKYCMD_E_IO). */
   static open(jsonPath) {
     ensureUsable();
     const box = new native.SkyTokenizer();
-    check('open tokenizer', box.openJson(String(jsonPath)), box.message());
+    const st = box.openJson(String(jsonPath));
+    // A file that does not exist: code 'ENOENT' with errno and path, as Model.open.
+    if (st !== 0) throw new SkycmdError('open tokenizer', st, box.message(), box.osError(), jsonPath);
     return new Tokenizer(box, null);
   }
 
@@ -755,7 +855,7 @@ class Tokenizer {
 }
 
 module.exports = {
-  Model, Response, SkycmdError, Status, Tokenizer, Special,
+  Model, Response, Answers, SkycmdError, Status, Tokenizer, Special, DECIDE_EACH_GROUP,
   Choice, Score, Noul, Request, request,
   open: Model.open,
   openAsync: Model.openAsync,

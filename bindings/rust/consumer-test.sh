@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # consumer-test.sh WORKDIR - the Rust consumers of bindings/run-consumers.sh (see its header
 # for the contract). Two new Cargo projects in WORKDIR, both running consumer/main.rs on the
-# example request:
+# example request (decide, then decide_each on it, a malformed request and it again):
 #   system/   depends on `skycmd` by path ($SKYCMD_REPO/bindings/rust/skycmd) with the
 #             default features: links $SKYCMD_PREFIX's libskycmd.so found through pkg-config
 #             (PKG_CONFIG_PATH=$SKYCMD_PREFIX/lib/pkgconfig) and runs with LD_LIBRARY_PATH set
@@ -46,6 +46,7 @@ libdir=$(pkg-config --variable=libdir skycmd)
 LD_LIBRARY_PATH="$libdir" ldd "$bin" | grep libskycmd
 out=$(env -u SKYCMD_DEFAULT_MODEL LD_LIBRARY_PATH="$libdir" "$bin" "$SKYCMD_CONSUMER_MODEL" "$SKYCMD_CONSUMER_REQUEST" "$work/system.txt")
 echo "$out"
+grep -qxF "stream: same SKYCMD_E_JSON same" <<<"$out" || { echo "decide_each did not stream per-request results"; exit 1; }
 # the built-in model of the prefix, found beside the installed library
 grep -qxF "built-in model s1-pico-flappy: $(realpath "$SKYCMD_PREFIX")/share/skycmd/models/s1-pico-flappy.gguf" <<<"$out" ||
     { echo "the built-in model was not found in the prefix"; exit 1; }

@@ -68,6 +68,7 @@ typedef struct SkyTokenizer {
     size_t count;            /* ids of the last encode() or count() */
     char *text;              /* the last decode() output */
     char *msg;
+    int os_error;            /* the OS errno of the last failed openJson (0: none) */
 } SkyTokenizer;
 typedef struct SkySession { skycmd_session *h; char *msg; } SkySession;
 typedef struct SkyBatch {
@@ -160,6 +161,9 @@ static void sky_batch_free_responses(SkyBatch *b) {
 #ifdef SWIGJAVASCRIPT
 /* Node only: decideAsync(model, requestJson, sessionOptions) -> Promise<plain answers>,
  * decideBatchAsync(model, requestJsons[], sessionOptions) -> Promise<plain answers[]>,
+ * decideEachAsync(model, requestJsons[], sessionOptions) -> Promise<({response: plain} |
+ * {status, libraryMessage})[]> (skycmd_decide_each: one slot per request, a bad one fails
+ * its own slot only),
  * fileAsync(op, a, b, optionsBox, onProgress?) -> Promise<string | undefined> (op: "convert",
  * "quantize", "random", "inspect") and openModelAsync(path, optionsBox, modelBox,
  * onProgress?) -> Promise<undefined> (skycmd_model_open into the empty model box).
@@ -368,12 +372,17 @@ Napi::Value sky_open_model_async(const Napi::CallbackInfo &info) {
     return promise;
 }
 
+/* What a SkyDecideWorker answers: one request, an all-or-nothing batch, or each request on
+ * its own account. */
+enum SkyDecideMode { SKY_DECIDE_ONE, SKY_DECIDE_BATCH, SKY_DECIDE_EACH };
+
 class SkyDecideWorker : public Napi::AsyncWorker {
 public:
     SkyDecideWorker(Napi::Env env, Napi::Object model_obj, skycmd_model *model, std::vector<std::string> jsons,
-                    bool batch, std::vector<std::pair<int, int64_t> > opts)
+                    SkyDecideMode mode, std::vector<std::pair<int, int64_t> > opts)
         : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), model_(model),
-          jsons_(std::move(jsons)), batch_(batch), opts_(std::move(opts)) {
+          jsons_(std::move(jsons)), batch_(mode == SKY_DECIDE_BATCH), each_(mode == SKY_DECIDE_EACH),
+          opts_(std::move(opts)) {
         model_ref_ = Napi::Persistent(model_obj);
     }
     ~SkyDecideWorker() {
@@ -391,6 +400,11 @@ public:
         for (size_t i = 0; i < opts_.size() && status_ == SKYCMD_OK; i++) {
             status_ = skycmd_session_set_int(s, opts_[i].first, opts_[i].second);
             if (status_ != SKYCMD_OK) message_ = skycmd_session_errmsg(s);
+        }
+        if (each_ && status_ == SKYCMD_OK) {
+            Each(s, reqs);
+            skycmd_session_free(s);
+            return;
         }
         for (size_t i = 0; i < jsons_.size() && status_ == SKYCMD_OK; i++) {
             status_ = skycmd_request_parse(jsons_[i].data(), jsons_[i].size(), &reqs[i]);
@@ -415,6 +429,24 @@ public:
             deferred_.Reject(sky_napi_error(env, status_, message_).Value());
             return;
         }
+        if (each_) {
+            Napi::Array all = Napi::Array::New(env, resps_.size());
+            for (size_t i = 0; i < resps_.size(); i++) {
+                if (slot_status_[i] == SKYCMD_OK && resps_[i]) {
+                    Napi::Object item = Napi::Object::New(env);
+                    item.Set("response", sky_plain_response(env, resps_[i]));
+                    all.Set((uint32_t)i, item);
+                } else {
+                    int st = slot_status_[i] == SKYCMD_OK ? SKYCMD_E_INTERNAL : slot_status_[i];
+                    Napi::Object item = Napi::Object::New(env);
+                    item.Set("status", Napi::Number::New(env, st));
+                    item.Set("libraryMessage", Napi::String::New(env, slot_msg_[i]));
+                    all.Set((uint32_t)i, item);
+                }
+            }
+            deferred_.Resolve(all);
+            return;
+        }
         if (!batch_) {
             deferred_.Resolve(sky_plain_response(env, resps_[0]));
             return;
@@ -427,27 +459,56 @@ public:
     void OnError(const Napi::Error &e) override { deferred_.Reject(e.Value()); }
 
 private:
+    /* skycmd_decide_each on the worker thread: a request whose parse failed goes to C as it
+     * is (C reports its parse status and message in its slot); no memory to parse it at all
+     * fails that slot here. */
+    void Each(skycmd_session *s, std::vector<skycmd_request *> &reqs) {
+        size_t n = jsons_.size();
+        std::vector<int> st(n, SKYCMD_OK);
+        std::vector<char *> msgs(n, (char *)NULL);
+        slot_status_.assign(n, SKYCMD_OK);
+        slot_msg_.assign(n, std::string());
+        for (size_t i = 0; i < n; i++) skycmd_request_parse(jsons_[i].data(), jsons_[i].size(), &reqs[i]);
+        std::vector<const skycmd_request *> cr(reqs.begin(), reqs.end());
+        status_ = skycmd_decide_each(s, cr.data(), n, resps_.data(), st.data(), msgs.data());
+        if (status_ != SKYCMD_OK) message_ = skycmd_session_errmsg(s);
+        for (size_t i = 0; i < n; i++) {
+            if (status_ == SKYCMD_OK) {
+                slot_status_[i] = reqs[i] ? st[i] : SKYCMD_E_NOMEM;
+                if (msgs[i]) slot_msg_[i] = msgs[i];
+                else if (slot_status_[i] != SKYCMD_OK) slot_msg_[i] = skycmd_strerror(slot_status_[i]);
+            }
+            skycmd_string_free(msgs[i]);
+            skycmd_request_free(reqs[i]);
+        }
+    }
+
     Napi::Promise::Deferred deferred_;
     Napi::ObjectReference model_ref_;
     skycmd_model *model_;
     std::vector<std::string> jsons_;
-    bool batch_;
+    bool batch_, each_;
+    std::vector<int> slot_status_;
+    std::vector<std::string> slot_msg_;
     std::vector<std::pair<int, int64_t> > opts_;
     std::vector<skycmd_response *> resps_;
     int status_ = SKYCMD_OK;
     std::string message_;
 };
 
-/* decideAsync(model, json, options?) and decideBatchAsync(model, jsons[], options?). */
-Napi::Value sky_decide_common(const Napi::CallbackInfo &info, bool batch) {
+/* decideAsync(model, json, options?), decideBatchAsync(model, jsons[], options?) and
+ * decideEachAsync(model, jsons[], options?). */
+Napi::Value sky_decide_common(const Napi::CallbackInfo &info, SkyDecideMode mode) {
     Napi::Env env = info.Env();
     void *p = NULL;
     Napi::Promise::Deferred early = Napi::Promise::Deferred::New(env);
+    bool batch = mode != SKY_DECIDE_ONE;
     bool second_ok = batch ? info.Length() >= 2 && info[1].IsArray() : info.Length() >= 2 && info[1].IsString();
     if (!second_ok || !info[0].IsObject() ||
         !SWIG_IsOK(SWIG_ConvertPtr(info[0], &p, SWIGTYPE_p_SkyModel, 0)) || !p) {
-        early.Reject(Napi::TypeError::New(env, batch ? "decideBatchAsync(model: SkyModel, json: string[], options?: number[])"
-                                                     : "decideAsync(model: SkyModel, json: string, options?: number[])").Value());
+        early.Reject(Napi::TypeError::New(env, mode == SKY_DECIDE_EACH ? "decideEachAsync(model: SkyModel, json: string[], options?: number[])"
+                                               : batch ? "decideBatchAsync(model: SkyModel, json: string[], options?: number[])"
+                                                       : "decideAsync(model: SkyModel, json: string, options?: number[])").Value());
         return early.Promise();
     }
     SkyModel *box = (SkyModel *)p;
@@ -461,7 +522,7 @@ Napi::Value sky_decide_common(const Napi::CallbackInfo &info, bool batch) {
         for (uint32_t i = 0; i < a.Length(); i++) {
             Napi::Value v = a.Get(i);
             if (!v.IsString()) {
-                early.Reject(Napi::TypeError::New(env, "decideBatchAsync: every request must be a string").Value());
+                early.Reject(Napi::TypeError::New(env, "decide: every request must be a string").Value());
                 return early.Promise();
             }
             jsons.push_back(v.As<Napi::String>().Utf8Value());
@@ -476,20 +537,22 @@ Napi::Value sky_decide_common(const Napi::CallbackInfo &info, bool batch) {
             opts.push_back(std::make_pair(a.Get(i).As<Napi::Number>().Int32Value(),
                                           a.Get(i + 1).As<Napi::Number>().Int64Value()));
     }
-    SkyDecideWorker *w = new SkyDecideWorker(env, info[0].As<Napi::Object>(), box->h, jsons, batch, opts);
+    SkyDecideWorker *w = new SkyDecideWorker(env, info[0].As<Napi::Object>(), box->h, jsons, mode, opts);
     Napi::Promise promise = w->Promise();
     w->Queue();
     return promise;
 }
 
-Napi::Value sky_decide_async(const Napi::CallbackInfo &info) { return sky_decide_common(info, false); }
-Napi::Value sky_decide_batch_async(const Napi::CallbackInfo &info) { return sky_decide_common(info, true); }
+Napi::Value sky_decide_async(const Napi::CallbackInfo &info) { return sky_decide_common(info, SKY_DECIDE_ONE); }
+Napi::Value sky_decide_batch_async(const Napi::CallbackInfo &info) { return sky_decide_common(info, SKY_DECIDE_BATCH); }
+Napi::Value sky_decide_each_async(const Napi::CallbackInfo &info) { return sky_decide_common(info, SKY_DECIDE_EACH); }
 
 } // namespace
 %}
 %init %{
   exports.Set("decideAsync", Napi::Function::New(env, sky_decide_async, "decideAsync"));
   exports.Set("decideBatchAsync", Napi::Function::New(env, sky_decide_batch_async, "decideBatchAsync"));
+  exports.Set("decideEachAsync", Napi::Function::New(env, sky_decide_each_async, "decideEachAsync"));
   exports.Set("fileAsync", Napi::Function::New(env, sky_file_async, "fileAsync"));
   exports.Set("openModelAsync", Napi::Function::New(env, sky_open_model_async, "openModelAsync"));
 %}
@@ -877,9 +940,14 @@ int skyOpenModelBuffer(SkyCall *call, const char *gguf_data, size_t gguf_size, S
         st = skycmd_tokenizer_open_json(path, &$self->owned, err);
         $self->h = $self->owned;
         sky_setmsg(&$self->msg, err ? skycmd_error_message(err) : skycmd_strerror(st));
+        $self->os_error = st != SKYCMD_OK && err ? skycmd_error_errno(err) : 0;
         skycmd_error_free(err);
         return st;
     }
+    /* The OS errno behind the last failed openJson (skycmd_error_errno: ENOENT for a
+     * missing file), 0 when there is none; fileNotFound() says ENOENT, as SkyCall's. */
+    int osError() { return $self->os_error; }
+    bool fileNotFound() { return $self->os_error == ENOENT; }
     bool isOpen() { return $self->h != NULL; }
     /* Frees a loaded tokenizer or returns a borrowed one to its model; twice is OK. */
     void close() { sky_tokenizer_release($self); }
@@ -1019,3 +1087,153 @@ int skyOpenModelBuffer(SkyCall *call, const char *gguf_data, size_t gguf_size, S
     }
     const char *message() { return $self->msg ? $self->msg : ""; }
 }
+
+#if defined(SWIGGO) || defined(SWIGJAVA)
+/* SkyEach - Go and Java only: one group of a streaming batch (Model.DecideEach in Go,
+ * Model.decideEach in Java), answered by ONE skycmd_decide_each call, each request on its own
+ * account. add() parses a request into the next slot; a request that does not parse keeps its
+ * slot and gets its parse status and message there. decide() answers every slot; then
+ * slotStatus(i), slotMessage(i) and takeResponse(i) give each slot's outcome, and clear()
+ * empties the box for the next group. (Node answers its stream off the event loop in its own
+ * worker, so this box is kept out of the Node wrapper.) */
+%{
+typedef struct SkyEach {
+    skycmd_request **reqs;     /* parsed, failed-to-parse (they carry their error) or NULL */
+    int *parse_status;         /* add()'s status of each slot */
+    skycmd_response **out;     /* filled by decide(), taken by takeResponse */
+    int *status;
+    char **errmsg;             /* the library's copies (skycmd_string_free) */
+    size_t n, cap;
+    int answered;
+    char *msg;                 /* what failed the whole call (decide's error), or NULL */
+} SkyEach;
+
+static void sky_each_clear(SkyEach *e) {
+    size_t i;
+    for (i = 0; i < e->n; i++) {
+        skycmd_request_free(e->reqs[i]);
+        skycmd_response_free(e->out[i]);
+        skycmd_string_free(e->errmsg[i]);
+        e->reqs[i] = NULL;
+        e->out[i] = NULL;
+        e->errmsg[i] = NULL;
+    }
+    e->n = 0;
+    e->answered = 0;
+    sky_setmsg(&e->msg, NULL);
+}
+
+/* Room for twice as many slots (32 at first); 0 when out of memory (nothing is lost). */
+static int sky_each_grow(SkyEach *e) {
+    size_t cap = e->cap ? 2 * e->cap : 32, i;
+    void *p;
+    if (!(p = realloc(e->reqs, cap * sizeof *e->reqs))) return 0;
+    e->reqs = (skycmd_request **)p;
+    if (!(p = realloc(e->parse_status, cap * sizeof *e->parse_status))) return 0;
+    e->parse_status = (int *)p;
+    if (!(p = realloc(e->out, cap * sizeof *e->out))) return 0;
+    e->out = (skycmd_response **)p;
+    if (!(p = realloc(e->status, cap * sizeof *e->status))) return 0;
+    e->status = (int *)p;
+    if (!(p = realloc(e->errmsg, cap * sizeof *e->errmsg))) return 0;
+    e->errmsg = (char **)p;
+    for (i = e->cap; i < cap; i++) {
+        e->reqs[i] = NULL;
+        e->out[i] = NULL;
+        e->errmsg[i] = NULL;
+    }
+    e->cap = cap;
+    return 1;
+}
+%}
+
+typedef struct SkyEach {} SkyEach;
+
+%extend SkyEach {
+    SkyEach() { return (SkyEach *)calloc(1, sizeof(SkyEach)); }
+    ~SkyEach() {
+        sky_each_clear($self);
+        free($self->reqs);
+        free($self->parse_status);
+        free($self->out);
+        free($self->status);
+        free($self->errmsg);
+        free($self->msg);
+        free($self);
+    }
+    /* Put a request (JSON text; NULL is that slot's SKYCMD_E_INVALID_ARGUMENT) in the next
+     * slot. Returns SKYCMD_OK when the slot was taken, whether or not the request parses
+     * (its parse error is the slot's outcome); an error (no slot) only when out of memory or
+     * the group was answered and not cleared. */
+    int add(const char *request_json) {
+        skycmd_request *req = NULL;
+        int st;
+        if ($self->answered) { sky_setmsg(&$self->msg, "the group was answered; clear() it first"); return SKYCMD_E_MISUSE; }
+        if ($self->n == $self->cap && !sky_each_grow($self)) {
+            sky_setmsg(&$self->msg, skycmd_strerror(SKYCMD_E_NOMEM));
+            return SKYCMD_E_NOMEM;
+        }
+        st = request_json ? skycmd_request_parse(request_json, strlen(request_json), &req)
+                          : SKYCMD_E_INVALID_ARGUMENT;
+        $self->reqs[$self->n] = req;
+        $self->parse_status[$self->n] = st;
+        $self->status[$self->n] = st;
+        $self->n++;
+        return SKYCMD_OK;
+    }
+    long long count() { return (long long)$self->n; }
+    /* Answer every slot with one skycmd_decide_each call on the session. An error here
+     * (closed session, out of memory) is the whole group's, in message(); SKYCMD_OK means
+     * every slot holds its own outcome. */
+    int decide(SkySession *session) {
+        size_t i;
+        int st;
+        if (!session || !session->h) { sky_setmsg(&$self->msg, sky_closed_msg); return SKYCMD_E_MISUSE; }
+        if ($self->answered) { sky_setmsg(&$self->msg, "the group was already answered"); return SKYCMD_E_MISUSE; }
+        st = skycmd_decide_each(session->h, (const skycmd_request *const *)$self->reqs, $self->n,
+                                $self->out, $self->status, $self->errmsg);
+        if (st != SKYCMD_OK) {
+            sky_setmsg(&$self->msg, skycmd_session_errmsg(session->h));
+            return st;
+        }
+        /* A request the parser could not even make (NULL: no memory, or no JSON text) keeps
+         * add()'s status rather than decide_each's "the request is NULL". */
+        for (i = 0; i < $self->n; i++) {
+            if (!$self->reqs[i] && $self->parse_status[i] != SKYCMD_OK) {
+                $self->status[i] = $self->parse_status[i];
+                skycmd_string_free($self->errmsg[i]);
+                $self->errmsg[i] = NULL;
+            }
+        }
+        $self->answered = 1;
+        sky_setmsg(&$self->msg, NULL);
+        return SKYCMD_OK;
+    }
+    /* Slot i's outcome after decide(): SKYCMD_OK or its error (SKYCMD_E_MISUSE out of range). */
+    int slotStatus(long long i) {
+        if (!$self->answered || i < 0 || (size_t)i >= $self->n) return SKYCMD_E_MISUSE;
+        return $self->status[i];
+    }
+    /* Slot i's message ("" on success). */
+    const char *slotMessage(long long i) {
+        if (!$self->answered || i < 0 || (size_t)i >= $self->n) return "no such slot";
+        if ($self->status[i] == SKYCMD_OK) return "";
+        if (!$self->reqs[i] && $self->parse_status[i] == SKYCMD_E_INVALID_ARGUMENT) return "the request is NULL";
+        return $self->errmsg[i] ? $self->errmsg[i] : skycmd_strerror($self->status[i]);
+    }
+    /* Move slot i's response into an empty SkyResponse box (once per slot). */
+    int takeResponse(long long i, SkyResponse *into) {
+        if (!$self->answered || i < 0 || (size_t)i >= $self->n || !$self->out[i]) {
+            sky_setmsg(&$self->msg, "no such response (not answered, failed, out of range or taken)");
+            return SKYCMD_E_MISUSE;
+        }
+        if (!into || into->h) { sky_setmsg(&$self->msg, "response box is missing or already used"); return SKYCMD_E_MISUSE; }
+        into->h = $self->out[i];
+        $self->out[i] = NULL;
+        return SKYCMD_OK;
+    }
+    /* Free the group's requests, responses and messages; the box takes a new group. */
+    void clear() { sky_each_clear($self); }
+    const char *message() { return $self->msg ? $self->msg : ""; }
+}
+#endif

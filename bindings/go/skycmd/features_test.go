@@ -3,6 +3,7 @@ package skycmd
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -232,8 +233,13 @@ func TestTokenizer(t *testing.T) {
 	if _, err := jt.Count("x"); !errors.Is(err, ErrMisuse) {
 		t.Errorf("count after close: %v", err)
 	}
-	if _, err := OpenTokenizer(filepath.Join(tmpDir, "nope.json")); !errors.Is(err, ErrIO) {
+	// A missing file is ErrIO and fs.ErrNotExist (ENOENT), as for Open; another failure is not.
+	if _, err := OpenTokenizer(filepath.Join(tmpDir, "nope.json")); !errors.Is(err, ErrIO) ||
+		!errors.Is(err, fs.ErrNotExist) || !os.IsNotExist(errors.Unwrap(err)) {
 		t.Errorf("missing tokenizer.json: %v", err)
+	}
+	if _, err := OpenTokenizer(testModel(t)); err == nil || errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a GGUF file as tokenizer.json: %v", err)
 	}
 }
 

@@ -80,7 +80,9 @@ type NoulAnswer struct {
 type Response struct {
 	// Model is the name of the model that answered (the wire's "model": the file's
 	// general.name, or WithModelName).
-	Model       string
+	Model string
+	// Answers are in request order (a slice: Go maps are unordered); Answer(id) finds one by
+	// question id, and All() ranges over (id, answer) pairs in request order (Go 1.23).
 	Answers     []Answer
 	InputTokens int64
 	// JSON is the library's wire form: {"model", "answers", "usage"}.

@@ -3,6 +3,7 @@ package skycmd
 import (
 	"runtime"
 	"sync"
+	"syscall"
 
 	"github.com/skycmd/libskycmd/bindings/go/internal/raw"
 )
@@ -55,7 +56,8 @@ func (m *Model) Tokenizer() (*Tokenizer, error) {
 }
 
 // OpenTokenizer loads a Hugging Face tokenizer.json (byte-level BPE). Close it when done (a
-// finalizer closes a forgotten one).
+// finalizer closes a forgotten one). A file that does not exist is an *Error of ErrIO that
+// also matches fs.ErrNotExist (its Errno is syscall.ENOENT), as for Open.
 func OpenTokenizer(path string) (*Tokenizer, error) {
 	if loadErr != nil {
 		return nil, loadErr
@@ -65,7 +67,7 @@ func OpenTokenizer(path string) (*Tokenizer, error) {
 		return nil, &Error{Op: "open tokenizer", Status: ErrNoMem}
 	}
 	if st := box.OpenJson(path); st != 0 {
-		err := newError("open tokenizer", st, box.Message())
+		err := &Error{Op: "open tokenizer", Status: Status(st), Message: box.Message(), Errno: syscall.Errno(box.OsError())}
 		raw.DeleteSkyTokenizer(box)
 		return nil, err
 	}

@@ -1442,6 +1442,7 @@ typedef struct SkyTokenizer {
     size_t count;            /* ids of the last encode() or count() */
     char *text;              /* the last decode() output */
     char *msg;
+    int os_error;            /* the OS errno of the last failed openJson (0: none) */
 } SkyTokenizer;
 typedef struct SkySession { skycmd_session *h; char *msg; } SkySession;
 typedef struct SkyBatch {
@@ -1872,9 +1873,12 @@ SWIGINTERN int SkyTokenizer_openJson(struct SkyTokenizer *self,char const *path)
         st = skycmd_tokenizer_open_json(path, &self->owned, err);
         self->h = self->owned;
         sky_setmsg(&self->msg, err ? skycmd_error_message(err) : skycmd_strerror(st));
+        self->os_error = st != SKYCMD_OK && err ? skycmd_error_errno(err) : 0;
         skycmd_error_free(err);
         return st;
     }
+SWIGINTERN int SkyTokenizer_osError(struct SkyTokenizer *self){ return self->os_error; }
+SWIGINTERN bool SkyTokenizer_fileNotFound(struct SkyTokenizer *self){ return self->os_error == ENOENT; }
 SWIGINTERN bool SkyTokenizer_isOpen(struct SkyTokenizer *self){ return self->h != NULL; }
 SWIGINTERN void SkyTokenizer_close(struct SkyTokenizer *self){ sky_tokenizer_release(self); }
 SWIGINTERN char const *SkyTokenizer_message(struct SkyTokenizer *self){ return self->msg ? self->msg : ""; }
@@ -2600,6 +2604,10 @@ Napi::Value _wrap_SkyTokenizer_fromModel(const Napi::CallbackInfo &);
 // jsnapi_class_method_declaration
 Napi::Value _wrap_SkyTokenizer_openJson(const Napi::CallbackInfo &);
 // jsnapi_class_method_declaration
+Napi::Value _wrap_SkyTokenizer_osError(const Napi::CallbackInfo &);
+// jsnapi_class_method_declaration
+Napi::Value _wrap_SkyTokenizer_fileNotFound(const Napi::CallbackInfo &);
+// jsnapi_class_method_declaration
 Napi::Value _wrap_SkyTokenizer_isOpen(const Napi::CallbackInfo &);
 // jsnapi_class_method_declaration
 Napi::Value _wrap_SkyTokenizer_close(const Napi::CallbackInfo &);
@@ -2697,6 +2705,22 @@ void _exports_SkyTokenizer_inst::GetMembers(
     "openJson",
       _exports_SkyTokenizer_templ::InstanceMethod("openJson",
         &_exports_SkyTokenizer_templ::_wrap_SkyTokenizer_openJson,
+        static_cast<napi_property_attributes>(napi_writable | napi_configurable))
+    });
+  // jsnapi_member_function_descriptor
+  members.erase("osError");
+  members.insert({
+    "osError",
+      _exports_SkyTokenizer_templ::InstanceMethod("osError",
+        &_exports_SkyTokenizer_templ::_wrap_SkyTokenizer_osError,
+        static_cast<napi_property_attributes>(napi_writable | napi_configurable))
+    });
+  // jsnapi_member_function_descriptor
+  members.erase("fileNotFound");
+  members.insert({
+    "fileNotFound",
+      _exports_SkyTokenizer_templ::InstanceMethod("fileNotFound",
+        &_exports_SkyTokenizer_templ::_wrap_SkyTokenizer_fileNotFound,
         static_cast<napi_property_attributes>(napi_writable | napi_configurable))
     });
   // jsnapi_member_function_descriptor
@@ -3502,12 +3526,17 @@ Napi::Value sky_open_model_async(const Napi::CallbackInfo &info) {
     return promise;
 }
 
+/* What a SkyDecideWorker answers: one request, an all-or-nothing batch, or each request on
+ * its own account. */
+enum SkyDecideMode { SKY_DECIDE_ONE, SKY_DECIDE_BATCH, SKY_DECIDE_EACH };
+
 class SkyDecideWorker : public Napi::AsyncWorker {
 public:
     SkyDecideWorker(Napi::Env env, Napi::Object model_obj, skycmd_model *model, std::vector<std::string> jsons,
-                    bool batch, std::vector<std::pair<int, int64_t> > opts)
+                    SkyDecideMode mode, std::vector<std::pair<int, int64_t> > opts)
         : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), model_(model),
-          jsons_(std::move(jsons)), batch_(batch), opts_(std::move(opts)) {
+          jsons_(std::move(jsons)), batch_(mode == SKY_DECIDE_BATCH), each_(mode == SKY_DECIDE_EACH),
+          opts_(std::move(opts)) {
         model_ref_ = Napi::Persistent(model_obj);
     }
     ~SkyDecideWorker() {
@@ -3525,6 +3554,11 @@ public:
         for (size_t i = 0; i < opts_.size() && status_ == SKYCMD_OK; i++) {
             status_ = skycmd_session_set_int(s, opts_[i].first, opts_[i].second);
             if (status_ != SKYCMD_OK) message_ = skycmd_session_errmsg(s);
+        }
+        if (each_ && status_ == SKYCMD_OK) {
+            Each(s, reqs);
+            skycmd_session_free(s);
+            return;
         }
         for (size_t i = 0; i < jsons_.size() && status_ == SKYCMD_OK; i++) {
             status_ = skycmd_request_parse(jsons_[i].data(), jsons_[i].size(), &reqs[i]);
@@ -3549,6 +3583,24 @@ public:
             deferred_.Reject(sky_napi_error(env, status_, message_).Value());
             return;
         }
+        if (each_) {
+            Napi::Array all = Napi::Array::New(env, resps_.size());
+            for (size_t i = 0; i < resps_.size(); i++) {
+                if (slot_status_[i] == SKYCMD_OK && resps_[i]) {
+                    Napi::Object item = Napi::Object::New(env);
+                    item.Set("response", sky_plain_response(env, resps_[i]));
+                    all.Set((uint32_t)i, item);
+                } else {
+                    int st = slot_status_[i] == SKYCMD_OK ? SKYCMD_E_INTERNAL : slot_status_[i];
+                    Napi::Object item = Napi::Object::New(env);
+                    item.Set("status", Napi::Number::New(env, st));
+                    item.Set("libraryMessage", Napi::String::New(env, slot_msg_[i]));
+                    all.Set((uint32_t)i, item);
+                }
+            }
+            deferred_.Resolve(all);
+            return;
+        }
         if (!batch_) {
             deferred_.Resolve(sky_plain_response(env, resps_[0]));
             return;
@@ -3561,27 +3613,56 @@ public:
     void OnError(const Napi::Error &e) override { deferred_.Reject(e.Value()); }
 
 private:
+    /* skycmd_decide_each on the worker thread: a request whose parse failed goes to C as it
+     * is (C reports its parse status and message in its slot); no memory to parse it at all
+     * fails that slot here. */
+    void Each(skycmd_session *s, std::vector<skycmd_request *> &reqs) {
+        size_t n = jsons_.size();
+        std::vector<int> st(n, SKYCMD_OK);
+        std::vector<char *> msgs(n, (char *)NULL);
+        slot_status_.assign(n, SKYCMD_OK);
+        slot_msg_.assign(n, std::string());
+        for (size_t i = 0; i < n; i++) skycmd_request_parse(jsons_[i].data(), jsons_[i].size(), &reqs[i]);
+        std::vector<const skycmd_request *> cr(reqs.begin(), reqs.end());
+        status_ = skycmd_decide_each(s, cr.data(), n, resps_.data(), st.data(), msgs.data());
+        if (status_ != SKYCMD_OK) message_ = skycmd_session_errmsg(s);
+        for (size_t i = 0; i < n; i++) {
+            if (status_ == SKYCMD_OK) {
+                slot_status_[i] = reqs[i] ? st[i] : SKYCMD_E_NOMEM;
+                if (msgs[i]) slot_msg_[i] = msgs[i];
+                else if (slot_status_[i] != SKYCMD_OK) slot_msg_[i] = skycmd_strerror(slot_status_[i]);
+            }
+            skycmd_string_free(msgs[i]);
+            skycmd_request_free(reqs[i]);
+        }
+    }
+
     Napi::Promise::Deferred deferred_;
     Napi::ObjectReference model_ref_;
     skycmd_model *model_;
     std::vector<std::string> jsons_;
-    bool batch_;
+    bool batch_, each_;
+    std::vector<int> slot_status_;
+    std::vector<std::string> slot_msg_;
     std::vector<std::pair<int, int64_t> > opts_;
     std::vector<skycmd_response *> resps_;
     int status_ = SKYCMD_OK;
     std::string message_;
 };
 
-/* decideAsync(model, json, options?) and decideBatchAsync(model, jsons[], options?). */
-Napi::Value sky_decide_common(const Napi::CallbackInfo &info, bool batch) {
+/* decideAsync(model, json, options?), decideBatchAsync(model, jsons[], options?) and
+ * decideEachAsync(model, jsons[], options?). */
+Napi::Value sky_decide_common(const Napi::CallbackInfo &info, SkyDecideMode mode) {
     Napi::Env env = info.Env();
     void *p = NULL;
     Napi::Promise::Deferred early = Napi::Promise::Deferred::New(env);
+    bool batch = mode != SKY_DECIDE_ONE;
     bool second_ok = batch ? info.Length() >= 2 && info[1].IsArray() : info.Length() >= 2 && info[1].IsString();
     if (!second_ok || !info[0].IsObject() ||
         !SWIG_IsOK(SWIG_ConvertPtr(info[0], &p, SWIGTYPE_p_SkyModel, 0)) || !p) {
-        early.Reject(Napi::TypeError::New(env, batch ? "decideBatchAsync(model: SkyModel, json: string[], options?: number[])"
-                                                     : "decideAsync(model: SkyModel, json: string, options?: number[])").Value());
+        early.Reject(Napi::TypeError::New(env, mode == SKY_DECIDE_EACH ? "decideEachAsync(model: SkyModel, json: string[], options?: number[])"
+                                               : batch ? "decideBatchAsync(model: SkyModel, json: string[], options?: number[])"
+                                                       : "decideAsync(model: SkyModel, json: string, options?: number[])").Value());
         return early.Promise();
     }
     SkyModel *box = (SkyModel *)p;
@@ -3595,7 +3676,7 @@ Napi::Value sky_decide_common(const Napi::CallbackInfo &info, bool batch) {
         for (uint32_t i = 0; i < a.Length(); i++) {
             Napi::Value v = a.Get(i);
             if (!v.IsString()) {
-                early.Reject(Napi::TypeError::New(env, "decideBatchAsync: every request must be a string").Value());
+                early.Reject(Napi::TypeError::New(env, "decide: every request must be a string").Value());
                 return early.Promise();
             }
             jsons.push_back(v.As<Napi::String>().Utf8Value());
@@ -3610,14 +3691,15 @@ Napi::Value sky_decide_common(const Napi::CallbackInfo &info, bool batch) {
             opts.push_back(std::make_pair(a.Get(i).As<Napi::Number>().Int32Value(),
                                           a.Get(i + 1).As<Napi::Number>().Int64Value()));
     }
-    SkyDecideWorker *w = new SkyDecideWorker(env, info[0].As<Napi::Object>(), box->h, jsons, batch, opts);
+    SkyDecideWorker *w = new SkyDecideWorker(env, info[0].As<Napi::Object>(), box->h, jsons, mode, opts);
     Napi::Promise promise = w->Promise();
     w->Queue();
     return promise;
 }
 
-Napi::Value sky_decide_async(const Napi::CallbackInfo &info) { return sky_decide_common(info, false); }
-Napi::Value sky_decide_batch_async(const Napi::CallbackInfo &info) { return sky_decide_common(info, true); }
+Napi::Value sky_decide_async(const Napi::CallbackInfo &info) { return sky_decide_common(info, SKY_DECIDE_ONE); }
+Napi::Value sky_decide_batch_async(const Napi::CallbackInfo &info) { return sky_decide_common(info, SKY_DECIDE_BATCH); }
+Napi::Value sky_decide_each_async(const Napi::CallbackInfo &info) { return sky_decide_common(info, SKY_DECIDE_EACH); }
 
 } // namespace
 
@@ -6087,6 +6169,66 @@ fail:
 
 // js_function
 template <typename SWIG_OBJ_WRAP>
+Napi::Value _exports_SkyTokenizer_templ<SWIG_OBJ_WRAP>::_wrap_SkyTokenizer_osError(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Value jsresult;
+  struct SkyTokenizer *arg1 = 0 ;
+  void *argp1 = 0 ;
+  int res1 = 0 ;
+  int result;
+  
+  if(static_cast<int>(info.Length()) < 0 || static_cast<int>(info.Length()) > 0) {
+    SWIG_Error(SWIG_ERROR, "Illegal number of arguments for _wrap_SkyTokenizer_osError.");
+  }
+  
+  res1 = SWIG_ConvertPtr(info.This(), &argp1,SWIGTYPE_p_SkyTokenizer, 0 |  0 );
+  if (!SWIG_IsOK(res1)) {
+    SWIG_exception_fail(SWIG_ArgError(res1), "in method '" "SkyTokenizer_osError" "', argument " "1"" of type '" "struct SkyTokenizer *""'"); 
+  }
+  arg1 = (struct SkyTokenizer *)(argp1);result = (int)SkyTokenizer_osError(arg1);
+  jsresult = SWIG_From_int  SWIG_NAPI_FROM_CALL_ARGS((int)(result));
+  
+  
+  return jsresult;
+  
+  goto fail;
+fail:
+  return Napi::Value();
+}
+
+
+// js_function
+template <typename SWIG_OBJ_WRAP>
+Napi::Value _exports_SkyTokenizer_templ<SWIG_OBJ_WRAP>::_wrap_SkyTokenizer_fileNotFound(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  Napi::Value jsresult;
+  struct SkyTokenizer *arg1 = 0 ;
+  void *argp1 = 0 ;
+  int res1 = 0 ;
+  bool result;
+  
+  if(static_cast<int>(info.Length()) < 0 || static_cast<int>(info.Length()) > 0) {
+    SWIG_Error(SWIG_ERROR, "Illegal number of arguments for _wrap_SkyTokenizer_fileNotFound.");
+  }
+  
+  res1 = SWIG_ConvertPtr(info.This(), &argp1,SWIGTYPE_p_SkyTokenizer, 0 |  0 );
+  if (!SWIG_IsOK(res1)) {
+    SWIG_exception_fail(SWIG_ArgError(res1), "in method '" "SkyTokenizer_fileNotFound" "', argument " "1"" of type '" "struct SkyTokenizer *""'"); 
+  }
+  arg1 = (struct SkyTokenizer *)(argp1);result = (bool)SkyTokenizer_fileNotFound(arg1);
+  jsresult = SWIG_From_bool  SWIG_NAPI_FROM_CALL_ARGS((bool)(result));
+  
+  
+  return jsresult;
+  
+  goto fail;
+fail:
+  return Napi::Value();
+}
+
+
+// js_function
+template <typename SWIG_OBJ_WRAP>
 Napi::Value _exports_SkyTokenizer_templ<SWIG_OBJ_WRAP>::_wrap_SkyTokenizer_isOpen(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   Napi::Value jsresult;
@@ -8437,6 +8579,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
 
   exports.Set("decideAsync", Napi::Function::New(env, sky_decide_async, "decideAsync"));
   exports.Set("decideBatchAsync", Napi::Function::New(env, sky_decide_batch_async, "decideBatchAsync"));
+  exports.Set("decideEachAsync", Napi::Function::New(env, sky_decide_each_async, "decideEachAsync"));
   exports.Set("fileAsync", Napi::Function::New(env, sky_file_async, "fileAsync"));
   exports.Set("openModelAsync", Napi::Function::New(env, sky_open_model_async, "openModelAsync"));
 

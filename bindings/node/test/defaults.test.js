@@ -85,6 +85,13 @@ test('error codes: the status name, ENOENT for a missing file', async () => {
   const m = sky.open(modelPath);
   await assert.rejects(m.decide('{"state": "x", "questions": {'), (e) => e.code === 'SKYCMD_E_JSON' && e.status === 8);
   m.close();
+  // A tokenizer.json that does not exist is the same not-found error; a junk one is not.
+  const noTok = path.join(tmp, 'no-such-tokenizer.json');
+  assert.throws(() => sky.Tokenizer.open(noTok), (e) => e instanceof sky.SkycmdError && e.code === 'ENOENT' &&
+    e.statusName === 'SKYCMD_E_IO' && e.errno === -os.constants.errno.ENOENT && e.path === noTok &&
+    e.op === 'open tokenizer' && e.libraryMessage.includes('no-such-tokenizer.json'));
+  assert.throws(() => sky.Tokenizer.open(junk), (e) => e instanceof sky.SkycmdError && e.code !== 'ENOENT' &&
+    e.code === e.statusName && e.errno === undefined && e.path === undefined);
 });
 
 test('openAsync: the same model, the event loop turns, AbortSignal', async () => {

@@ -22,7 +22,7 @@ function bits(v) {
   b.writeDoubleBE(v);
   return b.toString('hex');
 }
-const dump = (r) => JSON.stringify(r.answers.map((a) => [a.id, a.choice, bits(a.value),
+const dump = (r) => JSON.stringify([...r.answers.values()].map((a) => [a.id, a.choice, bits(a.value),
   a.confidence === undefined ? 'none' : bits(a.confidence), a.probabilities.map((p) => [p.key, bits(p.p)])])) +
   ` ${r.inputTokens}`;
 
@@ -72,7 +72,7 @@ test('typed request builders answer like the JSON file', async () => {
     const ba = m.decideSync(bare).answer('a');
     assert.ok(ba.type === 'noul' && ba.value >= 0 && ba.value <= 1, JSON.stringify(ba));
     const r = m.decideSync(q);
-    assert.deepEqual(r.answers.map((a) => a.id), ['b', 'a']);
+    assert.deepEqual([...r.answers.keys()], ['b', 'a']);
     assert.deepEqual(r.answer('b').probabilities.map((p) => p.key), ['2', '1']);
     for (const bad of [() => new sky.Choice({ criteria: {} }), () => new sky.Score({ criteria: [] }),
       () => new sky.Noul({}), () => sky.request({ state: 'x', questions: {} }),
@@ -148,7 +148,7 @@ test('tokenizer: encode, count, decode, vocabulary, special ids; a tokenizer.jso
   jt.close();
   jt.close();
   assert.throws(() => jt.countTokens('x'), { code: 'SKYCMD_E_MISUSE' });
-  assert.throws(() => sky.Tokenizer.open(path.join(tmp, 'nope.json')), { code: 'SKYCMD_E_IO' });
+  assert.throws(() => sky.Tokenizer.open(path.join(tmp, 'nope.json')), { code: 'ENOENT', statusName: 'SKYCMD_E_IO' });
 });
 
 test('convert and quantize run on the pool: progress, an open event loop, AbortSignal', async () => {

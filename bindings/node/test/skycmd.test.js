@@ -51,7 +51,7 @@ function bits(v) {
 // absent confidence (noul) as "none".
 function dump(r) {
   let s = `input_tokens ${r.inputTokens}\n`;
-  for (const a of r.answers) {
+  for (const a of r.answers.values()) {
     const conf = a.confidence === undefined ? 'none' : bits(a.confidence);
     s += `answer ${a.id} ${a.type} choice=${a.choice ?? ''} value=${bits(a.value)} confidence=${conf}\n`;
     for (const p of a.probabilities) s += `option ${p.key} ${bits(p.p)}\n`;
@@ -60,11 +60,22 @@ function dump(r) {
 }
 
 function checkAnswers(r, modelName = 's1-pico') {
-  assert.equal(r.answers.length, 3, r.json);
+  // A read-only Map keyed by question id, in request order.
+  assert.ok(r.answers instanceof Map);
+  assert.equal(r.answers.size, 3, r.json);
   assert.equal(r.model, modelName);
   assert.ok(r.inputTokens > 0);
-  assert.deepEqual(r.answers.map((a) => [a.id, a.type]), [['action', 'choice'], ['danger', 'noul'], ['margin', 'score']]);
-  for (const a of r.answers) {
+  assert.deepEqual([...r.answers].map(([id, a]) => [id, a.id, a.type]),
+    [['action', 'action', 'choice'], ['danger', 'danger', 'noul'], ['margin', 'margin', 'score']]);
+  assert.throws(() => r.answers.set('x', null), TypeError);
+  assert.throws(() => r.answers.delete('action'), TypeError);
+  assert.throws(() => r.answers.clear(), TypeError);
+  assert.equal(r.answers.size, 3);
+  assert.equal(r.answer('action'), r.answers.get('action'));
+  assert.equal(r.answer('nope'), undefined);
+  // JSON.stringify gives the wire's {id: answer} object, keys in request order.
+  assert.deepEqual(Object.keys(JSON.parse(JSON.stringify(r)).answers), ['action', 'danger', 'margin']);
+  for (const a of r.answers.values()) {
     const sum = a.probabilities.reduce((s, p) => s + p.p, 0);
     assert.ok(Math.abs(sum - 1) < 1e-6, `${a.id} sums to ${sum}`);
     for (const p of a.probabilities) assert.ok(p.p >= 0 && p.p <= 1);

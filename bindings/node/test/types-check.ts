@@ -4,6 +4,10 @@ import * as sky from '..';
 
 declare const signal: sky.AbortSignalLike; // an AbortController's signal
 
+function req0(): sky.Request {
+  return sky.request({ state: 'vy 0', questions: { d: new sky.Noul({ instructions: 'Crash?' }) } });
+}
+
 async function main(): Promise<void> {
   const m: sky.Model = sky.Model.open('s1-pico.gguf', { weights: 'q8', threads: 1 });
   const r: sky.Response = await m.decide({ state: 'x', questions: {} });
@@ -11,7 +15,16 @@ async function main(): Promise<void> {
   const choice: string | null = a ? a.choice : null;
   const conf: number | undefined = a ? a.confidence : undefined;
   const legend: readonly string[] | undefined = a ? a.legend : undefined;
-  const p: number = r.answers[0].probabilities[0].p;
+  const first: sky.Answer | undefined = r.answers.get('action');
+  const p: number = first ? first.probabilities[0].p : 0;
+  for (const [id, ans] of r.answers) void [id.length, ans.value];
+  const ids0: string[] = [...r.answers.keys()];
+  for await (const item of m.decideEach(['{}', req0(), { state: 'x', questions: {} }])) {
+    if (item.error) void [item.error.code, item.error.statusName];
+    else void item.response.answers.size;
+  }
+  async function* lines(): AsyncGenerator<string> { yield '{}'; }
+  for await (const { response, error } of m.decideEach(lines())) void [response?.model, error?.message];
   const s: sky.Response = m.decideSync('{}');
   const model: string = s.model;
   const score: number = r.scores['margin'].score;
@@ -47,7 +60,7 @@ async function main(): Promise<void> {
     if (e instanceof sky.SkycmdError) void [e.code.length, e.status + 1, e.libraryMessage, choice, p, s.inputTokens,
                                             e.statusName.length, e.errno, e.path];
   }
-  void [conf, legend, model, score, level, noul, picked, batch, text, cls, fromBytes];
+  void [conf, legend, model, score, level, noul, picked, batch, text, cls, fromBytes, sky.DECIDE_EACH_GROUP];
   // @ts-expect-error: decideSync does not return a Promise
   await m.decideSync('{}').then(() => 0);
   // @ts-expect-error: unknown tensor type name
@@ -55,7 +68,12 @@ async function main(): Promise<void> {
   // @ts-expect-error: a score's criteria are a list
   new sky.Score({ criteria: { a: 'x' } });
   // @ts-expect-error: confidence may be absent
-  const sure: number = r.answers[0].confidence;
+  const sure: number = r.answers.get('action')!.confidence;
+  // @ts-expect-error: the answers are read-only
+  r.answers.set('x', first!);
+  // @ts-expect-error: the answers are keyed by id, not an array
+  void r.answers[0];
+  void ids0;
   void sure;
   m.close();
 }

@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import os
 from concurrent.futures import Executor
-from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import (Any, AsyncIterable, AsyncIterator, Callable, Dict, Iterable, Iterator,
+                    List, Mapping, Optional, Sequence, Tuple, Union)
 
 from . import _skycmd
+from ._errors import Error, _make_error
 from ._options import (OPT_ACTIVATIONS, OPT_MAX_TOKENS, OPT_MODEL_NAME, OPT_THREADS,
                        OPT_WEIGHTS, Activations, OptionPairs, Special, Weights, _enum, add)
 from ._requests import Question, Request, RequestLike, encode_request
@@ -30,7 +33,14 @@ class Tokenizer:
 
     @classmethod
     def open(cls, tokenizer_json: PathLike) -> "Tokenizer":
-        return cls(_skycmd.tokenizer_open_json(tokenizer_json))
+        """Open a tokenizer.json (and the tokenizer_config.json beside it, if any). A path
+        that does not exist raises ``skycmd.NoSuchFileError`` (an ``IoError`` that is also
+        ``FileNotFoundError``, with ``filename``), as ``Model.open`` does."""
+        try:
+            return cls(_skycmd.tokenizer_open_json(tokenizer_json))
+        except FileNotFoundError as e:
+            e.filename = os.fspath(tokenizer_json)
+            raise
 
     def encode(self, text: str) -> List[int]:
         """Token ids exactly as HF tokenizers gives them with add_special_tokens=False."""
@@ -236,6 +246,66 @@ class Model:
         raw = self._raw.decide_batch([encode_request(r) for r in requests])
         return [from_raw(r) for r in raw]
 
+    def decide_each(self, requests: Iterable[RequestLike], *,
+                    group: int = 32) -> Iterator[Union[Response, Error]]:
+        """Answer a stream of requests, each on its own account: an iterator with one item
+        per request, in input order: its ``Response``, or the ``skycmd.Error`` instance of its
+        failure (returned, not raised: a malformed JSON text is a ``JsonError``, an invalid
+        request a ``RequestError``, an object that cannot be encoded as a request an
+        ``InvalidArgumentError`` with the encoding error as ``__cause__``), so one bad item
+        never ends the stream. As ``asyncio.gather(..., return_exceptions=True)``: test
+        ``isinstance(item, skycmd.Error)``.
+
+        ``requests`` is any iterable (a generator, a file's lines, ...), read lazily ``group``
+        requests at a time; each group is answered by one library call whose sequences share
+        the model's batches (each answer equals what ``decide`` gives alone), with the GIL
+        released. Nothing more than one group is held. What fails a whole group (the model
+        closed meanwhile: ``MisuseError``, out of memory in the library) is the error of each
+        of its requests, as in the other bindings."""
+        _check_group(group)
+        return self._each(iter(requests), group)
+
+    def _each(self, requests: Iterator[RequestLike],
+              group: int) -> Iterator[Union[Response, Error]]:
+        while True:
+            chunk = list(itertools.islice(requests, group))
+            if not chunk:
+                return
+            encoded, failed = _encode_group(chunk)
+            yield from _merge(len(chunk), failed, _decide_group(self._raw, encoded))
+
+    def decide_each_async(self, requests: Union[Iterable[RequestLike], AsyncIterable[RequestLike]],
+                          *, group: int = 32, executor: Optional[Executor] = None
+                          ) -> AsyncIterator[Union[Response, Error]]:
+        """``decide_each`` as an async iterator (``async for item in
+        model.decide_each_async(requests)``): each group is answered on a thread of
+        ``executor`` (the loop's default one if None) while the event loop keeps running.
+        ``requests`` may be an iterable or an async iterable."""
+        _check_group(group)
+        return self._each_async(requests, group, executor)
+
+    async def _each_async(self, requests: Union[Iterable[RequestLike], AsyncIterable[RequestLike]],
+                          group: int, executor: Optional[Executor]
+                          ) -> AsyncIterator[Union[Response, Error]]:
+        loop = asyncio.get_running_loop()
+
+        async def answer(chunk: List[RequestLike]) -> List[Union[Response, Error]]:
+            encoded, failed = _encode_group(chunk)
+            raw = await loop.run_in_executor(executor, _decide_group, self._raw, encoded)
+            return _merge(len(chunk), failed, raw)
+
+        source = requests if isinstance(requests, AsyncIterable) else _as_async(requests)
+        chunk: List[RequestLike] = []
+        async for r in source:
+            chunk.append(r)
+            if len(chunk) == group:
+                for item in await answer(chunk):
+                    yield item
+                chunk = []
+        if chunk:
+            for item in await answer(chunk):
+                yield item
+
     async def decide_async(self, request: Optional[RequestLike] = None, *, state: Any = None,
                            questions: Optional[Mapping[str, Question]] = None,
                            model: Optional[str] = None,
@@ -278,3 +348,52 @@ def _request(request, state, questions, model) -> Union[str, bytes]:
     if state is not None or questions is not None or model is not None:
         raise TypeError("give either a request or state=/questions=/model=, not both")
     return encode_request(request)
+
+
+def _check_group(group: int) -> None:
+    if not isinstance(group, int) or isinstance(group, bool) or group < 1:
+        raise ValueError(f"group must be a positive int, not {group!r}")
+
+
+async def _as_async(items: Iterable[RequestLike]) -> AsyncIterator[RequestLike]:
+    for item in items:
+        yield item
+
+
+def _encode_group(chunk: List[RequestLike]) -> Tuple[List[Union[str, bytes]], Dict[int, Error]]:
+    """The JSON texts of a group's requests, and the errors of those that cannot be encoded
+    (by position): a streamed item's failure, not the stream's."""
+    encoded: List[Union[str, bytes]] = []
+    failed: Dict[int, Error] = {}
+    for i, r in enumerate(chunk):
+        try:
+            encoded.append(encode_request(r))
+        except (TypeError, ValueError) as e:
+            err = _make_error(1, f"not a request: {e}")
+            err.__cause__ = e
+            failed[i] = err
+    return encoded, failed
+
+
+def _decide_group(raw_model: Any, encoded: List[Union[str, bytes]]) -> List[Any]:
+    """The extension's items for a group; a failure of the whole group (a closed model, no
+    memory) becomes each request's error, so the stream goes on as in the other bindings."""
+    try:
+        items: List[Any] = raw_model.decide_each(encoded)
+    except Error as e:
+        return [_make_error(e.status, e.message, e.errno or 0) for _ in encoded]
+    return items
+
+
+def _merge(n: int, failed: Dict[int, Error], raw: List[Any]) -> List[Union[Response, Error]]:
+    """A group's n items in order: the encoding failures in their places, the rest from the
+    extension (a response tuple, or the exception instance of that request's failure)."""
+    answered = iter(raw)
+    out: List[Union[Response, Error]] = []
+    for i in range(n):
+        if i in failed:
+            out.append(failed[i])
+        else:
+            r = next(answered)
+            out.append(r if isinstance(r, Error) else from_raw(r))
+    return out

@@ -1,6 +1,7 @@
 """Responses copied out of the C response into plain, immutable Python values."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, Optional, Tuple
 
@@ -59,17 +60,22 @@ class Answer:
 
 
 @dataclass(frozen=True)
-class Response:
-    """The answers of one decide call, in request order, with the model name reported, the
-    number of input tokens and the library's wire JSON (``json``)."""
+class Response(Mapping[str, Answer]):
+    """The answers of one decide call, with the model name reported, the number of input
+    tokens and the library's wire JSON (``json``).
+
+    A read-only mapping of question id to Answer in request order, as every binding's answer
+    container (keyed by question id, in request order): ``r["action"]``, ``"action" in r``,
+    ``len(r)``, ``r.get(id)``, ``r.items()``; iterating yields the question ids, as with any
+    Mapping (``r.values()`` yields the answers). ``answers`` is the same content as a dict."""
 
     model: str
     input_tokens: int
     json: str
     answers: Dict[str, Answer]
 
-    def __iter__(self) -> Iterator[Answer]:
-        return iter(self.answers.values())
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.answers)
 
     def __len__(self) -> int:
         return len(self.answers)

@@ -55,6 +55,15 @@ static PyObject *raise_status_errno(int status, const char *message, int sys_err
     return NULL;
 }
 
+/* The package exception for (status, message) as a new instance, not raised (a streamed
+ * item's error); NULL with an exception if the factory failed. */
+static PyObject *error_instance(int status, const char *message) {
+    if (!message || !*message) message = skycmd_strerror(status);
+    if (!error_factory)
+        return PyObject_CallFunction(PyExc_RuntimeError, "s", message);
+    return PyObject_CallFunction(error_factory, "isi", status, message, 0);
+}
+
 static PyObject *raise_status_cause(int status, const char *message, PyObject *cause) {
     return raise_status_errno(status, message, 0, cause);
 }
@@ -635,6 +644,89 @@ done:
     return result;
 }
 
+/* A group of requests answered each on its own account (skycmd_decide_each): a list with,
+ * per request in order, its response tuple or the exception instance of its failure (a text
+ * that does not parse is its own slot's E_JSON or E_REQUEST). One call, one session: the
+ * Python generator (Model.decide_each) cuts a stream into such groups. Raises only for what
+ * fails the whole group (a closed model, out of memory, an item that is not str/bytes). */
+static PyObject *model_decide_each(ModelObject *self, PyObject *arg) {
+    PyObject *seq = PySequence_Tuple(arg); /* our own: read with the GIL released */
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    const char **texts = PyMem_Calloc((size_t)n + 1, sizeof *texts);
+    Py_ssize_t *lens = PyMem_Calloc((size_t)n + 1, sizeof *lens);
+    skycmd_request **reqs = PyMem_Calloc((size_t)n + 1, sizeof *reqs);
+    int *parse_status = PyMem_Calloc((size_t)n + 1, sizeof *parse_status);
+    skycmd_response **resps = PyMem_Calloc((size_t)n + 1, sizeof *resps);
+    int *status = PyMem_Calloc((size_t)n + 1, sizeof *status);
+    char **errmsg = PyMem_Calloc((size_t)n + 1, sizeof *errmsg);
+    const char **wires = PyMem_Calloc((size_t)n + 1, sizeof *wires);
+    PyObject *result = NULL;
+    skycmd_session *s = NULL;
+    if (!texts || !lens || !reqs || !parse_status || !resps || !status || !errmsg || !wires) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (request_bytes(PySequence_Fast_GET_ITEM(seq, i), &texts[i], &lens[i]) < 0) goto done;
+    s = model_take_session(self);
+    if (!s) goto done;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    /* A failed parse still sets reqs[i] (with its message), which decide_each reports in
+     * that slot. */
+    for (Py_ssize_t i = 0; i < n; i++)
+        parse_status[i] = skycmd_request_parse(texts[i], (size_t)lens[i], &reqs[i]);
+    rc = skycmd_decide_each(s, (const skycmd_request *const *)reqs, (size_t)n, resps, status,
+                            errmsg);
+    for (Py_ssize_t i = 0; i < n && rc == SKYCMD_OK; i++) {
+        if (resps[i] && !(wires[i] = skycmd_response_json(resps[i]))) {
+            /* no memory for this one's wire JSON: its own slot's error */
+            skycmd_response_free(resps[i]);
+            resps[i] = NULL;
+            status[i] = SKYCMD_E_NOMEM;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (rc != SKYCMD_OK) {
+        raise_status(rc, skycmd_session_errmsg(s));
+        goto done;
+    }
+    result = PyList_New(n);
+    if (!result) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item;
+        if (resps[i])
+            item = response_to_tuple(resps[i], wires[i]);
+        else if (!reqs[i]) /* the parse made no request at all (out of memory): its status */
+            item = error_instance(parse_status[i], NULL);
+        else
+            item = error_instance(status[i], errmsg[i]);
+        if (!item) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, i, item);
+    }
+done:
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (reqs) skycmd_request_free(reqs[i]);
+        if (resps) skycmd_response_free(resps[i]);
+        if (errmsg) skycmd_string_free(errmsg[i]);
+    }
+    if (s) model_give_session(self, s);
+    PyMem_Free(texts);
+    PyMem_Free(lens);
+    PyMem_Free(reqs);
+    PyMem_Free(parse_status);
+    PyMem_Free(resps);
+    PyMem_Free(status);
+    PyMem_Free(errmsg);
+    PyMem_Free(wires);
+    Py_DECREF(seq);
+    return result;
+}
+
 /* ------------------------------------------------------------------ tokenizer ----- */
 
 typedef struct TokenizerObject {
@@ -850,6 +942,8 @@ static PyMethodDef model_methods[] = {
     {"decide", (PyCFunction)model_decide, METH_O, "decide(json) -> response tuple"},
     {"decide_batch", (PyCFunction)model_decide_batch, METH_O,
      "decide_batch(jsons) -> list of response tuples"},
+    {"decide_each", (PyCFunction)model_decide_each, METH_O,
+     "decide_each(jsons) -> list of response tuples or exception instances"},
     {"get_int", (PyCFunction)model_get_int, METH_O, "get_int(name) -> int"},
     {"tokenizer", (PyCFunction)model_tokenizer, METH_NOARGS, "the model's tokenizer"},
     {NULL, NULL, 0, NULL},

@@ -2,7 +2,10 @@
 (docs/bindings.md, "Tests of every binding") plus the Python-only parts (GIL, asyncio,
 request builders, context managers)."""
 import asyncio
+import collections.abc
+import errno
 import gc
+import itertools
 import json
 import math
 import os
@@ -25,7 +28,7 @@ def dump(r):
     """The cross-check's dump format (bindings/go/skycmd_test.go `dump`; an absent value,
     the noul confidence, as `none`)."""
     lines = ["input_tokens %d" % r.input_tokens]
-    for a in r:
+    for a in r.values():
         conf = "none" if a.confidence is None else bits(a.confidence)
         lines.append("answer %s %s choice=%s value=%s confidence=%s"
                      % (a.id, a.type, a.choice or "", bits(a.value), conf))
@@ -42,7 +45,7 @@ def check_answers(r, example):
     wire = json.loads(r.json)
     assert wire["usage"]["input_tokens"] == r.input_tokens
     assert wire["model"] == r.model
-    for a in r:
+    for a in r.values():
         q = questions[a.id]
         assert a.type == q["type"]
         ps = [o.probability for o in a.options]
@@ -500,6 +503,23 @@ def test_asyncio(model, example):
         asyncio.run(failing())
 
 
+def test_response_is_a_mapping(model, example):
+    """Keyed by question id, in request order (the answer container of every binding)."""
+    r = model.decide(example)
+    ids = list(example["questions"])
+    assert isinstance(r, collections.abc.Mapping)
+    assert list(r) == ids and list(r.keys()) == ids and len(r) == len(ids)
+    assert [a.id for a in r.values()] == ids
+    assert [(k, a.id) for k, a in r.items()] == [(i, i) for i in ids]
+    assert ids[0] in r and "no-such-question" not in r
+    assert r.get("no-such-question") is None and r.get(ids[0]) is r[ids[0]]
+    assert dict(r) == r.answers and list(r.answers) == ids
+    with pytest.raises(KeyError):
+        r["no-such-question"]
+    with pytest.raises(TypeError):
+        r[ids[0]] = r[ids[0]]  # read-only
+
+
 # ------------------------------------------------------------------ batch -----------------
 
 def test_decide_batch(model, example):
@@ -511,6 +531,106 @@ def test_decide_batch(model, example):
     bad = {"state": "x", "questions": {"q": {"type": "score", "instructions": "i"}}}
     with pytest.raises(skycmd.RequestError, match=r"^SKYCMD_E_REQUEST: request 1: .*criteria"):
         model.decide_batch([example, bad])
+
+
+def each_requests(example):
+    """70 requests (three groups of 32: 32, 32, 6) of varied states, with a malformed JSON
+    text at 5, an invalid request at 33 (the second group) and a non-request at 69 (the
+    last, in the short group)."""
+    bad_request = {"state": "x", "questions": {"q": {"type": "score", "instructions": "i"}}}
+    out = []
+    for i in range(70):
+        r = json.loads(json.dumps(example))
+        r["state"] = "vy %d dx %d up 9 dn 7 nxt 10 alt %d" % (i % 7, 3 * i, 20 + i)
+        out.append(r if i % 2 else json.dumps(r))  # dicts and JSON texts
+    out[5] = '{"state": "x", "questions": '
+    out[33] = bad_request
+    out[69] = 42
+    return out
+
+
+def check_each(items, requests, singles):
+    assert len(items) == len(requests)
+    for i, item in enumerate(items):
+        if i == 5:
+            assert type(item) is skycmd.JsonError and item.code == "SKYCMD_E_JSON", item
+        elif i == 33:
+            assert type(item) is skycmd.RequestError and "criteria" in item.message, item
+        elif i == 69:
+            assert type(item) is skycmd.InvalidArgumentError, item
+            assert isinstance(item.__cause__, TypeError)
+        else:
+            assert isinstance(item, skycmd.Response), (i, item)
+            assert dump(item) == singles[i], i  # the same as decide alone
+
+
+def test_decide_each(model, example):
+    requests = each_requests(example)
+    singles = {i: dump(model.decide(r)) for i, r in enumerate(requests) if i not in (5, 33, 69)}
+    assert len(set(singles.values())) > 1  # the states differ, so the order is checked
+    for group in (32, 1, 7, 70, 100):
+        check_each(list(model.decide_each(requests, group=group)), requests, singles)
+    check_each(list(model.decide_each(iter(requests))), requests, singles)  # any iterable
+    assert list(model.decide_each([])) == []
+    for group in (0, -1, 1.5, True):
+        with pytest.raises(ValueError):
+            model.decide_each(requests, group=group)
+
+
+def test_decide_each_is_lazy(model, example):
+    """The input is read one group at a time: after the first item only the first group has
+    been taken, after the 33rd the second."""
+    taken = []
+
+    def source():
+        for i in range(70):
+            taken.append(i)
+            yield example
+
+    it = model.decide_each(source())
+    assert taken == []  # nothing read before the first item is asked for
+    first = next(it)
+    assert isinstance(first, skycmd.Response) and len(taken) == 32
+    for _ in range(32):
+        next(it)
+    assert len(taken) == 64
+    assert len(list(it)) == 70 - 33 and len(taken) == 70
+    endless = model.decide_each(itertools.repeat(example), group=4)  # a source without end
+    assert all(isinstance(x, skycmd.Response) for x in itertools.islice(endless, 10))
+
+
+def test_decide_each_closed_model(model_path, example):
+    m = skycmd.Model.open(model_path)
+    it = m.decide_each([example] * 40)
+    assert isinstance(next(it), skycmd.Response)
+    m.close()
+    rest = list(it)
+    # the rest of the first group was answered before the close; the second group's
+    # requests each get the MisuseError of the closed model, and the stream ends normally
+    assert all(isinstance(x, skycmd.Response) for x in rest[:31])
+    assert [type(x) for x in rest[31:]] == [skycmd.MisuseError] * 8
+    assert "closed" in rest[31].message and rest[31] is not rest[32]
+
+
+def test_decide_each_async(model, example):
+    requests = each_requests(example)
+    singles = {i: dump(model.decide(r)) for i, r in enumerate(requests) if i not in (5, 33, 69)}
+
+    async def agen():
+        for r in requests:
+            await asyncio.sleep(0)
+            yield r
+
+    async def main():
+        from_list = [item async for item in model.decide_each_async(requests, group=16)]
+        from_agen = [item async for item in model.decide_each_async(agen())]
+        return from_list, from_agen
+
+    from_list, from_agen = asyncio.run(main())
+    check_each(from_list, requests, singles)
+    check_each(from_agen, requests, singles)
+    with pytest.raises(ValueError):
+        model.decide_each_async(requests, group=0)
 
 
 # ------------------------------------------------------------------ files -----------------
@@ -618,8 +738,12 @@ def test_tokenizer(model):
 
 
 def test_tokenizer_open_errors(tmp_path):
-    with pytest.raises(skycmd.IoError):
-        skycmd.Tokenizer.open(tmp_path / "missing.json")
+    missing = tmp_path / "missing.json"
+    with pytest.raises(FileNotFoundError) as e:  # as Model.open
+        skycmd.Tokenizer.open(missing)
+    assert type(e.value) is skycmd.NoSuchFileError and e.value.code == "SKYCMD_E_IO"
+    assert e.value.errno == errno.ENOENT and e.value.filename == str(missing)
+    assert "missing.json" in e.value.message
     bad = tmp_path / "tokenizer.json"
     bad.write_text("{")
     with pytest.raises(skycmd.Error):

@@ -15,14 +15,22 @@ def answer(path: str) -> Dict[str, Optional[float]]:
         r: skycmd.Response = model.decide(request)
         batch: List[skycmd.Response] = model.decide_batch([request, "{}", {"state": "s"}])
         again: skycmd.Response = asyncio.run(model.decide_async(state="vy 0", questions=request.questions))
-        ids: List[int] = model.tokenizer.encode("hello")
-        text: str = model.tokenizer.decode(ids)
+        tokens: List[int] = model.tokenizer.encode("hello")
+        text: str = model.tokenizer.decode(tokens)
         size: int = model.tokenizer.vocab_size
         legend: Optional[Dict[int, str]] = r["c"].legend
         choice: Optional[str] = r["a"].choice
         p: Dict[str, float] = r["a"].probabilities
         del batch, again, text, size, legend, choice, p
-        return {a.id: a.confidence for a in r}
+        streamed: List[str] = []
+        for item in model.decide_each([request, "{"], group=8):
+            if isinstance(item, skycmd.Error):
+                streamed.append(item.code)
+            else:
+                streamed.append(item["a"].id)
+        ids: List[str] = list(r)
+        del streamed, ids
+        return {a.id: a.confidence for a in r.values()}
 
 
 async def builtin() -> str:

@@ -21,11 +21,16 @@ with tempfile.TemporaryDirectory() as tmp:
         m = skycmd.Model.open(model_path, threads=1)
         m.decide(request)
         m.decide_batch([request, request])
+        # the stream: answers and per-item errors (bad JSON, invalid request) in one group
+        items = list(m.decide_each([request, "{", bad_request, request], group=3))
+        assert [type(x) for x in items] == [skycmd.Response, skycmd.JsonError,
+                                            skycmd.RequestError, skycmd.Response], items
         tok = m.tokenizer
         tok.decode(tok.encode("hello world"))
         for call, error in ((lambda: m.decide(bad_request), skycmd.RequestError),
                             (lambda: m.decide_batch([request, "{"]), skycmd.JsonError),
                             (lambda: skycmd.Model.open(model_path + ".missing"), skycmd.IoError),
+                            (lambda: skycmd.Tokenizer.open(model_path + ".missing"), skycmd.IoError),
                             (skycmd.default_model_path, skycmd.NotFoundError)):
             try:
                 call()

@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 fn dump(r: &skycmd::Response) -> String {
     let mut s = format!("input_tokens {}\n", r.input_tokens);
-    for a in &r.answers {
+    for a in r.answers.values() {
         let kind = match a.kind {
             skycmd::AnswerType::Choice => "choice",
             skycmd::AnswerType::Score => "score",
@@ -33,13 +33,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let model = skycmd::Model::open(&args[1], &skycmd::Options::new())?;
     let response = model.decide(&std::fs::read_to_string(&args[2])?)?;
     println!("model {}, {} input tokens", response.model, response.input_tokens);
-    for a in &response.answers {
+    for (id, a) in &response.answers {
         let probabilities: Vec<String> = a.probabilities.iter().map(|p| format!("{}={:.4}", p.key, p.p)).collect();
-        println!("  {} ({:?}): choice {:?} value {:.4} confidence {:?} [{}]", a.id, a.kind, a.choice, a.value, a.confidence, probabilities.join(" "));
+        println!("  {} ({:?}): choice {:?} value {:.4} confidence {:?} [{}]", id, a.kind, a.choice, a.value, a.confidence, probabilities.join(" "));
     }
     if let Some(path) = args.get(3) {
         std::fs::write(path, dump(&response))?;
     }
+    // The streaming batch: one result per request, in order; a bad one does not stop it.
+    let request = std::fs::read_to_string(&args[2])?;
+    let mut stream = Vec::new();
+    for r in model.decide_each([request.as_str(), "{\"state\": 1", request.as_str()])? {
+        match r {
+            Ok(resp) if resp == response => stream.push("same".to_string()),
+            Ok(_) => return Err("decide_each answered differently from decide".into()),
+            Err(e) => stream.push(e.code().to_string()),
+        }
+    }
+    println!("stream: {}", stream.join(" "));
     model.close()?;
     // The built-in model, where the library finds it (beside an installed libskycmd.so; a
     // `bundled` program has the library inside itself: its configured data directory).

@@ -16,7 +16,10 @@
 //   dllexport on Windows; this is a static library). The objects are then partially linked into one object whose
 //   hidden symbols (the internal sk_* functions) are made local, as the shared library's
 //   version script does: only skycmd_* stay global, so nothing clashes with other C code
-//   linked into the same binary. cJSON and utf8proc come from pkg-config, each linked
+//   linked into the same binary. (ELF: `cc -r` and `objcopy --localize-hidden`; Mach-O
+//   targets: `cc -r` of the object files alone, since Apple's ld -r makes hidden symbols
+//   local by itself and has neither --whole-archive nor objcopy; and _DARWIN_C_SOURCE, as
+//   CMake defines it there.) cJSON and utf8proc come from pkg-config, each linked
 //   statically where its static archive exists (Debian ships libutf8proc.a, no libcjson.a).
 //
 // Either way the header's include flags go to the header-check test as SKYCMD_CFLAGS.
@@ -192,6 +195,20 @@ mod bundled {
         run(ar.arg("crs").arg(&lib).arg(&obj))
     }
 
+    /// Mach-O (Apple targets): `cc -r` of the objects themselves (Apple's ld -r turns hidden
+    /// symbols into local ones unless told -keep_private_externs, and takes no
+    /// --whole-archive), archived as libskycmd.a.
+    fn localize_macho(out: &Path, objects: &[PathBuf], compiler: &cc::Tool, archiver: Command) -> Result<(), String> {
+        let obj = out.join("skycmd-all.o");
+        let mut ld = compiler.to_command();
+        ld.args(["-r", "-nostdlib", "-o"]).arg(&obj).args(objects);
+        run(&mut ld)?;
+        let lib = out.join("libskycmd.a");
+        let _ = std::fs::remove_file(&lib);
+        let mut ar = archiver;
+        run(ar.arg("crs").arg(&lib).arg(&obj))
+    }
+
     pub fn build() {
         let (root, commit) = sources();
         let src = root.join("src");
@@ -223,6 +240,11 @@ mod bundled {
             .flag_if_supported("-fvisibility=hidden")
             .flag_if_supported("-pthread")
             .cargo_metadata(false);
+        // As CMakeLists.txt: macOS's headers read the sources' _POSIX_C_SOURCE as "hide the
+        // rest" (O_NOFOLLOW, mkdtemp, ...); _DARWIN_C_SOURCE keeps the whole API visible.
+        if env::var("CARGO_CFG_TARGET_VENDOR").map_or(false, |v| v == "apple") {
+            base.define("_DARWIN_C_SOURCE", None);
+        }
 
         let files = library_sources(&src);
         let aligned: Vec<PathBuf> = ALIGNED_LOOP_FILES.iter().map(|f| src.join(f)).collect();
@@ -230,11 +252,27 @@ mod bundled {
         kernels.flag_if_supported("-falign-loops=64").files(files.iter().filter(|f| aligned.contains(f)));
         let mut rest = base.clone();
         rest.files(files.iter().filter(|f| !aligned.contains(f)));
+        println!("cargo:rustc-link-search=native={}", out.display());
+        if env::var("CARGO_CFG_TARGET_VENDOR").map_or(false, |v| v == "apple") {
+            let mut objects = kernels.compile_intermediates();
+            objects.extend(rest.compile_intermediates());
+            if let Err(e) = localize_macho(&out, &objects, &tool, base.get_archiver()) {
+                // Still correct, only the internal sk_* names stay global.
+                println!("cargo:warning=skycmd-sys: could not localize the internal symbols ({e}); linking the plain objects");
+                let lib = out.join("libskycmd.a");
+                let _ = std::fs::remove_file(&lib);
+                let mut ar = base.get_archiver();
+                run(ar.arg("crs").arg(&lib).args(&objects)).unwrap_or_else(|e| panic!("skycmd-sys: {e}"));
+            }
+            println!("cargo:rustc-link-lib=static=skycmd");
+            println!("cargo:rustc-env=SKYCMD_SYS_BUNDLED_ARCHIVE={}", out.join("libskycmd.a").display());
+            link_dependencies(&cjson, &utf8proc, &include);
+            return;
+        }
         kernels.compile("skycmd_kernels");
         rest.compile("skycmd_rest");
 
         let archives = [out.join("libskycmd_kernels.a"), out.join("libskycmd_rest.a")];
-        println!("cargo:rustc-link-search=native={}", out.display());
         match localize(&out, &archives, &tool, base.get_archiver()) {
             Ok(()) => {
                 println!("cargo:rustc-link-lib=static=skycmd");
@@ -247,7 +285,13 @@ mod bundled {
                 println!("cargo:rustc-link-lib=static=skycmd_rest");
             }
         }
-        for d in [&utf8proc, &cjson] {
+        link_dependencies(&cjson, &utf8proc, &include);
+    }
+
+    /// cJSON, utf8proc and the C runtime's libraries after libskycmd; the metadata for
+    /// dependents and the header test.
+    fn link_dependencies(cjson: &Dep, utf8proc: &Dep, include: &Path) {
+        for d in [utf8proc, cjson] {
             for (name, is_static, dir) in &d.libs {
                 if let Some(dir) = dir {
                     println!("cargo:rustc-link-search=native={}", dir.display());

@@ -252,6 +252,7 @@ typedef struct SkyTokenizer {
     size_t count;            /* ids of the last encode() or count() */
     char *text;              /* the last decode() output */
     char *msg;
+    int os_error;            /* the OS errno of the last failed openJson (0: none) */
 } SkyTokenizer;
 typedef struct SkySession { skycmd_session *h; char *msg; } SkySession;
 typedef struct SkyBatch {
@@ -446,9 +447,12 @@ SWIGINTERN int SkyTokenizer_openJson(struct SkyTokenizer *self,char const *path)
         st = skycmd_tokenizer_open_json(path, &self->owned, err);
         self->h = self->owned;
         sky_setmsg(&self->msg, err ? skycmd_error_message(err) : skycmd_strerror(st));
+        self->os_error = st != SKYCMD_OK && err ? skycmd_error_errno(err) : 0;
         skycmd_error_free(err);
         return st;
     }
+SWIGINTERN int SkyTokenizer_osError(struct SkyTokenizer *self){ return self->os_error; }
+SWIGINTERN bool SkyTokenizer_fileNotFound(struct SkyTokenizer *self){ return self->os_error == ENOENT; }
 SWIGINTERN bool SkyTokenizer_isOpen(struct SkyTokenizer *self){ return self->h != NULL; }
 SWIGINTERN void SkyTokenizer_close(struct SkyTokenizer *self){ sky_tokenizer_release(self); }
 SWIGINTERN char const *SkyTokenizer_message(struct SkyTokenizer *self){ return self->msg ? self->msg : ""; }
@@ -735,11 +739,135 @@ int skyOpenModelBuffer(SkyCall *call, const char *gguf_data, size_t gguf_size, S
     return sky_call_done(call, st);
 }
 
+
+typedef struct SkyEach {
+    skycmd_request **reqs;     /* parsed, failed-to-parse (they carry their error) or NULL */
+    int *parse_status;         /* add()'s status of each slot */
+    skycmd_response **out;     /* filled by decide(), taken by takeResponse */
+    int *status;
+    char **errmsg;             /* the library's copies (skycmd_string_free) */
+    size_t n, cap;
+    int answered;
+    char *msg;                 /* what failed the whole call (decide's error), or NULL */
+} SkyEach;
+
+static void sky_each_clear(SkyEach *e) {
+    size_t i;
+    for (i = 0; i < e->n; i++) {
+        skycmd_request_free(e->reqs[i]);
+        skycmd_response_free(e->out[i]);
+        skycmd_string_free(e->errmsg[i]);
+        e->reqs[i] = NULL;
+        e->out[i] = NULL;
+        e->errmsg[i] = NULL;
+    }
+    e->n = 0;
+    e->answered = 0;
+    sky_setmsg(&e->msg, NULL);
+}
+
+/* Room for twice as many slots (32 at first); 0 when out of memory (nothing is lost). */
+static int sky_each_grow(SkyEach *e) {
+    size_t cap = e->cap ? 2 * e->cap : 32, i;
+    void *p;
+    if (!(p = realloc(e->reqs, cap * sizeof *e->reqs))) return 0;
+    e->reqs = (skycmd_request **)p;
+    if (!(p = realloc(e->parse_status, cap * sizeof *e->parse_status))) return 0;
+    e->parse_status = (int *)p;
+    if (!(p = realloc(e->out, cap * sizeof *e->out))) return 0;
+    e->out = (skycmd_response **)p;
+    if (!(p = realloc(e->status, cap * sizeof *e->status))) return 0;
+    e->status = (int *)p;
+    if (!(p = realloc(e->errmsg, cap * sizeof *e->errmsg))) return 0;
+    e->errmsg = (char **)p;
+    for (i = e->cap; i < cap; i++) {
+        e->reqs[i] = NULL;
+        e->out[i] = NULL;
+        e->errmsg[i] = NULL;
+    }
+    e->cap = cap;
+    return 1;
+}
+
+SWIGINTERN struct SkyEach *new_SkyEach(void){ return (SkyEach *)calloc(1, sizeof(SkyEach)); }
+SWIGINTERN void delete_SkyEach(struct SkyEach *self){
+        sky_each_clear(self);
+        free(self->reqs);
+        free(self->parse_status);
+        free(self->out);
+        free(self->status);
+        free(self->errmsg);
+        free(self->msg);
+        free(self);
+    }
+SWIGINTERN int SkyEach_add(struct SkyEach *self,char const *request_json){
+        skycmd_request *req = NULL;
+        int st;
+        if (self->answered) { sky_setmsg(&self->msg, "the group was answered; clear() it first"); return SKYCMD_E_MISUSE; }
+        if (self->n == self->cap && !sky_each_grow(self)) {
+            sky_setmsg(&self->msg, skycmd_strerror(SKYCMD_E_NOMEM));
+            return SKYCMD_E_NOMEM;
+        }
+        st = request_json ? skycmd_request_parse(request_json, strlen(request_json), &req)
+                          : SKYCMD_E_INVALID_ARGUMENT;
+        self->reqs[self->n] = req;
+        self->parse_status[self->n] = st;
+        self->status[self->n] = st;
+        self->n++;
+        return SKYCMD_OK;
+    }
+SWIGINTERN long long SkyEach_count(struct SkyEach *self){ return (long long)self->n; }
+SWIGINTERN int SkyEach_decide(struct SkyEach *self,SkySession *session){
+        size_t i;
+        int st;
+        if (!session || !session->h) { sky_setmsg(&self->msg, sky_closed_msg); return SKYCMD_E_MISUSE; }
+        if (self->answered) { sky_setmsg(&self->msg, "the group was already answered"); return SKYCMD_E_MISUSE; }
+        st = skycmd_decide_each(session->h, (const skycmd_request *const *)self->reqs, self->n,
+                                self->out, self->status, self->errmsg);
+        if (st != SKYCMD_OK) {
+            sky_setmsg(&self->msg, skycmd_session_errmsg(session->h));
+            return st;
+        }
+        /* A request the parser could not even make (NULL: no memory, or no JSON text) keeps
+         * add()'s status rather than decide_each's "the request is NULL". */
+        for (i = 0; i < self->n; i++) {
+            if (!self->reqs[i] && self->parse_status[i] != SKYCMD_OK) {
+                self->status[i] = self->parse_status[i];
+                skycmd_string_free(self->errmsg[i]);
+                self->errmsg[i] = NULL;
+            }
+        }
+        self->answered = 1;
+        sky_setmsg(&self->msg, NULL);
+        return SKYCMD_OK;
+    }
+SWIGINTERN int SkyEach_slotStatus(struct SkyEach *self,long long i){
+        if (!self->answered || i < 0 || (size_t)i >= self->n) return SKYCMD_E_MISUSE;
+        return self->status[i];
+    }
+SWIGINTERN char const *SkyEach_slotMessage(struct SkyEach *self,long long i){
+        if (!self->answered || i < 0 || (size_t)i >= self->n) return "no such slot";
+        if (self->status[i] == SKYCMD_OK) return "";
+        if (!self->reqs[i] && self->parse_status[i] == SKYCMD_E_INVALID_ARGUMENT) return "the request is NULL";
+        return self->errmsg[i] ? self->errmsg[i] : skycmd_strerror(self->status[i]);
+    }
+SWIGINTERN int SkyEach_takeResponse(struct SkyEach *self,long long i,SkyResponse *into){
+        if (!self->answered || i < 0 || (size_t)i >= self->n || !self->out[i]) {
+            sky_setmsg(&self->msg, "no such response (not answered, failed, out of range or taken)");
+            return SKYCMD_E_MISUSE;
+        }
+        if (!into || into->h) { sky_setmsg(&self->msg, "response box is missing or already used"); return SKYCMD_E_MISUSE; }
+        into->h = self->out[i];
+        self->out[i] = NULL;
+        return SKYCMD_OK;
+    }
+SWIGINTERN void SkyEach_clear(struct SkyEach *self){ sky_each_clear(self); }
+SWIGINTERN char const *SkyEach_message(struct SkyEach *self){ return self->msg ? self->msg : ""; }
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-void _wrap_Swig_free_raw_4dd6330081f8460a(void *_swig_go_0) {
+void _wrap_Swig_free_raw_2f451d17ff9d9b2b(void *_swig_go_0) {
   void *arg1 = 0 ;
   
   arg1 = *(void **)&_swig_go_0; 
@@ -749,7 +877,7 @@ void _wrap_Swig_free_raw_4dd6330081f8460a(void *_swig_go_0) {
 }
 
 
-void *_wrap_Swig_malloc_raw_4dd6330081f8460a(intgo _swig_go_0) {
+void *_wrap_Swig_malloc_raw_2f451d17ff9d9b2b(intgo _swig_go_0) {
   int arg1 ;
   void *result = 0 ;
   void *_swig_go_result;
@@ -762,7 +890,7 @@ void *_wrap_Swig_malloc_raw_4dd6330081f8460a(intgo _swig_go_0) {
 }
 
 
-intgo _wrap_SKYCMD_HEADER_VERSION_NUMBER_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_HEADER_VERSION_NUMBER_raw_2f451d17ff9d9b2b() {
   unsigned int result;
   intgo _swig_go_result;
   
@@ -773,7 +901,7 @@ intgo _wrap_SKYCMD_HEADER_VERSION_NUMBER_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_VERSION_NUMBER_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_VERSION_NUMBER_raw_2f451d17ff9d9b2b() {
   int result;
   intgo _swig_go_result;
   
@@ -784,7 +912,7 @@ intgo _wrap_SKYCMD_VERSION_NUMBER_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_skycmd_version_number_raw_4dd6330081f8460a() {
+intgo _wrap_skycmd_version_number_raw_2f451d17ff9d9b2b() {
   unsigned int result;
   intgo _swig_go_result;
   
@@ -795,7 +923,7 @@ intgo _wrap_skycmd_version_number_raw_4dd6330081f8460a() {
 }
 
 
-_gostring_ _wrap_skycmd_version_string_raw_4dd6330081f8460a() {
+_gostring_ _wrap_skycmd_version_string_raw_2f451d17ff9d9b2b() {
   char *result = 0 ;
   _gostring_ _swig_go_result;
   
@@ -806,7 +934,7 @@ _gostring_ _wrap_skycmd_version_string_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_skycmd_abi_version_raw_4dd6330081f8460a() {
+intgo _wrap_skycmd_abi_version_raw_2f451d17ff9d9b2b() {
   unsigned int result;
   intgo _swig_go_result;
   
@@ -817,7 +945,7 @@ intgo _wrap_skycmd_abi_version_raw_4dd6330081f8460a() {
 }
 
 
-_gostring_ _wrap_skycmd_build_id_raw_4dd6330081f8460a() {
+_gostring_ _wrap_skycmd_build_id_raw_2f451d17ff9d9b2b() {
   char *result = 0 ;
   _gostring_ _swig_go_result;
   
@@ -828,7 +956,7 @@ _gostring_ _wrap_skycmd_build_id_raw_4dd6330081f8460a() {
 }
 
 
-_gostring_ _wrap_skycmd_cpu_features_raw_4dd6330081f8460a() {
+_gostring_ _wrap_skycmd_cpu_features_raw_2f451d17ff9d9b2b() {
   char *result = 0 ;
   _gostring_ _swig_go_result;
   
@@ -839,7 +967,7 @@ _gostring_ _wrap_skycmd_cpu_features_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OK_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OK_raw_2f451d17ff9d9b2b() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -851,7 +979,7 @@ intgo _wrap_SKYCMD_OK_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_E_INVALID_ARGUMENT_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_E_INVALID_ARGUMENT_raw_2f451d17ff9d9b2b() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -863,7 +991,7 @@ intgo _wrap_SKYCMD_E_INVALID_ARGUMENT_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_E_MISUSE_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_E_MISUSE_raw_2f451d17ff9d9b2b() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -875,7 +1003,7 @@ intgo _wrap_SKYCMD_E_MISUSE_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_E_NOMEM_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_E_NOMEM_raw_2f451d17ff9d9b2b() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -887,7 +1015,7 @@ intgo _wrap_SKYCMD_E_NOMEM_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_E_IO_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_E_IO_raw_2f451d17ff9d9b2b() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -899,7 +1027,7 @@ intgo _wrap_SKYCMD_E_IO_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_E_FORMAT_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_E_FORMAT_raw_2f451d17ff9d9b2b() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -911,7 +1039,7 @@ intgo _wrap_SKYCMD_E_FORMAT_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_E_UNSUPPORTED_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_E_UNSUPPORTED_raw_2f451d17ff9d9b2b() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -923,7 +1051,7 @@ intgo _wrap_SKYCMD_E_UNSUPPORTED_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_E_BUSY_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_E_BUSY_raw_2f451d17ff9d9b2b() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -935,7 +1063,7 @@ intgo _wrap_SKYCMD_E_BUSY_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_E_JSON_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_E_JSON_raw_2f451d17ff9d9b2b() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -947,7 +1075,7 @@ intgo _wrap_SKYCMD_E_JSON_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_E_REQUEST_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_E_REQUEST_raw_2f451d17ff9d9b2b() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -959,7 +1087,7 @@ intgo _wrap_SKYCMD_E_REQUEST_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_E_TOO_LARGE_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_E_TOO_LARGE_raw_2f451d17ff9d9b2b() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -971,7 +1099,7 @@ intgo _wrap_SKYCMD_E_TOO_LARGE_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_E_VERSION_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_E_VERSION_raw_2f451d17ff9d9b2b() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -983,7 +1111,7 @@ intgo _wrap_SKYCMD_E_VERSION_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_E_NOT_FOUND_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_E_NOT_FOUND_raw_2f451d17ff9d9b2b() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -995,7 +1123,7 @@ intgo _wrap_SKYCMD_E_NOT_FOUND_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_E_INTERNAL_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_E_INTERNAL_raw_2f451d17ff9d9b2b() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -1007,7 +1135,7 @@ intgo _wrap_SKYCMD_E_INTERNAL_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_E_CANCELLED_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_E_CANCELLED_raw_2f451d17ff9d9b2b() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -1019,7 +1147,7 @@ intgo _wrap_SKYCMD_E_CANCELLED_raw_4dd6330081f8460a() {
 }
 
 
-_gostring_ _wrap_skycmd_status_name_raw_4dd6330081f8460a(intgo _swig_go_0) {
+_gostring_ _wrap_skycmd_status_name_raw_2f451d17ff9d9b2b(intgo _swig_go_0) {
   int arg1 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1032,7 +1160,7 @@ _gostring_ _wrap_skycmd_status_name_raw_4dd6330081f8460a(intgo _swig_go_0) {
 }
 
 
-_gostring_ _wrap_skycmd_strerror_raw_4dd6330081f8460a(intgo _swig_go_0) {
+_gostring_ _wrap_skycmd_strerror_raw_2f451d17ff9d9b2b(intgo _swig_go_0) {
   int arg1 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1045,7 +1173,7 @@ _gostring_ _wrap_skycmd_strerror_raw_4dd6330081f8460a(intgo _swig_go_0) {
 }
 
 
-intgo _wrap_SKYCMD_OPT_THREADS_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_THREADS_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1057,7 +1185,7 @@ intgo _wrap_SKYCMD_OPT_THREADS_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_WEIGHTS_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_WEIGHTS_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1069,7 +1197,7 @@ intgo _wrap_SKYCMD_OPT_WEIGHTS_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_ACTIVATIONS_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_ACTIVATIONS_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1081,7 +1209,7 @@ intgo _wrap_SKYCMD_OPT_ACTIVATIONS_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_TYPE_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_TYPE_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1093,7 +1221,7 @@ intgo _wrap_SKYCMD_OPT_TYPE_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_HEAD_TYPE_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_HEAD_TYPE_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1105,7 +1233,7 @@ intgo _wrap_SKYCMD_OPT_HEAD_TYPE_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_SEED_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_SEED_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1117,7 +1245,7 @@ intgo _wrap_SKYCMD_OPT_SEED_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_MASSIVE_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_MASSIVE_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1129,7 +1257,7 @@ intgo _wrap_SKYCMD_OPT_MASSIVE_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_MAX_ARRAY_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_MAX_ARRAY_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1141,7 +1269,7 @@ intgo _wrap_SKYCMD_OPT_MAX_ARRAY_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_JSON_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_JSON_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1153,7 +1281,7 @@ intgo _wrap_SKYCMD_OPT_JSON_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_MAX_TOKENS_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_MAX_TOKENS_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1165,7 +1293,7 @@ intgo _wrap_SKYCMD_OPT_MAX_TOKENS_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_LAYOUT_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_LAYOUT_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1177,7 +1305,7 @@ intgo _wrap_SKYCMD_OPT_LAYOUT_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_LONG_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_LONG_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1189,7 +1317,7 @@ intgo _wrap_SKYCMD_OPT_LONG_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_WINDOW_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_WINDOW_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1201,7 +1329,7 @@ intgo _wrap_SKYCMD_OPT_WINDOW_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_STRIDE_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_STRIDE_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1213,7 +1341,7 @@ intgo _wrap_SKYCMD_OPT_STRIDE_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_REPORT_TRUNCATION_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_REPORT_TRUNCATION_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1225,7 +1353,7 @@ intgo _wrap_SKYCMD_OPT_REPORT_TRUNCATION_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_TOURNAMENT_GROUP_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_TOURNAMENT_GROUP_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1237,7 +1365,7 @@ intgo _wrap_SKYCMD_OPT_TOURNAMENT_GROUP_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_AUTO_TOURNAMENT_GROUP_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_AUTO_TOURNAMENT_GROUP_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1249,7 +1377,7 @@ intgo _wrap_SKYCMD_OPT_AUTO_TOURNAMENT_GROUP_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_MAX_LEN_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_MAX_LEN_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1261,7 +1389,7 @@ intgo _wrap_SKYCMD_OPT_MAX_LEN_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_HEAD_MAX_LEN_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_HEAD_MAX_LEN_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1273,7 +1401,7 @@ intgo _wrap_SKYCMD_OPT_HEAD_MAX_LEN_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_MAX_TOKEN_BUDGET_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_MAX_TOKEN_BUDGET_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1285,7 +1413,7 @@ intgo _wrap_SKYCMD_OPT_MAX_TOKEN_BUDGET_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_CALIB_ABSTENTION_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_CALIB_ABSTENTION_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1297,7 +1425,7 @@ intgo _wrap_SKYCMD_OPT_CALIB_ABSTENTION_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_CALIB_ABSTAIN_MIN_N_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_CALIB_ABSTAIN_MIN_N_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1309,7 +1437,7 @@ intgo _wrap_SKYCMD_OPT_CALIB_ABSTAIN_MIN_N_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_CALIB_CONSERVATIVE_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_CALIB_CONSERVATIVE_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1321,7 +1449,7 @@ intgo _wrap_SKYCMD_OPT_CALIB_CONSERVATIVE_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_NAME_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_NAME_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1333,7 +1461,7 @@ intgo _wrap_SKYCMD_OPT_NAME_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_PRE_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_PRE_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1345,7 +1473,7 @@ intgo _wrap_SKYCMD_OPT_PRE_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_MODEL_NAME_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_MODEL_NAME_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1357,7 +1485,7 @@ intgo _wrap_SKYCMD_OPT_MODEL_NAME_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_MIN_CONFIDENCE_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_MIN_CONFIDENCE_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1369,7 +1497,7 @@ intgo _wrap_SKYCMD_OPT_MIN_CONFIDENCE_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_CALIB_TARGET_ERROR_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_OPT_CALIB_TARGET_ERROR_raw_2f451d17ff9d9b2b() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1381,7 +1509,7 @@ intgo _wrap_SKYCMD_OPT_CALIB_TARGET_ERROR_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_TYPE_F32_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_TYPE_F32_raw_2f451d17ff9d9b2b() {
   enum skycmd_type result;
   intgo _swig_go_result;
   
@@ -1393,7 +1521,7 @@ intgo _wrap_SKYCMD_TYPE_F32_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_TYPE_F16_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_TYPE_F16_raw_2f451d17ff9d9b2b() {
   enum skycmd_type result;
   intgo _swig_go_result;
   
@@ -1405,7 +1533,7 @@ intgo _wrap_SKYCMD_TYPE_F16_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_TYPE_Q8_0_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_TYPE_Q8_0_raw_2f451d17ff9d9b2b() {
   enum skycmd_type result;
   intgo _swig_go_result;
   
@@ -1417,7 +1545,7 @@ intgo _wrap_SKYCMD_TYPE_Q8_0_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_TYPE_BF16_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_TYPE_BF16_raw_2f451d17ff9d9b2b() {
   enum skycmd_type result;
   intgo _swig_go_result;
   
@@ -1429,7 +1557,7 @@ intgo _wrap_SKYCMD_TYPE_BF16_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_WEIGHTS_F32_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_WEIGHTS_F32_raw_2f451d17ff9d9b2b() {
   enum skycmd_weights result;
   intgo _swig_go_result;
   
@@ -1441,7 +1569,7 @@ intgo _wrap_SKYCMD_WEIGHTS_F32_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_WEIGHTS_Q8_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_WEIGHTS_Q8_raw_2f451d17ff9d9b2b() {
   enum skycmd_weights result;
   intgo _swig_go_result;
   
@@ -1453,7 +1581,7 @@ intgo _wrap_SKYCMD_WEIGHTS_Q8_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_WEIGHTS_Q8_PLAIN_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_WEIGHTS_Q8_PLAIN_raw_2f451d17ff9d9b2b() {
   enum skycmd_weights result;
   intgo _swig_go_result;
   
@@ -1465,7 +1593,7 @@ intgo _wrap_SKYCMD_WEIGHTS_Q8_PLAIN_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_WEIGHTS_BF16X3_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_WEIGHTS_BF16X3_raw_2f451d17ff9d9b2b() {
   enum skycmd_weights result;
   intgo _swig_go_result;
   
@@ -1477,7 +1605,7 @@ intgo _wrap_SKYCMD_WEIGHTS_BF16X3_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_WEIGHTS_Q8_ROW_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_WEIGHTS_Q8_ROW_raw_2f451d17ff9d9b2b() {
   enum skycmd_weights result;
   intgo _swig_go_result;
   
@@ -1489,7 +1617,7 @@ intgo _wrap_SKYCMD_WEIGHTS_Q8_ROW_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_ACT_Q8X2_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_ACT_Q8X2_raw_2f451d17ff9d9b2b() {
   enum skycmd_activations result;
   intgo _swig_go_result;
   
@@ -1501,7 +1629,7 @@ intgo _wrap_SKYCMD_ACT_Q8X2_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_ACT_Q8_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_ACT_Q8_raw_2f451d17ff9d9b2b() {
   enum skycmd_activations result;
   intgo _swig_go_result;
   
@@ -1513,7 +1641,7 @@ intgo _wrap_SKYCMD_ACT_Q8_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_LAYOUT_GGUF_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_LAYOUT_GGUF_raw_2f451d17ff9d9b2b() {
   enum skycmd_layout result;
   intgo _swig_go_result;
   
@@ -1525,7 +1653,7 @@ intgo _wrap_SKYCMD_LAYOUT_GGUF_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_LAYOUT_LAYA_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_LAYOUT_LAYA_raw_2f451d17ff9d9b2b() {
   enum skycmd_layout result;
   intgo _swig_go_result;
   
@@ -1537,7 +1665,7 @@ intgo _wrap_SKYCMD_LAYOUT_LAYA_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_SPECIAL_CLS_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_SPECIAL_CLS_raw_2f451d17ff9d9b2b() {
   enum skycmd_special result;
   intgo _swig_go_result;
   
@@ -1549,7 +1677,7 @@ intgo _wrap_SKYCMD_SPECIAL_CLS_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_SPECIAL_SEP_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_SPECIAL_SEP_raw_2f451d17ff9d9b2b() {
   enum skycmd_special result;
   intgo _swig_go_result;
   
@@ -1561,7 +1689,7 @@ intgo _wrap_SKYCMD_SPECIAL_SEP_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_SPECIAL_MASK_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_SPECIAL_MASK_raw_2f451d17ff9d9b2b() {
   enum skycmd_special result;
   intgo _swig_go_result;
   
@@ -1573,7 +1701,7 @@ intgo _wrap_SKYCMD_SPECIAL_MASK_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_SPECIAL_PAD_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_SPECIAL_PAD_raw_2f451d17ff9d9b2b() {
   enum skycmd_special result;
   intgo _swig_go_result;
   
@@ -1585,7 +1713,7 @@ intgo _wrap_SKYCMD_SPECIAL_PAD_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_SPECIAL_UNK_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_SPECIAL_UNK_raw_2f451d17ff9d9b2b() {
   enum skycmd_special result;
   intgo _swig_go_result;
   
@@ -1597,7 +1725,7 @@ intgo _wrap_SKYCMD_SPECIAL_UNK_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_QTYPE_CHOICE_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_QTYPE_CHOICE_raw_2f451d17ff9d9b2b() {
   enum skycmd_qtype result;
   intgo _swig_go_result;
   
@@ -1609,7 +1737,7 @@ intgo _wrap_SKYCMD_QTYPE_CHOICE_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_QTYPE_SCORE_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_QTYPE_SCORE_raw_2f451d17ff9d9b2b() {
   enum skycmd_qtype result;
   intgo _swig_go_result;
   
@@ -1621,7 +1749,7 @@ intgo _wrap_SKYCMD_QTYPE_SCORE_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_QTYPE_NOUL_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_QTYPE_NOUL_raw_2f451d17ff9d9b2b() {
   enum skycmd_qtype result;
   intgo _swig_go_result;
   
@@ -1633,7 +1761,7 @@ intgo _wrap_SKYCMD_QTYPE_NOUL_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_ABSTENTION_NONE_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_ABSTENTION_NONE_raw_2f451d17ff9d9b2b() {
   enum skycmd_abstention result;
   intgo _swig_go_result;
   
@@ -1645,7 +1773,7 @@ intgo _wrap_SKYCMD_ABSTENTION_NONE_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_ABSTENTION_PASSED_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_ABSTENTION_PASSED_raw_2f451d17ff9d9b2b() {
   enum skycmd_abstention result;
   intgo _swig_go_result;
   
@@ -1657,7 +1785,7 @@ intgo _wrap_SKYCMD_ABSTENTION_PASSED_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_ABSTENTION_ABSTAINED_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_ABSTENTION_ABSTAINED_raw_2f451d17ff9d9b2b() {
   enum skycmd_abstention result;
   intgo _swig_go_result;
   
@@ -1669,7 +1797,7 @@ intgo _wrap_SKYCMD_ABSTENTION_ABSTAINED_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_SKYCMD_ABSTENTION_UNEVALUATED_raw_4dd6330081f8460a() {
+intgo _wrap_SKYCMD_ABSTENTION_UNEVALUATED_raw_2f451d17ff9d9b2b() {
   enum skycmd_abstention result;
   intgo _swig_go_result;
   
@@ -1681,7 +1809,7 @@ intgo _wrap_SKYCMD_ABSTENTION_UNEVALUATED_raw_4dd6330081f8460a() {
 }
 
 
-struct SkyOptions *_wrap_new_SkyOptions_raw_4dd6330081f8460a() {
+struct SkyOptions *_wrap_new_SkyOptions_raw_2f451d17ff9d9b2b() {
   struct SkyOptions *result = 0 ;
   struct SkyOptions *_swig_go_result;
   
@@ -1692,7 +1820,7 @@ struct SkyOptions *_wrap_new_SkyOptions_raw_4dd6330081f8460a() {
 }
 
 
-void _wrap_delete_SkyOptions_raw_4dd6330081f8460a(struct SkyOptions *_swig_go_0) {
+void _wrap_delete_SkyOptions_raw_2f451d17ff9d9b2b(struct SkyOptions *_swig_go_0) {
   struct SkyOptions *arg1 = 0 ;
   
   arg1 = *(struct SkyOptions **)&_swig_go_0; 
@@ -1702,7 +1830,7 @@ void _wrap_delete_SkyOptions_raw_4dd6330081f8460a(struct SkyOptions *_swig_go_0)
 }
 
 
-intgo _wrap_SkyOptions_setInt_raw_4dd6330081f8460a(struct SkyOptions *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
+intgo _wrap_SkyOptions_setInt_raw_2f451d17ff9d9b2b(struct SkyOptions *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
   struct SkyOptions *arg1 = 0 ;
   int arg2 ;
   int64_t arg3 ;
@@ -1719,7 +1847,7 @@ intgo _wrap_SkyOptions_setInt_raw_4dd6330081f8460a(struct SkyOptions *_swig_go_0
 }
 
 
-intgo _wrap_SkyOptions_setString_raw_4dd6330081f8460a(struct SkyOptions *_swig_go_0, intgo _swig_go_1, _gostring_ _swig_go_2) {
+intgo _wrap_SkyOptions_setString_raw_2f451d17ff9d9b2b(struct SkyOptions *_swig_go_0, intgo _swig_go_1, _gostring_ _swig_go_2) {
   struct SkyOptions *arg1 = 0 ;
   int arg2 ;
   char *arg3 = 0 ;
@@ -1743,7 +1871,7 @@ intgo _wrap_SkyOptions_setString_raw_4dd6330081f8460a(struct SkyOptions *_swig_g
 }
 
 
-void _wrap_SkyOptions_cancel_raw_4dd6330081f8460a(struct SkyOptions *_swig_go_0) {
+void _wrap_SkyOptions_cancel_raw_2f451d17ff9d9b2b(struct SkyOptions *_swig_go_0) {
   struct SkyOptions *arg1 = 0 ;
   
   arg1 = *(struct SkyOptions **)&_swig_go_0; 
@@ -1753,7 +1881,7 @@ void _wrap_SkyOptions_cancel_raw_4dd6330081f8460a(struct SkyOptions *_swig_go_0)
 }
 
 
-bool _wrap_SkyOptions_cancelled_raw_4dd6330081f8460a(struct SkyOptions *_swig_go_0) {
+bool _wrap_SkyOptions_cancelled_raw_2f451d17ff9d9b2b(struct SkyOptions *_swig_go_0) {
   struct SkyOptions *arg1 = 0 ;
   bool result;
   bool _swig_go_result;
@@ -1766,7 +1894,7 @@ bool _wrap_SkyOptions_cancelled_raw_4dd6330081f8460a(struct SkyOptions *_swig_go
 }
 
 
-long long _wrap_SkyOptions_progressDone_raw_4dd6330081f8460a(struct SkyOptions *_swig_go_0) {
+long long _wrap_SkyOptions_progressDone_raw_2f451d17ff9d9b2b(struct SkyOptions *_swig_go_0) {
   struct SkyOptions *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -1779,7 +1907,7 @@ long long _wrap_SkyOptions_progressDone_raw_4dd6330081f8460a(struct SkyOptions *
 }
 
 
-long long _wrap_SkyOptions_progressTotal_raw_4dd6330081f8460a(struct SkyOptions *_swig_go_0) {
+long long _wrap_SkyOptions_progressTotal_raw_2f451d17ff9d9b2b(struct SkyOptions *_swig_go_0) {
   struct SkyOptions *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -1792,7 +1920,7 @@ long long _wrap_SkyOptions_progressTotal_raw_4dd6330081f8460a(struct SkyOptions 
 }
 
 
-long long _wrap_SkyOptions_progressCalls_raw_4dd6330081f8460a(struct SkyOptions *_swig_go_0) {
+long long _wrap_SkyOptions_progressCalls_raw_2f451d17ff9d9b2b(struct SkyOptions *_swig_go_0) {
   struct SkyOptions *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -1805,7 +1933,7 @@ long long _wrap_SkyOptions_progressCalls_raw_4dd6330081f8460a(struct SkyOptions 
 }
 
 
-struct SkyCall *_wrap_new_SkyCall_raw_4dd6330081f8460a() {
+struct SkyCall *_wrap_new_SkyCall_raw_2f451d17ff9d9b2b() {
   struct SkyCall *result = 0 ;
   struct SkyCall *_swig_go_result;
   
@@ -1816,7 +1944,7 @@ struct SkyCall *_wrap_new_SkyCall_raw_4dd6330081f8460a() {
 }
 
 
-void _wrap_delete_SkyCall_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0) {
+void _wrap_delete_SkyCall_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0) {
   struct SkyCall *arg1 = 0 ;
   
   arg1 = *(struct SkyCall **)&_swig_go_0; 
@@ -1826,7 +1954,7 @@ void _wrap_delete_SkyCall_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0) {
 }
 
 
-intgo _wrap_SkyCall_status_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0) {
+intgo _wrap_SkyCall_status_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0) {
   struct SkyCall *arg1 = 0 ;
   int result;
   intgo _swig_go_result;
@@ -1839,7 +1967,7 @@ intgo _wrap_SkyCall_status_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0) {
 }
 
 
-_gostring_ _wrap_SkyCall_message_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0) {
+_gostring_ _wrap_SkyCall_message_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0) {
   struct SkyCall *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1852,7 +1980,7 @@ _gostring_ _wrap_SkyCall_message_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0
 }
 
 
-intgo _wrap_SkyCall_osError_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0) {
+intgo _wrap_SkyCall_osError_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0) {
   struct SkyCall *arg1 = 0 ;
   int result;
   intgo _swig_go_result;
@@ -1865,7 +1993,7 @@ intgo _wrap_SkyCall_osError_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0) {
 }
 
 
-bool _wrap_SkyCall_fileNotFound_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0) {
+bool _wrap_SkyCall_fileNotFound_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0) {
   struct SkyCall *arg1 = 0 ;
   bool result;
   bool _swig_go_result;
@@ -1878,7 +2006,7 @@ bool _wrap_SkyCall_fileNotFound_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0)
 }
 
 
-intgo _wrap_SkyCall_defaultModelPath_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0) {
+intgo _wrap_SkyCall_defaultModelPath_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0) {
   struct SkyCall *arg1 = 0 ;
   int result;
   intgo _swig_go_result;
@@ -1891,7 +2019,7 @@ intgo _wrap_SkyCall_defaultModelPath_raw_4dd6330081f8460a(struct SkyCall *_swig_
 }
 
 
-intgo _wrap_SkyCall_checkVersion_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0, intgo _swig_go_1) {
+intgo _wrap_SkyCall_checkVersion_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0, intgo _swig_go_1) {
   struct SkyCall *arg1 = 0 ;
   unsigned int arg2 ;
   int result;
@@ -1906,7 +2034,7 @@ intgo _wrap_SkyCall_checkVersion_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0
 }
 
 
-intgo _wrap_SkyCall_inspect_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, struct SkyOptions *_swig_go_2) {
+intgo _wrap_SkyCall_inspect_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, struct SkyOptions *_swig_go_2) {
   struct SkyCall *arg1 = 0 ;
   char *arg2 = 0 ;
   SkyOptions *arg3 = 0 ;
@@ -1930,7 +2058,7 @@ intgo _wrap_SkyCall_inspect_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0, _go
 }
 
 
-_gostring_ _wrap_SkyCall_takeOutput_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0) {
+_gostring_ _wrap_SkyCall_takeOutput_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0) {
   struct SkyCall *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1944,7 +2072,7 @@ _gostring_ _wrap_SkyCall_takeOutput_raw_4dd6330081f8460a(struct SkyCall *_swig_g
 }
 
 
-intgo _wrap_SkyCall_convert_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct SkyOptions *_swig_go_3) {
+intgo _wrap_SkyCall_convert_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct SkyOptions *_swig_go_3) {
   struct SkyCall *arg1 = 0 ;
   char *arg2 = 0 ;
   char *arg3 = 0 ;
@@ -1977,7 +2105,7 @@ intgo _wrap_SkyCall_convert_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0, _go
 }
 
 
-intgo _wrap_SkyCall_randomModel_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct SkyOptions *_swig_go_3) {
+intgo _wrap_SkyCall_randomModel_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct SkyOptions *_swig_go_3) {
   struct SkyCall *arg1 = 0 ;
   char *arg2 = 0 ;
   char *arg3 = 0 ;
@@ -2010,7 +2138,7 @@ intgo _wrap_SkyCall_randomModel_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0,
 }
 
 
-intgo _wrap_SkyCall_quantize_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct SkyOptions *_swig_go_3) {
+intgo _wrap_SkyCall_quantize_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct SkyOptions *_swig_go_3) {
   struct SkyCall *arg1 = 0 ;
   char *arg2 = 0 ;
   char *arg3 = 0 ;
@@ -2043,7 +2171,7 @@ intgo _wrap_SkyCall_quantize_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0, _g
 }
 
 
-intgo _wrap_SkyCall_openModel_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, struct SkyOptions *_swig_go_2, struct SkyModel *_swig_go_3) {
+intgo _wrap_SkyCall_openModel_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, struct SkyOptions *_swig_go_2, struct SkyModel *_swig_go_3) {
   struct SkyCall *arg1 = 0 ;
   char *arg2 = 0 ;
   SkyOptions *arg3 = 0 ;
@@ -2069,7 +2197,7 @@ intgo _wrap_SkyCall_openModel_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0, _
 }
 
 
-struct SkyModel *_wrap_new_SkyModel_raw_4dd6330081f8460a() {
+struct SkyModel *_wrap_new_SkyModel_raw_2f451d17ff9d9b2b() {
   struct SkyModel *result = 0 ;
   struct SkyModel *_swig_go_result;
   
@@ -2080,7 +2208,7 @@ struct SkyModel *_wrap_new_SkyModel_raw_4dd6330081f8460a() {
 }
 
 
-void _wrap_delete_SkyModel_raw_4dd6330081f8460a(struct SkyModel *_swig_go_0) {
+void _wrap_delete_SkyModel_raw_2f451d17ff9d9b2b(struct SkyModel *_swig_go_0) {
   struct SkyModel *arg1 = 0 ;
   
   arg1 = *(struct SkyModel **)&_swig_go_0; 
@@ -2090,7 +2218,7 @@ void _wrap_delete_SkyModel_raw_4dd6330081f8460a(struct SkyModel *_swig_go_0) {
 }
 
 
-bool _wrap_SkyModel_isOpen_raw_4dd6330081f8460a(struct SkyModel *_swig_go_0) {
+bool _wrap_SkyModel_isOpen_raw_2f451d17ff9d9b2b(struct SkyModel *_swig_go_0) {
   struct SkyModel *arg1 = 0 ;
   bool result;
   bool _swig_go_result;
@@ -2103,7 +2231,7 @@ bool _wrap_SkyModel_isOpen_raw_4dd6330081f8460a(struct SkyModel *_swig_go_0) {
 }
 
 
-intgo _wrap_SkyModel_close_raw_4dd6330081f8460a(struct SkyModel *_swig_go_0) {
+intgo _wrap_SkyModel_close_raw_2f451d17ff9d9b2b(struct SkyModel *_swig_go_0) {
   struct SkyModel *arg1 = 0 ;
   int result;
   intgo _swig_go_result;
@@ -2116,7 +2244,7 @@ intgo _wrap_SkyModel_close_raw_4dd6330081f8460a(struct SkyModel *_swig_go_0) {
 }
 
 
-_gostring_ _wrap_SkyModel_name_raw_4dd6330081f8460a(struct SkyModel *_swig_go_0) {
+_gostring_ _wrap_SkyModel_name_raw_2f451d17ff9d9b2b(struct SkyModel *_swig_go_0) {
   struct SkyModel *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2129,7 +2257,7 @@ _gostring_ _wrap_SkyModel_name_raw_4dd6330081f8460a(struct SkyModel *_swig_go_0)
 }
 
 
-long long _wrap_SkyModel_getInt_raw_4dd6330081f8460a(struct SkyModel *_swig_go_0, _gostring_ _swig_go_1) {
+long long _wrap_SkyModel_getInt_raw_2f451d17ff9d9b2b(struct SkyModel *_swig_go_0, _gostring_ _swig_go_1) {
   struct SkyModel *arg1 = 0 ;
   char *arg2 = 0 ;
   char *temp2 ;
@@ -2151,7 +2279,7 @@ long long _wrap_SkyModel_getInt_raw_4dd6330081f8460a(struct SkyModel *_swig_go_0
 }
 
 
-struct SkyTokenizer *_wrap_new_SkyTokenizer_raw_4dd6330081f8460a() {
+struct SkyTokenizer *_wrap_new_SkyTokenizer_raw_2f451d17ff9d9b2b() {
   struct SkyTokenizer *result = 0 ;
   struct SkyTokenizer *_swig_go_result;
   
@@ -2162,7 +2290,7 @@ struct SkyTokenizer *_wrap_new_SkyTokenizer_raw_4dd6330081f8460a() {
 }
 
 
-void _wrap_delete_SkyTokenizer_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0) {
+void _wrap_delete_SkyTokenizer_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   
   arg1 = *(struct SkyTokenizer **)&_swig_go_0; 
@@ -2172,7 +2300,7 @@ void _wrap_delete_SkyTokenizer_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_g
 }
 
 
-intgo _wrap_SkyTokenizer_fromModel_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0, struct SkyModel *_swig_go_1) {
+intgo _wrap_SkyTokenizer_fromModel_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0, struct SkyModel *_swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   SkyModel *arg2 = 0 ;
   int result;
@@ -2187,7 +2315,7 @@ intgo _wrap_SkyTokenizer_fromModel_raw_4dd6330081f8460a(struct SkyTokenizer *_sw
 }
 
 
-intgo _wrap_SkyTokenizer_openJson_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0, _gostring_ _swig_go_1) {
+intgo _wrap_SkyTokenizer_openJson_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0, _gostring_ _swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   char *arg2 = 0 ;
   char *temp2 ;
@@ -2209,7 +2337,33 @@ intgo _wrap_SkyTokenizer_openJson_raw_4dd6330081f8460a(struct SkyTokenizer *_swi
 }
 
 
-bool _wrap_SkyTokenizer_isOpen_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0) {
+intgo _wrap_SkyTokenizer_osError_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
+  struct SkyTokenizer *arg1 = 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(struct SkyTokenizer **)&_swig_go_0; 
+  
+  result = (int)SkyTokenizer_osError(arg1);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+bool _wrap_SkyTokenizer_fileNotFound_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
+  struct SkyTokenizer *arg1 = 0 ;
+  bool result;
+  bool _swig_go_result;
+  
+  arg1 = *(struct SkyTokenizer **)&_swig_go_0; 
+  
+  result = (bool)SkyTokenizer_fileNotFound(arg1);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+bool _wrap_SkyTokenizer_isOpen_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   bool result;
   bool _swig_go_result;
@@ -2222,7 +2376,7 @@ bool _wrap_SkyTokenizer_isOpen_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_g
 }
 
 
-void _wrap_SkyTokenizer_close_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0) {
+void _wrap_SkyTokenizer_close_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   
   arg1 = *(struct SkyTokenizer **)&_swig_go_0; 
@@ -2232,7 +2386,7 @@ void _wrap_SkyTokenizer_close_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go
 }
 
 
-_gostring_ _wrap_SkyTokenizer_message_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0) {
+_gostring_ _wrap_SkyTokenizer_message_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2245,7 +2399,7 @@ _gostring_ _wrap_SkyTokenizer_message_raw_4dd6330081f8460a(struct SkyTokenizer *
 }
 
 
-intgo _wrap_SkyTokenizer_encode_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0, _gostring_ _swig_go_1) {
+intgo _wrap_SkyTokenizer_encode_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0, _gostring_ _swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   char *arg2 = 0 ;
   char *temp2 ;
@@ -2267,7 +2421,7 @@ intgo _wrap_SkyTokenizer_encode_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_
 }
 
 
-intgo _wrap_SkyTokenizer_count_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0, _gostring_ _swig_go_1) {
+intgo _wrap_SkyTokenizer_count_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0, _gostring_ _swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   char *arg2 = 0 ;
   char *temp2 ;
@@ -2289,7 +2443,7 @@ intgo _wrap_SkyTokenizer_count_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_g
 }
 
 
-long long _wrap_SkyTokenizer_tokenCount_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0) {
+long long _wrap_SkyTokenizer_tokenCount_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -2302,7 +2456,7 @@ long long _wrap_SkyTokenizer_tokenCount_raw_4dd6330081f8460a(struct SkyTokenizer
 }
 
 
-long long _wrap_SkyTokenizer_idCount_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0) {
+long long _wrap_SkyTokenizer_idCount_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -2315,7 +2469,7 @@ long long _wrap_SkyTokenizer_idCount_raw_4dd6330081f8460a(struct SkyTokenizer *_
 }
 
 
-intgo _wrap_SkyTokenizer_tokenId_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0, long long _swig_go_1) {
+intgo _wrap_SkyTokenizer_tokenId_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0, long long _swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   long long arg2 ;
   int result;
@@ -2330,7 +2484,7 @@ intgo _wrap_SkyTokenizer_tokenId_raw_4dd6330081f8460a(struct SkyTokenizer *_swig
 }
 
 
-void _wrap_SkyTokenizer_clearIds_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0) {
+void _wrap_SkyTokenizer_clearIds_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   
   arg1 = *(struct SkyTokenizer **)&_swig_go_0; 
@@ -2340,7 +2494,7 @@ void _wrap_SkyTokenizer_clearIds_raw_4dd6330081f8460a(struct SkyTokenizer *_swig
 }
 
 
-intgo _wrap_SkyTokenizer_appendId_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0, intgo _swig_go_1) {
+intgo _wrap_SkyTokenizer_appendId_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0, intgo _swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   int arg2 ;
   int result;
@@ -2355,7 +2509,7 @@ intgo _wrap_SkyTokenizer_appendId_raw_4dd6330081f8460a(struct SkyTokenizer *_swi
 }
 
 
-intgo _wrap_SkyTokenizer_decode_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0) {
+intgo _wrap_SkyTokenizer_decode_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   int result;
   intgo _swig_go_result;
@@ -2368,7 +2522,7 @@ intgo _wrap_SkyTokenizer_decode_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_
 }
 
 
-_gostring_ _wrap_SkyTokenizer_decodedText_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0) {
+_gostring_ _wrap_SkyTokenizer_decodedText_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2381,7 +2535,7 @@ _gostring_ _wrap_SkyTokenizer_decodedText_raw_4dd6330081f8460a(struct SkyTokeniz
 }
 
 
-_gostring_ _wrap_SkyTokenizer_token_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0, intgo _swig_go_1) {
+_gostring_ _wrap_SkyTokenizer_token_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0, intgo _swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   int arg2 ;
   char *result = 0 ;
@@ -2396,7 +2550,7 @@ _gostring_ _wrap_SkyTokenizer_token_raw_4dd6330081f8460a(struct SkyTokenizer *_s
 }
 
 
-long long _wrap_SkyTokenizer_vocabSize_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0) {
+long long _wrap_SkyTokenizer_vocabSize_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -2409,7 +2563,7 @@ long long _wrap_SkyTokenizer_vocabSize_raw_4dd6330081f8460a(struct SkyTokenizer 
 }
 
 
-intgo _wrap_SkyTokenizer_specialId_raw_4dd6330081f8460a(struct SkyTokenizer *_swig_go_0, intgo _swig_go_1) {
+intgo _wrap_SkyTokenizer_specialId_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0, intgo _swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   int arg2 ;
   int result;
@@ -2424,7 +2578,7 @@ intgo _wrap_SkyTokenizer_specialId_raw_4dd6330081f8460a(struct SkyTokenizer *_sw
 }
 
 
-struct SkySession *_wrap_new_SkySession_raw_4dd6330081f8460a() {
+struct SkySession *_wrap_new_SkySession_raw_2f451d17ff9d9b2b() {
   struct SkySession *result = 0 ;
   struct SkySession *_swig_go_result;
   
@@ -2435,7 +2589,7 @@ struct SkySession *_wrap_new_SkySession_raw_4dd6330081f8460a() {
 }
 
 
-void _wrap_delete_SkySession_raw_4dd6330081f8460a(struct SkySession *_swig_go_0) {
+void _wrap_delete_SkySession_raw_2f451d17ff9d9b2b(struct SkySession *_swig_go_0) {
   struct SkySession *arg1 = 0 ;
   
   arg1 = *(struct SkySession **)&_swig_go_0; 
@@ -2445,7 +2599,7 @@ void _wrap_delete_SkySession_raw_4dd6330081f8460a(struct SkySession *_swig_go_0)
 }
 
 
-intgo _wrap_SkySession_open_raw_4dd6330081f8460a(struct SkySession *_swig_go_0, struct SkyModel *_swig_go_1) {
+intgo _wrap_SkySession_open_raw_2f451d17ff9d9b2b(struct SkySession *_swig_go_0, struct SkyModel *_swig_go_1) {
   struct SkySession *arg1 = 0 ;
   SkyModel *arg2 = 0 ;
   int result;
@@ -2460,7 +2614,7 @@ intgo _wrap_SkySession_open_raw_4dd6330081f8460a(struct SkySession *_swig_go_0, 
 }
 
 
-bool _wrap_SkySession_isOpen_raw_4dd6330081f8460a(struct SkySession *_swig_go_0) {
+bool _wrap_SkySession_isOpen_raw_2f451d17ff9d9b2b(struct SkySession *_swig_go_0) {
   struct SkySession *arg1 = 0 ;
   bool result;
   bool _swig_go_result;
@@ -2473,7 +2627,7 @@ bool _wrap_SkySession_isOpen_raw_4dd6330081f8460a(struct SkySession *_swig_go_0)
 }
 
 
-void _wrap_SkySession_close_raw_4dd6330081f8460a(struct SkySession *_swig_go_0) {
+void _wrap_SkySession_close_raw_2f451d17ff9d9b2b(struct SkySession *_swig_go_0) {
   struct SkySession *arg1 = 0 ;
   
   arg1 = *(struct SkySession **)&_swig_go_0; 
@@ -2483,7 +2637,7 @@ void _wrap_SkySession_close_raw_4dd6330081f8460a(struct SkySession *_swig_go_0) 
 }
 
 
-intgo _wrap_SkySession_setInt_raw_4dd6330081f8460a(struct SkySession *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
+intgo _wrap_SkySession_setInt_raw_2f451d17ff9d9b2b(struct SkySession *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
   struct SkySession *arg1 = 0 ;
   int arg2 ;
   int64_t arg3 ;
@@ -2500,7 +2654,7 @@ intgo _wrap_SkySession_setInt_raw_4dd6330081f8460a(struct SkySession *_swig_go_0
 }
 
 
-intgo _wrap_SkySession_decide_raw_4dd6330081f8460a(struct SkySession *_swig_go_0, _gostring_ _swig_go_1, struct SkyResponse *_swig_go_2) {
+intgo _wrap_SkySession_decide_raw_2f451d17ff9d9b2b(struct SkySession *_swig_go_0, _gostring_ _swig_go_1, struct SkyResponse *_swig_go_2) {
   struct SkySession *arg1 = 0 ;
   char *arg2 = 0 ;
   SkyResponse *arg3 = 0 ;
@@ -2524,7 +2678,7 @@ intgo _wrap_SkySession_decide_raw_4dd6330081f8460a(struct SkySession *_swig_go_0
 }
 
 
-intgo _wrap_SkySession_decideBatch_raw_4dd6330081f8460a(struct SkySession *_swig_go_0, struct SkyBatch *_swig_go_1) {
+intgo _wrap_SkySession_decideBatch_raw_2f451d17ff9d9b2b(struct SkySession *_swig_go_0, struct SkyBatch *_swig_go_1) {
   struct SkySession *arg1 = 0 ;
   SkyBatch *arg2 = 0 ;
   int result;
@@ -2539,7 +2693,7 @@ intgo _wrap_SkySession_decideBatch_raw_4dd6330081f8460a(struct SkySession *_swig
 }
 
 
-_gostring_ _wrap_SkySession_message_raw_4dd6330081f8460a(struct SkySession *_swig_go_0) {
+_gostring_ _wrap_SkySession_message_raw_2f451d17ff9d9b2b(struct SkySession *_swig_go_0) {
   struct SkySession *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2552,7 +2706,7 @@ _gostring_ _wrap_SkySession_message_raw_4dd6330081f8460a(struct SkySession *_swi
 }
 
 
-struct SkyBatch *_wrap_new_SkyBatch_raw_4dd6330081f8460a() {
+struct SkyBatch *_wrap_new_SkyBatch_raw_2f451d17ff9d9b2b() {
   struct SkyBatch *result = 0 ;
   struct SkyBatch *_swig_go_result;
   
@@ -2563,7 +2717,7 @@ struct SkyBatch *_wrap_new_SkyBatch_raw_4dd6330081f8460a() {
 }
 
 
-void _wrap_delete_SkyBatch_raw_4dd6330081f8460a(struct SkyBatch *_swig_go_0) {
+void _wrap_delete_SkyBatch_raw_2f451d17ff9d9b2b(struct SkyBatch *_swig_go_0) {
   struct SkyBatch *arg1 = 0 ;
   
   arg1 = *(struct SkyBatch **)&_swig_go_0; 
@@ -2573,7 +2727,7 @@ void _wrap_delete_SkyBatch_raw_4dd6330081f8460a(struct SkyBatch *_swig_go_0) {
 }
 
 
-intgo _wrap_SkyBatch_add_raw_4dd6330081f8460a(struct SkyBatch *_swig_go_0, _gostring_ _swig_go_1) {
+intgo _wrap_SkyBatch_add_raw_2f451d17ff9d9b2b(struct SkyBatch *_swig_go_0, _gostring_ _swig_go_1) {
   struct SkyBatch *arg1 = 0 ;
   char *arg2 = 0 ;
   char *temp2 ;
@@ -2595,7 +2749,7 @@ intgo _wrap_SkyBatch_add_raw_4dd6330081f8460a(struct SkyBatch *_swig_go_0, _gost
 }
 
 
-long long _wrap_SkyBatch_count_raw_4dd6330081f8460a(struct SkyBatch *_swig_go_0) {
+long long _wrap_SkyBatch_count_raw_2f451d17ff9d9b2b(struct SkyBatch *_swig_go_0) {
   struct SkyBatch *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -2608,7 +2762,7 @@ long long _wrap_SkyBatch_count_raw_4dd6330081f8460a(struct SkyBatch *_swig_go_0)
 }
 
 
-bool _wrap_SkyBatch_answered_raw_4dd6330081f8460a(struct SkyBatch *_swig_go_0) {
+bool _wrap_SkyBatch_answered_raw_2f451d17ff9d9b2b(struct SkyBatch *_swig_go_0) {
   struct SkyBatch *arg1 = 0 ;
   bool result;
   bool _swig_go_result;
@@ -2621,7 +2775,7 @@ bool _wrap_SkyBatch_answered_raw_4dd6330081f8460a(struct SkyBatch *_swig_go_0) {
 }
 
 
-intgo _wrap_SkyBatch_takeResponse_raw_4dd6330081f8460a(struct SkyBatch *_swig_go_0, long long _swig_go_1, struct SkyResponse *_swig_go_2) {
+intgo _wrap_SkyBatch_takeResponse_raw_2f451d17ff9d9b2b(struct SkyBatch *_swig_go_0, long long _swig_go_1, struct SkyResponse *_swig_go_2) {
   struct SkyBatch *arg1 = 0 ;
   long long arg2 ;
   SkyResponse *arg3 = 0 ;
@@ -2638,7 +2792,7 @@ intgo _wrap_SkyBatch_takeResponse_raw_4dd6330081f8460a(struct SkyBatch *_swig_go
 }
 
 
-_gostring_ _wrap_SkyBatch_message_raw_4dd6330081f8460a(struct SkyBatch *_swig_go_0) {
+_gostring_ _wrap_SkyBatch_message_raw_2f451d17ff9d9b2b(struct SkyBatch *_swig_go_0) {
   struct SkyBatch *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2651,7 +2805,7 @@ _gostring_ _wrap_SkyBatch_message_raw_4dd6330081f8460a(struct SkyBatch *_swig_go
 }
 
 
-struct SkyResponse *_wrap_new_SkyResponse_raw_4dd6330081f8460a() {
+struct SkyResponse *_wrap_new_SkyResponse_raw_2f451d17ff9d9b2b() {
   struct SkyResponse *result = 0 ;
   struct SkyResponse *_swig_go_result;
   
@@ -2662,7 +2816,7 @@ struct SkyResponse *_wrap_new_SkyResponse_raw_4dd6330081f8460a() {
 }
 
 
-void _wrap_delete_SkyResponse_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0) {
+void _wrap_delete_SkyResponse_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0) {
   struct SkyResponse *arg1 = 0 ;
   
   arg1 = *(struct SkyResponse **)&_swig_go_0; 
@@ -2672,7 +2826,7 @@ void _wrap_delete_SkyResponse_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_
 }
 
 
-void _wrap_SkyResponse_close_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0) {
+void _wrap_SkyResponse_close_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0) {
   struct SkyResponse *arg1 = 0 ;
   
   arg1 = *(struct SkyResponse **)&_swig_go_0; 
@@ -2682,7 +2836,7 @@ void _wrap_SkyResponse_close_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0
 }
 
 
-bool _wrap_SkyResponse_isOpen_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0) {
+bool _wrap_SkyResponse_isOpen_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0) {
   struct SkyResponse *arg1 = 0 ;
   bool result;
   bool _swig_go_result;
@@ -2695,7 +2849,7 @@ bool _wrap_SkyResponse_isOpen_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_
 }
 
 
-_gostring_ _wrap_SkyResponse_json_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0) {
+_gostring_ _wrap_SkyResponse_json_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0) {
   struct SkyResponse *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2708,7 +2862,7 @@ _gostring_ _wrap_SkyResponse_json_raw_4dd6330081f8460a(struct SkyResponse *_swig
 }
 
 
-long long _wrap_SkyResponse_inputTokens_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0) {
+long long _wrap_SkyResponse_inputTokens_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0) {
   struct SkyResponse *arg1 = 0 ;
   int64_t result;
   long long _swig_go_result;
@@ -2721,7 +2875,7 @@ long long _wrap_SkyResponse_inputTokens_raw_4dd6330081f8460a(struct SkyResponse 
 }
 
 
-_gostring_ _wrap_SkyResponse_model_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0) {
+_gostring_ _wrap_SkyResponse_model_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0) {
   struct SkyResponse *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2734,7 +2888,7 @@ _gostring_ _wrap_SkyResponse_model_raw_4dd6330081f8460a(struct SkyResponse *_swi
 }
 
 
-long long _wrap_SkyResponse_answerCount_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0) {
+long long _wrap_SkyResponse_answerCount_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0) {
   struct SkyResponse *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -2747,7 +2901,7 @@ long long _wrap_SkyResponse_answerCount_raw_4dd6330081f8460a(struct SkyResponse 
 }
 
 
-_gostring_ _wrap_SkyResponse_answerId_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
+_gostring_ _wrap_SkyResponse_answerId_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   char *result = 0 ;
@@ -2762,7 +2916,7 @@ _gostring_ _wrap_SkyResponse_answerId_raw_4dd6330081f8460a(struct SkyResponse *_
 }
 
 
-intgo _wrap_SkyResponse_answerType_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
+intgo _wrap_SkyResponse_answerType_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   int result;
@@ -2777,7 +2931,7 @@ intgo _wrap_SkyResponse_answerType_raw_4dd6330081f8460a(struct SkyResponse *_swi
 }
 
 
-_gostring_ _wrap_SkyResponse_answerChoice_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
+_gostring_ _wrap_SkyResponse_answerChoice_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   char *result = 0 ;
@@ -2792,7 +2946,7 @@ _gostring_ _wrap_SkyResponse_answerChoice_raw_4dd6330081f8460a(struct SkyRespons
 }
 
 
-double _wrap_SkyResponse_answerValue_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
+double _wrap_SkyResponse_answerValue_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   double result;
@@ -2807,7 +2961,7 @@ double _wrap_SkyResponse_answerValue_raw_4dd6330081f8460a(struct SkyResponse *_s
 }
 
 
-double _wrap_SkyResponse_answerConfidence_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
+double _wrap_SkyResponse_answerConfidence_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   double result;
@@ -2822,7 +2976,7 @@ double _wrap_SkyResponse_answerConfidence_raw_4dd6330081f8460a(struct SkyRespons
 }
 
 
-bool _wrap_SkyResponse_answerHasConfidence_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
+bool _wrap_SkyResponse_answerHasConfidence_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   bool result;
@@ -2837,7 +2991,7 @@ bool _wrap_SkyResponse_answerHasConfidence_raw_4dd6330081f8460a(struct SkyRespon
 }
 
 
-long long _wrap_SkyResponse_optionCount_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
+long long _wrap_SkyResponse_optionCount_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   long long result;
@@ -2852,7 +3006,7 @@ long long _wrap_SkyResponse_optionCount_raw_4dd6330081f8460a(struct SkyResponse 
 }
 
 
-_gostring_ _wrap_SkyResponse_optionKey_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+_gostring_ _wrap_SkyResponse_optionKey_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   long long arg3 ;
@@ -2869,7 +3023,7 @@ _gostring_ _wrap_SkyResponse_optionKey_raw_4dd6330081f8460a(struct SkyResponse *
 }
 
 
-double _wrap_SkyResponse_optionProbability_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+double _wrap_SkyResponse_optionProbability_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   long long arg3 ;
@@ -2886,7 +3040,7 @@ double _wrap_SkyResponse_optionProbability_raw_4dd6330081f8460a(struct SkyRespon
 }
 
 
-_gostring_ _wrap_SkyResponse_optionLegend_raw_4dd6330081f8460a(struct SkyResponse *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+_gostring_ _wrap_SkyResponse_optionLegend_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   long long arg3 ;
@@ -2903,7 +3057,7 @@ _gostring_ _wrap_SkyResponse_optionLegend_raw_4dd6330081f8460a(struct SkyRespons
 }
 
 
-long long _wrap_skyHeapInUse_raw_4dd6330081f8460a() {
+long long _wrap_skyHeapInUse_raw_2f451d17ff9d9b2b() {
   long long result;
   long long _swig_go_result;
   
@@ -2914,7 +3068,7 @@ long long _wrap_skyHeapInUse_raw_4dd6330081f8460a() {
 }
 
 
-intgo _wrap_skyOpenModelBuffer_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, struct SkyOptions *_swig_go_2, struct SkyModel *_swig_go_3) {
+intgo _wrap_skyOpenModelBuffer_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, struct SkyOptions *_swig_go_2, struct SkyModel *_swig_go_3) {
   SkyCall *arg1 = 0 ;
   char *arg2 = 0 ;
   size_t arg3 ;
@@ -2934,6 +3088,147 @@ intgo _wrap_skyOpenModelBuffer_raw_4dd6330081f8460a(struct SkyCall *_swig_go_0, 
   result = (int)skyOpenModelBuffer(arg1,(char const *)arg2,arg3,arg4,arg5);
   _swig_go_result = result; 
   
+  return _swig_go_result;
+}
+
+
+struct SkyEach *_wrap_new_SkyEach_raw_2f451d17ff9d9b2b() {
+  struct SkyEach *result = 0 ;
+  struct SkyEach *_swig_go_result;
+  
+  
+  result = (struct SkyEach *)new_SkyEach();
+  *(struct SkyEach **)&_swig_go_result = (struct SkyEach *)result; 
+  return _swig_go_result;
+}
+
+
+void _wrap_delete_SkyEach_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0) {
+  struct SkyEach *arg1 = 0 ;
+  
+  arg1 = *(struct SkyEach **)&_swig_go_0; 
+  
+  delete_SkyEach(arg1);
+  
+}
+
+
+intgo _wrap_SkyEach_add_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0, _gostring_ _swig_go_1) {
+  struct SkyEach *arg1 = 0 ;
+  char *arg2 = 0 ;
+  char *temp2 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(struct SkyEach **)&_swig_go_0; 
+  
+  temp2 = (char *)malloc(_swig_go_1.n + 1);
+  memcpy(temp2, _swig_go_1.p, _swig_go_1.n);
+  temp2[_swig_go_1.n] = '\0';
+  arg2 = (char *)temp2;
+  
+  
+  result = (int)SkyEach_add(arg1,(char const *)arg2);
+  _swig_go_result = result; 
+  free((char *)arg2); 
+  return _swig_go_result;
+}
+
+
+long long _wrap_SkyEach_count_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0) {
+  struct SkyEach *arg1 = 0 ;
+  long long result;
+  long long _swig_go_result;
+  
+  arg1 = *(struct SkyEach **)&_swig_go_0; 
+  
+  result = (long long)SkyEach_count(arg1);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_SkyEach_decide_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0, struct SkySession *_swig_go_1) {
+  struct SkyEach *arg1 = 0 ;
+  SkySession *arg2 = 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(struct SkyEach **)&_swig_go_0; 
+  arg2 = *(SkySession **)&_swig_go_1; 
+  
+  result = (int)SkyEach_decide(arg1,arg2);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_SkyEach_slotStatus_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0, long long _swig_go_1) {
+  struct SkyEach *arg1 = 0 ;
+  long long arg2 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(struct SkyEach **)&_swig_go_0; 
+  arg2 = (long long)_swig_go_1; 
+  
+  result = (int)SkyEach_slotStatus(arg1,arg2);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+_gostring_ _wrap_SkyEach_slotMessage_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0, long long _swig_go_1) {
+  struct SkyEach *arg1 = 0 ;
+  long long arg2 ;
+  char *result = 0 ;
+  _gostring_ _swig_go_result;
+  
+  arg1 = *(struct SkyEach **)&_swig_go_0; 
+  arg2 = (long long)_swig_go_1; 
+  
+  result = (char *)SkyEach_slotMessage(arg1,arg2);
+  _swig_go_result = Swig_AllocateString((char*)result, result ? strlen((char*)result) : 0); 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_SkyEach_takeResponse_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0, long long _swig_go_1, struct SkyResponse *_swig_go_2) {
+  struct SkyEach *arg1 = 0 ;
+  long long arg2 ;
+  SkyResponse *arg3 = 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(struct SkyEach **)&_swig_go_0; 
+  arg2 = (long long)_swig_go_1; 
+  arg3 = *(SkyResponse **)&_swig_go_2; 
+  
+  result = (int)SkyEach_takeResponse(arg1,arg2,arg3);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+void _wrap_SkyEach_clear_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0) {
+  struct SkyEach *arg1 = 0 ;
+  
+  arg1 = *(struct SkyEach **)&_swig_go_0; 
+  
+  SkyEach_clear(arg1);
+  
+}
+
+
+_gostring_ _wrap_SkyEach_message_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0) {
+  struct SkyEach *arg1 = 0 ;
+  char *result = 0 ;
+  _gostring_ _swig_go_result;
+  
+  arg1 = *(struct SkyEach **)&_swig_go_0; 
+  
+  result = (char *)SkyEach_message(arg1);
+  _swig_go_result = Swig_AllocateString((char*)result, result ? strlen((char*)result) : 0); 
   return _swig_go_result;
 }
 

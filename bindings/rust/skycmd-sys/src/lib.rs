@@ -175,6 +175,7 @@ extern "C" {
     pub fn skycmd_session_errmsg(session: *const skycmd_session) -> *const c_char;
     pub fn skycmd_decide(session: *mut skycmd_session, req: *const skycmd_request, out: *mut *mut skycmd_response) -> c_int;
     pub fn skycmd_decide_batch(session: *mut skycmd_session, reqs: *const *const skycmd_request, n: usize, out: *mut *mut skycmd_response) -> c_int;
+    pub fn skycmd_decide_each(session: *mut skycmd_session, reqs: *const *const skycmd_request, n: usize, out: *mut *mut skycmd_response, status: *mut c_int, errmsg: *mut *mut c_char) -> c_int;
     pub fn skycmd_decide_json(session: *mut skycmd_session, request_json: *const c_char, len: usize, response_json: *mut *mut c_char) -> c_int;
 
     pub fn skycmd_response_free(resp: *mut skycmd_response);

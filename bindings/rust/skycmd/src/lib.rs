@@ -25,6 +25,8 @@
 //! Linking: by default the installed libskycmd (pkg-config); with feature `bundled` the C
 //! sources compiled into the binary (see skycmd-sys).
 use std::any::Any;
+use std::borrow::Cow;
+use std::collections::VecDeque;
 use std::ffi::{CStr, CString};
 use std::fmt;
 use std::marker::PhantomData;
@@ -39,6 +41,8 @@ use std::sync::{Arc, Mutex};
 
 mod request;
 pub use request::{Choice, Content, Noul, Question, Request, Score};
+#[cfg(feature = "serde")]
+mod serde_impl;
 
 use skycmd_sys as sys;
 
@@ -559,21 +563,129 @@ impl Answer {
     }
 }
 
+/// The answers of a response keyed by question id, in request order (the wire's
+/// "answers" object): [`Answers::get`] and `answers["id"]` look one up, [`Answers::iter`]
+/// and `for (id, answer) in &answers` go through them in order, `answers[0]` is the first.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Answers(Vec<Answer>);
+
+impl Answers {
+    /// The answer to question `id`, or None.
+    pub fn get(&self, id: &str) -> Option<&Answer> {
+        // A request has a few questions: a scan is cheaper than building an index.
+        self.0.iter().find(|a| a.id == id)
+    }
+
+    /// Whether question `id` was answered.
+    pub fn contains_key(&self, id: &str) -> bool {
+        self.get(id).is_some()
+    }
+
+    /// `(id, answer)` in request order.
+    pub fn iter(&self) -> AnswersIter<'_> {
+        AnswersIter(self.0.iter())
+    }
+
+    /// The question ids in request order.
+    pub fn keys(&self) -> impl Iterator<Item = &str> + '_ {
+        self.0.iter().map(|a| a.id.as_str())
+    }
+
+    /// The answers in request order.
+    pub fn values(&self) -> std::slice::Iter<'_, Answer> {
+        self.0.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The answers in request order, as a slice.
+    pub fn as_slice(&self) -> &[Answer] {
+        &self.0
+    }
+
+    /// The answers in request order (each carries its id).
+    pub fn into_vec(self) -> Vec<Answer> {
+        self.0
+    }
+}
+
+/// The iterator of [`Answers::iter`]: `(id, answer)` in request order.
+#[derive(Clone, Debug)]
+pub struct AnswersIter<'a>(std::slice::Iter<'a, Answer>);
+
+impl<'a> Iterator for AnswersIter<'a> {
+    type Item = (&'a str, &'a Answer);
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(|a| (a.id.as_str(), a))
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for AnswersIter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.0.next_back().map(|a| (a.id.as_str(), a))
+    }
+}
+
+impl ExactSizeIterator for AnswersIter<'_> {}
+
+impl<'a> IntoIterator for &'a Answers {
+    type Item = (&'a str, &'a Answer);
+    type IntoIter = AnswersIter<'a>;
+    fn into_iter(self) -> AnswersIter<'a> {
+        self.iter()
+    }
+}
+
+/// `(id, answer)` in request order, owned.
+impl IntoIterator for Answers {
+    type Item = (String, Answer);
+    type IntoIter = std::iter::Map<std::vec::IntoIter<Answer>, fn(Answer) -> (String, Answer)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter().map(|a| (a.id.clone(), a))
+    }
+}
+
+/// `answers["action"]`; panics when there is no such question, as a map's `Index` does.
+impl std::ops::Index<&str> for Answers {
+    type Output = Answer;
+    fn index(&self, id: &str) -> &Answer {
+        self.get(id).unwrap_or_else(|| panic!("no answer to question {id:?}"))
+    }
+}
+
+/// `answers[i]`: the answer to the request's i-th question.
+impl std::ops::Index<usize> for Answers {
+    type Output = Answer;
+    fn index(&self, i: usize) -> &Answer {
+        &self.0[i]
+    }
+}
+
 /// The answers of one decide call, copied out of the C response.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Response {
     /// The name of the model that answered (the wire's "model").
     pub model: String,
-    pub answers: Vec<Answer>,
+    /// Keyed by question id, in request order.
+    pub answers: Answers,
     pub input_tokens: i64,
     /// The library's wire JSON: {"model", "answers", "usage"}.
     pub json: String,
 }
 
 impl Response {
-    /// The answer to question `id`.
+    /// The answer to question `id` (`self.answers.get(id)`).
     pub fn answer(&self, id: &str) -> Option<&Answer> {
-        self.answers.iter().find(|a| a.id == id)
+        self.answers.get(id)
     }
 
     /// # Safety
@@ -611,7 +723,7 @@ impl Response {
         }
         Response {
             model: owned_str(sys::skycmd_response_model(r)),
-            answers,
+            answers: Answers(answers),
             input_tokens: sys::skycmd_response_input_tokens(r),
             json: owned_str(sys::skycmd_response_json(r)),
         }
@@ -748,6 +860,20 @@ impl Model {
     /// request ("request 2: ...").
     pub fn decide_batch<S: AsRef<str>>(&self, requests: &[S]) -> Result<Vec<Response>> {
         self.with_pooled_session(|s| unsafe { decide_batch_raw(s, requests) })?
+    }
+
+    /// [`Session::decide_each`] with a pooled session, which goes back to the pool when the
+    /// iterator is dropped.
+    pub fn decide_each<I>(&self, requests: I) -> Result<DecideEach<'_, I::IntoIter>>
+    where
+        I: IntoIterator,
+        I::Item: AsRequestJson,
+    {
+        let s = match self.pool.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+            Some(s) => s,
+            None => self.new_session()?,
+        };
+        Ok(DecideEach { session: s, pool: Some(self), input: requests.into_iter().fuse(), ready: VecDeque::new(), _session: PhantomData })
     }
 
     /// Frees the model now, reporting an error from the library if any. The model is
@@ -892,6 +1018,33 @@ impl Session<'_> {
         unsafe { decide_batch_raw(self.ptr, requests) }
     }
 
+    /// Answers a stream of requests (JSON texts or typed [`Request`]s), each on its own
+    /// account: the iterator yields one `Result` per request, in input order, and a bad
+    /// request (malformed JSON, an invalid request, a builder error) is that item's `Err`;
+    /// the stream goes on. It reads the input lazily, [`DECIDE_EACH_GROUP`] requests at a
+    /// time, and answers each group with one `skycmd_decide_each` call (the group's
+    /// sequences share the model's batches; each answer is exactly what [`Session::decide`]
+    /// gives), so it holds at most one group of requests or responses.
+    ///
+    /// ```no_run
+    /// # let m = skycmd::Model::open("m.gguf", &skycmd::Options::new()).unwrap();
+    /// let mut s = m.session().unwrap();
+    /// let lines = std::io::stdin().lines().map(|l| l.unwrap());
+    /// for r in s.decide_each(lines) {
+    ///     match r {
+    ///         Ok(resp) => println!("{}", resp.json),
+    ///         Err(e) => eprintln!("{}: {}", e.code(), e.message),
+    ///     }
+    /// }
+    /// ```
+    pub fn decide_each<I>(&mut self, requests: I) -> DecideEach<'_, I::IntoIter>
+    where
+        I: IntoIterator,
+        I::Item: AsRequestJson,
+    {
+        DecideEach { session: self.ptr, pool: None, input: requests.into_iter().fuse(), ready: VecDeque::new(), _session: PhantomData }
+    }
+
     /// Sets a session option (threads, activations).
     pub fn set_threads(&mut self, n: i64) -> Result<()> {
         let st = unsafe { sys::skycmd_session_set_int(self.ptr.as_ptr(), sys::SKYCMD_OPT_THREADS, n) };
@@ -906,6 +1059,166 @@ impl Drop for Session<'_> {
     fn drop(&mut self) {
         unsafe { sys::skycmd_session_free(self.ptr.as_ptr()) }
     }
+}
+
+/// How many requests [`Session::decide_each`] and [`Model::decide_each`] read and answer
+/// together (one `skycmd_decide_each` call).
+pub const DECIDE_EACH_GROUP: usize = 32;
+
+/// A request given to the streaming form: JSON text (`&str`, `String`, ...) or a typed
+/// [`Request`] (a builder error is then that item's error).
+pub trait AsRequestJson {
+    /// The request's `/v1/systemone` JSON text.
+    fn request_json(&self) -> Result<Cow<'_, str>>;
+}
+
+impl AsRequestJson for str {
+    fn request_json(&self) -> Result<Cow<'_, str>> {
+        Ok(Cow::Borrowed(self))
+    }
+}
+
+impl AsRequestJson for String {
+    fn request_json(&self) -> Result<Cow<'_, str>> {
+        Ok(Cow::Borrowed(self.as_str()))
+    }
+}
+
+impl AsRequestJson for Cow<'_, str> {
+    fn request_json(&self) -> Result<Cow<'_, str>> {
+        Ok(Cow::Borrowed(self.as_ref()))
+    }
+}
+
+impl AsRequestJson for Request {
+    fn request_json(&self) -> Result<Cow<'_, str>> {
+        self.to_json().map(Cow::Owned)
+    }
+}
+
+impl<T: AsRequestJson + ?Sized> AsRequestJson for &T {
+    fn request_json(&self) -> Result<Cow<'_, str>> {
+        (**self).request_json()
+    }
+}
+
+impl<T: AsRequestJson + ?Sized> AsRequestJson for Box<T> {
+    fn request_json(&self) -> Result<Cow<'_, str>> {
+        (**self).request_json()
+    }
+}
+
+/// The iterator of [`Session::decide_each`] and [`Model::decide_each`]: one
+/// `Result<Response>` per request, in input order.
+pub struct DecideEach<'a, I: Iterator> {
+    session: NonNull<sys::skycmd_session>,
+    /// The model whose pool the session returns to on drop (Model::decide_each), else None.
+    pool: Option<&'a Model>,
+    input: std::iter::Fuse<I>,
+    /// The answered group not yet handed out (at most DECIDE_EACH_GROUP items).
+    ready: VecDeque<Result<Response>>,
+    _session: PhantomData<&'a mut ()>,
+}
+
+impl<I> Iterator for DecideEach<'_, I>
+where
+    I: Iterator,
+    I::Item: AsRequestJson,
+{
+    type Item = Result<Response>;
+
+    fn next(&mut self) -> Option<Result<Response>> {
+        if self.ready.is_empty() {
+            self.answer_group();
+        }
+        self.ready.pop_front()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let (lo, hi) = self.input.size_hint();
+        let n = self.ready.len();
+        (lo.saturating_add(n), hi.and_then(|h| h.checked_add(n)))
+    }
+}
+
+impl<I> DecideEach<'_, I>
+where
+    I: Iterator,
+    I::Item: AsRequestJson,
+{
+    /// Reads the next group of requests and answers it into `ready`.
+    fn answer_group(&mut self) {
+        // A slot per request: parsed (for C; a failed parse is reported by C in its slot)
+        // or already failed here (a builder error, no memory to parse).
+        let mut parsed: Vec<ParsedRequest> = Vec::with_capacity(DECIDE_EACH_GROUP);
+        let mut slots: Vec<std::result::Result<usize, Error>> = Vec::with_capacity(DECIDE_EACH_GROUP);
+        for item in self.input.by_ref().take(DECIDE_EACH_GROUP) {
+            match item.request_json() {
+                Ok(json) => {
+                    let mut req: *mut sys::skycmd_request = ptr::null_mut();
+                    unsafe { sys::skycmd_request_parse(json.as_ptr() as *const c_char, json.len(), &mut req) };
+                    if req.is_null() {
+                        slots.push(Err(err("decide each", sys::SKYCMD_E_NOMEM, "no memory to parse the request")));
+                    } else {
+                        slots.push(Ok(parsed.len()));
+                        parsed.push(ParsedRequest(req));
+                    }
+                }
+                Err(e) => slots.push(Err(e)),
+            }
+        }
+        if slots.is_empty() {
+            return;
+        }
+        let ptrs: Vec<*const sys::skycmd_request> = parsed.iter().map(|r| r.0 as *const _).collect();
+        let mut answered = unsafe { decide_each_raw(self.session, &ptrs) }.map(|v| v.into_iter());
+        for slot in slots {
+            let item = match (slot, &mut answered) {
+                (Err(e), _) => Err(e),
+                (Ok(_), Ok(it)) => it.next().unwrap_or_else(|| Err(err("decide each", sys::SKYCMD_E_INTERNAL, "missing slot"))),
+                // The call itself failed (out of memory, ...): every request of the group.
+                (Ok(_), Err(e)) => Err(e.clone()),
+            };
+            self.ready.push_back(item);
+        }
+    }
+}
+
+impl<I: Iterator> Drop for DecideEach<'_, I> {
+    fn drop(&mut self) {
+        if let Some(m) = self.pool {
+            m.pool.lock().unwrap_or_else(|e| e.into_inner()).push(self.session);
+        }
+    }
+}
+
+/// # Safety
+/// `s` must be a valid session not used by another thread during the call; `reqs` valid
+/// (possibly failed) parsed requests.
+unsafe fn decide_each_raw(s: NonNull<sys::skycmd_session>, reqs: &[*const sys::skycmd_request]) -> Result<Vec<Result<Response>>> {
+    let n = reqs.len();
+    let mut out: Vec<*mut sys::skycmd_response> = vec![ptr::null_mut(); n];
+    let mut status: Vec<c_int> = vec![sys::SKYCMD_OK; n];
+    let mut msgs: Vec<*mut c_char> = vec![ptr::null_mut(); n];
+    let st = sys::skycmd_decide_each(s.as_ptr(), reqs.as_ptr(), n, out.as_mut_ptr(), status.as_mut_ptr(), msgs.as_mut_ptr());
+    if st != sys::SKYCMD_OK {
+        return Err(err("decide each", st, owned_str(sys::skycmd_session_errmsg(s.as_ptr()))));
+    }
+    Ok((0..n)
+        .map(|i| {
+            let r = if status[i] == sys::SKYCMD_OK && !out[i].is_null() {
+                Ok(Response::copy_from(out[i]))
+            } else {
+                // NULL message: no memory for the copy; the status's description stands in.
+                let st = if status[i] == sys::SKYCMD_OK { sys::SKYCMD_E_INTERNAL } else { status[i] };
+                let m = if msgs[i].is_null() { Status(st).description().to_string() } else { owned_str(msgs[i]) };
+                Err(err("decide each", st, m))
+            };
+            sys::skycmd_response_free(out[i]);
+            sys::skycmd_string_free(msgs[i]);
+            r
+        })
+        .collect())
 }
 
 /// Special tokens of a vocabulary.

@@ -55,8 +55,8 @@ impl From<&String> for Content {
 /// A question that selects between named alternatives (`"type": "choice"`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Choice {
-    instructions: Option<Content>,
-    criteria: Vec<(String, Option<Content>)>,
+    pub(crate) instructions: Option<Content>,
+    pub(crate) criteria: Vec<(String, Option<Content>)>,
 }
 
 impl Choice {
@@ -84,8 +84,8 @@ impl Choice {
 /// zero (`"type": "score"`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Score {
-    instructions: Option<Content>,
-    criteria: Vec<Content>,
+    pub(crate) instructions: Option<Content>,
+    pub(crate) criteria: Vec<Content>,
 }
 
 impl Score {
@@ -102,9 +102,9 @@ impl Score {
 /// A yes/no question (`"type": "noul"`) with optional descriptions of either outcome.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Noul {
-    instructions: Option<Content>,
-    when_true: Option<Content>,
-    when_false: Option<Content>,
+    pub(crate) instructions: Option<Content>,
+    pub(crate) when_true: Option<Content>,
+    pub(crate) when_false: Option<Content>,
 }
 
 impl Noul {
@@ -157,9 +157,9 @@ impl From<Noul> for Question {
 /// A `/v1/systemone` request: a state and named questions (answered in this order).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Request {
-    state: Content,
-    model: Option<String>,
-    questions: Vec<(String, Question)>,
+    pub(crate) state: Content,
+    pub(crate) model: Option<String>,
+    pub(crate) questions: Vec<(String, Question)>,
 }
 
 impl Request {
@@ -298,7 +298,7 @@ fn put_content(out: &mut String, c: &Content) -> std::result::Result<(), String>
 }
 
 /// A JSON string literal of `s`.
-fn put_str(out: &mut String, s: &str) {
+pub(crate) fn put_str(out: &mut String, s: &str) {
     out.push('"');
     for ch in s.chars() {
         match ch {

@@ -58,6 +58,11 @@ fn error_codes_and_not_found() {
     assert_eq!(as_io.kind(), io::ErrorKind::NotFound);
     assert_eq!(as_io.get_ref().unwrap().downcast_ref::<skycmd::Error>(), Some(&e));
     assert!(skycmd::inspect(&missing, &Options::new()).unwrap_err().is_not_found());
+    // A tokenizer.json that does not exist: the same not-found error as a model file.
+    let e = skycmd::Tokenizer::open_json(fixture().dir.join("no-such-tokenizer.json")).err().unwrap();
+    assert_eq!(e.code(), "SKYCMD_E_IO");
+    assert!(e.is_not_found() && e.message.contains("no-such-tokenizer.json"), "{e:?}");
+    assert_eq!(io::Error::from(e).kind(), io::ErrorKind::NotFound);
 
     let junk = fixture().dir.join("junk-code.gguf");
     std::fs::write(&junk, "not a gguf file").unwrap();
@@ -65,4 +70,6 @@ fn error_codes_and_not_found() {
     assert_eq!((e.code(), e.os_error), ("SKYCMD_E_FORMAT", None));
     assert!(!e.is_not_found());
     assert_eq!(io::Error::from(e).kind(), io::ErrorKind::Other);
+    let e = skycmd::Tokenizer::open_json(&junk).err().unwrap();
+    assert!(e.status != Status::OK && !e.is_not_found(), "{e:?}");
 }

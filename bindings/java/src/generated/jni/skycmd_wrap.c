@@ -263,6 +263,7 @@ typedef struct SkyTokenizer {
     size_t count;            /* ids of the last encode() or count() */
     char *text;              /* the last decode() output */
     char *msg;
+    int os_error;            /* the OS errno of the last failed openJson (0: none) */
 } SkyTokenizer;
 typedef struct SkySession { skycmd_session *h; char *msg; } SkySession;
 typedef struct SkyBatch {
@@ -457,9 +458,12 @@ SWIGINTERN int SkyTokenizer_openJson(struct SkyTokenizer *self,char const *path)
         st = skycmd_tokenizer_open_json(path, &self->owned, err);
         self->h = self->owned;
         sky_setmsg(&self->msg, err ? skycmd_error_message(err) : skycmd_strerror(st));
+        self->os_error = st != SKYCMD_OK && err ? skycmd_error_errno(err) : 0;
         skycmd_error_free(err);
         return st;
     }
+SWIGINTERN int SkyTokenizer_osError(struct SkyTokenizer *self){ return self->os_error; }
+SWIGINTERN bool SkyTokenizer_fileNotFound(struct SkyTokenizer *self){ return self->os_error == ENOENT; }
 SWIGINTERN bool SkyTokenizer_isOpen(struct SkyTokenizer *self){ return self->h != NULL; }
 SWIGINTERN void SkyTokenizer_close(struct SkyTokenizer *self){ sky_tokenizer_release(self); }
 SWIGINTERN char const *SkyTokenizer_message(struct SkyTokenizer *self){ return self->msg ? self->msg : ""; }
@@ -747,6 +751,130 @@ int skyOpenModelBuffer(SkyCall *call, const char *gguf_data, size_t gguf_size, S
 }
 
 
+typedef struct SkyEach {
+    skycmd_request **reqs;     /* parsed, failed-to-parse (they carry their error) or NULL */
+    int *parse_status;         /* add()'s status of each slot */
+    skycmd_response **out;     /* filled by decide(), taken by takeResponse */
+    int *status;
+    char **errmsg;             /* the library's copies (skycmd_string_free) */
+    size_t n, cap;
+    int answered;
+    char *msg;                 /* what failed the whole call (decide's error), or NULL */
+} SkyEach;
+
+static void sky_each_clear(SkyEach *e) {
+    size_t i;
+    for (i = 0; i < e->n; i++) {
+        skycmd_request_free(e->reqs[i]);
+        skycmd_response_free(e->out[i]);
+        skycmd_string_free(e->errmsg[i]);
+        e->reqs[i] = NULL;
+        e->out[i] = NULL;
+        e->errmsg[i] = NULL;
+    }
+    e->n = 0;
+    e->answered = 0;
+    sky_setmsg(&e->msg, NULL);
+}
+
+/* Room for twice as many slots (32 at first); 0 when out of memory (nothing is lost). */
+static int sky_each_grow(SkyEach *e) {
+    size_t cap = e->cap ? 2 * e->cap : 32, i;
+    void *p;
+    if (!(p = realloc(e->reqs, cap * sizeof *e->reqs))) return 0;
+    e->reqs = (skycmd_request **)p;
+    if (!(p = realloc(e->parse_status, cap * sizeof *e->parse_status))) return 0;
+    e->parse_status = (int *)p;
+    if (!(p = realloc(e->out, cap * sizeof *e->out))) return 0;
+    e->out = (skycmd_response **)p;
+    if (!(p = realloc(e->status, cap * sizeof *e->status))) return 0;
+    e->status = (int *)p;
+    if (!(p = realloc(e->errmsg, cap * sizeof *e->errmsg))) return 0;
+    e->errmsg = (char **)p;
+    for (i = e->cap; i < cap; i++) {
+        e->reqs[i] = NULL;
+        e->out[i] = NULL;
+        e->errmsg[i] = NULL;
+    }
+    e->cap = cap;
+    return 1;
+}
+
+SWIGINTERN struct SkyEach *new_SkyEach(void){ return (SkyEach *)calloc(1, sizeof(SkyEach)); }
+SWIGINTERN void delete_SkyEach(struct SkyEach *self){
+        sky_each_clear(self);
+        free(self->reqs);
+        free(self->parse_status);
+        free(self->out);
+        free(self->status);
+        free(self->errmsg);
+        free(self->msg);
+        free(self);
+    }
+SWIGINTERN int SkyEach_add(struct SkyEach *self,char const *request_json){
+        skycmd_request *req = NULL;
+        int st;
+        if (self->answered) { sky_setmsg(&self->msg, "the group was answered; clear() it first"); return SKYCMD_E_MISUSE; }
+        if (self->n == self->cap && !sky_each_grow(self)) {
+            sky_setmsg(&self->msg, skycmd_strerror(SKYCMD_E_NOMEM));
+            return SKYCMD_E_NOMEM;
+        }
+        st = request_json ? skycmd_request_parse(request_json, strlen(request_json), &req)
+                          : SKYCMD_E_INVALID_ARGUMENT;
+        self->reqs[self->n] = req;
+        self->parse_status[self->n] = st;
+        self->status[self->n] = st;
+        self->n++;
+        return SKYCMD_OK;
+    }
+SWIGINTERN long long SkyEach_count(struct SkyEach *self){ return (long long)self->n; }
+SWIGINTERN int SkyEach_decide(struct SkyEach *self,SkySession *session){
+        size_t i;
+        int st;
+        if (!session || !session->h) { sky_setmsg(&self->msg, sky_closed_msg); return SKYCMD_E_MISUSE; }
+        if (self->answered) { sky_setmsg(&self->msg, "the group was already answered"); return SKYCMD_E_MISUSE; }
+        st = skycmd_decide_each(session->h, (const skycmd_request *const *)self->reqs, self->n,
+                                self->out, self->status, self->errmsg);
+        if (st != SKYCMD_OK) {
+            sky_setmsg(&self->msg, skycmd_session_errmsg(session->h));
+            return st;
+        }
+        /* A request the parser could not even make (NULL: no memory, or no JSON text) keeps
+         * add()'s status rather than decide_each's "the request is NULL". */
+        for (i = 0; i < self->n; i++) {
+            if (!self->reqs[i] && self->parse_status[i] != SKYCMD_OK) {
+                self->status[i] = self->parse_status[i];
+                skycmd_string_free(self->errmsg[i]);
+                self->errmsg[i] = NULL;
+            }
+        }
+        self->answered = 1;
+        sky_setmsg(&self->msg, NULL);
+        return SKYCMD_OK;
+    }
+SWIGINTERN int SkyEach_slotStatus(struct SkyEach *self,long long i){
+        if (!self->answered || i < 0 || (size_t)i >= self->n) return SKYCMD_E_MISUSE;
+        return self->status[i];
+    }
+SWIGINTERN char const *SkyEach_slotMessage(struct SkyEach *self,long long i){
+        if (!self->answered || i < 0 || (size_t)i >= self->n) return "no such slot";
+        if (self->status[i] == SKYCMD_OK) return "";
+        if (!self->reqs[i] && self->parse_status[i] == SKYCMD_E_INVALID_ARGUMENT) return "the request is NULL";
+        return self->errmsg[i] ? self->errmsg[i] : skycmd_strerror(self->status[i]);
+    }
+SWIGINTERN int SkyEach_takeResponse(struct SkyEach *self,long long i,SkyResponse *into){
+        if (!self->answered || i < 0 || (size_t)i >= self->n || !self->out[i]) {
+            sky_setmsg(&self->msg, "no such response (not answered, failed, out of range or taken)");
+            return SKYCMD_E_MISUSE;
+        }
+        if (!into || into->h) { sky_setmsg(&self->msg, "response box is missing or already used"); return SKYCMD_E_MISUSE; }
+        into->h = self->out[i];
+        self->out[i] = NULL;
+        return SKYCMD_OK;
+    }
+SWIGINTERN void SkyEach_clear(struct SkyEach *self){ sky_each_clear(self); }
+SWIGINTERN char const *SkyEach_message(struct SkyEach *self){ return self->msg ? self->msg : ""; }
+
 #include <pthread.h>
 typedef struct SkyJavaProgress {
     JNIEnv *env;
@@ -790,6 +918,33 @@ int skyFileCallWithListener(JNIEnv *calling_env, SkyCall *call, int op, const ch
     if (op == 0) st = skycmd_convert(a, b, opts->h, call->err);
     else if (op == 1) st = skycmd_quantize(a, b, opts->h, call->err);
     else st = skycmd_random_model(a, b, opts->h, call->err);
+    skycmd_options_set_progress(opts->h, sky_options_progress, opts);
+    return sky_call_done(call, st);
+}
+
+/* Open a model (skycmd_model_open) into an empty model box, with a listener as above: the
+ * load reports its progress to it on the calling thread, and returning false, throwing, or
+ * the options box's cancel() stops the load (SKYCMD_E_CANCELLED, no model). */
+int skyOpenModelWithListener(JNIEnv *calling_env, SkyCall *call, const char *path, SkyOptions *opts,
+                             jobject listener, SkyModel *into) {
+    SkyJavaProgress p;
+    jclass cls;
+    int st;
+    if (!call) return SKYCMD_E_MISUSE;
+    skycmd_error_clear(call->err);
+    if (!into || into->h) return sky_call_done(call, SKYCMD_E_MISUSE);
+    if (!opts || !opts->h || !listener)
+        return sky_call_done(call, !opts || !opts->h ? SKYCMD_E_NOMEM : SKYCMD_E_INVALID_ARGUMENT);
+    cls = (*calling_env)->GetObjectClass(calling_env, listener);
+    p.report = cls ? (*calling_env)->GetMethodID(calling_env, cls, "report", "(JJ)Z") : NULL;
+    if (!p.report) return sky_call_done(call, SKYCMD_E_INVALID_ARGUMENT); /* NoSuchMethodError pending */
+    p.env = calling_env;
+    p.listener = listener;
+    p.box = opts;
+    p.thread = pthread_self();
+    p.failed = 0;
+    skycmd_options_set_progress(opts->h, sky_java_progress, &p);
+    st = skycmd_model_open(path, opts->h, &into->h, call->err);
     skycmd_options_set_progress(opts->h, sky_options_progress, opts);
     return sky_call_done(call, st);
 }
@@ -2385,6 +2540,36 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1openJso
 }
 
 
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1osError(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jint jresult = 0 ;
+  struct SkyTokenizer *arg1 = 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyTokenizer **)&jarg1; 
+  result = (int)SkyTokenizer_osError(arg1);
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jboolean JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1fileNotFound(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jboolean jresult = 0 ;
+  struct SkyTokenizer *arg1 = 0 ;
+  bool result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyTokenizer **)&jarg1; 
+  result = (bool)SkyTokenizer_fileNotFound(arg1);
+  jresult = (jboolean)result; 
+  return jresult;
+}
+
+
 SWIGEXPORT jboolean JNICALL Java_org_skycmd_internal_skycmdJNI_SkyTokenizer_1isOpen(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
   jboolean jresult = 0 ;
   struct SkyTokenizer *arg1 = 0 ;
@@ -3252,6 +3437,171 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_skyOpenModelBuffer(JN
 }
 
 
+SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_new_1SkyEach(JNIEnv *jenv, jclass jcls) {
+  jlong jresult = 0 ;
+  struct SkyEach *result = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  result = (struct SkyEach *)new_SkyEach();
+  *(struct SkyEach **)&jresult = result; 
+  return jresult;
+}
+
+
+SWIGEXPORT void JNICALL Java_org_skycmd_internal_skycmdJNI_delete_1SkyEach(JNIEnv *jenv, jclass jcls, jlong jarg1) {
+  struct SkyEach *arg1 = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = *(struct SkyEach **)&jarg1; 
+  delete_SkyEach(arg1);
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyEach_1add(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jbyteArray jarg2) {
+  jint jresult = 0 ;
+  struct SkyEach *arg1 = 0 ;
+  char *arg2 = 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyEach **)&jarg1; 
+  arg2 = 0;
+  if (jarg2) {
+    arg2 = (char *)(*jenv)->GetByteArrayElements(jenv, jarg2, 0);
+    if (!arg2) return 0;
+  }
+  result = (int)SkyEach_add(arg1,(char const *)arg2);
+  jresult = (jint)result; 
+  if (arg2) (*jenv)->ReleaseByteArrayElements(jenv, jarg2, (jbyte *)arg2, JNI_ABORT);
+  return jresult;
+}
+
+
+SWIGEXPORT jlong JNICALL Java_org_skycmd_internal_skycmdJNI_SkyEach_1count(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jlong jresult = 0 ;
+  struct SkyEach *arg1 = 0 ;
+  long long result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyEach **)&jarg1; 
+  result = (long long)SkyEach_count(arg1);
+  jresult = (jlong)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyEach_1decide(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jlong jarg2, jobject jarg2_) {
+  jint jresult = 0 ;
+  struct SkyEach *arg1 = 0 ;
+  SkySession *arg2 = 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  (void)jarg2_;
+  arg1 = *(struct SkyEach **)&jarg1; 
+  arg2 = *(SkySession **)&jarg2; 
+  result = (int)SkyEach_decide(arg1,arg2);
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyEach_1slotStatus(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jlong jarg2) {
+  jint jresult = 0 ;
+  struct SkyEach *arg1 = 0 ;
+  long long arg2 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyEach **)&jarg1; 
+  arg2 = (long long)jarg2; 
+  result = (int)SkyEach_slotStatus(arg1,arg2);
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT jbyteArray JNICALL Java_org_skycmd_internal_skycmdJNI_SkyEach_1slotMessage(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jlong jarg2) {
+  jbyteArray jresult = 0 ;
+  struct SkyEach *arg1 = 0 ;
+  long long arg2 ;
+  char *result = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyEach **)&jarg1; 
+  arg2 = (long long)jarg2; 
+  result = (char *)SkyEach_slotMessage(arg1,arg2);
+  if (result) {
+    jsize utf8_len = (jsize)strlen((const char *)result);
+    jresult = (*jenv)->NewByteArray(jenv, utf8_len);
+    if (jresult) (*jenv)->SetByteArrayRegion(jenv, jresult, 0, utf8_len, (const jbyte *)result);
+  }
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_SkyEach_1takeResponse(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_, jlong jarg2, jlong jarg3, jobject jarg3_) {
+  jint jresult = 0 ;
+  struct SkyEach *arg1 = 0 ;
+  long long arg2 ;
+  SkyResponse *arg3 = 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  (void)jarg3_;
+  arg1 = *(struct SkyEach **)&jarg1; 
+  arg2 = (long long)jarg2; 
+  arg3 = *(SkyResponse **)&jarg3; 
+  result = (int)SkyEach_takeResponse(arg1,arg2,arg3);
+  jresult = (jint)result; 
+  return jresult;
+}
+
+
+SWIGEXPORT void JNICALL Java_org_skycmd_internal_skycmdJNI_SkyEach_1clear(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  struct SkyEach *arg1 = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyEach **)&jarg1; 
+  SkyEach_clear(arg1);
+}
+
+
+SWIGEXPORT jbyteArray JNICALL Java_org_skycmd_internal_skycmdJNI_SkyEach_1message(JNIEnv *jenv, jclass jcls, jlong jarg1, jobject jarg1_) {
+  jbyteArray jresult = 0 ;
+  struct SkyEach *arg1 = 0 ;
+  char *result = 0 ;
+  
+  (void)jenv;
+  (void)jcls;
+  (void)jarg1_;
+  arg1 = *(struct SkyEach **)&jarg1; 
+  result = (char *)SkyEach_message(arg1);
+  if (result) {
+    jsize utf8_len = (jsize)strlen((const char *)result);
+    jresult = (*jenv)->NewByteArray(jenv, utf8_len);
+    if (jresult) (*jenv)->SetByteArrayRegion(jenv, jresult, 0, utf8_len, (const jbyte *)result);
+  }
+  return jresult;
+}
+
+
 SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_skyFileCallWithListener(JNIEnv *jenv, jclass jcls, jlong jarg2, jobject jarg2_, jint jarg3, jbyteArray jarg4, jbyteArray jarg5, jlong jarg6, jobject jarg6_, jobject jarg7) {
   jint jresult = 0 ;
   JNIEnv *arg1 = 0 ;
@@ -3286,6 +3636,38 @@ SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_skyFileCallWithListen
   jresult = (jint)result; 
   if (arg4) (*jenv)->ReleaseByteArrayElements(jenv, jarg4, (jbyte *)arg4, JNI_ABORT);
   if (arg5) (*jenv)->ReleaseByteArrayElements(jenv, jarg5, (jbyte *)arg5, JNI_ABORT);
+  return jresult;
+}
+
+
+SWIGEXPORT jint JNICALL Java_org_skycmd_internal_skycmdJNI_skyOpenModelWithListener(JNIEnv *jenv, jclass jcls, jlong jarg2, jobject jarg2_, jbyteArray jarg3, jlong jarg4, jobject jarg4_, jobject jarg5, jlong jarg6, jobject jarg6_) {
+  jint jresult = 0 ;
+  JNIEnv *arg1 = 0 ;
+  SkyCall *arg2 = 0 ;
+  char *arg3 = 0 ;
+  SkyOptions *arg4 = 0 ;
+  jobject arg5 ;
+  SkyModel *arg6 = 0 ;
+  int result;
+  
+  (void)jenv;
+  (void)jcls;
+  arg1 = jenv;
+  (void)jarg2_;
+  (void)jarg4_;
+  (void)jarg6_;
+  arg2 = *(SkyCall **)&jarg2; 
+  arg3 = 0;
+  if (jarg3) {
+    arg3 = (char *)(*jenv)->GetByteArrayElements(jenv, jarg3, 0);
+    if (!arg3) return 0;
+  }
+  arg4 = *(SkyOptions **)&jarg4; 
+  arg5 = jarg5; 
+  arg6 = *(SkyModel **)&jarg6; 
+  result = (int)skyOpenModelWithListener(arg1,arg2,(char const *)arg3,arg4,arg5,arg6);
+  jresult = (jint)result; 
+  if (arg3) (*jenv)->ReleaseByteArrayElements(jenv, jarg3, (jbyte *)arg3, JNI_ABORT);
   return jresult;
 }
 

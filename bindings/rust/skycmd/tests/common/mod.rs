@@ -49,7 +49,7 @@ pub fn request() -> String {
 /// The cross-check form of run-tests.sh: every double as the hex digits of its bits.
 pub fn dump(r: &Response) -> String {
     let mut s = format!("input_tokens {}\n", r.input_tokens);
-    for a in &r.answers {
+    for a in r.answers.values() {
         let kind = match a.kind {
             AnswerType::Choice => "choice",
             AnswerType::Score => "score",
@@ -68,9 +68,11 @@ pub fn dump(r: &Response) -> String {
 pub fn check_answers(r: &Response) {
     assert_eq!(r.answers.len(), 3, "{}", r.json);
     assert!(r.input_tokens > 0);
-    let shape: Vec<(&str, AnswerType)> = r.answers.iter().map(|a| (a.id.as_str(), a.kind)).collect();
+    // Keyed by question id, in request order.
+    let shape: Vec<(&str, AnswerType)> = r.answers.iter().map(|(id, a)| (id, a.kind)).collect();
     assert_eq!(shape, vec![("action", AnswerType::Choice), ("danger", AnswerType::Noul), ("margin", AnswerType::Score)]);
-    for a in &r.answers {
+    for (id, a) in &r.answers {
+        assert_eq!(id, a.id);
         let sum: f64 = a.probabilities.iter().map(|p| p.p).sum();
         assert!((sum - 1.0).abs() < 1e-6, "{} sums to {sum}", a.id);
         assert!(a.probabilities.iter().all(|p| (0.0..=1.0).contains(&p.p)));

@@ -10,24 +10,34 @@ import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
 
 /**
- * Loads the JNI library (libskycmd_jni.so) once, before the first native call. It is
- * self-contained: libskycmd, cJSON and utf8proc are linked into it statically, so nothing
- * else is loaded and no system copy of those libraries is needed.
+ * Loads the JNI library (libskycmd_jni.so; libskycmd_jni.dylib on macOS) once, before the
+ * first native call. It is self-contained: libskycmd, cJSON and utf8proc are linked into it
+ * statically, so nothing else is loaded and no system copy of those libraries is needed.
  *
  * <p>Order: the system property {@code skycmd.jni.path} (a file); then the resource
- * {@code /native/linux-<arch>/libskycmd_jni.so} on the class path (arch as {@code uname -m}
- * names it: x86_64, aarch64, ...), loaded in place when it is
+ * {@code /native/<os>-<arch>/<library>} on the class path ({@code linux-<arch>/libskycmd_jni.so}
+ * or {@code darwin-<arch>/libskycmd_jni.dylib}, arch as {@code uname -m} names it on Linux:
+ * x86_64, aarch64, ...; build-native.sh writes it), loaded in place when it is
  * a plain file (a build tree's {@code target/classes}) or extracted to a private temporary
  * directory when it sits in a jar; last, {@code System.loadLibrary("skycmd_jni")} through
  * {@code java.library.path}.
  */
 public final class NativeLoader {
-    static final String RESOURCE = "/native/linux-" + machine() + "/libskycmd_jni.so";
+    /** The file name of the library: libskycmd_jni.so, or libskycmd_jni.dylib on macOS. */
+    static final String FILE = System.mapLibraryName("skycmd_jni");
+    static final String RESOURCE = "/native/" + os() + "-" + machine() + "/" + FILE;
     private static boolean loaded;
 
     private NativeLoader() {}
 
-    /** The machine name as uname -m gives it (the JVM's os.arch says amd64 for x86_64). */
+    /** linux, or darwin on macOS (the JVM's os.name says "Mac OS X"). */
+    static String os() {
+        String name = System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT);
+        if (name.startsWith("mac") || name.startsWith("darwin")) return "darwin";
+        return "linux";
+    }
+
+    /** The machine name as uname -m gives it on Linux (the JVM's os.arch says amd64 for x86_64). */
     static String machine() {
         String arch = System.getProperty("os.arch", "");
         switch (arch) {
@@ -71,7 +81,7 @@ public final class NativeLoader {
     static Path extract(Class<?> anchor) throws IOException {
         Path dir = Files.createTempDirectory("skycmd-jni-");
         dir.toFile().deleteOnExit();
-        Path out = dir.resolve("libskycmd_jni.so");
+        Path out = dir.resolve(FILE);
         try (InputStream in = anchor.getResourceAsStream(RESOURCE)) {
             if (in == null) throw new IOException("no " + RESOURCE + " resource");
             Files.copy(in, out, StandardCopyOption.REPLACE_EXISTING);

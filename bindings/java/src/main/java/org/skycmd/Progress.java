@@ -1,12 +1,14 @@
 package org.skycmd;
 
 import org.skycmd.internal.SkyCall;
+import org.skycmd.internal.SkyModel;
 import org.skycmd.internal.SkyOptions;
 import org.skycmd.internal.skycmd;
 
 /**
- * Progress and cancellation of one {@link Skycmd#convert}, {@link Skycmd#quantize} or
- * {@link Skycmd#randomModel} call.
+ * Progress and cancellation of one {@link Skycmd#convert}, {@link Skycmd#quantize},
+ * {@link Skycmd#randomModel} or model open ({@link Model#open(java.nio.file.Path, Options, Progress)},
+ * {@link Model#openAsync(java.nio.file.Path, Options, Progress)}) call.
  *
  * <p>The {@link Listener} is called synchronously on the thread that made the call, once per
  * report of the library (done of total, in the call's units: bytes or tensors), while the
@@ -71,13 +73,23 @@ public final class Progress {
 
     /** Runs file operation {@code op} with this progress attached to {@code o}. */
     int run(SkyCall c, SkyOptions o, int op, String a, String b) {
+        return attached(o, () -> skycmd.skyFileCallWithListener(c, op, a, b, o, new Bridge()));
+    }
+
+    /** Opens the model at {@code path} into {@code into} with this progress attached to {@code o}. */
+    int runOpen(SkyCall c, SkyOptions o, String path, SkyModel into) {
+        return attached(o, () -> skycmd.skyOpenModelWithListener(c, path, o, new Bridge(), into));
+    }
+
+    /** Runs {@code call} with this progress attached to {@code o} (one call at a time). */
+    private int attached(SkyOptions o, java.util.function.IntSupplier call) {
         synchronized (this) {
             if (box != null) throw new IllegalStateException("this Progress is attached to a running call");
             box = o;
             if (cancelled) o.cancel();
         }
         try {
-            return skycmd.skyFileCallWithListener(c, op, a, b, o, new Bridge());
+            return call.getAsInt();
         } finally {
             synchronized (this) {
                 box = null;

@@ -9,16 +9,21 @@ import java.util.Optional;
 import java.util.OptionalDouble;
 import org.skycmd.internal.SkyResponse;
 
-/** The answers of one decide call, copied out of the C response (which is freed at once). */
+/**
+ * The answers of one decide call, copied out of the C response (which is freed at once).
+ * {@link #answers()} is keyed by question id in request order, the same shape as in every
+ * binding.
+ */
 public final class Response {
-    private final List<Answer> answers;
+    private final Map<String, Answer> answers;
     private final long inputTokens;
     private final String model;
     private final String json;
 
     Response(SkyResponse b) {
         long n = b.answerCount();
-        List<Answer> list = new ArrayList<>();
+        // Question ids are unique (the request's "questions" is a JSON object).
+        Map<String, Answer> byId = new LinkedHashMap<>();
         for (long i = 0; i < n; i++) {
             AnswerType t = AnswerType.of(b.answerType(i));
             List<Probability> ps = new ArrayList<>();
@@ -28,23 +33,25 @@ public final class Response {
             double conf = b.answerConfidence(i);
             List<String> legend = new ArrayList<>();
             if (t == AnswerType.SCORE) for (long j = 0; j < m; j++) legend.add(b.optionLegend(i, j));
-            list.add(new Answer(b.answerId(i), t, t == AnswerType.CHOICE ? b.answerChoice(i) : null,
+            String id = b.answerId(i);
+            byId.put(id, new Answer(id, t, t == AnswerType.CHOICE ? b.answerChoice(i) : null,
                                 b.answerValue(i), Double.isNaN(conf) ? OptionalDouble.empty() : OptionalDouble.of(conf),
                                 Collections.unmodifiableList(ps), Collections.unmodifiableList(legend)));
         }
-        this.answers = Collections.unmodifiableList(list);
+        this.answers = Collections.unmodifiableMap(byId);
         this.inputTokens = b.inputTokens();
         this.model = b.model();
         this.json = b.json();
     }
 
-    /** The answers in request order. */
-    public List<Answer> answers() { return answers; }
+    /**
+     * The answers keyed by question id, in request order (an unmodifiable
+     * {@link LinkedHashMap}: iterating its keys, values or entries follows the request).
+     */
+    public Map<String, Answer> answers() { return answers; }
 
     /** The answer to question {@code id}, if any. */
-    public Optional<Answer> answer(String id) {
-        return answers.stream().filter(a -> a.id().equals(id)).findFirst();
-    }
+    public Optional<Answer> answer(String id) { return Optional.ofNullable(answers.get(id)); }
 
     /** The choice answers by question id, in request order (the SDK's {@code choices}). */
     public Map<String, Answer> choices() { return byType(AnswerType.CHOICE); }
@@ -57,7 +64,7 @@ public final class Response {
 
     private Map<String, Answer> byType(AnswerType t) {
         Map<String, Answer> m = new LinkedHashMap<>();
-        for (Answer a : answers) if (a.type() == t) m.put(a.id(), a);
+        for (Answer a : answers.values()) if (a.type() == t) m.put(a.id(), a);
         return Collections.unmodifiableMap(m);
     }
 

@@ -61,15 +61,20 @@ public final class Tokenizer implements AutoCloseable {
         this.cleanable = CLEANER.register(this, owned);
     }
 
-    /** Loads a Hugging Face tokenizer.json (byte-level BPE). */
+    /**
+     * Loads a Hugging Face tokenizer.json (byte-level BPE). A file that does not exist throws
+     * {@link Status#IO} with a {@link java.nio.file.NoSuchFileException} cause
+     * ({@link SkycmdException#fileNotFound()}), as {@link Model#open(Path)} does.
+     */
     public static Tokenizer open(Path tokenizerJson) {
         Skycmd.ensureUsable();
         SkyTokenizer box = new SkyTokenizer();
         int st = box.openJson(tokenizerJson.toString());
         if (st != 0) {
-            String msg = box.message();
+            SkycmdException e = new SkycmdException("tokenizer open", st, box.message(), box.osError(),
+                                                    tokenizerJson.toString(), box.fileNotFound());
             box.delete();
-            throw new SkycmdException("tokenizer open", st, msg);
+            throw e;
         }
         return new Tokenizer(box);
     }

@@ -111,9 +111,13 @@ class SkycmdTest {
         assertTrue(r.inputTokens() > 0);
         String[] ids = {"action", "danger", "margin"};
         AnswerType[] types = {AnswerType.CHOICE, AnswerType.NOUL, AnswerType.SCORE};
+        // Keyed by question id, in request order.
+        assertEquals(List.of(ids), List.copyOf(r.answers().keySet()));
+        List<Answer> inOrder = List.copyOf(r.answers().values());
         for (int i = 0; i < 3; i++) {
-            Answer a = r.answers().get(i);
+            Answer a = inOrder.get(i);
             assertEquals(ids[i], a.id());
+            assertSame(a, r.answers().get(ids[i]));
             assertEquals(types[i], a.type());
             double sum = 0;
             for (Probability p : a.probabilities()) {
@@ -156,7 +160,7 @@ class SkycmdTest {
     static String dump(Response r) {
         StringBuilder b = new StringBuilder();
         b.append("input_tokens ").append(r.inputTokens()).append('\n');
-        for (Answer a : r.answers()) {
+        for (Answer a : r.answers().values()) {
             b.append("answer ").append(a.id()).append(' ').append(a.type().name().toLowerCase())
              .append(" choice=").append(a.choice() == null ? "" : a.choice())
              .append(" value=").append(bits(a.value())).append(" confidence=").append(bits(a.confidence())).append('\n');
@@ -360,7 +364,7 @@ class SkycmdTest {
             Method extract = NativeLoader.class.getDeclaredMethod("extract", Class.class);
             extract.setAccessible(true);
             Path out = (Path) extract.invoke(null, cl.define());
-            assertEquals("libskycmd_jni.so", out.getFileName().toString());
+            assertEquals(System.mapLibraryName("skycmd_jni"), out.getFileName().toString());
             assertArrayEquals(Files.readAllBytes(lib), Files.readAllBytes(out));
         }
     }
@@ -368,6 +372,21 @@ class SkycmdTest {
     /** The library is self-contained: its NEEDED entries are the C runtime only. */
     @Test
     void nativeLibraryNeedsOnlyTheCRuntime() throws Exception {
+        if (NativeLoader.os().equals("darwin")) {
+            // Mach-O: the load commands name the libraries (otool -L lists the library's own
+            // install name too); libSystem is the C runtime.
+            Process p = new ProcessBuilder("otool", "-L", nativeLibrary().toString()).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertEquals(0, p.waitFor(), out);
+            String[] lines = out.trim().split("\n");
+            assertTrue(lines.length > 1, out);
+            for (int i = 1; i < lines.length; i++) {
+                String n = lines[i].trim().split(" ")[0];
+                if (n.equals("@rpath/" + NativeLoader.FILE)) continue;
+                assertTrue(n.matches("/usr/lib/libSystem\\.B\\.dylib"), "unexpected library " + n + " in " + out);
+            }
+            return;
+        }
         Process p = new ProcessBuilder("readelf", "-d", nativeLibrary().toString()).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertEquals(0, p.waitFor(), out);
@@ -469,7 +488,17 @@ class SkycmdTest {
     @Test
     void tokenizerFromJson() {
         Path json = Paths.get("..", "..", "tests", "fixtures", "tokenizer", "vocab1024", "tokenizer.json");
-        assertEquals(Status.IO, assertThrows(SkycmdException.class, () -> Tokenizer.open(tmp.resolve("none.json"))).status());
+        // A missing file: Status.IO with Java's NoSuchFileException as the cause, as Model.open.
+        Path none = tmp.resolve("none.json");
+        SkycmdException missing = assertThrows(SkycmdException.class, () -> Tokenizer.open(none));
+        assertEquals(Status.IO, missing.status());
+        assertTrue(missing.fileNotFound());
+        assertEquals(2, missing.errno()); // ENOENT
+        assertEquals(none.toString(), assertInstanceOf(java.nio.file.NoSuchFileException.class, missing.getCause()).getFile());
+        // A file that exists but is no tokenizer: no not-found cause.
+        SkycmdException junk = assertThrows(SkycmdException.class, () -> Tokenizer.open(model()));
+        assertFalse(junk.fileNotFound());
+        assertNull(junk.getCause());
         Tokenizer tok = Tokenizer.open(json);
         assertEquals(1024, tok.vocabSize());
         String text = "Hello, world! \u00e9\u00e8 \uD83D\uDE00";
@@ -606,5 +635,191 @@ class SkycmdTest {
         assertEquals(Status.CANCELLED, assertThrows(SkycmdException.class,
                 () -> Skycmd.convert(laya, tmp.resolve("progress-conv2.gguf"), null, convCancel)).status());
         assertFalse(Files.exists(tmp.resolve("progress-conv2.gguf")));
+    }
+
+    @Test
+    void answersAreAMapInRequestOrder() throws IOException {
+        try (Model mod = Model.open(model())) {
+            Response r = mod.decide(request());
+            assertEquals(List.of("action", "danger", "margin"), List.copyOf(r.answers().keySet()));
+            assertInstanceOf(java.util.Map.class, r.answers());
+            assertEquals(AnswerType.NOUL, r.answers().get("danger").type());
+            assertSame(r.answers().get("margin"), r.answer("margin").orElseThrow());
+            assertNull(r.answers().get("nope"));
+            assertTrue(r.answer("nope").isEmpty());
+            assertThrows(UnsupportedOperationException.class, () -> r.answers().remove("action"));
+            // The typed views keep request order too.
+            assertEquals(List.of("action"), List.copyOf(r.choices().keySet()));
+            // Another order in the request is another order in the map.
+            Response swapped = mod.decide(Request.of("vy 0 dx 36 up 9 dn 7 nxt 10 alt 32")
+                    .question("zeta", Noul.of("Will the drone crash?"))
+                    .question("alpha", Noul.of("Is the gap above?")));
+            assertEquals(List.of("zeta", "alpha"), List.copyOf(swapped.answers().keySet()));
+        }
+    }
+
+    /** An Iterable that counts how many items were taken from it (to see the stream is lazy). */
+    static <T> Iterable<T> counting(Iterable<T> source, int[] taken) {
+        return () -> new java.util.Iterator<T>() {
+            final java.util.Iterator<T> it = source.iterator();
+            public boolean hasNext() { return it.hasNext(); }
+            public T next() { taken[0]++; return it.next(); }
+        };
+    }
+
+    @Test
+    void decideEachStreamsPerItemResults() throws IOException {
+        String req = request();
+        String other = req.replace("vy 0 dx 36", "vy 3 dx 12");
+        try (Model mod = Model.open(model())) {
+            String wantReq = dump(mod.decide(req)), wantOther = dump(mod.decide(other));
+            // 70 items (three groups of at most 32), bad ones in the first, second and third.
+            List<String> in = new ArrayList<>();
+            for (int i = 0; i < 70; i++) in.add(i % 2 == 0 ? req : other);
+            in.set(1, "{not json");
+            in.set(33, "{\"state\": 1}");
+            in.set(40, null);
+            in.set(69, "");
+            int[] taken = {0};
+            java.util.Iterator<Result> it = mod.decideEach(counting(in, taken)).iterator();
+            List<Result> out = new ArrayList<>();
+            out.add(it.next());
+            assertEquals(32, taken[0], "one group read ahead, no more");
+            while (out.size() < 33) out.add(it.next());
+            assertEquals(64, taken[0]);
+            it.forEachRemaining(out::add);
+            assertEquals(70, taken[0]);
+            assertEquals(70, out.size());
+            for (int i = 0; i < 70; i++) {
+                Result r = out.get(i);
+                switch (i) {
+                    case 1, 69 -> {
+                        assertFalse(r.isOk());
+                        assertEquals("SKYCMD_E_JSON", r.error().orElseThrow().code(), r.toString());
+                    }
+                    case 33 -> assertEquals(Status.REQUEST, r.error().orElseThrow().status());
+                    case 40 -> assertEquals(Status.INVALID_ARGUMENT, r.error().orElseThrow().status());
+                    default -> {
+                        assertTrue(r.isOk(), i + ": " + r);
+                        assertTrue(r.error().isEmpty());
+                        assertEquals(i % 2 == 0 ? wantReq : wantOther, dump(r.response()), "item " + i);
+                    }
+                }
+            }
+            // A failed item's response() throws its error, with the status name and message.
+            SkycmdException e = assertThrows(SkycmdException.class, () -> out.get(1).response());
+            assertSame(out.get(1).error().orElseThrow(), e);
+            assertTrue(e.getMessage().startsWith("skycmd decide each: SKYCMD_E_JSON: "), e.getMessage());
+            assertFalse(e.libraryMessage().isEmpty());
+
+            // Typed requests; one the builder refuses (no question) is its item's REQUEST error.
+            List<Result> typed = mod.decideEachRequests(List.of(exampleRequest(), Request.of("s"), exampleRequest())).toList();
+            assertEquals(3, typed.size());
+            assertEquals(wantReq, dump(typed.get(0).response()));
+            assertEquals(Status.REQUEST, typed.get(1).error().orElseThrow().status());
+            assertEquals(wantReq, dump(typed.get(2).response()));
+
+            assertEquals(0, mod.decideEach(List.of()).count());
+            // An endless source: only what is consumed (rounded up to a group) is read.
+            int[] endless = {0};
+            Iterable<String> forever = counting(() -> java.util.stream.Stream.generate(() -> req).iterator(), endless);
+            assertEquals(40, mod.decideEach(forever).limit(40).filter(Result::isOk).count());
+            assertEquals(64, endless[0]);
+
+        }
+        // The model closed between groups: the next group's items carry MISUSE, in order.
+        Model closing = Model.open(model());
+        try {
+            java.util.Iterator<Result> late = closing.decideEach(java.util.Collections.nCopies(40, req)).iterator();
+            for (int i = 0; i < 32; i++) assertTrue(late.next().isOk());
+            closing.close();
+            int n = 0;
+            while (late.hasNext()) {
+                assertEquals(Status.MISUSE, late.next().error().orElseThrow().status());
+                n++;
+            }
+            assertEquals(8, n);
+        } finally {
+            closing.close();
+        }
+    }
+
+    @Test
+    void openAsyncOpensReportsAndFails() throws Exception {
+        String req = request();
+        String want;
+        try (Model mod = Model.open(model())) {
+            want = dump(mod.decide(req));
+        }
+        List<long[]> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<Thread> on = new java.util.concurrent.CopyOnWriteArrayList<>();
+        Progress p = new Progress((done, total) -> { seen.add(new long[] {done, total}); on.add(Thread.currentThread()); });
+        try (Model mod = Model.openAsync(model(), null, p).get(60, java.util.concurrent.TimeUnit.SECONDS)) {
+            assertEquals(want, dump(mod.decide(req)));
+        }
+        assertFalse(seen.isEmpty(), "the load reported its progress");
+        long[] last = seen.get(seen.size() - 1);
+        assertEquals(last[1], last[0], "the last report is complete");
+        assertTrue(on.stream().allMatch(t -> t.getName().equals("skycmd-open")), "reports on the loading thread");
+        try (Model mod = Model.openAsync(model()).get(60, java.util.concurrent.TimeUnit.SECONDS)) {
+            assertEquals(want, dump(mod.decide(req)));
+        }
+        // The synchronous open takes the same Progress argument.
+        Progress sync = new Progress();
+        try (Model mod = Model.open(model(), null, sync)) {
+            assertFalse(mod.isClosed());
+            // More than one report: so a load stopped at its first (the cancel test) is cut short.
+            assertTrue(sync.reports() > 1, "reports: " + sync.reports());
+            assertEquals(sync.total(), sync.done());
+        }
+        // A missing file: the future fails with open's exception (NoSuchFileException cause).
+        java.util.concurrent.ExecutionException ee = assertThrows(java.util.concurrent.ExecutionException.class,
+                () -> Model.openAsync(tmp.resolve("missing-async.gguf")).get(60, java.util.concurrent.TimeUnit.SECONDS));
+        SkycmdException e = assertInstanceOf(SkycmdException.class, ee.getCause());
+        assertTrue(e.fileNotFound());
+    }
+
+    @Test
+    void cancellingOpenAsyncCancelsTheLoad() throws Exception {
+        Path m = model();
+        int live = Model.liveNativeModels();
+        ExecutorService loader = Executors.newSingleThreadExecutor();
+        try {
+            // The load pauses in its first report until the future is cancelled: it then stops
+            // there (CANCELLED), reports nothing more and leaves no model open.
+            java.util.concurrent.CountDownLatch reported = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.CountDownLatch cancelled = new java.util.concurrent.CountDownLatch(1);
+            Progress p = new Progress((done, total) -> {
+                reported.countDown();
+                try {
+                    assertTrue(cancelled.await(30, java.util.concurrent.TimeUnit.SECONDS));
+                } catch (InterruptedException ie) {
+                    throw new IllegalStateException(ie);
+                }
+            });
+            java.util.concurrent.CompletableFuture<Model> f = Model.openAsync(m, null, p, loader);
+            assertTrue(reported.await(30, java.util.concurrent.TimeUnit.SECONDS));
+            assertTrue(f.cancel(true));
+            assertTrue(p.isCancelled(), "cancelling the future cancels its progress");
+            cancelled.countDown();
+            assertThrows(java.util.concurrent.CancellationException.class, f::join);
+            // The load's end: a task queued behind it runs once it is over.
+            loader.submit(() -> { }).get(30, java.util.concurrent.TimeUnit.SECONDS);
+            assertEquals(1, p.reports(), "the load stopped at the report it was cancelled in");
+            assertEquals(live, Model.liveNativeModels(), "no model left open");
+
+            // Without a Progress of the caller's: the future's own flag stops the load. The
+            // executor is held busy, so the load has not started when it is cancelled.
+            java.util.concurrent.CountDownLatch hold = new java.util.concurrent.CountDownLatch(1);
+            loader.submit(() -> { hold.await(); return null; });
+            java.util.concurrent.CompletableFuture<Model> g = Model.openAsync(m, null, null, loader);
+            assertTrue(g.cancel(false));
+            hold.countDown();
+            loader.submit(() -> { }).get(30, java.util.concurrent.TimeUnit.SECONDS);
+            assertTrue(g.isCancelled());
+            assertEquals(live, Model.liveNativeModels());
+        } finally {
+            loader.shutdownNow();
+        }
     }
 }

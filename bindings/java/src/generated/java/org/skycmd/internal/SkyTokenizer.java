@@ -55,6 +55,14 @@ public class SkyTokenizer {
     return skycmdJNI.SkyTokenizer_openJson(swigCPtr, this, (path == null ? null : (path + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)));
   }
 
+  public int osError() {
+    return skycmdJNI.SkyTokenizer_osError(swigCPtr, this);
+  }
+
+  public boolean fileNotFound() {
+    return skycmdJNI.SkyTokenizer_fileNotFound(swigCPtr, this);
+  }
+
   public boolean isOpen() {
     return skycmdJNI.SkyTokenizer_isOpen(swigCPtr, this);
   }

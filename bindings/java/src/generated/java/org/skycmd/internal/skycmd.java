@@ -54,4 +54,8 @@ public class skycmd implements skycmdConstants {
     return skycmdJNI.skyFileCallWithListener(SkyCall.getCPtr(call), call, op, (a == null ? null : (a + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), (b == null ? null : (b + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), SkyOptions.getCPtr(opts), opts, listener);
   }
 
+  public static int skyOpenModelWithListener(SkyCall call, String path, SkyOptions opts, java.lang.Object listener, SkyModel into) {
+    return skycmdJNI.skyOpenModelWithListener(SkyCall.getCPtr(call), call, (path == null ? null : (path + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), SkyOptions.getCPtr(opts), opts, listener, SkyModel.getCPtr(into), into);
+  }
+
 }

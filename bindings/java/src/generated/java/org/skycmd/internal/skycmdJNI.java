@@ -127,6 +127,8 @@ public class skycmdJNI {
   public final static native void delete_SkyTokenizer(long jarg1);
   public final static native int SkyTokenizer_fromModel(long jarg1, SkyTokenizer jarg1_, long jarg2, SkyModel jarg2_);
   public final static native int SkyTokenizer_openJson(long jarg1, SkyTokenizer jarg1_, byte[] jarg2);
+  public final static native int SkyTokenizer_osError(long jarg1, SkyTokenizer jarg1_);
+  public final static native boolean SkyTokenizer_fileNotFound(long jarg1, SkyTokenizer jarg1_);
   public final static native boolean SkyTokenizer_isOpen(long jarg1, SkyTokenizer jarg1_);
   public final static native void SkyTokenizer_close(long jarg1, SkyTokenizer jarg1_);
   public final static native byte[] SkyTokenizer_message(long jarg1, SkyTokenizer jarg1_);
@@ -178,5 +180,16 @@ public class skycmdJNI {
   public final static native byte[] SkyResponse_optionLegend(long jarg1, SkyResponse jarg1_, long jarg2, long jarg3);
   public final static native long skyHeapInUse();
   public final static native int skyOpenModelBuffer(long jarg1, SkyCall jarg1_, byte[] jarg2, long jarg4, SkyOptions jarg4_, long jarg5, SkyModel jarg5_);
+  public final static native long new_SkyEach();
+  public final static native void delete_SkyEach(long jarg1);
+  public final static native int SkyEach_add(long jarg1, SkyEach jarg1_, byte[] jarg2);
+  public final static native long SkyEach_count(long jarg1, SkyEach jarg1_);
+  public final static native int SkyEach_decide(long jarg1, SkyEach jarg1_, long jarg2, SkySession jarg2_);
+  public final static native int SkyEach_slotStatus(long jarg1, SkyEach jarg1_, long jarg2);
+  public final static native byte[] SkyEach_slotMessage(long jarg1, SkyEach jarg1_, long jarg2);
+  public final static native int SkyEach_takeResponse(long jarg1, SkyEach jarg1_, long jarg2, long jarg3, SkyResponse jarg3_);
+  public final static native void SkyEach_clear(long jarg1, SkyEach jarg1_);
+  public final static native byte[] SkyEach_message(long jarg1, SkyEach jarg1_);
   public final static native int skyFileCallWithListener(long jarg2, SkyCall jarg2_, int jarg3, byte[] jarg4, byte[] jarg5, long jarg6, SkyOptions jarg6_, java.lang.Object jarg7);
+  public final static native int skyOpenModelWithListener(long jarg2, SkyCall jarg2_, byte[] jarg3, long jarg4, SkyOptions jarg4_, java.lang.Object jarg5, long jarg6, SkyModel jarg6_);
 }
