@@ -26,6 +26,24 @@ static void usage(FILE *out) {
             "  --json       one JSON document on stdout\n");
 }
 
+/* Measure and print the peak of each supported ISA of the list: a line each, or the members
+ * of a JSON object. */
+static void print_peaks(const peak_isa *isas, size_t n, const char *unit, long ms, long threads, int json) {
+    int first = 1;
+    for (size_t k = 0; k < n; k++) {
+        if (!peak_isa_supported(isas[k])) continue;
+        double one = peak_measure(isas[k], 1, (double)ms * 1e-3);
+        double all = threads > 1 ? peak_measure(isas[k], (int)threads, (double)ms * 1e-3) : one;
+        if (json)
+            printf("%s\"%s\":{\"1\":%.1f,\"%ld\":%.1f}", first ? "" : ",", peak_isa_name(isas[k]),
+                   one, threads, all);
+        else
+            printf("%-8s 1 thread %8.1f %-7s   %ld threads %8.1f %s\n", peak_isa_name(isas[k]), one, unit,
+                   threads, all, unit);
+        first = 0;
+    }
+}
+
 static int parse_pos(const char *s, long *out) {
     char *end;
     errno = 0;
@@ -60,37 +78,13 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    const peak_isa isas[] = {PEAK_SCALAR, PEAK_AVX2, PEAK_AVX512, PEAK_NEON};
-    if (json) printf("{\"threads\":%ld,\"ms\":%ld,\"peak_gflops\":{", threads, ms);
-    int first = 1;
-    for (size_t k = 0; k < sizeof isas / sizeof isas[0]; k++) {
-        if (!peak_isa_supported(isas[k])) continue;
-        double one = peak_measure(isas[k], 1, (double)ms * 1e-3);
-        double all = threads > 1 ? peak_measure(isas[k], (int)threads, (double)ms * 1e-3) : one;
-        if (json)
-            printf("%s\"%s\":{\"1\":%.1f,\"%ld\":%.1f}", first ? "" : ",", peak_isa_name(isas[k]),
-                   one, threads, all);
-        else
-            printf("%-7s 1 thread %8.1f GFLOP/s   %ld threads %8.1f GFLOP/s\n",
-                   peak_isa_name(isas[k]), one, threads, all);
-        first = 0;
-    }
-    /* the int8 dot-product peak of the instruction the int8 kernels use */
+    const peak_isa f32[] = {PEAK_SCALAR, PEAK_AVX2, PEAK_AVX512, PEAK_NEON};
+    /* the int8 dot-product peak of the instructions the int8 kernels use */
     const peak_isa i8[] = {PEAK_VNNI512, PEAK_SDOT};
+    if (json) printf("{\"threads\":%ld,\"ms\":%ld,\"peak_gflops\":{", threads, ms);
+    print_peaks(f32, sizeof f32 / sizeof f32[0], "GFLOP/s", ms, threads, json);
     if (json) printf("},\"peak_int8_gops\":{");
-    first = 1;
-    for (size_t k = 0; k < sizeof i8 / sizeof i8[0]; k++) {
-        if (!peak_isa_supported(i8[k])) continue;
-        double one = peak_measure(i8[k], 1, (double)ms * 1e-3);
-        double all = threads > 1 ? peak_measure(i8[k], (int)threads, (double)ms * 1e-3) : one;
-        if (json)
-            printf("%s\"%s\":{\"1\":%.1f,\"%ld\":%.1f}", first ? "" : ",", peak_isa_name(i8[k]),
-                   one, threads, all);
-        else
-            printf("%-8s 1 thread %8.1f GOP/s     %ld threads %8.1f GOP/s   (int8)\n",
-                   peak_isa_name(i8[k]), one, threads, all);
-        first = 0;
-    }
+    print_peaks(i8, sizeof i8 / sizeof i8[0], "GOP/s", ms, threads, json);
     if (json) printf("}}\n");
     return 0;
 }
