@@ -7,7 +7,10 @@ Each step the drone's state (the text of tools/train/flappy.py) goes to `skycmd 
 /v1/systemone with the three example questions; the drone thrusts when the model says
 "thrust", the world moves on, and the frame shows the walls, the flown path, and the
 model's P(thrust), P(danger) and margin. The episode ends at a crash or after --steps.
-Needs Pillow (tools/train/requirements.txt).
+Needs Pillow (tools/train/requirements.txt) and ImageMagick's `convert` (Debian:
+imagemagick): Pillow writes every frame after the first as the rectangle that changed, which
+viewers that do not coalesce frames show garbled, so the file is rewritten with whole frames
+(`convert -coalesce`).
 """
 import argparse
 import json
@@ -97,7 +100,8 @@ def main():
         else:
             print("flew %d steps, %d walls passed, no crash" % (a.steps, walls_passed))
         frames[0].save(a.out, save_all=True, append_images=frames[1:], duration=60, loop=0, optimize=True)
-        print("wrote %s (%d frames)" % (a.out, len(frames)))
+        subprocess.run(["convert", a.out, "-coalesce", a.out], check=True)  # whole frames
+        print("wrote %s (%d whole frames)" % (a.out, len(frames)))
     finally:
         server.terminate()
         server.wait()
