@@ -82,11 +82,13 @@ class Decider:
 
 def decide(ds: Any, model: Optional[str] = None, *, concurrency: int = 1, num_cpus: float = 1,
            batch_size: Optional[int] = 1024, **kwargs: Any) -> Any:
-    """``ds.map_batches`` with a pool of ``concurrency`` Decider actors (``num_cpus`` each;
-    their model threads follow it), ``batch_format="pyarrow"``; ``kwargs`` go to Decider."""
+    """``ds.map_batches`` with a pool of ``concurrency`` Decider actors
+    (``ActorPoolStrategy(size=concurrency)``, ``num_cpus`` each: their model threads follow
+    it), ``batch_format="pyarrow"``; ``kwargs`` go to Decider."""
+    from ray.data import ActorPoolStrategy
     return ds.map_batches(Decider, fn_constructor_args=(model,), fn_constructor_kwargs=kwargs,
-                          concurrency=concurrency, num_cpus=num_cpus, batch_size=batch_size,
-                          batch_format="pyarrow")
+                          compute=ActorPoolStrategy(size=concurrency), num_cpus=num_cpus,
+                          batch_size=batch_size, batch_format="pyarrow")
 
 
 __all__ = ["Decider", "decide"]

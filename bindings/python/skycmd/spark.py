@@ -173,7 +173,7 @@ def answer_arrow(model: Model, batch: Any, *, questions: Optional[Mapping[str, Q
     bodies = _bodies(states, questions_json, row_questions)
     good = [b for b in bodies if isinstance(b, str)]
     answered = iter(decide_rows(model, good, group))
-    results = [next(answered) if isinstance(b, str) else b for b in bodies]
+    results: List[Any] = [next(answered) if isinstance(b, str) else b for b in bodies]
 
     errors: List[Optional[str]] = []
     tokens: List[Optional[int]] = []
@@ -228,7 +228,7 @@ def add_model(spark: Any, path: Union[str, "os.PathLike[str]"]) -> str:
 def _resolve(model: Optional[str]) -> Optional[str]:
     if model is not None and model.startswith(SPARK_FILES):
         from pyspark import SparkFiles
-        return SparkFiles.get(model[len(SPARK_FILES):])
+        return str(SparkFiles.get(model[len(SPARK_FILES):]))
     return model
 
 
