@@ -92,7 +92,7 @@ run_java() {
     local rc=$?
     [ $gen -ne 0 ] && rc=1
     # The build as a user who is not root, changing nothing under /etc/apt (issue 40).
-    echo "== bindings/java/nonroot-build-check.sh (mvn -o install as a non-root user)"
+    echo "== bindings/java/nonroot-build-check.sh (mvn install as a non-root user)"
     bash "$here/java/nonroot-build-check.sh" || rc=1
     grep -E 'java loop:|<<< (FAIL|ERROR)|^\[ERROR\]   ' "$work/java.log"
     local line

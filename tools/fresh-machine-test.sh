@@ -29,7 +29,8 @@
 #                  anchors of the network, like resolv.conf, not toolchains: Debian's
 #                  ca-certificates (installed by setup.sh) builds the root's own bundle from them.
 #
-# Nothing else from this machine reaches the root: no bind mounts but the kernel's /proc, /sys,
+# Nothing else from this machine reaches the root: no bind mounts but the root itself (a
+# private mount point, as a machine's "/" is) and the kernel's /proc, /sys,
 # /dev (a fresh devpts and /dev/shm), `env -i` with PATH, HOME, LANG (and CI, and the CA bundle
 # variables when a CA is given). Processes left in the root are killed and all mounts undone on
 # exit, failure or interrupt.
@@ -92,10 +93,11 @@ cleanup() {
   for pid in /proc/[0-9]*; do
     [ "$(readlink "$pid/root" 2>/dev/null)" = "$R" ] && kill -KILL "${pid#/proc/}" 2>/dev/null
   done
-  # every mount under the root, deepest first: ours, and any debootstrap left when stopped
+  # every mount under the root, deepest first, the root's own last: ours, and any
+  # debootstrap left when stopped
   while read -r m; do
     umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || echo "fresh-machine-test: cannot unmount $m" >&2
-  done < <(findmnt -rn -o TARGET | grep "^$R/" | sort -r)
+  done < <(findmnt -rn -o TARGET | grep "^$R\(/\|$\)" | sort -r)
   if findmnt -rn -o TARGET | grep -q "^$R\(/\|$\)"; then
     echo "fresh-machine-test: mounts left under $R; not removing it" >&2
   elif [ "$keep" = 1 ]; then
@@ -159,6 +161,12 @@ if [ "${#extra_ca[@]}" -gt 0 ]; then
           CURL_CA_BUNDLE=$bundle GIT_SSL_CAINFO=$bundle)
 fi
 
+# The root is a mount point of its own, and a private one, as a machine's "/" is: so a
+# private mount namespace can be made inside it (`unshare --mount --propagation private`,
+# which the bindings' checks use to hide libraries: a chroot's "/" that is no mount point
+# refuses it), and nothing mounted inside reaches this machine.
+mount --bind "$R" "$R"
+mount --make-private "$R"
 mount_in /proc -t proc proc
 mount_in /sys -t sysfs sysfs
 mount_in /dev --bind /dev

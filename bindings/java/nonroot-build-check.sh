@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # nonroot-build-check.sh - the Java binding builds as an ordinary user and changes nothing on
-# the system (issue 40). `mvn -o install -DskipTests` of a copy of bindings/java (with
+# the system (issue 40). `mvn install -DskipTests` of a copy of bindings/java (with
 # tools/build-static-deps.sh and tools/debian-source.sh beside it, as in the checkout) runs
-# as a user who is not root, with its own HOME and a copy of the local Maven repository
-# (offline: nothing is downloaded by Maven); the static cJSON and utf8proc are fetched and
+# as a user who is not root, from a directory of its own, with its own HOME and a copy of
+# the local Maven repository (Maven downloads into the copy what it lacks, e.g. the jar and
+# install plugins that `mvn test` never needed); the static cJSON and utf8proc are fetched and
 # compiled on the way (Debian's source packages through a private apt configuration). Then:
 # the build succeeded, the jar is in the copied repository, and /etc/apt is unchanged (every
 # file's path, size, mtime and mode the same: no deb-src entry added).
 #
 # As root the build runs as uid/gid 65534 (nobody; SKYCMD_BUILD_UID=N for another) through
-# setpriv, so no user is created; as another user it runs as that user. It needs the
-# library's pkg-config file (PKG_CONFIG_PATH, as for `mvn install`) and libskycmd.a readable
-# by that user. env: MAVEN_REPO_LOCAL (default ~/.m2/repository) is copied, never written.
+# setpriv, so no user is created; as another user it runs as that user. The library comes
+# from the caller's pkg-config (PKG_CONFIG_PATH, as for `mvn install`): its header and
+# libskycmd.a are copied into a prefix of the user's. env: MAVEN_REPO_LOCAL (default
+# ~/.m2/repository) is copied, never written.
 # Takes about 15 s (the apt source indexes are fetched each time, as a first build does).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,6 +29,23 @@ mkdir -p "$work/src/bindings" "$work/src/tools" "$work/home"
 tar -C "$root/bindings" --exclude=java/target -cf - java | tar -C "$work/src/bindings" -xf -
 cp "$root/tools/build-static-deps.sh" "$root/tools/debian-source.sh" "$work/src/tools/"
 cp -a "$repo_local" "$work/m2"
+# The library as that user would have it installed (libskycmd-dev: readable by everyone): the
+# caller's header and libskycmd.a, which may sit where that user cannot read (/root/...).
+mkdir -p "$work/prefix/include" "$work/prefix/lib/pkgconfig"
+header=
+for d in $(pkg-config --cflags-only-I skycmd | tr ' ' '\n' | sed -n 's/^-I//p'); do
+    [ -f "$d/skycmd.h" ] && { header=$d/skycmd.h; break; }
+done
+[ -n "$header" ] || { echo "nonroot-build-check: pkg-config finds no skycmd.h (PKG_CONFIG_PATH)"; exit 1; }
+cp "$header" "$work/prefix/include/"
+static_lib=
+for d in $(pkg-config --libs-only-L skycmd | tr ' ' '\n' | sed -n 's/^-L//p'); do
+    [ -f "$d/libskycmd.a" ] && { static_lib=$d/libskycmd.a; break; }
+done
+[ -n "$static_lib" ] || { echo "nonroot-build-check: no libskycmd.a beside the library pkg-config names"; exit 1; }
+cp "$static_lib" "$work/prefix/lib/"
+printf 'prefix=%s\nName: skycmd\nDescription: libskycmd\nVersion: %s\nLibs: -L${prefix}/lib -lskycmd\nCflags: -I${prefix}/include\n' \
+    "$work/prefix" "$(pkg-config --modversion skycmd)" > "$work/prefix/lib/pkgconfig/skycmd.pc"
 
 if [ "$(id -u)" -eq 0 ]; then
     uid=${SKYCMD_BUILD_UID:-65534}
@@ -41,12 +60,14 @@ fi
 apt_state() { find /etc/apt -printf '%p %s %T@ %m\n' 2>/dev/null | sort; }
 apt_state > "$work/apt.before"
 
-echo "-- mvn -o install -DskipTests as uid $uid (HOME=$work/home)"
+echo "-- mvn install -DskipTests as uid $uid (HOME=$work/home)"
 rc=0
-"${as_user[@]}" env -i PATH="$PATH" HOME="$work/home" JAVA_HOME="$JAVA_HOME" \
-    PKG_CONFIG_PATH="${PKG_CONFIG_PATH:-}" ${CC:+CC="$CC"} TMPDIR="$work/home" \
-    mvn -o -B -q -Dstyle.color=never -Dmaven.repo.local="$work/m2" -f "$work/src/bindings/java/pom.xml" \
-        -DskipTests install > "$work/build.log" 2>&1 || rc=$?
+# (from the copy: the caller's directory, e.g. /root/..., may be closed to that user)
+(cd "$work/src/bindings/java" &&
+ "${as_user[@]}" env -i PATH="$PATH" HOME="$work/home" JAVA_HOME="$JAVA_HOME" \
+    PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" ${CC:+CC="$CC"} TMPDIR="$work/home" \
+    mvn -B -q -Dstyle.color=never -Dmaven.repo.local="$work/m2" -f "$work/src/bindings/java/pom.xml" \
+        -DskipTests install) > "$work/build.log" 2>&1 || rc=$?
 apt_state > "$work/apt.after"
 
 status=0
@@ -70,12 +91,6 @@ if cmp -s "$work/apt.before" "$work/apt.after"; then
     echo "   /etc/apt unchanged ($(wc -l < "$work/apt.after") entries)"
 else
     echo "nonroot-build-check: /etc/apt changed:"; diff "$work/apt.before" "$work/apt.after" | head -n 20; status=1
-fi
-# A leftover of the old build script (it added this deb-src entry as root) is not this
-# build's doing: the comparison above is the check; the note says the machine has one.
-if ls /etc/apt/sources.list.d/skycmd-src.* >/dev/null 2>&1; then
-    echo "   note: /etc/apt/sources.list.d/skycmd-src.* predates this build (left by an older" \
-         "build-static-deps.sh; nothing uses it now, it may be deleted)"
 fi
 [ $status -eq 0 ] && echo "nonroot-build-check: PASS (built as uid $uid, nothing on the system changed)"
 exit $status
