@@ -32,18 +32,18 @@ cp -a "$repo_local" "$work/m2"
 # The library as that user would have it installed (libskycmd-dev: readable by everyone): the
 # caller's header and libskycmd.a, which may sit where that user cannot read (/root/...).
 mkdir -p "$work/prefix/include" "$work/prefix/lib/pkgconfig"
-header=
-for d in $(pkg-config --cflags-only-I skycmd | tr ' ' '\n' | sed -n 's/^-I//p'); do
-    [ -f "$d/skycmd.h" ] && { header=$d/skycmd.h; break; }
-done
-[ -n "$header" ] || { echo "nonroot-build-check: pkg-config finds no skycmd.h (PKG_CONFIG_PATH)"; exit 1; }
-cp "$header" "$work/prefix/include/"
-static_lib=
-for d in $(pkg-config --libs-only-L skycmd | tr ' ' '\n' | sed -n 's/^-L//p'); do
-    [ -f "$d/libskycmd.a" ] && { static_lib=$d/libskycmd.a; break; }
-done
-[ -n "$static_lib" ] || { echo "nonroot-build-check: no libskycmd.a beside the library pkg-config names"; exit 1; }
-cp "$static_lib" "$work/prefix/lib/"
+# pc_file OPTION FLAG FILE: FILE in the first directory of `pkg-config OPTION skycmd` (its
+# FLAG-prefixed words) that holds it, copied into the directory $4; fails when none does.
+pc_file() {
+    local d
+    for d in $(pkg-config "$1" skycmd | tr ' ' '\n' | sed -n "s/^$2//p"); do
+        [ -f "$d/$3" ] && { cp "$d/$3" "$4/"; return 0; }
+    done
+    echo "nonroot-build-check: no $3 in the directories of 'pkg-config $1 skycmd' (PKG_CONFIG_PATH)"
+    return 1
+}
+pc_file --cflags-only-I -I skycmd.h "$work/prefix/include" || exit 1
+pc_file --libs-only-L -L libskycmd.a "$work/prefix/lib" || exit 1
 printf 'prefix=%s\nName: skycmd\nDescription: libskycmd\nVersion: %s\nLibs: -L${prefix}/lib -lskycmd\nCflags: -I${prefix}/include\n' \
     "$work/prefix" "$(pkg-config --modversion skycmd)" > "$work/prefix/lib/pkgconfig/skycmd.pc"
 
