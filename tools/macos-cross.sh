@@ -342,7 +342,14 @@ bind_node() {
        -I "$nodedir/include/node/common.gypi" -Dlibrary=shared_library -Dvisibility=default \
        -Dnode_root_dir="$nodedir" -Dnode_gyp_dir="$gyp" '-Dnode_lib_file=$(Configuration)/node.lib' \
        -Dmodule_root_dir="$out" -Dnode_engine=v8 --depth=. --no-parallel --generator-output build \
-       -Goutput_dir=.) > "$out.log" 2>&1 || { tail -20 "$out.log"; return 1; }
+       -Goutput_dir=.) > "$out.log" 2>&1 || {
+    # Debian bookworm's gyp (package gyp 0.1+20220404, under node-gyp 9) cannot take the
+    # stand-in: its GetStdoutQuiet strips xcodebuild's bytes with a str (a TypeError), and
+    # it then looks for a real Mac's command line tools. npm's node-gyp (gyp-next) can.
+    if grep -q "No Xcode or CLT version detected" "$out.log"; then
+      echo "  this gyp ($gyp) cannot run its mac flavor without Xcode"; return 2
+    fi
+    tail -20 "$out.log"; return 1; }
   local mk=$out/build/skycmd.target.mk flags bad=0
   # mkvar NAME: the words of gyp's `NAME := \` block in the makefile
   mkvar() { awk -v n="$1" '$1 == n && $2 == ":=" {on = 1; next}
