@@ -61,7 +61,7 @@ trap 'rm -rf "$work"' EXIT
 command -v unshare >/dev/null || fail "no unshare (util-linux)"
 # pytest outside the source tree, so `import skycmd` is the installed wheel.
 (cd "$work" && SKYCMD_DIST_STATES=$states SKYCMD_DIST_CLI="$build/skycmd" \
-    unshare -n sh -c 'ip link set lo up && exec "$0" -m pytest -p no:cacheprovider -q \
+    unshare -n sh -c '"$0" "$1/loopback_up.py" && exec "$0" -m pytest -p no:cacheprovider -q \
         -W ignore::DeprecationWarning -W ignore::FutureWarning -W ignore::UserWarning \
         "$1"' "$venv/bin/python" "$root/tests/distributed") > "$work/pytest.log" 2>&1
 rc=$?

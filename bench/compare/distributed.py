@@ -8,8 +8,8 @@
   - peak resident memory of each Python worker / actor process (polled from /proc).
 
 usage (the venv of tools/test-distributed.sh, the CLI of its build tree):
-  unshare -n sh -c 'ip link set lo up && exec .venv-dist/bin/python \
-      bench/compare/distributed.py --states 1000000'
+  unshare -n sh -c '.venv-dist/bin/python tests/distributed/loopback_up.py && exec \
+      .venv-dist/bin/python bench/compare/distributed.py --states 1000000'
   --engines spark,ray (default both), --model PATH, --cli PATH, --json FILE
 """
 from __future__ import annotations
