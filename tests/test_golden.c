@@ -370,6 +370,15 @@ static int jev_answers(const char *case_name) {
     return strcmp(case_name, "error-markers-past-max-len") == 0 ? 2 : 0;
 }
 
+/* SKYCMD_GOLDEN_STRIDE=k: compare every k-th request only (an emulator, where each model's
+ * whole set takes minutes: tools/test-arm64.sh); every model and file type still runs.
+ * Default 1: every request. */
+static size_t golden_stride(void) {
+    const char *v = getenv("SKYCMD_GOLDEN_STRIDE");
+    long k = v ? strtol(v, NULL, 10) : 1;
+    return k > 1 ? (size_t)k : 1;
+}
+
 static void run_one_type(const golden_model *m, size_t ti, const char *gguf, const cJSON *fx,
                          const cJSON *reqs, stats *s) {
     /* a checkpoint with F32 weights on disk loses more to the F16 file than a F16 one does
@@ -419,7 +428,10 @@ static void run_one_type(const golden_model *m, size_t ti, const char *gguf, con
 
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(fx, "cases");
     const cJSON *rq = reqs->child, *cs = cases->child;
-    for (; rq && cs; rq = rq->next, cs = cs->next) {
+    const size_t stride = golden_stride();
+    for (size_t index = 0; rq && cs; rq = rq->next, cs = cs->next, index++) {
+        if (index % stride != 0)
+            continue;
         const char *cname = cJSON_GetObjectItemCaseSensitive(rq, "name")->valuestring;
         const char *body = cJSON_GetObjectItemCaseSensitive(rq, "body")->valuestring;
         /* laya's verdict is the fixture's: a request sized to be refused by the 256-token
@@ -675,7 +687,9 @@ static void run_model(const char *name, size_t ti) {
     cr_assert_eq(s.n_fail, 0, "%s %s: %zu mismatches with the Python reference (%zu of them against "
                  "laya on F16-rounded weights); first: %s",
                  name, TYPES[ti].name, s.n_fail, s.n_fail_impl, s.first_fail);
-    cr_assert_geq(s.n_requests, 40, "%s %s: fewer than 40 requests compared", name, TYPES[ti].name);
+    const size_t least = 40 / golden_stride();
+    cr_assert_geq(s.n_requests, least, "%s %s: fewer than %zu requests compared", name,
+                  TYPES[ti].name, least);
     cr_assert_eq(s.n_ids, s.n_questions, "%s %s: ids compared for %zu of %zu questions", name,
                  TYPES[ti].name, s.n_ids, s.n_questions);
 }

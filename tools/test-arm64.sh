@@ -26,7 +26,8 @@
 # cli_decide_batch and cli_calibrate (hundreds of program starts, 106 s under qemu; the
 # calibration's arithmetic is test_calibrate's, which runs), consumer_installed_tree (builds with the
 # host compiler), test_int8_attrib (every case of it is in $heavy), and test_quant_golden
-# but for its s1-pico case.
+# but for its s1-pico case. test_golden and test_flappy compare a sample of their requests
+# and states with laya's (SKYCMD_GOLDEN_STRIDE, SKYCMD_FLAPPY_STRIDE below).
 #
 # Criterion: Debian bookworm's libcriterion3:arm64 cannot be installed beside the amd64 one
 # (their libnanomsg5 differ in a binNMU version), so its two arm64 libraries are unpacked
@@ -171,7 +172,11 @@ excluded='^(serve_.*|threads_stress|cli_interrupt|cli_usage|cli_decide_batch|con
 
 stage "ctest under qemu -cpu max (NEON, dotprod, i8mm, bf16)"
 # (SKYCMD_FLAPPY_STRIDE=10: the built-in model against laya on every 10th of its 2,000 test
-# states, 200: the whole set took 300 s of the stage's CPU time under qemu)
+# states, 200: the whole set took 300 s of the stage's CPU time under qemu.
+# SKYCMD_GOLDEN_STRIDE=3: every golden model and file type, on every 3rd of its golden
+# requests (26 or 27 of 80): the whole sets made test_golden 1,000 s of this stage, two thirds
+# of it in the requests, the rest in converting and loading each checkpoint)
+export SKYCMD_GOLDEN_STRIDE=3
 run "ctest -cpu max" env CRITERION_TEST_PATTERN="$pattern" SKYCMD_FLAPPY_STRIDE=10 \
   ctest --test-dir "$build" --output-on-failure -j"$jobs" -R "$selected" -E "$excluded"
 
