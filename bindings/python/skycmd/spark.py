@@ -214,6 +214,13 @@ def worker_model(path: Optional[str], threads: int, weights: Optional[str]) -> M
         return model
 
 
+def worker_models() -> List[Tuple[str, int, Optional[str]]]:
+    """(path, threads, weights) of each model this process holds (``worker_model``'s), to see
+    on an executor which models its Python worker loaded and with how many threads."""
+    with _models_lock:
+        return sorted(_models, key=repr)
+
+
 # ---------------------------------------------------------------------------------------------
 # Spark.
 
@@ -315,4 +322,4 @@ def decide(df: Any, model: Optional[str] = None, *,
 
 
 __all__ = ["SPARK_FILES", "add_model", "answer_arrow", "answer_fields", "decide",
-           "decide_rows", "plain_questions", "worker_model"]
+           "decide_rows", "plain_questions", "worker_model", "worker_models"]
