@@ -50,6 +50,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+# Go and Rust where tools/setup.sh --all put them (Debian's golang-1.22 is not on PATH)
+. "$root/tools/toolchains.sh"
 jobs=${SKYCMD_JOBS:-2}
 archs=("$@")
 [ ${#archs[@]} -gt 0 ] || archs=(aarch64 x86_64)
