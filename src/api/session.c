@@ -398,10 +398,11 @@ int skycmd_decide_batch(skycmd_session *s, const skycmd_request *const *reqs, si
     return set_err(s, &e, rc);
 }
 
-/* Record slot i's failure: its status and (if asked) a copy of its message. */
-static void each_fail(size_t i, int rc, const char *msg, int *status, char **errmsg) {
+/* Record slot i's outcome: its status and, when it failed and the caller asked, a copy of
+ * its message. */
+static void each_record(size_t i, int rc, const char *msg, int *status, char **errmsg) {
     status[i] = rc;
-    if (errmsg) errmsg[i] = sk_strdup(msg && msg[0] ? msg : skycmd_strerror(rc));
+    if (rc && errmsg) errmsg[i] = sk_strdup(msg && msg[0] ? msg : skycmd_strerror(rc));
 }
 
 /* One slot's request, or why it cannot be answered (the message skycmd_decide would leave). */
@@ -441,8 +442,7 @@ int skycmd_decide_each(skycmd_session *s, const skycmd_request *const *reqs, siz
             s->plans[np] = p;
             s->each_slot[np++] = i;
         }
-        status[i] = rc;
-        if (rc) each_fail(i, rc, ei.msg, status, errmsg);
+        each_record(i, rc, ei.msg, status, errmsg);
     }
     /* The shared pass; if it fails, each plain request alone, so only the failing ones fail
      * (the message each gets is the one skycmd_decide would give it). */
@@ -453,8 +453,7 @@ int skycmd_decide_each(skycmd_session *s, const skycmd_request *const *reqs, siz
         sk_err ei = {0};
         int rc = shared ? plain_response(s, s->rbatch[k], &s->plans[k], k, &out[i], &ei)
                         : decide_planned(s, s->rbatch[k], &s->plans[k], &out[i], &ei);
-        status[i] = rc;
-        if (rc) each_fail(i, rc, ei.msg, status, errmsg);
+        each_record(i, rc, ei.msg, status, errmsg);
     }
     return set_err(s, &e, 0);
 }
