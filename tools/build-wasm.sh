@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # build-wasm.sh [--simd] [BUILD_DIR] - libskycmd for WebAssembly (wasm32-wasi), single-
-# threaded, and the WASI driver program BUILD_DIR/skycmd-wasi.wasm (tests/wasm/skycmd_wasi.c).
+# threaded, the WASI driver program BUILD_DIR/skycmd-wasi.wasm (tests/wasm/skycmd_wasi.c) and
+# the reactor module BUILD_DIR/skycmd.wasm of the npm package bindings/wasm.
 #
 #  - Toolchain: Debian bookworm's clang-14, lld-14 (wasm-ld), wasi-libc and
 #    libclang-rt-14-dev-wasm32, installed with apt-get when missing (root only; otherwise
@@ -104,3 +105,35 @@ out=$build/skycmd-wasi.wasm
 raw=$(stat -c %s "$out")
 gz=$(gzip -9 -c "$out" | wc -c)
 log "$out: $raw bytes, $gz gzipped (gzip -9)"
+
+# ---- the reactor module for the npm package (bindings/wasm) -----------------------------
+# BUILD_DIR/skycmd.wasm: a WASI *reactor* (no main; the host calls _initialize once, then
+# the exports), what bindings/wasm/skycmd.js instantiates with its own small WASI shim in
+# browsers and Node alike. Exports: malloc/free and the skycmd_* functions that package
+# calls (keep this list and skycmd.js in step). Memory grows on demand (wasi-libc's malloc
+# calls memory.grow); the stack goes first, as for the driver.
+reactor_exports=(
+  malloc free
+  skycmd_version_string skycmd_kernels skycmd_build_id skycmd_status_name skycmd_strerror
+  skycmd_string_free
+  skycmd_error_new skycmd_error_free skycmd_error_status skycmd_error_message
+  skycmd_options_new skycmd_options_free skycmd_options_set_string
+  skycmd_model_open_buffer skycmd_model_free skycmd_model_name skycmd_model_get_int
+  skycmd_model_tokenizer skycmd_tokenizer_encode skycmd_tokenizer_vocab_size
+  skycmd_session_new skycmd_session_free skycmd_session_errmsg
+  skycmd_request_parse skycmd_request_free skycmd_request_errmsg
+  skycmd_decide_json skycmd_decide_batch skycmd_decide_each
+  skycmd_response_json skycmd_response_free
+)
+export_flags=()
+for name in "${reactor_exports[@]}"; do export_flags+=("-Wl,--export=$name"); done
+reactor=$build/skycmd.wasm
+if [ ! "$reactor" -nt "$build/libskycmd.a" ] || [ ! "$reactor" -nt "$0" ]; then
+  "${cc[@]}" "${simd_flag[@]}" -mexec-model=reactor -O2 "$build/libskycmd.a" \
+    "$prefix/lib/libcjson.a" "$prefix/lib/libutf8proc.a" -lm "${export_flags[@]}" \
+    -Wl,--strip-all,--stack-first,-z,stack-size=8388608 -o "$reactor.tmp"
+  mv "$reactor.tmp" "$reactor"
+fi
+raw=$(stat -c %s "$reactor")
+gz=$(gzip -9 -c "$reactor" | wc -c)
+log "$reactor: $raw bytes, $gz gzipped (gzip -9)"

