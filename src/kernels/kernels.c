@@ -59,8 +59,9 @@ static int best_level(int f) {
 #elif defined(__wasm_simd128__)
 /* chosen at build time: a module built with -msimd128 runs only where SIMD128 is */
 static const kernel_set k_simd128 = {
-    "simd128", sk_gemm_wasm, sk_pack_ref, sk_layernorm_ref, NULL, sk_geglu_wasm, sk_gelu_wasm,
-    NULL, sk_attn_softmax_ref, sk_rope_ref, sk_widen16_wasm, sk_all_finite_ref};
+    "simd128", sk_gemm_wasm, sk_pack_ref, sk_layernorm_wasm, sk_add_layernorm_wasm,
+    sk_geglu_wasm, sk_gelu_wasm, NULL, sk_attn_softmax_wasm, sk_rope_ref, sk_widen16_wasm,
+    sk_all_finite_ref};
 static const kernel_set *const k_levels[] = {&k_scalar, &k_simd128};
 
 static int best_level(int f) { (void)f; return SK_LEVEL_SIMD128; }

@@ -194,14 +194,20 @@ void sk_widen16_neon(int wtype, const void *src, float *dst, size_t n);
 int sk_all_finite_neon(const float *x, size_t n);
 
 /* WebAssembly SIMD128 (src/kernels/kernels_wasm.c): the packed GEMM and the F16/BF16
- * widening, bit for bit sk_gemm_scalar's and sk_widen16_ref's results, and GELU/GEGLU
- * (the x86 levels' contract); the level of a wasm32 build with -msimd128 (chosen at build
- * time), the scalar code elsewhere. */
+ * widening, bit for bit sk_gemm_scalar's and sk_widen16_ref's results, and GELU/GEGLU,
+ * the one-row softmax and (add+)LayerNorm (the x86 levels' contracts); the level of a
+ * wasm32 build with -msimd128 (chosen at build time), the scalar code elsewhere. Its int8
+ * GEMM is sk_q8_gemm_wasm (q8.h). */
 void sk_gemm_wasm(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
                   size_t ldy);
 void sk_widen16_wasm(int wtype, const void *src, float *dst, size_t n);
 void sk_geglu_wasm(const float *a, const float *g, float *y, size_t n);
 void sk_gelu_wasm(float *x, size_t n);
+void sk_attn_softmax_wasm(float *x, size_t n, float scale);
+void sk_layernorm_wasm(const float *x, size_t n_rows, size_t d, const float *w, const float *b,
+                       float eps, float *y);
+void sk_add_layernorm_wasm(float *x, const float *a, size_t n_rows, size_t d, const float *w,
+                           const float *b, float eps, float *y);
 
 /* AMX BF16 GEMM (src/kernels/amx.c): y = x . W^T + b on SK_PACK_AMX_BF16X2/X3 weights
  * (activations split into bf16 hi + lo per call; see amx.c for the error bound). Call only

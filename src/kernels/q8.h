@@ -76,6 +76,10 @@ void sk_q8_quantize_act_avx512(const float *x, size_t ldx, size_t n_rows, size_t
  * reference. Elsewhere it forwards to the reference. */
 void sk_q8_quantize_act_neon(const float *x, size_t ldx, size_t n_rows, size_t k, int mode,
                              sk_q8_act *a);
+/* WebAssembly SIMD128 (src/kernels/kernels_wasm.c): the same bytes, zero_cols included.
+ * Elsewhere it forwards to the reference. */
+void sk_q8_quantize_act_wasm(const float *x, size_t ldx, size_t n_rows, size_t k, int mode,
+                             const uint8_t *zero_cols, sk_q8_act *a);
 
 #define SK_Q8_PANEL 16
 #define SK_Q8_CHUNK (SK_Q8_PANEL * 32 + SK_Q8_PANEL * 2 + SK_Q8_PANEL * 2)
@@ -159,6 +163,11 @@ void sk_q8_gemm_i8mm(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_
 #else
 #define SK_Q8_HAVE_I8MM 0
 #endif
+/* WebAssembly SIMD128 (src/kernels/kernels_wasm.c; i32x4.dot_i16x8_s on quants widened to
+ * int16), bit-identical to sk_q8_gemm_ref; the int8 kernel of a wasm32 build with
+ * -msimd128, the reference elsewhere. */
+void sk_q8_gemm_wasm(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
+                     float *y, size_t ldy);
 /* AMX tiles (src/kernels/amx.c): call only when sk_amx_usable() and SK_CPU_AMX_INT8. */
 void sk_q8_gemm_amx(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
                     float *y, size_t ldy);
@@ -170,10 +179,11 @@ void sk_q8_gemm(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
  * always 0 on aarch64). */
 int sk_q8_uses_tiles(void);
 /* What sk_q8_gemm uses: "amx", "vnni", "avx2" or "scalar" (x86-64); "i8mm", "dotprod" or
- * "scalar" (aarch64). */
+ * "scalar" (aarch64); "simd128" or "scalar" (wasm32). */
 const char *sk_q8_kernel_name(void);
-/* Test hook: 0 scalar, 1 avx2, 2 vnni, 3 amx (aarch64: 0 scalar, 1 dotprod, 2 i8mm), -1
- * automatic (a cap: never above what the CPU allows). Not for concurrent use. */
+/* Test hook: 0 scalar, 1 avx2, 2 vnni, 3 amx (aarch64: 0 scalar, 1 dotprod, 2 i8mm; wasm32:
+ * 0 scalar, 1 simd128), -1 automatic (a cap: never above what the CPU allows). Not for
+ * concurrent use. */
 void sk_q8_force_kernel(int which);
 
 /* A Linear layer on int8 weights, with outlier columns. */

@@ -134,6 +134,12 @@ void sk_q8_quantize_act(const float *x, size_t ldx, size_t n_rows, size_t k, int
         return;
     }
 #endif
+#if defined(__wasm_simd128__)
+    if (sk_kernels_level() >= SK_LEVEL_SIMD128) {
+        sk_q8_quantize_act_wasm(x, ldx, n_rows, k, mode, zero_cols, a);
+        return;
+    }
+#endif
     sk_q8_quantize_act_ref(x, ldx, n_rows, k, mode, zero_cols, a);
 }
 
@@ -230,7 +236,8 @@ void sk_q8_gemm_ref(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t
 
 static int g_force = -1;
 
-/* x86-64: 0 scalar, 1 avx2, 2 vnni, 3 amx; aarch64: 0 scalar, 1 dotprod, 2 i8mm; else 0. */
+/* x86-64: 0 scalar, 1 avx2, 2 vnni, 3 amx; aarch64: 0 scalar, 1 dotprod, 2 i8mm; wasm32
+ * with SIMD128: 0 scalar, 1 simd128; else 0. */
 static int q8_level(void) {
     int lv = 0;
 #if defined(__aarch64__)
@@ -239,7 +246,9 @@ static int q8_level(void) {
         if ((f & SK_CPU_DOTPROD) && SK_Q8_HAVE_DOTPROD) lv = 1;
         if (lv == 1 && (f & SK_CPU_I8MM) && SK_Q8_HAVE_I8MM) lv = 2;
     }
-#elif defined(__x86_64__) /* elsewhere (wasm32: its SIMD128 level is 1 too) int8 is scalar */
+#elif defined(__wasm_simd128__)
+    if (sk_kernels_level() >= SK_LEVEL_SIMD128) lv = 1;
+#elif defined(__x86_64__)
     if (sk_kernels_level() >= SK_LEVEL_AVX2) {
         const int f = sk_cpu_features();
         lv = 1;
@@ -260,6 +269,13 @@ int sk_q8_uses_tiles(void) { return 0; }
 
 const char *sk_q8_kernel_name(void) {
     static const char *names[] = {"scalar", "dotprod", "i8mm"};
+    return names[q8_level()];
+}
+#elif defined(__wasm_simd128__)
+int sk_q8_uses_tiles(void) { return 0; }
+
+const char *sk_q8_kernel_name(void) {
+    static const char *names[] = {"scalar", "simd128"};
     return names[q8_level()];
 }
 #else
@@ -298,6 +314,8 @@ void sk_q8_gemm(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
 #elif defined(__aarch64__)
     case 2: sk_q8_gemm_i8mm(a, w, o0, o1, y, ldy); break;
     case 1: sk_q8_gemm_dotprod(a, w, o0, o1, y, ldy); break;
+#elif defined(__wasm_simd128__)
+    case 1: sk_q8_gemm_wasm(a, w, o0, o1, y, ldy); break;
 #endif
     default: sk_q8_gemm_ref(a, w, o0, o1, y, ldy); break;
     }

@@ -14,8 +14,8 @@
 #      laya's (test_golden's F32 bound), laya's refusals refused  -> one check;
 #   3. the same program built natively on the same GGUF: every response identical in its
 #      answers and token counts, probabilities and values within 1e-5 -> one check.
-# With SIMD128 (the default) also kernels-wasi.wasm (tests/wasm/kernels_wasi.c): the SIMD128
-# GEMM bit for bit the scalar reference's -> one check.
+# With SIMD128 (the default) also kernels-wasi.wasm (tests/wasm/kernels_wasi.c): every
+# SIMD128 kernel against the scalar reference (bit for bit where exact) -> one check.
 # Environment: SKYCMD_NATIVE_BUILD (default build/: a native build with the `skycmd` program
 # and libskycmd.a), SKYCMD_WASM_BUILD (default build-wasm/, made by tools/build-wasm.sh),
 # SKYCMD_WASM_SIMD (1, the default: SIMD128, build dir build-wasm-simd/; 0: the plain

@@ -2,10 +2,12 @@
  * skycmd_wasi.c - a small WASI program on libskycmd's public API, built for wasm32-wasi by
  * tools/build-wasm.sh and run under Node's WASI (tests/wasm/run-wasi.mjs):
  *
- *   skycmd-wasi decide MODEL.gguf REQUEST.json [REPEAT]
+ *   skycmd-wasi decide MODEL.gguf REQUEST.json [REPEAT [WEIGHTS]]
  *       the response JSON of REQUEST.json on one line; with REPEAT > 1 the request is
  *       answered REPEAT times more and the mean time per answer goes to stderr
- *       ("N answers, X us per answer (kernels K)"); one compute thread
+ *       ("N answers, X us per answer (kernels K)"); one compute thread. WEIGHTS: how the
+ *       model keeps its matrices (SKYCMD_OPT_WEIGHTS): f32, q8, q8-plain or q8-row; without
+ *       it, the library's default
  *   skycmd-wasi decide-many MODEL.gguf REQUESTS.json
  *       REQUESTS.json is a JSON array of request bodies as strings (or of objects whose
  *       "body" is one, as tests/fixtures/golden/requests.json): one line per request, the
@@ -91,7 +93,7 @@ static int decide_one(skycmd_session *s, const char *body, size_t len) {
 int main(int argc, char **argv) {
     if (argc < 4 || (strcmp(argv[1], "decide") && strcmp(argv[1], "decide-many") &&
                      strcmp(argv[1], "tokenize"))) {
-        fprintf(stderr, "usage: skycmd-wasi decide MODEL.gguf REQUEST.json [REPEAT]\n"
+        fprintf(stderr, "usage: skycmd-wasi decide MODEL.gguf REQUEST.json [REPEAT [f32|q8|q8-plain|q8-row]]\n"
                         "       skycmd-wasi decide-many MODEL.gguf REQUESTS.json\n"
                         "       skycmd-wasi tokenize MODEL.gguf TEXT\n");
         return 2;
@@ -99,10 +101,30 @@ int main(int argc, char **argv) {
     size_t model_len = 0;
     char *model_bytes = slurp(argv[2], &model_len);
     if (!model_bytes) return 1;
+    static const struct { const char *name; int value; } weights[] = {
+        {"f32", SKYCMD_WEIGHTS_F32}, {"q8", SKYCMD_WEIGHTS_Q8}, {"q8-plain", SKYCMD_WEIGHTS_Q8_PLAIN},
+        {"q8-row", SKYCMD_WEIGHTS_Q8_ROW}};
+    int weights_value = -1; /* -1: the library's default (no options) */
+    if (!strcmp(argv[1], "decide") && argc > 5) {
+        size_t i = 0;
+        while (i < sizeof weights / sizeof weights[0] && strcmp(argv[5], weights[i].name)) i++;
+        if (i == sizeof weights / sizeof weights[0]) {
+            free(model_bytes);
+            fprintf(stderr, "skycmd-wasi: weights %s: not f32, q8, q8-plain or q8-row\n", argv[5]);
+            return 2;
+        }
+        weights_value = weights[i].value;
+    }
     skycmd_error *err = skycmd_error_new();
+    skycmd_options *opts = NULL;
     skycmd_model *model = NULL;
     int rc = 1;
-    if (skycmd_model_open_buffer(model_bytes, model_len, NULL, &model, err) != SKYCMD_OK) {
+    if (weights_value >= 0 && (!(opts = skycmd_options_new()) ||
+                               skycmd_options_set_int(opts, SKYCMD_OPT_WEIGHTS, weights_value) != SKYCMD_OK)) {
+        fail("options", "cannot set the weights option");
+        goto done;
+    }
+    if (skycmd_model_open_buffer(model_bytes, model_len, opts, &model, err) != SKYCMD_OK) {
         fail(argv[2], skycmd_error_message(err));
         goto done;
     }
@@ -173,6 +195,7 @@ int main(int argc, char **argv) {
     skycmd_session_free(s);
 done:
     skycmd_model_free(model);
+    skycmd_options_free(opts);
     skycmd_error_free(err);
     free(model_bytes);
     return rc;
