@@ -187,9 +187,19 @@ async function open(source) {
   const url = toURL(source);
   if (isNode && (url === null || url.protocol === 'file:')) {
     const fs = await nodeImport('node:fs/promises');
-    return new Uint8Array(await fs.readFile(url === null ? String(source) : url));
+    const path = url === null ? String(source) : url;
+    try {
+      return new Uint8Array(await fs.readFile(path));
+    } catch (e) {
+      throw new SkycmdError(Status.IO, `${path}: ${e.message}`, 'fetch');
+    }
   }
-  const resp = await fetch(url);
+  let resp;
+  try {
+    resp = await fetch(url);
+  } catch (e) { // the network, CORS or a refused scheme: fetch gives a bare TypeError
+    throw new SkycmdError(Status.IO, `${url}: ${e.message}`, 'fetch');
+  }
   if (!resp.ok) throw new SkycmdError(Status.IO, `${url}: HTTP ${resp.status} ${resp.statusText}`, 'fetch');
   return resp;
 }

@@ -231,6 +231,27 @@ try {
   // (before the bad input, whose failed downloads Chromium logs as console errors)
   check('no console errors or uncaught exceptions on the demo page', problems.length === 0, problems.slice(0, 5).join('; '));
 
+  // ---- WorkerModel: the same answers from a Web Worker ------------------------------------------
+  await checkAsync('WorkerModel in a Web Worker answers as the page\'s model, byte for byte', async () => {
+    const r = await page.evaluate(async () => {
+      const { WorkerModel } = await import('/worker-model.js');
+      const demo = window.skycmdDemo;
+      let progress = null;
+      const w = await WorkerModel.fromUrl('/s1-pico-flappy.gguf', { onProgress: (l, t) => { progress = [l, t]; } });
+      const inWorker = JSON.stringify(await w.decide(demo.exampleRequest));
+      const inPage = JSON.stringify(demo.model.decide(demo.exampleRequest));
+      let bad = null;
+      try { await w.decide('{"state": '); } catch (e) { bad = `${e.name} ${e.status}`; }
+      await w.close();
+      let badModel = null;
+      try { await WorkerModel.fromUrl('/bad/text.gguf'); } catch (e) { badModel = `${e.name} ${e.status}`; }
+      return { same: inWorker === inPage, progress, bad, badModel };
+    });
+    return [r.same && r.progress && r.progress[0] === r.progress[1] && r.progress[0] > 0 &&
+      r.bad === 'SkycmdError SKYCMD_E_JSON' && r.badModel === 'SkycmdError SKYCMD_E_FORMAT',
+      JSON.stringify(r)];
+  });
+
   // ---- bad input through the API ---------------------------------------------------------------
   const badApi = await page.evaluate(async () => {
     const { Model, SkycmdError } = window.skycmdDemo.skycmd;

