@@ -13,6 +13,8 @@
 # The whole pytest session runs in a private network namespace with only loopback up
 # (`unshare -n`, root): Ray binds the machine's own address otherwise; Spark is bound to
 # 127.0.0.1 as well. The wheel is built as bindings/run-tests.sh's python suite builds it.
+# The JVM function (bindings/java/spark) is built against PySpark's own jars, over the Java
+# binding (bindings/java/target/classes; compiled with Maven when missing).
 # Prints one line "distributed: N passed, M failed"; exit status 1 on any failure.
 set -uo pipefail
 
@@ -57,6 +59,15 @@ trap 'rm -rf "$work"' EXIT
         --disable-pip-version-check "$root/bindings/python" -w "$work/dist" >/dev/null &&
     "$venv/bin/pip" install -q --no-deps --force-reinstall --disable-pip-version-check \
         "$work"/dist/skycmd-*.whl) || fail "the skycmd wheel"
+
+# The Java binding's classes and JNI library, for the JVM function (tests/distributed/
+# test_spark_jvm.py): what bindings/run-tests.sh java leaves, else compiled here with Maven.
+java_classes=$root/bindings/java/target/classes
+if ! ls "$java_classes"/native/*/libskycmd_jni.* >/dev/null 2>&1; then
+    command -v mvn >/dev/null || fail "no Maven to build the Java binding (tools/setup.sh --all installs it)"
+    (cd "$root/bindings/java" && PKG_CONFIG_PATH="$build/pkgconfig:$PKG_CONFIG_PATH" \
+        mvn -B -q -DskipTests compile >"$work/mvn.log" 2>&1) || { tail -n 30 "$work/mvn.log"; fail "mvn compile (bindings/java)"; }
+fi
 
 command -v unshare >/dev/null || fail "no unshare (util-linux)"
 # pytest outside the source tree, so `import skycmd` is the installed wheel.

@@ -7,6 +7,7 @@ import json
 import os
 import random
 import subprocess
+import sys
 from typing import Any, Dict, List, Optional
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -130,3 +131,26 @@ def mixed_requests() -> List[Dict[str, Any]]:
 def mixed_line(row: Dict[str, Any]) -> str:
     """The request line of a mixed row, built as skycmd.spark builds it."""
     return '{"state":' + json.dumps(row["state"], ensure_ascii=False) + ',"questions":' + row["questions"] + "}"
+
+
+def local_spark(master: str, app: str, conf: Optional[Dict[str, str]] = None) -> Any:
+    """A SparkSession in local mode bound to 127.0.0.1 (no UI), the workers on this Python,
+    with `conf` on top; a new context if none runs (each test module stops its own)."""
+    conf = conf or {}
+    from pyspark.sql import SparkSession
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    builder = (SparkSession.builder.master(master).appName(app)
+               .config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.driver.host", "127.0.0.1")
+               .config("spark.ui.enabled", "false"))
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    for key, value in conf.items():
+        if session.sparkContext.getConf().get(key) != value:
+            session.stop()
+            raise AssertionError(f"an earlier Spark context is still running: {key} cannot change in it")
+    return session

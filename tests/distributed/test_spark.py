@@ -5,12 +5,10 @@ from __future__ import annotations
 import glob
 import json
 import os
-import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from pyspark.sql import SparkSession
 
 import common
 import skycmd.spark
@@ -18,18 +16,11 @@ import skycmd.spark
 
 @pytest.fixture(scope="module")
 def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    session = (SparkSession.builder.master("local[2,2]").appName("skycmd-distributed-tests")
-               .config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.driver.host", "127.0.0.1")
-               .config("spark.ui.enabled", "false")
-               .config("spark.task.maxFailures", "2")
-               .config("spark.sql.execution.arrow.maxRecordsPerBatch", "1000")
-               .config("spark.sql.shuffle.partitions", "4")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
+    session = common.local_spark("local[2,2]", "skycmd-distributed-tests", {
+        "spark.task.maxFailures": "2",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "1000",
+        "spark.sql.shuffle.partitions": "4",
+    })
     yield session
     session.stop()
 

@@ -4,11 +4,8 @@ CPUs per task, so one task runs at a time and its worker's model computes on bot
 from __future__ import annotations
 
 import json
-import os
-import sys
 
 import pytest
-from pyspark.sql import SparkSession
 
 import common
 import skycmd.spark
@@ -16,19 +13,8 @@ import skycmd.spark
 
 @pytest.fixture(scope="module")
 def spark_two_cpus():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    session = (SparkSession.builder.master("local[2]").appName("skycmd-task-cpus")
-               .config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.driver.host", "127.0.0.1")
-               .config("spark.ui.enabled", "false")
-               .config("spark.task.cpus", "2")
-               .config("spark.python.worker.reuse", "true")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    assert session.sparkContext.getConf().get("spark.task.cpus") == "2", \
-        "an earlier Spark context is still running: spark.task.cpus cannot change in it"
+    session = common.local_spark("local[2]", "skycmd-task-cpus", {
+        "spark.task.cpus": "2", "spark.python.worker.reuse": "true"})
     yield session
     session.stop()
 
