@@ -22,6 +22,10 @@
 #     preset from the manifest's seed, its model.safetensors digest checked) in
 #     SKYCMD_NATIVE_BUILD/browser-golden/.
 set -uo pipefail
+# npm runs on the system's Node even when the test itself needs the Node 20 below: a system
+# Node trusts the system's CA store (a TLS-intercepting network's CA), the official binary
+# only its own list and NODE_EXTRA_CA_CERTS
+system_path=$PATH
 bench=0
 if [ "${1:-}" = --bench ]; then bench=1; shift; fi
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -77,7 +81,7 @@ fi
 want=$(node -p 'require(process.argv[1]).packages["node_modules/playwright-core"].version' "$here/package-lock.json")
 have=$(node -p 'try { require(process.argv[1]).version } catch { "" }' "$here/node_modules/playwright-core/package.json" 2>/dev/null)
 if [ "$want" != "$have" ]; then
-  (cd "$here" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund >"$out/npm.log" 2>&1) ||
+  (cd "$here" && PATH=$system_path PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund >"$out/npm.log" 2>&1) ||
     { cat "$out/npm.log" >&2; die "npm ci failed"; }
 fi
 echo "node $(node --version), playwright-core $want" >&2
