@@ -211,6 +211,13 @@ else
   done
 fi
 
+# What the stages leave to be looked at, kept beside the log before the root goes: the
+# demo page's screenshot from the Chromium stage (tests/browser/run.sh)
+shot=$R/root/libskycmd/build/browser-artifacts/demo.png
+if [ -s "$shot" ]; then
+  cp "$shot" "${log%.log}-demo.png" && echo "artifact: ${log%.log}-demo.png ($(stat -c %s "$shot") bytes, the demo page in Chromium)"
+fi
+
 echo
 echo "== test summaries seen inside the root (full log: $log)"
 grep -aE '^===== |^----- [^:]+: [0-9]+ s$|^(ok|FAIL)[[:space:]]|^test result:|Tests run: [0-9]+, Failures|^# (pass|fail) |tests passed, [0-9]+ tests failed|^([a-z0-9-]+: )?[0-9]+ passed, [0-9]+ failed|^== [a-z]+: |^(go|java|node|rust|python|crosscheck|valgrind): |^consumers: |^crosscheck: |^  [a-z_.]+: |test-debs.sh: |^lintian|^[EW]: (skycmd|libskycmd)' "$log" |
