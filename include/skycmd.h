@@ -184,7 +184,12 @@ typedef enum skycmd_option {
     SKYCMD_OPT_WINDOW         = 13, /* state tokens per window (0 = laya's default)       */
     SKYCMD_OPT_STRIDE         = 14, /* tokens between window starts (0 = half the window) */
     SKYCMD_OPT_REPORT_TRUNCATION = 15, /* 0 off; 1 usage.truncated & co. on the wire;
-                                        * 2 recorded for the accessors only (wire as is)   */
+                                        * 2 recorded for the accessors only (wire as is);
+                                        * 3 as 2, but a state read in one pass is tokenized
+                                        * only as far as a sequence can use it, so a cut
+                                        * state's state_tokens and state_tokens_dropped are
+                                        * lower bounds (the cost of 0, not of the state's
+                                        * size; truncated and the answers are exact) */
     SKYCMD_OPT_TOURNAMENT_GROUP = 20, /* choices over N options by elimination (0 = off)  */
     /* A request read in one pass whose choice has more options than fit their markers is
      * answered by elimination in groups of N instead of refused (default 16, laya's

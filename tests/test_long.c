@@ -386,6 +386,55 @@ static void run_tournament_case(lmodel *lm, skycmd_session *sess, const cJSON *c
 }
 
 /* The report of one pass: the wire's usage is laya system_one's usage, key for key. */
+/* The bounded accessors-only report (SKYCMD_OPT_REPORT_TRUNCATION 3, what `skycmd decide`
+ * warns from) of the same body without its report_truncation control, against laya's
+ * exact usage: the same answers and the same questions cut, and counts that are lower
+ * bounds of laya's (a cut state's ids past what a sequence can hold are not counted), with
+ * something dropped exactly when laya drops something. The wire stays without the report. */
+static void bounded_report_agrees(skycmd_session *sess, const cJSON *c, const char *body, const char *mname,
+                                  const char *cname, counts *n) {
+    char where[300];
+    cJSON *b = cJSON_Parse(body);
+    cr_assert(b);
+    cJSON_DeleteItemFromObjectCaseSensitive(b, "report_truncation");
+    char *plain = cJSON_PrintUnformatted(b);
+    cJSON_Delete(b);
+    skycmd_request *req = NULL;
+    skycmd_response *resp = NULL;
+    cr_assert_eq(skycmd_request_parse(plain, strlen(plain), &req), SKYCMD_OK);
+    cr_assert_eq(skycmd_session_set_int(sess, SKYCMD_OPT_REPORT_TRUNCATION, 3), SKYCMD_OK);
+    cr_assert_eq(skycmd_decide(sess, req, &resp), SKYCMD_OK, "%s %s: bounded report: %s", mname, cname,
+                 skycmd_session_errmsg(sess));
+    const cJSON *laya = jget(c, "usage"), *tr = jget(laya, "truncated");
+    const int64_t dropped = skycmd_response_state_tokens_dropped(resp), all = skycmd_response_state_tokens(resp);
+    const int64_t laya_dropped = (int64_t)jnum(laya, "state_tokens_dropped");
+    cr_assert_eq(skycmd_response_truncated(resp), (int64_t)cJSON_IsTrue(tr), "%s %s: bounded: truncated", mname,
+                 cname);
+    cr_assert(dropped >= 0 && dropped <= laya_dropped && (dropped > 0) == (laya_dropped > 0),
+              "%s %s: bounded: %lld dropped, laya %lld", mname, cname, (long long)dropped, (long long)laya_dropped);
+    cr_assert(all >= 0 && all <= (int64_t)jnum(laya, "state_tokens") && all - dropped == (int64_t)jnum(laya, "state_tokens") - laya_dropped,
+              "%s %s: bounded: %lld state tokens (%lld read), laya %d", mname, cname, (long long)all,
+              (long long)(all - dropped), (int)jnum(laya, "state_tokens"));
+    cJSON *wire = cJSON_Parse(skycmd_response_json(resp));
+    cr_assert_null(jget(jget(wire, "usage"), "truncated"), "%s %s: mode 3 keeps the report off the wire", mname, cname);
+    cJSON_Delete(wire);
+    size_t i = 0;
+    const cJSON *q;
+    cJSON_ArrayForEach(q, jget(c, "questions")) {
+        snprintf(where, sizeof where, "%s %s/%s (bounded report)", mname, cname, jget(q, "id")->valuestring);
+        int listed = 0;
+        const cJSON *t;
+        cJSON_ArrayForEach(t, jget(laya, "truncated_questions")) listed |= strcmp(t->valuestring, jget(q, "id")->valuestring) == 0;
+        cr_assert_eq(skycmd_response_answer_truncated(resp, i), listed, "%s: answer truncated", where);
+        check_probs(resp, i, q, where, n);
+        i++;
+    }
+    cr_assert_eq(skycmd_session_set_int(sess, SKYCMD_OPT_REPORT_TRUNCATION, 0), SKYCMD_OK);
+    skycmd_response_free(resp);
+    skycmd_request_free(req);
+    cJSON_free(plain);
+}
+
 static void run_truncation_case(lmodel *lm, skycmd_session *sess, const cJSON *c, const char *mname, counts *n) {
     char where[300], why[200];
     lcase k;
@@ -411,6 +460,7 @@ static void run_truncation_case(lmodel *lm, skycmd_session *sess, const cJSON *c
         check_probs(k.resp, i, q, where, n);
         i++;
     }
+    bounded_report_agrees(sess, c, k.body, mname, cname, n);
     case_close(&k);
 }
 
@@ -555,7 +605,7 @@ Test(long_optin, default_wire_is_unchanged) {
     cr_assert_str_eq(a, e);
     cr_assert_eq(skycmd_session_set_int(s, SKYCMD_OPT_TOURNAMENT_GROUP, 1), SKYCMD_E_INVALID_ARGUMENT);
     cr_assert_eq(skycmd_session_set_int(s, SKYCMD_OPT_TOURNAMENT_GROUP, 101), SKYCMD_E_INVALID_ARGUMENT);
-    cr_assert_eq(skycmd_session_set_int(s, SKYCMD_OPT_REPORT_TRUNCATION, 3), SKYCMD_E_INVALID_ARGUMENT);
+    cr_assert_eq(skycmd_session_set_int(s, SKYCMD_OPT_REPORT_TRUNCATION, 4), SKYCMD_E_INVALID_ARGUMENT);
     skycmd_string_free(a);
     skycmd_string_free(b);
     skycmd_string_free(c);

@@ -149,7 +149,7 @@ static const sk_opt_desc k_opts[] = {
      * checks that they agree) */
     {SKYCMD_OPT_WINDOW, 0, 0, (int64_t)1 << 20, 0},
     {SKYCMD_OPT_STRIDE, 0, 0, (int64_t)1 << 20, 0},
-    {SKYCMD_OPT_REPORT_TRUNCATION, 0, 0, 2, 0},
+    {SKYCMD_OPT_REPORT_TRUNCATION, 0, 0, 3, 0},
     {SKYCMD_OPT_TOURNAMENT_GROUP, 0, 0, 100, 0},
     {SKYCMD_OPT_AUTO_TOURNAMENT_GROUP, 0, 0, 100, 16},
     {SKYCMD_OPT_MAX_LEN, 0, 0, 1 << 20, 0},

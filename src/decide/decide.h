@@ -100,7 +100,8 @@ typedef struct sk_response_extra {
     const sk_answer_extra *a;    /* per answer, or NULL: nothing added */
     int windows_on;              /* write usage.windows */
     int64_t windows;
-    int truncation;              /* 0 not recorded, 1 recorded and on the wire, 2 recorded only */
+    int truncation;              /* 0 not recorded, 1 recorded and on the wire, 2 recorded only
+                                    * (3: recorded only, counts of a cut state are lower bounds) */
     int truncated_is_count;      /* usage.truncated is a window count (long), else a bool */
     int64_t truncated, state_tokens, state_tokens_dropped;
 } sk_response_extra;

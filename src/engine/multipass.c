@@ -19,7 +19,9 @@
  *    with the narrowed choices cut to their finalists. Eliminated options get probability 0,
  *    confidence is the final round's, usage.input_tokens sums every pass.
  *  - the truncation report (laya's usage.state_tokens, state_tokens_dropped, truncated,
- *    truncated_questions, and usage.options for options whose token spans collapsed).
+ *    truncated_questions, and usage.options for options whose token spans collapsed); its
+ *    accessors-only bounded form (SKYCMD_OPT_REPORT_TRUNCATION 3) tokenizes a one-pass state
+ *    only as far as the plain path does, so a cut state's counts are lower bounds.
  *
  * Every sequence goes through the one batch runner (runner.h) exactly as the plain path's
  * (plain.c), so each gets the logits it would get alone; only what is built and how answers
@@ -566,8 +568,17 @@ int sk_multipass_decide(sk_engine *en, const sk_run_ctx *cx, const sk_request *r
     struct sk_multipass_ws *w = en->mp;
     int rc = prepare(w, r, e);
     if (rc) return rc;
-    /* the state, tokenized once, whole (a long scan and the truncation report need its length) */
-    if ((rc = sk_prompt_state_ids(&cx->pt, r->state.s, r->state.n, cx->ws, &w->state_ids, e))) {
+    /* the state, tokenized once, whole (a long scan and the truncation report need its
+     * length); the accessors' bounded report (3) of a one-pass read takes it only as far as a
+     * sequence can use it, as the plain path does: no sequence holds more than max_len
+     * tokens, so a state that yields max_len ids is cut for every question whatever its
+     * full length, and those ids are the full encoding's first (or, a list state, last) */
+    if (pl->truncation == 3 && !pl->is_long)
+        rc = sk_prompt_state_ids_bounded(&cx->pt, sk_tokenizer_space_cut_safe(cx->tok), r->state.s, r->state.n,
+                                         r->state_is_list, pl->max_len, cx->ws, &w->state_ids, e);
+    else
+        rc = sk_prompt_state_ids(&cx->pt, r->state.s, r->state.n, cx->ws, &w->state_ids, e);
+    if (rc) {
         sk_err_prefix(e, "state");
         return rc;
     }

@@ -31,9 +31,10 @@ int sk_plan_make(const sk_plan_defaults *d, const sk_request *r, sk_plan *p, sk_
     if (r->ctl_set & SK_CTL_LONG) p->is_long = r->ctl_long;
     if (r->ctl_set & SK_CTL_WINDOW) p->window = r->ctl_window;
     if (r->ctl_set & SK_CTL_STRIDE) p->stride = r->ctl_stride;
-    /* the body can only ask for the report on the wire; a session's "accessors only" stays */
+    /* the body can only ask for the report on the wire; a session's "accessors only" (2, 3)
+     * stays */
     if (r->ctl_set & SK_CTL_REPORT_TRUNCATION)
-        p->truncation = r->ctl_report_truncation ? 1 : (p->truncation == 2 ? 2 : 0);
+        p->truncation = r->ctl_report_truncation ? 1 : (p->truncation >= 2 ? p->truncation : 0);
     if (r->ctl_set & SK_CTL_TOURNAMENT_GROUP) p->group = r->ctl_tournament_group;
     if ((r->ctl_set & SK_CTL_LONG) && p->is_long && !(r->ctl_set & SK_CTL_TOURNAMENT_GROUP)) p->group = 0;
     if ((r->ctl_set & SK_CTL_TOURNAMENT_GROUP) && p->group > 0 && !(r->ctl_set & SK_CTL_LONG)) p->is_long = 0;

@@ -33,7 +33,8 @@ typedef struct sk_plan_defaults {
 
 typedef struct sk_plan {
     size_t max_len, head_max_len; /* laya's max_len / head_max_len of this request */
-    int is_long, truncation;      /* truncation: 0 off, 1 on the wire, 2 accessors only */
+    int is_long, truncation;      /* truncation: 0 off, 1 on the wire, 2 accessors only,
+                                   * 3 accessors only, the state read as far as used */
     int64_t window, stride, group;
     const sk_gate *gate;          /* the abstention gate (unset: nothing written) */
 } sk_plan;

@@ -3,7 +3,7 @@
 # output cancels the write: the process ends by that signal, no output appears and no
 # temporary file (<out>.skycmd-partial.<hex>) is left behind; an existing output survives.
 # A signal while `skycmd decide` loads its model (an s1-micro with --q8: seconds of int8
-# calibration) stops it within 1 s with a message, ending by that signal (130, 143), and
+# calibration) cancels the load within 1 s with a message, ending by that signal (130, 143), and
 # leaves no temporary model (--random) behind.
 # Usage: interrupt.sh <cli> <source_dir> <binary_dir>
 set -u
@@ -72,7 +72,7 @@ for sig in INT TERM; do
   read -r rc took < <(stop_load "$sig" "$CLI" decide "$T/micro.gguf" "$REQ" --q8)
   [ "$rc" -eq "$want" ] || fail "decide --q8 after SIG$sig during the load exited $rc, want $want ($(cat "$T/err"))"
   [ "$took" -lt 1000 ] || fail "decide --q8 took $took ms to stop after SIG$sig"
-  grep -q "SIG$sig while loading the model: stopped" "$T/err" || fail "no message after SIG$sig: $(cat "$T/err")"
+  grep -q "SIG$sig: interrupted while loading the model" "$T/err" || fail "no message after SIG$sig: $(cat "$T/err")"
   [ ! -s "$T/out" ] || fail "decide printed an answer after SIG$sig"
   echo "decide --q8: SIG$sig during the model load: exit $rc after $took ms"
 done

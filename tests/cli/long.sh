@@ -28,8 +28,12 @@ grep -q "stride=41 steps past the 40-token window" "$T/err" || fail "stride mess
 # a cut state: the default output is today's, the warning names the cut
 out=$("$CLI" decide "$T/pico.gguf" "$T/long.json" 2>"$T/err") || fail "decide long.json"
 case "$out" in *'"usage":{"input_tokens":'*',"output_tokens":0}}') ;; *) fail "default usage changed: $out" ;; esac
-grep -q '^skycmd decide: warning: the state was cut: [0-9]* of its [0-9]* tokens were not read (questions: n c); --long reads all of it$' "$T/err" \
+grep -q '^skycmd decide: warning: the state was cut: at least [1-9][0-9]* of its tokens were not read (questions: n c); --long reads all of it$' "$T/err" \
   || fail "no truncation warning: $(cat "$T/err")"
+# with --report-truncation the warning gives the exact counts
+"$CLI" decide "$T/pico.gguf" "$T/long.json" --report-truncation >/dev/null 2>"$T/err" || fail "decide long.json --report-truncation"
+grep -q '^skycmd decide: warning: the state was cut: [1-9][0-9]* of its [1-9][0-9]* tokens were not read (questions: n c); --long reads all of it$' "$T/err" \
+  || fail "no exact truncation warning: $(cat "$T/err")"
 # nothing cut: no warning
 "$CLI" decide "$T/pico.gguf" "$T/short.json" >/dev/null 2>"$T/err" || fail "decide short.json"
 [ ! -s "$T/err" ] || fail "a warning for a state that fits: $(cat "$T/err")"
