@@ -125,7 +125,8 @@ static int convert_progress(void *ud, uint64_t done, uint64_t total) {
 }
 
 /* A Laya checkpoint directory converted to GGUF in memory, exactly as skycmd_convert() with
- * the same options would write it (no temporary file); the model owns the bytes. */
+ * the same options would write it (no temporary file); the model owns the bytes, and the
+ * load gives the matrices' pages of them back once packed. */
 static int convert_dir(skycmd_model *mod, const char *dir, const skycmd_options *opts,
                        const sk_share *prog, skycmd_error *err, sk_err *e) {
     sk_convert_opts o;
@@ -141,7 +142,10 @@ static int convert_dir(skycmd_model *mod, const char *dir, const skycmd_options 
         rc = sk_laya_to_gguf_mem(l, &o, &mod->gguf_buf, &size, e);
     }
     sk_laya_free(l);
-    if (!rc) rc = sk_gguf_open_buffer(mod->gguf_buf, size, &mod->g, e);
+    /* the model owns these bytes, so the loader gives each packed matrix's pages back as
+     * it does a file's copy (nothing reads them afterwards: calibrate refuses to write a
+     * copy of a directory's model) */
+    if (!rc) rc = sk_gguf_open_buffer_ex(mod->gguf_buf, size, SK_GGUF_RELEASABLE, &mod->g, e);
     return rc;
 }
 

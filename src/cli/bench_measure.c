@@ -336,9 +336,20 @@ static int load_model(const bench_args *A, bench_run *r) {
         fprintf(stderr, "skycmd bench: --max-tokens %lld: %s\n", A->max_tokens, skycmd_strerror(st));
         return 1;
     }
+    /* the load's progress on a terminal (an int8 mode's calibration takes minutes on a
+     * base-sized model); the callback's cost is within the timed load, as a caller's is */
+    cli_meter meter;
+    if (!A->json) {
+        skycmd_options_set_progress(r->opts, cli_meter_progress, &meter);
+        cli_meter_start(&meter, "bench", "load", CLI_METER_BYTES, CLI_METER_FRACTION);
+    }
     double t0 = now_s();
     st = skycmd_model_open(r->path, r->opts, &r->model, r->err);
     r->t_open = now_s() - t0;
+    if (!A->json) {
+        cli_meter_clear(&meter);
+        skycmd_options_set_progress(r->opts, NULL, NULL);
+    }
     if (st) {
         if (r->weights != SKYCMD_WEIGHTS_F32 && r->weights != SKYCMD_WEIGHTS_BF16X3 &&
             (st == SKYCMD_E_UNSUPPORTED || st == SKYCMD_E_INVALID_ARGUMENT))

@@ -85,12 +85,14 @@ static void usage(FILE *out) {
             "output:\n"
             "  --model-name NAME  the \"model\" reported in the response\n"
             "  --pretty           indent the response\n"
-            "  -q, --quiet        no progress line (--random's model, --batch) and no --batch\n"
-            "                     summary on stderr; errors and warnings are still printed\n"
+            "  -q, --quiet        no progress line (the model's load, --random's model,\n"
+            "                     --batch) and no --batch summary on stderr; errors and\n"
+            "                     warnings are still printed\n"
             "  -h, --help         show this help\n"
             "\n"
             "exit status: 0 answered (with --batch: every line), 1 error (message on stderr;\n"
-            "             with --batch: a line failed), 2 usage error\n"
+            "             with --batch: a line failed), 2 usage error; SIGINT/SIGTERM while\n"
+            "             the model loads cancel the load and end by that signal (130, 143)\n"
             "examples:\n"
             "  skycmd decide examples/flappy-drone.json --pretty\n"
             "  skycmd decide s1-pico.gguf examples/flappy-drone.json --pretty\n"
@@ -131,11 +133,13 @@ static void print_pretty(const char *s) {
 }
 
 /* The long-state, tournament and truncation options of the session. The truncation
- * report is always recorded (2: for the accessors, the output unchanged) so that a cut can
- * be warned about; --report-truncation also puts it in the response (1). */
+ * report is always recorded so that a cut can be warned about: for the accessors only and
+ * bounded (3: the output unchanged, and a huge state is tokenized only as far as a sequence
+ * can use it, so the counts of a cut state are lower bounds); --report-truncation puts it
+ * in the response with laya's exact counts (1). */
 static int set_long_options(skycmd_session *sess, int is_long, int64_t window, int64_t stride,
                             int64_t group, int report_truncation) {
-    int st = skycmd_session_set_int(sess, SKYCMD_OPT_REPORT_TRUNCATION, report_truncation ? 1 : 2);
+    int st = skycmd_session_set_int(sess, SKYCMD_OPT_REPORT_TRUNCATION, report_truncation ? 1 : 3);
     if (!st && is_long) st = skycmd_session_set_int(sess, SKYCMD_OPT_LONG, 1);
     if (!st && window != CLI_UNSET) st = skycmd_session_set_int(sess, SKYCMD_OPT_WINDOW, window);
     if (!st && stride != CLI_UNSET) st = skycmd_session_set_int(sess, SKYCMD_OPT_STRIDE, stride);
@@ -144,8 +148,9 @@ static int set_long_options(skycmd_session *sess, int is_long, int64_t window, i
 }
 
 /* Decide, print one warning line on stderr for every cut (the state, or options that no
- * longer have a token span of their own), and hand back the response JSON. */
-static int decide_warn(skycmd_session *sess, const char *body, size_t len, char **json) {
+ * longer have a token span of their own), and hand back the response JSON. counts_exact:
+ * the report's counts are the state's (1), or lower bounds (the bounded report, 3). */
+static int decide_warn(skycmd_session *sess, const char *body, size_t len, int counts_exact, char **json) {
     skycmd_request *req = NULL;
     skycmd_response *resp = NULL;
     int st = skycmd_request_parse(body, len, &req);
@@ -158,8 +163,12 @@ static int decide_warn(skycmd_session *sess, const char *body, size_t len, char 
         size_t n = skycmd_response_answer_count(resp);
         int64_t dropped = skycmd_response_state_tokens_dropped(resp);
         if (skycmd_response_truncated(resp) > 0 && dropped > 0) {
-            fprintf(stderr, "skycmd decide: warning: the state was cut: %lld of its %lld tokens were not read "
-                    "(questions:", (long long)dropped, (long long)skycmd_response_state_tokens(resp));
+            if (counts_exact)
+                fprintf(stderr, "skycmd decide: warning: the state was cut: %lld of its %lld tokens were not read "
+                        "(questions:", (long long)dropped, (long long)skycmd_response_state_tokens(resp));
+            else
+                fprintf(stderr, "skycmd decide: warning: the state was cut: at least %lld of its tokens were not "
+                        "read (questions:", (long long)dropped);
             for (size_t i = 0; i < n; i++)
                 if (skycmd_response_answer_truncated(resp, i) == 1)
                     fprintf(stderr, " %s", skycmd_response_answer_id(resp, i));
@@ -188,29 +197,48 @@ static int decide_warn(skycmd_session *sess, const char *body, size_t len, char 
     return st;
 }
 
-/* A stop signal (SIGINT, SIGTERM, SIGHUP) while the model loads. skycmd_model_open reports no
- * progress, so the load cannot be cancelled through the library (a large model, or --q8's
- * calibration, takes seconds to minutes): the handler says so on stderr, removes the
- * temporary model (--random, or a model read from stdin) and ends the process by the same
- * signal at once, as an interrupted random/convert/quantize does (the shell sees 128 + the
- * signal: 130, 143, 129). Only async-signal-safe calls in the handler. */
+/* A stop signal (SIGINT, SIGTERM, SIGHUP) while the model loads (a large model, or --q8's
+ * calibration, takes seconds to minutes). The first one is only recorded: the load's
+ * progress callback (load_progress) then asks the library to stop, skycmd_model_open
+ * returns SKYCMD_E_CANCELLED within milliseconds with everything freed, and decide says
+ * "interrupted while loading the model", removes the temporary model (--random, or a model
+ * read from stdin) and ends the process by that signal, as an interrupted
+ * random/convert/quantize and serve's first load do (the shell sees 128 + the signal: 130,
+ * 143, 129). A second one (the operator insists, or the load is in a step between two of
+ * the library's checks) says so, removes the temporary model and ends the process at once.
+ * Only async-signal-safe calls in the handler. */
 static cli_temp load_temp;
 static struct sigaction load_saved[3];
 static const int load_signals[3] = {SIGINT, SIGTERM, SIGHUP};
+static volatile sig_atomic_t load_stop_signal;
 
 static void say(const char *s) {
     ssize_t w = write(STDERR_FILENO, s, strlen(s));
     (void)w;
 }
 
+static const char *load_signal_name(int sig) {
+    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP";
+}
+
 static void on_load_signal(int sig) {
+    if (!load_stop_signal) {
+        load_stop_signal = sig; /* the next progress report cancels the load */
+        return;
+    }
     say("skycmd decide: ");
-    say(sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP");
-    say(" while loading the model: stopped\n");
+    say(load_signal_name(sig));
+    say(" again while loading the model: stopped\n");
     if (load_temp.path[0]) unlink(load_temp.path);
     if (load_temp.dir[0]) rmdir(load_temp.dir);
     signal(sig, SIG_DFL);
     raise(sig); /* delivered when the handler returns: the process ends by sig */
+}
+
+/* The load's progress: the meter, and a stop once a signal came (non-zero: cancel). */
+static int load_progress(void *meter, uint64_t done, uint64_t total) {
+    if (load_stop_signal) return 1;
+    return cli_meter_progress(meter, done, total);
 }
 
 static void load_guard(const cli_temp *tmp) {
@@ -218,6 +246,7 @@ static void load_guard(const cli_temp *tmp) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_load_signal;
+    sa.sa_flags = SA_RESTART; /* the first signal only records itself: reads go on */
     sigemptyset(&sa.sa_mask);
     for (int i = 0; i < 3; i++) sigaddset(&sa.sa_mask, load_signals[i]);
     for (int i = 0; i < 3; i++) sigaction(load_signals[i], &sa, &load_saved[i]);
@@ -364,9 +393,26 @@ int cmd_decide(int argc, char **argv) {
         goto out;
     }
     if (!st) {
+        /* the load's progress on a terminal (an int8 mode's calibration takes minutes on a
+         * base-sized model), a step of decide: no summary */
+        st = skycmd_options_set_progress(run.opts, load_progress, &run.meter);
+        cli_meter_start(&run.meter, cmd.name, "load", CLI_METER_BYTES, CLI_METER_FRACTION);
         load_guard(&run.tmp);
-        st = skycmd_model_open(model_path, run.opts, &model, run.err);
+        if (!st) st = skycmd_model_open(model_path, run.opts, &model, run.err);
         load_unguard();
+        cli_meter_clear(&run.meter);
+        if (load_stop_signal) {
+            /* interrupted: the library freed what it made (or the load had just finished) */
+            const int sig = load_stop_signal;
+            fprintf(stderr, "skycmd decide: %s: interrupted while loading the model\n", load_signal_name(sig));
+            skycmd_model_free(model);
+            cli_abort(&run, 1); /* removes the temporary model */
+            free(body);
+            fflush(NULL);
+            signal(sig, SIG_DFL);
+            raise(sig);
+            return 128 + sig; /* not reached */
+        }
     }
     if (st) {
         rc = cli_end(&run, st);
@@ -392,7 +438,7 @@ int cmd_decide(int argc, char **argv) {
         rc = 2;
     } else if ((st = set_long_options(sess, is_long, window, stride, group, report_truncation))) {
         fprintf(stderr, "skycmd decide: %s\n", skycmd_session_errmsg(sess));
-    } else if ((st = decide_warn(sess, body, len, &resp))) {
+    } else if ((st = decide_warn(sess, body, len, report_truncation, &resp))) {
         /* the message is printed */
     } else {
         if (pretty) print_pretty(resp);

@@ -260,6 +260,9 @@ static int add_tensors(conv_state *cs, const sk_laya *l, const sk_convert_opts *
         }
         s = sk_st_to_f32(t, f32, e);
         if (s) break;
+        /* the checkpoint's mapped bytes of it are not read again: out of the resident set, so
+         * a conversion holds the file once (as its output), not twice */
+        sk_st_release(l->st, t);
         size_t bad = sk_first_nonfinite(f32, ne);
         if (bad < ne) {
             s = sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: element %zu is %s; a model with "

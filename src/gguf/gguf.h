@@ -99,12 +99,18 @@ int sk_gguf_open_file_progress(const char *path, int flags, sk_share prog, sk_gg
                                sk_err *e);
 /* Borrow `data` (must outlive the reader). */
 int sk_gguf_open_buffer(const void *data, size_t size, sk_gguf **out, sk_err *e);
+/* The same; flags SK_GGUF_RELEASABLE: `data` is the caller's own heap or page memory (not a
+ * file mapping, not someone else's buffer) that the reader's one user may give back page by
+ * page with sk_gguf_release_pages() (a model built in memory from a Laya directory): those
+ * bytes are then undefined (zeros on Linux) and sk_gguf_bytes() does not bring them back. */
+int sk_gguf_open_buffer_ex(void *data, size_t size, int flags, sk_gguf **out, sk_err *e);
 void sk_gguf_close(sk_gguf *g);
 /* Give the whole pages inside [p, p + n) (inside the reader's data, bytes that the caller has
  * copied and will not read again through the reader) back to the system, when the reader
  * was opened with SK_GGUF_RELEASABLE: they then read as zeros (only sk_gguf_bytes() brings
- * them back, from the file). A no-op otherwise, and always for a caller's buffer, whose
- * memory a release would zero. Not thread-safe (a loader's call). */
+ * them back, from the file; for a buffer opened with sk_gguf_open_buffer_ex nothing does).
+ * A no-op otherwise, and always for a caller's borrowed buffer, whose memory a release
+ * would zero. Not thread-safe (a loader's call). */
 void sk_gguf_release_pages(const sk_gguf *g, const void *p, size_t n);
 
 uint32_t sk_gguf_version(const sk_gguf *g);

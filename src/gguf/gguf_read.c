@@ -6,7 +6,9 @@
  * change while it is read is detected: sk_file_copy_read() in util.h). With
  * SK_GGUF_RELEASABLE, sk_gguf_release_pages() gives whole pages of that copy back (they
  * read as zeros) and records them; sk_gguf_bytes() reads them back from the still-open file
- * first (0xff bytes if the file changed since). sk_gguf_open_buffer() validates the WHOLE file structure up front (header,
+ * first (0xff bytes if the file changed since); a buffer handed over with
+ * sk_gguf_open_buffer_ex(SK_GGUF_RELEASABLE) has its released pages discarded for good
+ * (sk_platform_pages_discard). sk_gguf_open_buffer() validates the WHOLE file structure up front (header,
  * every metadata value including nested arrays, the tensor table, alignment, data ranges
  * and overlaps), so that every later accessor and the array iterator can walk the bytes
  * without re-checking. Input is hostile: every count and length is bounded by the bytes
@@ -20,6 +22,7 @@
 #include <string.h>
 
 #include "gguf.h"
+#include "../util/platform.h"
 
 /* Nesting limit for arrays of arrays: real files use at most 2. */
 #define SK_GGUF_MAX_DEPTH 8
@@ -547,7 +550,15 @@ static int parse(sk_gguf *g, sk_err *e) {
 }
 
 void sk_gguf_release_pages(const sk_gguf *g, const void *p, size_t n) {
-    if (!g || !g->owns_file || !g->releasable) return;
+    if (!g || !g->releasable || !p) return;
+    if (!g->owns_file) {
+        /* a buffer handed over (sk_gguf_open_buffer_ex): its pages are simply given back,
+         * only those inside the buffer */
+        const uintptr_t lo = (uintptr_t)g->data, hi = lo + g->size, a = (uintptr_t)p;
+        if (a < lo || a >= hi) return;
+        (void)sk_platform_pages_discard((void *)(uintptr_t)p, n < hi - a ? n : (size_t)(hi - a));
+        return;
+    }
     sk_gguf *w = (sk_gguf *)(uintptr_t)g;  /* the reader's own bookkeeping, not its contents */
     if (w->n_drops == w->drops_cap) {
         size_t cap = w->drops_cap ? 2 * w->drops_cap : 64;
@@ -580,6 +591,12 @@ int sk_gguf_open_buffer(const void *data, size_t size, sk_gguf **out, sk_err *e)
     }
     *out = g;
     return SKYCMD_OK;
+}
+
+int sk_gguf_open_buffer_ex(void *data, size_t size, int flags, sk_gguf **out, sk_err *e) {
+    int st = sk_gguf_open_buffer(data, size, out, e);
+    if (!st && data) (*out)->releasable = (flags & SK_GGUF_RELEASABLE) != 0;
+    return st;
 }
 
 int sk_gguf_open_file_progress(const char *path, int flags, sk_share prog, sk_gguf **out,

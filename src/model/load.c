@@ -15,6 +15,8 @@
  * after the load. The bytes of every matrix, once packed, are given back to the system
  * (sk_gguf_release_pages: a reader opened with SK_GGUF_RELEASABLE) as each is packed: the
  * int8 conversion reads the panels back, not the file's bytes.
+ * With an int8 mode the C heap's free pages are given back at the end of the load
+ * (sk_platform_heap_trim), so the replaced panels leave the resident set.
  * Progress (model.h): the share given is split between the tensors (reported after each,
  * by bytes) and the int8 / AMX conversion that follows, by estimated cost; a stop at any
  * report frees the partial model and returns SKYCMD_E_CANCELLED.
@@ -26,6 +28,7 @@
 
 #include "model_internal.h"
 #include "../quant/quant.h"
+#include "../util/platform.h"
 
 /* Find a required tensor and check its type, shape (ggml order: ne0 innermost; ne1 = 1 for
  * vectors) and byte size. */
@@ -599,6 +602,11 @@ int sk_model_load_calib(const sk_gguf *g, int weights_mode, const sk_calib_sourc
     }
     if (!rc && hp->n_head_layers > 0)
         rc = build_key_transposes(m, &m->head[hp->n_head_layers - 1], e);
+    /* The int8 modes freed every replaced matrix's f32/16-bit panels, blocks of a few MB
+     * that glibc's free() keeps in the heap between the int8 blocks made after them (on a
+     * base-sized model from a Laya directory: 140 MB kept). */
+    if (!rc && weights_mode != SKYCMD_WEIGHTS_F32 && weights_mode != SKYCMD_WEIGHTS_BF16X3)
+        sk_platform_heap_trim();
     if (!rc) rc = sk_share_report(post, 1.0, e);
     if (rc) {
         sk_model_free(m);

@@ -13,6 +13,7 @@
 
 #include "../gguf/gguf.h"
 #include "../util/json_syntax.h"
+#include "../util/platform.h"
 
 struct sk_safetensors {
     sk_map map;          /* valid when opened from a file */
@@ -256,6 +257,10 @@ int sk_st_open_buffer(const void *data, size_t size, const char *label, sk_safet
     }
     *out = st;
     return SKYCMD_OK;
+}
+
+void sk_st_release(const sk_safetensors *st, const sk_st_tensor *t) {
+    if (st && st->mapped && t && t->data) sk_platform_map_discard(t->data, (size_t)t->nbytes);
 }
 
 int sk_st_open_file(const char *path, sk_safetensors **out, sk_err *e) {

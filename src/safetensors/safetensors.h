@@ -59,6 +59,10 @@ const sk_st_tensor *sk_st_find(const sk_safetensors *st, const char *name);
 /* Widen a supported tensor to f32 (dst holds n_elements floats). Unsupported dtypes give
  * SKYCMD_E_UNSUPPORTED naming the tensor and dtype. */
 int sk_st_to_f32(const sk_st_tensor *t, float *dst, sk_err *e);
+/* The caller has read t (of st) and will not read it again: when st maps a file, the whole
+ * pages of t's bytes leave the resident set (they fault in from the file again if read); a
+ * no-op for a buffer, whose memory is the caller's. */
+void sk_st_release(const sk_safetensors *st, const sk_st_tensor *t);
 
 /* ---- writer ---- */
 typedef struct sk_st_writer sk_st_writer;

@@ -22,6 +22,9 @@
 #else
 #define SK_HAVE_DLADDR 0
 #endif
+#if defined(__GLIBC__)
+#include <malloc.h> /* malloc_trim */
+#endif
 #if defined(__linux__)
 #include <sys/auxv.h> /* getauxval(AT_PHDR): where the main program is mapped */
 #endif
@@ -238,6 +241,76 @@ void sk_platform_unmap(void *p, size_t size) {
 #else
     (void)size;
     free(p);
+#endif
+}
+
+size_t sk_platform_pages_discard(void *p, size_t n) {
+#if SK_HAVE_MMAP && (defined(MADV_DONTNEED) || defined(MADV_FREE))
+    const uintptr_t page = sk_platform_page_size();
+    if (!p || n == 0 || (uintptr_t)p > UINTPTR_MAX - n) return 0;
+    const uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + n) & ~(page - 1);
+    if (b <= a) return 0;
+#if defined(__linux__) && defined(MADV_DONTNEED)
+    /* Linux: private anonymous pages are freed at once (a later touch maps a zero page) */
+    const int advice = MADV_DONTNEED;
+#elif defined(MADV_FREE)
+    /* elsewhere MADV_DONTNEED may keep the pages: MADV_FREE lets the kernel take them */
+    const int advice = MADV_FREE;
+#else
+    const int advice = MADV_DONTNEED;
+#endif
+    return madvise((void *)a, b - a, advice) == 0 ? (size_t)(b - a) : 0;
+#else
+    (void)p;
+    (void)n;
+    return 0;
+#endif
+}
+
+int64_t sk_platform_resident_bytes(const void *p, size_t n) {
+#if SK_HAVE_MMAP
+    const uintptr_t page = sk_platform_page_size();
+    if (!p || n == 0) return 0;
+    if ((uintptr_t)p > UINTPTR_MAX - n - page) return -1;
+    const uintptr_t a = (uintptr_t)p & ~(page - 1), b = ((uintptr_t)p + n + page - 1) & ~(page - 1);
+    const size_t pages = (size_t)((b - a) / page);
+#if defined(__linux__)
+    unsigned char *vec = malloc(pages);
+#else
+    char *vec = malloc(pages); /* macOS and the BSDs declare mincore with char * */
+#endif
+    if (!vec) return -1;
+    int64_t resident = -1;
+    if (mincore((void *)a, b - a, vec) == 0) {
+        resident = 0;
+        for (size_t i = 0; i < pages; i++)
+            if (vec[i] & 1) resident += (int64_t)page;
+    }
+    free(vec);
+    return resident;
+#else
+    (void)p;
+    (void)n;
+    return -1;
+#endif
+}
+
+void sk_platform_map_discard(const void *p, size_t n) {
+#if SK_HAVE_MMAP && defined(MADV_DONTNEED)
+    const uintptr_t page = sk_platform_page_size();
+    if (!p || n == 0 || (uintptr_t)p > UINTPTR_MAX - n) return;
+    const uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + n) & ~(page - 1);
+    /* (posix_madvise's POSIX_MADV_DONTNEED is a no-op in glibc) */
+    if (b > a) (void)madvise((void *)a, b - a, MADV_DONTNEED);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
+void sk_platform_heap_trim(void) {
+#if defined(__GLIBC__)
+    (void)malloc_trim(0);
 #endif
 }
 

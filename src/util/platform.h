@@ -47,6 +47,21 @@
  *    or writable again where the system can (mprotect; a no-op elsewhere).
  *    sk_platform_unmap(p, size) releases either (size as given).
  *    sk_platform_page_size(): the system's page size (4096 if it does not say).
+ *    sk_platform_pages_discard(p, n) gives the whole pages inside [p, p + n) of private
+ *    anonymous memory back to the system (Linux madvise MADV_DONTNEED: they read as zeros
+ *    afterwards; other mmap systems MADV_FREE where defined: their contents are undefined
+ *    afterwards); returns the bytes given back, 0 where the system cannot (WASI, or the call
+ *    failed): the memory then stays as it was. The caller must own those pages (a heap
+ *    block's interior, an sk_platform_pages_alloc range) and not read them again.
+ *    sk_platform_map_discard(p, n): the whole pages inside [p, p + n) of a
+ *    sk_platform_map_read view leave the process's resident set (madvise MADV_DONTNEED:
+ *    read-only file pages, so a later read faults them in from the file again, unchanged);
+ *    a no-op where the view is a heap copy (WASI).
+ *    sk_platform_heap_trim(): gives the C heap's free pages back to the system (glibc
+ *    malloc_trim(0): also free pages between live blocks, which free() keeps); a no-op
+ *    where the C library has no such call (it returns them by itself, or never).
+ *    sk_platform_resident_bytes(p, n): how many bytes of the pages that [p, p + n) touches
+ *    are in RAM now (mincore), -1 where the system cannot say (WASI) or on failure.
  *  - sk_platform_pid(): the process id (getpid); 0 where the system has none (WASI).
  *  - sk_platform_fchmod(fd, mode): fchmod; -1 with errno ENOSYS where files have no
  *    permission bits (WASI).
@@ -110,6 +125,10 @@ void *sk_platform_pages_alloc(size_t size);
 void sk_platform_pages_protect(void *p, size_t size, int writable);
 void sk_platform_unmap(void *p, size_t size);
 size_t sk_platform_page_size(void);
+size_t sk_platform_pages_discard(void *p, size_t n);
+int64_t sk_platform_resident_bytes(const void *p, size_t n);
+void sk_platform_heap_trim(void);
+void sk_platform_map_discard(const void *p, size_t n);
 long sk_platform_pid(void);
 int sk_platform_fchmod(int fd, unsigned mode);
 

@@ -337,7 +337,14 @@ void sk_file_copy_drop(sk_file_copy *f, const void *p, size_t n, size_t *off, si
     if (!f->mapped_ || !p || n == 0 || (uintptr_t)p < lo || (uintptr_t)p > hi) return;
     uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1);
     uintptr_t b = ((uintptr_t)p + (n < hi - (uintptr_t)p ? n : hi - (uintptr_t)p)) & ~(page - 1);
-    /* anonymous private memory: the pages are freed and read as zeros until refilled */
+    /* anonymous private memory: the pages are freed and read as zeros until refilled. The
+     * copy asked for huge pages (MADV_HUGEPAGE, for the read): without taking that back on
+     * the range, khugepaged collapses a 2 MiB range that still has one page in it into a
+     * whole huge page again, so a load of minutes (--q8's calibration) found most of the
+     * released bytes resident again (180 MB of a base F16 file's 286) */
+#if defined(MADV_NOHUGEPAGE)
+    if (b > a) (void)madvise((void *)a, b - a, MADV_NOHUGEPAGE);
+#endif
     if (b > a && madvise((void *)a, b - a, MADV_DONTNEED) == 0) {
         *off = a - lo;
         *len = b - a;

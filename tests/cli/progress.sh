@@ -87,6 +87,13 @@ draws | tail -1 | grep -qE '^skycmd decide: done: 40 requests in [0-9.]+ s \([0-
   fail "decide --batch summary on a terminal: '$(draws | tail -1)'"
 cmp -s "$T/o.jsonl" "$T/o2.jsonl" || fail "decide --batch answers differ on a terminal"
 
+# decide's model load (here --q8-row's calibration) draws a live line, erased before the answer
+head -n 1 "$T/l.jsonl" > "$T/l1.json"
+on_tty decide m.gguf l1.json --q8-row
+[ $rc -eq 0 ] || fail "decide --q8-row on a terminal: exit $rc"
+draws | grep -qE '^load +\[#*\.*\] +[0-9]+%' || fail "decide --q8-row: no load line: $(head -c 300 "$T/tty" | cat -A)"
+draws | tail -1 | grep -q '^{"model"' || fail "decide --q8-row: the answer is not on a line of its own: $(draws | tail -1)"
+
 # --quiet: nothing at all, on a terminal too
 for args in "random s1-pico q1.gguf -q" "convert --random s1-pico q2.gguf --quiet" "quantize p.gguf q3.gguf -q" \
             "calibrate p.gguf l.jsonl -o q4.gguf -q" "decide p.gguf --batch l.jsonl -o q5.jsonl -q" \

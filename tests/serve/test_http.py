@@ -702,6 +702,11 @@ def poll_us_keeps_answers(ctx):
     ref = request(ctx["srv"].port, "POST", "/v1/systemone", BODY)[2]
     eq(idle_class_threads(ctx["srv"].proc.pid), [], "no idle-class thread without --poll-us")
     with Server(ARGS, ["--poll-us", "200"], models=[f"pico={ctx['model']}"]) as srv:
+        # the warm thread puts itself in the idle class once it runs, which on a loaded
+        # machine can be after the server already accepts connections
+        deadline = time.monotonic() + 10
+        while not idle_class_threads(srv.proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
         eq(len(idle_class_threads(srv.proc.pid)), 1, "--poll-us 200 starts one SCHED_IDLE thread")
         c = srv.conn()
         for i in range(50):
