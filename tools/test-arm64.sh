@@ -25,7 +25,8 @@
 # threads_stress and cli_interrupt (timing of threads and signals), cli_usage,
 # cli_decide_batch and cli_calibrate (hundreds of program starts, 106 s under qemu; the
 # calibration's arithmetic is test_calibrate's, which runs), consumer_installed_tree (builds with the
-# host compiler), test_int8_attrib (every case of it is in $heavy), and test_quant_golden
+# host compiler), test_int8_attrib and test_int8_memory (every case of them is in $heavy:
+# int8 loads of s1-micro, 0.3-1.9 s each natively), and test_quant_golden
 # but for its s1-pico case. test_golden and test_flappy compare a sample of their requests
 # and states with laya's (SKYCMD_GOLDEN_STRIDE, SKYCMD_FLAPPY_STRIDE below).
 #
@@ -137,7 +138,7 @@ run "cross build" cmake --build "$build"
 # its hour; the kernels they use are the golden suite's. model/batch_split_caller_takes_over_-
 # late_helpers_groups needs a helper thread to join within its tries, which an emulated pair
 # of loaded cores rarely grants.
-heavy=('int8_attrib/*' amx/bf16x3_is_the_tiles_where_usable_else_exactly_f32
+heavy=('int8_attrib/*' 'int8_memory/*' amx/bf16x3_is_the_tiles_where_usable_else_exactly_f32
   batch/decide_batch_equals_one_by_one_pico batch/decide_batch_threads_equal_one_by_one_micro
   batch/decide_batch_threads_equal_one_by_one_pico calibrate/call_writes_only_temperatures
   calibrate/flappy_records_fit_like_laya calibrate/synthetic_clamps_widths_floors
@@ -168,7 +169,7 @@ heavy=('int8_attrib/*' amx/bf16x3_is_the_tiles_where_usable_else_exactly_f32
 pattern="!($(IFS='|'; echo "${heavy[*]}"))"
 cli_tests='cli_(bash_completion|bench|convert|decide|long|quantize|tokenize)'
 selected="^(test_[a-z0-9_]+|$cli_tests|header_[a-z0-9]+|abi_[a-z_]+|man_pages)\$"
-excluded='^(serve_.*|threads_stress|cli_interrupt|cli_usage|cli_decide_batch|consumer_installed_tree|test_int8_attrib)$'
+excluded='^(serve_.*|threads_stress|cli_interrupt|cli_usage|cli_decide_batch|consumer_installed_tree|test_int8_attrib|test_int8_memory)$'
 
 stage "ctest under qemu -cpu max (NEON, dotprod, i8mm, bf16)"
 # (SKYCMD_FLAPPY_STRIDE=10: the built-in model against laya on every 10th of its 2,000 test
