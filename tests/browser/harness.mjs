@@ -106,6 +106,23 @@ export async function nativeDecide(model, body, dir) {
 }
 
 /**
+ * The native CLI's one-thread speed on a model (`skycmd bench --json`, 1000 iterations): the
+ * whole request and its single choice question, median and minimum in ms, and the mode
+ * and kernels it ran.
+ */
+export async function nativeBench(model) {
+  const { stdout } = await run(env.native, ['bench', model, '--compute-threads', '1', '--json',
+    '--peak-ms', '0', '--iters', '1000'], { maxBuffer: 1 << 24 });
+  const j = JSON.parse(stdout);
+  return {
+    request: { median: j.request.median_ms, min: j.request.min_ms },
+    single: { median: j.kinds.choice.single.median_ms, min: j.kinds.choice.single.min_ms },
+    mode: j.mode,
+    kernels: j.kernels,
+  };
+}
+
+/**
  * Compares a wasm response with the native one as tests/wasm/compare.py does: the same
  * keys, strings, booleans and list lengths; token counts (keys ending in "_tokens" or
  * "tokens") identical; every other number within tol. Returns {bad: [...], maxDiff}.

@@ -30,7 +30,7 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { compareResponses, env, launch, nativeDecide, newPage, serve } from '../harness.mjs';
+import { compareResponses, env, launch, nativeBench as harnessNativeBench, nativeDecide, newPage, serve } from '../harness.mjs';
 
 const run = promisify(execFile);
 const num = (name, dflt) => Number(process.env[name] || dflt);
@@ -127,17 +127,7 @@ async function inPage([requests, cfg]) {
   return out;
 }
 
-async function nativeBench() {
-  const { stdout } = await run(env.native, ['bench', builtin, '--compute-threads', '1', '--json',
-    '--peak-ms', '0', '--iters', '1000'], { maxBuffer: 1 << 24 });
-  const j = JSON.parse(stdout);
-  return {
-    request: { median: j.request.median_ms, min: j.request.min_ms },
-    single: { median: j.kinds.choice.single.median_ms, min: j.kinds.choice.single.min_ms },
-    mode: j.mode,
-    kernels: j.kernels,
-  };
-}
+const nativeBench = () => harnessNativeBench(builtin);
 
 const stats = (xs) => {
   if (!xs || !xs.length) return null;
