@@ -50,8 +50,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-# Go and Rust where tools/setup.sh --all put them (Debian's golang-1.22 is not on PATH)
-. "$root/tools/toolchains.sh"
+# Go where tools/setup.sh --all puts it (tools/toolchains.sh's places: Debian's golang-1.22
+# is not on PATH), after everything else: toolchains.sh's own PATH would also put the CI
+# venv's python3 first, under which node-gyp's Debian gyp cannot find its own package
+export PATH="$PATH:/usr/local/go/bin:/usr/lib/go-1.22/bin"
 jobs=${SKYCMD_JOBS:-2}
 archs=("$@")
 [ ${#archs[@]} -gt 0 ] || archs=(aarch64 x86_64)
