@@ -257,6 +257,31 @@ static int read_exactly(int fd, uint8_t *dst, size_t size, sk_share prog, sk_err
     return r > 0;
 }
 
+/* Whether the file still holds what the copy holds, at pages spread over it: 1 yes, 0 no
+ * (or unreadable). The file's identity (size, times, inode) cannot tell an in-place
+ * rewrite made within one clock tick (the kernel stamps times at a tick's granularity, and
+ * a small model is rewritten within one), so a copy torn between two contents would pass
+ * it; such a copy differs from the file as it now is at one of these pages unless the two
+ * contents agree there. 64 pages of 4 KiB: nothing beside a model's read. */
+static int copy_matches_file(int fd, const uint8_t *copy, size_t size) {
+    enum { SAMPLES = 64, PAGE = 4096 };
+    uint8_t page[PAGE];
+    if (size == 0) return 1;
+    for (size_t k = 0; k <= SAMPLES; k++) {
+        const size_t at = (size - 1) / SAMPLES * k / PAGE * PAGE;
+        const size_t n = size - at < PAGE ? size - at : PAGE;
+        size_t got = 0;
+        while (got < n) {
+            ssize_t r = pread(fd, page + got, n - got, (off_t)(at + got));
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) return 0;
+            got += (size_t)r;
+        }
+        if (memcmp(page, copy + at, n) != 0) return 0;
+    }
+    return 1;
+}
+
 int sk_file_copy_read(const char *path, int keep_fd, sk_share prog, sk_file_copy *f, sk_err *e) {
     memset(f, 0, sizeof *f);
     f->fd = -1;
@@ -302,7 +327,8 @@ int sk_file_copy_read(const char *path, int keep_fd, sk_share prog, sk_file_copy
         int changed = r == 1 || (r == 0 && (sk_platform_file_id(fd, id1) != 0 ||
                                             memcmp(id0, id1, sizeof id0) != 0 ||
                                             sk_platform_path_id(path, idp) != 0 ||
-                                            memcmp(idp, id1, sizeof idp) != 0));
+                                            memcmp(idp, id1, sizeof idp) != 0 ||
+                                            !copy_matches_file(fd, buf, size)));
         if (r < 0 || changed) {
             if (mapped) sk_platform_unmap(buf, mapped);
             close(fd);
