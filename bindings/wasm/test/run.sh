@@ -99,7 +99,7 @@ done
 consumer=$(mktemp -d "${TMPDIR:-/tmp}/skycmd-wasm-consumer.XXXXXX")
 if (cd "$pkg" && npm pack --pack-destination "$consumer" >/dev/null 2>&1) &&
    (cd "$consumer" && mkdir app && cd app && npm init -y >/dev/null 2>&1 &&
-    npm install --no-audit --no-fund --offline "$consumer"/skycmd-wasm-*.tgz >/dev/null 2>&1); then
+    npm install --no-audit --no-fund "$consumer"/skycmd-wasm-*.tgz >/dev/null 2>&1); then
   cat > "$consumer/app/main.mjs" <<'JS'
 import { readFileSync } from 'node:fs';
 import { init, Model } from '@skycmd/wasm';
