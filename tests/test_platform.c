@@ -13,18 +13,25 @@
  *  - sk_platform_once calls its function once among racing threads; a file view holds the
  *    file's bytes, pages come zeroed, aligned and writable (again after read-only), fchmod
  *    sets the bits, the pid is getpid's;
+ *  - a read guard (Linux: a read lease): on for the file's owner; a writer's open during it is
+ *    noted (a non-blocking open refused, a blocking one waiting for the guard's end), a
+ *    file open for writing refuses one, the break's signal kills nothing; elsewhere the
+ *    documented "cannot guard";
  *  - strtod in the C locale; sigtimedwait-like wait times out and takes a pending signal;
  *    peak RSS positive; idle priority either granted or refused with an errno value.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -222,6 +229,71 @@ Test(platform, file_memory_and_process) {
     sk_platform_unmap(p, n);
 
     cr_assert_eq(sk_platform_pid(), (long)getpid());
+}
+
+static int leases_enabled(void) {
+    FILE *f = fopen("/proc/sys/fs/leases-enable", "r");
+    int on = 1;
+    if (f) {
+        if (fscanf(f, "%d", &on) != 1) on = 1;
+        fclose(f);
+    }
+    return on;
+}
+
+Test(platform, read_guard) {
+    char path[] = "/tmp/skycmd-guard-XXXXXX";
+    const int wfd = mkstemp(path);
+    cr_assert(wfd >= 0);
+    cr_assert_eq(write(wfd, "GGUF", 4), 4);
+    close(wfd);
+    const int fd = open(path, O_RDONLY);
+    cr_assert(fd >= 0);
+#if defined(__linux__)
+    if (!leases_enabled()) {
+        unlink(path);
+        cr_skip_test("fs.leases-enable is 0 on this system: no read guard to test");
+    }
+    /* no writer in between: the guard holds */
+    cr_assert_eq(sk_platform_read_guard_begin(fd), 1, "the owner of a file on /tmp gets a lease");
+    cr_assert_eq(sk_platform_read_guard_end(fd), 1);
+    /* a file open for writing (here, by this very process) is refused a guard */
+    int w = open(path, O_WRONLY);
+    cr_assert(w >= 0);
+    cr_assert_eq(sk_platform_read_guard_begin(fd), -1);
+    close(w);
+    /* a non-blocking writer is turned away and the guard knows it was broken */
+    cr_assert_eq(sk_platform_read_guard_begin(fd), 1);
+    w = open(path, O_WRONLY | O_NONBLOCK);
+    cr_assert(w < 0 && errno == EWOULDBLOCK, "open for writing under a guard: %d (%s)", w,
+              strerror(errno));
+    cr_assert_eq(sk_platform_read_guard_end(fd), 0);
+    /* a blocking writer (another process: cp over the file) waits for the guard's end */
+    cr_assert_eq(sk_platform_read_guard_begin(fd), 1);
+    const pid_t child = fork();
+    cr_assert(child >= 0);
+    if (child == 0) {
+        const int cw = open(path, O_WRONLY | O_TRUNC);
+        _exit(cw >= 0 && write(cw, "gguf", 4) == 4 ? 0 : 3);
+    }
+    const struct timespec pause = {0, 300 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    int status = 0;
+    cr_assert_eq(waitpid(child, &status, WNOHANG), 0, "the writer did not wait for the guard");
+    char head[4];
+    cr_assert_eq(pread(fd, head, 4, 0), 4);
+    cr_assert_eq(memcmp(head, "GGUF", 4), 0, "the file changed under the guard");
+    cr_assert_eq(sk_platform_read_guard_end(fd), 0, "the writer's open broke the guard");
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the writer, once let through");
+    cr_assert_eq(pread(fd, head, 4, 0), 4);
+    cr_assert_eq(memcmp(head, "gguf", 4), 0);
+#else
+    cr_assert_eq(sk_platform_read_guard_begin(fd), 0, "no read guard on this system");
+    cr_assert_eq(sk_platform_read_guard_end(fd), 1);
+#endif
+    close(fd);
+    unlink(path);
 }
 
 Test(platform, sigtimedwait) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #if defined(__APPLE__)
@@ -26,6 +27,7 @@
 #include <malloc.h> /* malloc_trim */
 #endif
 #if defined(__linux__)
+#include <signal.h>   /* SIGURG, a read lease's break signal (WASI has no signal.h) */
 #include <sys/auxv.h> /* getauxval(AT_PHDR): where the main program is mapped */
 #endif
 /* mmap: every POSIX system; WASI has none (wasi-libc only emulates it, on request). */
@@ -305,6 +307,48 @@ void sk_platform_map_discard(const void *p, size_t n) {
 #else
     (void)p;
     (void)n;
+#endif
+}
+
+void sk_platform_pages_huge(void *p, size_t n, int prefer) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+    const uintptr_t page = sk_platform_page_size();
+    if (!p || n == 0 || (uintptr_t)p > UINTPTR_MAX - n) return;
+    const uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + n) & ~(page - 1);
+    if (b > a) (void)madvise((void *)a, b - a, prefer ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+#else
+    (void)p;
+    (void)n;
+    (void)prefer;
+#endif
+}
+
+int sk_platform_read_guard_begin(int fd) {
+#if defined(__linux__) && defined(F_SETLEASE) && defined(F_SETSIG)
+    /* the signal of a lease break: SIGURG, not the default SIGIO (which ends a process) */
+    if (fcntl(fd, F_SETSIG, SIGURG) != 0) return 0;
+    int r;
+    do r = fcntl(fd, F_SETLEASE, F_RDLCK);
+    while (r != 0 && errno == EINTR);
+    if (r != 0) return errno == EAGAIN || errno == EBUSY ? -1 : 0;
+    /* no owner: a later break signals nobody (send_sigio skips a file without one) */
+    (void)fcntl(fd, F_SETOWN, 0);
+    return 1;
+#else
+    (void)fd;
+    return 0;
+#endif
+}
+
+int sk_platform_read_guard_end(int fd) {
+#if defined(__linux__) && defined(F_SETLEASE) && defined(F_SETSIG)
+    /* a lease being broken reads as the type it is broken to: F_UNLCK */
+    const int held = fcntl(fd, F_GETLEASE) == F_RDLCK;
+    (void)fcntl(fd, F_SETLEASE, F_UNLCK);
+    return held;
+#else
+    (void)fd;
+    return 1;
 #endif
 }
 

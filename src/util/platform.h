@@ -62,6 +62,22 @@
  *    where the C library has no such call (it returns them by itself, or never).
  *    sk_platform_resident_bytes(p, n): how many bytes of the pages that [p, p + n) touches
  *    are in RAM now (mincore), -1 where the system cannot say (WASI) or on failure.
+ *    sk_platform_pages_huge(p, n, prefer): asks for (prefer 1) or against (0) huge pages
+ *    for the whole pages inside [p, p + n) of private anonymous memory (Linux MADV_HUGEPAGE /
+ *    MADV_NOHUGEPAGE, where transparent huge pages are on); a no-op elsewhere.
+ *  - A read no writer may tear: sk_platform_read_guard_begin(fd), fd a regular file open
+ *    read-only, asks the system to note any open for writing or truncation of the file from
+ *    now on (Linux: a read lease, F_SETLEASE F_RDLCK). 1: the guard is on. 0: the system
+ *    cannot guard this file (not Linux; leases off; not the file's owner and no CAP_LEASE; a
+ *    file system without leases, NFS): read without one. -1: the file is open for writing
+ *    right now, by this or any process (a writer at work): no guard; try again later.
+ *    sk_platform_read_guard_end(fd) ends a guard begun on fd: 1 when no writer opened or
+ *    truncated the file in between, 0 when one did (its open waited for this end: with a
+ *    guard, the bytes read in between are the file's as no writer had it open). A writer's
+ *    open breaks the lease; the kernel then signals the lease's owner, and since that
+ *    cannot be switched off before the lease exists, the signal is SIGURG (ignored unless a
+ *    handler is installed; Go's runtime takes spurious ones) and the owner is cleared right
+ *    after the lease is taken, so at most a writer in that instant sends it.
  *  - sk_platform_pid(): the process id (getpid); 0 where the system has none (WASI).
  *  - sk_platform_fchmod(fd, mode): fchmod; -1 with errno ENOSYS where files have no
  *    permission bits (WASI).
@@ -129,6 +145,9 @@ size_t sk_platform_pages_discard(void *p, size_t n);
 int64_t sk_platform_resident_bytes(const void *p, size_t n);
 void sk_platform_heap_trim(void);
 void sk_platform_map_discard(const void *p, size_t n);
+void sk_platform_pages_huge(void *p, size_t n, int prefer);
+int sk_platform_read_guard_begin(int fd);
+int sk_platform_read_guard_end(int fd);
 long sk_platform_pid(void);
 int sk_platform_fchmod(int fd, unsigned mode);
 

@@ -1,6 +1,5 @@
 /* util.c - implementation of the shared internal helpers declared in util.h. */
 #define _POSIX_C_SOURCE 200809L
-#define _DEFAULT_SOURCE /* madvise(MADV_PAGEOUT) */
 #include "util.h"
 #include "platform.h"
 
@@ -10,9 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__linux__)
-#include <sys/mman.h> /* madvise */
-#endif
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -282,11 +278,24 @@ static int copy_matches_file(int fd, const uint8_t *copy, size_t size) {
     return 1;
 }
 
+/* Wait for the writers of fd's file to close it, for up to about 2 s (a cp of a model takes
+ * milliseconds): 1 a read guard is on, 0 none (the system has none for this file, or the
+ * writers stayed: the reading is then checked by copy_matches_file alone). */
+static int read_guard_wait(int fd) {
+    for (int tries = 0; tries < 200; tries++) {
+        const int g = sk_platform_read_guard_begin(fd);
+        if (g >= 0) return g;
+        const struct timespec pause = {0, 10 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    return 0;
+}
+
 int sk_file_copy_read(const char *path, int keep_fd, sk_share prog, sk_file_copy *f, sk_err *e) {
     memset(f, 0, sizeof *f);
     f->fd = -1;
     const size_t page = sk_platform_page_size();
-    for (int attempt = 0; attempt < 2; attempt++) {
+    for (int attempt = 0; attempt < 3; attempt++) {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0) return sk_fail_errno(e, SKYCMD_E_IO, errno, "%s: cannot open: %s", path, strerror(errno));
         uint64_t id0[7], id1[7], idp[7];
@@ -296,7 +305,17 @@ int sk_file_copy_read(const char *path, int keep_fd, sk_share prog, sk_file_copy
             if (er == EINVAL) return sk_fail(e, SKYCMD_E_IO, "%s: not a regular file", path);
             return sk_fail(e, SKYCMD_E_IO, "%s: cannot stat: %s", path, strerror(er));
         }
+        /* with a guard on, no writer can open the file until the bytes are read: a file
+         * rewritten in place (cp over it) is read whole before or after, never torn */
+        const int guarded = read_guard_wait(fd);
+        if (guarded && sk_platform_file_id(fd, id0) != 0) {
+            int er = errno;
+            (void)sk_platform_read_guard_end(fd);
+            close(fd);
+            return sk_fail(e, SKYCMD_E_IO, "%s: cannot stat: %s", path, strerror(er));
+        }
         if (id0[2] > (uint64_t)(SIZE_MAX - page)) {
+            if (guarded) (void)sk_platform_read_guard_end(fd);
             close(fd);
             return sk_fail(e, SKYCMD_E_IO, "%s: file too large to read", path);
         }
@@ -307,28 +326,28 @@ int sk_file_copy_read(const char *path, int keep_fd, sk_share prog, sk_file_copy
         if (mapped) {
             void *p = sk_platform_pages_alloc(mapped);
             if (!p) {
+                if (guarded) (void)sk_platform_read_guard_end(fd);
                 close(fd);
                 return sk_fail(e, SKYCMD_E_NOMEM, "%s: out of memory for its %zu bytes", path, size);
             }
             buf = p;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
             /* 2 MiB pages where the system allows them: a model is read in a few hundred
              * page faults instead of one per 4 KiB (the faults cost more than the copy) */
-            (void)madvise(buf, mapped, MADV_HUGEPAGE);
-#endif
+            sk_platform_pages_huge(buf, mapped, 1);
         }
         int r = read_exactly(fd, buf, size, prog, e);
         int er = errno;
+        const int intact = guarded ? sk_platform_read_guard_end(fd) : 1;
         if (r == 2) {
             if (mapped) sk_platform_unmap(buf, mapped);
             close(fd);
             return SKYCMD_E_CANCELLED;
         }
-        int changed = r == 1 || (r == 0 && (sk_platform_file_id(fd, id1) != 0 ||
+        int changed = r == 1 || (r == 0 && (!intact || sk_platform_file_id(fd, id1) != 0 ||
                                             memcmp(id0, id1, sizeof id0) != 0 ||
                                             sk_platform_path_id(path, idp) != 0 ||
                                             memcmp(idp, id1, sizeof idp) != 0 ||
-                                            !copy_matches_file(fd, buf, size)));
+                                            (!guarded && !copy_matches_file(fd, buf, size))));
         if (r < 0 || changed) {
             if (mapped) sk_platform_unmap(buf, mapped);
             close(fd);
@@ -344,8 +363,9 @@ int sk_file_copy_read(const char *path, int keep_fd, sk_share prog, sk_file_copy
         else close(fd);
         return SKYCMD_OK;
     }
-    return sk_fail(e, SKYCMD_E_IO, "%s: the model file changed while it was being read (twice in "
-                   "a row); write a new file beside it and rename it into place instead", path);
+    return sk_fail(e, SKYCMD_E_IO, "%s: the model file changed while it was being read (three "
+                   "times in a row); write a new file beside it and rename it into place instead",
+                   path);
 }
 
 void sk_file_copy_free(sk_file_copy *f) {
@@ -358,28 +378,21 @@ void sk_file_copy_free(sk_file_copy *f) {
 void sk_file_copy_drop(sk_file_copy *f, const void *p, size_t n, size_t *off, size_t *len) {
     *off = 0;
     *len = 0;
-#if defined(__linux__) && defined(MADV_DONTNEED)
     const uintptr_t page = sk_platform_page_size(), lo = (uintptr_t)f->data, hi = lo + f->mapped_;
     if (!f->mapped_ || !p || n == 0 || (uintptr_t)p < lo || (uintptr_t)p > hi) return;
     uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1);
     uintptr_t b = ((uintptr_t)p + (n < hi - (uintptr_t)p ? n : hi - (uintptr_t)p)) & ~(page - 1);
-    /* anonymous private memory: the pages are freed and read as zeros until refilled. The
-     * copy asked for huge pages (MADV_HUGEPAGE, for the read): without taking that back on
-     * the range, khugepaged collapses a 2 MiB range that still has one page in it into a
-     * whole huge page again, so a load of minutes (--q8's calibration) found most of the
-     * released bytes resident again (180 MB of a base F16 file's 286) */
-#if defined(MADV_NOHUGEPAGE)
-    if (b > a) (void)madvise((void *)a, b - a, MADV_NOHUGEPAGE);
-#endif
-    if (b > a && madvise((void *)a, b - a, MADV_DONTNEED) == 0) {
+    if (b <= a) return;
+    /* The copy asked for huge pages (for the read): without taking that back on the range,
+     * khugepaged collapses a 2 MiB range that still has one page in it into a whole huge
+     * page again, so a load of minutes (--q8's calibration) found most of the released
+     * bytes resident again (180 MB of a base F16 file's 286). */
+    sk_platform_pages_huge((void *)a, b - a, 0);
+    /* where the system cannot give pages back (WASI), nothing is dropped and the bytes stay */
+    if (sk_platform_pages_discard((void *)a, b - a) == b - a) {
         *off = a - lo;
         *len = b - a;
     }
-#else
-    (void)f;
-    (void)p;
-    (void)n;
-#endif
 }
 
 int sk_file_copy_refill(sk_file_copy *f, size_t off, size_t len) {
@@ -388,6 +401,8 @@ int sk_file_copy_refill(sk_file_copy *f, size_t off, size_t len) {
     uint8_t *dst = f->data + off;
     sk_platform_pages_protect(dst, len, 1);
     uint64_t id[7];
+    /* as in the first reading: a guard where the system has one, so no writer tears it */
+    const int guarded = f->fd >= 0 ? read_guard_wait(f->fd) : 0;
     int ok = f->fd >= 0 && sk_platform_file_id(f->fd, id) == 0 && memcmp(id, f->id_, sizeof id) == 0;
     /* the copy's last page runs past the end of the file: those bytes stay zero */
     size_t want = off >= f->size ? 0 : (len < f->size - off ? len : f->size - off);
@@ -398,6 +413,7 @@ int sk_file_copy_refill(sk_file_copy *f, size_t off, size_t len) {
         else got += (size_t)r;
     }
     if (want < len) memset(dst + want, 0, len - want);
+    if (guarded && !sk_platform_read_guard_end(f->fd)) ok = 0;
     if (ok) ok = sk_platform_file_id(f->fd, id) == 0 && memcmp(id, f->id_, sizeof id) == 0;
     if (!ok) memset(dst, 0xff, len);
     sk_platform_pages_protect(dst, len, 0);

@@ -189,16 +189,19 @@ static inline int sk_share_report(sk_share s, double f, sk_err *e) {
 /* A whole regular file read with read() into memory the process owns (private anonymous
  * pages, page-aligned), so that a later change of the file (written over in place,
  * truncated) never reaches the copy: no SIGBUS, no bytes from two versions.
- * sk_file_copy_read() takes the file's identity (device, inode, size, mtime and ctime in ns)
- * with fstat before and after reading, checks the end of file is where it was and stats the
- * path again; a difference means a writer was at work, and the file is read once more. If it
- * changed during the second reading too: SKYCMD_E_IO, "the model file changed while it was
- * being read". (Timestamps need a kernel whose writes after a stat get a newer time: Linux
- * >= 6.13's multigrain timestamps; older kernels can miss a write within one clock tick of
- * the first fstat.) keep_fd keeps the descriptor open for sk_file_copy_refill(). With a
- * progress share, the file is read in chunks of 8 MiB, each reported (the bytes read of
- * the size), and a stop between two chunks frees everything and returns SKYCMD_E_CANCELLED;
- * a second reading does not report again what the first did. */
+ * sk_file_copy_read() first waits (up to about 2 s) for the file to have no writer and holds a
+ * read guard while it reads (sk_platform_read_guard_begin: a Linux read lease), so a writer's
+ * open waits for the reading to end and a reading a writer broke is known. Besides, it takes
+ * the file's identity (device, inode, size, mtime and ctime in ns) with fstat before and after
+ * reading, checks the end of file is where it was and stats the path again; without a guard
+ * (macOS; another user's file; NFS) it also compares 65 pages spread over the file with the
+ * copy. A difference means a writer was at work, and the file is read again; three times in
+ * a row: SKYCMD_E_IO, "the model file changed while it was being read". (Unguarded, a writer
+ * paused in the middle of an in-place rewrite leaves a file that is a mix on disk, which no
+ * reader can tell from a whole one.) keep_fd keeps the descriptor open for
+ * sk_file_copy_refill(). With a progress share, the file is read in chunks of 8 MiB, each
+ * reported (the bytes read of the size), and a stop between two chunks frees everything and
+ * returns SKYCMD_E_CANCELLED; a second reading does not report again what the first did. */
 typedef struct sk_file_copy {
     uint8_t *data;     /* size bytes (an empty file: a valid empty range) */
     size_t size;
