@@ -69,7 +69,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < m * k; i++) x[i] = frand();
     sk_err e = {0};
     sk_q8_owned blocks, rows;
-    if (sk_q8_build(w, n, k, NULL, NULL, NULL, NULL, "blocks", &blocks, NULL, NULL, &e) ||
+    if (sk_q8_build(w, n, k, NULL, NULL, NULL, NULL, 0, "blocks", &blocks, NULL, NULL, &e) ||
         sk_q8_build_rows(w, n, k, NULL, NULL, "rows", &rows, NULL, NULL, &e)) {
         fprintf(stderr, "skycmd-q8-gemm: %s\n", e.msg);
         return 1;

@@ -298,7 +298,12 @@ SKYCMD_API int skycmd_random_model(const char *preset, const char *out_path,
                                    const skycmd_options *opts, skycmd_error *err);
 
 /* Re-type the tensors of a GGUF file (SKYCMD_OPT_TYPE, _HEAD_TYPE, progress); every
- * metadata key is kept. */
+ * metadata key is kept. With SKYCMD_OPT_WEIGHTS = SKYCMD_WEIGHTS_Q8 (and no other type
+ * than the defaults) it writes instead the calibrated int8 model that weights mode makes at
+ * load: Q8_0 matrices with their outlier columns in skycmd.int8.* keys, every other tensor
+ * as it is; a model opened from it with SKYCMD_WEIGHTS_Q8 skips the calibration and
+ * answers exactly as one opened from in_path with SKYCMD_WEIGHTS_Q8 (docs/quantization.md).
+ * Progress covers the calibration. Added in 0.1.0. */
 SKYCMD_API int skycmd_quantize(const char *in_path, const char *out_path,
                                const skycmd_options *opts, skycmd_error *err);
 

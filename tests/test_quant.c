@@ -83,7 +83,7 @@ static void expect_same_keys(const sk_gguf *got, const sk_gguf *want, uint32_t f
 
 static void quantize_matches(uint32_t type, const char *expect, uint32_t ft) {
     sk_gguf *in = open_fx("in-f32.gguf"), *want = open_fx(expect);
-    sk_quantize_opts o = {type, SK_GGML_F32, NULL, NULL};
+    sk_quantize_opts o = {type, SK_GGML_F32, NULL, NULL, NULL};
     uint8_t *buf = NULL;
     size_t n = 0;
     sk_err e = {0};
@@ -106,7 +106,7 @@ Test(quantize, f16_matches_gguf_py) { quantize_matches(SK_GGML_F16, "expect-f16.
 
 Test(quantize, q8_0_input_is_copied_not_requantized) {
     sk_gguf *want = open_fx("expect-q8_0.gguf");
-    sk_quantize_opts o = {SK_GGML_Q8_0, SK_GGML_F32, NULL, NULL};
+    sk_quantize_opts o = {SK_GGML_Q8_0, SK_GGML_F32, NULL, NULL, NULL};
     uint8_t *buf = NULL;
     size_t n = 0;
     sk_err e = {0};
@@ -189,7 +189,7 @@ Test(quantize, non_finite_weights_are_refused) {
             sk_gguf_writer_free(w);
             sk_gguf *g = NULL;
             cr_assert_eq(sk_gguf_open_buffer(file, n, &g, &e), 0, "%s", e.msg);
-            sk_quantize_opts o = {targets[t], SK_GGML_F32, NULL, NULL};
+            sk_quantize_opts o = {targets[t], SK_GGML_F32, NULL, NULL, NULL};
             uint8_t *out = NULL;
             size_t out_n = 0;
             cr_expect_eq(sk_quantize_gguf_mem(g, &o, &out, &out_n, &e), SKYCMD_E_FORMAT,
@@ -504,11 +504,11 @@ Test(outliers, q8_linear_adds_outlier_columns_in_f32) {
     sk_q8_owned with, plain;
     sk_err e = {0};
     size_t nb;
-    cr_assert_eq(sk_q8_build(W, n_out, n_in, NULL, cm, NULL, NULL, "t", &with, &nb, NULL, &e), 0);
+    cr_assert_eq(sk_q8_build(W, n_out, n_in, NULL, cm, NULL, NULL, 0, "t", &with, &nb, NULL, &e), 0);
     cr_assert_eq(with.w.n_outl, 1);
     cr_assert_eq(with.w.outl[0], 9);
     cr_assert_eq(nb, n_out * 2 * 34);
-    cr_assert_eq(sk_q8_build(W, n_out, n_in, NULL, NULL, NULL, NULL, "t", &plain, &nb, NULL, &e), 0);
+    cr_assert_eq(sk_q8_build(W, n_out, n_in, NULL, NULL, NULL, NULL, 0, "t", &plain, &nb, NULL, &e), 0);
     cr_assert_eq(plain.w.n_outl, 0);
     sk_q8_ws ws = {0};
     float y1[24], y2[24];
@@ -607,7 +607,7 @@ Test(q8_kernels, threads_give_identical_outputs) {
     for (size_t c = 0; c < n_in; c++) cm[c] = c == 17 ? 50.0f : 1.0f;
     sk_q8_owned q;
     sk_err e = {0};
-    cr_assert_eq(sk_q8_build(W, n_out, n_in, NULL, cm, NULL, NULL, "t", &q, NULL, NULL, &e), 0, "%s", e.msg);
+    cr_assert_eq(sk_q8_build(W, n_out, n_in, NULL, cm, NULL, NULL, 0, "t", &q, NULL, NULL, &e), 0, "%s", e.msg);
     cr_assert_eq(q.w.n_outl, 1);
     float *y1 = malloc(rows * n_out * sizeof(float)), *y3 = malloc(rows * n_out * sizeof(float));
     sk_q8_ws ws1 = {0}, ws3 = {0};

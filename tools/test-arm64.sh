@@ -154,6 +154,8 @@ heavy=('int8_attrib/*' 'int8_memory/*' amx/bf16x3_is_the_tiles_where_usable_else
   flappy/f32_conversion_answers_like_laya flappy/int8_modes_against_f32
   golden/laya_4x_f16_padded_f32 golden/laya_5x_bf16_odd_f16 golden/laya_5x_f32_d128_f16
   golden/laya_parallel_f16 golden/mmbert_tiny_f16 golden/s1_micro_f16
+  int8_store/laya_parallel_checkpoint int8_store/mmbert_spm_checkpoint
+  int8_store/outlier_quants_for_other_readers
   golden/s1_nano_massive_f16 golden/s1_pico_clamp_f16 golden/s1_pico_clamp_f32
   golden/s1_pico_xt_f16 golden/s1_pico_xt_f32 long_golden/agrees_with_laya long_golden/sentencepiece_agrees_with_laya
   long_optin/batch_equals_lone_decides

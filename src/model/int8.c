@@ -20,6 +20,7 @@
 
 #include "model_internal.h"
 #include "../prompt/outlier_calib_seqs.h"
+#include "../quant/int8_store.h"
 #include "../quant/quant.h"
 
 /* ------------------------------------------------------------------ int8 weights --- */
@@ -423,7 +424,7 @@ static int probe_sites(sk_model *m, calib_seqs *cs, sk_linear *const *all, size_
         for (size_t j = 0; !rc && j < L->p.n_in; j++)
             ms[j] = c->rows[i] ? (float)(c->sq[i][j] / (double)c->rows[i]) : 0.0f;
         if (!rc) rc = widen_linear(L, &w, &w_cap, name, e);
-        if (!rc) rc = sk_q8_build(w, L->p.n_out, L->p.n_in, L->bias, c->mx[i], ms, NULL,
+        if (!rc) rc = sk_q8_build(w, L->p.n_out, L->p.n_in, L->bias, c->mx[i], ms, NULL, 0,
                                   name, &q, NULL, NULL, e);
         free(ms);
         if (rc) break;
@@ -529,6 +530,15 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
     }
     size_t n_enc, n = model_linears(m, all, &n_enc), n_quant = 0, n_file = 0;
+    /* A file that stores a calibrated int8 model (int8_store.h): its Q8_0 matrices are the
+     * calibration's, with their outlier columns in keys, and the matrices it left F16/F32
+     * were kept on purpose; --q8 then quantizes nothing here. */
+    const int stored = weights_mode == SKYCMD_WEIGHTS_Q8 ? sk_int8_store_version(g, e) : 0;
+    if (stored < 0) {
+        free(all);
+        free(to_q8);
+        return e ? e->status : SKYCMD_E_FORMAT;
+    }
     /* Which matrices go int8: Q8_0 in the file (already int8, packed at load), or what the
      * converter's policy would make Q8_0 (encoder matrices whose rows split into 32; the decision head stays f32). */
     for (size_t i = 0; i < n; i++) {
@@ -539,6 +549,8 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
         if (L->src->type == SK_GGML_Q8_0 && weights_mode != SKYCMD_WEIGHTS_Q8_ROW) {
             to_q8[i] = 2;
             n_file++;
+        } else if (stored) {
+            continue;
         } else if (sk_quant_policy(name, i >= n_enc, 2, L->p.n_in, SK_GGML_Q8_0, SK_GGML_F32) ==
                    SK_GGML_Q8_0 || (weights_mode == SKYCMD_WEIGHTS_Q8_ROW && row_head_linear(m, i, n_enc) &&
                     L->p.n_in % SK_QK8_0 == 0)) {
@@ -633,6 +645,21 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
         snprintf(name, sizeof name, "%.*s", (int)(L->src->name.len < 150 ? L->src->name.len : 150),
                  L->src->name.ptr);
         if (L->q8) {   /* packed from the file's Q8_0 bytes at load */
+            if (stored && L->row0 == 0 && L->p.n_out == L->src->ne[1]) {
+                uint32_t *outl;
+                float *w_outl;
+                size_t no;
+                int two_pass;
+                rc = sk_int8_store_get(g, name, n_out, n_in, &outl, &no, &w_outl, &two_pass, e);
+                if (!rc && sk_q8_set_outliers(L->q8, outl, no, w_outl))
+                    rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory reading the int8 keys of %s", name);
+                free(outl);
+                free(w_outl);
+                if (rc) break;
+                L->q8->fast_x2 = two_pass;
+                total_outl += no;
+                n_x2 += two_pass != 0;
+            }
             total_bytes += L->q8_bytes;
             total_pbytes += L->q8_pbytes;
             mlog(log, log_ud, 0, "int8: %s rows %zu..%zu: Q8_0 from the file; relayout "
@@ -671,7 +698,7 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
                                       &bytes, &pbytes, e);
             else
                 rc = sk_q8_build(w, n_out, n_in, L->bias, c.mx ? c.mx[i] : NULL, ms,
-                                 c.xtx ? c.xtx[i] : NULL, name, q,
+                                 c.xtx ? c.xtx[i] : NULL, calib && calib->keep_rowmajor, name, q,
                                  &bytes, &pbytes, e);
             free(ms);
         }
@@ -706,6 +733,7 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
         mlog(log, log_ud, 1, "int8: %zu matrices Q8_0 (%zu quantized at load%s, %zu from the "
              "file; %zu kept in f32 by sensitivity, %zu with two-pass activations under --q8-fast), %zu outlier columns in f32; prepacked once: ROW_MAJOR -> INPUT_BLOCK_MAJOR "
              "%zu bytes, panels %zu bytes (%zu in the tiles' K = 64 order); kernel %s", n_quant + n_file - n_keep, n_quant - n_keep,
+             stored ? " (the file stores its calibration)" :
              weights_mode == SKYCMD_WEIGHTS_Q8 ? " with calibration" : weights_mode == SKYCMD_WEIGHTS_Q8_ROW ? " per row, calibrated outlier columns" : " without calibration",
              n_file, n_keep, n_x2, total_outl, total_bytes, total_pbytes, n_pairs, sk_q8_kernel_name());
     if (!rc) rc = sk_share_report(part_quant, 1.0, e);
@@ -722,3 +750,20 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
     return rc;
 }
 
+
+int sk_model_int8_each(const sk_model *m, sk_int8_matrix_fn fn, void *ud) {
+    const size_t cap = 4 * (size_t)m->hp.n_layer + 5 * (size_t)m->hp.n_head_layers + 2;
+    sk_linear **all = sk_malloc_array(cap, sizeof *all);
+    if (!all) return SKYCMD_E_NOMEM;
+    size_t n_enc, n = model_linears((sk_model *)m, all, &n_enc);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        const sk_linear *L = all[i];
+        const sk_q8_owned *q = L->q8;
+        if (!q || !q->rowmajor || L->row0 != 0 || L->p.n_out != L->src->ne[1]) continue;
+        rc = fn(ud, L->src, q->rowmajor, q->w.p.n_out, q->w.p.n_in, q->w.outl, q->w.n_outl,
+                q->w.w_outl, q->fast_x2);
+    }
+    free(all);
+    return rc;
+}

@@ -75,6 +75,8 @@ typedef struct sk_calib_source {
     int (*build)(void *ud, size_t max_len, size_t head_max_len, struct sk_calib_seq *seqs,
                  sk_err *e);
     void *ud;
+    int keep_rowmajor;  /* 1: each matrix quantized at load keeps its ROW_MAJOR Q8_0 bytes,
+                           for sk_model_int8_each (skycmd_quantize storing the result) */
 } sk_calib_source;
 /* sk_model_load_ex with the calibration sequences' source (NULL: the loader builds them
  * from g with sk_calib_sequences, decoding g's tokenizer itself; src/api/model.c hands its
@@ -92,6 +94,15 @@ int sk_model_load_calib(const sk_gguf *g, int weights_mode, const sk_calib_sourc
  * scales the reading's cost per byte (1 for a GGUF file; more for a checkpoint converted in
  * memory). An estimate: only how evenly done/total moves with time depends on it. */
 double sk_model_read_share(int weights_mode, double read_factor);
+/* The matrices quantized at a load whose calibration source had keep_rowmajor, in the model's
+ * order (whole file tensors: the encoder's), each with its tensor, its ROW_MAJOR Q8_0 bytes
+ * (the model's own; fn may rewrite the quants of outlier columns, which the model's product
+ * never reads), its outlier columns and their exact weights, and whether it keeps two-pass
+ * activations under --q8-fast. Stops at fn's first non-zero return, which it returns. */
+typedef int (*sk_int8_matrix_fn)(void *ud, const sk_gguf_tensor *t, uint8_t *rowmajor,
+                                 size_t n_out, size_t n_in, const uint32_t *outl, size_t n_outl,
+                                 const float *w_outl, int two_pass);
+int sk_model_int8_each(const sk_model *m, sk_int8_matrix_fn fn, void *ud);
 void sk_model_free(sk_model *m);
 const sk_hparams *sk_model_hparams(const sk_model *m);
 /* Number of parameters stored in the file's model tensors. */

@@ -100,6 +100,7 @@ void sk_q8_owned_free(sk_q8_owned *q) {
     free(q->w_outl);
     free(q->bias);
     free(q->row_sum128);
+    free(q->rowmajor);
     memset(q, 0, sizeof *q);
 }
 
@@ -183,13 +184,14 @@ static int pick_outlier_columns(const float *W, size_t n_out, size_t n_in, const
     return 0;
 }
 
-/* The canonical ROW_MAJOR Q8_0 bytes (freed here) into out's panels, and out's outlier view;
- * frees out on failure. */
-static int finish_build(uint8_t *canon, size_t n_out, size_t n_in, size_t nbytes, size_t pbytes,
-                        size_t no, const char *name, sk_q8_owned *out, size_t *relayout_bytes,
-                        size_t *panel_bytes, sk_err *e) {
+/* The canonical ROW_MAJOR Q8_0 bytes (freed here, or kept as out->rowmajor) into out's
+ * panels, and out's outlier view; frees out on failure. */
+static int finish_build(uint8_t *canon, int keep_rowmajor, size_t n_out, size_t n_in, size_t nbytes,
+                        size_t pbytes, size_t no, const char *name, sk_q8_owned *out,
+                        size_t *relayout_bytes, size_t *panel_bytes, sk_err *e) {
     const int rc = prepack(canon, n_out, n_in, nbytes, out, name, e);
-    free(canon);
+    if (keep_rowmajor) out->rowmajor = canon;
+    else free(canon);
     if (rc) {
         sk_q8_owned_free(out);
         return rc;
@@ -203,9 +205,36 @@ static int finish_build(uint8_t *canon, size_t n_out, size_t n_in, size_t nbytes
     return 0;
 }
 
+int sk_q8_set_outliers(sk_q8_owned *q, const uint32_t *outl, size_t n_outl, const float *w_outl) {
+    const size_t n_in = q->w.p.n_in, n_out = q->w.p.n_out;
+    free(q->outl);
+    free(q->is_outl);
+    free(q->w_outl);
+    q->outl = NULL;
+    q->is_outl = NULL;
+    q->w_outl = NULL;
+    q->w.n_outl = 0;
+    q->w.outl = NULL;
+    q->w.is_outl = NULL;
+    q->w.w_outl = NULL;
+    if (n_outl == 0) return 0;
+    q->outl = sk_malloc_array(n_outl, sizeof(uint32_t));
+    q->is_outl = calloc(n_in, 1);
+    q->w_outl = sk_malloc_array(n_out * n_outl, sizeof(float));
+    if (!q->outl || !q->is_outl || !q->w_outl) return SKYCMD_E_NOMEM;
+    memcpy(q->outl, outl, n_outl * sizeof(uint32_t));
+    memcpy(q->w_outl, w_outl, n_out * n_outl * sizeof(float));
+    for (size_t c = 0; c < n_outl; c++) q->is_outl[outl[c]] = 1;
+    q->w.n_outl = n_outl;
+    q->w.outl = q->outl;
+    q->w.is_outl = q->is_outl;
+    q->w.w_outl = q->w_outl;
+    return 0;
+}
+
 int sk_q8_build(const float *W, size_t n_out, size_t n_in, const float *bias,
                 const float *chan_max, const float *chan_ms, const float *xtx,
-                const char *name, sk_q8_owned *out,
+                int keep_rowmajor, const char *name, sk_q8_owned *out,
                 size_t *relayout_bytes, size_t *panel_bytes, sk_err *e) {
     size_t nbytes, pbytes;
     int rc = alloc_common(n_out, n_in, bias, name, out, &nbytes, &pbytes, e);
@@ -236,8 +265,8 @@ int sk_q8_build(const float *W, size_t n_out, size_t n_in, const float *bias,
             sk_quantize_q8_0(W + o * n_in, canon + o * row_bytes, n_in);
     }
     free(colw);
-    return finish_build(canon, n_out, n_in, nbytes, pbytes, no, name, out, relayout_bytes,
-                        panel_bytes, e);
+    return finish_build(canon, keep_rowmajor, n_out, n_in, nbytes, pbytes, no, name, out,
+                        relayout_bytes, panel_bytes, e);
 nomem:
     free(canon);
     sk_q8_owned_free(out);
@@ -284,7 +313,7 @@ int sk_q8_build_rows(const float *W, size_t n_out, size_t n_in, const float *bia
         out->row_sum128[o] = sum * 128;  /* |sum| <= 127 * 65536 */
     }
     out->w.p.row_sum128 = out->row_sum128;
-    return finish_build(canon, n_out, n_in, nbytes, pbytes, no, name, out, relayout_bytes,
+    return finish_build(canon, 0, n_out, n_in, nbytes, pbytes, no, name, out, relayout_bytes,
                         panel_bytes, e);
 nomem:
     free(canon);

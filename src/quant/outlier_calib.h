@@ -18,8 +18,10 @@
  *    where it helped the golden requests: six prompts judge too noisily); without any:
  *    ggml's plain quantizer), then prepacks the ROW_MAJOR bytes into the kernels'
  *    INPUT_BLOCK_MAJOR order once, and that into the kernels' panels (src/kernels/q8.h).
- *    sk_q8_from_q8_0 takes a Q8_0 file's ROW_MAJOR bytes as they are (no outliers are
- *    possible: the exact weights are gone) and prepacks them the same way. Both report the
+ *    sk_q8_from_q8_0 takes a Q8_0 file's ROW_MAJOR bytes as they are and prepacks them the
+ *    same way; a plain Q8_0 file has no outlier columns (the exact weights are gone), a file
+ *    that stores a calibrated int8 model (skycmd quantize --calibrated) gives them back with
+ *    sk_q8_set_outliers. Both report the
  *    byte counts of the two conversions (*relayout_bytes: ROW_MAJOR -> INPUT_BLOCK_MAJOR;
  *    *panel_bytes: the panels) for the caller to log.
  */
@@ -62,12 +64,19 @@ typedef struct sk_q8_owned {
     int gptq;          /* sk_q8_build: rounded by GPTQ */
     int fast_x2;       /* under single-pass activations (--q8-fast) this product still
                           quantizes its activations in two passes (src/model/int8.c) */
+    uint8_t *rowmajor; /* the canonical ROW_MAJOR Q8_0 bytes, kept only when the builder was
+                          asked to (sk_q8_build's keep_rowmajor: a calibrated int8 model being
+                          stored by skycmd_quantize), else NULL */
 } sk_q8_owned;
 
 int sk_q8_build(const float *W, size_t n_out, size_t n_in, const float *bias,
                 const float *chan_max, const float *chan_ms, const float *xtx,
-                const char *name, sk_q8_owned *out,
+                int keep_rowmajor, const char *name, sk_q8_owned *out,
                 size_t *relayout_bytes, size_t *panel_bytes, sk_err *e);
+/* Give a Q8_0 matrix made from a file its outlier columns (sorted, distinct, < n_in; at most
+ * n_in / 16) with their exact weights w_outl [n_out][n_outl], as sk_q8_build would have
+ * them: 0, or SKYCMD_E_NOMEM. */
+int sk_q8_set_outliers(sk_q8_owned *q, const uint32_t *outl, size_t n_outl, const float *w_outl);
 /* Row-scaled int8 (SKYCMD_WEIGHTS_Q8_ROW, q8.h): one scale per output row, d = f16(max |w|
  * / 127) over the row's columns that are not outliers (chan_max: picked as by sk_q8_build;
  * NULL = none), quants round(w / d) (half away from zero, clamped to +-127) in every block

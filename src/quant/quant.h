@@ -26,11 +26,24 @@
 #include "../gguf/gguf.h"
 
 /* ---- file re-typing ---- */
+/* A caller's say over the output (the calibrated int8 of src/api/quantize.c): tensor()
+ * returns 1 with the bytes a tensor is written with instead of the policy's (type and data;
+ * data borrowed until the write), 0 to leave it to the policy, or a negative status (with
+ * e); keys() adds keys after the source's (whose skycmd.int8.* keys are never copied: they
+ * describe bytes a re-typing replaces, src/quant/int8_store.h). */
+typedef struct sk_quantize_override {
+    int (*tensor)(void *ud, const sk_gguf_tensor *t, const char *name, uint32_t *type,
+                  const void **data, uint64_t *nbytes, sk_err *e);
+    int (*keys)(void *ud, sk_gguf_writer *w, sk_err *e);
+    void *ud;
+} sk_quantize_override;
+
 typedef struct sk_quantize_opts {
     uint32_t type;       /* SK_GGML_* for encoder matrices */
     uint32_t head_type;  /* for the decision head */
     skycmd_progress_fn progress;
     void *progress_ud;
+    const sk_quantize_override *over;  /* NULL: the policy alone */
 } sk_quantize_opts;
 
 /* 1 when a GGUF tensor name belongs to the decision head: token_types.*, cls.*, or blk.N.*

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "int8_store.h"
 #include "quant.h"
 
 static int find_arch_u32(const sk_gguf *g, const char *suffix, uint32_t *out) {
@@ -61,6 +62,7 @@ static int build(const sk_gguf *g, const sk_quantize_opts *o, sk_gguf_writer **o
     int rc = SKYCMD_OK, have_ft = 0;
     for (size_t i = 0; i < sk_gguf_n_kv(g) && !rc; i++) {
         sk_str k = sk_gguf_kv_key(g, i);
+        if (sk_int8_store_is_key(k)) continue;
         if (sk_str_eq(k, "general.file_type")) {  /* rewritten in its place */
             rc = sk_gguf_writer_add_u32(w, "general.file_type", file_type(o->type));
             have_ft = 1;
@@ -74,6 +76,7 @@ static int build(const sk_gguf *g, const sk_quantize_opts *o, sk_gguf_writer **o
         rc = sk_gguf_writer_add_u32(w, "general.file_type", file_type(o->type));
         if (rc) rc = sk_fail(e, rc, "cannot write general.file_type");
     }
+    if (!rc && o->over && o->over->keys) rc = o->over->keys(o->over->ud, w, e);
     const uint32_t first_head = sk_quant_first_head_block(g);
     q_progress pr = {o, 0, 0, 0};
     for (size_t i = 0; i < sk_gguf_n_tensors(g); i++) pr.total += sk_gguf_tensor_at(g, i)->nbytes;
@@ -95,6 +98,16 @@ static int build(const sk_gguf *g, const sk_quantize_opts *o, sk_gguf_writer **o
         }
         uint32_t ty = sk_quant_policy(name, sk_quant_is_head(name, first_head), t->n_dims,
                                       t->ne[0], o->type, o->head_type);
+        const void *own = NULL;
+        uint64_t own_bytes = 0;
+        if (o->over && o->over->tensor) {
+            const int r = o->over->tensor(o->over->ud, t, name, &ty, &own, &own_bytes, e);
+            if (r < 0) {
+                rc = -r;
+                break;
+            }
+            if (r == 0) own = NULL;
+        }
         /* Every tensor is read as f32 once, also when its type is kept: weights that are
          * NaN or infinite are refused here rather than written into a model that cannot
          * answer. */
@@ -125,7 +138,9 @@ static int build(const sk_gguf *g, const sk_quantize_opts *o, sk_gguf_writer **o
                          isnan(f[bad]) ? "NaN" : "infinite");
             break;
         }
-        if (ty == t->type) {
+        if (own) {
+            rc = sk_gguf_writer_add_tensor(w, name, t->n_dims, t->ne, ty, own, own_bytes, 0, e);
+        } else if (ty == t->type) {
             rc = sk_gguf_writer_add_tensor(w, name, t->n_dims, t->ne, ty, t->data, t->nbytes, 0, e);
         } else {
             uint64_t nb = sk_ggml_row_size(ty, n);

@@ -39,4 +39,24 @@ echo "$err" | grep -q "missing.gguf" || fail "message must name the file: $err"
 head -c 100 "$T/f16.gguf" > "$T/trunc.gguf"
 "$CLI" quantize "$T/trunc.gguf" "$T/out.gguf" >/dev/null 2>&1; [ $? -eq 1 ] || fail "truncated input must exit 1"
 [ ! -e "$T/out.gguf" ] || fail "a failed quantize left its output"
+# --calibrated: the int8 of decide --q8 stored once; --q8 / --q8-fast on it answer as on the
+# source, byte for byte, and the types cannot be given with it
+"$CLI" quantize "$T/f16.gguf" "$T/cal.gguf" --calibrated 2>/dev/null || fail "quantize --calibrated"
+cal=$("$CLI" inspect "$T/cal.gguf") || fail "inspect cal"
+echo "$cal" | grep -q 'skycmd.int8.version (u32) = 1' || fail "--calibrated must write skycmd.int8.version"
+echo "$cal" | grep -Eq 'blk\.0\.attn_output\.weight +\[64, 64\] +Q8_0' || fail "an int8 matrix must be Q8_0"
+echo "$cal" | grep -Eq 'token_embd\.weight +\[64, [0-9]+\] +F16' || fail "token_embd must keep its type"
+for mode in --q8 --q8-fast; do
+  a=$("$CLI" decide "$T/f16.gguf" "$SRC/examples/flappy-drone.json" $mode) || fail "decide $mode on the source"
+  b=$("$CLI" decide "$T/cal.gguf" "$SRC/examples/flappy-drone.json" $mode) || fail "decide $mode on the stored file"
+  [ "$a" = "$b" ] || fail "decide $mode: the stored file answers otherwise:
+$a
+$b"
+done
+"$CLI" quantize "$T/f16.gguf" "$T/x.gguf" --calibrated --type f16 >/dev/null 2>&1; [ $? -eq 2 ] ||
+  fail "--calibrated with --type must exit 2"
+err=$("$CLI" quantize "$T/cal.gguf" "$T/x.gguf" --calibrated 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "--calibrated of a stored file must exit 1 (got $rc)"
+echo "$err" | grep -q "already stores a calibrated int8 model" || fail "message: $err"
+[ ! -e "$T/x.gguf" ] || fail "a failed quantize left its output"
 echo "quantize CLI: ok"

@@ -8,8 +8,12 @@
  * end). The loader either accepts the bytes or fails with a status and a message. An
  * accepted model answers every hyper-parameter query, and its tokenizer encodes and decodes
  * a fixed text. Nothing is run through the forward pass (that is not a parser, and is far
- * too slow for a fuzzer). Seeds: corpus/model/ (s1-pico-shaped GGUF models with the F32,
- * F16 and Q8_0 encoders, random and from `skycmd random`, shrunk to a small vocabulary).
+ * too slow for a fuzzer). An input that names the stored int8 model's version key
+ * (skycmd.int8.version, src/quant/int8_store.h) is opened a second time as --q8 opens it,
+ * where its skycmd.int8.* keys are read: no calibration runs for such a file, so that costs
+ * no more than the first open. Seeds: corpus/model/ (s1-pico-shaped GGUF models with the
+ * F32, F16 and Q8_0 encoders, random and from `skycmd random`, shrunk to a small
+ * vocabulary; one written by `skycmd quantize --calibrated`, with outlier columns).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -24,13 +28,22 @@ static const char *const k_params[] = {
     "encoder.block_count", "decision.head_count", "weights", "no-such-parameter"};
 
 static skycmd_error *g_err;
+static skycmd_options *g_q8;
+
+static int names_int8_store(const uint8_t *d, size_t n) {
+    static const char key[] = "skycmd.int8.version";
+    for (size_t i = 0; i + sizeof key - 1 <= n; i++)
+        if (d[i] == 's' && memcmp(d + i, key, sizeof key - 1) == 0) return 1;
+    return 0;
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
     g_err = skycmd_error_new();
-    if (!g_err) __builtin_trap();
+    g_q8 = skycmd_options_new();
+    if (!g_err || !g_q8 || skycmd_options_set_int(g_q8, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_Q8)) __builtin_trap();
     return 0;
 }
 
@@ -40,7 +53,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!copy) return 0;
     if (size) memcpy(copy, data, size);
     skycmd_model *m = NULL;
-    int st = skycmd_model_open_buffer(copy, size, NULL, &m, g_err);
+    int st;
+    if (names_int8_store(data, size)) {
+        st = skycmd_model_open_buffer(copy, size, g_q8, &m, g_err);
+        if (st != SKYCMD_OK) {
+            const char *msg = skycmd_error_message(g_err);
+            if (m || skycmd_error_status(g_err) != st || !msg || !msg[0]) __builtin_trap();
+        } else if (skycmd_model_free(m) != SKYCMD_OK) {
+            __builtin_trap();
+        }
+        m = NULL;
+    }
+    st = skycmd_model_open_buffer(copy, size, NULL, &m, g_err);
     if (st != SKYCMD_OK) {
         const char *msg = skycmd_error_message(g_err);
         if (m || skycmd_error_status(g_err) != st || !msg || !msg[0]) __builtin_trap();

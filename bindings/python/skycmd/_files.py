@@ -7,8 +7,8 @@ from typing import Any, Callable, Dict, Optional, Union
 
 from . import _skycmd
 from ._options import (OPT_HEAD_TYPE, OPT_JSON, OPT_LAYOUT, OPT_MASSIVE, OPT_MAX_ARRAY,
-                       OPT_NAME, OPT_PRE, OPT_SEED, OPT_TYPE, Layout, OptionPairs, Type, _enum,
-                       add)
+                       OPT_NAME, OPT_PRE, OPT_SEED, OPT_TYPE, OPT_WEIGHTS, Layout, OptionPairs,
+                       Type, Weights, _enum, add)
 
 PathLike = Union[str, "os.PathLike[str]"]
 #: progress(done, total): raise (or return False) to cancel the call.
@@ -53,11 +53,20 @@ def convert(laya_dir: PathLike, out_path: PathLike, *, type: Union[Type, str, No
 
 
 def quantize(in_path: PathLike, out_path: PathLike, type: Union[Type, str] = Type.Q8_0, *,
-             head_type: Union[Type, str, None] = None,
+             head_type: Union[Type, str, None] = None, calibrated: bool = False,
              progress: Optional[Progress] = None, log: Optional[Log] = None) -> None:
-    """Re-type the tensors of a GGUF file (every metadata key kept). The GIL is released."""
+    """Re-type the tensors of a GGUF file (every metadata key kept). The GIL is released.
+
+    calibrated=True stores the int8 model that Weights.Q8 makes at load (no other type
+    then): a model opened from out_path with Weights.Q8 skips the calibration and answers
+    exactly as one opened from in_path with Weights.Q8."""
     pairs: OptionPairs = []
-    _types(pairs, type, head_type)
+    if calibrated:
+        if head_type is not None or _enum(Type, type) != Type.Q8_0:
+            raise ValueError("quantize: calibrated=True writes Q8_0 and keeps every other tensor's type")
+        pairs.append((OPT_WEIGHTS, int(Weights.Q8)))
+    else:
+        _types(pairs, type, head_type)
     _skycmd.quantize(in_path, out_path, pairs, progress, log)
 
 

@@ -657,6 +657,22 @@ def test_quantize_with_progress(model_path, tmp_path, example):
         check_answers(m.decide(example), example)
 
 
+def test_quantize_calibrated_answers_as_q8_at_load(model_path, tmp_path, example):
+    out = tmp_path / "cal.gguf"
+    seen = []
+    skycmd.quantize(model_path, out, calibrated=True, progress=lambda done, total: seen.append(done))
+    assert seen and seen[-1] == 1000000
+    assert "skycmd.int8.version" in {m["key"] for m in skycmd.inspect_json(out)["metadata"]}
+    with skycmd.Model.open(model_path, weights="q8") as a, skycmd.Model.open(out, weights="q8") as b:
+        assert a.decide(example) == b.decide(example)
+    with pytest.raises(ValueError):
+        skycmd.quantize(model_path, tmp_path / "x.gguf", "f16", calibrated=True)
+    with pytest.raises(skycmd.InvalidArgumentError) as e:
+        skycmd.quantize(out, tmp_path / "x.gguf", calibrated=True)
+    assert "already stores a calibrated int8 model" in str(e.value)
+    assert not (tmp_path / "x.gguf").exists()
+
+
 def test_progress_exception_cancels(model_path, tmp_path):
     out = tmp_path / "cancelled.gguf"
     calls = []
