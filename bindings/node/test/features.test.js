@@ -120,6 +120,22 @@ test('openBuffer: the model keeps its own copy of the bytes', async () => {
   sky.openBuffer(u8).close();
 });
 
+test('quantize {weights: q8}: the calibrated int8 stored, answering as q8 at load', async () => {
+  const out = path.join(tmp, 'int8-stored.gguf');
+  await sky.quantize(modelPath, out, { weights: 'q8' });
+  assert.match(sky.inspectSync(out), /skycmd\.int8\.version/);
+  const a = sky.Model.open(modelPath, { weights: 'q8' });
+  const b = sky.Model.open(out, { weights: 'q8' });
+  try {
+    assert.equal(dump(await b.decide(request())), dump(await a.decide(request())));
+  } finally {
+    a.close();
+    b.close();
+  }
+  await assert.rejects(sky.quantize(out, path.join(tmp, 'again.gguf'), { weights: 'q8' }),
+    (e) => e.code === 'SKYCMD_E_INVALID_ARGUMENT' && /already stores a calibrated int8 model/.test(e.message));
+});
+
 test('tokenizer: encode, count, decode, vocabulary, special ids; a tokenizer.json', async () => {
   const m = sky.Model.open(modelPath);
   const tok = m.tokenizer();
