@@ -379,7 +379,9 @@ SKYCMD_API const skycmd_tokenizer *skycmd_model_tokenizer(const skycmd_model *mo
  * "embedding_length", "block_count", "decision.block_count", "decision.max_head_tokens",
  * "decision.max_tokens", "vocab_size", "parameters"; "weights" is the skycmd_weights
  * mode the model computes with (SKYCMD_WEIGHTS_BF16X3 reads SKYCMD_WEIGHTS_F32 where the
- * CPU has no usable AMX-BF16 tiles). */
+ * CPU has no usable AMX-BF16 tiles); "int8_stored" is 1 when the file stores a calibrated
+ * int8 model (skycmd_quantize with SKYCMD_WEIGHTS_Q8), which SKYCMD_WEIGHTS_Q8 takes as it
+ * is, else 0. */
 SKYCMD_API int skycmd_model_get_int(const skycmd_model *model, const char *name,
                                     int64_t *value);
 

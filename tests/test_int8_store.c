@@ -10,7 +10,8 @@
  * SentencePiece tokenizers, a random model with planted massive channels, so outlier
  * columns exist). Besides:
  *  - the stored file's load calibrates nothing (its log has no calibration event, and says
- *    the file stores its calibration), the source's does;
+ *    the file stores its calibration), the source's does; skycmd_model_get_int's
+ *    "int8_stored" tells the two apart;
  *  - the file is standard: opened with SKYCMD_WEIGHTS_F32 it answers (keys ignored), and
  *    every outlier column's Q8_0 quant holds round(w / d) within +-127 (what a reader that
  *    does not know the keys, llama.cpp, then computes with);
@@ -162,6 +163,11 @@ static void check_model(const char *src, const char *label) {
     logbook at_load = {0, 0}, stored = {0, 0};
     skycmd_model *a = open_with(src, SKYCMD_WEIGHTS_Q8, &at_load);
     skycmd_model *b = open_with(out, SKYCMD_WEIGHTS_Q8, &stored);
+    int64_t v = -1;
+    cr_assert_eq(skycmd_model_get_int(a, "int8_stored", &v), SKYCMD_OK);
+    cr_assert_eq(v, 0, "%s: the source stores no int8", label);
+    cr_assert_eq(skycmd_model_get_int(b, "int8_stored", &v), SKYCMD_OK);
+    cr_assert_eq(v, 1, "%s: the stored file's int8_stored", label);
     cr_assert_gt(at_load.calibrated, 0, "%s: the source's --q8 load calibrates", label);
     cr_assert_eq(stored.calibrated, 0, "%s: the stored file's load calibrated again", label);
     cr_assert_eq(stored.stored, 1, "%s: the stored load's summary", label);

@@ -7,6 +7,7 @@
 
 #include "../convert/laya.h"
 #include "../prompt/outlier_calib_seqs.h"
+#include "../quant/int8_store.h"
 #include "handles.h"
 
 static int model_ok(const skycmd_model *m) { return m && m->tag == SK_TAG_MODEL; }
@@ -236,6 +237,7 @@ int skycmd_model_get_int(const skycmd_model *model, const char *name, int64_t *v
         {"parameters", 6}, {"attention.head_count", 7}, {"feed_forward_length", 8},
         {"attention.sliding_window", 9}, {"attention.sliding_window_pattern", 10},
         {"encoder.block_count", 11}, {"decision.head_count", 12}, {"weights", 13},
+        {"int8_stored", 14},
     };
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         if (strcmp(name, k[i].name) != 0) continue;
@@ -254,6 +256,7 @@ int skycmd_model_get_int(const skycmd_model *model, const char *name, int64_t *v
         case 11: *value = hp->n_layer; break;
         case 12: *value = hp->n_head_dec; break;
         case 13: *value = sk_model_weights_mode(model->m); break;
+        case 14: *value = sk_int8_store_version(model->g, NULL) > 0; break;
         }
         return SKYCMD_OK;
     }

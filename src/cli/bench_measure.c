@@ -360,6 +360,9 @@ static int load_model(const bench_args *A, bench_run *r) {
             cli_fail("bench", st, r->err);
         return 1;
     }
+    if (!A->json)
+        cli_note_int8_stored("bench", r->model, A->q8 || A->q8_fast || A->no_calib || A->bf16x3 ||
+                                                    A->q8_row || A->f32);
     /* the default (bf16x3) runs the f32 path where the CPU has no AMX-BF16 tiles */
     if (get_or(r->model, "weights", r->weights) == SKYCMD_WEIGHTS_F32) r->mode = "f32";
     if ((st = skycmd_session_new(r->model, &r->sess))) {

@@ -270,6 +270,11 @@ void cli_put_text(const cli_run *run, const char *text, FILE *f);
 int cli_abort(cli_run *run, int rc);
 /* Flush stdout; on failure (e.g. a full disk) print why and return 1, else 0. */
 int cli_flush_stdout(const char *cmd);
+/* A note on stderr, when it is a terminal and the program is not quiet, that the model's
+ * file stores a calibrated int8 model (quantize --calibrated) which this run does not use:
+ * no weights flag was given (weights_given 0), so the default f32-class path runs on the
+ * file's Q8_0 values widened. An explicit choice gets no note. */
+void cli_note_int8_stored(const char *cmd, const skycmd_model *model, int weights_given);
 
 /* ------------------------------------------------------------ decide --batch --- */
 /* `skycmd decide --batch`: one request per line of in_path ("-": stdin), answers to

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "progress_meter.h"
 #include "serve_platform.h"
 
 int cli_is_help(const char *arg) {
@@ -829,4 +830,14 @@ int cli_stdin_file(cli_run *run, const char **path) {
     }
     *path = t->path;
     return 0;
+}
+
+void cli_note_int8_stored(const char *cmd, const skycmd_model *model, int weights_given) {
+    int64_t stored = 0, weights = 0;
+    if (weights_given || cli_is_quiet() || !isatty(STDERR_FILENO)) return;
+    if (skycmd_model_get_int(model, "int8_stored", &stored) != SKYCMD_OK || !stored) return;
+    if (skycmd_model_get_int(model, "weights", &weights) == SKYCMD_OK && weights == SKYCMD_WEIGHTS_Q8)
+        return;
+    fprintf(stderr, "skycmd %s: note: the model file stores a calibrated int8 model; --q8 (or "
+            "--q8-fast) runs it, this run computes in f32 on its Q8_0 values\n", cmd);
 }

@@ -420,6 +420,7 @@ int cmd_decide(int argc, char **argv) {
         goto out;
     }
     cli_temp_free(&run.tmp); /* the model keeps its mapping; the name is not needed */
+    cli_note_int8_stored(cmd.name, model, f32 || bf16x3 || q8 || q8_fast || q8_row || no_calib);
     rc = 1;
     if (batch) {
         const cli_batch_args ba = {batch, output, jobs, batch_window, threads, acts, fail_fast, !quiet};

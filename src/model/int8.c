@@ -6,11 +6,15 @@
  * rows split into blocks of 32; the decision head stays f32), calibrates on the built-in
  * prompts for SKYCMD_WEIGHTS_Q8 (max |x| per input channel, outlier columns kept in f32),
  * and replaces their f32/16-bit panels by Q8_0 panels (src/kernels/q8.h), logging each
- * matrix's relayout. See docs/quantization.md. Progress: its share of the load's, split by
- * estimated cost (model_internal.h's SK_COST_*), reported before every layer of the
- * calibration's and the probe's passes (the scratch's stop hook) and after each matrix
- * quantized; a stop there returns SKYCMD_E_CANCELLED, and the model's free takes what was
- * made.
+ * matrix's relayout. A file that stores a calibrated int8 model (src/quant/int8_store.h)
+ * is taken as it is under SKYCMD_WEIGHTS_Q8: its Q8_0 matrices get their outlier columns
+ * and two-pass marks from its keys, nothing is calibrated or quantized here.
+ * sk_model_int8_each() hands out the matrices quantized here with their ROW_MAJOR bytes
+ * (kept when the calibration source asks), for skycmd_quantize to store. See
+ * docs/quantization.md. Progress: its share of the load's, split by estimated cost
+ * (model_internal.h's SK_COST_*), reported before every layer of the calibration's and the
+ * probe's passes (the scratch's stop hook) and after each matrix quantized; a stop there
+ * returns SKYCMD_E_CANCELLED, and the model's free takes what was made.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -749,7 +753,6 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
     free(to_q8);
     return rc;
 }
-
 
 int sk_model_int8_each(const sk_model *m, sk_int8_matrix_fn fn, void *ud) {
     const size_t cap = 4 * (size_t)m->hp.n_layer + 5 * (size_t)m->hp.n_head_layers + 2;

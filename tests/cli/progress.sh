@@ -115,5 +115,19 @@ on_tty random s1-micro /proc/x.gguf
 draws | tail -1 | grep -q '^skycmd random: ' || fail "random to /proc: error not on its own line: $(draws | tail -1)"
 draws | grep -q 'done:' && fail "a failed random printed a summary"
 
+# a file that stores a calibrated int8 model, run without a weights flag: one note on a
+# terminal (how to run it as int8); none with --q8, none with --quiet, none off a terminal
+"$CLI" random s1-pico "$T/p16.gguf" --type f16 >/dev/null 2>&1 || fail "random p16"
+"$CLI" quantize "$T/p16.gguf" "$T/p8.gguf" --calibrated 2>/dev/null || fail "quantize --calibrated"
+req=$SRC/examples/flappy-drone.json
+on_tty decide p8.gguf "$req"
+[ $rc -eq 0 ] || fail "decide of a stored int8 file on a terminal: exit $rc"
+draws | grep -q 'note: the model file stores a calibrated int8 model; --q8' || fail "no int8 note: $(draws | tail -3)"
+on_tty decide p8.gguf "$req" --q8
+draws | grep -q 'note:' && fail "a note with --q8: $(draws | tail -3)"
+on_tty decide p8.gguf "$req" -q
+draws | grep -q 'note:' && fail "a note with --quiet"
+"$CLI" decide "$T/p8.gguf" "$req" 2>&1 >/dev/null | grep -q 'note:' && fail "a note off a terminal"
+
 [ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "progress: ok"

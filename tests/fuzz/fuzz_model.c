@@ -25,7 +25,7 @@ static const char *const k_params[] = {
     "embedding_length", "block_count", "decision.block_count", "decision.max_head_tokens",
     "decision.max_tokens", "vocab_size", "parameters", "attention.head_count",
     "feed_forward_length", "attention.sliding_window", "attention.sliding_window_pattern",
-    "encoder.block_count", "decision.head_count", "weights", "no-such-parameter"};
+    "encoder.block_count", "decision.head_count", "weights", "int8_stored", "no-such-parameter"};
 
 static skycmd_error *g_err;
 static skycmd_options *g_q8;
