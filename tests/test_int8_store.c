@@ -15,8 +15,8 @@
  *  - the file is standard: opened with SKYCMD_WEIGHTS_F32 it answers (keys ignored), and
  *    every outlier column's Q8_0 quant holds round(w / d) within +-127 (what a reader that
  *    does not know the keys, llama.cpp, then computes with);
- *  - a stored file is refused as the input of another --calibrated run, and a plain
- *    re-typing drops the skycmd.int8.* keys;
+ *  - a stored file is refused as the input of another --calibrated run, and so is a plain
+ *    Q8_0 file (nothing left to calibrate); a plain re-typing drops the skycmd.int8.* keys;
  *  - hostile keys (a version from the future, unsorted or out-of-range columns, a wrong
  *    count, non-finite weights, wrong types) are refused by an int8 load with a message
  *    naming the key, and ignored by an f32 load.
@@ -276,6 +276,9 @@ Test(int8_store, requantizing) {
     cr_assert_eq(quantize(out, again, 1, msg, sizeof msg), SKYCMD_E_INVALID_ARGUMENT);
     cr_assert(strstr(msg, "already stores a calibrated int8 model"), "%s", msg);
     cr_assert_eq(quantize(out, plain, 0, msg, sizeof msg), SKYCMD_OK, "%s", msg);
+    /* a plain Q8_0 file has nothing left to calibrate */
+    cr_assert_eq(quantize(plain, again, 1, msg, sizeof msg), SKYCMD_E_INVALID_ARGUMENT);
+    cr_assert(strstr(msg, "no matrix to calibrate"), "%s", msg);
     size_t n_outl, n_x2;
     cr_assert_eq(count_outliers(plain, &n_outl, &n_x2), 0, "a plain re-typing keeps skycmd.int8.version");
     cr_assert_eq(n_outl + n_x2, 0);

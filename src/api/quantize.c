@@ -149,6 +149,10 @@ static int quantize_stored(const char *in_path, const char *out_path, const skyc
     }
     if (!rc && (rc = sk_model_int8_each(m, stored_collect, &s)))
         rc = sk_fail(e, rc, "out of memory collecting the int8 matrices");
+    if (!rc && s.n == 0)
+        rc = sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "no matrix to calibrate: the encoder's "
+                     "matrices are Q8_0 already, their exact weights gone (quantize its F16 or "
+                     "F32 source instead)");
     if (!rc) {
         const sk_quantize_override over = {stored_tensor, stored_keys, &s};
         sk_quantize_opts o;
@@ -195,8 +199,11 @@ int skycmd_quantize(const char *in_path, const char *out_path, const skycmd_opti
                                "type: no SKYCMD_OPT_TYPE or _HEAD_TYPE with it");
         sk_err e = {0};
         int s = quantize_stored(in_path, out_path, opts, &e);
-        const size_t on = strlen(out_path);
-        if (s && !(strncmp(e.msg, out_path, on) == 0 && e.msg[on] == ':'))
+        /* the input's errors named once (the reader's already start with its path), the
+         * output's by the writer */
+        const size_t on = strlen(out_path), in = strlen(in_path);
+        if (s && !(strncmp(e.msg, out_path, on) == 0 && e.msg[on] == ':') &&
+            !(strncmp(e.msg, in_path, in) == 0 && e.msg[in] == ':'))
             sk_err_prefix(&e, "%s", in_path);
         return sk_api_report(err, &e, s);
     }
