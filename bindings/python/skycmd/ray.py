@@ -84,8 +84,13 @@ def decide(ds: Any, model: Optional[str] = None, *, concurrency: int = 1, num_cp
            batch_size: Optional[int] = 1024, **kwargs: Any) -> Any:
     """``ds.map_batches`` with a pool of ``concurrency`` Decider actors
     (``ActorPoolStrategy(size=concurrency)``, ``num_cpus`` each: their model threads follow
-    it), ``batch_format="pyarrow"``; ``kwargs`` go to Decider."""
+    it), ``batch_format="pyarrow"``; ``kwargs`` go to Decider. With more than one actor the
+    dataset is first cut into blocks of at most ``batch_size`` rows (a streaming
+    ``repartition``): a dataset read from one file is one block, which one actor would
+    answer alone while the others wait (measured: 2 actors 1.00x one)."""
     from ray.data import ActorPoolStrategy
+    if concurrency > 1 and batch_size:
+        ds = ds.repartition(target_num_rows_per_block=batch_size)
     return ds.map_batches(Decider, fn_constructor_args=(model,), fn_constructor_kwargs=kwargs,
                           compute=ActorPoolStrategy(size=concurrency), num_cpus=num_cpus,
                           batch_size=batch_size, batch_format="pyarrow")
