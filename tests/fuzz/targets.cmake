@@ -8,6 +8,8 @@
 #                  header (the server's own when it is built, else any: only its types are
 #                  used, nothing is linked from it), libzstd and zlib are found, whether or
 #                  not this build has the server.
+#   fuzz_calibrate SKYCMD_FUZZ_TINY_MODEL, the path of fuzz_model's smallest seed, the model
+#                  it calibrates.
 #   others         nothing more (fuzz_decide_batch includes src/cli/cmd_decide_batch.c itself).
 #
 # skycmd_fuzz_extras(TARGET NAME OK_VAR): adds them to TARGET; OK_VAR is FALSE when NAME cannot
@@ -24,6 +26,10 @@ endif()
 
 function(skycmd_fuzz_extras target name ok_var)
   set(${ok_var} TRUE PARENT_SCOPE)
+  if(name STREQUAL "calibrate" AND target)
+    target_compile_definitions(${target} PRIVATE
+      SKYCMD_FUZZ_TINY_MODEL="${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/model/tiny-f16.gguf")
+  endif()
   if(name MATCHES "^serve_")
     if(NOT SKYCMD_FUZZ_MHD_INCLUDE OR NOT TARGET PkgConfig::ZSTD OR NOT TARGET PkgConfig::ZLIB)
       set(${ok_var} FALSE PARENT_SCOPE)
