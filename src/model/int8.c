@@ -33,28 +33,32 @@
 #define SK_GPTQ_MEM_BUDGET (256.0 * 1024 * 1024)
 #define SK_GPTQ_WORK_BUDGET 4e9
 
-/* Every Linear of the model, encoder first; *n_enc of them belong to the encoder. */
-static size_t model_linears(sk_model *m, sk_linear **list, size_t *n_enc) {
-    size_t n = 0;
+/* Every Linear of the model, encoder first, in a new array (free() it; NULL when out of
+ * memory): *n of them, the first *n_enc the encoder's. */
+static sk_linear **model_linears(sk_model *m, size_t *n, size_t *n_enc) {
+    sk_linear **list = sk_malloc_array(4 * (size_t)m->hp.n_layer + 5 * (size_t)m->hp.n_head_layers + 2,
+                                       sizeof *list);
+    if (!list) return NULL;
+    *n = 0;
     for (uint32_t l = 0; l < m->hp.n_layer; l++) {
         sk_enc_layer *L = &m->enc[l];
-        list[n++] = &L->qkv;
-        list[n++] = &L->out;
-        list[n++] = &L->up;
-        list[n++] = &L->down;
+        list[(*n)++] = &L->qkv;
+        list[(*n)++] = &L->out;
+        list[(*n)++] = &L->up;
+        list[(*n)++] = &L->down;
     }
-    *n_enc = n;
+    *n_enc = *n;
     for (uint32_t j = 0; j < m->hp.n_head_layers; j++) {
         sk_head_layer *H = &m->head[j];
-        list[n++] = &H->q;
-        list[n++] = &H->kv;
-        list[n++] = &H->out;
-        list[n++] = &H->up;
-        list[n++] = &H->down;
+        list[(*n)++] = &H->q;
+        list[(*n)++] = &H->kv;
+        list[(*n)++] = &H->out;
+        list[(*n)++] = &H->up;
+        list[(*n)++] = &H->down;
     }
-    list[n++] = &m->cls;
-    list[n++] = &m->cls_out;
-    return n;
+    list[(*n)++] = &m->cls;
+    list[(*n)++] = &m->cls_out;
+    return list;
 }
 
 static void mlog(skycmd_log_fn log, void *ud, int level, const char *fmt, ...) SK_PRINTF(4, 5);
@@ -525,15 +529,15 @@ double sk_int8_cost_guess(const sk_model *m, int weights_mode) {
 int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
                      const sk_calib_source *calib, skycmd_log_fn log, void *log_ud,
                      sk_share prog, sk_err *e) {
-    const size_t cap = 4 * (size_t)m->hp.n_layer + 5 * (size_t)m->hp.n_head_layers + 2;
-    sk_linear **all = sk_malloc_array(cap, sizeof *all);
+    size_t n, n_enc, n_quant = 0, n_file = 0;
+    sk_linear **all = model_linears(m, &n, &n_enc);
+    const size_t cap = all ? n : 1;
     uint8_t *to_q8 = calloc(cap, 1);
     if (!all || !to_q8) {
         free(all);
         free(to_q8);
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
     }
-    size_t n_enc, n = model_linears(m, all, &n_enc), n_quant = 0, n_file = 0;
     /* A file that stores a calibrated int8 model (int8_store.h): its Q8_0 matrices are the
      * calibration's, with their outlier columns in keys, and the matrices it left F16/F32
      * were kept on purpose; --q8 then quantizes nothing here. */
@@ -755,10 +759,9 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
 }
 
 int sk_model_int8_each(const sk_model *m, sk_int8_matrix_fn fn, void *ud) {
-    const size_t cap = 4 * (size_t)m->hp.n_layer + 5 * (size_t)m->hp.n_head_layers + 2;
-    sk_linear **all = sk_malloc_array(cap, sizeof *all);
+    size_t n, n_enc;
+    sk_linear **all = model_linears((sk_model *)m, &n, &n_enc);
     if (!all) return SKYCMD_E_NOMEM;
-    size_t n_enc, n = model_linears((sk_model *)m, all, &n_enc);
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++) {
         const sk_linear *L = all[i];

@@ -230,27 +230,36 @@ void sk_unmap(sk_map *m) {
     memset(m, 0, sizeof *m);
 }
 
+/* pread() n bytes at `at` into dst through interruptions and short reads: 0 with *got the
+ * bytes read (fewer than n only where the file ends), -1 with errno on a read error. */
+static int pread_full(int fd, uint8_t *dst, size_t n, size_t at, size_t *got) {
+    *got = 0;
+    while (*got < n) {
+        ssize_t r = pread(fd, dst + *got, n - *got, (off_t)(at + *got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return -1;
+        if (r == 0) break;
+        *got += (size_t)r;
+    }
+    return 0;
+}
+
 /* pread() size bytes at 0 into dst, then make sure the file ends there: 0, 1 when the file
  * is shorter or longer than size (a writer at work), -1 with errno on a read error, 2 when
  * the progress callback asked to stop (between two chunks of 8 MiB; 1 GiB without one). */
 static int read_exactly(int fd, uint8_t *dst, size_t size, sk_share prog, sk_err *e) {
     const size_t chunk = sk_share_active(prog) ? ((size_t)1 << 23) : ((size_t)1 << 30);
-    size_t got = 0;
-    while (got < size) {
-        size_t want = size - got > chunk ? chunk : size - got;
-        ssize_t r = pread(fd, dst + got, want, (off_t)got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) return -1;
-        if (r == 0) return 1;
-        got += (size_t)r;
-        if (sk_share_report(prog, (double)got / (double)size, e)) return 2;
+    size_t done = 0, got;
+    while (done < size) {
+        const size_t want = size - done > chunk ? chunk : size - done;
+        if (pread_full(fd, dst + done, want, done, &got) != 0) return -1;
+        done += got;
+        if (got < want) return 1;
+        if (sk_share_report(prog, (double)done / (double)size, e)) return 2;
     }
     uint8_t extra;
-    ssize_t r;
-    do r = pread(fd, &extra, 1, (off_t)size);
-    while (r < 0 && errno == EINTR);
-    if (r < 0) return -1;
-    return r > 0;
+    if (pread_full(fd, &extra, 1, size, &got) != 0) return -1;
+    return got > 0;
 }
 
 /* Whether the file still holds what the copy holds, at pages spread over it: 1 yes, 0 no
@@ -266,14 +275,9 @@ static int copy_matches_file(int fd, const uint8_t *copy, size_t size) {
     for (size_t k = 0; k <= SAMPLES; k++) {
         const size_t at = (size - 1) / SAMPLES * k / PAGE * PAGE;
         const size_t n = size - at < PAGE ? size - at : PAGE;
-        size_t got = 0;
-        while (got < n) {
-            ssize_t r = pread(fd, page + got, n - got, (off_t)(at + got));
-            if (r < 0 && errno == EINTR) continue;
-            if (r <= 0) return 0;
-            got += (size_t)r;
-        }
-        if (memcmp(page, copy + at, n) != 0) return 0;
+        size_t got;
+        if (pread_full(fd, page, n, at, &got) != 0 || got < n || memcmp(page, copy + at, n) != 0)
+            return 0;
     }
     return 1;
 }
@@ -308,33 +312,25 @@ int sk_file_copy_read(const char *path, int keep_fd, sk_share prog, sk_file_copy
         /* with a guard on, no writer can open the file until the bytes are read: a file
          * rewritten in place (cp over it) is read whole before or after, never torn */
         const int guarded = read_guard_wait(fd);
-        if (guarded && sk_platform_file_id(fd, id0) != 0) {
-            int er = errno;
-            (void)sk_platform_read_guard_end(fd);
-            close(fd);
-            return sk_fail(e, SKYCMD_E_IO, "%s: cannot stat: %s", path, strerror(er));
-        }
-        if (id0[2] > (uint64_t)(SIZE_MAX - page)) {
-            if (guarded) (void)sk_platform_read_guard_end(fd);
-            close(fd);
-            return sk_fail(e, SKYCMD_E_IO, "%s: file too large to read", path);
-        }
-        const size_t size = (size_t)id0[2];
+        int status = SKYCMD_OK;
+        if (guarded && sk_platform_file_id(fd, id0) != 0)  /* the size as the guard found it */
+            status = sk_fail(e, SKYCMD_E_IO, "%s: cannot stat: %s", path, strerror(errno));
+        else if (id0[2] > (uint64_t)(SIZE_MAX - page))
+            status = sk_fail(e, SKYCMD_E_IO, "%s: file too large to read", path);
+        const size_t size = status == SKYCMD_OK ? (size_t)id0[2] : 0;
         const size_t mapped = size ? (size + page - 1) / page * page : 0;
         static uint8_t empty[1];
         uint8_t *buf = empty;
-        if (mapped) {
-            void *p = sk_platform_pages_alloc(mapped);
-            if (!p) {
-                if (guarded) (void)sk_platform_read_guard_end(fd);
-                close(fd);
-                return sk_fail(e, SKYCMD_E_NOMEM, "%s: out of memory for its %zu bytes", path, size);
-            }
-            buf = p;
-            /* 2 MiB pages where the system allows them: a model is read in a few hundred
-             * page faults instead of one per 4 KiB (the faults cost more than the copy) */
-            sk_platform_pages_huge(buf, mapped, 1);
+        if (mapped && !(buf = sk_platform_pages_alloc(mapped)))
+            status = sk_fail(e, SKYCMD_E_NOMEM, "%s: out of memory for its %zu bytes", path, size);
+        if (status != SKYCMD_OK) {
+            if (guarded) (void)sk_platform_read_guard_end(fd);
+            close(fd);
+            return status;
         }
+        /* 2 MiB pages where the system allows them: a model is read in a few hundred page
+         * faults instead of one per 4 KiB (the faults cost more than the copy) */
+        if (mapped) sk_platform_pages_huge(buf, mapped, 1);
         int r = read_exactly(fd, buf, size, prog, e);
         int er = errno;
         const int intact = guarded ? sk_platform_read_guard_end(fd) : 1;
@@ -405,13 +401,9 @@ int sk_file_copy_refill(sk_file_copy *f, size_t off, size_t len) {
     const int guarded = f->fd >= 0 ? read_guard_wait(f->fd) : 0;
     int ok = f->fd >= 0 && sk_platform_file_id(f->fd, id) == 0 && memcmp(id, f->id_, sizeof id) == 0;
     /* the copy's last page runs past the end of the file: those bytes stay zero */
-    size_t want = off >= f->size ? 0 : (len < f->size - off ? len : f->size - off);
-    for (size_t got = 0; ok && got < want;) {
-        ssize_t r = pread(f->fd, dst + got, want - got, (off_t)(off + got));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) ok = 0;
-        else got += (size_t)r;
-    }
+    const size_t want = off >= f->size ? 0 : (len < f->size - off ? len : f->size - off);
+    size_t got;
+    if (ok && (pread_full(f->fd, dst, want, off, &got) != 0 || got < want)) ok = 0;
     if (want < len) memset(dst + want, 0, len - want);
     if (guarded && !sk_platform_read_guard_end(f->fd)) ok = 0;
     if (ok) ok = sk_platform_file_id(f->fd, id) == 0 && memcmp(id, f->id_, sizeof id) == 0;
