@@ -165,7 +165,9 @@ SKYCMD_API void skycmd_string_free(char *s);
  * wrong setter returns SKYCMD_E_INVALID_ARGUMENT. skycmd_option_bounds() gives the range. */
 typedef enum skycmd_option {
     /* integer options */
-    SKYCMD_OPT_THREADS        = 1,  /* compute threads of a session (0 = one per core)     */
+    SKYCMD_OPT_THREADS        = 1,  /* compute threads of a session (0 = one per core);
+                                     * on open and quantize options, of the int8
+                                     * calibration (results the same for any count)      */
     SKYCMD_OPT_WEIGHTS        = 2,  /* skycmd_weights: how a model keeps its matrices      */
     SKYCMD_OPT_ACTIVATIONS    = 3,  /* skycmd_activations: int8 activation mode            */
     SKYCMD_OPT_TYPE           = 4,  /* skycmd_type of encoder matrices (convert, quantize) */
@@ -303,7 +305,8 @@ SKYCMD_API int skycmd_random_model(const char *preset, const char *out_path,
  * load: Q8_0 matrices with their outlier columns in skycmd.int8.* keys, every other tensor
  * as it is; a model opened from it with SKYCMD_WEIGHTS_Q8 skips the calibration and
  * answers exactly as one opened from in_path with SKYCMD_WEIGHTS_Q8 (docs/quantization.md).
- * Progress covers the calibration. Added in 0.1.0. */
+ * Progress covers the calibration; SKYCMD_OPT_THREADS sets its compute threads (the file
+ * written is the same for any count). Added in 0.1.0. */
 SKYCMD_API int skycmd_quantize(const char *in_path, const char *out_path,
                                const skycmd_options *opts, skycmd_error *err);
 

@@ -80,11 +80,13 @@ static int open_status(const char *path, int weights, char *msg, size_t cap) {
     return st;
 }
 
+/* calibrated: 0 re-type to Q8_0, else calibrate on that many compute threads */
 static int quantize(const char *in, const char *out, int calibrated, char *msg, size_t cap) {
     skycmd_options *o = skycmd_options_new();
     skycmd_error *err = skycmd_error_new();
     cr_assert(o && err);
     if (calibrated) cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_Q8), SKYCMD_OK);
+    if (calibrated > 1) cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_THREADS, calibrated), SKYCMD_OK);
     int st = skycmd_quantize(in, out, o, err);
     if (msg) snprintf(msg, cap, "%s", st ? skycmd_error_message(err) : "");
     skycmd_options_free(o);
@@ -221,6 +223,16 @@ Test(int8_store, random_massive_channels) {
     snprintf(out, sizeof out, "%s/s1-nano-massive-cal.gguf", g_dir);
     count_outliers(out, &n_outl, &n_x2);
     cr_assert_gt(n_outl, 0, "planted massive channels give outlier columns");
+    /* the calibration's passes on three threads write the same file */
+    char out3[1200], msg[512];
+    snprintf(out3, sizeof out3, "%s/s1-nano-massive-cal3.gguf", g_dir);
+    cr_assert_eq(quantize(gguf, out3, 3, msg, sizeof msg), SKYCMD_OK, "%s", msg);
+    size_t n1, n3;
+    char *b1 = tu_read_file(out, &n1), *b3 = tu_read_file(out3, &n3);
+    cr_assert(b1 && b3);
+    cr_assert(n1 == n3 && memcmp(b1, b3, n1) == 0, "3 compute threads wrote another file");
+    free(b1);
+    free(b3);
 }
 
 /* Every outlier column's quant is round(w / d) clamped to +-127 in its block's scale. */

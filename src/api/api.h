@@ -46,6 +46,8 @@ int sk_api_fail(skycmd_error *err, int status, const char *fmt, ...) SK_PRINTF(3
 
 /* Option lookup with a default when opts is NULL or the option is unset. */
 int64_t sk_opt_int(const skycmd_options *opts, int option, int64_t dflt);
+/* SKYCMD_OPT_THREADS as a thread count (default 1; 0 = one per CPU this thread may use). */
+int sk_opt_threads(const skycmd_options *opts);
 /* The converter's options from SKYCMD_OPT_TYPE, _HEAD_TYPE, _NAME, _PRE and the progress
  * callback, with skycmd_convert's defaults (api/convert.c). */
 struct sk_convert_opts;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "../util/platform.h"
 
 #ifndef SKYCMD_GIT_COMMIT
 #define SKYCMD_GIT_COMMIT "unknown"
@@ -253,6 +254,11 @@ int64_t sk_opt_int(const skycmd_options *o, int option, int64_t dflt) {
         o->int_set[option])
         return o->ints[option];
     return dflt;
+}
+
+int sk_opt_threads(const skycmd_options *opts) {
+    const int64_t n = sk_opt_int(opts, SKYCMD_OPT_THREADS, 1);
+    return n > 0 ? (int)n : sk_platform_cpu_count();
 }
 
 const char *sk_opt_str(const skycmd_options *o, int option, const char *dflt) {

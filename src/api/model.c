@@ -57,7 +57,7 @@ static int model_init(skycmd_model *mod, const char *path, const skycmd_options 
     archz[arch.len] = '\0';
 
     int weights = (int)sk_opt_int(opts, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_F32);
-    const sk_calib_source calib = {calib_build, mod, 0};
+    const sk_calib_source calib = {calib_build, mod, 0, sk_opt_threads(opts)};
     if ((rc = sk_model_load_calib(g, weights, &calib, opts ? opts->log : NULL,
                                   opts ? opts->log_ud : NULL, prog, &mod->m, e)))
         return rc;

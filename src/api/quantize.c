@@ -141,7 +141,7 @@ static int quantize_stored(const char *in_path, const char *out_path, const skyc
             rc = e->status;
     }
     if (!rc) {
-        const sk_calib_source calib = {stored_calib_build, &s, 1};
+        const sk_calib_source calib = {stored_calib_build, &s, 1, sk_opt_threads(opts)};
         sk_opt_log(opts, 1, "quantizing %s: the int8 of SKYCMD_WEIGHTS_Q8, calibrated once and "
                    "stored", in_path);
         rc = sk_model_load_calib(g, SKYCMD_WEIGHTS_Q8, &calib, opts ? opts->log : NULL,

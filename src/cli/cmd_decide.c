@@ -51,7 +51,8 @@ static void usage(FILE *out) {
             "                     as bf16 hi+lo, three products: within 1e-4 of laya); plain\n"
             "                     f32 where the CPU has no AMX-BF16\n"
             "  --f32              f32 products on the FMA kernels everywhere (the exact path)\n"
-            "  --compute-threads N  compute threads (0 = one per core; default 1)\n"
+            "  --compute-threads N  compute threads (0 = one per core; default 1), also of\n"
+            "                     the calibration an int8 mode runs at load\n"
             "  --threads N        alias of --compute-threads, kept for a release\n"
             "  --max-tokens N     sequence budget instead of the model's decision.max_tokens\n"
             "long states and many options (laya's predict_long and LAYA_TOURNAMENT_GROUP):\n"
@@ -278,9 +279,10 @@ int cmd_decide(int argc, char **argv) {
         {"--no-calib", NULL, CLI_FLAG, &no_calib, 0, 0, NULL},
         {"--max-tokens", NULL, CLI_INT, &max_tokens, SKYCMD_OPT_MAX_TOKENS, 0, NULL},
         {"--model-name", NULL, CLI_STRING, &name, SKYCMD_OPT_MODEL_NAME, 0, NULL},
-        /* a session option: range checked here, set on the session below */
-        {"--compute-threads", NULL, CLI_INT, &threads, 0, SKYCMD_OPT_THREADS, NULL},
-        {"--threads", NULL, CLI_INT, &threads, 0, SKYCMD_OPT_THREADS, NULL}, /* the old name */
+        /* set on the open's options (the int8 calibration at load runs on these threads)
+         * and on the session below */
+        {"--compute-threads", NULL, CLI_INT, &threads, SKYCMD_OPT_THREADS, 0, NULL},
+        {"--threads", NULL, CLI_INT, &threads, SKYCMD_OPT_THREADS, 0, NULL}, /* the old name */
         {"--pretty", NULL, CLI_FLAG, &pretty, 0, 0, NULL},
         {"--long", NULL, CLI_FLAG, &is_long, 0, 0, NULL},
         {"--window", NULL, CLI_INT, &window, 0, SKYCMD_OPT_WINDOW, NULL},

@@ -5,7 +5,7 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: skycmd quantize <in.gguf> <out.gguf> [--type f32|f16|bf16|q8_0]\n"
             "                       [--head-type f32|f16|bf16|q8_0] [-q]\n"
-            "       skycmd quantize <in.gguf> <out.gguf> --calibrated [-q]\n"
+            "       skycmd quantize <in.gguf> <out.gguf> --calibrated [--compute-threads N] [-q]\n"
             "\n"
             "Re-type the tensors of a GGUF file with the converter's type policy; every\n"
             "metadata key is kept (general.file_type is updated). <in.gguf> '-' reads standard\n"
@@ -17,6 +17,8 @@ static void usage(FILE *out) {
             "                 calibrated Q8_0 matrices with their outlier columns (in\n"
             "                 skycmd.int8.* keys), the most sensitive matrices and every other\n"
             "                 tensor as they are (<in.gguf>: an F16 or F32 file)\n"
+            "  --compute-threads N  threads of --calibrated's forward passes (0 = one per\n"
+            "                 core; default 1); the output is the same file for any N\n"
             "  -q, --quiet    no progress line and no summary on stderr (errors still are)\n"
             "  -h, --help     show this help\n"
             "\n"
@@ -38,7 +40,9 @@ static void usage(FILE *out) {
 int cmd_quantize(int argc, char **argv) {
     cli_model_args m = CLI_MODEL_ARGS_UNSET;
     int quiet = 0, calibrated = 0;
+    int64_t threads = CLI_UNSET;
     const cli_opt opts[] = {CLI_OPTS_TYPE(m), {"--calibrated", NULL, CLI_FLAG, &calibrated, 0, 0, NULL},
+                            {"--compute-threads", NULL, CLI_INT, &threads, SKYCMD_OPT_THREADS, 0, NULL},
                             CLI_OPT_QUIET(quiet)};
     const cli_cmd cmd = {"quantize", usage, opts, sizeof opts / sizeof opts[0], 2, 2, 0};
     const char *pos[2];
@@ -47,6 +51,9 @@ int cmd_quantize(int argc, char **argv) {
     if (calibrated && (m.type != CLI_UNSET || m.head_type != CLI_UNSET))
         return cli_usage_error(&cmd, "--calibrated writes Q8_0 matrices and keeps every other "
                                "tensor's type: no --type or --head-type with it");
+    if (threads != CLI_UNSET && !calibrated)
+        return cli_usage_error(&cmd, "--compute-threads is for --calibrated (re-typing runs no "
+                               "forward pass)");
     if (m.type == CLI_UNSET) m.type = SKYCMD_TYPE_Q8_0;
     if (m.head_type == CLI_UNSET) m.head_type = SKYCMD_TYPE_F32;
 

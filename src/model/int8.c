@@ -80,6 +80,7 @@ typedef struct calib_seqs {
     const sk_gguf *g;
     int built;
     sk_calib_seq v[SK_CALIB_N_SEQS];
+    sk_pool *pool;  /* the passes' threads (sk_calib_source.threads), or NULL for one */
 } calib_seqs;
 
 static int calib_seqs_get(const sk_model *m, calib_seqs *cs, sk_err *e) {
@@ -218,6 +219,7 @@ static int calibrate(sk_model *m, calib_seqs *cs, sk_linear *const *sites, size_
     const double c_vocab = vocab ? vocab_cost(m, c->k[0]) : 0.0;
     const double passes = c_pass + c_vocab > 0.0 ? c_pass / (c_pass + c_vocab) : 1.0;
     sk_scratch *s = sk_scratch_new(m);
+    sk_scratch_set_pool(s, cs->pool);
     prog_attach(s, pr);
     int32_t *marks = NULL;
     float *logits = NULL;
@@ -408,6 +410,7 @@ static int probe_sites(sk_model *m, calib_seqs *cs, sk_linear *const *all, size_
     float *got = sk_malloc_array(total ? total : 1, sizeof(float));
     float *got1 = sk_malloc_array(total ? total : 1, sizeof(float));
     sk_scratch *s = sk_scratch_new(m);
+    sk_scratch_set_pool(s, cs->pool);
     prog_attach(s, pr);
     *n_x2 = 0;
     float *w = NULL;
@@ -568,7 +571,16 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
     }
     sk_calib c;
     memset(&c, 0, sizeof c);
-    calib_seqs cs = {calib, g, 0, {{0}}};
+    /* The calibration and the probe run forward passes, on the threads the caller lends
+     * (their results are bitwise those of one thread: forward.c), so a stored int8 model
+     * is the same file whatever the thread count. */
+    calib_seqs cs = {calib, g, 0, {{0}}, NULL};
+    const int threads = calib && calib->threads > 0 ? calib->threads : 1;
+    if (threads > 1 && n_quant > 0 &&
+        (weights_mode == SKYCMD_WEIGHTS_Q8 || weights_mode == SKYCMD_WEIGHTS_Q8_ROW) &&
+        !(cs.pool = sk_pool_new(threads)))
+        mlog(log, log_ud, 1, "int8: no compute threads for the calibration (%d asked): one runs it",
+             threads);
     int rc = SKYCMD_OK;
     size_t n_gptq = 0, n_keep = 0, n_x2 = 0;
     uint8_t *keep = calloc(cap, 1), *fast_x2 = calloc(cap, 1), *gptq = calloc(cap, 1);
@@ -753,6 +765,7 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
     free(sens_a);
     sk_calib_free(&c);
     calib_seqs_free(&cs);
+    sk_pool_free(cs.pool);
     free(all);
     free(to_q8);
     return rc;

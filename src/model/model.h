@@ -77,6 +77,8 @@ typedef struct sk_calib_source {
     void *ud;
     int keep_rowmajor;  /* 1: each matrix quantized at load keeps its ROW_MAJOR Q8_0 bytes,
                            for sk_model_int8_each (skycmd_quantize storing the result) */
+    int threads;        /* compute threads of the calibration's forward passes (0 or 1: one);
+                           the result does not depend on it */
 } sk_calib_source;
 /* sk_model_load_ex with the calibration sequences' source (NULL: the loader builds them
  * from g with sk_calib_sequences, decoding g's tokenizer itself; src/api/model.c hands its
