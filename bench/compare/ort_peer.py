@@ -6,6 +6,8 @@ length and thread count it measures, interleaved round by round (A, B, C, ... A,
 
   skycmd f32        `skycmd bench GGUF --json` (our library in-process, a subprocess a round)
   skycmd q8-fast    the same with --q8-fast (int8 weights made at load)
+  skycmd q8         --q8 on the file `skycmd quantize --calibrated` made (the recommended
+                    int8 deployment; made once, kept in --work)
                     (--sky picks the variants: also f32-avx512 / q8-fast-vnni, the same with
                     SKYCMD_KERNELS=avx512, i.e. no AMX, and bf16x3, bench --bf16x3)
   ort fp32          the laya model exported with torch.onnx.export (the five inputs and two
@@ -221,6 +223,11 @@ SKY_VARIANTS = {
     # the int8 kernels and the f32 head are the same, the calibrated mode's f32-kept
     # matrices and outlier columns are not there
     "q8-fast-file": (["--q8-fast"], {}, "q8file"),
+    # the recommended int8 deployment: `skycmd quantize --calibrated` once (made here and
+    # kept in the work directory), then --q8 loads it with no calibration
+    "q8": (["--q8"], {}, "stored"),
+    "q8-vnni": (["--q8"], {"SKYCMD_KERNELS": "avx512"}, "stored"),
+    "q8-fast-stored": (["--q8-fast"], {}, "stored"),
     "q8-fast-file-vnni": (["--q8-fast"], {"SKYCMD_KERNELS": "avx512"}, "q8file"),
 }
 
@@ -280,7 +287,17 @@ def variant(body, j, n):
     return {"state": " | ".join(parts[k:] + parts[:k]), "questions": body["questions"]}
 
 
-def accuracy(a, laya_dir, gguf, q8file, body, peers, work):
+def stored_calibrated(a, gguf):
+    """The calibrated int8 file of gguf (`skycmd quantize --calibrated`), made once."""
+    out = gguf.replace(".f32.gguf", ".calibrated.gguf")
+    if not os.path.exists(out):
+        t0 = time.perf_counter()
+        C.run([a.skycmd, "quantize", gguf, out, "--calibrated", "-q"])
+        C.log("quantize --calibrated %s: %.1f s" % (os.path.basename(gguf), time.perf_counter() - t0))
+    return out
+
+
+def accuracy(a, laya_dir, gguf, q8file, body, peers, work, stored=None):
     """max and mean |dp| against laya fp32 over every probability of a.acc_requests requests
     (one 3-question request holds only 6 probabilities: the max over so few is one draw of
     an int8 method's rounding noise, so a comparison of two int8 methods needs more)."""
@@ -318,10 +335,16 @@ def accuracy(a, laya_dir, gguf, q8file, body, peers, work):
     for name, model, extra in (("skycmd f32", gguf, ["--f32"]), ("skycmd bf16x3", gguf, ["--bf16x3"]),
                                ("skycmd q8-fast", gguf, ["--q8-fast"]),
                                ("skycmd q8-fast (Q8_0 file)", q8file, ["--q8-fast"]),
-                               ("skycmd q8-row", gguf, ["--q8-row"])):
+                               ("skycmd q8-row", gguf, ["--q8-row"]),
+                               ("skycmd q8 (stored calibrated)", stored, ["--q8"]),
+                               ("skycmd q8-fast (stored calibrated)", stored, ["--q8-fast"])):
+        if model is None:
+            continue
         if name == "skycmd q8-fast" and a.no_calib_accuracy:
             continue
         if name in ("skycmd q8-row", "skycmd bf16x3") and name[7:] not in a.sky_list:
+            continue
+        if name == "skycmd q8-fast (stored calibrated)" and "q8-fast-stored" not in a.sky_list:
             continue
         r = C.run([a.skycmd, "decide", model, "--batch", batch, "--no-progress", *extra]).stdout
         out[name] = score([flat_probs(json.loads(line)) for line in r.splitlines() if line.strip()])
@@ -348,6 +371,8 @@ def run_config(a, preset, tokens, threads_list, work):
         how = export_onnx(laya_dir, fp32, pw)
     if not os.path.exists(int8):
         quantize_int8(fp32, int8)
+    stored = stored_calibrated(a, gguf) if any(
+        SKY_VARIANTS[v][2:] == ("stored",) for v in a.sky_list) else None
     results = []
     for threads in threads_list:
         peers = {"ort fp32": OrtPeer(laya_dir, fp32, threads, body, pw, "fp32"),
@@ -359,24 +384,24 @@ def run_config(a, preset, tokens, threads_list, work):
         if torch_peer:
             for _ in range(a.warmup):
                 torch_peer.round(body, 1)
-        acc = accuracy(a, laya_dir, gguf, _q8, body, peers, pw) if threads == threads_list[0] else None
+        acc = accuracy(a, laya_dir, gguf, _q8, body, peers, pw, stored) if threads == threads_list[0] else None
         rounds = []
         for r in range(a.rounds):
             la = C.loadavg()
             row = {"loadavg": la}
             for v in a.sky_list:
                 flags, env = SKY_VARIANTS[v][:2]
-                model = _q8 if SKY_VARIANTS[v][2:] == ("q8file",) else gguf
+                model = {("q8file",): _q8, ("stored",): stored}.get(SKY_VARIANTS[v][2:], gguf)
                 row["skycmd " + v] = sky_round(ns, model, threads, a.sky_iters, flags, env)
             for n, p in peers.items():
                 row[n] = p.round(body, a.iters, a.request_only)
             if torch_peer:
                 row["torch eager"] = torch_peer.round(body, a.iters)
             rounds.append(row)
-            C.log("%s %s tok T=%d round %d (load %.2f): skycmd %.3f / q8-fast %.3f ms, "
+            C.log("%s %s tok T=%d round %d (load %.2f): skycmd %.3f / int8 %.3f ms, "
                   "ort fp32 %.3f (agent %.3f), ort int8 %.3f (agent %.3f)%s" % (
                       preset, tokens or "example", threads, r + 1, la or -1,
-                      row["skycmd f32"]["single_s"] * 1e3, row.get("skycmd q8-fast", row.get("skycmd q8-fast-file", row["skycmd f32"]))["single_s"] * 1e3,
+                      row["skycmd f32"]["single_s"] * 1e3, next((row[k] for k in ("skycmd q8", "skycmd q8-fast", "skycmd q8-fast-file") if k in row), row["skycmd f32"])["single_s"] * 1e3,
                       row["ort fp32"]["run_single_s"] * 1e3, row["ort fp32"]["agent_single_s"] * 1e3,
                       row["ort int8"]["run_single_s"] * 1e3, row["ort int8"]["agent_single_s"] * 1e3,
                       ", torch %.3f" % (row["torch eager"]["single_s"] * 1e3) if torch_peer else ""))
@@ -406,11 +431,11 @@ def run_config(a, preset, tokens, threads_list, work):
 def report_one(r):
     m = r["median_s"]
     s = m["skycmd f32"]
-    q = m.get("skycmd q8-fast") or m.get("skycmd q8-fast-file") or s
+    q = m.get("skycmd q8") or m.get("skycmd q8-fast") or m.get("skycmd q8-fast-file") or s
     L = ["", "### %s, %s tokens, %d thread(s) (median load average %.2f; ORT tokens per kind %s)" % (
         r["preset"], r["tokens"] or "example", r["threads"], r["loadavg"] or -1, r["ort_tokens"]),
-        "", "| runtime | one question, median | min | / skycmd f32 | / skycmd q8-fast "
-        "| 3-q request wall | CPU | CPU / skycmd f32 | CPU / q8-fast |", "|---|---|---|---|---|---|---|---|---|"]
+        "", "| runtime | one question, median | min | / skycmd f32 | / skycmd q8 "
+        "| 3-q request wall | CPU | CPU / skycmd f32 | CPU / q8 |", "|---|---|---|---|---|---|---|---|---|"]
     for n, v in m.items():
         L.append("| %s | %.3f ms | %.3f ms | %.2fx | %.2fx | %.3f ms | %.3f ms | %.2fx | %.2fx |" % (
             n, v["single_s"] * 1e3, v["single_min_s"] * 1e3, v["single_s"] / s["single_s"],
