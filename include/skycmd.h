@@ -237,11 +237,13 @@ typedef enum skycmd_weights {
                                   * exact path, ~1e-6 of laya; the library's default)       */
     SKYCMD_WEIGHTS_Q8       = 1, /* Q8_0 at load, calibrated outlier columns kept in f32    */
     SKYCMD_WEIGHTS_Q8_PLAIN = 2, /* Q8_0 at load without calibration (--no-calib)           */
-    SKYCMD_WEIGHTS_BF16X3   = 3, /* matrix and attention products on AMX-BF16 tiles where
-                                  * the CPU has them: f32/f16 matrices as bf16 hi+lo (3
+    SKYCMD_WEIGHTS_BF16X3   = 3, /* matrix products on the CPU's BF16 matrix unit: AMX-BF16
+                                  * tiles (attention products too) or arm64 BFMMLA
+                                  * (FEAT_BF16); f32/f16 matrices as bf16 hi+lo (3
                                   * products, ~1e-5 relative, within the golden 1e-4 of
                                   * laya), BF16 matrices as is; elsewhere exactly the F32
-                                  * path (logged). The CLI's default (decide/serve/bench)  */
+                                  * path (logged). The CLI's default (decide/serve/bench)
+                                  * where the AMX-BF16 tiles are usable                    */
     SKYCMD_WEIGHTS_Q8_ROW   = 4  /* int8 at load with one scale per output row and per
                                   * activation row (int32 sums over whole rows: the fastest
                                   * int8 mode), calibrated outlier columns kept in f32; the
@@ -382,7 +384,7 @@ SKYCMD_API const skycmd_tokenizer *skycmd_model_tokenizer(const skycmd_model *mo
  * "embedding_length", "block_count", "decision.block_count", "decision.max_head_tokens",
  * "decision.max_tokens", "vocab_size", "parameters"; "weights" is the skycmd_weights
  * mode the model computes with (SKYCMD_WEIGHTS_BF16X3 reads SKYCMD_WEIGHTS_F32 where the
- * CPU has no usable AMX-BF16 tiles); "int8_stored" is 1 when the file stores a calibrated
+ * CPU has no usable BF16 matrix unit); "int8_stored" is 1 when the file stores a calibrated
  * int8 model (skycmd_quantize with SKYCMD_WEIGHTS_Q8), which SKYCMD_WEIGHTS_Q8 takes as it
  * is, else 0. */
 SKYCMD_API int skycmd_model_get_int(const skycmd_model *model, const char *name,

@@ -389,12 +389,13 @@ static void need_bf16_tiles(void) {
 
 #endif
 /* A random s1-micro model with matrices of `type` at dir/name.gguf (its path to path). */
-static void random_micro(const char *dir, const char *name, int type, char *path, size_t cap) {
+static void random_preset(const char *dir, const char *name, const char *preset, int type,
+                          char *path, size_t cap) {
     snprintf(path, cap, "%s/%s.gguf", dir, name);
     skycmd_options *o = skycmd_options_new();
     skycmd_error *err = skycmd_error_new();
     cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_TYPE, type), SKYCMD_OK);
-    cr_assert_eq(skycmd_random_model("s1-micro", path, o, err), SKYCMD_OK, "%s",
+    cr_assert_eq(skycmd_random_model(preset, path, o, err), SKYCMD_OK, "%s",
                  skycmd_error_message(err));
     skycmd_options_free(o);
     skycmd_error_free(err);
@@ -411,7 +412,7 @@ Test(amx, attention_on_tiles_matches_f32, .fini = tu_scratch_remove) {
     need_bf16_tiles();
     char dir[512], path[600];
     tu_scratch_make(dir, sizeof dir, "amx", "attn");
-    random_micro(dir, "m", SKYCMD_TYPE_F32, path, sizeof path);
+    random_preset(dir, "m", "s1-micro", SKYCMD_TYPE_F32, path, sizeof path);
     sk_err e = {0};
     sk_gguf *g = NULL;
     cr_assert_eq(sk_gguf_open_file(path, &g, &e), SKYCMD_OK, "%s", e.msg);
@@ -484,7 +485,7 @@ Test(amx, bf16x3_weights_mode_moves_the_encoder, .fini = tu_scratch_remove) {
     tu_scratch_make(dir, sizeof dir, "amx", "bf16x3");
     const int types[] = {SKYCMD_TYPE_F32, SKYCMD_TYPE_BF16};
     for (int t = 0; t < 2; t++) {
-        random_micro(dir, t ? "bf16" : "f32", types[t], path, sizeof path);
+        random_preset(dir, t ? "bf16" : "f32", "s1-micro", types[t], path, sizeof path);
         skycmd_error *err = skycmd_error_new();
         char msg[512] = "";
         skycmd_options *o = skycmd_options_new();
@@ -538,20 +539,19 @@ static size_t mode_probs(const char *path, int mode, const char *body, double *p
     return n;
 }
 
-/* SKYCMD_WEIGHTS_BF16X3, the CLI's default: the tiles where they are usable, f32's answers
- * within the golden 1e-4; elsewhere (no AMX, or SKYCMD_KERNELS=avx512 as CI's non-AMX stage
+/* SKYCMD_WEIGHTS_BF16X3, the CLI's default: the BF16 unit (AMX tiles, else BFMMLA) where one
+ * is usable, f32's answers within the golden 1e-4; elsewhere (no AMX, or SKYCMD_KERNELS=avx512 as CI's non-AMX stage
  * runs this) exactly the F32 path's bits. The library's default (SKYCMD_OPT_WEIGHTS unset)
  * is the F32 path on every CPU, as documented (docs/abi.md: a documented call's behaviour
  * does not change). Not skipped anywhere: each machine checks its own branch. */
-Test(amx, bf16x3_is_the_tiles_where_usable_else_exactly_f32, .fini = tu_scratch_remove) {
+static void check_bf16x3_mode(const char *preset, int type, int pairs) {
     char dir[512], path[600];
     tu_scratch_make(dir, sizeof dir, "amx", "modes");
-    random_micro(dir, "m", SKYCMD_TYPE_F32, path, sizeof path);
-    const int tiles = sk_amx_bf16_usable();
-    /* a state of ~250 tokens: the windowed and global layers' attention both run */
+    random_preset(dir, "m", preset, type, path, sizeof path);
+    const int tiles = sk_bf16x3_unit() != SK_BF16_UNIT_NONE;
     char body[4096];
     int len = snprintf(body, sizeof body, "{\"state\": \"");
-    for (int i = 0; i < 60; i++) len += snprintf(body + len, sizeof body - (size_t)len, "gap %d alt %d ", i, 97 - i);
+    for (int i = 0; i < pairs; i++) len += snprintf(body + len, sizeof body - (size_t)len, "gap %d alt %d ", i, 97 - i);
     snprintf(body + len, sizeof body - (size_t)len, "\", \"questions\": {"
              "\"a\": {\"type\": \"choice\", \"instructions\": \"Which input?\", "
              "\"criteria\": {\"thrust\": \"up\", \"glide\": \"keep\", \"dive\": \"down\"}}, "
@@ -562,8 +562,9 @@ Test(amx, bf16x3_is_the_tiles_where_usable_else_exactly_f32, .fini = tu_scratch_
     cr_assert_eq(mode_probs(path, SKYCMD_WEIGHTS_BF16X3, body, pb, 16, &wb), n);
     cr_assert_eq(mode_probs(path, SKYCMD_WEIGHTS_F32, body, pf, 16, &wf), n);
     cr_assert_eq(n, 5);
-    cr_log_info("bf16x3 mode here: %s (cpu: %s)", wb == SKYCMD_WEIGHTS_BF16X3 ? "tiles" : "f32 path",
-                skycmd_cpu_features());
+    cr_log_info("%s (type %d): bf16x3 mode here: %s (cpu: %s)", preset, type,
+                wb != SKYCMD_WEIGHTS_BF16X3 ? "f32 path"
+                : sk_bf16x3_unit() == SK_BF16_UNIT_AMX ? "AMX tiles" : "BFMMLA", skycmd_cpu_features());
     cr_assert_eq(wf, SKYCMD_WEIGHTS_F32);
     cr_assert_eq(wd, SKYCMD_WEIGHTS_F32, "the library's default is the f32 path");
     cr_assert(memcmp(pd, pf, n * sizeof *pd) == 0, "the library's default gives F32's bits");
@@ -577,6 +578,20 @@ Test(amx, bf16x3_is_the_tiles_where_usable_else_exactly_f32, .fini = tu_scratch_
     } else {
         cr_assert(memcmp(pb, pf, n * sizeof *pb) == 0, "without tiles bf16x3 is the f32 path");
     }
+    tu_scratch_remove();  /* each call makes its own */
+}
+
+/* a state of ~250 tokens: the windowed and global layers' attention both run */
+Test(amx, bf16x3_is_the_tiles_where_usable_else_exactly_f32, .fini = tu_scratch_remove) {
+    check_bf16x3_mode("s1-micro", SKYCMD_TYPE_F32, 60);
+}
+
+/* the same on the smallest model and a short state, with f32 weights (three products) and
+ * bf16 weights (two): cheap enough for an emulated CPU (the arm64 stage runs it under qemu,
+ * where -cpu max has FEAT_BF16 and cortex-a53 has not) */
+Test(amx, bf16x3_small_is_the_unit_where_usable_else_exactly_f32, .fini = tu_scratch_remove) {
+    check_bf16x3_mode("s1-pico", SKYCMD_TYPE_F32, 4);
+    check_bf16x3_mode("s1-pico", SKYCMD_TYPE_BF16, 4);
 }
 
 #if defined(__x86_64__)  /* the AMX tiles: x86-64 only (not compiled, so not skipped, elsewhere) */
@@ -592,7 +607,7 @@ Test(amx, int8_modes_move_the_head_to_bf16x3, .fini = tu_scratch_remove) {
     need_bf16_tiles();
     char dir[512], path[600];
     tu_scratch_make(dir, sizeof dir, "amx", "int8head");
-    random_micro(dir, "m", SKYCMD_TYPE_F32, path, sizeof path);
+    random_preset(dir, "m", "s1-micro", SKYCMD_TYPE_F32, path, sizeof path);
     skycmd_error *err = skycmd_error_new();
     char msg[512] = "";
     skycmd_options *o = skycmd_options_new();

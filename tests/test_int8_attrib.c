@@ -289,7 +289,7 @@ static void row(const char *name, const char *what, cmp c) {
 static void attribute(const char *label, const char *path, const bodies *b) {
     skycmd_model *A = open_mode(path, SKYCMD_WEIGHTS_F32), *Q = open_mode(path, SKYCMD_WEIGHTS_Q8),
                  *P = open_mode(path, SKYCMD_WEIGHTS_Q8_PLAIN);
-    /* On AMX CPUs the int8 modes run the decision head on bf16x3 tiles (amx_bf16.c); the f32
+    /* On AMX CPUs the int8 modes run the decision head on bf16x3 tiles (bf16x3.c); the f32
      * model gets the same head here, so every difference measured below is the int8 sites'
      * (and the consistency check below stays exact). A no-op elsewhere. */
     {

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "skycmd.h"
 #include "kernels/cpu.h"
 #include "kernels/kernels.h"
 #include "kernels/pool.h"
@@ -1014,3 +1015,112 @@ Test(kernels, all_finite_neon) {
         }
 }
 #endif
+
+/* ---- the bf16x3 products on aarch64 BF16 matrix instructions (src/kernels/bf16_neon.c) ----
+ * The layout and its scalar model are portable and checked on every machine against the f32
+ * reference (the split's error bound); where BFMMLA runs (aarch64 with FEAT_BF16, not capped)
+ * the kernel is held to the model, whose products it computes with f32 sums. A panel view
+ * (what sk_gemm_pool hands a thread) gives the whole call's bits. */
+static void neon_bf16_case(size_t n_rows, size_t n_in, size_t n_out, int wtype, int with_bias,
+                           size_t ldx_pad) {
+    const size_t ldx = n_in + ldx_pad, ldy = n_out + 3;
+    float *w = malloc(n_out * n_in * sizeof(float)), *x = malloc(n_rows * ldx * sizeof(float));
+    float *b = malloc((n_out + 16) * sizeof(float));
+    for (size_t i = 0; i < n_out * n_in; i++) {
+        w[i] = frand() * 0.1f;
+        if (wtype == SK_PACK_NEON_BF16X2) w[i] = sk_bf16_to_f32(sk_f32_to_bf16(w[i]));
+    }
+    for (size_t i = 0; i < n_rows * ldx; i++) x[i] = frand() * (i % 41 == 0 ? 30.0f : 1.0f);
+    for (size_t o = 0; o < n_out + 16; o++) b[o] = o < n_out ? frand() : 0.0f;
+    float *pf = aligned_alloc(64, (sk_packed_floats(n_out, n_in) * 4 + 63) / 64 * 64);
+    sk_pack_ref(w, n_in, n_out, n_in, pf);
+    const sk_packed src = {pf, with_bias ? b : NULL, n_in, n_out, n_in * SK_PANEL, SK_PACK_F32, 0};
+    const size_t elems = sk_neon_bf16_packed_elems(n_out, n_in);
+    cr_assert(elems > 0);
+    uint16_t *pw = aligned_alloc(64, (elems * sk_pack_elem_size(wtype) + 63) / 64 * 64);
+    sk_pack_neon_bf16(&src, wtype, pw);
+    const sk_packed nb = {pw, with_bias ? b : NULL, n_in, n_out, (n_in + 3) / 4 * 4 * SK_PANEL, wtype, 0};
+    float *y0 = malloc(n_rows * ldy * sizeof(float)), *y1 = malloc(n_rows * ldy * sizeof(float));
+    float *y2 = malloc(n_rows * ldy * sizeof(float));
+    sk_gemm_neon_bf16_ref(x, ldx, n_rows, &nb, y0, ldy);
+    sk_gemm(x, ldx, n_rows, &nb, y1, ldy);  /* the dispatcher: BFMMLA where usable */
+    sk_gemm_ref(x, ldx, n_rows, n_in, w, with_bias ? b : NULL, n_out, y2, ldy);
+    double worst_model = 0, worst_f32 = 0;
+    for (size_t r = 0; r < n_rows; r++)
+        for (size_t o = 0; o < n_out; o++) {
+            double mag = with_bias ? fabs(b[o]) : 0;
+            for (size_t i = 0; i < n_in; i++) mag += fabs((double)x[r * ldx + i] * w[o * n_in + i]);
+            const double got = y1[r * ldy + o];
+            const double e_model = fabs(got - y0[r * ldy + o]) / (mag + 1e-30);
+            const double e_f32 = fabs(got - y2[r * ldy + o]) / (mag + 1e-30);
+            worst_model = fmax(worst_model, e_model);
+            worst_f32 = fmax(worst_f32, e_f32);
+            /* f32 sums of exact products, but BFMMLA (without FEAT_EBF16) rounds to odd after
+             * every pair of products: X3 rounds 6 times per 4 inputs into the running sum,
+             * measured up to 1.0e-6 of sum |x w| at k = 1152 (a layout slip costs ~1) */
+            cr_assert(e_model <= 2e-5, "bf16 gemm vs its model at (%zu, %zu): %.9g vs %.9g", r, o,
+                      got, (double)y0[r * ldy + o]);
+            /* X3 drops lo.lo (<= 2^-16 |x w|) and the rest of x, w; X2 only the rest of x;
+             * plus the sums' rounding above */
+            cr_assert(e_f32 <= (wtype == SK_PACK_NEON_BF16X3 ? 6e-5 : 4e-5),
+                      "bf16 gemm vs f32 at (%zu, %zu): %.9g vs %.9g", r, o, got, (double)y2[r * ldy + o]);
+        }
+    /* a view of the panels from the second one on, as a pool thread gets it */
+    if (n_out > 16) {
+        sk_packed v = nb;
+        v.data = (const char *)v.data + v.pstride * sk_pack_elem_size(v.wtype);
+        v.n_out = n_out - 16;
+        if (v.bias) v.bias += 16;
+        float *yv = malloc(n_rows * ldy * sizeof(float));
+        sk_gemm(x, ldx, n_rows, &v, yv + 16, ldy);
+        for (size_t r = 0; r < n_rows; r++)
+            cr_assert(memcmp(yv + r * ldy + 16, y1 + r * ldy + 16, (n_out - 16) * sizeof(float)) == 0,
+                      "panel view, row %zu", r);
+        free(yv);
+    }
+    cr_log_info("bf16 %s %zux%zux%zu (%s): worst |err|/sum|xw| %.2e vs model, %.2e vs f32",
+                wtype == SK_PACK_NEON_BF16X3 ? "x3" : "x2", n_rows, n_in, n_out,
+                sk_neon_bf16_usable() ? "BFMMLA" : "scalar model", worst_model, worst_f32);
+    free(w);
+    free(x);
+    free(b);
+    free(pf);
+    free(pw);
+    free(y0);
+    free(y1);
+    free(y2);
+}
+
+Test(kernels, neon_bf16_gemm_against_its_model_and_f32) {
+    /* rows: one, an odd pair, 4-row blocks with a lone pair left; inputs that end inside a
+     * group of 4; partial panels; more rows than one chunk of split activations (k = 1152:
+     * 56 rows a chunk) */
+    const size_t shapes[][3] = {{1, 32, 16}, {3, 5, 3}, {6, 64, 64}, {17, 97, 33},
+                                {40, 100, 80}, {130, 1152, 21}, {5, 768, 70}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int x3 = 0; x3 < 2; x3++)
+            neon_bf16_case(shapes[i][0], shapes[i][1], shapes[i][2],
+                           x3 ? SK_PACK_NEON_BF16X3 : SK_PACK_NEON_BF16X2, (int)(i % 2), i % 3);
+}
+
+/* BFMMLA is taken exactly where the CPU has FEAT_BF16 and nothing caps it: aarch64 (built by
+ * GCC >= 12 / clang >= 16) with the feature, unless SKYCMD_KERNELS is scalar or neon (or a
+ * test caps the level); never on other architectures. */
+Test(kernels, neon_bf16_dispatch) {
+    const char *env = getenv("SKYCMD_KERNELS");
+    const int capped = env && (!strcmp(env, "scalar") || !strcmp(env, "neon"));
+#if defined(__aarch64__) && ((defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12) || \
+                             (defined(__clang__) && __clang_major__ >= 16))
+    const int want = (sk_cpu_features() & SK_CPU_ARM_BF16) && !capped;
+#else
+    const int want = 0;
+    (void)capped;
+#endif
+    cr_assert_eq(sk_neon_bf16_usable(), want, "BFMMLA usable: %d, want %d (cpu: %s, SKYCMD_KERNELS=%s)",
+                 sk_neon_bf16_usable(), want, skycmd_cpu_features(), env ? env : "");
+    sk_kernels_force_level(SK_LEVEL_SCALAR);
+    cr_assert_eq(sk_neon_bf16_usable(), 0, "the scalar level turns BFMMLA off");
+    sk_kernels_force_level(-1);
+    cr_assert_eq(sk_neon_bf16_usable(), want);
+    cr_log_info("BFMMLA here: %s (cpu: %s)", want ? "yes" : "no", skycmd_cpu_features());
+}

@@ -10,7 +10,8 @@
 #   2. under `qemu-aarch64 -cpu max` (NEON, dotprod, i8mm, bf16: the kernels the best arm64
 #      CPUs take): every Criterion test binary (kernels, int8 kernels, golden answers against
 #      laya, tokenizers, GGUF, requests, model, ...) and the CLI tests listed in $cli_tests,
-#      less the sub-tests in $heavy (see below);
+#      less the sub-tests in $heavy (see below); two golden models again in the bf16x3 mode
+#      (BFMMLA);
 #   3. the kernel tests and a golden model under `-cpu cortex-a53` (NEON without dotprod/
 #      i8mm/bf16) and with SKYCMD_KERNELS=scalar (the scalar reference path forced);
 #   4. the arm64 .debs (CPack, as packaging/test-debs.sh makes them), lintian-clean.
@@ -186,6 +187,12 @@ stage "ctest under qemu -cpu max (NEON, dotprod, i8mm, bf16)"
 export SKYCMD_GOLDEN_STRIDE=3
 run "ctest -cpu max" env CRITERION_TEST_PATTERN="$pattern" SKYCMD_FLAPPY_STRIDE=10 \
   ctest --test-dir "$build" --output-on-failure -j"$jobs" -R "$selected" -E "$excluded"
+
+# the bf16x3 mode on BFMMLA (FEAT_BF16, which -cpu max has; test_amx checks that it ran)
+# against laya's answers: s1-pico and a laya checkpoint (f32 files; about 2 minutes)
+run "golden bf16x3 -cpu max" env SKYCMD_GOLDEN_WEIGHTS=bf16x3 \
+  CRITERION_TEST_PATTERN='golden/@(s1_pico_f32|laya_5x_f32_d128_f32)' \
+  ctest --test-dir "$build" --output-on-failure -R '^test_golden$'
 
 # the kernels and one golden model with the other CPUs' paths: test_golden's s1-pico
 # against laya, test_quant's int8 kernels and model, test_kernels

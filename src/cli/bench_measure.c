@@ -363,7 +363,8 @@ static int load_model(const bench_args *A, bench_run *r) {
     if (!A->json)
         cli_note_int8_stored("bench", r->model, A->q8 || A->q8_fast || A->no_calib || A->bf16x3 ||
                                                     A->q8_row || A->f32);
-    /* the default (bf16x3) runs the f32 path where the CPU has no AMX-BF16 tiles */
+    /* the default (bf16x3) runs the f32 path where the CPU has no BF16 matrix unit (AMX-BF16
+     * tiles, FEAT_BF16) */
     if (get_or(r->model, "weights", r->weights) == SKYCMD_WEIGHTS_F32) r->mode = "f32";
     if ((st = skycmd_session_new(r->model, &r->sess))) {
         fprintf(stderr, "skycmd bench: session: %s\n", skycmd_strerror(st));
@@ -583,9 +584,9 @@ static void probe_peak(const bench_args *A, bench_run *r) {
 
 /* The weights mode and activations the flags ask for, and the mode's name. */
 static void pick_mode(const bench_args *A, bench_run *r) {
-    r->weights = A->f32 ? SKYCMD_WEIGHTS_F32 : SKYCMD_WEIGHTS_BF16X3;
+    r->weights = A->f32 ? SKYCMD_WEIGHTS_F32 : A->bf16x3 ? SKYCMD_WEIGHTS_BF16X3 : cli_default_weights();
     r->acts = -1;
-    r->mode = A->f32 ? "f32" : "bf16x3";
+    r->mode = r->weights == SKYCMD_WEIGHTS_F32 ? "f32" : "bf16x3";
     if (A->q8 || A->q8_fast || A->no_calib) {
         r->weights = A->no_calib ? SKYCMD_WEIGHTS_Q8_PLAIN : SKYCMD_WEIGHTS_Q8;
         r->acts = A->q8_fast ? SKYCMD_ACT_Q8 : SKYCMD_ACT_Q8X2;

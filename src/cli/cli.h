@@ -275,6 +275,12 @@ int cli_flush_stdout(const char *cmd);
  * no weights flag was given (weights_given 0), so the default f32-class path runs on the
  * file's Q8_0 values widened. An explicit choice gets no note. */
 void cli_note_int8_stored(const char *cmd, const skycmd_model *model, int weights_given);
+/* The weights mode when no flag picks one: bf16x3 where the CPU has usable AMX-BF16 tiles
+ * (there it is measured at 2.2-3.4x the f32 path: docs/performance.md), else f32. On arm64
+ * with FEAT_BF16, --bf16x3 asks for the BFMMLA products explicitly: three of them per product
+ * are not known to beat one FMLA chain (not measured here; docs/platforms.md), so they are
+ * not the default. */
+int cli_default_weights(void);
 
 /* ------------------------------------------------------------ decide --batch --- */
 /* `skycmd decide --batch`: one request per line of in_path ("-": stdin), answers to

@@ -841,3 +841,8 @@ void cli_note_int8_stored(const char *cmd, const skycmd_model *model, int weight
     fprintf(stderr, "skycmd %s: note: the model file stores a calibrated int8 model; --q8 (or "
             "--q8-fast) runs it, this run computes in f32 on its Q8_0 values\n", cmd);
 }
+
+int cli_default_weights(void) {
+    /* skycmd_cpu_features() lists AMX only where the kernels may use it (SKYCMD_KERNELS caps) */
+    return strstr(skycmd_cpu_features(), "amx-bf16") ? SKYCMD_WEIGHTS_BF16X3 : SKYCMD_WEIGHTS_F32;
+}

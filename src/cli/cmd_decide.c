@@ -47,9 +47,9 @@ static void usage(FILE *out) {
             "  --q8-row           int8 with one scale per weight row and per activation row\n"
             "                     (calibrated outlier columns; the fastest int8 mode)\n"
             "  --no-calib         Q8_0 weights without calibration (alone: two-pass activations)\n"
-            "  --bf16x3           the default: matrix products on AMX-BF16 tiles (f32 weights\n"
-            "                     as bf16 hi+lo, three products: within 1e-4 of laya); plain\n"
-            "                     f32 where the CPU has no AMX-BF16\n"
+            "  --bf16x3           matrix products as bf16 hi+lo, three products (within 1e-4\n"
+            "                     of laya) on AMX-BF16 tiles (the default there) or arm64\n"
+            "                     BFMMLA (FEAT_BF16); plain f32 where the CPU has neither\n"
             "  --f32              f32 products on the FMA kernels everywhere (the exact path)\n"
             "  --compute-threads N  compute threads (0 = one per core; default 1), also of\n"
             "                     the calibration an int8 mode runs at load\n"
@@ -368,7 +368,8 @@ int cmd_decide(int argc, char **argv) {
     size_t len = 0;
     if (req_path && cli_read_input(cmd.name, req_path, DECIDE_MAX_BODY, &body, &len)) return 1;
 
-    int weights = f32 ? SKYCMD_WEIGHTS_F32 : SKYCMD_WEIGHTS_BF16X3, acts = CLI_UNSET;
+    int weights = f32 ? SKYCMD_WEIGHTS_F32 : bf16x3 ? SKYCMD_WEIGHTS_BF16X3 : cli_default_weights();
+    int acts = CLI_UNSET;
     if (q8 || q8_fast || no_calib) {
         weights = no_calib ? SKYCMD_WEIGHTS_Q8_PLAIN : SKYCMD_WEIGHTS_Q8;
         acts = q8_fast ? SKYCMD_ACT_Q8 : SKYCMD_ACT_Q8X2;

@@ -34,9 +34,9 @@ static void usage(FILE *out) {
             "      --q8-fast            --q8 plus single-pass int8 activations\n"
             "      --q8-row             int8 with one scale per weight row and per activation\n"
             "                           row (calibrated outlier columns; the fastest int8 mode)\n"
-            "      --bf16x3             the default: matrix products on AMX-BF16 tiles (f32\n"
-            "                           weights as bf16 hi+lo, three products: within 1e-4 of\n"
-            "                           laya); plain f32 where the CPU has no AMX-BF16\n"
+            "      --bf16x3             matrix products as bf16 hi+lo, three products (within\n"
+            "                           1e-4 of laya) on AMX-BF16 tiles (the default there) or\n"
+            "                           arm64 BFMMLA (FEAT_BF16); plain f32 where neither\n"
             "      --f32                f32 products on the FMA kernels everywhere (exact path)\n"
             "      --max-tokens N       override decision.max_tokens (sequence budget)\n"
             "network:\n"
@@ -207,7 +207,7 @@ static void set_defaults(struct serve_config *cfg) {
     uint64_t ram = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : (uint64_t)1 << 30;
     uint64_t b = ram / 8, lo = (uint64_t)64 << 20, hi = (uint64_t)4 << 30;
     cfg->max_buffered = (size_t)(b < lo ? lo : b > hi ? hi : b);
-    cfg->weights = SKYCMD_WEIGHTS_BF16X3;
+    cfg->weights = cli_default_weights();
     cfg->activations = -1;
 }
 
@@ -310,6 +310,7 @@ static int apply_flags(struct serve_config *cfg, const serve_flags *f) {
     if (f->q8_fast) cfg->activations = SKYCMD_ACT_Q8;
     if (f->q8_row) cfg->weights = SKYCMD_WEIGHTS_Q8_ROW;
     if (f->f32) cfg->weights = SKYCMD_WEIGHTS_F32;
+    if (f->bf16x3) cfg->weights = SKYCMD_WEIGHTS_BF16X3;
     if (f->key_file) cfg->api_key = read_key_file(f->key_file);
     else if (f->key && *f->key) cfg->api_key = strdup(f->key);
     return f->key_file && !cfg->api_key ? 2 : 0;

@@ -48,19 +48,7 @@
 static size_t round32(size_t k) { return (k + 31) / 32 * 32; }
 
 size_t sk_amx_bf16_packed_elems(size_t n_out, size_t n_in) {
-    size_t panels = (n_out + 15) / 16, r;
-    if (n_in > SIZE_MAX - 31 || __builtin_mul_overflow(panels, round32(n_in), &r) ||
-        __builtin_mul_overflow(r, (size_t)16, &r))
-        return 0;
-    return r;
-}
-
-static float packed_elem(const sk_packed *w, size_t o, size_t i) {
-    const size_t p = o / SK_PANEL, c = o % SK_PANEL, at = p * w->pstride + i * sk_packed_rstride(w) + c;
-    if (w->wtype == SK_PACK_F32) return ((const float *)w->data)[at];
-    float v;
-    sk_widen16_ref(w->wtype, (const uint16_t *)w->data + at, &v, 1);
-    return v;
+    return n_in > SIZE_MAX - 31 ? 0 : sk_packed_floats(n_out, round32(n_in));
 }
 
 /* bf16 bits of f, round to nearest even (the conversion the kernel uses for activations;
@@ -91,7 +79,7 @@ void sk_pack_amx_bf16(const sk_packed *src, int wtype, uint16_t *out) {
                 for (size_t c = 0; c < 16; c++)
                     for (size_t t = 0; t < 2; t++) {
                         const size_t o = p * 16 + c, i = s * 32 + 2 * kk + t;
-                        const float v = o < src->n_out && i < src->n_in ? packed_elem(src, o, i) : 0.0f;
+                        const float v = o < src->n_out && i < src->n_in ? sk_packed_elem(src, o, i) : 0.0f;
                         const uint16_t h = to_bf16(v);
                         hi[(kk * 16 + c) * 2 + t] = h;
                         if (x3) lo[(kk * 16 + c) * 2 + t] = to_bf16(v - from_bf16(h));
@@ -129,7 +117,6 @@ void sk_gemm_amx_bf16_ref(const float *x, size_t ldx, size_t n_rows, const sk_pa
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
-#include <pthread.h>
 
 #define AMXI8 __attribute__((target("avx512vnni,avx512vl,avx512bw,avx512f,avx2,fma,f16c")))
 
@@ -484,40 +471,6 @@ static const amx_cfg bf_cfg = {
     .rows = {16, 16, 16, 16, 16, 16, 16, 16},
 };
 
-/* The per-thread buffer of split activations. */
-static pthread_key_t g_buf_key;
-static pthread_once_t g_buf_once = PTHREAD_ONCE_INIT;
-static int g_buf_key_ok;
-typedef struct amx_buf {
-    uint16_t *p;
-    size_t cap;  /* elements */
-} amx_buf;
-static void buf_free(void *v) {
-    amx_buf *b = v;
-    if (b) free(b->p);
-    free(b);
-}
-static void buf_key_init(void) { g_buf_key_ok = pthread_key_create(&g_buf_key, buf_free) == 0; }
-static uint16_t *thread_buf(size_t elems) {
-    pthread_once(&g_buf_once, buf_key_init);
-    if (!g_buf_key_ok) return NULL;
-    amx_buf *b = pthread_getspecific(g_buf_key);
-    if (!b) {
-        b = calloc(1, sizeof *b);
-        if (!b || pthread_setspecific(g_buf_key, b)) {
-            free(b);
-            return NULL;
-        }
-    }
-    if (b->cap < elems) {
-        uint16_t *p = aligned_alloc(64, (elems * 2 + 63) / 64 * 64);
-        if (!p) return NULL;
-        free(b->p);
-        b->p = p;
-        b->cap = elems;
-    }
-    return b->p;
-}
 
 /* The bf16 rounding of v as an f32 (what vcvtneps2bf16 gives for finite v; a denormal v,
  * which the instruction reads as zero, leaves a denormal residue that it then rounds to a
@@ -670,7 +623,7 @@ AMXBF static void bf_gemm(const float *x, size_t ldx, size_t n_rows, const sk_pa
     size_t chunk = (size_t)262144 / (kp * 2) / 16 * 16;
     if (chunk < 16) chunk = 16;
     const size_t want = (n_rows + 15) / 16 * 16 < chunk ? (n_rows + 15) / 16 * 16 : chunk;
-    uint16_t *buf = thread_buf(2 * want * kp);
+    uint16_t *buf = sk_kernel_scratch_u16(2 * want * kp);
     if (!buf) {
         sk_gemm_amx_bf16_ref(x, ldx, n_rows, w, y, ldy);
         return;

@@ -46,7 +46,10 @@ enum { SK_PACK_F32 = 0, SK_PACK_F16 = 1, SK_PACK_BF16 = 2,
        /* AMX tile layouts (src/kernels/amx.c), made only when the tile unit is usable:
         * bf16 weights (exact for a BF16 file), and bf16 hi + lo pairs of f32 weights. Only
         * sk_gemm / sk_gemm_pool (dispatching to sk_gemm_amx_bf16) read them. */
-       SK_PACK_AMX_BF16X2 = 3, SK_PACK_AMX_BF16X3 = 4 };
+       SK_PACK_AMX_BF16X2 = 3, SK_PACK_AMX_BF16X3 = 4,
+       /* the same two on aarch64 BF16 matrix instructions (src/kernels/bf16_neon.c, BFMMLA
+        * operand order), made only where sk_neon_bf16_usable() */
+       SK_PACK_NEON_BF16X2 = 5, SK_PACK_NEON_BF16X3 = 6 };
 
 /* A packed weight matrix (or a view of one). */
 typedef struct sk_packed {
@@ -79,6 +82,9 @@ void sk_pack_avx512(const float *w, size_t ldw, size_t n_out, size_t n_in, float
 void sk_pack_u16(const uint16_t *w, size_t ldw, size_t n_out, size_t n_in, uint16_t *out);
 /* Bytes per element of a SK_PACK_* type. */
 size_t sk_pack_elem_size(int wtype);
+/* Weight (o, i) of a packed F32/F16/BF16 matrix (or view), widened to f32: the BF16 layouts'
+ * packers read their source through it. */
+float sk_packed_elem(const sk_packed *w, size_t o, size_t i);
 
 /* y[r][o] = sum_i x[r][i] * w[o][i] + (b ? b[o] : 0), for r < n_rows, o < n_out.
  * ldx/ldy are the row strides of x and y (in floats). Row-major w: the reference. */
@@ -215,6 +221,8 @@ void sk_add_layernorm_wasm(float *x, const float *a, size_t n_rows, size_t d, co
  * model (the same products summed in double). sk_pack_amx_bf16 writes the layout from any
  * packed F32/F16/BF16 matrix (sk_amx_bf16_packed_elems(n_out, n_in) elements of
  * sk_pack_elem_size(wtype) bytes; 0 on overflow); its pstride is 16 * round_up(n_in, 32). */
+/* Whether the AMX-BF16 kernel may run here (CPU, OS grant, SKYCMD_KERNELS cap). */
+int sk_amx_bf16_usable(void);
 size_t sk_amx_bf16_packed_elems(size_t n_out, size_t n_in);
 void sk_pack_amx_bf16(const sk_packed *src, int wtype, uint16_t *out);
 /* The same layout from an F32 source in AVX-512-BF16 (call only where sk_gemm_amx_bf16 may
@@ -226,6 +234,23 @@ void sk_pack_amx_bf16_f32(const sk_packed *src, int wtype, uint16_t *out);
  * products (attention) instead brackets sk_gemm_amx_bf16_run calls (no pool, SK_PACK_AMX_*
  * weights only) with _begin and _end on one thread, and may run other (non-tile) kernels
  * in between. */
+/* aarch64 BF16 GEMM (src/kernels/bf16_neon.c): y = x . W^T + b on SK_PACK_NEON_BF16X2/X3
+ * weights, the arithmetic of the AMX one above (activations split into bf16 hi + lo, three
+ * products for X3); BFMMLA where sk_neon_bf16_usable() (FEAT_BF16, a compiler that builds
+ * BFMMLA, not capped by SKYCMD_KERNELS=neon|scalar), else _ref, its scalar model (double sums);
+ * sk_pack_neon_bf16 writes the layout from a packed F32/F16/BF16 matrix
+ * (sk_neon_bf16_packed_elems(n_out, n_in) elements of sk_pack_elem_size(wtype) bytes). */
+int sk_neon_bf16_usable(void);
+size_t sk_neon_bf16_packed_elems(size_t n_out, size_t n_in);
+void sk_pack_neon_bf16(const sk_packed *src, int wtype, uint16_t *out);
+void sk_gemm_neon_bf16(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
+                       size_t ldy);
+void sk_gemm_neon_bf16_ref(const float *x, size_t ldx, size_t n_rows, const sk_packed *w,
+                           float *y, size_t ldy);
+/* A 64-byte aligned buffer of at least elems 16-bit values, owned by the calling thread
+ * (grown on demand, freed when the thread exits), or NULL: the BF16 kernels' split
+ * activations, the only kernel memory that is not the caller's. */
+uint16_t *sk_kernel_scratch_u16(size_t elems);
 void sk_amx_bf16_begin(void);
 void sk_amx_bf16_end(void);
 void sk_gemm_amx_bf16_run(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,

@@ -133,7 +133,7 @@ void sk_pack_u16(const uint16_t *w, size_t ldw, size_t n_out, size_t n_in, uint1
 }
 
 size_t sk_pack_elem_size(int wtype) {
-    return wtype == SK_PACK_F32 || wtype == SK_PACK_AMX_BF16X3 ? 4 : 2;
+    return wtype == SK_PACK_F32 || wtype == SK_PACK_AMX_BF16X3 || wtype == SK_PACK_NEON_BF16X3 ? 4 : 2;
 }
 
 /* Scalar GEMM on the packed layout: each output is one sequential f32 sum over i, like the
@@ -203,4 +203,12 @@ int sk_all_finite_ref(const float *x, size_t n) {
     for (size_t i = 0; i < n; i++)
         if (!isfinite(x[i])) return 0;
     return 1;
+}
+
+float sk_packed_elem(const sk_packed *w, size_t o, size_t i) {
+    const size_t p = o / SK_PANEL, c = o % SK_PANEL, at = p * w->pstride + i * sk_packed_rstride(w) + c;
+    if (w->wtype == SK_PACK_F32) return ((const float *)w->data)[at];
+    float v;
+    sk_widen16_ref(w->wtype, (const uint16_t *)w->data + at, &v, 1);
+    return v;
 }

@@ -472,7 +472,7 @@ static void plan_progress(sk_model *m, const sk_gguf *g, int weights_mode, sk_sh
     m->load_done = 0;
     const double c_load = SK_COST_LOAD_BYTE * (double)bytes;
     double c_post = 0.0;
-    if (weights_mode == SKYCMD_WEIGHTS_BF16X3 && sk_amx_bf16_usable())
+    if (weights_mode == SKYCMD_WEIGHTS_BF16X3 && sk_bf16x3_unit())
         c_post += SK_COST_AMX_ELEM * (double)matrix_elems;
     if (weights_mode == SKYCMD_WEIGHTS_Q8 || weights_mode == SKYCMD_WEIGHTS_Q8_ROW ||
         weights_mode == SKYCMD_WEIGHTS_Q8_PLAIN)
@@ -595,7 +595,7 @@ int sk_model_load_calib(const sk_gguf *g, int weights_mode, const sk_calib_sourc
     if (!rc) rc = sk_share_report(m->load_share, 1.0, e);
     m->load_share = SK_SHARE_NONE;
     if (!rc && weights_mode == SKYCMD_WEIGHTS_BF16X3)
-        rc = sk_model_to_amx_bf16(m, log, log_ud, e);
+        rc = sk_model_to_bf16x3(m, log, log_ud, e);
     else if (!rc && weights_mode != SKYCMD_WEIGHTS_F32) {
         rc = sk_model_to_int8(m, g, weights_mode, calib, log, log_ud, post, e);
         if (!rc) rc = sk_model_head_to_amx_bf16(m, log, log_ud, e);

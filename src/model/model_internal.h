@@ -89,7 +89,7 @@ struct sk_model {
     uint32_t head_dim;       /* encoder D */
     uint32_t head_dim_dec;   /* decision head hd */
     float inv_freq[2][512];  /* [0] global, [1] local; D/2 entries, as HF computes them */
-    int attn_tiles;          /* attention products on AMX-BF16 tiles as bf16x3 (amx_bf16.c) */
+    int attn_tiles;          /* attention products on AMX-BF16 tiles as bf16x3 (bf16x3.c) */
     /* during the load only (load.c): the share of its progress that the tensors take, and
      * the bytes of them checked so far of load_total */
     sk_share load_share;
@@ -237,12 +237,13 @@ double sk_int8_cost_guess(const sk_model *m, int weights_mode);
 #define SK_COST_GUESS_Q8_ROW_BYTE 27.0
 #define SK_COST_GUESS_Q8_PLAIN_BYTE 2.3
 
-/* amx_bf16.c: SKYCMD_WEIGHTS_BF16X3: the encoder and decision-head matrices on AMX-BF16
- * tiles where usable (else unchanged, logged). */
-int sk_model_to_amx_bf16(sk_model *m, skycmd_log_fn log, void *log_ud, sk_err *e);
-/* Whether the load can use the AMX-BF16 tiles here (CPU, OS grant, SKYCMD_KERNELS cap). */
-int sk_amx_bf16_usable(void);
-/* amx_bf16.c: the int8 modes on AMX: the decision head's f32 matrices on bf16x3 tiles (no-op
+/* bf16x3.c: SKYCMD_WEIGHTS_BF16X3: the encoder and decision-head matrices on the CPU's BF16
+ * matrix unit where one is usable (else unchanged, logged). */
+int sk_model_to_bf16x3(sk_model *m, skycmd_log_fn log, void *log_ud, sk_err *e);
+/* The BF16 unit SKYCMD_WEIGHTS_BF16X3 takes here: the AMX tiles, else BFMMLA, else none. */
+enum { SK_BF16_UNIT_NONE = 0, SK_BF16_UNIT_AMX = 1, SK_BF16_UNIT_NEON = 2 };
+int sk_bf16x3_unit(void);
+/* bf16x3.c: the int8 modes on AMX: the decision head's f32 matrices on bf16x3 tiles (no-op
  * where the tiles are not usable). */
 int sk_model_head_to_amx_bf16(sk_model *m, skycmd_log_fn log, void *log_ud, sk_err *e);
 

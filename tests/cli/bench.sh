@@ -51,8 +51,9 @@ case " $features " in
 esac
 grep -q "\"kernels\":\"f32=$best " "$T/b.json" || fail "features '$features' but $(grep -o '"kernels":"[^"]*"' "$T/b.json")"
 
-# the mode that ran: the default is bf16x3 where the AMX-BF16 tiles are usable, else f32;
-# --f32 is f32 everywhere, and so is the default with the kernels capped below AMX
+# the mode that ran: the default is bf16x3 where the AMX-BF16 tiles are usable, else f32
+# (arm64 BFMMLA only when --bf16x3 asks); --f32 is f32 everywhere, and so is the default with
+# the kernels capped below AMX
 "$CLI" bench x.gguf --f32 --bf16x3 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--f32 with --bf16x3 must exit 2"
 grep -qE '"mode":"(bf16x3|f32)"' "$T/b.json" || fail "default mode: $(grep -o '"mode":"[^"]*"' "$T/b.json")"
 "$CLI" bench "$T/p.gguf" --f32 --iters 1 --warmup 0 --peak-ms 0 --no-single --json > "$T/f.json" || fail "bench --f32"
@@ -60,6 +61,11 @@ grep -q '"mode":"f32"' "$T/f.json" || fail "--f32 mode: $(grep -o '"mode":"[^"]*
 SKYCMD_KERNELS=avx512 "$CLI" bench "$T/p.gguf" --iters 1 --warmup 0 --peak-ms 0 --no-single --json > "$T/c.json" ||
   fail "bench capped"
 grep -q '"mode":"f32"' "$T/c.json" || fail "capped default mode: $(grep -o '"mode":"[^"]*"' "$T/c.json")"
+# --bf16x3 runs on a BF16 matrix unit wherever the CPU has one (arm64 FEAT_BF16: "bf16")
+"$CLI" bench "$T/p.gguf" --bf16x3 --iters 1 --warmup 0 --peak-ms 0 --no-single --json > "$T/x.json" ||
+  fail "bench --bf16x3"
+case " $features " in *" amx-bf16 "*|*" bf16 "*) want=bf16x3 ;; *) want=f32 ;; esac
+grep -q "\"mode\":\"$want\"" "$T/x.json" || fail "--bf16x3 with '$features': $(grep -o '"mode":"[^"]*"' "$T/x.json")"
 
 # the request bench times is the one it saves; decide must count the same tokens
 "$CLI" bench "$T/p.gguf" --save-request "$T/req.json" || fail "--save-request"

@@ -61,9 +61,10 @@ same=$("$CLI" decide "$T/pico.gguf" - < "$SRC/examples/flappy-drone.json") || fa
 "$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --pretty --model-name fd \
   | grep -q '^  "model": "fd",$' || fail "--pretty/--model-name"
 
-# --bf16x3 (AMX-BF16 tiles; plain f32 where there are none) is the CLI's default: the same
-# bytes as no flag; within the golden tolerance (1e-4) of --f32 (the exact path), every
-# number of the response; each excludes the int8 modes and the other
+# --bf16x3 (AMX-BF16 tiles or arm64 BFMMLA; plain f32 where there are neither) is the CLI's
+# default where the AMX-BF16 tiles are usable (the same bytes as no flag), elsewhere the
+# default is --f32's bytes; within the golden tolerance (1e-4) of --f32 (the exact path),
+# every number of the response; each excludes the int8 modes and the other
 "$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --bf16x3 --q8 >/dev/null 2>&1
 [ $? -eq 2 ] || fail "--bf16x3 with --q8 must exit 2"
 "$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --f32 --q8-row >/dev/null 2>&1
@@ -71,8 +72,12 @@ same=$("$CLI" decide "$T/pico.gguf" - < "$SRC/examples/flappy-drone.json") || fa
 "$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --f32 --bf16x3 >/dev/null 2>&1
 [ $? -eq 2 ] || fail "--f32 with --bf16x3 must exit 2"
 x3=$("$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --bf16x3) || fail "decide --bf16x3"
-[ "$x3" = "$out" ] || fail "the default is not --bf16x3: $out vs $x3"
 f32=$("$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --f32) || fail "decide --f32"
+if "$CLI" --version | grep -q '^cpu features:.* amx-bf16'; then
+  [ "$x3" = "$out" ] || fail "the default is not --bf16x3 on AMX: $out vs $x3"
+else
+  [ "$f32" = "$out" ] || fail "the default is not --f32 without AMX-BF16: $out vs $f32"
+fi
 [ "$(echo "$x3" | sed 's/[-0-9.e]*//g')" = "$(echo "$f32" | sed 's/[-0-9.e]*//g')" ] || fail "--bf16x3 answers differ in shape: $x3"
 paste <(echo "$f32" | grep -oE '[-0-9.]+(e-?[0-9]+)?') <(echo "$x3" | grep -oE '[-0-9.]+(e-?[0-9]+)?') |
   awk '{d = $1 - $2; if (d < 0) d = -d; if (d > 1e-4) { print "differs: " $0; bad = 1 } } END { exit bad }' ||
