@@ -42,6 +42,7 @@
 #include "q8.h"
 #include "cpu.h"
 #include "kernels.h"
+#include "pool.h"
 
 /* ---- portable parts: the bf16 weight layout and the scalar model of the BF16 kernel ---- */
 

@@ -35,6 +35,7 @@
 
 #include "cpu.h"
 #include "kernels.h"
+#include "pool.h"
 #include "../numeric/numeric.h"
 
 static size_t round4(size_t k) { return (k + 3) / 4 * 4; }

@@ -2,7 +2,6 @@
  * CPU supports. The level is computed once (CPU features, capped by SKYCMD_KERNELS=scalar|
  * avx2 in the environment) and cached; tests may cap it with sk_kernels_force_level(). Each
  * level is one table of implementations (kernel_set). */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,40 +243,3 @@ void sk_widen16(int wtype, const void *src, float *dst, size_t n) {
 
 int sk_all_finite(const float *x, size_t n) { return kset()->all_finite(x, n); }
 
-/* The per-thread scratch of the BF16 kernels (their split activations). */
-static pthread_key_t g_scratch_key;
-static pthread_once_t g_scratch_once = PTHREAD_ONCE_INIT;
-static int g_scratch_key_ok;
-typedef struct kernel_scratch {
-    uint16_t *p;
-    size_t cap;  /* elements */
-} kernel_scratch;
-static void scratch_free(void *v) {
-    kernel_scratch *b = v;
-    if (b) free(b->p);
-    free(b);
-}
-static void scratch_key_init(void) {
-    g_scratch_key_ok = pthread_key_create(&g_scratch_key, scratch_free) == 0;
-}
-
-uint16_t *sk_kernel_scratch_u16(size_t elems) {
-    pthread_once(&g_scratch_once, scratch_key_init);
-    if (!g_scratch_key_ok || elems > SIZE_MAX / 2 - 64) return NULL;
-    kernel_scratch *b = pthread_getspecific(g_scratch_key);
-    if (!b) {
-        b = calloc(1, sizeof *b);
-        if (!b || pthread_setspecific(g_scratch_key, b)) {
-            free(b);
-            return NULL;
-        }
-    }
-    if (b->cap < elems) {
-        uint16_t *p = aligned_alloc(64, (elems * 2 + 63) / 64 * 64);
-        if (!p) return NULL;
-        free(b->p);
-        b->p = p;
-        b->cap = elems;
-    }
-    return b->p;
-}

@@ -247,10 +247,6 @@ void sk_gemm_neon_bf16(const float *x, size_t ldx, size_t n_rows, const sk_packe
                        size_t ldy);
 void sk_gemm_neon_bf16_ref(const float *x, size_t ldx, size_t n_rows, const sk_packed *w,
                            float *y, size_t ldy);
-/* A 64-byte aligned buffer of at least elems 16-bit values, owned by the calling thread
- * (grown on demand, freed when the thread exits), or NULL: the BF16 kernels' split
- * activations, the only kernel memory that is not the caller's. */
-uint16_t *sk_kernel_scratch_u16(size_t elems);
 void sk_amx_bf16_begin(void);
 void sk_amx_bf16_end(void);
 void sk_gemm_amx_bf16_run(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,

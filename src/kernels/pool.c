@@ -48,6 +48,59 @@ int sk_compute_in_use(void) { return __atomic_load_n(&g_in_use, __ATOMIC_RELAXED
 void sk_compute_begin(void) { __atomic_add_fetch(&g_in_use, 1, __ATOMIC_ACQ_REL); }
 void sk_compute_end(void) { __atomic_sub_fetch(&g_in_use, 1, __ATOMIC_ACQ_REL); }
 
+/* ------------------------------------------------------------- per-thread scratch ------- */
+
+typedef struct kernel_scratch {
+    uint16_t *p;
+    size_t cap;  /* elements */
+} kernel_scratch;
+
+/* b grown to at least elems (64-byte aligned), or NULL (b unchanged). */
+static uint16_t *scratch_grow(kernel_scratch *b, size_t elems) {
+    if (elems > SIZE_MAX / 2 - 64) return NULL;
+    if (b->cap < elems) {
+        uint16_t *p = aligned_alloc(64, (elems * 2 + 63) / 64 * 64);
+        if (!p) return NULL;
+        free(b->p);
+        b->p = p;
+        b->cap = elems;
+    }
+    return b->p;
+}
+
+#if SKYCMD_THREADS
+static pthread_key_t g_scratch_key;
+static pthread_once_t g_scratch_once = PTHREAD_ONCE_INIT;
+static int g_scratch_key_ok;
+static void scratch_free(void *v) {
+    kernel_scratch *b = v;
+    if (b) free(b->p);
+    free(b);
+}
+static void scratch_key_init(void) {
+    g_scratch_key_ok = pthread_key_create(&g_scratch_key, scratch_free) == 0;
+}
+
+uint16_t *sk_kernel_scratch_u16(size_t elems) {
+    pthread_once(&g_scratch_once, scratch_key_init);
+    if (!g_scratch_key_ok) return NULL;
+    kernel_scratch *b = pthread_getspecific(g_scratch_key);
+    if (!b) {
+        b = calloc(1, sizeof *b);
+        if (!b || pthread_setspecific(g_scratch_key, b)) {
+            free(b);
+            return NULL;
+        }
+    }
+    return scratch_grow(b, elems);
+}
+#else
+uint16_t *sk_kernel_scratch_u16(size_t elems) {
+    static kernel_scratch one;  /* one thread */
+    return scratch_grow(&one, elems);
+}
+#endif
+
 #if !SKYCMD_THREADS
 /* ------------------------------------------------- without threads (wasm32-wasi) ------- */
 

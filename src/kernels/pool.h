@@ -1,6 +1,7 @@
 /*
  * pool.h - a fixed team of compute threads, created once and reused for every parallel
- * step of a forward pass, and the process-wide budget of compute threads.
+ * step of a forward pass, the process-wide budget of compute threads, and the per-thread
+ * scratch of the kernels that need one.
  *
  * Contract:
  *  - sk_pool_new(n) starts n - 1 worker threads; the caller of sk_pool_run() is thread 0.
@@ -42,6 +43,9 @@
 #ifndef SK_POOL_H
 #define SK_POOL_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 typedef struct sk_pool sk_pool;
 typedef void (*sk_pool_fn)(void *ctx, int ith, int nth);
 
@@ -70,5 +74,9 @@ int sk_compute_budget(void);
 int sk_compute_in_use(void);
 /* Test hook: set the budget to n units (n < 1 restores the core count). */
 void sk_compute_set_budget(int n);
+/* A 64-byte aligned buffer of at least elems 16-bit values, owned by the calling thread
+ * (grown on demand, freed when the thread exits), or NULL: the BF16 kernels' split
+ * activations, the only kernel memory that is not the caller's. */
+uint16_t *sk_kernel_scratch_u16(size_t elems);
 
 #endif /* SK_POOL_H */

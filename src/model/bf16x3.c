@@ -16,23 +16,10 @@
  * Both set model.attn_tiles where the tiles are usable: the attention products then run
  * on them as well (forward.c, attn_unit_tiles).
  */
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "model_internal.h"
 #include "../kernels/cpu.h"
-
-static void alog(skycmd_log_fn log, void *ud, int level, const char *fmt, ...) SK_PRINTF(4, 5);
-static void alog(skycmd_log_fn log, void *ud, int level, const char *fmt, ...) {
-    if (!log) return;
-    char msg[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    log(ud, level, msg);
-}
 
 /* L's float panels into the unit's bf16 layout (a Linear already moved, int8 or a view is
  * left as it is). */
@@ -90,7 +77,7 @@ int sk_model_head_to_amx_bf16(sk_model *m, skycmd_log_fn log, void *log_ud, sk_e
     if (head_to_bf16_unit(m, SK_BF16_UNIT_AMX, &bytes, &n))
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory relaying out matrices for AMX");
     m->attn_tiles = 1;
-    alog(log, log_ud, 1, "int8 on AMX: %zu decision-head matrices and the attention products "
+    sk_model_log(log, log_ud, 1, "int8 on AMX: %zu decision-head matrices and the attention products "
          "on AMX-BF16 tiles as bf16 hi+lo (%zu bytes)", n, bytes);
     return SKYCMD_OK;
 }
@@ -98,7 +85,7 @@ int sk_model_head_to_amx_bf16(sk_model *m, skycmd_log_fn log, void *log_ud, sk_e
 int sk_model_to_bf16x3(sk_model *m, skycmd_log_fn log, void *log_ud, sk_err *e) {
     const int unit = sk_bf16x3_unit();
     if (unit == SK_BF16_UNIT_NONE) {
-        alog(log, log_ud, 1, "bf16x3: no usable BF16 matrix unit here (AMX-BF16 or FEAT_BF16; cpu: "
+        sk_model_log(log, log_ud, 1, "bf16x3: no usable BF16 matrix unit here (AMX-BF16 or FEAT_BF16; cpu: "
              "%s%s): f32 kernels", skycmd_cpu_features(),
              sk_amx_usable() || (sk_cpu_features() & SK_CPU_ARM_BF16) ? "; capped by SKYCMD_KERNELS or not granted" : "");
         m->weights_mode = SKYCMD_WEIGHTS_F32;  /* what runs, for skycmd_model_get_int */
@@ -118,7 +105,7 @@ int sk_model_to_bf16x3(sk_model *m, skycmd_log_fn log, void *log_ud, sk_err *e) 
     if (head_to_bf16_unit(m, unit, &bytes, &n))
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory relaying out matrices for %s", what);
     m->attn_tiles = unit == SK_BF16_UNIT_AMX;
-    alog(log, log_ud, 1, "bf16x3: %zu encoder and %zu decision-head matrices%s on %s (%zu bytes; "
+    sk_model_log(log, log_ud, 1, "bf16x3: %zu encoder and %zu decision-head matrices%s on %s (%zu bytes; "
          "f32/f16 as bf16 hi+lo, bf16 as is)", n_enc, n - n_enc,
          m->attn_tiles ? " and the attention products" : "", what, bytes);
     return SKYCMD_OK;

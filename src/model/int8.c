@@ -17,7 +17,6 @@
  * returns SKYCMD_E_CANCELLED, and the model's free takes what was made.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,17 +58,6 @@ static sk_linear **model_linears(sk_model *m, size_t *n, size_t *n_enc) {
     list[(*n)++] = &m->cls;
     list[(*n)++] = &m->cls_out;
     return list;
-}
-
-static void mlog(skycmd_log_fn log, void *ud, int level, const char *fmt, ...) SK_PRINTF(4, 5);
-static void mlog(skycmd_log_fn log, void *ud, int level, const char *fmt, ...) {
-    if (!log) return;
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    log(ud, level, msg);
 }
 
 /* The calibration's input sequences, built on first use by the source handed down
@@ -579,7 +567,7 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
     if (threads > 1 && n_quant > 0 &&
         (weights_mode == SKYCMD_WEIGHTS_Q8 || weights_mode == SKYCMD_WEIGHTS_Q8_ROW) &&
         !(cs.pool = sk_pool_new(threads)))
-        mlog(log, log_ud, 1, "int8: no compute threads for the calibration (%d asked): one runs it",
+        sk_model_log(log, log_ud, 1, "int8: no compute threads for the calibration (%d asked): one runs it",
              threads);
     int rc = SKYCMD_OK;
     size_t n_gptq = 0, n_keep = 0, n_x2 = 0;
@@ -624,7 +612,7 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
         rc = calibrate(m, &cs, all, n, gptq, &c, &pr, e);
         if (rc == SKYCMD_E_CANCELLED) sk_err_prefix(e, "int8 calibration");
         if (!rc)
-            mlog(log, log_ud, 1, "int8: calibrated %zu matrix products on %d templated sequences "
+            sk_model_log(log, log_ud, 1, "int8: calibrated %zu matrix products on %d templated sequences "
                  "(%zu with second moments for GPTQ rounding)", n, SK_CALIB_N_SEQS, n_gptq);
         pr.part = part_probe;
         if (!rc) rc = probe_sites(m, &cs, all, n, to_q8, &c, keep, sens, &n_keep, fast_x2, sens_a, &n_x2, &pr, e);
@@ -633,7 +621,7 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
             if (to_q8[i] != 1) continue;
             char name[160];
             linear_name(all[i], name, sizeof name);
-            mlog(log, log_ud, 0, "int8: %s: sensitivity %.3g (RMS logit change, alone), %.3g more "
+            sk_model_log(log, log_ud, 0, "int8: %s: sensitivity %.3g (RMS logit change, alone), %.3g more "
                  "with single-pass activations%s%s", name, sens[i], sens_a[i],
                  keep[i] ? ": among the most sensitive, kept in f32" : "",
                  fast_x2[i] ? ": two-pass activations under --q8-fast" : "");
@@ -647,7 +635,7 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
         rc = calibrate(m, &cs, all, n, gptq, &c, &pr, e);
         if (rc == SKYCMD_E_CANCELLED) sk_err_prefix(e, "int8 calibration");
         if (!rc)
-            mlog(log, log_ud, 1, "int8 rows: calibrated %zu matrix products on %d templated "
+            sk_model_log(log, log_ud, 1, "int8 rows: calibrated %zu matrix products on %d templated "
                  "sequences", n, SK_CALIB_N_SEQS);
     }
     float *w = NULL;
@@ -682,7 +670,7 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
             }
             total_bytes += L->q8_bytes;
             total_pbytes += L->q8_pbytes;
-            mlog(log, log_ud, 0, "int8: %s rows %zu..%zu: Q8_0 from the file; relayout "
+            sk_model_log(log, log_ud, 0, "int8: %s rows %zu..%zu: Q8_0 from the file; relayout "
                  "ROW_MAJOR -> INPUT_BLOCK_MAJOR (kernel order) %zu bytes, then into %d-output "
                  "panels %zu bytes", name, L->row0, L->row0 + n_out, L->q8_bytes, SK_Q8_PANEL,
                  L->q8_pbytes);
@@ -737,20 +725,20 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
         total_bytes += bytes;
         total_pbytes += pbytes;
         total_outl += q->w.n_outl;
-        mlog(log, log_ud, 0, "int8: %s rows %zu..%zu: %s, %zu outlier columns; relayout "
+        sk_model_log(log, log_ud, 0, "int8: %s rows %zu..%zu: %s, %zu outlier columns; relayout "
              "ROW_MAJOR -> INPUT_BLOCK_MAJOR (kernel order) %zu bytes, then into %d-output "
              "panels %zu bytes", name, L->row0, L->row0 + n_out,
              weights_mode == SKYCMD_WEIGHTS_Q8_ROW ? "int8 rows (one scale each) quantized at load" : "Q8_0 quantized at load",
              q->w.n_outl, bytes, SK_Q8_PANEL, pbytes);
         if (weights_mode == SKYCMD_WEIGHTS_Q8)
-            mlog(log, log_ud, 0, "int8: %s rounding: %s", name,
+            sk_model_log(log, log_ud, 0, "int8: %s rounding: %s", name,
                  q->gptq ? "GPTQ" : "scale search");
         q_done += quant_cost(L, weights_mode, gptq[i]);
         if ((rc = sk_share_report(part_quant, q_cost > 0.0 ? q_done / q_cost : 1.0, e)))
             sk_err_prefix(e, "int8 quantization");
     }
     if (!rc)
-        mlog(log, log_ud, 1, "int8: %zu matrices Q8_0 (%zu quantized at load%s, %zu from the "
+        sk_model_log(log, log_ud, 1, "int8: %zu matrices Q8_0 (%zu quantized at load%s, %zu from the "
              "file; %zu kept in f32 by sensitivity, %zu with two-pass activations under --q8-fast), %zu outlier columns in f32; prepacked once: ROW_MAJOR -> INPUT_BLOCK_MAJOR "
              "%zu bytes, panels %zu bytes (%zu in the tiles' K = 64 order); kernel %s", n_quant + n_file - n_keep, n_quant - n_keep,
              stored ? " (the file stores its calibration)" :

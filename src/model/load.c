@@ -22,6 +22,7 @@
  * report frees the partial model and returns SKYCMD_E_CANCELLED.
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,16 @@
 #include "model_internal.h"
 #include "../quant/quant.h"
 #include "../util/platform.h"
+
+void sk_model_log(skycmd_log_fn log, void *ud, int level, const char *fmt, ...) {
+    if (!log) return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    log(ud, level, msg);
+}
 
 /* Find a required tensor and check its type, shape (ggml order: ne0 innermost; ne1 = 1 for
  * vectors) and byte size. */

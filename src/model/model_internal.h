@@ -237,6 +237,9 @@ double sk_int8_cost_guess(const sk_model *m, int weights_mode);
 #define SK_COST_GUESS_Q8_ROW_BYTE 27.0
 #define SK_COST_GUESS_Q8_PLAIN_BYTE 2.3
 
+/* load.c: one event to the options' log callback (nothing without one), formatted into at
+ * most 511 bytes. */
+void sk_model_log(skycmd_log_fn log, void *ud, int level, const char *fmt, ...) SK_PRINTF(4, 5);
 /* bf16x3.c: SKYCMD_WEIGHTS_BF16X3: the encoder and decision-head matrices on the CPU's BF16
  * matrix unit where one is usable (else unchanged, logged). */
 int sk_model_to_bf16x3(sk_model *m, skycmd_log_fn log, void *log_ud, sk_err *e);
