@@ -25,6 +25,7 @@
 #include "kernels/cpu.h"
 #include "kernels/kernels.h"
 #include "kernels/q8.h"
+#include "api/handles.h"
 #include "model/model_internal.h"
 #include "quant/outlier_calib.h"
 #include "test_util.h"
@@ -601,24 +602,42 @@ static void keep_head_log(void *ud, int level, const char *msg) {
     if (strstr(msg, "int8 on AMX")) snprintf(buf, 512, "%s", msg);
 }
 
-/* The int8 modes on AMX put the decision head's f32 Linears on the bf16x3 tiles (accuracy:
- * test_quant_golden against laya runs in that configuration on this machine). */
-Test(amx, int8_modes_move_the_head_to_bf16x3, .fini = tu_scratch_remove) {
+/* The int8 modes on AMX put the float matrices they leave on the bf16x3 tiles: the decision
+ * head's Linears, and the encoder matrices the calibration kept in f32 (none without
+ * calibration; a quarter of s1-micro's 24 with it). Accuracy: test_quant_golden against laya
+ * runs in that configuration on this machine. */
+static void check_int8_floats_on_tiles(const char *path, int weights, int kept) {
+    skycmd_error *err = skycmd_error_new();
+    char msg[512] = "", want[256];
+    skycmd_options *o = skycmd_options_new();
+    cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_WEIGHTS, weights), SKYCMD_OK);
+    cr_assert_eq(skycmd_options_set_log(o, keep_head_log, msg), SKYCMD_OK);
+    skycmd_model *m = NULL;
+    cr_assert_eq(skycmd_model_open(path, o, &m, err), SKYCMD_OK, "%s", skycmd_error_message(err));
+    snprintf(want, sizeof want, "int8 on AMX: %d encoder matrices kept in f32, 9 decision-head "
+             "matrices and the attention products on AMX-BF16 tiles", kept);
+    cr_assert(strstr(msg, want) != NULL, "weights %d, log: %s", weights, msg);
+    int on_tiles = 0, int8 = 0;
+    for (uint32_t l = 0; l < m->m->hp.n_layer; l++) {
+        const sk_linear *list[] = {&m->m->enc[l].qkv, &m->m->enc[l].out, &m->m->enc[l].up, &m->m->enc[l].down};
+        for (int k = 0; k < 4; k++) {
+            on_tiles += list[k]->p.wtype == SK_PACK_AMX_BF16X3;
+            int8 += list[k]->q8 != NULL;
+        }
+    }
+    cr_assert_eq(on_tiles, kept, "encoder matrices on the tiles");
+    cr_assert_eq(int8 + on_tiles, 24, "every encoder matrix is int8 or on the tiles");
+    skycmd_model_free(m);
+    skycmd_options_free(o);
+    skycmd_error_free(err);
+}
+
+Test(amx, int8_modes_move_the_float_matrices_to_bf16x3, .fini = tu_scratch_remove) {
     need_bf16_tiles();
     char dir[512], path[600];
     tu_scratch_make(dir, sizeof dir, "amx", "int8head");
     random_preset(dir, "m", "s1-micro", SKYCMD_TYPE_F32, path, sizeof path);
-    skycmd_error *err = skycmd_error_new();
-    char msg[512] = "";
-    skycmd_options *o = skycmd_options_new();
-    cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_Q8_PLAIN), SKYCMD_OK);
-    cr_assert_eq(skycmd_options_set_log(o, keep_head_log, msg), SKYCMD_OK);
-    skycmd_model *m = NULL;
-    cr_assert_eq(skycmd_model_open(path, o, &m, err), SKYCMD_OK, "%s", skycmd_error_message(err));
-    cr_assert(strstr(msg, "int8 on AMX: 9 decision-head matrices and the attention products "
-                          "on AMX-BF16 tiles") != NULL, "log: %s", msg);
-    skycmd_model_free(m);
-    skycmd_options_free(o);
-    skycmd_error_free(err);
+    check_int8_floats_on_tiles(path, SKYCMD_WEIGHTS_Q8_PLAIN, 0);
+    check_int8_floats_on_tiles(path, SKYCMD_WEIGHTS_Q8, 6);
 }
 #endif

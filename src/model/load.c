@@ -609,7 +609,7 @@ int sk_model_load_calib(const sk_gguf *g, int weights_mode, const sk_calib_sourc
         rc = sk_model_to_bf16x3(m, log, log_ud, e);
     else if (!rc && weights_mode != SKYCMD_WEIGHTS_F32) {
         rc = sk_model_to_int8(m, g, weights_mode, calib, log, log_ud, post, e);
-        if (!rc) rc = sk_model_head_to_amx_bf16(m, log, log_ud, e);
+        if (!rc) rc = sk_model_int8_floats_to_amx_bf16(m, log, log_ud, e);
     }
     if (!rc && hp->n_head_layers > 0)
         rc = build_key_transposes(m, &m->head[hp->n_head_layers - 1], e);

@@ -246,8 +246,8 @@ int sk_model_to_bf16x3(sk_model *m, skycmd_log_fn log, void *log_ud, sk_err *e);
 /* The BF16 unit SKYCMD_WEIGHTS_BF16X3 takes here: the AMX tiles, else BFMMLA, else none. */
 enum { SK_BF16_UNIT_NONE = 0, SK_BF16_UNIT_AMX = 1, SK_BF16_UNIT_NEON = 2 };
 int sk_bf16x3_unit(void);
-/* bf16x3.c: the int8 modes on AMX: the decision head's f32 matrices on bf16x3 tiles (no-op
- * where the tiles are not usable). */
-int sk_model_head_to_amx_bf16(sk_model *m, skycmd_log_fn log, void *log_ud, sk_err *e);
+/* bf16x3.c: the int8 modes on AMX: the float matrices they leave (the decision head's, the
+ * encoder's kept in f32) on bf16x3 tiles (no-op where the tiles are not usable). */
+int sk_model_int8_floats_to_amx_bf16(sk_model *m, skycmd_log_fn log, void *log_ud, sk_err *e);
 
 #endif /* SK_MODEL_INTERNAL_H */
