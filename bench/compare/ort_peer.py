@@ -292,7 +292,9 @@ def stored_calibrated(a, gguf):
     out = gguf.replace(".f32.gguf", ".calibrated.gguf")
     if not os.path.exists(out):
         t0 = time.perf_counter()
-        C.run([a.skycmd, "quantize", gguf, out, "--calibrated", "-q"])
+        # (the file is the same bytes for any thread count: all of them)
+        C.run([a.skycmd, "quantize", gguf, out, "--calibrated", "-q",
+               "--compute-threads", str(os.cpu_count() or 1)])
         C.log("quantize --calibrated %s: %.1f s" % (os.path.basename(gguf), time.perf_counter() - t0))
     return out
 
