@@ -7,7 +7,8 @@
  * line fails with SKYCMD_E_MISUSE, so only the reading and parsing are under test.
  *
  * Input: the JSONL file. Checks besides "no crash, no leak, no UB": every non-blank line is
- * a slot with its line number, in order; every slot ends failed with a message and an output line that is JSON.
+ * a slot with its line number, in order, holding every byte of the line but its '\n' (NULs
+ * included); every slot ends failed with a message and an output line that is JSON.
  */
 #include "cli/cmd_decide_batch.c"
 #include "cli/progress_meter.c" /* the meter cmd_decide_batch.c draws with */
@@ -49,7 +50,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             }
             line++;
             if (r == 1 && blank(sl)) continue;
-            if (r == 1 && (!sl->text || sl->len != strlen(sl->text) || memchr(sl->text, '\n', sl->len)))
+            /* a line keeps every byte but its '\n' (a NUL too: read_line's contract), and
+             * is terminated */
+            if (r == 1 && (!sl->text || sl->text[sl->len] != '\0' || memchr(sl->text, '\n', sl->len)))
                 __builtin_trap();
             sl->line = line;
             if (sl->line <= last) __builtin_trap();
