@@ -47,8 +47,9 @@ Test(state_bound, identical_ids_where_used) {
     skycmd_tokenizer *tok = NULL;
     sk_err e = {0};
     cr_assert_eq(sk_tokenizer_from_json(tj, tl, cj, cl, &tok, &e), 0, "%s", e.msg);
-    int cut_safe = sk_tokenizer_space_cut_safe(tok);
-    cr_assert(cut_safe, "the fixture tokenizer should allow cuts (else this test checks nothing)");
+    sk_cut_rules rules;
+    sk_tokenizer_cut_rules(tok, &rules);
+    cr_assert(rules.cuts, "the fixture tokenizer should allow cuts (else this test checks nothing)");
     tu_tok_ctx ec = {tok, {0}};
     sk_prompt_tok pt = {tu_tok_encode, &ec, sk_tokenizer_special(tok, SKYCMD_SPECIAL_CLS),
                         sk_tokenizer_special(tok, SKYCMD_SPECIAL_SEP), sk_tokenizer_special(tok, SKYCMD_SPECIAL_MASK),
@@ -65,7 +66,7 @@ Test(state_bound, identical_ids_where_used) {
         size_t need = needs[next_u32() % 4];
         int keep_end = (int)(next_u32() & 1);
         cr_assert_eq(sk_prompt_state_ids(&pt, st.data, st.len, &ws, &full, &e), 0, "%s", e.msg);
-        cr_assert_eq(sk_prompt_state_ids_bounded(&pt, cut_safe, st.data, st.len, keep_end, need, &ws, &part, &e), 0,
+        cr_assert_eq(sk_prompt_state_ids_bounded(&pt, &rules, st.data, st.len, keep_end, need, &ws, &part, &e), 0,
                      "%s", e.msg);
         if (part.n < full.n) cut_used++;
         cr_assert(part.n >= (need < full.n ? need : full.n), "iter %d: %zu ids, need %zu of %zu", iter, part.n,
@@ -179,10 +180,16 @@ Test(state_bound, class_cuts_split_the_encoding_exactly, .timeout = 120) {
 }
 
 /* A state that is one word (base64, a hash dump, digits, a mask text inside): the bounded
- * ids are the whole state's where they are used, and the words with class changes are cut. */
+ * ids are the whole state's where they are used, and the words with class changes are cut,
+ * and so is a run of digits that keeps its start (a run cut); a letter run is not (the mask
+ * text holds letters side by side) nor a digit run that keeps its end. */
 Test(state_bound, one_word_states, .timeout = 120) {
     skycmd_tokenizer *tok = load_tok("prompt", 0);
-    int cut_safe = sk_tokenizer_space_cut_safe(tok);
+    sk_cut_rules rules;
+    sk_tokenizer_cut_rules(tok, &rules);
+    cr_assert(rules.run_margin[1] && !rules.run_margin[0], "the fixture should allow run cuts in digits only (its "
+              "mask text holds letters side by side): %u %u %u", rules.run_margin[0], rules.run_margin[1],
+              rules.run_margin[2]);
     tu_tok_ctx ec = {tok, {0}};
     sk_prompt_tok pt = {tu_tok_encode, &ec, sk_tokenizer_special(tok, SKYCMD_SPECIAL_CLS),
                         sk_tokenizer_special(tok, SKYCMD_SPECIAL_SEP), sk_tokenizer_special(tok, SKYCMD_SPECIAL_MASK),
@@ -203,7 +210,7 @@ Test(state_bound, one_word_states, .timeout = 120) {
             switch (shape) {
             case 0: sk_buf_putc(&st, b64[r % 64]); break;                 /* base64 */
             case 1: sk_buf_putc(&st, "0123456789abcdef"[r % 16]); break;  /* a hash dump */
-            case 2: sk_buf_putc(&st, "0123456789"[r % 10]); break;        /* one number: no cut */
+            case 2: sk_buf_putc(&st, "0123456789"[r % 10]); break;        /* one number: a run cut */
             case 3: sk_buf_putc(&st, "abc"[r % 3]); break;                /* one letter run: no cut */
             default: /* base64 with the mask text and apostrophes in it */
                 if (r % 50 == 0) sk_buf_puts(&st, "[MASK]");
@@ -217,12 +224,14 @@ Test(state_bound, one_word_states, .timeout = 120) {
         size_t need = needs[next_u32() % 4];
         int keep_end = (int)(next_u32() & 1);
         cr_assert_eq(sk_prompt_state_ids(&pt, st.data, st.len, &ws, &full, &e), 0, "%s", e.msg);
-        cr_assert_eq(sk_prompt_state_ids_bounded(&pt, cut_safe, st.data, st.len, keep_end, need, &ws, &part, &e), 0,
+        cr_assert_eq(sk_prompt_state_ids_bounded(&pt, &rules, st.data, st.len, keep_end, need, &ws, &part, &e), 0,
                      "%s", e.msg);
-        if (shape != 2 && shape != 3) cuttable++;
+        int cuttable_here = shape != 3 && !(shape == 2 && keep_end);
+        if (cuttable_here) cuttable++;
         if (part.n < full.n) {
             cut_used++;
-            cr_assert(shape != 2 && shape != 3, "iter %d: a word without a class change was cut", iter);
+            cr_assert(cuttable_here, "iter %d (shape %d, keep_end %d): a word with no allowed cut was cut", iter, shape,
+                      keep_end);
         }
         size_t k = need < full.n ? need : full.n;
         cr_assert(part.n >= k, "iter %d: %zu ids, need %zu of %zu", iter, part.n, need, full.n);
@@ -238,5 +247,168 @@ Test(state_bound, one_word_states, .timeout = 120) {
     sk_i32v_free(&part);
     sk_prompt_ws_free(&ws);
     sk_ids_free(&ec.ids);
+    sk_tokenizer_free(tok);
+}
+
+/* ---- cuts inside a run of one class (sk_cut_rules.run_margin) ---- */
+
+/* A run of `bytes` bytes of one class, drawn in one of several ways that stress the merges:
+ * uniform over the class, a small alphabet, runs of one byte, a repeated short pattern. */
+static void random_run(sk_buf *b, int cls, size_t bytes) {
+    static const char *alpha[3] = {"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789",
+                                   "!\"#$%&()*+,-./:;<=>?@[\\]^_`{|}~"};
+    const char *a = alpha[cls];
+    size_t na = strlen(a);
+    int how = (int)(next_u32() % 4);
+    char pat[8];
+    size_t np = 1 + next_u32() % 7;
+    for (size_t i = 0; i < np; i++) pat[i] = a[next_u32() % na];
+    size_t small = 2 + next_u32() % 3;
+    b->len = 0;
+    while (b->len < bytes) {
+        uint32_t r = next_u32();
+        switch (how) {
+        case 0: sk_buf_putc(b, a[r % na]); break;
+        case 1: sk_buf_putc(b, a[r % small]); break;
+        case 2:
+            for (size_t k = 1 + r % 9; k; k--) sk_buf_putc(b, a[(r >> 8) % small]);
+            break;
+        default: sk_buf_append(b, pat, np); break;
+        }
+    }
+    b->len = bytes;
+}
+
+/* At every run cut the rules allow, the ids of the text before it equal the whole text's
+ * but within the margin; with no margin some would not (so the margin is needed and this
+ * test can see a wrong one). On the byte-level fixtures and the built-in models' random
+ * tokenizers, runs of each class, with a prefix and a suffix of other text. */
+Test(state_bound, run_cuts_agree_outside_the_margin, .timeout = 300) {
+    struct {
+        const char *dir; /* NULL: sk_tokenizer_random_json(vocab) */
+        uint32_t vocab;
+    } tk[] = {{"tokenizer/vocab1024", 0}, {"tokenizer/vocab4096", 0}, {"prompt", 0},
+              {"tokenizer/vocab4096", 2}, {NULL, 1024}, {NULL, 8192}};
+    sk_buf st;
+    sk_buf_init(&st);
+    sk_buf run;
+    sk_buf_init(&run);
+    size_t checked_all = 0, differ_in_margin = 0;
+    for (size_t f = 0; f < sizeof tk / sizeof tk[0]; f++) {
+        skycmd_tokenizer *tok = NULL;
+        sk_err e = {0};
+        if (tk[f].dir) tok = load_tok(tk[f].dir, (int)tk[f].vocab);
+        else {
+            char *tj = NULL, *cj = NULL;
+            cr_assert_eq(sk_tokenizer_random_json(tk[f].vocab, 7, &tj, &cj, &e), 0, "%s", e.msg);
+            cr_assert_eq(sk_tokenizer_from_json(tj, strlen(tj), cj, strlen(cj), &tok, &e), 0, "%s", e.msg);
+            free(tj);
+            free(cj);
+        }
+        sk_cut_rules rules;
+        sk_tokenizer_cut_rules(tok, &rules);
+        cr_assert(rules.run_margin[1], "%s/%u: no run cuts in digits", tk[f].dir ? tk[f].dir : "random", tk[f].vocab);
+        sk_ids whole = {0}, left = {0};
+        size_t checked = 0;
+        for (int iter = 0; iter < 300; iter++) {
+            int cls = iter % 3;
+            if (!rules.run_margin[cls]) continue;
+            size_t margin = rules.run_margin[cls], lead = margin + rules.run_min;
+            random_run(&run, cls, lead + 1 + next_u32() % (iter < 200 ? 400 : 4000));
+            st.len = 0;
+            if (iter & 1) sk_buf_puts(&st, k_parts[next_u32() % N_PARTS]); /* what comes before */
+            if (iter & 2) sk_buf_putc(&st, ' ');
+            size_t run_at = st.len;
+            sk_buf_append(&st, run.data, run.len);
+            if (iter & 4) sk_buf_puts(&st, k_parts[next_u32() % N_PARTS]); /* and after */
+            whole.n = 0;
+            cr_assert_eq(sk_tokenizer_encode(tok, st.data, st.len, &whole, &e), 0, "%s", e.msg);
+            for (int c = 0; c < 8; c++) {
+                /* a cut with at least lead bytes of the run before it, inside the run */
+                size_t k = run_at + lead + next_u32() % (run.len - lead);
+                left.n = 0;
+                cr_assert_eq(sk_tokenizer_encode(tok, st.data, k, &left, &e), 0, "%s", e.msg);
+                size_t keep = left.n > margin ? left.n - margin : 0;
+                cr_assert(keep <= whole.n);
+                for (size_t i = 0; i < keep; i++)
+                    cr_assert_eq(left.ids[i], whole.ids[i],
+                                 "%s/%u: class %d run of %zu bytes cut at %zu (margin %zu): id %zu of %zu differs",
+                                 tk[f].dir ? tk[f].dir : "random", tk[f].vocab, cls, run.len, k - run_at, margin, i,
+                                 keep);
+                if (left.n > whole.n || memcmp(left.ids, whole.ids, left.n * sizeof *left.ids)) differ_in_margin++;
+                checked++;
+            }
+        }
+        cr_assert(checked >= 800, "%s: only %zu run cuts checked", tk[f].dir ? tk[f].dir : "random", checked);
+        checked_all += checked;
+        sk_ids_free(&whole);
+        sk_ids_free(&left);
+        sk_tokenizer_free(tok);
+    }
+    cr_assert(differ_in_margin > checked_all / 20,
+              "only %zu of %zu cut texts end differently from the whole text's ids: the margin is not exercised",
+              differ_in_margin, checked_all);
+    sk_buf_free(&st);
+    sk_buf_free(&run);
+}
+
+/* The rules allow no run cuts where the argument for them fails: merges that are not
+ * monotone (a token made by a merge ranked after one that consumes it), an added token
+ * holding two digits side by side (digits only), a single_word added token (none). */
+Test(state_bound, no_run_cuts_where_they_could_split_wrong) {
+    /* ab is made at rank 1, consumed at rank 0: not monotone */
+    static const char non_monotone[] =
+        "{\"version\":\"1.0\",\"added_tokens\":[],\"normalizer\":null,"
+        "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true,\"use_regex\":true},"
+        "\"post_processor\":null,\"decoder\":{\"type\":\"ByteLevel\",\"add_prefix_space\":true,\"trim_offsets\":true,"
+        "\"use_regex\":true},\"model\":{\"type\":\"BPE\",\"dropout\":null,\"unk_token\":null,"
+        "\"continuing_subword_prefix\":null,\"end_of_word_suffix\":null,\"fuse_unk\":false,\"byte_fallback\":false,"
+        "\"ignore_merges\":false,\"vocab\":{VOCAB},\"merges\":[\"ab c\",\"a b\"]}}";
+    sk_buf j;
+    sk_buf_init(&j);
+    const char *v = strstr(non_monotone, "{VOCAB}");
+    sk_buf_append(&j, non_monotone, (size_t)(v - non_monotone));
+    sk_buf_putc(&j, '{');
+    /* the 256 byte-level chars, then ab, abc */
+    for (int b = 0; b < 256; b++) {
+        uint32_t cp = sk_byte_to_cp((uint8_t)b);
+        char u[3] = {0};
+        if (cp < 0x80) u[0] = (char)cp;
+        else u[0] = (char)(0xC0 | (cp >> 6)), u[1] = (char)(0x80 | (cp & 0x3F));
+        char item[32];
+        if (cp == '"' || cp == '\\') snprintf(item, sizeof item, "\"\\%c\":%d,", (char)cp, b);
+        else snprintf(item, sizeof item, "\"%s\":%d,", u, b);
+        sk_buf_puts(&j, item);
+    }
+    sk_buf_puts(&j, "\"ab\":256,\"abc\":257}");
+    sk_buf_puts(&j, v + 7);
+    skycmd_tokenizer *tok = NULL;
+    sk_err e = {0};
+    cr_assert_eq(sk_tokenizer_from_json(j.data, j.len, NULL, 0, &tok, &e), 0, "%s", e.msg);
+    sk_cut_rules rules;
+    sk_tokenizer_cut_rules(tok, &rules);
+    cr_expect(rules.cuts, "the exact cuts do not depend on the merges");
+    cr_expect(!rules.run_margin[0] && !rules.run_margin[1] && !rules.run_margin[2], "run cuts with merges not monotone");
+    sk_tokenizer_free(tok);
+    sk_buf_free(&j);
+
+    /* vocab1024_edge's added tokens: one is single_word; without that flag, whether any
+     * pattern holds two digits decides the digits */
+    tok = load_tok("tokenizer/vocab1024_edge", 0);
+    int single_word = 0, digit_pair = 0;
+    for (size_t i = 0; i < tok->n_added; i++) {
+        single_word |= (tok->added[i].flags & SK_ADDED_SINGLE_WORD) != 0;
+        for (size_t k = 1; k < tok->added[i].pattern_len; k++)
+            digit_pair |= sk_cut_class((unsigned char)tok->added[i].pattern[k - 1]) == 1 &&
+                          sk_cut_class((unsigned char)tok->added[i].pattern[k]) == 1;
+    }
+    cr_assert(single_word, "the fixture should hold a single_word added token");
+    sk_tokenizer_cut_rules(tok, &rules);
+    cr_expect(!rules.run_margin[0] && !rules.run_margin[1] && !rules.run_margin[2]);
+    sk_tokenizer_free(tok);
+    tok = load_tok("tokenizer/vocab1024_edge", 1);
+    sk_tokenizer_cut_rules(tok, &rules);
+    cr_expect_eq(rules.run_margin[1] != 0, !digit_pair, "digits: margin %u, a pattern with two digits: %d",
+                 rules.run_margin[1], digit_pair);
     sk_tokenizer_free(tok);
 }

@@ -573,8 +573,10 @@ int sk_multipass_decide(sk_engine *en, const sk_run_ctx *cx, const sk_request *r
      * sequence can use it, as the plain path does: no sequence holds more than max_len
      * tokens, so a state that yields max_len ids is cut for every question whatever its
      * full length, and those ids are the full encoding's first (or, a list state, last) */
+    sk_cut_rules cuts;
+    sk_tokenizer_cut_rules(cx->tok, &cuts);
     if (pl->truncation == 3 && !pl->is_long)
-        rc = sk_prompt_state_ids_bounded(&cx->pt, sk_tokenizer_space_cut_safe(cx->tok), r->state.s, r->state.n,
+        rc = sk_prompt_state_ids_bounded(&cx->pt, &cuts, r->state.s, r->state.n,
                                          r->state_is_list, pl->max_len, cx->ws, &w->state_ids, e);
     else
         rc = sk_prompt_state_ids(&cx->pt, r->state.s, r->state.n, cx->ws, &w->state_ids, e);

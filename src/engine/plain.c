@@ -64,7 +64,8 @@ int sk_engine_plain(sk_engine *en, const sk_run_ctx *cx, const sk_request *const
             off += rs[ri]->q[i].n_opts;
         }
     }
-    int cut_safe = sk_tokenizer_space_cut_safe(cx->tok);
+    sk_cut_rules cuts;
+    sk_tokenizer_cut_rules(cx->tok, &cuts);
     sk_runner_clear(&en->runner);
     g = 0;
     for (size_t ri = 0; ri < nr; ri++) {
@@ -73,7 +74,7 @@ int sk_engine_plain(sk_engine *en, const sk_run_ctx *cx, const sk_request *const
         const size_t max_len = plans[ri].max_len, head_max_len = plans[ri].head_max_len;
         /* A sequence holds at most max_len tokens: the state is tokenized only as far as
          * that can reach (identical ids; the cost no longer grows with the state's size). */
-        if ((rc = sk_prompt_state_ids_bounded(&cx->pt, cut_safe, r->state.s, r->state.n, r->state_is_list,
+        if ((rc = sk_prompt_state_ids_bounded(&cx->pt, &cuts, r->state.s, r->state.n, r->state_is_list,
                                               max_len, cx->ws, &en->state_ids, e))) {
             sk_runner_clear(&en->runner);
             sk_err_prefix(e, "state");

@@ -90,45 +90,98 @@ int sk_prompt_state_ids(const sk_prompt_tok *t, const char *state, size_t n, sk_
     return encode_text(t, ws, out, e);
 }
 
-/* A cut just before s[k] splits the state's encoding exactly when the tokenizer allows
- * that kind of cut there (`cuts`: SK_CUT_* bits, see sk_tokenizer_space_cut_safe) and no
- * mask text touches s[k-1] or s[k] (it becomes a space; with none across the cut, the
- * unmasked halves are the halves of the unmasked state). */
-static int state_cut_ok(unsigned cuts, const char *s, size_t n, size_t k, const char *mt, size_t mlen) {
-    if (k == 0 || k >= n || !sk_cut_ok(cuts, s, k)) return 0;
+/* 1 when no mask text touches s[k-1] or s[k] (it becomes a space; with none across a
+ * cut, the unmasked halves are the halves of the unmasked state). */
+static int mask_clear(const char *s, size_t n, size_t k, const char *mt, size_t mlen) {
     for (size_t j = k >= mlen ? k - mlen : 0; mlen && j <= k && j + mlen <= n; j++)
         if (s[j] == mt[0] && memcmp(s + j, mt, mlen) == 0) return 0;
     return 1;
 }
 
-int sk_prompt_state_ids_bounded(const sk_prompt_tok *t, int cut_safe, const char *state, size_t n,
+/* The cut class every byte of the mask text has, -1 if none: a mask inside a run of that
+ * class would become a space and end the run early, so runs of it get no run cuts. */
+static int mask_class(const char *mt, size_t mlen) {
+    int c = mlen ? sk_cut_class((unsigned char)mt[0]) : -1;
+    for (size_t i = 1; i < mlen && c >= 0; i++)
+        if (sk_cut_class((unsigned char)mt[i]) != c) c = -1;
+    return c;
+}
+
+/* The first cut just before s[k], from <= k < n, that keeps the state's start: an exact
+ * cut (*margin 0), or a run cut (sk_cut_rules: *margin the bytes before k whose tokens may
+ * differ). 0 if none. */
+static size_t cut_forward(const sk_cut_rules *r, const char *s, size_t n, size_t from, const char *mt, size_t mlen,
+                          size_t *margin) {
+    const int mc = mask_class(mt, mlen);
+    size_t run = 0; /* bytes of s[k-1]'s class ending at k-1 (counted back far enough) */
+    uint64_t far = r->run_min;
+    for (int c = 0; c < 3; c++)
+        if (r->run_margin[c] && r->run_margin[c] + (uint64_t)r->run_min > far) far = r->run_margin[c] + (uint64_t)r->run_min;
+    if (from > 0 && sk_cut_class((unsigned char)s[from - 1]) >= 0) {
+        int c = sk_cut_class((unsigned char)s[from - 1]);
+        while (run < from && run < far && sk_cut_class((unsigned char)s[from - 1 - run]) == c) run++;
+    }
+    for (size_t k = from ? from : 1; k < n; k++) {
+        int ca = sk_cut_class((unsigned char)s[k - 1]), cb = sk_cut_class((unsigned char)s[k]);
+        if (sk_cut_ok(r->cuts, s, k) && mask_clear(s, n, k, mt, mlen)) {
+            *margin = 0;
+            return k;
+        }
+        if (ca >= 0 && ca == cb && ca != mc && r->run_margin[ca] &&
+            run >= (uint64_t)r->run_margin[ca] + r->run_min && mask_clear(s, n, k, mt, mlen)) {
+            *margin = r->run_margin[ca];
+            return k;
+        }
+        run = cb < 0 ? 0 : cb == ca ? run + 1 : 1;
+    }
+    return 0;
+}
+
+/* The last exact cut just before s[k], 0 < k <= from, that keeps the state's end (a list
+ * state): no run cuts, since merges pair a run from its left, so what its start changes
+ * can reach its end. 0 if none. */
+static size_t cut_backward(unsigned cuts, const char *s, size_t n, size_t from, const char *mt, size_t mlen) {
+    for (size_t k = from; k > 0; k--)
+        if (k < n && sk_cut_ok(cuts, s, k) && mask_clear(s, n, k, mt, mlen)) return k;
+    return 0;
+}
+
+int sk_prompt_state_ids_bounded(const sk_prompt_tok *t, const sk_cut_rules *rules, const char *state, size_t n,
                                 int keep_end, size_t need, sk_prompt_ws *ws, sk_i32v *out, sk_err *e) {
     const char *mt = t->mask_text;
     size_t mlen = mt ? strlen(mt) : 0;
-    const unsigned cuts = (unsigned)cut_safe;
-    if (!cuts || need == 0 || (mlen && memchr(mt, ' ', mlen)))
+    int any_run = rules && (rules->run_margin[0] || rules->run_margin[1] || rules->run_margin[2]);
+    if (!rules || (!rules->cuts && (keep_end || !any_run)) || need == 0 || (mlen && memchr(mt, ' ', mlen)))
         return sk_prompt_state_ids(t, state, n, ws, out, e);
     /* A token covers at least one byte, usually about four: start there, double on a miss
      * (so the work stays within twice the last, sufficient, attempt). */
     size_t want = need > SIZE_MAX / 8 ? SIZE_MAX : need * 4;
     if (want < 1024) want = 1024;
     while (want < n) {
-        size_t k = 0;
+        size_t k, margin = 0;
         if (!keep_end) {
-            for (size_t i = want; i < n && !k; i++)
-                if (state_cut_ok(cuts, state, n, i, mt, mlen)) k = i;
+            k = cut_forward(rules, state, n, want, mt, mlen, &margin);
+            /* a run cut keeps the ids before its margin: cut far enough past it to need */
+            size_t later = margin > (SIZE_MAX - want) / 4 ? SIZE_MAX : want + 4 * margin;
+            if (k && margin && later > k && later < n) {
+                size_t m2 = 0, k2 = cut_forward(rules, state, n, later, mt, mlen, &m2);
+                if (k2) k = k2, margin = m2;
+            }
         } else {
-            for (size_t i = n - want; i > 0 && !k; i--)
-                if (state_cut_ok(cuts, state, n, i, mt, mlen)) k = i;
+            k = cut_backward(rules->cuts, state, n, n - want, mt, mlen);
         }
-        if (!k) break; /* no provably safe cut: the whole state */
+        if (!k) break; /* no cut: the whole state */
         out->n = 0;
         reset_text(&ws->text);
         if (!keep_end) sk_prompt_unmask(&ws->text, state, k, mt);
         else sk_prompt_unmask(&ws->text, state + k, n - k, mt);
         int rc = encode_text(t, ws, out, e);
         if (rc) return rc;
-        if (out->n >= need) return 0;
+        size_t kept = out->n > margin ? out->n - margin : 0;
+        if (kept >= need) {
+            out->n = kept; /* the ids within the margin may differ from the whole state's */
+            return 0;
+        }
         want = want > SIZE_MAX / 2 ? SIZE_MAX : want * 2;
     }
     return sk_prompt_state_ids(t, state, n, ws, out, e);

@@ -74,13 +74,14 @@ int sk_prompt_state_ids(const sk_prompt_tok *t, const char *state, size_t n, sk_
 /* The state's ids as far as a sequence of `need` tokens can use them: the first `need`
  * ids of sk_prompt_state_ids() (all of them when keep_end is 0), or its last `need` ids
  * (keep_end: a list state, which keeps its end). Identical ids, at a cost linear in what
- * is used rather than in the state's size: cut_safe is sk_tokenizer_space_cut_safe() of
- * the tokenizer behind t->encode (SK_CUT_* bits, src/util/util.h), and only a prefix (or
- * suffix) of the state that ends at a cut of those kinds (an ASCII space after a printable
- * ASCII byte; a change of letter / digit / other inside a word; no mask text touching it)
- * is tokenized, doubled until it yields `need` ids. A state with no such cut (one long
- * run of letters) is tokenized whole. out is reset first. */
-int sk_prompt_state_ids_bounded(const sk_prompt_tok *t, int cut_safe, const char *state, size_t n,
+ * is used rather than in the state's size: rules are sk_tokenizer_cut_rules() of the
+ * tokenizer behind t->encode (src/util/util.h), and only a prefix (or suffix) of the
+ * state that ends at such a cut (an ASCII space after a printable ASCII byte; a change of
+ * letter / digit / other inside a word; no mask text touching it) is tokenized, doubled
+ * until it yields `need` ids. Keeping the start, a cut inside a long run of one class (a
+ * run of digits) serves too, its last run_margin ids dropped. A state with no cut is
+ * tokenized whole. rules NULL: no cuts. out is reset first. */
+int sk_prompt_state_ids_bounded(const sk_prompt_tok *t, const sk_cut_rules *rules, const char *state, size_t n,
                                 int keep_end, size_t need, sk_prompt_ws *ws, sk_i32v *out, sk_err *e);
 
 /* One question. The rendered option texts are opts[i * stride bytes] for i < n_opts (so an

@@ -1241,12 +1241,15 @@ const char *sk_tokenizer_piece(const skycmd_tokenizer *t, int32_t id) {
 
 size_t sk_tokenizer_vocab_size(const skycmd_tokenizer *t) { return t ? t->n_ids : 0; }
 
+/* Without a pre-tokenizer that starts a word at a space, BPE merges across any cut (the
+ * Gemma pipeline BPEs a whole piece as one word); a normalizer other than NFC could
+ * change the bytes around one. */
+static int cuttable_pipeline(const skycmd_tokenizer *t) {
+    return t->pretok == SK_PRETOK_BYTELEVEL && t->n_norm <= 1 && (t->n_norm == 0 || t->norm[0].kind == SK_STEP_NFC);
+}
+
 int sk_tokenizer_space_cut_safe(const skycmd_tokenizer *t) {
-    if (!t) return 0;
-    /* Without a pre-tokenizer that starts a word at a space, BPE merges across the cut
-     * (the Gemma pipeline BPEs a whole piece as one word). */
-    if (t->pretok != SK_PRETOK_BYTELEVEL || t->n_norm > 1 || (t->n_norm == 1 && t->norm[0].kind != SK_STEP_NFC))
-        return 0;
+    if (!t || !cuttable_pipeline(t)) return 0;
     /* Both kinds of cut sit between two ASCII bytes that NFC never composes across and that
      * no GPT-2 piece spans: a piece holds a space only at its start or in a run of spaces,
      * and one class of letter / digit / other only (the contractions 's 't 're 've 'm 'll 'd
@@ -1282,6 +1285,28 @@ int sk_tokenizer_space_cut_safe(const skycmd_tokenizer *t) {
     return (int)cuts;
 }
 
+void sk_tokenizer_cut_rules(const skycmd_tokenizer *t, sk_cut_rules *rules) {
+    memset(rules, 0, sizeof *rules);
+    if (!t || !cuttable_pipeline(t)) return;
+    rules->cuts = (unsigned)sk_tokenizer_space_cut_safe(t);
+    /* A run cut sits between two bytes of one class, inside one GPT-2 piece. An added
+     * token's match could span it only if its pattern holds two bytes of that class side
+     * by side; single_word looks at the bytes around a match ending or starting there. */
+    int allowed[3] = {1, 1, 1};
+    for (size_t i = 0; i < t->n_added; i++) {
+        const sk_added_token *a = &t->added[i];
+        const unsigned char *p = (const unsigned char *)a->pattern;
+        if (a->flags & SK_ADDED_SINGLE_WORD) return;
+        for (size_t j = 1; j < a->pattern_len; j++) {
+            int c = sk_cut_class(p[j - 1]);
+            if (c >= 0 && c == sk_cut_class(p[j])) allowed[c] = 0;
+        }
+    }
+    for (int c = 0; c < 3; c++)
+        if (allowed[c]) rules->run_margin[c] = t->run_margin[c];
+    rules->run_min = t->max_token_bytes + 1;
+}
+
 /* ------------------------------------------------------------------ finish ------ */
 
 /* Insertion sort of one first-byte bucket: longest pattern first (buckets are small; no
@@ -1302,6 +1327,87 @@ static void sort_bucket(const sk_added_token *added, uint32_t *v, size_t n) {
     }
 }
 
+/* ------------------------------------------------------------------ run cuts ---- */
+
+/* Cuts inside a run of one cut class (a run of digits has no exact cut: BPE'ing a 2 MB one
+ * whole costs 36x a state that fits). Why such a cut splits the encoding but near the cut:
+ *  - When no token is created (by any merge) at a rank above that of a merge consuming it
+ *    ("monotone" merges, true of trained BPE; checked here), every pair a merge makes ranks
+ *    above it, so HF's merge loop applies the merges in rank order, each rank's pair (a, b)
+ *    left to right across the word (only a == b overlaps, and the leftmost pair wins).
+ *  - Compare a word with its prefix cut at k. Before any merge they agree left of k. One
+ *    rank's pass decides each pair from its left neighbour's outcome, so pairs left of the
+ *    point up to which both agree (the frontier) are decided alike; only the pair
+ *    straddling it can differ, which moves the frontier left by the length of a at most.
+ *  - In a run of class c the symbols near the frontier are tokens of class c alone, so it
+ *    moves at most once per merge making such a token: the tokens of the prefix agree with
+ *    the word's left of k - run_margin[c], run_margin[c] = 1 + the sum of those merges'
+ *    left-token lengths (the 1 keeps 0 meaning "none").
+ *  - The run must reach back past that by more than the longest token (run_min), so that
+ *    the frontier meets no leading space or other piece, and the cut piece is not itself a
+ *    vocabulary entry (ignore_merges would emit it whole).
+ * No run cuts (all 0) for merges that are not monotone, a class byte with no byte token,
+ * or on allocation failure: the state is then tokenized whole, as before. */
+static void run_margins(skycmd_tokenizer *t) {
+    memset(t->run_margin, 0, sizeof t->run_margin);
+    t->max_token_bytes = 0;
+    if (t->pretok != SK_PRETOK_BYTELEVEL) return;
+    const sk_merge_map *mm = &t->merges;
+    size_t nid = t->n_ids;
+    int8_t *cls = malloc(nid ? nid : 1);
+    uint32_t *len = sk_malloc_array(nid ? nid : 1, sizeof *len);
+    uint32_t *made_max = calloc(nid ? nid : 1, sizeof *made_max); /* highest creating rank + 1 */
+    uint32_t *used_min = sk_malloc_array(nid ? nid : 1, sizeof *used_min);
+    if (!cls || !len || !made_max || !used_min) goto done;
+    for (size_t id = 0; id < nid; id++) {
+        used_min[id] = UINT32_MAX;
+        cls[id] = -1;
+        len[id] = 0;
+        const char *p = t->model_tok[id];
+        if (!p) continue;
+        size_t pl = t->model_tok_len[id], nb = 0;
+        int c = -2;
+        for (size_t i = 0; i < pl;) {
+            uint32_t cp;
+            i += sk_utf8_next(p, pl, i, &cp);
+            int b = sk_cp_to_byte(cp), bc = b >= 0 ? sk_cut_class((unsigned char)b) : -1;
+            c = c == -2 || c == bc ? bc : -1;
+            nb++;
+        }
+        cls[id] = (int8_t)(c == -2 ? -1 : c);
+        len[id] = nb > UINT32_MAX ? UINT32_MAX : (uint32_t)nb;
+        if (len[id] > t->max_token_bytes) t->max_token_bytes = len[id];
+    }
+    for (uint32_t i = 0; mm->keys && i <= mm->mask; i++) {
+        if (!mm->keys[i]) continue;
+        uint64_t key = mm->keys[i] - 1;
+        uint32_t a = (uint32_t)(key >> 32), b = (uint32_t)key, m = (uint32_t)mm->merged[i], r = mm->rank[i];
+        if (a >= nid || b >= nid || m >= nid) goto done;
+        if (made_max[m] < r + 1) made_max[m] = r + 1;
+        if (used_min[a] > r) used_min[a] = r;
+        if (used_min[b] > r) used_min[b] = r;
+    }
+    for (size_t id = 0; id < nid; id++)
+        if (made_max[id] && used_min[id] != UINT32_MAX && made_max[id] - 1 >= used_min[id]) goto done;
+    uint64_t sum[3] = {1, 1, 1};
+    for (uint32_t i = 0; mm->keys && i <= mm->mask; i++) {
+        if (!mm->keys[i]) continue;
+        int c = cls[mm->merged[i]];
+        if (c >= 0) sum[c] += len[(uint32_t)((mm->keys[i] - 1) >> 32)];
+    }
+    for (int c = 0; c < 3; c++) {
+        int bytes_ok = 1;
+        for (int b = 0x21; b < 0x7F; b++)
+            if (sk_cut_class((unsigned char)b) == c && t->byte_id[b] < 0) bytes_ok = 0;
+        if (bytes_ok && sum[c] < (1u << 30)) t->run_margin[c] = (uint32_t)sum[c];
+    }
+done:
+    free(cls);
+    free(len);
+    free(made_max);
+    free(used_min);
+}
+
 int sk_tok_finish(skycmd_tokenizer *t, sk_err *e) {
     /* byte ids */
     for (int b = 0; b < 256; b++) {
@@ -1315,6 +1421,7 @@ int sk_tok_finish(skycmd_tokenizer *t, sk_err *e) {
         }
         t->byte_id[b] = sk_strmap_get(&t->vocab, u, l);
     }
+    run_margins(t);
     sk_tok_set_fallback_ids(t);
     if (t->bpe_unk) {
         t->bpe_unk_id = sk_strmap_get(&t->vocab, t->bpe_unk, strlen(t->bpe_unk));

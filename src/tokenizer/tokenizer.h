@@ -104,6 +104,11 @@ struct skycmd_tokenizer {
     sk_merge_map merges;
     uint32_t n_merges;
     int32_t byte_id[256];     /* id of the single byte-level char for each byte, -1 if none */
+    /* Cuts inside a run of one cut class (sk_tokenizer_cut_rules): per class, the bytes
+     * before such a cut whose tokens may differ from the whole text's (0: none allowed);
+     * the longest vocabulary entry in raw bytes. Set by sk_tok_finish. */
+    uint32_t run_margin[3];
+    uint32_t max_token_bytes;
 
     sk_added_token *added;    /* in tokenizer.json order */
     size_t n_added;
@@ -190,6 +195,13 @@ size_t sk_tokenizer_vocab_size(const skycmd_tokenizer *t);
  * two classes; unless an added token's pattern holds such a pair of bytes, or any added
  * token is single_word. Only the byte-level pipeline (NFC or no normalizer) has any. */
 int sk_tokenizer_space_cut_safe(const skycmd_tokenizer *t);
+/* The cuts above (rules->cuts), and the cuts inside a run of one cut class (a run of
+ * digits has no exact cut): rules->run_margin[c] > 0 allows a cut between two bytes of
+ * class c with at least run_margin[c] + run_min bytes of the class before it; the
+ * encoding of the text before such a cut is the whole text's except for tokens within its
+ * last run_margin[c] bytes. Why it holds, and when a tokenizer gets none (0 for every
+ * class): sk_tok_finish's run_margins in tok_bpe.c. */
+void sk_tokenizer_cut_rules(const skycmd_tokenizer *t, sk_cut_rules *rules);
 
 /* A deterministic small byte-level BPE vocabulary of exactly vocab_size entries, written as
  * a real HF tokenizer.json + tokenizer_config.json (both malloc'ed, NUL-terminated).

@@ -88,6 +88,17 @@ static inline uint64_t sk_fnv1a64(const void *p, size_t n) {
 #define SK_CUT_CLASS_ALL (SK_CUT_CLASS(0, 1) | SK_CUT_CLASS(0, 2) | SK_CUT_CLASS(1, 0) | \
                           SK_CUT_CLASS(1, 2) | SK_CUT_CLASS(2, 0) | SK_CUT_CLASS(2, 1))
 
+/* Every cut a tokenizer allows (sk_tokenizer_cut_rules()): the exact ones (cuts, SK_CUT_*
+ * bits), and cuts inside a run of one cut class, which split the encoding exactly except
+ * near the cut: for class c, run_margin[c] > 0 allows a cut between two bytes of class c
+ * that follow at least run_margin[c] + run_min bytes of it; the tokens of the text before
+ * the cut agree with the whole text's but for those within its last run_margin[c] bytes. */
+typedef struct sk_cut_rules {
+    unsigned cuts;
+    uint32_t run_margin[3];
+    uint32_t run_min;
+} sk_cut_rules;
+
 /* The cut class of a byte: 0 an ASCII letter, 1 an ASCII digit, 2 any other printable
  * ASCII byte but the apostrophe (which starts GPT-2's contractions), -1 anything else
  * (spaces, controls, the apostrophe, non-ASCII). */

@@ -4,7 +4,7 @@
 # --report-truncation, which tokenizes the whole state as laya does), and the answer is
 # byte for byte the one `decide --batch` gives the same request, whose plain path reads
 # only what a sequence can hold. States: ordinary words, one base64-like word, one run of
-# digits (no safe cut: tokenized whole), a list state (keeps its end), and one that fits
+# digits (cut inside the run, sk_cut_rules), a list state (keeps its end), and one that fits
 # (no warning). No timing here: the cost is measured by the benchmark in the report.
 # Usage: decide_huge_state.sh <cli> <source_dir> <binary_dir>
 set -u
