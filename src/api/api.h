@@ -6,6 +6,8 @@
 #ifndef SK_API_H
 #define SK_API_H
 
+#include <stdio.h>
+
 #include "skycmd.h"
 #include "../util/util.h"
 
@@ -55,6 +57,14 @@ int sk_api_convert_opts(const skycmd_options *opts, struct sk_convert_opts *o, s
 const char *sk_opt_str(const skycmd_options *opts, int option, const char *dflt);
 /* Validate a caller's options handle (NULL is allowed: all defaults). */
 int sk_opts_ok(const skycmd_options *opts);
+
+/* skycmd_calibrate's work on a model already open and a labelled stream (model_path and
+ * labelled_path name them in messages and the report; total is the stream's size in bytes
+ * for progress, 0 if unknown). The model stays open and fp is not closed: the fuzz target
+ * calls it for every input on one model. On failure *report_json is NULL and e says why. */
+int sk_calibrate_stream(skycmd_model *model, const char *model_path, FILE *fp, const char *labelled_path,
+                        uint64_t total, const char *out_path, const skycmd_options *opts, char **report_json,
+                        sk_err *e);
 /* Emit a log event through the options' callback, if any. */
 void sk_opt_log(const skycmd_options *opts, int level, const char *fmt, ...) SK_PRINTF(3, 4);
 

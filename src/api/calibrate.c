@@ -263,6 +263,29 @@ static int on_open_progress(void *ud, uint64_t done, uint64_t total) {
     return p->opts->progress(p->opts->progress_ud, 0, p->total);
 }
 
+/* The options of a calibration, checked. */
+typedef struct cal_settings {
+    int abst, conservative;
+    int64_t abst_min_n;
+    double target_error;
+} cal_settings;
+
+static int read_settings(const skycmd_options *opts, cal_settings *cs, sk_err *e) {
+    cs->abst = (int)sk_opt_int(opts, SKYCMD_OPT_CALIB_ABSTENTION, 0);
+    cs->abst_min_n = sk_opt_int(opts, SKYCMD_OPT_CALIB_ABSTAIN_MIN_N, 100);
+    cs->conservative = (int)sk_opt_int(opts, SKYCMD_OPT_CALIB_CONSERVATIVE, 1);
+    cs->target_error = 0.10;
+    const char *te = sk_opt_str(opts, SKYCMD_OPT_CALIB_TARGET_ERROR, NULL);
+    if (te) {
+        char *end = NULL;
+        cs->target_error = sk_strtod_c(te, &end);
+        if (!te[0] || *end || !(cs->target_error >= 0.0 && cs->target_error <= 1.0))
+            return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT, "calibrate: target_error must be in [0.0, 1.0], got \"%.40s\"",
+                           te);
+    }
+    return 0;
+}
+
 int skycmd_calibrate(const char *model_path, const char *labelled_path, const char *out_path,
                      const skycmd_options *opts, char **report_json, skycmd_error *err) {
     if (report_json) *report_json = NULL;
@@ -270,22 +293,43 @@ int skycmd_calibrate(const char *model_path, const char *labelled_path, const ch
     if (!model_path || !labelled_path || !model_path[0] || !labelled_path[0] || (out_path && !out_path[0]))
         return sk_api_fail(err, SKYCMD_E_INVALID_ARGUMENT,
                            "calibrate: a model and a labelled file are required (and a non-empty output path)");
-    int abst = (int)sk_opt_int(opts, SKYCMD_OPT_CALIB_ABSTENTION, 0);
-    int64_t abst_min_n = sk_opt_int(opts, SKYCMD_OPT_CALIB_ABSTAIN_MIN_N, 100);
-    int conservative = (int)sk_opt_int(opts, SKYCMD_OPT_CALIB_CONSERVATIVE, 1);
-    double target_error = 0.10;
-    const char *te = sk_opt_str(opts, SKYCMD_OPT_CALIB_TARGET_ERROR, NULL);
-    if (te) {
-        char *end = NULL;
-        target_error = sk_strtod_c(te, &end);
-        if (!te[0] || *end || !(target_error >= 0.0 && target_error <= 1.0))
-            return sk_api_fail(err, SKYCMD_E_INVALID_ARGUMENT,
-                               "calibrate: target_error must be in [0.0, 1.0], got \"%.40s\"", te);
-    }
     sk_err e = {0};
+    cal_settings cs;
+    int rc = read_settings(opts, &cs, &e);
+    if (rc) return sk_api_report(err, &e, rc);
     skycmd_model *model = NULL;
+    struct stat st;
+    uint64_t total = stat(labelled_path, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;
+    if (opts && opts->progress) {
+        open_progress op = {opts, total};
+        skycmd_options o = *opts;  /* the same options (borrowed strings), another callback */
+        o.progress = on_open_progress;
+        o.progress_ud = &op;
+        rc = skycmd_model_open(model_path, &o, &model, err);
+    } else {
+        rc = skycmd_model_open(model_path, opts, &model, err);
+    }
+    if (rc) return rc;
+    FILE *fp = fopen(labelled_path, "rb");
+    if (!fp) rc = sk_fail(&e, SKYCMD_E_IO, "%s: cannot open", labelled_path);
+    else rc = sk_calibrate_stream(model, model_path, fp, labelled_path, total, out_path, opts, report_json, &e);
+    if (fp) fclose(fp);
+    skycmd_model_free(model);
+    return sk_api_report(err, &e, rc);
+}
+
+int sk_calibrate_stream(skycmd_model *model, const char *model_path, FILE *fp, const char *labelled_path,
+                        uint64_t total, const char *out_path, const skycmd_options *opts, char **report_json,
+                        sk_err *ep) {
+    if (report_json) *report_json = NULL;
+    sk_err e = {0};
+    cal_settings cs;
+    int rc = read_settings(opts, &cs, &e);
+    if (rc) return *ep = e, rc;
+    const int abst = cs.abst, conservative = cs.conservative;
+    const int64_t abst_min_n = cs.abst_min_n;
+    const double target_error = cs.target_error;
     skycmd_session *sess = NULL;
-    FILE *fp = NULL;
     char *line = NULL;
     size_t line_cap = 0, lines = 0;
     skycmd_request *reqs[CAL_BATCH] = {0};
@@ -295,18 +339,6 @@ int skycmd_calibrate(const char *model_path, const char *labelled_path, const ch
     c.e = &e;
     sk_buf rep;
     sk_buf_init(&rep);
-    int rc;
-    if (opts && opts->progress) {
-        struct stat st;
-        open_progress op = {opts, stat(labelled_path, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0};
-        skycmd_options o = *opts;  /* the same options (borrowed strings), another callback */
-        o.progress = on_open_progress;
-        o.progress_ud = &op;
-        rc = skycmd_model_open(model_path, &o, &model, err);
-    } else {
-        rc = skycmd_model_open(model_path, opts, &model, err);
-    }
-    if (rc) return rc;
     if (out_path && model->gguf_buf) {
         rc = sk_fail(&e, SKYCMD_E_UNSUPPORTED, "%s: calibrate writes a copy of a GGUF file; convert the "
                      "Laya directory first", model_path);
@@ -323,14 +355,7 @@ int skycmd_calibrate(const char *model_path, const char *labelled_path, const ch
     }
     sess->logit_sink = sink;
     sess->logit_sink_ud = &c;
-    if (!(fp = fopen(labelled_path, "rb"))) {
-        rc = sk_fail(&e, SKYCMD_E_IO, "%s: cannot open", labelled_path);
-        goto done;
-    }
-    fseek(fp, 0, SEEK_END);
-    long fsize = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint64_t done_bytes = 0, total = fsize > 0 ? (uint64_t)fsize : 0;
+    uint64_t done_bytes = 0;
     ssize_t got;
     c.n_pend = 0;
     while (1) {
@@ -442,12 +467,11 @@ int skycmd_calibrate(const char *model_path, const char *labelled_path, const ch
     if (report_json) *report_json = sk_buf_detach(&rep);
 done:
     for (size_t i = 0; i < nreq; i++) skycmd_request_free(reqs[i]);
-    if (fp) fclose(fp);
     free(line);
     free(c.pend);
     sk_calib_set_free(&c.set);
     sk_buf_free(&rep);
     skycmd_session_free(sess);
-    skycmd_model_free(model);
-    return sk_api_report(err, &e, rc);
+    *ep = e;
+    return rc;
 }
