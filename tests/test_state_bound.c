@@ -71,9 +71,11 @@ Test(state_bound, identical_ids_where_used) {
         if (part.n < full.n) cut_used++;
         cr_assert(part.n >= (need < full.n ? need : full.n), "iter %d: %zu ids, need %zu of %zu", iter, part.n,
                   need, full.n);
-        size_t k = need < full.n ? need : full.n;
+        /* every id returned is the whole state's (its first or its last ids), not only need */
+        cr_assert(part.n <= full.n, "iter %d: %zu ids of %zu", iter, part.n, full.n);
+        size_t k = part.n;
         for (size_t i = 0; i < k; i++) {
-            size_t fi = keep_end ? full.n - k + i : i, pi = keep_end ? part.n - k + i : i;
+            size_t fi = keep_end ? full.n - k + i : i, pi = i;
             cr_assert_eq(part.v[pi], full.v[fi], "iter %d (%zu bytes, need %zu, keep_end %d): id %zu differs", iter,
                          st.len, need, keep_end, i);
         }
@@ -181,8 +183,8 @@ Test(state_bound, class_cuts_split_the_encoding_exactly, .timeout = 120) {
 
 /* A state that is one word (base64, a hash dump, digits, a mask text inside): the bounded
  * ids are the whole state's where they are used, and the words with class changes are cut,
- * and so is a run of digits that keeps its start (a run cut); a letter run is not (the mask
- * text holds letters side by side) nor a digit run that keeps its end. */
+ * and so is a run of pseudo-random digits (a run cut); a letter run is not (the mask text
+ * holds letters side by side). */
 Test(state_bound, one_word_states, .timeout = 120) {
     skycmd_tokenizer *tok = load_tok("prompt", 0);
     sk_cut_rules rules;
@@ -226,17 +228,18 @@ Test(state_bound, one_word_states, .timeout = 120) {
         cr_assert_eq(sk_prompt_state_ids(&pt, st.data, st.len, &ws, &full, &e), 0, "%s", e.msg);
         cr_assert_eq(sk_prompt_state_ids_bounded(&pt, &rules, st.data, st.len, keep_end, need, &ws, &part, &e), 0,
                      "%s", e.msg);
-        int cuttable_here = shape != 3 && !(shape == 2 && keep_end);
+        int cuttable_here = shape != 3;
         if (cuttable_here) cuttable++;
         if (part.n < full.n) {
             cut_used++;
             cr_assert(cuttable_here, "iter %d (shape %d, keep_end %d): a word with no allowed cut was cut", iter, shape,
                       keep_end);
         }
-        size_t k = need < full.n ? need : full.n;
-        cr_assert(part.n >= k, "iter %d: %zu ids, need %zu of %zu", iter, part.n, need, full.n);
+        cr_assert(part.n >= (need < full.n ? need : full.n) && part.n <= full.n, "iter %d: %zu ids, need %zu of %zu",
+                  iter, part.n, need, full.n);
+        size_t k = part.n; /* every id returned is the whole state's, not only need */
         for (size_t i = 0; i < k; i++) {
-            size_t fi = keep_end ? full.n - k + i : i, pi = keep_end ? part.n - k + i : i;
+            size_t fi = keep_end ? full.n - k + i : i, pi = i;
             cr_assert_eq(part.v[pi], full.v[fi], "iter %d (shape %d, %zu bytes, need %zu, keep_end %d): id %zu differs",
                          iter, shape, st.len, need, keep_end, i);
         }
@@ -340,6 +343,43 @@ Test(state_bound, run_cuts_agree_outside_the_margin, .timeout = 300) {
             }
         }
         cr_assert(checked >= 800, "%s: only %zu run cuts checked", tk[f].dir ? tk[f].dir : "random", checked);
+        /* keeping the end: the bounded suffix's ids against the whole state's */
+        tu_tok_ctx ec = {tok, {0}};
+        sk_prompt_tok pt = {tu_tok_encode, &ec, sk_tokenizer_special(tok, SKYCMD_SPECIAL_CLS),
+                            sk_tokenizer_special(tok, SKYCMD_SPECIAL_SEP),
+                            sk_tokenizer_special(tok, SKYCMD_SPECIAL_MASK),
+                            sk_tokenizer_special_text(tok, SKYCMD_SPECIAL_MASK)};
+        sk_prompt_ws ws = {0};
+        sk_i32v full = {0}, part = {0};
+        size_t suffixes = 0, suffix_cut = 0;
+        for (int iter = 0; iter < 120; iter++) {
+            int cls = iter % 3;
+            if (!rules.run_margin[cls]) continue;
+            random_run(&run, cls, 3000 + next_u32() % 20000);
+            st.len = 0;
+            if (iter & 1) sk_buf_puts(&st, k_parts[next_u32() % N_PARTS]);
+            sk_buf_append(&st, run.data, run.len);
+            size_t needs[] = {8, 64, 256};
+            size_t need = needs[next_u32() % 3];
+            cr_assert_eq(sk_prompt_state_ids(&pt, st.data, st.len, &ws, &full, &e), 0, "%s", e.msg);
+            cr_assert_eq(sk_prompt_state_ids_bounded(&pt, &rules, st.data, st.len, 1, need, &ws, &part, &e), 0, "%s",
+                         e.msg);
+            /* every id returned, not only the last need: they are the whole state's last ids */
+            cr_assert(part.n >= (need < full.n ? need : full.n) && part.n <= full.n);
+            for (size_t i = 0; i < part.n; i++)
+                cr_assert_eq(part.v[i], full.v[full.n - part.n + i],
+                             "%s/%u: class %d run of %zu bytes, need %zu: id %zu of the %zu returned differs",
+                             tk[f].dir ? tk[f].dir : "random", tk[f].vocab, cls, run.len, need, i, part.n);
+            suffixes++;
+            if (part.n < full.n) suffix_cut++;
+        }
+        /* runs of one repeated token are not cut (their bound reaches the end): most others are */
+        cr_assert(suffix_cut * 2 > suffixes, "%s: only %zu of %zu runs cut keeping the end",
+                  tk[f].dir ? tk[f].dir : "random", suffix_cut, suffixes);
+        sk_i32v_free(&full);
+        sk_i32v_free(&part);
+        sk_prompt_ws_free(&ws);
+        sk_ids_free(&ec.ids);
         checked_all += checked;
         sk_ids_free(&whole);
         sk_ids_free(&left);

@@ -137,12 +137,61 @@ static size_t cut_forward(const sk_cut_rules *r, const char *s, size_t n, size_t
     return 0;
 }
 
-/* The last exact cut just before s[k], 0 < k <= from, that keeps the state's end (a list
- * state): no run cuts, since merges pair a run from its left, so what its start changes
- * can reach its end. 0 if none. */
-static size_t cut_backward(unsigned cuts, const char *s, size_t n, size_t from, const char *mt, size_t mlen) {
-    for (size_t k = from; k > 0; k--)
-        if (k < n && sk_cut_ok(cuts, s, k) && mask_clear(s, n, k, mt, mlen)) return k;
+/* Keeping the end, a run cut at k changes the tokens from k up to a frontier that moves
+ * right merge by merge, in rank order (the argument of tok_bpe.c's run_margins, mirrored):
+ * by the right token's length for a merge of two different tokens; for a merge of a token
+ * with itself across the whole run of its copies, since those pair from the left and a
+ * change at the run's start flips every pair after it. Where the frontier can end at most,
+ * run_end marking where the class run after k ends; SIZE_MAX when it could reach that end
+ * (the text after the cut is then no run of the class) or would cost too much to bound. */
+static size_t frontier_bound(const sk_cut_rules *r, int c, const char *s, size_t k, size_t run_end) {
+    size_t g = k, work = 0;
+    for (size_t i = 0; i < r->n_run_merges[c]; i++) {
+        const sk_run_merge *m = &r->run_merges[c][i];
+        if (!m->same) {
+            g += m->right_len;
+        } else {
+            size_t best = g, l = m->left_len;
+            for (size_t p = k; p <= g && p < run_end; p++) {
+                size_t q = p;
+                while (q + l <= run_end && memcmp(s + q, m->left, l) == 0) q += l;
+                work += q - p + 1;
+                if (q > best) best = q;
+            }
+            g = best;
+        }
+        if (g + r->run_min > run_end || work > ((size_t)1 << 22)) return SIZE_MAX;
+    }
+    return g;
+}
+
+/* The last cut just before s[k], 0 < k <= from, that keeps the state's end (a list state):
+ * an exact cut (*margin 0), or a run cut (*margin: the bytes after k whose tokens may
+ * differ; a few run cuts are tried, each costing a bound). 0 if none. */
+static size_t cut_backward(const sk_cut_rules *r, const char *s, size_t n, size_t from, const char *mt, size_t mlen,
+                           size_t *margin) {
+    const int mc = mask_class(mt, mlen);
+    const size_t reach = ((size_t)1 << 18) + r->run_min; /* how far a run after a cut is looked at */
+    int tries = 4;
+    for (size_t k = from; k > 0; k--) {
+        if (k >= n) continue;
+        if (sk_cut_ok(r->cuts, s, k) && mask_clear(s, n, k, mt, mlen)) {
+            *margin = 0;
+            return k;
+        }
+        int ca = sk_cut_class((unsigned char)s[k - 1]), cb = sk_cut_class((unsigned char)s[k]);
+        if (tries > 0 && ca >= 0 && ca == cb && ca != mc && r->run_margin[ca] && r->n_run_merges[ca] &&
+            mask_clear(s, n, k, mt, mlen)) {
+            tries--;
+            size_t run_end = k, lim = n - k > reach ? k + reach : n;
+            while (run_end < lim && sk_cut_class((unsigned char)s[run_end]) == ca) run_end++;
+            size_t g = frontier_bound(r, ca, s, k, run_end);
+            if (g != SIZE_MAX) {
+                *margin = g - k;
+                return k;
+            }
+        }
+    }
     return 0;
 }
 
@@ -151,7 +200,7 @@ int sk_prompt_state_ids_bounded(const sk_prompt_tok *t, const sk_cut_rules *rule
     const char *mt = t->mask_text;
     size_t mlen = mt ? strlen(mt) : 0;
     int any_run = rules && (rules->run_margin[0] || rules->run_margin[1] || rules->run_margin[2]);
-    if (!rules || (!rules->cuts && (keep_end || !any_run)) || need == 0 || (mlen && memchr(mt, ' ', mlen)))
+    if (!rules || (!rules->cuts && !any_run) || need == 0 || (mlen && memchr(mt, ' ', mlen)))
         return sk_prompt_state_ids(t, state, n, ws, out, e);
     /* A token covers at least one byte, usually about four: start there, double on a miss
      * (so the work stays within twice the last, sufficient, attempt). */
@@ -168,7 +217,12 @@ int sk_prompt_state_ids_bounded(const sk_prompt_tok *t, const sk_cut_rules *rule
                 if (k2) k = k2, margin = m2;
             }
         } else {
-            k = cut_backward(rules->cuts, state, n, n - want, mt, mlen);
+            k = cut_backward(rules, state, n, n - want, mt, mlen, &margin);
+            size_t earlier = margin > (n - want) / 4 ? 0 : n - want - 4 * margin;
+            if (k && margin && earlier < k && earlier > 0) {
+                size_t m2 = 0, k2 = cut_backward(rules, state, n, earlier, mt, mlen, &m2);
+                if (k2) k = k2, margin = m2;
+            }
         }
         if (!k) break; /* no cut: the whole state */
         out->n = 0;
@@ -179,7 +233,9 @@ int sk_prompt_state_ids_bounded(const sk_prompt_tok *t, const sk_cut_rules *rule
         if (rc) return rc;
         size_t kept = out->n > margin ? out->n - margin : 0;
         if (kept >= need) {
-            out->n = kept; /* the ids within the margin may differ from the whole state's */
+            /* the ids within the margin may differ from the whole state's */
+            if (keep_end) memmove(out->v, out->v + (out->n - kept), kept * sizeof *out->v);
+            out->n = kept;
             return 0;
         }
         want = want > SIZE_MAX / 2 ? SIZE_MAX : want * 2;

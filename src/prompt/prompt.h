@@ -78,9 +78,11 @@ int sk_prompt_state_ids(const sk_prompt_tok *t, const char *state, size_t n, sk_
  * tokenizer behind t->encode (src/util/util.h), and only a prefix (or suffix) of the
  * state that ends at such a cut (an ASCII space after a printable ASCII byte; a change of
  * letter / digit / other inside a word; no mask text touching it) is tokenized, doubled
- * until it yields `need` ids. Keeping the start, a cut inside a long run of one class (a
- * run of digits) serves too, its last run_margin ids dropped. A state with no cut is
- * tokenized whole. rules NULL: no cuts. out is reset first. */
+ * until it yields `need` ids. A cut inside a long run of one class (a run of digits)
+ * serves too, the ids near it dropped: the last run_margin ids of a prefix; for a suffix
+ * as many as its bound on the text after the cut says (none where that run is one
+ * repeated token). A state with no cut is tokenized whole. rules NULL: no cuts. out is
+ * reset first. */
 int sk_prompt_state_ids_bounded(const sk_prompt_tok *t, const sk_cut_rules *rules, const char *state, size_t n,
                                 int keep_end, size_t need, sk_prompt_ws *ws, sk_i32v *out, sk_err *e);
 

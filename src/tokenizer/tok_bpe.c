@@ -103,6 +103,7 @@ void sk_tokenizer_free(skycmd_tokenizer *t) {
         free(t->first_list[p]);
     }
     free(t->bpe_unk);
+    free(t->run_merges);
     free(t);
 }
 
@@ -1302,8 +1303,15 @@ void sk_tokenizer_cut_rules(const skycmd_tokenizer *t, sk_cut_rules *rules) {
             if (c >= 0 && c == sk_cut_class(p[j])) allowed[c] = 0;
         }
     }
-    for (int c = 0; c < 3; c++)
-        if (allowed[c]) rules->run_margin[c] = t->run_margin[c];
+    size_t off = 0;
+    for (int c = 0; c < 3; c++) {
+        if (allowed[c] && t->run_margin[c]) {
+            rules->run_margin[c] = t->run_margin[c];
+            rules->run_merges[c] = t->run_merges + off;
+            rules->n_run_merges[c] = t->n_run_merges[c];
+        }
+        off += t->n_run_merges[c];
+    }
     rules->run_min = t->max_token_bytes + 1;
 }
 
@@ -1346,10 +1354,17 @@ static void sort_bucket(const sk_added_token *added, uint32_t *v, size_t n) {
  *  - The run must reach back past that by more than the longest token (run_min), so that
  *    the frontier meets no leading space or other piece, and the cut piece is not itself a
  *    vocabulary entry (ignore_merges would emit it whole).
+ * Keeping the end instead (a suffix), the frontier moves right; a merge of a token with
+ * itself can carry it across a whole run of copies, so that bound depends on the text:
+ * run_merges lists each class's merges in rank order for the prompt to bound it
+ * (src/prompt/prompt.c frontier_bound).
  * No run cuts (all 0) for merges that are not monotone, a class byte with no byte token,
  * or on allocation failure: the state is then tokenized whole, as before. */
 static void run_margins(skycmd_tokenizer *t) {
     memset(t->run_margin, 0, sizeof t->run_margin);
+    memset(t->n_run_merges, 0, sizeof t->n_run_merges);
+    free(t->run_merges);
+    t->run_merges = NULL;
     t->max_token_bytes = 0;
     if (t->pretok != SK_PRETOK_BYTELEVEL) return;
     const sk_merge_map *mm = &t->merges;
@@ -1358,6 +1373,7 @@ static void run_margins(skycmd_tokenizer *t) {
     uint32_t *len = sk_malloc_array(nid ? nid : 1, sizeof *len);
     uint32_t *made_max = calloc(nid ? nid : 1, sizeof *made_max); /* highest creating rank + 1 */
     uint32_t *used_min = sk_malloc_array(nid ? nid : 1, sizeof *used_min);
+    uint32_t *at_rank = NULL;
     if (!cls || !len || !made_max || !used_min) goto done;
     for (size_t id = 0; id < nid; id++) {
         used_min[id] = UINT32_MAX;
@@ -1389,11 +1405,32 @@ static void run_margins(skycmd_tokenizer *t) {
     }
     for (size_t id = 0; id < nid; id++)
         if (made_max[id] && used_min[id] != UINT32_MAX && made_max[id] - 1 >= used_min[id]) goto done;
+    /* the class merges in rank order (a slot per rank; duplicates keep their last rank) */
+    at_rank = sk_malloc_array(mm->n_ranks ? mm->n_ranks : 1, sizeof *at_rank);
+    if (!at_rank) goto done;
+    for (uint32_t r = 0; r < mm->n_ranks; r++) at_rank[r] = UINT32_MAX;
+    size_t n_class = 0;
+    for (uint32_t i = 0; mm->keys && i <= mm->mask; i++)
+        if (mm->keys[i] && cls[mm->merged[i]] >= 0 && mm->rank[i] < mm->n_ranks) {
+            at_rank[mm->rank[i]] = i;
+            n_class++;
+        }
+    if (!(t->run_merges = sk_malloc_array(n_class ? n_class : 1, sizeof *t->run_merges))) goto done;
     uint64_t sum[3] = {1, 1, 1};
-    for (uint32_t i = 0; mm->keys && i <= mm->mask; i++) {
-        if (!mm->keys[i]) continue;
-        int c = cls[mm->merged[i]];
-        if (c >= 0) sum[c] += len[(uint32_t)((mm->keys[i] - 1) >> 32)];
+    size_t off = 0;
+    for (int c = 0; c < 3; c++) {
+        sk_run_merge *list = t->run_merges + off;
+        size_t k = 0;
+        for (uint32_t r = 0; r < mm->n_ranks; r++) {
+            uint32_t i = at_rank[r];
+            if (i == UINT32_MAX || cls[mm->merged[i]] != c) continue;
+            uint32_t a = (uint32_t)((mm->keys[i] - 1) >> 32), b = (uint32_t)(mm->keys[i] - 1);
+            /* printable ASCII maps to itself in the byte-level alphabet: the token is its bytes */
+            list[k++] = (sk_run_merge){t->model_tok[a], len[a], len[b], a == b};
+            sum[c] += len[a];
+        }
+        t->n_run_merges[c] = k;
+        off += k;
     }
     for (int c = 0; c < 3; c++) {
         int bytes_ok = 1;
@@ -1402,6 +1439,7 @@ static void run_margins(skycmd_tokenizer *t) {
         if (bytes_ok && sum[c] < (1u << 30)) t->run_margin[c] = (uint32_t)sum[c];
     }
 done:
+    free(at_rank);
     free(cls);
     free(len);
     free(made_max);

@@ -109,6 +109,8 @@ struct skycmd_tokenizer {
      * the longest vocabulary entry in raw bytes. Set by sk_tok_finish. */
     uint32_t run_margin[3];
     uint32_t max_token_bytes;
+    sk_run_merge *run_merges;  /* per class, that class's merges in rank order */
+    size_t n_run_merges[3];
 
     sk_added_token *added;    /* in tokenizer.json order */
     size_t n_added;

@@ -93,10 +93,20 @@ static inline uint64_t sk_fnv1a64(const void *p, size_t n) {
  * near the cut: for class c, run_margin[c] > 0 allows a cut between two bytes of class c
  * that follow at least run_margin[c] + run_min bytes of it; the tokens of the text before
  * the cut agree with the whole text's but for those within its last run_margin[c] bytes. */
+typedef struct sk_run_merge {
+    const char *left;          /* the left token's bytes (printable ASCII of the class) */
+    uint32_t left_len, right_len;
+    int same;                  /* the merge joins a token with itself ("0" "0") */
+} sk_run_merge;
+
 typedef struct sk_cut_rules {
     unsigned cuts;
     uint32_t run_margin[3];
     uint32_t run_min;
+    /* Keeping the end (a list state), a run cut's margin depends on the text after it:
+     * the merges making tokens of class c, in rank order (owned by the tokenizer). */
+    const sk_run_merge *run_merges[3];
+    size_t n_run_merges[3];
 } sk_cut_rules;
 
 /* The cut class of a byte: 0 an ASCII letter, 1 an ASCII digit, 2 any other printable
