@@ -15,6 +15,9 @@
  *      pre-tokenizer, BPE byte_fallback, Replace/ByteFallback/Fuse decoder) and with a
  *      Metaspace one, each from JSON and from GGUF: same rules as mode 0.
  *   5: decode the rest as int32 ids with the Gemma-style vocabulary (byte-fallback decoder).
+ * Modes 0 and 1 also compare the prompt's bounded state ids (cut at exact and run cuts)
+ * with the whole text's: mode 0 on the input, mode 1 on long runs of each class under the
+ * hostile vocabulary (same_bounded).
  * Modes 0, 1 and 4 also run the BPE merge loop's two queues (the heap of short words, the
  * rank buckets of long ones: sk_tok_bpe_merge) on the same symbols, the merges' operands
  * picked by the input's bytes, and trap when their tokens differ: for a hostile merge list
@@ -31,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "prompt/prompt.h"
 #include "tokenizer/tokenizer.h"
 
 static skycmd_tokenizer *g_json, *g_gguf;
@@ -156,6 +160,65 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     return 0;
 }
 
+/* The prompt's bounded state ids (src/prompt/prompt.c: exact cuts and run cuts, whose
+ * margins rest on the argument in tok_bpe.c's run_margins) against the whole text's: every
+ * id returned is the whole encoding's first (or, keeping the end, last), and at least need
+ * of them. A text the whole encoding refuses is not compared (a piece may hold none of
+ * what it refused). */
+typedef struct bound_ctx {
+    const skycmd_tokenizer *tok;
+    sk_ids ids;
+} bound_ctx;
+
+static int bound_encode(void *ctx, const char *text, size_t len, sk_i32v *out, sk_err *e) {
+    bound_ctx *c = ctx;
+    c->ids.n = 0;
+    int st = sk_tokenizer_encode(c->tok, text, len, &c->ids, e);
+    return st ? st : sk_i32v_append(out, c->ids.ids, c->ids.n);
+}
+
+static void same_bounded(const skycmd_tokenizer *t, const char *s, size_t n, size_t need) {
+    bound_ctx bc = {t, {0}};
+    sk_prompt_tok pt = {bound_encode, &bc, 0, 0, 0, sk_tokenizer_special_text(t, SKYCMD_SPECIAL_MASK)};
+    sk_cut_rules rules;
+    sk_tokenizer_cut_rules(t, &rules);
+    sk_prompt_ws ws = {0};
+    sk_i32v whole = {0}, part = {0};
+    if (sk_prompt_state_ids(&pt, s, n, &ws, &whole, NULL) == SKYCMD_OK) {
+        for (int keep_end = 0; keep_end < 2; keep_end++) {
+            if (sk_prompt_state_ids_bounded(&pt, &rules, s, n, keep_end, need, &ws, &part, NULL) != SKYCMD_OK)
+                __builtin_trap();
+            if (part.n > whole.n || part.n < (need < whole.n ? need : whole.n)) __builtin_trap();
+            if (part.n && memcmp(part.v, whole.v + (keep_end ? whole.n - part.n : 0), part.n * sizeof *part.v))
+                __builtin_trap();
+        }
+    }
+    sk_i32v_free(&whole);
+    sk_i32v_free(&part);
+    sk_prompt_ws_free(&ws);
+    sk_ids_free(&bc.ids);
+}
+
+/* Long texts for the bounded ids of a hostile vocabulary: runs of each class, with and
+ * without repeats (runs of one token are where a suffix's bound gives up). */
+static const char *long_text(int i) {
+    static char buf[4][1600];
+    static const char *alpha[4] = {"0123456789", "abcdefghijklmnopqrstuvwxyz", "!#$%&()*+,-./:;<=>?@[]^_`{|}~", "00001"};
+    char *b = buf[i];
+    if (!b[0]) {
+        uint32_t x = 2463534242u + (uint32_t)i;
+        size_t na = strlen(alpha[i]);
+        for (size_t k = 0; k + 1 < sizeof buf[i]; k++) {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            b[k] = alpha[i][x % na];
+        }
+        b[sizeof buf[i] - 1] = 0;
+    }
+    return b;
+}
+
 static const char *const k_probe[] = {"hello world", "a  [MASK] b", "caf\xC3\xA9 e\xCC\x81", "  \t\n x", "'s 123 !!"};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -167,6 +230,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case 0:
         same_ids(g_json, g_gguf, s, n < ENCODE_MAX ? n : ENCODE_MAX);
         same_merges(g_json, data + 1, n < ENCODE_MAX ? n : ENCODE_MAX);
+        same_bounded(g_json, s, n < ENCODE_MAX ? n : ENCODE_MAX, n ? 1 + (size_t)data[1] % 96 : 8);
         break;
     case 1: {
         skycmd_tokenizer *t = NULL;
@@ -181,6 +245,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 if (t2) same_ids(t, t2, k_probe[i], strlen(k_probe[i]));
             }
             same_merges(t, data + 1, n < ENCODE_MAX ? n : ENCODE_MAX);
+            for (int i = 0; i < 4; i++) same_bounded(t, long_text(i), strlen(long_text(i)), 16);
             sk_tokenizer_free(t2);
             sk_gguf_close(g);
             free(mem);
