@@ -124,13 +124,36 @@ Test(pipeline, refuses_what_it_does_not_implement) {
                  SKYCMD_E_FORMAT, "%s", e.msg);
 }
 
-Test(pipeline, gemma_cut_is_never_assumed_safe) {
-    /* the Gemma pipeline BPEs a whole piece: merges cross spaces, so the prompt code must not
-     * encode a state in space-cut chunks */
+Test(pipeline, gemma_space_cuts_only_where_no_entry_joins_a_space) {
+    /* the Gemma pipeline BPEs a whole text as one word: a cut before a space splits it only
+     * because no entry holds U+2581 after another character (test_state_bound checks the
+     * splits); one such entry, and the prompt code must not cut */
     skycmd_tokenizer *t = load_json_dir("gemma3000");
-    cr_expect_eq(sk_tokenizer_space_cut_safe(t), 0);
-    sk_ids a = {0};
+    cr_expect_eq(sk_tokenizer_space_cut_safe(t), SK_CUT_SPACE);
+    skycmd_tokenizer *m = load_json_dir("gemma3000_metaspace");
+    cr_expect_eq(sk_tokenizer_space_cut_safe(m), SK_CUT_SPACE);
+    sk_tokenizer_free(m);
+    size_t jl = 0;
+    char *j = tu_slurp(SKYCMD_FIXTURES "/gemma_tok/gemma3000/tokenizer.json", &jl);
+    cr_assert(j);
+    const char *v = strstr(j, "\"vocab\": {");
+    if (!v) v = strstr(j, "\"vocab\":{");
+    cr_assert(v, "no vocab in the fixture");
+    const char *brace = strchr(v, '{');
+    sk_buf b;
+    sk_buf_init(&b);
+    sk_buf_append(&b, j, (size_t)(brace + 1 - j));
+    sk_buf_puts(&b, "\"x\xe2\x96\x81\": 3000, ");
+    sk_buf_puts(&b, brace + 1);
     sk_err e;
+    sk_err_clear(&e);
+    skycmd_tokenizer *joined = NULL;
+    cr_assert_eq(sk_tokenizer_from_json(b.data, b.len, NULL, 0, &joined, &e), SKYCMD_OK, "%s", e.msg);
+    cr_expect_eq(sk_tokenizer_space_cut_safe(joined), 0, "an entry \"x\u2581\" joins a space to what is before it");
+    sk_tokenizer_free(joined);
+    sk_buf_free(&b);
+    free(j);
+    sk_ids a = {0};
     sk_err_clear(&e);
     cr_expect_eq(sk_tokenizer_encode(t, "a\xff", 2, &a, &e), SKYCMD_E_INVALID_ARGUMENT);
     int32_t bad_id = 3000;

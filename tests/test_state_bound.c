@@ -452,3 +452,90 @@ Test(state_bound, no_run_cuts_where_they_could_split_wrong) {
                  rules.run_margin[1], digit_pair);
     sk_tokenizer_free(tok);
 }
+
+/* ---- the SentencePiece-style pipelines: cuts before a space ---- */
+
+/* gemma3000 (a Replace normalizer, the whole text BPE'd as one word) and its Metaspace
+ * twin: at every space cut with SK_CUT_MIN_PIECE bytes or more on each side, encode(a + b)
+ * == encode(a) + encode(b); and the bounded state ids are the whole state's, every one
+ * returned. The generator of the random mmBERT models' 256k vocabulary (here at 32k) gets
+ * no cut: its entries join a space to what is before it. */
+Test(state_bound, spm_space_cuts, .timeout = 300) {
+    sk_buf st;
+    sk_buf_init(&st);
+    for (int f = 0; f < 3; f++) {
+        skycmd_tokenizer *tok = NULL;
+        const char *name = f == 0 ? "gemma3000" : f == 1 ? "gemma3000_metaspace" : "random_spm 32000";
+        sk_err e = {0};
+        if (f < 2) {
+            char dir[64];
+            snprintf(dir, sizeof dir, "gemma_tok/%s", name);
+            tok = load_tok(dir, 0);
+        } else {
+            char *tj = NULL, *cj = NULL;
+            cr_assert_eq(sk_tokenizer_random_spm_json(32000, 20261201u, &tj, &cj, &e), 0, "%s", e.msg);
+            cr_assert_eq(sk_tokenizer_from_json(tj, strlen(tj), cj, strlen(cj), &tok, &e), 0, "%s", e.msg);
+            free(tj);
+            free(cj);
+        }
+        sk_cut_rules rules;
+        sk_tokenizer_cut_rules(tok, &rules);
+        if (f == 2) {
+            /* the generator's random merges join a space to almost any character before it
+             * ("`\u2581", "A\u2581"...): no cut */
+            cr_assert_eq(rules.cuts, 0, "%s: cuts %#x", name, rules.cuts);
+            sk_tokenizer_free(tok);
+            continue;
+        }
+        cr_assert_eq(rules.cuts, SK_CUT_SPACE, "%s: cuts %#x", name, rules.cuts);
+        sk_ids whole = {0}, left = {0}, right = {0};
+        size_t checked = 0;
+        for (int iter = 0; iter < 10; iter++) {
+            random_state(&st, 2600 + next_u32() % 1000);
+            whole.n = 0;
+            if (sk_tokenizer_encode(tok, st.data, st.len, &whole, &e) != 0) continue;
+            for (size_t k = SK_CUT_MIN_PIECE; k + SK_CUT_MIN_PIECE <= st.len; k++) {
+                if (!sk_cut_ok(rules.cuts, st.data, k)) continue;
+                left.n = right.n = 0;
+                cr_assert_eq(sk_tokenizer_encode(tok, st.data, k, &left, &e), 0, "%s", e.msg);
+                cr_assert_eq(sk_tokenizer_encode(tok, st.data + k, st.len - k, &right, &e), 0, "%s", e.msg);
+                int same = left.n + right.n == whole.n && !memcmp(left.ids, whole.ids, left.n * sizeof *left.ids) &&
+                           !memcmp(right.ids, whole.ids + left.n, right.n * sizeof *right.ids);
+                cr_assert(same, "%s: a cut before byte %zu of a %zu-byte text changes the ids", name, k, st.len);
+                checked++;
+            }
+        }
+        cr_assert(checked > 200, "%s: only %zu cuts checked", name, checked);
+        tu_tok_ctx ec = {tok, {0}};
+        sk_prompt_tok pt = {tu_tok_encode, &ec, 0, 0, 0, sk_tokenizer_special_text(tok, SKYCMD_SPECIAL_MASK)};
+        sk_prompt_ws ws = {0};
+        sk_i32v full = {0}, part = {0};
+        size_t cut_used = 0, states = 0;
+        for (int iter = 0; iter < 60; iter++) {
+            random_state(&st, 3000 + next_u32() % 40000);
+            size_t needs[] = {8, 64, 256, 512};
+            size_t need = needs[next_u32() % 4];
+            int keep_end = (int)(next_u32() & 1);
+            if (sk_prompt_state_ids(&pt, st.data, st.len, &ws, &full, &e) != 0) continue;
+            cr_assert_eq(sk_prompt_state_ids_bounded(&pt, &rules, st.data, st.len, keep_end, need, &ws, &part, &e), 0,
+                         "%s", e.msg);
+            cr_assert(part.n >= (need < full.n ? need : full.n) && part.n <= full.n);
+            for (size_t i = 0; i < part.n; i++)
+                cr_assert_eq(part.v[i], full.v[keep_end ? full.n - part.n + i : i],
+                             "%s: %zu bytes, need %zu, keep_end %d: id %zu of %zu returned differs", name, st.len,
+                             need, keep_end, i, part.n);
+            states++;
+            if (part.n < full.n) cut_used++;
+        }
+        cr_assert(cut_used * 2 > states, "%s: only %zu of %zu states cut", name, cut_used, states);
+        sk_i32v_free(&full);
+        sk_i32v_free(&part);
+        sk_prompt_ws_free(&ws);
+        sk_ids_free(&ec.ids);
+        sk_ids_free(&whole);
+        sk_ids_free(&left);
+        sk_ids_free(&right);
+        sk_tokenizer_free(tok);
+    }
+    sk_buf_free(&st);
+}

@@ -205,7 +205,7 @@ int sk_prompt_state_ids_bounded(const sk_prompt_tok *t, const sk_cut_rules *rule
     /* A token covers at least one byte, usually about four: start there, double on a miss
      * (so the work stays within twice the last, sufficient, attempt). */
     size_t want = need > SIZE_MAX / 8 ? SIZE_MAX : need * 4;
-    if (want < 1024) want = 1024;
+    if (want < SK_CUT_MIN_PIECE) want = SK_CUT_MIN_PIECE;
     while (want < n) {
         size_t k, margin = 0;
         if (!keep_end) {

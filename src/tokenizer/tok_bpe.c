@@ -1249,13 +1249,60 @@ static int cuttable_pipeline(const skycmd_tokenizer *t) {
     return t->pretok == SK_PRETOK_BYTELEVEL && t->n_norm <= 1 && (t->n_norm == 0 || t->norm[0].kind == SK_STEP_NFC);
 }
 
+/* The SentencePiece-style pipelines turn a space into a replacement R (a Replace " " -> R
+ * normalizer, or Metaspace) and BPE the whole text as one word (or Metaspace's pieces, each
+ * starting at an R). A cut just before a space, after a printable ASCII byte, still splits
+ * the encoding exactly when:
+ *  - no vocabulary entry holds R right after another character: every merge makes an entry,
+ *    so none joins the symbols on the cut's two sides;
+ *  - the rest of the normalizer is NFC, which composes nothing across an ASCII space, and a
+ *    Split pre-tokenizer only splits at spaces the Replace has already removed;
+ *  - R is an entry of its own, so no unknown token is fused across the cut.
+ * The prepend schemes add R only to a piece not starting with one: a piece from the cut on
+ * starts with the space. Sets space_rep to R, else leaves it empty. */
+static void spm_space_cut(skycmd_tokenizer *t) {
+    t->space_rep = NULL;
+    t->space_rep_len = 0;
+    const char *r = NULL;
+    size_t rl = 0;
+    int replaces = 0;
+    for (int k = 0; k < t->n_norm; k++) {
+        const sk_step *st = &t->norm[k];
+        if (st->kind == SK_STEP_NFC) continue;
+        if (st->kind != SK_STEP_REPLACE || st->a_len != 1 || st->a[0] != ' ' || replaces++) return;
+        r = st->b;
+        rl = st->b_len;
+    }
+    if (t->pretok == SK_PRETOK_METASPACE) {
+        if (replaces) return;
+        r = t->meta_rep;
+        rl = t->meta_rep_len;
+    } else if (t->pretok == SK_PRETOK_SPLIT) {
+        if (!replaces || t->split_len != 1 || t->split_pat[0] != ' ') return;
+    } else if (t->pretok != SK_PRETOK_NONE || !replaces) {
+        return;
+    }
+    if (!r || rl == 0 || memchr(r, ' ', rl) || sk_strmap_get(&t->vocab, r, rl) < 0) return;
+    for (size_t id = 0; id < t->n_ids; id++) {
+        const char *p = t->model_tok[id];
+        size_t pl = p ? t->model_tok_len[id] : 0;
+        for (size_t i = 1; i + rl <= pl; i++)
+            if (memcmp(p + i, r, rl) == 0 && !(i >= rl && memcmp(p + i - rl, r, rl) == 0)) return;
+    }
+    t->space_rep = r;
+    t->space_rep_len = (uint32_t)rl;
+}
+
 int sk_tokenizer_space_cut_safe(const skycmd_tokenizer *t) {
-    if (!t || !cuttable_pipeline(t)) return 0;
+    if (!t) return 0;
+    unsigned cuts;
+    if (cuttable_pipeline(t)) cuts = SK_CUT_SPACE | SK_CUT_CLASS_ALL;
+    else if (t->space_rep_len && !(t->ignore_merges && t->max_token_bytes >= SK_CUT_MIN_PIECE)) cuts = SK_CUT_SPACE;
+    else return 0;
     /* Both kinds of cut sit between two ASCII bytes that NFC never composes across and that
      * no GPT-2 piece spans: a piece holds a space only at its start or in a run of spaces,
      * and one class of letter / digit / other only (the contractions 's 't 're 've 'm 'll 'd
      * begin with the apostrophe, which is no cut class). Added tokens can break them: */
-    unsigned cuts = SK_CUT_SPACE | SK_CUT_CLASS_ALL;
     for (size_t i = 0; i < t->n_added; i++) {
         const sk_added_token *a = &t->added[i];
         const unsigned char *p = (const unsigned char *)a->pattern;
@@ -1276,6 +1323,11 @@ int sk_tokenizer_space_cut_safe(const skycmd_tokenizer *t) {
             printable |= p[j] > 0x20 && p[j] < 0x7F;
         }
         if (space && printable) cuts &= ~SK_CUT_SPACE;
+        /* the same in normalized text, where the space is the replacement */
+        if (t->space_rep_len && printable) {
+            for (size_t j = 0; j + t->space_rep_len <= a->pattern_len; j++)
+                if (memcmp(p + j, t->space_rep, t->space_rep_len) == 0) cuts &= ~SK_CUT_SPACE;
+        }
         /* a match spanning a class cut holds its two bytes side by side
          * ("|||IP_ADDRESS|||" rules out other-letter and letter-other cuts) */
         for (size_t j = 1; j < a->pattern_len; j++) {
@@ -1288,8 +1340,9 @@ int sk_tokenizer_space_cut_safe(const skycmd_tokenizer *t) {
 
 void sk_tokenizer_cut_rules(const skycmd_tokenizer *t, sk_cut_rules *rules) {
     memset(rules, 0, sizeof *rules);
-    if (!t || !cuttable_pipeline(t)) return;
+    if (!t) return;
     rules->cuts = (unsigned)sk_tokenizer_space_cut_safe(t);
+    if (!cuttable_pipeline(t)) return; /* run cuts: the byte-level pipeline's GPT-2 pieces */
     /* A run cut sits between two bytes of one class, inside one GPT-2 piece. An added
      * token's match could span it only if its pattern holds two bytes of that class side
      * by side; single_word looks at the bytes around a match ending or starting there. */
@@ -1460,6 +1513,10 @@ int sk_tok_finish(skycmd_tokenizer *t, sk_err *e) {
         t->byte_id[b] = sk_strmap_get(&t->vocab, u, l);
     }
     run_margins(t);
+    if (t->pretok != SK_PRETOK_BYTELEVEL)
+        for (size_t id = 0; id < t->n_ids; id++)
+            if (t->model_tok[id] && t->model_tok_len[id] > t->max_token_bytes) t->max_token_bytes = t->model_tok_len[id];
+    spm_space_cut(t);
     sk_tok_set_fallback_ids(t);
     if (t->bpe_unk) {
         t->bpe_unk_id = sk_strmap_get(&t->vocab, t->bpe_unk, strlen(t->bpe_unk));

@@ -111,6 +111,10 @@ struct skycmd_tokenizer {
     uint32_t max_token_bytes;
     sk_run_merge *run_merges;  /* per class, that class's merges in rank order */
     size_t n_run_merges[3];
+    /* The SentencePiece-style pipelines: what a space becomes (Replace or Metaspace), when a
+     * cut before a space splits their encoding (spm_space_cut in tok_bpe.c); else len 0. */
+    const char *space_rep;
+    uint32_t space_rep_len;
 
     sk_added_token *added;    /* in tokenizer.json order */
     size_t n_added;
@@ -195,7 +199,10 @@ size_t sk_tokenizer_vocab_size(const skycmd_tokenizer *t);
  * or is single_word and starts with a space. SK_CUT_CLASS(a, b), between printable ASCII
  * bytes of two cut classes (letter, digit, other but the apostrophe): no GPT-2 piece holds
  * two classes; unless an added token's pattern holds such a pair of bytes, or any added
- * token is single_word. Only the byte-level pipeline (NFC or no normalizer) has any. */
+ * token is single_word. The byte-level pipeline (NFC or no normalizer) can have both; a
+ * SentencePiece-style one (a space replaced by U+2581, the text BPE'd as one word) can have
+ * SK_CUT_SPACE, when no vocabulary entry holds the replacement right after another
+ * character (so no merge joins the two sides of such a cut). */
 int sk_tokenizer_space_cut_safe(const skycmd_tokenizer *t);
 /* The cuts above (rules->cuts), and the cuts inside a run of one cut class (a run of
  * digits has no exact cut): rules->run_margin[c] > 0 allows a cut between two bytes of

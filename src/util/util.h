@@ -93,6 +93,11 @@ static inline uint64_t sk_fnv1a64(const void *p, size_t n) {
  * near the cut: for class c, run_margin[c] > 0 allows a cut between two bytes of class c
  * that follow at least run_margin[c] + run_min bytes of it; the tokens of the text before
  * the cut agree with the whole text's but for those within its last run_margin[c] bytes. */
+/* The least a cut leaves on the side that is tokenized: a piece this long is longer than
+ * any vocabulary entry a tokenizer that allows cuts has, so it is never looked up whole
+ * (ignore_merges). */
+#define SK_CUT_MIN_PIECE 1024u
+
 typedef struct sk_run_merge {
     const char *left;          /* the left token's bytes (printable ASCII of the class) */
     uint32_t left_len, right_len;
