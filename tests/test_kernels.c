@@ -1103,14 +1103,13 @@ Test(kernels, neon_bf16_gemm_against_its_model_and_f32) {
                            x3 ? SK_PACK_NEON_BF16X3 : SK_PACK_NEON_BF16X2, (int)(i % 2), i % 3);
 }
 
-/* BFMMLA is taken exactly where the CPU has FEAT_BF16 and nothing caps it: aarch64 (built by
- * GCC >= 12 / clang >= 16) with the feature, unless SKYCMD_KERNELS is scalar or neon (or a
- * test caps the level); never on other architectures. */
+/* BFMMLA is taken exactly where the CPU has FEAT_BF16 and nothing caps it: aarch64 built by
+ * a compiler that has the kernel (SK_KERNELS_HAVE_NEON_BF16) with the feature, unless
+ * SKYCMD_KERNELS is scalar or neon (or a test caps the level); never on other architectures. */
 Test(kernels, neon_bf16_dispatch) {
     const char *env = getenv("SKYCMD_KERNELS");
     const int capped = env && (!strcmp(env, "scalar") || !strcmp(env, "neon"));
-#if defined(__aarch64__) && ((defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12) || \
-                             (defined(__clang__) && __clang_major__ >= 16))
+#if SK_KERNELS_HAVE_NEON_BF16
     const int want = (sk_cpu_features() & SK_CPU_ARM_BF16) && !capped;
 #else
     const int want = 0;

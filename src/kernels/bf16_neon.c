@@ -87,32 +87,19 @@ void sk_gemm_neon_bf16_ref(const float *x, size_t ldx, size_t n_rows, const sk_p
         }
 }
 
-/* 1 when this compiler builds BFMMLA and BFCVTN under a target attribute (GCC >= 12, clang
- * >= 16, Apple clang >= 15) or the feature is on in the baseline. */
-#if defined(__aarch64__) && (defined(__ARM_FEATURE_BF16_VECTOR_ARITHMETIC) ||            \
-    (defined(__clang__) && defined(__apple_build_version__) && __clang_major__ >= 15) ||  \
-    (defined(__clang__) && !defined(__apple_build_version__) && __clang_major__ >= 16) || \
-    (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 12))
-#define SK_HAVE_NEON_BF16 1
-#else
-#define SK_HAVE_NEON_BF16 0
-#endif
-
 /* SKYCMD_KERNELS=neon keeps the NEON level and turns BFMMLA off, as =avx512 turns the AMX
  * tiles off on x86-64 (=scalar turns everything off through the level). */
 int sk_neon_bf16_usable(void) {
     static int cached = -1;
     int u = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
     if (u < 0) {
-        const char *env = getenv("SKYCMD_KERNELS");
-        u = SK_HAVE_NEON_BF16 && (sk_cpu_features() & SK_CPU_ARM_BF16) &&
-            !(env && !strcmp(env, "neon"));
+        u = SK_KERNELS_HAVE_NEON_BF16 && (sk_cpu_features() & SK_CPU_ARM_BF16) && sk_kernels_cap() != SK_CAP_NEON;
         __atomic_store_n(&cached, u, __ATOMIC_RELEASE);
     }
     return u && sk_kernels_level() >= SK_LEVEL_NEON;
 }
 
-#if SK_HAVE_NEON_BF16
+#if SK_KERNELS_HAVE_NEON_BF16
 #include <arm_neon.h>
 
 #if defined(__clang__)
@@ -241,7 +228,7 @@ BF16 static void gemm_bfmmla(const float *x, size_t ldx, size_t n_rows, const sk
  * elsewhere (a test, a capped level) on the scalar model instead of an illegal instruction. */
 void sk_gemm_neon_bf16(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
                        size_t ldy) {
-#if SK_HAVE_NEON_BF16
+#if SK_KERNELS_HAVE_NEON_BF16
     if (sk_neon_bf16_usable()) {
         gemm_bfmmla(x, ldx, n_rows, w, y, ldy);
         return;

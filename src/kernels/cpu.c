@@ -131,13 +131,26 @@ int sk_cpu_features(void) {
     return f;
 }
 
+int sk_kernels_cap(void) {
+    static int cached = -1;
+    int c = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
+    if (c >= 0) return c;
+    static const char *const names[] = {"scalar", "avx2", "avx512", "neon"}; /* SK_CAP_SCALAR.. */
+    const char *env = getenv("SKYCMD_KERNELS");
+    c = SK_CAP_NONE;
+    for (int i = 0; env && i < (int)(sizeof names / sizeof names[0]); i++)
+        if (!strcmp(env, names[i])) c = SK_CAP_SCALAR + i;
+    __atomic_store_n(&cached, c, __ATOMIC_RELEASE);
+    return c;
+}
+
 int sk_amx_usable(void) {
     static int cached = -1;
     int u = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
     if (u >= 0) return u;
-    const char *env = getenv("SKYCMD_KERNELS");
+    int cap = sk_kernels_cap();
     u = (sk_cpu_features() & (SK_CPU_AMX_INT8 | SK_CPU_AMX_BF16)) != 0 &&
-        !(env && (!strcmp(env, "scalar") || !strcmp(env, "avx2") || !strcmp(env, "avx512")));
+        cap != SK_CAP_SCALAR && cap != SK_CAP_AVX2 && cap != SK_CAP_AVX512;
     __atomic_store_n(&cached, u, __ATOMIC_RELEASE);
     return u;
 }

@@ -24,6 +24,11 @@ enum {
     SK_CPU_ARM_BF16 = 1 << 12
 };
 int sk_cpu_features(void);
+/* What SKYCMD_KERNELS caps (read once; any other value caps nothing): scalar, no SIMD
+ * kernels; avx2, at most the AVX2 level and no AMX (x86-64); avx512, no AMX; neon, no BFMMLA
+ * (aarch64). The one place the variable is read. */
+enum { SK_CAP_NONE = 0, SK_CAP_SCALAR, SK_CAP_AVX2, SK_CAP_AVX512, SK_CAP_NEON };
+int sk_kernels_cap(void);
 /* 1 when the AMX kernels may run: the CPU and OS allow them (SK_CPU_AMX_*), the f32 kernels
  * are at the AVX-512 level and SKYCMD_KERNELS (scalar|avx2|avx512) does not cap them off.
  * Each AMX kernel also checks its own feature bit. */

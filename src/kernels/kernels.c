@@ -79,10 +79,9 @@ static int auto_level(void) {
     int lv = __atomic_load_n(&g_auto, __ATOMIC_ACQUIRE);
     if (lv >= 0) return lv;
     lv = best_level(sk_cpu_features());
-    const char *env = getenv("SKYCMD_KERNELS");
-    if (env && strcmp(env, "scalar") == 0) lv = SK_LEVEL_SCALAR;
+    if (sk_kernels_cap() == SK_CAP_SCALAR) lv = SK_LEVEL_SCALAR;
 #if defined(__x86_64__)
-    if (env && strcmp(env, "avx2") == 0 && lv > SK_LEVEL_AVX2) lv = SK_LEVEL_AVX2;
+    if (sk_kernels_cap() == SK_CAP_AVX2 && lv > SK_LEVEL_AVX2) lv = SK_LEVEL_AVX2;
 #endif
     __atomic_store_n(&g_auto, lv, __ATOMIC_RELEASE);
     return lv;

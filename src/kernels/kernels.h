@@ -241,6 +241,16 @@ void sk_pack_amx_bf16_f32(const sk_packed *src, int wtype, uint16_t *out);
  * sk_pack_neon_bf16 writes the layout from a packed F32/F16/BF16 matrix
  * (sk_neon_bf16_packed_elems(n_out, n_in) elements of sk_pack_elem_size(wtype) bytes). */
 int sk_neon_bf16_usable(void);
+/* 1 when this compiler builds BFMMLA and BFCVTN under a target attribute (GCC >= 12, clang
+ * >= 16, Apple clang >= 15) or the feature is on in the baseline: bf16_neon.c has the kernel. */
+#if defined(__aarch64__) && (defined(__ARM_FEATURE_BF16_VECTOR_ARITHMETIC) ||            \
+    (defined(__clang__) && defined(__apple_build_version__) && __clang_major__ >= 15) ||  \
+    (defined(__clang__) && !defined(__apple_build_version__) && __clang_major__ >= 16) || \
+    (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 12))
+#define SK_KERNELS_HAVE_NEON_BF16 1
+#else
+#define SK_KERNELS_HAVE_NEON_BF16 0
+#endif
 size_t sk_neon_bf16_packed_elems(size_t n_out, size_t n_in);
 void sk_pack_neon_bf16(const sk_packed *src, int wtype, uint16_t *out);
 void sk_gemm_neon_bf16(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
