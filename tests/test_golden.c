@@ -414,10 +414,7 @@ static void run_one_type(const golden_model *m, size_t ti, const char *gguf, con
     const skycmd_tokenizer *tok = skycmd_model_tokenizer(model);
     cr_assert(tok != NULL);
     tu_tok_ctx tc = {tok, {0}};
-    sk_prompt_tok pt = {tu_tok_encode, &tc, skycmd_tokenizer_special_id(tok, SKYCMD_SPECIAL_CLS),
-                        skycmd_tokenizer_special_id(tok, SKYCMD_SPECIAL_SEP),
-                        skycmd_tokenizer_special_id(tok, SKYCMD_SPECIAL_MASK),
-                        sk_tokenizer_special_text(tok, SKYCMD_SPECIAL_MASK)};
+    sk_prompt_tok pt = tu_prompt_tok(&tc);
     const cJSON *sp = cJSON_GetObjectItemCaseSensitive(fx, "special_ids");
     cr_assert_eq(pt.cls, (int32_t)jnum(sp, "cls"), "%s: [CLS] id", name);
     cr_assert_eq(pt.sep, (int32_t)jnum(sp, "sep"), "%s: [SEP] id", name);

@@ -51,9 +51,7 @@ Test(state_bound, identical_ids_where_used) {
     sk_tokenizer_cut_rules(tok, &rules);
     cr_assert(rules.cuts, "the fixture tokenizer should allow cuts (else this test checks nothing)");
     tu_tok_ctx ec = {tok, {0}};
-    sk_prompt_tok pt = {tu_tok_encode, &ec, sk_tokenizer_special(tok, SKYCMD_SPECIAL_CLS),
-                        sk_tokenizer_special(tok, SKYCMD_SPECIAL_SEP), sk_tokenizer_special(tok, SKYCMD_SPECIAL_MASK),
-                        sk_tokenizer_special_text(tok, SKYCMD_SPECIAL_MASK)};
+    sk_prompt_tok pt = tu_prompt_tok(&ec);
     sk_prompt_ws ws = {0};
     sk_i32v full = {0}, part = {0};
     sk_buf st;
@@ -193,9 +191,7 @@ Test(state_bound, one_word_states, .timeout = 120) {
               "mask text holds letters side by side): %u %u %u", rules.run_margin[0], rules.run_margin[1],
               rules.run_margin[2]);
     tu_tok_ctx ec = {tok, {0}};
-    sk_prompt_tok pt = {tu_tok_encode, &ec, sk_tokenizer_special(tok, SKYCMD_SPECIAL_CLS),
-                        sk_tokenizer_special(tok, SKYCMD_SPECIAL_SEP), sk_tokenizer_special(tok, SKYCMD_SPECIAL_MASK),
-                        sk_tokenizer_special_text(tok, SKYCMD_SPECIAL_MASK)};
+    sk_prompt_tok pt = tu_prompt_tok(&ec);
     static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     sk_prompt_ws ws = {0};
     sk_i32v full = {0}, part = {0};
@@ -345,10 +341,7 @@ Test(state_bound, run_cuts_agree_outside_the_margin, .timeout = 300) {
         cr_assert(checked >= 800, "%s: only %zu run cuts checked", tk[f].dir ? tk[f].dir : "random", checked);
         /* keeping the end: the bounded suffix's ids against the whole state's */
         tu_tok_ctx ec = {tok, {0}};
-        sk_prompt_tok pt = {tu_tok_encode, &ec, sk_tokenizer_special(tok, SKYCMD_SPECIAL_CLS),
-                            sk_tokenizer_special(tok, SKYCMD_SPECIAL_SEP),
-                            sk_tokenizer_special(tok, SKYCMD_SPECIAL_MASK),
-                            sk_tokenizer_special_text(tok, SKYCMD_SPECIAL_MASK)};
+        sk_prompt_tok pt = tu_prompt_tok(&ec);
         sk_prompt_ws ws = {0};
         sk_i32v full = {0}, part = {0};
         size_t suffixes = 0, suffix_cut = 0;

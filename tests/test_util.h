@@ -127,19 +127,6 @@ static inline uint64_t tu_fnv1a64(const void *p, size_t n, uint64_t basis) {
     return h;
 }
 
-/* The prompt builder's encode callback over a real tokenizer: ctx is a tu_tok_ctx whose
- * `ids` is reused between calls (free it with sk_ids_free). */
-typedef struct tu_tok_ctx {
-    const skycmd_tokenizer *tok;
-    sk_ids ids;
-} tu_tok_ctx;
-
-static inline int tu_tok_encode(void *ctx, const char *text, size_t len, sk_i32v *out, sk_err *e) {
-    tu_tok_ctx *c = ctx;
-    c->ids.n = 0;
-    int st = sk_tokenizer_encode(c->tok, text, len, &c->ids, e);
-    if (st) return st;
-    return sk_i32v_append(out, c->ids.ids, c->ids.n);
-}
+#include "tok_encode.h"
 
 #endif /* SKYCMD_TEST_UTIL_H */

@@ -36,6 +36,7 @@
 
 #include "prompt/prompt.h"
 #include "tokenizer/tokenizer.h"
+#include "../tok_encode.h"
 
 static skycmd_tokenizer *g_json, *g_gguf;
 static uint8_t *g_mem;
@@ -165,21 +166,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
  * id returned is the whole encoding's first (or, keeping the end, last), and at least need
  * of them. A text the whole encoding refuses is not compared (a piece may hold none of
  * what it refused). */
-typedef struct bound_ctx {
-    const skycmd_tokenizer *tok;
-    sk_ids ids;
-} bound_ctx;
-
-static int bound_encode(void *ctx, const char *text, size_t len, sk_i32v *out, sk_err *e) {
-    bound_ctx *c = ctx;
-    c->ids.n = 0;
-    int st = sk_tokenizer_encode(c->tok, text, len, &c->ids, e);
-    return st ? st : sk_i32v_append(out, c->ids.ids, c->ids.n);
-}
-
 static void same_bounded(const skycmd_tokenizer *t, const char *s, size_t n, size_t need) {
-    bound_ctx bc = {t, {0}};
-    sk_prompt_tok pt = {bound_encode, &bc, 0, 0, 0, sk_tokenizer_special_text(t, SKYCMD_SPECIAL_MASK)};
+    tu_tok_ctx bc = {t, {0}};
+    sk_prompt_tok pt = {tu_tok_encode, &bc, 0, 0, 0, sk_tokenizer_special_text(t, SKYCMD_SPECIAL_MASK)};
     sk_cut_rules rules;
     sk_tokenizer_cut_rules(t, &rules);
     sk_prompt_ws ws = {0};

@@ -26,6 +26,7 @@
 #include "decide/request.h"
 #include "prompt/prompt.h"
 #include "tokenizer/tokenizer.h"
+#include "../tok_encode.h"
 
 static size_t g_fail;
 
@@ -74,18 +75,6 @@ static double jnum(const cJSON *o, const char *k) {
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
-typedef struct tok_ctx {
-    const skycmd_tokenizer *tok;
-    sk_ids ids;
-} tok_ctx;
-
-static int tok_encode(void *ctx, const char *text, size_t len, sk_i32v *out, sk_err *e) {
-    tok_ctx *c = ctx;
-    c->ids.n = 0;
-    int st = sk_tokenizer_encode(c->tok, text, len, &c->ids, e);
-    return st ? st : sk_i32v_append(out, c->ids.ids, c->ids.n);
-}
-
 static int same_ints(const cJSON *arr, const sk_i32v *got) {
     size_t i = 0;
     const cJSON *x;
@@ -124,11 +113,8 @@ int main(int argc, char **argv) {
     (void)skycmd_model_get_int(model, "decision.max_tokens", &max_len);
     (void)skycmd_model_get_int(model, "decision.max_head_tokens", &head_max);
     const skycmd_tokenizer *tok = skycmd_model_tokenizer(model);
-    tok_ctx tc = {tok, {0}};
-    sk_prompt_tok pt = {tok_encode, &tc, skycmd_tokenizer_special_id(tok, SKYCMD_SPECIAL_CLS),
-                        skycmd_tokenizer_special_id(tok, SKYCMD_SPECIAL_SEP),
-                        skycmd_tokenizer_special_id(tok, SKYCMD_SPECIAL_MASK),
-                        sk_tokenizer_special_text(tok, SKYCMD_SPECIAL_MASK)};
+    tu_tok_ctx tc = {tok, {0}};
+    sk_prompt_tok pt = tu_prompt_tok(&tc);
     sk_prompt_ws ws = {0};
     sk_i32v sids = {0}, ids = {0}, marks = {0};
     size_t n_req = 0, n_q = 0, n_ids = 0, n_err = 0;
