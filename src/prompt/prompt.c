@@ -145,7 +145,7 @@ static size_t cut_forward(const sk_cut_rules *r, const char *s, size_t n, size_t
  * run_end marking where the class run after k ends; SIZE_MAX when it could reach that end
  * (the text after the cut is then no run of the class) or would cost too much to bound. */
 static size_t frontier_bound(const sk_cut_rules *r, int c, const char *s, size_t k, size_t run_end) {
-    size_t g = k, work = 0;
+    size_t g = k + r->run_edge[c], work = 0; /* added tokens' matches may differ up to there */
     for (size_t i = 0; i < r->n_run_merges[c]; i++) {
         const sk_run_merge *m = &r->run_merges[c][i];
         if (!m->same) {

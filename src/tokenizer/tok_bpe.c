@@ -1344,22 +1344,26 @@ void sk_tokenizer_cut_rules(const skycmd_tokenizer *t, sk_cut_rules *rules) {
     rules->cuts = (unsigned)sk_tokenizer_space_cut_safe(t);
     if (!cuttable_pipeline(t)) return; /* run cuts: the byte-level pipeline's GPT-2 pieces */
     /* A run cut sits between two bytes of one class, inside one GPT-2 piece. An added
-     * token's match could span it only if its pattern holds two bytes of that class side
-     * by side; single_word looks at the bytes around a match ending or starting there. */
-    int allowed[3] = {1, 1, 1};
+     * token's match spans it only if its pattern holds two bytes of that class side by
+     * side; then the matches, and so the pieces, can differ up to its length from the cut
+     * (leftmost-longest finds the same matches before that), and the merges' margin starts
+     * there: run_edge. A cut never changes what NFC does (the run is ASCII). single_word
+     * looks at the bytes around a match: no run cuts at all. */
+    uint32_t edge[3] = {0, 0, 0};
     for (size_t i = 0; i < t->n_added; i++) {
         const sk_added_token *a = &t->added[i];
         const unsigned char *p = (const unsigned char *)a->pattern;
         if (a->flags & SK_ADDED_SINGLE_WORD) return;
         for (size_t j = 1; j < a->pattern_len; j++) {
             int c = sk_cut_class(p[j - 1]);
-            if (c >= 0 && c == sk_cut_class(p[j])) allowed[c] = 0;
+            if (c >= 0 && c == sk_cut_class(p[j]) && a->pattern_len > edge[c]) edge[c] = a->pattern_len;
         }
     }
     size_t off = 0;
     for (int c = 0; c < 3; c++) {
-        if (allowed[c] && t->run_margin[c]) {
-            rules->run_margin[c] = t->run_margin[c];
+        if (t->run_margin[c] && edge[c] < (1u << 20)) {
+            rules->run_margin[c] = t->run_margin[c] + edge[c];
+            rules->run_edge[c] = edge[c];
             rules->run_merges[c] = t->run_merges + off;
             rules->n_run_merges[c] = t->n_run_merges[c];
         }

@@ -112,6 +112,9 @@ typedef struct sk_cut_rules {
      * the merges making tokens of class c, in rank order (owned by the tokenizer). */
     const sk_run_merge *run_merges[3];
     size_t n_run_merges[3];
+    /* How far from a run cut an added token's text could cover it (its longest such
+     * pattern; included in run_margin): matches may differ there before any merge. */
+    uint32_t run_edge[3];
 } sk_cut_rules;
 
 /* The cut class of a byte: 0 an ASCII letter, 1 an ASCII digit, 2 any other printable
