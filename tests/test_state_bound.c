@@ -150,6 +150,10 @@ Test(state_bound, class_cuts_split_the_encoding_exactly, .timeout = 120) {
         skycmd_tokenizer *tok = load_tok(tk[f].dir, tk[f].plain_edge);
         unsigned cuts = (unsigned)sk_tokenizer_space_cut_safe(tok);
         cr_assert_eq(cuts & tk[f].must, tk[f].must, "%s: cuts %#x", tk[f].dir, cuts);
+        sk_cut_rules rules; /* and the pair cuts: none with ignore_merges (a piece is looked up whole) */
+        sk_tokenizer_cut_rules(tok, &rules);
+        cr_assert_eq(rules.pair_join == NULL, tok->ignore_merges != 0, "%s: pair cuts %s", tk[f].dir,
+                     rules.pair_join ? "on" : "off");
         sk_ids whole = {0}, left = {0}, right = {0};
         sk_err e = {0};
         size_t checked = 0;
@@ -159,7 +163,7 @@ Test(state_bound, class_cuts_split_the_encoding_exactly, .timeout = 120) {
             whole.n = 0;
             cr_assert_eq(sk_tokenizer_encode(tok, st.data, st.len, &whole, &e), 0, "%s", e.msg);
             for (size_t k = 1; k < st.len; k++) {
-                if (!sk_cut_ok(cuts, st.data, k)) continue;
+                if (!sk_cut_ok(cuts, st.data, k) && !sk_pair_cut_ok(&rules, st.data, k)) continue;
                 left.n = right.n = 0;
                 cr_assert_eq(sk_tokenizer_encode(tok, st.data, k, &left, &e), 0, "%s", e.msg);
                 cr_assert_eq(sk_tokenizer_encode(tok, st.data + k, st.len - k, &right, &e), 0, "%s", e.msg);
@@ -450,7 +454,7 @@ Test(state_bound, no_run_cuts_where_they_could_split_wrong) {
 /* gemma3000 (a Replace normalizer, the whole text BPE'd as one word) and its Metaspace
  * twin: at every space cut with SK_CUT_MIN_PIECE bytes or more on each side, encode(a + b)
  * == encode(a) + encode(b); and the bounded state ids are the whole state's, every one
- * returned. The generator of the random mmBERT models' 256k vocabulary (here at 32k) gets
+ * returned, for states of words and for one-word states (pair cuts). The generator of the random mmBERT models' 256k vocabulary (here at 32k) gets
  * no cut: its entries join a space to what is before it. */
 Test(state_bound, spm_space_cuts, .timeout = 300) {
     sk_buf st;
@@ -520,6 +524,29 @@ Test(state_bound, spm_space_cuts, .timeout = 300) {
             if (part.n < full.n) cut_used++;
         }
         cr_assert(cut_used * 2 > states, "%s: only %zu of %zu states cut", name, cut_used, states);
+        /* one-word states (base64, digits, a DNA sequence): no space, cut at pairs no merge
+         * joins; Metaspace prepends its marker to a piece, so keeping the end is not cut */
+        static const char *alpha[3] = {"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", "0123456789",
+                                       "ACGT"};
+        for (int iter = 0; iter < 30; iter++) {
+            const char *a = alpha[iter % 3];
+            size_t na = strlen(a), bytes = 3000 + next_u32() % 40000;
+            st.len = 0;
+            while (st.len < bytes) sk_buf_putc(&st, a[next_u32() % na]);
+            int keep_end = (iter / 3) & 1;
+            size_t need = 64 + next_u32() % 400;
+            cr_assert_eq(sk_prompt_state_ids(&pt, st.data, st.len, &ws, &full, &e), 0, "%s", e.msg);
+            cr_assert_eq(sk_prompt_state_ids_bounded(&pt, &rules, st.data, st.len, keep_end, need, &ws, &part, &e), 0,
+                         "%s", e.msg);
+            cr_assert(part.n >= (need < full.n ? need : full.n) && part.n <= full.n);
+            for (size_t i = 0; i < part.n; i++)
+                cr_assert_eq(part.v[i], full.v[keep_end ? full.n - part.n + i : i],
+                             "%s: one word of %zu bytes (%s), keep_end %d: id %zu of %zu returned differs", name,
+                             st.len, a, keep_end, i, part.n);
+            int expect_cut = !(f == 1 && keep_end) && full.n > need;
+            cr_assert_eq(part.n < full.n, expect_cut, "%s: one word of %zu bytes (%s), keep_end %d: %zu of %zu ids",
+                         name, st.len, a, keep_end, part.n, full.n);
+        }
         sk_i32v_free(&full);
         sk_i32v_free(&part);
         sk_prompt_ws_free(&ws);

@@ -123,7 +123,7 @@ static size_t cut_forward(const sk_cut_rules *r, const char *s, size_t n, size_t
     }
     for (size_t k = from ? from : 1; k < n; k++) {
         int ca = sk_cut_class((unsigned char)s[k - 1]), cb = sk_cut_class((unsigned char)s[k]);
-        if (sk_cut_ok(r->cuts, s, k) && mask_clear(s, n, k, mt, mlen)) {
+        if ((sk_cut_ok(r->cuts, s, k) || sk_pair_cut_ok(r, s, k)) && mask_clear(s, n, k, mt, mlen)) {
             *margin = 0;
             return k;
         }
@@ -175,7 +175,8 @@ static size_t cut_backward(const sk_cut_rules *r, const char *s, size_t n, size_
     int tries = 4;
     for (size_t k = from; k > 0; k--) {
         if (k >= n) continue;
-        if (sk_cut_ok(r->cuts, s, k) && mask_clear(s, n, k, mt, mlen)) {
+        if ((sk_cut_ok(r->cuts, s, k) || (!r->pair_start_only && sk_pair_cut_ok(r, s, k))) &&
+            mask_clear(s, n, k, mt, mlen)) {
             *margin = 0;
             return k;
         }
@@ -200,7 +201,7 @@ int sk_prompt_state_ids_bounded(const sk_prompt_tok *t, const sk_cut_rules *rule
     const char *mt = t->mask_text;
     size_t mlen = mt ? strlen(mt) : 0;
     int any_run = rules && (rules->run_margin[0] || rules->run_margin[1] || rules->run_margin[2]);
-    if (!rules || (!rules->cuts && !any_run) || need == 0 || (mlen && memchr(mt, ' ', mlen)))
+    if (!rules || (!rules->cuts && !any_run && !rules->pair_join) || need == 0 || (mlen && memchr(mt, ' ', mlen)))
         return sk_prompt_state_ids(t, state, n, ws, out, e);
     /* A token covers at least one byte, usually about four: start there, double on a miss
      * (so the work stays within twice the last, sufficient, attempt). */

@@ -1260,7 +1260,7 @@ static int cuttable_pipeline(const skycmd_tokenizer *t) {
  *  - R is an entry of its own, so no unknown token is fused across the cut.
  * The prepend schemes add R only to a piece not starting with one: a piece from the cut on
  * starts with the space. Sets space_rep to R, else leaves it empty. */
-static void spm_space_cut(skycmd_tokenizer *t) {
+static int spm_space_cut(skycmd_tokenizer *t) {
     t->space_rep = NULL;
     t->space_rep_len = 0;
     const char *r = NULL;
@@ -1269,28 +1269,73 @@ static void spm_space_cut(skycmd_tokenizer *t) {
     for (int k = 0; k < t->n_norm; k++) {
         const sk_step *st = &t->norm[k];
         if (st->kind == SK_STEP_NFC) continue;
-        if (st->kind != SK_STEP_REPLACE || st->a_len != 1 || st->a[0] != ' ' || replaces++) return;
+        if (st->kind != SK_STEP_REPLACE || st->a_len != 1 || st->a[0] != ' ' || replaces++) return 0;
         r = st->b;
         rl = st->b_len;
     }
     if (t->pretok == SK_PRETOK_METASPACE) {
-        if (replaces) return;
+        if (replaces) return 0;
         r = t->meta_rep;
         rl = t->meta_rep_len;
     } else if (t->pretok == SK_PRETOK_SPLIT) {
-        if (!replaces || t->split_len != 1 || t->split_pat[0] != ' ') return;
+        if (!replaces || t->split_len != 1 || t->split_pat[0] != ' ') return 0;
     } else if (t->pretok != SK_PRETOK_NONE || !replaces) {
-        return;
+        return 0;
     }
-    if (!r || rl == 0 || memchr(r, ' ', rl) || sk_strmap_get(&t->vocab, r, rl) < 0) return;
+    if (!r || rl == 0 || memchr(r, ' ', rl)) return 0;
+    if (sk_strmap_get(&t->vocab, r, rl) < 0) return 1;
     for (size_t id = 0; id < t->n_ids; id++) {
         const char *p = t->model_tok[id];
         size_t pl = p ? t->model_tok_len[id] : 0;
         for (size_t i = 1; i + rl <= pl; i++)
-            if (memcmp(p + i, r, rl) == 0 && !(i >= rl && memcmp(p + i - rl, r, rl) == 0)) return;
+            if (memcmp(p + i, r, rl) == 0 && !(i >= rl && memcmp(p + i - rl, r, rl) == 0)) return 1;
     }
     t->space_rep = r;
     t->space_rep_len = (uint32_t)rl;
+    return 1;
+}
+
+/* Pair cuts (sk_pair_cut_ok): a cut between two printable ASCII bytes x y that no merge's
+ * result holds side by side splits the encoding exactly: no merge can join the symbols on
+ * the two sides; both are entries of their own (no unknown token fused across); no added
+ * token's text spans it. The pipeline must not split or change the text
+ * differently there: the byte-level one (x and y in one cut class are inside one GPT-2
+ * piece; NFC composes nothing onto an ASCII byte followed by one) or the SentencePiece
+ * shapes of spm_space_cut (keeping the start only when Metaspace prepends its marker to a
+ * piece, as it would to one from the cut on); and with ignore_merges every entry must be
+ * shorter than the smallest piece a cut leaves (SK_CUT_MIN_PIECE), so that no piece is
+ * looked up whole. The byte-level pipeline looks up each GPT-2 piece, which a pair cut
+ * leaves short: no pair cuts there with ignore_merges. */
+static void pair_cuts(skycmd_tokenizer *t, int spm_shape) {
+    memset(t->pair_join, 0, sizeof t->pair_join);
+    t->pair_cuts = (cuttable_pipeline(t) && !t->ignore_merges) ||
+                   (spm_shape && !(t->ignore_merges && t->max_token_bytes >= SK_CUT_MIN_PIECE));
+    const int byte_level = t->pretok == SK_PRETOK_BYTELEVEL;
+#define JOIN(x, y) (t->pair_join[((unsigned)(x) * 128u + (unsigned)(y)) >> 6] |= 1ull << (((unsigned)(x) * 128u + (unsigned)(y)) & 63))
+    for (int b = 0x21; b < 0x7F; b++) {
+        char c = (char)b;
+        int known = byte_level ? t->byte_id[b] >= 0 : sk_strmap_get(&t->vocab, &c, 1) >= 0;
+        if (!known)
+            for (int o = 0; o < 128; o++) JOIN(b, o), JOIN(o, b);
+    }
+    /* only what a merge makes can join two symbols (byte-fallback entries such as <0x12>
+     * never are); printable ASCII is itself in the byte-level alphabet, so an entry is
+     * searched as bytes */
+    const sk_merge_map *mm = &t->merges;
+    for (uint32_t slot = 0; mm->keys && slot <= mm->mask; slot++) {
+        if (!mm->keys[slot] || mm->merged[slot] < 0 || (size_t)mm->merged[slot] >= t->n_ids) continue;
+        const unsigned char *p = (const unsigned char *)t->model_tok[mm->merged[slot]];
+        size_t pl = p ? t->model_tok_len[mm->merged[slot]] : 0;
+        for (size_t i = 1; i < pl; i++)
+            if (p[i - 1] < 0x80 && p[i] < 0x80) JOIN(p[i - 1], p[i]);
+    }
+    for (size_t i = 0; i < t->n_added; i++) {
+        const unsigned char *p = (const unsigned char *)t->added[i].pattern;
+        for (size_t j = 1; j < t->added[i].pattern_len; j++)
+            if (p[j - 1] < 0x80 && p[j] < 0x80) JOIN(p[j - 1], p[j]);
+        if (t->added[i].flags & SK_ADDED_SINGLE_WORD) t->pair_cuts = 0;
+    }
+#undef JOIN
 }
 
 int sk_tokenizer_space_cut_safe(const skycmd_tokenizer *t) {
@@ -1342,6 +1387,8 @@ void sk_tokenizer_cut_rules(const skycmd_tokenizer *t, sk_cut_rules *rules) {
     memset(rules, 0, sizeof *rules);
     if (!t) return;
     rules->cuts = (unsigned)sk_tokenizer_space_cut_safe(t);
+    if (t->pair_cuts) rules->pair_join = t->pair_join;
+    rules->pair_start_only = t->pretok == SK_PRETOK_METASPACE && t->meta_prepend != SK_PREPEND_NEVER;
     if (!cuttable_pipeline(t)) return; /* run cuts: the byte-level pipeline's GPT-2 pieces */
     /* A run cut sits between two bytes of one class, inside one GPT-2 piece. An added
      * token's match spans it only if its pattern holds two bytes of that class side by
@@ -1520,7 +1567,7 @@ int sk_tok_finish(skycmd_tokenizer *t, sk_err *e) {
     if (t->pretok != SK_PRETOK_BYTELEVEL)
         for (size_t id = 0; id < t->n_ids; id++)
             if (t->model_tok[id] && t->model_tok_len[id] > t->max_token_bytes) t->max_token_bytes = t->model_tok_len[id];
-    spm_space_cut(t);
+    pair_cuts(t, spm_space_cut(t));
     sk_tok_set_fallback_ids(t);
     if (t->bpe_unk) {
         t->bpe_unk_id = sk_strmap_get(&t->vocab, t->bpe_unk, strlen(t->bpe_unk));

@@ -115,6 +115,11 @@ struct skycmd_tokenizer {
      * cut before a space splits their encoding (spm_space_cut in tok_bpe.c); else len 0. */
     const char *space_rep;
     uint32_t space_rep_len;
+    /* Pairs of printable ASCII bytes x y that a cut between them could split wrongly: some
+     * merge's result or added token holds them side by side, or one is no entry of its own.
+     * Bit x * 128 + y. pair_cuts: the pipeline allows such cuts (pair_cuts in tok_bpe.c). */
+    uint64_t pair_join[256];
+    int pair_cuts;
 
     sk_added_token *added;    /* in tokenizer.json order */
     size_t n_added;

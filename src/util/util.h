@@ -115,6 +115,13 @@ typedef struct sk_cut_rules {
     /* How far from a run cut an added token's text could cover it (its longest such
      * pattern; included in run_margin): matches may differ there before any merge. */
     uint32_t run_edge[3];
+    /* Pair cuts, exact like `cuts`: between two bytes x y of cut classes (sk_cut_class >= 0)
+     * whose bit x * 128 + y is clear: no merge's result holds them side by side, so none
+     * joins the two sides (sk_pair_cut_ok). NULL: none. (Owned by the tokenizer.) */
+    const uint64_t *pair_join;
+    /* Pair cuts only where the state's start is kept: the pipeline prepends a word marker
+     * to a text not starting with a space (Metaspace), which a piece from the cut on is. */
+    int pair_start_only;
 } sk_cut_rules;
 
 /* The cut class of a byte: 0 an ASCII letter, 1 an ASCII digit, 2 any other printable
@@ -132,6 +139,14 @@ static inline int sk_cut_ok(unsigned cuts, const char *s, size_t k) {
     if (b == ' ') return (cuts & SK_CUT_SPACE) && a > 0x20 && a < 0x7F;
     int ca = sk_cut_class(a), cb = sk_cut_class(b);
     return ca >= 0 && cb >= 0 && ca != cb && (cuts & SK_CUT_CLASS(ca, cb)) != 0;
+}
+
+/* 1 when rules allow a pair cut of s just before s[k] (0 < k < its length). */
+static inline int sk_pair_cut_ok(const sk_cut_rules *r, const char *s, size_t k) {
+    unsigned char x = (unsigned char)s[k - 1], y = (unsigned char)s[k];
+    if (!r->pair_join || sk_cut_class(x) < 0 || sk_cut_class(y) < 0) return 0;
+    unsigned bit = x * 128u + y;
+    return !((r->pair_join[bit >> 6] >> (bit & 63)) & 1);
 }
 
 /* Allocation helpers: NULL on overflow or failure. sk_malloc_array(n, size). */
