@@ -203,3 +203,72 @@ Test(prompt, budget_rules_by_hand) {
     sk_i32v_free(&ids);
     sk_i32v_free(&markers);
 }
+
+/* ---- the word-at-a-time scans of JSON strings and UTF-8, against byte loops ---- */
+
+static uint64_t scan_rng = 0x243F6A8885A308D3ull;
+static uint32_t scan_next(void) {
+    scan_rng ^= scan_rng << 13;
+    scan_rng ^= scan_rng >> 7;
+    scan_rng ^= scan_rng << 17;
+    return (uint32_t)(scan_rng >> 32);
+}
+
+static size_t plain_len_ref(const unsigned char *s, size_t n) {
+    size_t i = 0;
+    while (i < n && s[i] != '"' && s[i] != '\\' && s[i] >= 0x20) i++;
+    return i;
+}
+
+/* the byte loop sk_utf8_valid was before its ASCII fast path */
+static int utf8_valid_ref(const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n;) {
+        unsigned c = p[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t len;
+        uint32_t cp;
+        if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
+        else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
+        else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
+        else return 0;
+        if (n - i < len) return 0;
+        for (size_t k = 1; k < len; k++) {
+            if ((p[i + k] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (p[i + k] & 0x3F);
+        }
+        if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+Test(scan, json_plain_len_and_utf8_valid_against_byte_loops) {
+    /* bytes around every boundary the word tests use: the escapes, 0x1F/0x20, 0x7F/0x80,
+     * UTF-8 lead and continuation bytes */
+    static const unsigned char pick[] = {'a', 'Z', '0', ' ', '!', '"', '#', '[', '\\', ']', 0x00, 0x01, 0x0A, 0x1F,
+                                         0x20, 0x21, 0x7E, 0x7F, 0x80, 0xBF, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0,
+                                         0xF4, 0xF5, 0xFF, 0x9F, 0xA0, 0x90, 0x8F};
+    unsigned char buf[80];
+    size_t plain_checked = 0, invalid = 0;
+    for (int iter = 0; iter < 200000; iter++) {
+        size_t n = scan_next() % 72, off = scan_next() % 8;
+        int ascii_bias = (int)(scan_next() % 4); /* mostly plain text, sometimes dense specials */
+        for (size_t i = 0; i < n; i++) {
+            uint32_t r = scan_next();
+            buf[off + i] = (r % 8) < (uint32_t)(ascii_bias * 2) ? (unsigned char)('a' + r % 26)
+                                                                 : pick[(r >> 8) % sizeof pick];
+        }
+        const unsigned char *s = buf + off;
+        size_t got = sk_json_plain_len((const char *)s, n), want = plain_len_ref(s, n);
+        cr_assert_eq(got, want, "iter %d: plain length %zu, byte loop %zu (n %zu)", iter, got, want, n);
+        plain_checked += want;
+        int v = sk_utf8_valid((const char *)s, n), vr = utf8_valid_ref(s, n);
+        cr_assert_eq(v, vr, "iter %d: utf8 valid %d, byte loop %d (n %zu)", iter, v, vr, n);
+        invalid += !vr;
+    }
+    cr_assert(plain_checked > 100000 && invalid > 1000 && invalid < 199000, "%zu %zu", plain_checked, invalid);
+}

@@ -160,11 +160,7 @@ static int parse_string(jparser *jp, sk_jstr *out) {
     jp->p++; /* '"' */
     const char *run = jp->p;
     /* Fast path: no escapes. */
-    while (jp->p < jp->end) {
-        unsigned char c = (unsigned char)*jp->p;
-        if (c == '"' || c == '\\' || c < 0x20) break;
-        jp->p++;
-    }
+    jp->p += sk_json_plain_len(jp->p, (size_t)(jp->end - jp->p));
     if (jp->p >= jp->end) return jfail(jp, SKYCMD_E_JSON, "unterminated string");
     if (*jp->p == '"') {
         size_t n = (size_t)(jp->p - run);
@@ -190,9 +186,7 @@ static int parse_string(jparser *jp, sk_jstr *out) {
         if (c < 0x20) return jfail(jp, SKYCMD_E_JSON, "control character in string");
         if (c != '\\') {
             const char *r = jp->p;
-            while (jp->p < jp->end && *jp->p != '"' && *jp->p != '\\' &&
-                   (unsigned char)*jp->p >= 0x20)
-                jp->p++;
+            jp->p += sk_json_plain_len(jp->p, (size_t)(jp->end - jp->p));
             sk_buf_append(b, r, (size_t)(jp->p - r));
             continue;
         }
@@ -652,28 +646,25 @@ size_t sk_py_float_repr_ref(double x, int json_style, char out[32]) {
 
 void sk_pyjson_str(sk_buf *b, const char *s, size_t n) {
     sk_buf_putc(b, '"');
-    size_t run = 0;
-    for (size_t i = 0; i < n; i++) {
+    size_t run = 0, i = 0;
+    /* runs that need no escape are copied whole; i stops at each byte that does */
+    while ((i += sk_json_plain_len(s + i, n - i)) < n) {
         unsigned char c = (unsigned char)s[i];
-        const char *esc = NULL;
+        const char *esc;
         char u[8];
-        if (c == '"') esc = "\\\"";
-        else if (c == '\\') esc = "\\\\";
-        else if (c < 0x20) {
-            switch (c) {
-            case '\n': esc = "\\n"; break;
-            case '\r': esc = "\\r"; break;
-            case '\t': esc = "\\t"; break;
-            case '\b': esc = "\\b"; break;
-            case '\f': esc = "\\f"; break;
-            default: snprintf(u, sizeof u, "\\u%04x", c); esc = u; break;
-            }
+        switch (c) {
+        case '"': esc = "\\\""; break;
+        case '\\': esc = "\\\\"; break;
+        case '\n': esc = "\\n"; break;
+        case '\r': esc = "\\r"; break;
+        case '\t': esc = "\\t"; break;
+        case '\b': esc = "\\b"; break;
+        case '\f': esc = "\\f"; break;
+        default: snprintf(u, sizeof u, "\\u%04x", c); esc = u; break;
         }
-        if (esc) {
-            sk_buf_append(b, s + run, i - run);
-            sk_buf_puts(b, esc);
-            run = i + 1;
-        }
+        sk_buf_append(b, s + run, i - run);
+        sk_buf_puts(b, esc);
+        run = ++i;
     }
     sk_buf_append(b, s + run, n - run);
     sk_buf_putc(b, '"');

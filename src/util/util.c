@@ -770,12 +770,35 @@ int sk_atomic_close(sk_atomic_file *f, int status, sk_err *e) {
     return status;
 }
 
+size_t sk_json_plain_len(const char *s, size_t n) {
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t v;
+        memcpy(&v, s + i, 8);
+        /* a byte below 0x20, or one equal to '"' or '\\' (the usual SWAR tests: exact) */
+        uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
+        if ((((v - ones * 0x20) & ~v) | ((q - ones) & ~q) | ((b - ones) & ~b)) & highs) break;
+    }
+    for (; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\' || c < 0x20) break;
+    }
+    return i;
+}
+
 int sk_utf8_valid(const char *s, size_t n) {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
     while (i < n) {
         unsigned c = p[i];
-        if (c < 0x80) { i++; continue; }
+        if (c < 0x80) {
+            /* ASCII eight bytes at a time (states are mostly ASCII and can be megabytes) */
+            uint64_t v;
+            while (i + 8 <= n && (memcpy(&v, p + i, 8), (v & 0x8080808080808080ull) == 0)) i += 8;
+            if (i < n && p[i] < 0x80) i++;
+            continue;
+        }
         size_t len;
         uint32_t cp;
         if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; }

@@ -347,5 +347,8 @@ int sk_atomic_close(sk_atomic_file *f, int status, sk_err *e);
 
 /* Validate UTF-8 (strict: no overlongs, surrogates or values past U+10FFFF). */
 int sk_utf8_valid(const char *s, size_t n);
+/* The length of s's longest prefix with no byte a JSON string must escape ('"', '\\', a
+ * control byte below 0x20), read eight bytes at a time. */
+size_t sk_json_plain_len(const char *s, size_t n);
 
 #endif /* SK_UTIL_H */
