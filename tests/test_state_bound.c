@@ -668,3 +668,19 @@ Test(state_bound, run_cuts_beside_added_tokens, .timeout = 300) {
     cr_assert(wrong > 0, "no state went wrong without the edge: the test cannot see it");
     cr_log_info("without run_edge, %zu states got an id wrong", wrong);
 }
+
+/* A pair cut is never taken inside a contraction ("'re", "'ve", "'ll": one GPT-2 piece; cut
+ * after "'r" the left part would be two), even where no merge joins the pair. */
+Test(state_bound, no_pair_cut_inside_a_contraction) {
+    static const uint64_t none_joined[256] = {0};
+    sk_cut_rules r = {0};
+    r.pair_join = none_joined;
+    static const char *const texts[] = {"we're", "they've", "she'll", "it'll"};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        const char *s = texts[i];
+        const char *ap = strchr(s, '\'');
+        size_t k = (size_t)(ap - s) + 2; /* just after the apostrophe's first letter */
+        cr_expect(!sk_pair_cut_ok(&r, s, k), "\"%s\": cut before byte %zu", s, k);
+        cr_expect(sk_pair_cut_ok(&r, s, 1), "\"%s\": a pair cut at 1 should be allowed here", s);
+    }
+}

@@ -181,8 +181,10 @@ static size_t cut_backward(const sk_cut_rules *r, const char *s, size_t n, size_
             return k;
         }
         int ca = sk_cut_class((unsigned char)s[k - 1]), cb = sk_cut_class((unsigned char)s[k]);
+        /* not inside a contraction ('re 've 'll: one GPT-2 piece; the run before a cut that
+         * keeps the start is long enough to hold no apostrophe) */
         if (tries > 0 && ca >= 0 && ca == cb && ca != mc && r->run_margin[ca] && r->n_run_merges[ca] &&
-            mask_clear(s, n, k, mt, mlen)) {
+            !(k >= 2 && s[k - 2] == '\'') && mask_clear(s, n, k, mt, mlen)) {
             tries--;
             size_t run_end = k, lim = n - k > reach ? k + reach : n;
             while (run_end < lim && sk_cut_class((unsigned char)s[run_end]) == ca) run_end++;

@@ -141,10 +141,12 @@ static inline int sk_cut_ok(unsigned cuts, const char *s, size_t k) {
     return ca >= 0 && cb >= 0 && ca != cb && (cuts & SK_CUT_CLASS(ca, cb)) != 0;
 }
 
-/* 1 when rules allow a pair cut of s just before s[k] (0 < k < its length). */
+/* 1 when rules allow a pair cut of s just before s[k] (0 < k < its length). Never right
+ * after an apostrophe's first letter: GPT-2's contractions ('re 've 'll) are one piece that
+ * a cut there would change ("'r" is no contraction). */
 static inline int sk_pair_cut_ok(const sk_cut_rules *r, const char *s, size_t k) {
     unsigned char x = (unsigned char)s[k - 1], y = (unsigned char)s[k];
-    if (!r->pair_join || sk_cut_class(x) < 0 || sk_cut_class(y) < 0) return 0;
+    if (!r->pair_join || sk_cut_class(x) < 0 || sk_cut_class(y) < 0 || (k >= 2 && s[k - 2] == '\'')) return 0;
     unsigned bit = x * 128u + y;
     return !((r->pair_join[bit >> 6] >> (bit & 63)) & 1);
 }
