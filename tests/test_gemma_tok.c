@@ -164,3 +164,34 @@ Test(pipeline, gemma_space_cuts_only_where_no_entry_joins_a_space) {
     sk_ids_free(&a);
     sk_tokenizer_free(t);
 }
+
+/* Pair cuts under ignore_merges: the word looked up whole must stay longer than any entry.
+ * gemma3000 BPEs the whole text, whose pieces a cut leaves at SK_CUT_MIN_PIECE bytes or
+ * more: kept. Its Metaspace twin splits at every space, and a pair cut leaves a short word:
+ * none. */
+Test(pipeline, pair_cuts_under_ignore_merges) {
+    static const char *const dirs[] = {"gemma3000", "gemma3000_metaspace"};
+    for (int d = 0; d < 2; d++) {
+        for (int im = 0; im < 2; im++) {
+            char p[512];
+            snprintf(p, sizeof p, SKYCMD_FIXTURES "/gemma_tok/%s/tokenizer.json", dirs[d]);
+            size_t l = 0;
+            char *j = tu_read_file(p, &l);
+            cr_assert(j);
+            char *at = strstr(j, "\"ignore_merges\": false");
+            cr_assert(at, "%s: no ignore_merges key", dirs[d]);
+            if (im) memcpy(at, "\"ignore_merges\":  true", strlen("\"ignore_merges\": false"));
+            skycmd_tokenizer *t = NULL;
+            sk_err e;
+            sk_err_clear(&e);
+            cr_assert_eq(sk_tokenizer_from_json(j, l, NULL, 0, &t, &e), SKYCMD_OK, "%s", e.msg);
+            sk_cut_rules r;
+            sk_tokenizer_cut_rules(t, &r);
+            int want = !im || d == 0;
+            cr_expect_eq(r.pair_join != NULL, want, "%s, ignore_merges %d: pair cuts %s", dirs[d], im,
+                         r.pair_join ? "on" : "off");
+            sk_tokenizer_free(t);
+            free(j);
+        }
+    }
+}

@@ -1304,12 +1304,16 @@ static int spm_space_cut(skycmd_tokenizer *t) {
  * shapes of spm_space_cut (keeping the start only when Metaspace prepends its marker to a
  * piece, as it would to one from the cut on); and with ignore_merges every entry must be
  * shorter than the smallest piece a cut leaves (SK_CUT_MIN_PIECE), so that no piece is
- * looked up whole. The byte-level pipeline looks up each GPT-2 piece, which a pair cut
- * leaves short: no pair cuts there with ignore_merges. */
+ * looked up whole. The byte-level pipeline looks up each GPT-2 piece and Metaspace with
+ * split each of its pieces, which a pair cut leaves short: no pair cuts there with
+ * ignore_merges. */
 static void pair_cuts(skycmd_tokenizer *t, int spm_shape) {
     memset(t->pair_join, 0, sizeof t->pair_join);
+    /* the words ignore_merges looks up: GPT-2 pieces, Metaspace's split pieces (both short
+     * beside a cut), else the whole text (a piece is at least SK_CUT_MIN_PIECE bytes) */
+    const int one_word = spm_shape && !(t->pretok == SK_PRETOK_METASPACE && t->meta_split);
     t->pair_cuts = (cuttable_pipeline(t) && !t->ignore_merges) ||
-                   (spm_shape && !(t->ignore_merges && t->max_token_bytes >= SK_CUT_MIN_PIECE));
+                   (spm_shape && (!t->ignore_merges || (one_word && t->max_token_bytes < SK_CUT_MIN_PIECE)));
     const int byte_level = t->pretok == SK_PRETOK_BYTELEVEL;
 #define JOIN(x, y) (t->pair_join[((unsigned)(x) * 128u + (unsigned)(y)) >> 6] |= 1ull << (((unsigned)(x) * 128u + (unsigned)(y)) & 63))
     for (int b = 0x21; b < 0x7F; b++) {
