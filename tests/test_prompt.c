@@ -207,12 +207,7 @@ Test(prompt, budget_rules_by_hand) {
 /* ---- the word-at-a-time scans of JSON strings and UTF-8, against byte loops ---- */
 
 static uint64_t scan_rng = 0x243F6A8885A308D3ull;
-static uint32_t scan_next(void) {
-    scan_rng ^= scan_rng << 13;
-    scan_rng ^= scan_rng >> 7;
-    scan_rng ^= scan_rng << 17;
-    return (uint32_t)(scan_rng >> 32);
-}
+static uint32_t scan_next(void) { return tu_rand32(&scan_rng); }
 
 static size_t plain_len_ref(const unsigned char *s, size_t n) {
     size_t i = 0;

@@ -129,4 +129,12 @@ static inline uint64_t tu_fnv1a64(const void *p, size_t n, uint64_t basis) {
 
 #include "tok_encode.h"
 
+/* xorshift64 (13, 7, 17): a test's reproducible random numbers from its own state. */
+static inline uint32_t tu_rand32(uint64_t *state) {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return (uint32_t)(*state >> 32);
+}
+
 #endif /* SKYCMD_TEST_UTIL_H */
