@@ -245,9 +245,10 @@ typedef enum skycmd_weights {
                                   * path (logged). The CLI's default (decide/serve/bench)
                                   * where the AMX-BF16 tiles are usable                    */
     SKYCMD_WEIGHTS_Q8_ROW   = 4  /* int8 at load with one scale per output row and per
-                                  * activation row (int32 sums over whole rows: the fastest
-                                  * int8 mode), calibrated outlier columns kept in f32; the
-                                  * activations option does not apply                      */
+                                  * activation row (int32 sums over whole rows), calibrated
+                                  * outlier columns kept in f32; SKYCMD_ACT_Q8X2 runs each
+                                  * product twice (the rounding residual as a second pass),
+                                  * SKYCMD_ACT_Q8 once: the fastest int8 mode              */
 } skycmd_weights;
 
 typedef enum skycmd_activations {

@@ -69,7 +69,8 @@ static void expect_bit_identical(const float *want, const float *got, size_t ny,
 /* The AMX kernel against the reference over outputs [o0, o1). mode SK_Q8_ACT_Q8 / _Q8X2:
  * random Q8_0 blocks (every scale and quant, -128 included); SK_Q8_ACT_ROW: sk_q8_build_rows
  * of a random matrix with a few large weights (so the row scales differ), i.e. the
- * row-scaled path. */
+ * row-scaled path; SK_Q8_ACT_ROW2: the same weights, two-pass row activations, the fused
+ * kernel (sk_q8_gemm_amx_row2) against sk_q8_gemm_row2_ref. */
 static void q8_amx_equals_ref(size_t n_rows, size_t n_in, size_t n_out, int mode, int with_bias,
                               size_t o0, size_t o1) {
     float *bias = malloc(n_out * sizeof(float)), *x = malloc(n_rows * n_in * sizeof(float));
@@ -77,7 +78,12 @@ static void q8_amx_equals_ref(size_t n_rows, size_t n_in, size_t n_out, int mode
     uint8_t *w = NULL, *pan = NULL;
     sk_q8_owned rows = {0};
     sk_q8_packed p;
-    if (mode == SK_Q8_ACT_ROW) {
+    const int row = mode == SK_Q8_ACT_ROW || mode == SK_Q8_ACT_ROW2;
+    void (*ref)(const sk_q8_act *, const sk_q8_packed *, size_t, size_t, float *, size_t) =
+        mode == SK_Q8_ACT_ROW2 ? sk_q8_gemm_row2_ref : sk_q8_gemm_ref;
+    void (*amx)(const sk_q8_act *, const sk_q8_packed *, size_t, size_t, float *, size_t) =
+        mode == SK_Q8_ACT_ROW2 ? sk_q8_gemm_amx_row2 : sk_q8_gemm_amx;
+    if (row) {
         float *W = malloc(n_out * n_in * sizeof(float));
         for (size_t i = 0; i < n_out * n_in; i++) W[i] = frand() * (i % 41 == 0 ? 3.0f : 0.2f);
         sk_err e = {0};
@@ -101,26 +107,26 @@ static void q8_amx_equals_ref(size_t n_rows, size_t n_in, size_t n_out, int mode
     const size_t ny = n_rows * n_out;
     float *y0 = malloc(ny * sizeof(float)), *y1 = malloc(ny * sizeof(float));
     for (size_t i = 0; i < ny; i++) y0[i] = y1[i] = -7.0f;  /* outside [o0, o1) untouched */
-    sk_q8_gemm_ref(&a, &p, o0, o1, y0, n_out);
-    sk_q8_gemm_amx(&a, &p, o0, o1, y1, n_out);
+    ref(&a, &p, o0, o1, y0, n_out);
+    amx(&a, &p, o0, o1, y1, n_out);
     char what[96];
     snprintf(what, sizeof what, "%zux%zux%zu mode %d bias %d outputs [%zu, %zu)", n_rows, n_in,
              n_out, mode, with_bias, o0, o1);
     expect_bit_identical(y0, y1, ny, n_out, what);
     /* row-scaled with an even block count: the tiles' pair order (K = 64 products) gives
      * the same bits, through the tile kernel and through the reference's reading of it */
-    if (mode == SK_Q8_ACT_ROW && (n_in / 32) % 2 == 0) {
+    if (row && (n_in / 32) % 2 == 0) {
         cr_assert_eq(sk_q8_relayout_pairs(&p, rows.panels), 1);
         cr_assert(p.pairs);
         for (size_t i = 0; i < ny; i++) y1[i] = -7.0f;
-        sk_q8_gemm_amx(&a, &p, o0, o1, y1, n_out);
+        amx(&a, &p, o0, o1, y1, n_out);
         strcat(what, " pairs");
         expect_bit_identical(y0, y1, ny, n_out, what);
         for (size_t i = 0; i < ny; i++) y1[i] = -7.0f;
-        sk_q8_gemm_ref(&a, &p, o0, o1, y1, n_out);
+        ref(&a, &p, o0, o1, y1, n_out);
         strcat(what, " ref");
         expect_bit_identical(y0, y1, ny, n_out, what);
-    } else if (mode == SK_Q8_ACT_ROW) {
+    } else if (row) {
         cr_assert_eq(sk_q8_relayout_pairs(&p, rows.panels), 0, "odd block count reordered");
     }
     sk_q8_act_free(&a);
@@ -181,16 +187,19 @@ Test(amx, q8_rows_bit_identical_to_reference) {
                                 {64, 1152, 40}, {32, 1152, 656}, {145, 768, 2304}, {33, 2304, 24}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int b = 0; b < 2; b++)
-            q8_amx_equals_ref(shapes[i][0], shapes[i][1], shapes[i][2], SK_Q8_ACT_ROW, b, 0,
-                              shapes[i][2]);
+            for (int mode = SK_Q8_ACT_ROW; mode <= SK_Q8_ACT_ROW2; mode++)
+                q8_amx_equals_ref(shapes[i][0], shapes[i][1], shapes[i][2], mode, b, 0,
+                                  shapes[i][2]);
 }
 
 Test(amx, q8_rows_output_ranges) {
     need_amx_int8();
-    q8_amx_equals_ref(40, 256, 80, SK_Q8_ACT_ROW, 1, 16, 48);
-    q8_amx_equals_ref(40, 256, 80, SK_Q8_ACT_ROW, 0, 64, 80);
-    q8_amx_equals_ref(16, 64, 70, SK_Q8_ACT_ROW, 1, 64, 70);
-    q8_amx_equals_ref(96, 768, 800, SK_Q8_ACT_ROW, 1, 48, 784);
+    for (int mode = SK_Q8_ACT_ROW; mode <= SK_Q8_ACT_ROW2; mode++) {
+        q8_amx_equals_ref(40, 256, 80, mode, 1, 16, 48);
+        q8_amx_equals_ref(40, 256, 80, mode, 0, 64, 80);
+        q8_amx_equals_ref(16, 64, 70, mode, 1, 64, 70);
+        q8_amx_equals_ref(96, 768, 800, mode, 1, 48, 784);
+    }
 }
 
 /* ---------------------------------------------------------------- BF16 tiles ---- */

@@ -542,7 +542,7 @@ Test(q8_kernels, activation_quantizers_bit_identical) {
     for (size_t j = 0; j < k; j++) x[2 * k + j] = 0.0f;
     x[3 * k + 7] = NAN;
     const int f = sk_cpu_features();
-    for (int mode = 0; mode < 3; mode++) {
+    for (int mode = 0; mode <= SK_Q8_ACT_ROW2; mode++) {
         sk_q8_act r = {0}, s = {0};
         cr_assert_eq(sk_q8_act_reserve(&r, rows, k), 0);
         cr_assert_eq(sk_q8_act_reserve(&s, rows, k), 0);
@@ -550,13 +550,16 @@ Test(q8_kernels, activation_quantizers_bit_identical) {
         /* ties round to even */
         cr_assert_eq(r.q[k + 1], -30, "%d", r.q[k + 1]);   /* -30.5 -> -30 */
         cr_assert_eq(r.q[k + 2], -30, "%d", r.q[k + 2]);   /* -29.5 -> -30 */
-        if (mode == SK_Q8_ACT_ROW)  /* one scale a row: its max |x| / 127, NaN ignored */
+        cr_assert_eq(r.two_pass, mode == SK_Q8_ACT_Q8X2 || mode == SK_Q8_ACT_ROW2);
+        /* one scale a row: its max |x| / 127, NaN ignored (two passes: / 128 as for Q8x2) */
+        if (mode == SK_Q8_ACT_ROW || mode == SK_Q8_ACT_ROW2)
             for (size_t row = 0; row < rows; row++) {
                 float mx = 0.0f;
                 for (size_t j = 0; j < k; j++)
                     if (fabsf(x[row * k + j]) > mx) mx = fabsf(x[row * k + j]);
+                const float d = mode == SK_Q8_ACT_ROW2 ? mx / 127.0f / 128.0f : mx / 127.0f;
                 for (size_t b = 0; b < k / 32; b++)
-                    cr_assert_eq(r.xs[row * (k / 32) + b], mx / 127.0f, "row %zu block %zu", row, b);
+                    cr_assert_eq(r.xs[row * (k / 32) + b], d, "row %zu block %zu", row, b);
             }
 #if defined(__aarch64__)
         /* NEON (every aarch64 CPU): the same bytes */
@@ -570,7 +573,7 @@ Test(q8_kernels, activation_quantizers_bit_identical) {
         cr_assert(memcmp(r.q, s.q, rows * k) == 0, "neon: q differs (mode %d)", mode);
         cr_assert(memcmp(r.qb, s.qb, rows * k) == 0, "neon: qb differs (mode %d)", mode);
         cr_assert(memcmp(r.xs, s.xs, rows * (k / 32) * sizeof(float)) == 0, "neon: scales differ (mode %d)", mode);
-        if (mode == SK_Q8_ACT_Q8X2) {
+        if (r.two_pass) {
             cr_assert(memcmp(r.r, s.r, rows * k) == 0, "neon: r differs");
             cr_assert(memcmp(r.rb, s.rb, rows * k) == 0, "neon: rb differs");
         }
@@ -585,7 +588,7 @@ Test(q8_kernels, activation_quantizers_bit_identical) {
             cr_assert(memcmp(r.q, s.q, rows * k) == 0, "q differs (level %d, mode %d)", lv, mode);
             cr_assert(memcmp(r.qb, s.qb, rows * k) == 0, "qb differs (level %d)", lv);
             cr_assert(memcmp(r.xs, s.xs, rows * (k / 32) * sizeof(float)) == 0, "scales differ");
-            if (mode == SK_Q8_ACT_Q8X2) {
+            if (r.two_pass) {
                 cr_assert(memcmp(r.r, s.r, rows * k) == 0, "r differs (level %d)", lv);
                 cr_assert(memcmp(r.rb, s.rb, rows * k) == 0, "rb differs (level %d)", lv);
             }
@@ -1021,12 +1024,13 @@ Test(q8_rows, linear_takes_row_activations_and_outlier_columns) {
     sk_err e = {0};
     cr_assert_eq(sk_q8_build_rows(W, n_out, n_in, NULL, NULL, "t", &plain, NULL, NULL, &e), 0);
     sk_q8_ws ws = {0};
-    float y[3][5 * 24], yp[5 * 24];
-    const int modes[3] = {SK_Q8_ACT_ROW, SK_Q8_ACT_Q8, SK_Q8_ACT_Q8X2};
-    for (int m = 0; m < 3; m++)
+    float y[4][5 * 24], yp[5 * 24];
+    const int modes[4] = {SK_Q8_ACT_ROW, SK_Q8_ACT_Q8, SK_Q8_ACT_Q8X2, SK_Q8_ACT_ROW2};
+    for (int m = 0; m < 4; m++)
         cr_assert_eq(sk_q8_linear(NULL, &ws, &with.w, modes[m], x, n_in, rows, y[m], n_out), 0);
-    cr_assert(memcmp(y[0], y[1], sizeof y[0]) == 0 && memcmp(y[0], y[2], sizeof y[0]) == 0,
-              "the activations mode must not change a row-scaled product");
+    /* one pass where one was asked (ROW, Q8), two where two were (Q8x2, ROW2) */
+    cr_assert(memcmp(y[0], y[1], sizeof y[0]) == 0 && memcmp(y[2], y[3], sizeof y[0]) == 0,
+              "a row-scaled product takes one or two passes, as asked");
     cr_assert_eq(sk_q8_linear(NULL, &ws, &plain.w, SK_Q8_ACT_ROW, x, n_in, rows, yp, n_out), 0);
     double e1 = 0, e2 = 0, mag = 0;
     for (size_t r = 0; r < rows; r++)
@@ -1044,6 +1048,74 @@ Test(q8_rows, linear_takes_row_activations_and_outlier_columns) {
     sk_q8_owned_free(&with);
     sk_q8_owned_free(&plain);
     free(W);
+}
+
+/* Weights that row scales hold exactly (every weight an integer multiple of its row's
+ * f16 scale, the row's largest 127 of them), so the activations are the only error: two
+ * passes must bring it down by about the 128 of their second pass, against the exact
+ * product in double; threads give the same bits. */
+Test(q8_rows, two_passes_take_the_activation_error_down) {
+    const size_t n_in = 256, n_out = 80, rows = 33;  /* enough work for the pool's split */
+    float *W = malloc(n_out * n_in * sizeof(float)), *x = malloc(rows * n_in * sizeof(float));
+    for (size_t o = 0; o < n_out; o++) {
+        const float d = sk_f16_to_f32(sk_f32_to_f16(0.001f * (float)(o + 1)));
+        for (size_t i = 0; i < n_in; i++) {
+            const int qv = i == o % n_in ? (o % 2 ? -127 : 127) : (int)lrintf(frand() * 126.0f);
+            W[o * n_in + i] = d * (float)qv;
+        }
+    }
+    for (size_t i = 0; i < rows * n_in; i++) x[i] = frand() * (i % 53 == 0 ? 6.0f : 1.0f);
+    sk_q8_owned q;
+    sk_err e = {0};
+    cr_assert_eq(sk_q8_build_rows(W, n_out, n_in, NULL, NULL, "t", &q, NULL, NULL, &e), 0, "%s", e.msg);
+    sk_q8_ws ws = {0};
+    float *y1 = malloc(rows * n_out * sizeof(float)), *y2 = malloc(rows * n_out * sizeof(float)),
+          *y2t = malloc(rows * n_out * sizeof(float));
+    cr_assert_eq(sk_q8_linear(NULL, &ws, &q.w, SK_Q8_ACT_ROW, x, n_in, rows, y1, n_out), 0);
+    cr_assert_eq(sk_q8_linear(NULL, &ws, &q.w, SK_Q8_ACT_ROW2, x, n_in, rows, y2, n_out), 0);
+    sk_pool *pool = sk_pool_new(3);
+    cr_assert_not_null(pool);
+    sk_q8_ws ws3 = {0};
+    cr_assert_eq(sk_q8_linear(pool, &ws3, &q.w, SK_Q8_ACT_ROW2, x, n_in, rows, y2t, n_out), 0);
+    cr_assert(memcmp(y2, y2t, rows * n_out * sizeof(float)) == 0, "threads changed the bits");
+    /* every kernel level (AMX: the fused kernel; below: two single-pass products added)
+     * gives sk_q8_gemm_row2_ref's bits */
+    sk_q8_act a = {0};
+    cr_assert_eq(sk_q8_act_reserve(&a, rows, n_in), 0);
+    sk_q8_quantize_act_ref(x, n_in, rows, n_in, SK_Q8_ACT_ROW2, NULL, &a);
+    float *yd = malloc(rows * n_out * sizeof(float));
+    sk_q8_gemm_row2_ref(&a, &q.w.p, 0, n_out, yd, n_out);
+    for (int lv = 0; lv <= 3; lv++) {
+        sk_q8_force_kernel(lv);
+        cr_assert_eq(sk_q8_linear(NULL, &ws, &q.w, SK_Q8_ACT_ROW2, x, n_in, rows, y2t, n_out), 0);
+        for (size_t i = 0; i < rows * n_out; i++)
+            cr_assert(memcmp(&yd[i], &y2t[i], sizeof(float)) == 0,
+                      "kernel %s: output %zu: %.9g, the definition %.9g", sk_q8_kernel_name(), i,
+                      (double)y2t[i], (double)yd[i]);
+    }
+    sk_q8_force_kernel(-1);
+    sk_q8_act_free(&a);
+    free(yd);
+    double e1 = 0, e2 = 0;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t o = 0; o < n_out; o++) {
+            double s = 0;
+            for (size_t i = 0; i < n_in; i++) s += (double)x[r * n_in + i] * W[o * n_in + i];
+            e1 = fmax(e1, fabs(y1[r * n_out + o] - s));
+            e2 = fmax(e2, fabs(y2[r * n_out + o] - s));
+        }
+    cr_log_info("row activations: one pass max error %g, two passes %g", e1, e2);
+    cr_assert(e1 > 0.0, "one pass must have an error here");
+    cr_assert(e2 < e1 / 30.0, "two passes: error %g, one pass %g", e2, e1);
+    sk_q8_ws_free(&ws);
+    sk_q8_ws_free(&ws3);
+    sk_pool_free(pool);
+    sk_q8_owned_free(&q);
+    free(y1);
+    free(y2);
+    free(y2t);
+    free(W);
+    free(x);
 }
 
 /* ---- aarch64: NEON activations, the SDOT and SMMLA kernels and their dispatch ---- */
@@ -1082,7 +1154,7 @@ Test(q8_arm, neon_activations_byte_identical_on_edge_values) {
     for (size_t j = 0; j < k; j++) r4[j] = 1e-39f * (float)(j % 7);  /* a subnormal row */
     for (size_t j = 0; j < k; j++) r5[j] = NAN;
     r5[5] = 1.0f;
-    for (int mode = 0; mode < 3; mode++) {
+    for (int mode = 0; mode <= SK_Q8_ACT_ROW2; mode++) {
         sk_q8_act r = {0}, s = {0};
         cr_assert_eq(sk_q8_act_reserve(&r, rows, k), 0);
         cr_assert_eq(sk_q8_act_reserve(&s, rows, k), 0);
@@ -1095,7 +1167,7 @@ Test(q8_arm, neon_activations_byte_identical_on_edge_values) {
         cr_assert(memcmp(r.q, s.q, rows * k) == 0, "q differs (mode %d)", mode);
         cr_assert(memcmp(r.qb, s.qb, rows * k) == 0, "qb differs (mode %d)", mode);
         cr_assert(memcmp(r.xs, s.xs, rows * (k / 32) * sizeof(float)) == 0, "scales differ (mode %d)", mode);
-        if (mode == SK_Q8_ACT_Q8X2) {
+        if (r.two_pass) {
             cr_assert(memcmp(r.r, s.r, rows * k) == 0, "r differs");
             cr_assert(memcmp(r.rb, s.rb, rows * k) == 0, "rb differs");
         }

@@ -216,8 +216,10 @@ SKY_VARIANTS = {
     "q8-fast-vnni": (["--q8-fast"], {"SKYCMD_KERNELS": "avx512"}),
     # row-scaled int8 (one scale per weight row and per activation row, the head's blocks
     # too): ONNX Runtime's dynamic-int8 kind of method, with calibrated outlier columns
+    # (two-pass activations; q8-row-fast: one pass)
     "q8-row": (["--q8-row"], {}),
     "q8-row-vnni": (["--q8-row"], {"SKYCMD_KERNELS": "avx512"}),
+    "q8-row-fast": (["--q8-row", "--q8-fast"], {}),
     # the same on the Q8_0 GGUF (compare.py's q8 file): no calibration at load, which on
     # base takes minutes of CPU with the sensitivity probe and GPTQ, so a round stays short;
     # the int8 kernels and the f32 head are the same, the calibrated mode's f32-kept
@@ -338,13 +340,14 @@ def accuracy(a, laya_dir, gguf, q8file, body, peers, work, stored=None):
                                ("skycmd q8-fast", gguf, ["--q8-fast"]),
                                ("skycmd q8-fast (Q8_0 file)", q8file, ["--q8-fast"]),
                                ("skycmd q8-row", gguf, ["--q8-row"]),
+                               ("skycmd q8-row-fast", gguf, ["--q8-row", "--q8-fast"]),
                                ("skycmd q8 (stored calibrated)", stored, ["--q8"]),
                                ("skycmd q8-fast (stored calibrated)", stored, ["--q8-fast"])):
         if model is None:
             continue
         if name == "skycmd q8-fast" and a.no_calib_accuracy:
             continue
-        if name in ("skycmd q8-row", "skycmd bf16x3") and name[7:] not in a.sky_list:
+        if name in ("skycmd q8-row", "skycmd q8-row-fast", "skycmd bf16x3") and name[7:] not in a.sky_list:
             continue
         if name == "skycmd q8-fast (stored calibrated)" and "q8-fast-stored" not in a.sky_list:
             continue

@@ -587,14 +587,15 @@ static void pick_mode(const bench_args *A, bench_run *r) {
     r->weights = A->f32 ? SKYCMD_WEIGHTS_F32 : A->bf16x3 ? SKYCMD_WEIGHTS_BF16X3 : cli_default_weights();
     r->acts = -1;
     r->mode = r->weights == SKYCMD_WEIGHTS_F32 ? "f32" : "bf16x3";
-    if (A->q8 || A->q8_fast || A->no_calib) {
+    if (A->q8_row) {
+        r->weights = SKYCMD_WEIGHTS_Q8_ROW;
+        r->acts = A->q8_fast ? SKYCMD_ACT_Q8 : SKYCMD_ACT_Q8X2;
+        r->mode = A->q8_fast ? "q8-row-fast" : "q8-row";
+    } else if (A->q8 || A->q8_fast || A->no_calib) {
         r->weights = A->no_calib ? SKYCMD_WEIGHTS_Q8_PLAIN : SKYCMD_WEIGHTS_Q8;
         r->acts = A->q8_fast ? SKYCMD_ACT_Q8 : SKYCMD_ACT_Q8X2;
         r->mode = A->q8_fast ? (A->no_calib ? "q8-fast-no-calib" : "q8-fast")
                              : (A->no_calib ? "q8-no-calib" : "q8");
-    } else if (A->q8_row) {
-        r->weights = SKYCMD_WEIGHTS_Q8_ROW;
-        r->mode = "q8-row";
     }
 }
 

@@ -32,7 +32,8 @@ static void usage(FILE *out) {
             "                       or taken from a calibrated file of skycmd quantize (seconds)\n"
             "  --q8-fast            Q8_0 weights, single-pass int8 activations\n"
             "  --q8-row             int8 with one scale per weight row and per activation row\n"
-            "                       (calibrated outlier columns; the fastest int8 mode)\n"
+            "                       (calibrated outlier columns), two-pass activations; with\n"
+            "                       --q8-fast one pass: the fastest int8 mode\n"
             "  --no-calib           Q8_0 weights without calibration (alone: two-pass activations)\n"
             "  --bf16x3             matrix products as bf16 hi+lo, three products (within 1e-4\n"
             "                       of laya) on AMX-BF16 tiles (the default there) or arm64\n"
@@ -118,8 +119,8 @@ static const char *clash(const bench_args *a) {
     if (a->type >= 0 && !a->preset) return "--type only applies to --random";
     if (a->bf16x3 && any_q8) return "--bf16x3 excludes --q8, --q8-fast and --no-calib";
     if (a->q8 && a->q8_fast) return "--q8 and --q8-fast exclude each other";
-    if (a->q8_row && (any_q8 || a->bf16x3))
-        return "--q8-row excludes --q8, --q8-fast, --no-calib and --bf16x3";
+    if (a->q8_row && (a->q8 || a->no_calib || a->bf16x3))
+        return "--q8-row excludes --q8, --no-calib and --bf16x3";
     if (a->f32 && (any_q8 || a->bf16x3 || a->q8_row))
         return "--f32 excludes --q8, --q8-fast, --q8-row, --no-calib and --bf16x3";
     return NULL;

@@ -45,7 +45,8 @@ static void usage(FILE *out) {
             "                     or taken from a calibrated file of skycmd quantize (seconds)\n"
             "  --q8-fast          Q8_0 weights, single-pass int8 activations\n"
             "  --q8-row           int8 with one scale per weight row and per activation row\n"
-            "                     (calibrated outlier columns; the fastest int8 mode)\n"
+            "                     (calibrated outlier columns), two-pass activations; with\n"
+            "                     --q8-fast one pass: the fastest int8 mode\n"
             "  --no-calib         Q8_0 weights without calibration (alone: two-pass activations)\n"
             "  --bf16x3           matrix products as bf16 hi+lo, three products (within 1e-4\n"
             "                     of laya) on AMX-BF16 tiles (the default there) or arm64\n"
@@ -349,8 +350,8 @@ int cmd_decide(int argc, char **argv) {
                     m.head_type != CLI_UNSET))
         return cli_usage_error(&cmd, "--seed, --massive, --type and --head-type only apply with --random");
     if (q8 && q8_fast) return cli_usage_error(&cmd, "--q8 and --q8-fast exclude each other");
-    if (q8_row && (q8 || q8_fast || no_calib))
-        return cli_usage_error(&cmd, "--q8-row excludes --q8, --q8-fast and --no-calib");
+    if (q8_row && (q8 || no_calib))
+        return cli_usage_error(&cmd, "--q8-row excludes --q8 and --no-calib");
     if (bf16x3 && (q8 || q8_fast || no_calib || q8_row))
         return cli_usage_error(&cmd, "--bf16x3 excludes --q8, --q8-fast, --q8-row and --no-calib");
     if (f32 && (q8 || q8_fast || no_calib || q8_row || bf16x3))

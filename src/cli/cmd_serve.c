@@ -33,7 +33,8 @@ static void usage(FILE *out) {
             "      --no-calib           with --q8: plain Q8_0, no outlier columns\n"
             "      --q8-fast            --q8 plus single-pass int8 activations\n"
             "      --q8-row             int8 with one scale per weight row and per activation\n"
-            "                           row (calibrated outlier columns; the fastest int8 mode)\n"
+            "                           row (calibrated outlier columns), two-pass activations;\n"
+            "                           with --q8-fast one pass: the fastest int8 mode\n"
             "      --bf16x3             matrix products as bf16 hi+lo, three products (within\n"
             "                           1e-4 of laya) on AMX-BF16 tiles (the default there) or\n"
             "                           arm64 BFMMLA (FEAT_BF16); plain f32 where neither\n"
@@ -296,7 +297,7 @@ static int apply_flags(struct serve_config *cfg, const serve_flags *f) {
     const int any_q8 = f->q8 || f->q8_fast || f->no_calib;
     const char *clash = NULL;
     if (f->no_calib && !f->q8) clash = "--no-calib needs --q8";
-    else if (f->q8_row && any_q8) clash = "--q8-row excludes --q8, --q8-fast and --no-calib";
+    else if (f->q8_row && (f->q8 || f->no_calib)) clash = "--q8-row excludes --q8 and --no-calib";
     else if (f->bf16x3 && (any_q8 || f->q8_row))
         clash = "--bf16x3 excludes --q8, --q8-fast, --q8-row and --no-calib";
     else if (f->f32 && (any_q8 || f->q8_row || f->bf16x3))

@@ -283,16 +283,40 @@ AMXI8 static inline void q8row_store(const int32_t *sums, const sk_q8_act *a, co
     }
 }
 
+/* Two-pass row activations (SK_Q8_ACT_ROW2, a->xs = d / 128) in one sweep: the q and r
+ * sums of the same rows, from C tiles side by side, to y = fmaf(128 xs wd, (float)isum_q,
+ * bias) + fmaf(xs wd, (float)isum_r, 0), the two single-pass products sk_q8_linear adds
+ * elsewhere (q8.h), bit for bit, with each weight tile loaded once for both passes. */
+AMXI8 static inline void q8row_store2(const int32_t *sq, const int32_t *sr, const sk_q8_act *a,
+                                      const sk_q8_packed *w, size_t r0, size_t nr, size_t p,
+                                      size_t nc, float *y, size_t ldy) {
+    const size_t nb = w->n_in / 32, o = p * SK_Q8_PANEL;
+    const __mmask16 m = (__mmask16)((1u << nc) - 1u);
+    const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256(
+        (const __m256i *)(w->panels + sk_q8_meta_at(w, nb, p, 0))));
+    const __m512 bias = w->bias ? _mm512_maskz_loadu_ps(m, w->bias + o) : _mm512_setzero_ps();
+    for (size_t r = 0; r < nr; r++) {
+        const float xs = a->xs[(r0 + r) * nb];
+        const __m512 scq = _mm512_mul_ps(_mm512_set1_ps(xs * 128.0f), wd);
+        const __m512 scr = _mm512_mul_ps(_mm512_set1_ps(xs), wd);
+        const __m512 vq = _mm512_fmadd_ps(scq, _mm512_cvtepi32_ps(_mm512_load_si512(sq + r * 16)), bias);
+        const __m512 vr = _mm512_fmadd_ps(scr, _mm512_cvtepi32_ps(_mm512_load_si512(sr + r * 16)),
+                                          _mm512_setzero_ps());
+        _mm512_mask_storeu_ps(y + (r0 + r) * ldy + o, m, _mm512_add_ps(vq, vr));
+    }
+}
+
 /* Rows r0 .. r0 + h - 1 (and r0 + h .. r0 + 2h - 1 when two_r; h = the configured tile rows),
  * panels p (and p + 1 when two_p): C0 = A4.B6, C1 = A4.B7, C2 = A5.B6, C3 = A5.B7 over
- * every block. [pf, pf + pf_len): weights the caller takes next, fetched into L2 a slice per
- * block step meanwhile. */
+ * every block. fused (two-pass row activations): A5 holds the r pass of rows r0 .. r0 + h -
+ * 1 instead, two_r is 1, and the outputs are q8row_store2's. [pf, pf + pf_len): weights the
+ * caller takes next, fetched into L2 a slice per block step meanwhile. */
 AMXI8 static void q8row_block(const sk_q8_act *a, const sk_q8_packed *w, size_t r0, size_t h,
-                              size_t p, int two_r, int two_p, const uint8_t *pf, size_t pf_len,
-                              size_t o1, float *y, size_t ldy) {
+                              size_t p, int two_r, int two_p, int fused, const uint8_t *pf,
+                              size_t pf_len, size_t o1, float *y, size_t ldy) {
     const size_t nb = w->n_in / 32, xstride = nb * 32, pstride = nb * SK_Q8_CHUNK;
     const uint8_t *b0 = w->panels + p * pstride, *b1 = b0 + pstride;
-    const int8_t *x0 = a->q + r0 * xstride, *x1 = x0 + h * xstride;
+    const int8_t *x0 = a->q + r0 * xstride, *x1 = fused ? a->r + r0 * xstride : x0 + h * xstride;
     const size_t pf_step = (pf_len / nb + 63) / 64 * 64;
     const uint8_t *pf_end = pf + pf_len;
     TILE_ZERO(0);
@@ -338,6 +362,14 @@ AMXI8 static void q8row_block(const sk_q8_act *a, const sk_q8_packed *w, size_t 
     if (two_p) TILE_STORE(1, sums[1], 64);
     if (two_r) TILE_STORE(2, sums[2], 64);
     if (two_r && two_p) TILE_STORE(3, sums[3], 64);
+    if (fused) {
+        for (int ip = 0; ip < 1 + two_p; ip++) {
+            const size_t pp = p + (size_t)ip, o = pp * SK_Q8_PANEL;
+            const size_t nc = o1 - o < SK_Q8_PANEL ? o1 - o : SK_Q8_PANEL;
+            q8row_store2(sums[ip], sums[2 + ip], a, w, r0, h, pp, nc, y, ldy);
+        }
+        return;
+    }
     for (int i = 0; i < 4; i++) {
         const int ir = i >> 1, ip = i & 1;
         if ((ir && !two_r) || (ip && !two_p)) continue;
@@ -348,33 +380,38 @@ AMXI8 static void q8row_block(const sk_q8_act *a, const sk_q8_packed *w, size_t 
 }
 
 /* Rows [r0, r1) in blocks of h rows (the configured tile rows; r1 - r0 a multiple of h),
- * outputs [o0, o1). Groups of panels of ~384 KB (in L2) are each swept by every pair of
+ * outputs [o0, o1); fused: two-pass row activations, a block of h rows at a time. Groups of panels of ~384 KB (in L2) are each swept by every pair of
  * row blocks, whose activations stay in L1 across the group's panels (as in
  * sk_q8_gemm_amx); meanwhile the next group is fetched into L2, a slice per block. The
  * weights are the stream (a base question reads ~100 MB of them, from memory), so their
  * fetch has to overlap the tiles' work: swept without it, cold weights ran at ~1.1 TOP/s
  * against ~1.9 warm. */
 AMXI8 static void q8row_sweep(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
-                              float *y, size_t ldy, size_t r0, size_t r1, size_t h) {
+                              float *y, size_t ldy, size_t r0, size_t r1, size_t h, int fused) {
+    const size_t rstep = fused ? h : 2 * h;
     const size_t pend = (o1 + SK_Q8_PANEL - 1) / SK_Q8_PANEL, pstride = w->n_in / 32 * SK_Q8_CHUNK;
     size_t pg = (size_t)393216 / pstride / 2 * 2;
     if (pg < 2) pg = 2;
-    const size_t row_pairs = (r1 - r0 + 2 * h - 1) / (2 * h);
+    const size_t row_pairs = (r1 - r0 + rstep - 1) / rstep;
     for (size_t pg0 = o0 / SK_Q8_PANEL; pg0 < pend; pg0 += pg) {
         const size_t pe = pg0 + pg < pend ? pg0 + pg : pend;
         const size_t next = pe < pend ? ((pe + pg < pend ? pe + pg : pend) - pe) * pstride : 0;
         const size_t calls = row_pairs * ((pe - pg0 + 1) / 2);
         const size_t slice = (next + calls - 1) / calls;
         const uint8_t *pf = w->panels + pe * pstride, *pf_end = pf + next;
-        for (size_t r = r0; r < r1; r += 2 * h) {
-            const int two_r = r + 2 * h <= r1;
+        for (size_t r = r0; r < r1; r += rstep) {
+            const int two_r = fused || r + 2 * h <= r1;
             for (size_t p = pg0; p < pe; p += 2) {
                 const int two_p = p + 1 < pe;
                 const size_t len = (size_t)(pf_end - pf) < slice ? (size_t)(pf_end - pf) : slice;
-                if (two_r && two_p)
-                    q8row_block(a, w, r, h, p, 1, 1, pf, len, o1, y, ldy);
+                if (fused && two_p)
+                    q8row_block(a, w, r, h, p, 1, 1, 1, pf, len, o1, y, ldy);
+                else if (fused)
+                    q8row_block(a, w, r, h, p, 1, 0, 1, pf, len, o1, y, ldy);
+                else if (two_r && two_p)
+                    q8row_block(a, w, r, h, p, 1, 1, 0, pf, len, o1, y, ldy);
                 else
-                    q8row_block(a, w, r, h, p, two_r, two_p, pf, len, o1, y, ldy);
+                    q8row_block(a, w, r, h, p, two_r, two_p, 0, pf, len, o1, y, ldy);
                 pf += len;
             }
         }
@@ -382,28 +419,34 @@ AMXI8 static void q8row_sweep(const sk_q8_act *a, const sk_q8_packed *w, size_t 
 }
 
 /* Whole 16-row blocks first, then the n_rows % 16 rows left over on tiles configured with
- * that many rows (no tile reads past the activations). */
+ * that many rows (no tile reads past the activations). fused: a holds two-pass row
+ * activations (q8row_store2). */
 AMXI8 static void q8row_gemm_amx(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
-                                 float *y, size_t ldy) {
+                                 float *y, size_t ldy, int fused) {
     const size_t full = a->n_rows / 16 * 16, tail = a->n_rows - full;
     const amx_cfg *cfg = w->pairs ? &q8row_pairs_cfg : &q8row_cfg;
     if (full) {
         tile_config(cfg);
-        q8row_sweep(a, w, o0, o1, y, ldy, 0, full, 16);
+        q8row_sweep(a, w, o0, o1, y, ldy, 0, full, 16, fused);
     }
     if (tail) {
         amx_cfg c = *cfg;
         for (int t = 0; t < 6; t++) c.rows[t] = (uint8_t)tail;  /* C and A tiles */
         tile_config(&c);
-        q8row_sweep(a, w, o0, o1, y, ldy, full, a->n_rows, tail);
+        q8row_sweep(a, w, o0, o1, y, ldy, full, a->n_rows, tail, fused);
     }
     TILE_RELEASE();
+}
+
+AMXI8 void sk_q8_gemm_amx_row2(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
+                               float *y, size_t ldy) {
+    q8row_gemm_amx(a, w, o0, o1, y, ldy, 1);
 }
 
 AMXI8 void sk_q8_gemm_amx(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
                           float *y, size_t ldy) {
     if (w->row_sum128) {
-        q8row_gemm_amx(a, w, o0, o1, y, ldy);
+        q8row_gemm_amx(a, w, o0, o1, y, ldy, 0);
         return;
     }
     const size_t full = a->n_rows / 16 * 16;
@@ -671,6 +714,10 @@ AMXBF static void bf_gemm(const float *x, size_t ldx, size_t n_rows, const sk_pa
 void sk_q8_gemm_amx(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1, float *y,
                     size_t ldy) {
     sk_q8_gemm_ref(a, w, o0, o1, y, ldy);
+}
+void sk_q8_gemm_amx_row2(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
+                         float *y, size_t ldy) {
+    sk_q8_gemm_row2_ref(a, w, o0, o1, y, ldy);
 }
 void sk_gemm_amx_bf16(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
                       size_t ldy) {

@@ -564,7 +564,8 @@ static inline float absmax(const float *x, const uint8_t *zero, size_t n /* a mu
 void sk_q8_quantize_act_wasm(const float *x, size_t ldx, size_t n_rows, size_t k, int mode,
                              const uint8_t *zero_cols, sk_q8_act *a) {
     const size_t nb = k / SK_QK8_0;
-    const int two = mode == SK_Q8_ACT_Q8X2, row = mode == SK_Q8_ACT_ROW;
+    const int two = mode == SK_Q8_ACT_Q8X2 || mode == SK_Q8_ACT_ROW2,
+              row = mode == SK_Q8_ACT_ROW || mode == SK_Q8_ACT_ROW2;
     const v128_t bias = wasm_i8x16_splat((int8_t)0x80);
     a->two_pass = two;
     a->n_rows = n_rows;

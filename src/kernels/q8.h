@@ -30,9 +30,13 @@
  *    step happens once per output: y = fmaf(xs * wd, (float)isum, bias) with isum the exact
  *    int32 sum of q * w over all n_in inputs (n_in <= SK_Q8_ROW_MAX_IN, so no overflow, also
  *    with VNNI's q + 128). No per-block float step: the kernels (AMX: whole-row sums in
- *    the C tiles) are bound by the integer products alone (ONNX Runtime's dynamic int8 granularity is coarser: one scale per
- *    tensor). sk_q8_linear quantizes the activations of such a matrix per row whatever the
- *    mode asked.
+ *    the C tiles) are bound by the integer products alone (ONNX Runtime's dynamic int8
+ *    granularity is coarser: one scale per tensor). sk_q8_linear quantizes the activations
+ *    of such a matrix per row: two passes (SK_Q8_ACT_ROW2) when the mode asked is Q8x2 or
+ *    ROW2, else one. Two passes run the kernels twice, as two single-pass products that
+ *    are added (y = y_q + y_r, the bias in y_q): the q pass with scale d, the r pass (the
+ *    rounding residual, r = round((x / d - q) * 128)) with scale d / 128. Each pass keeps
+ *    its exact whole-row int32 sum, where one 128 q + r sum could overflow.
  *  - Outlier columns: channels listed in an sk_q8_weights are zeroed in the activations
  *    before quantization and added back afterwards in f32 with their exact weights.
  *  - No kernel allocates; sk_q8_act buffers belong to the caller (one per thread).
@@ -44,7 +48,8 @@
 #include <stdint.h>
 
 enum { SK_Q8_ACT_Q8X2 = 0, SK_Q8_ACT_Q8 = 1,   /* = skycmd_activations */
-       SK_Q8_ACT_ROW = 2 };  /* one scale per row (the row-scaled weights' activations) */
+       SK_Q8_ACT_ROW = 2,    /* one scale per row (the row-scaled weights' activations) */
+       SK_Q8_ACT_ROW2 = 3 }; /* one scale per row, two passes (q and r as Q8x2) */
 
 /* Quantized activations: n_rows rows of n_blocks blocks. */
 typedef struct sk_q8_act {
@@ -63,7 +68,8 @@ void sk_q8_act_free(sk_q8_act *a);
  * (k flags, may be NULL) are taken as 0. mode: SK_Q8_ACT_*. Per block of 32: d = max|x| /
  * 127, q = round(x / d) (x * (1 / d), half to even, clamped to [-127, 127], NaN -> 0); Q8x2
  * adds r = round((x / d - q) * 128); SK_Q8_ACT_ROW takes d = max|x| / 127 over the whole
- * row for every block (single pass). The SIMD versions give identical bytes. */
+ * row for every block (single pass), and SK_Q8_ACT_ROW2 the same d with Q8x2's second pass
+ * (xs = d / 128 as for Q8x2). The SIMD versions give identical bytes. */
 void sk_q8_quantize_act(const float *x, size_t ldx, size_t n_rows, size_t k, int mode,
                         const uint8_t *zero_cols, sk_q8_act *a);
 void sk_q8_quantize_act_ref(const float *x, size_t ldx, size_t n_rows, size_t k, int mode,
@@ -171,6 +177,15 @@ void sk_q8_gemm_wasm(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_
 /* AMX tiles (src/kernels/amx.c): call only when sk_amx_usable() and SK_CPU_AMX_INT8. */
 void sk_q8_gemm_amx(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
                     float *y, size_t ldy);
+/* Two-pass row activations (a from SK_Q8_ACT_ROW2) on row-scaled weights, both passes in
+ * one product: y = fmaf(128 xs wd, (float)isum_q, bias) + fmaf(xs wd, (float)isum_r, 0),
+ * the sum sk_q8_linear forms from two single-pass products on every other kernel.
+ * sk_q8_gemm_row2_ref is that definition; the AMX one is bit-identical to it (call only
+ * where sk_q8_uses_tiles(); elsewhere it is the reference). */
+void sk_q8_gemm_row2_ref(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
+                         float *y, size_t ldy);
+void sk_q8_gemm_amx_row2(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
+                         float *y, size_t ldy);
 /* Best of the above for this CPU (respects sk_kernels_level(): scalar level -> ref; AMX
  * unless SKYCMD_KERNELS caps it, see cpu.h; aarch64: SMMLA, else SDOT, at level NEON). */
 void sk_q8_gemm(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1, float *y,
@@ -200,6 +215,10 @@ typedef struct sk_q8_ws {
     sk_q8_act act;
     float *xo;      /* gathered outlier activations [rows][n_outl] */
     size_t xo_cap;
+    /* two-pass row activations: the q pass's scales (128 x act.xs) and the r pass's
+     * products [rows][n_out] */
+    float *xs_q, *y_r;
+    size_t xs_q_cap, y_r_cap;
 } sk_q8_ws;
 void sk_q8_ws_free(sk_q8_ws *ws);
 

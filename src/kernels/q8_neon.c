@@ -81,7 +81,8 @@ INLINE void store32(int8_t *q, uint8_t *qb, int8x16_t lo, int8x16_t hi) {
 void sk_q8_quantize_act_neon(const float *x, size_t ldx, size_t n_rows, size_t k, int mode,
                              sk_q8_act *a) {
     const size_t nb = k / 32;
-    const int two = mode == SK_Q8_ACT_Q8X2, row = mode == SK_Q8_ACT_ROW;
+    const int two = mode == SK_Q8_ACT_Q8X2 || mode == SK_Q8_ACT_ROW2,
+              row = mode == SK_Q8_ACT_ROW || mode == SK_Q8_ACT_ROW2;
     a->two_pass = two;
     a->n_rows = n_rows;
     a->n_blocks = nb;

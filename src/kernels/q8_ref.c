@@ -73,11 +73,11 @@ static int8_t q8_round(float v) {
 void sk_q8_quantize_act_ref(const float *x, size_t ldx, size_t n_rows, size_t k, int mode,
                             const uint8_t *zero_cols, sk_q8_act *a) {
     const size_t nb = k / SK_QK8_0;
-    const int two = mode == SK_Q8_ACT_Q8X2;
+    const int two = mode == SK_Q8_ACT_Q8X2 || mode == SK_Q8_ACT_ROW2;
     a->two_pass = two;
     a->n_rows = n_rows;
     a->n_blocks = nb;
-    const int row = mode == SK_Q8_ACT_ROW;
+    const int row = mode == SK_Q8_ACT_ROW || mode == SK_Q8_ACT_ROW2;
     for (size_t r = 0; r < n_rows; r++) {
         const float *xr = x + r * ldx;
         float row_max = 0.0f;
@@ -176,6 +176,30 @@ void sk_q8_pack_panels(const uint8_t *kernel_order, size_t n_out, size_t n_in, u
             }
             memcpy(ch + SK_Q8_CHUNK_SCALES, wd, sizeof wd);
             memcpy(ch + SK_Q8_CHUNK_SUMS, ws, sizeof ws);
+        }
+}
+
+void sk_q8_gemm_row2_ref(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
+                         float *y, size_t ldy) {
+    const size_t nb = w->n_in / SK_QK8_0;
+    for (size_t r = 0; r < a->n_rows; r++)
+        for (size_t o = o0; o < o1; o++) {
+            const size_t p = o / SK_Q8_PANEL, c = o % SK_Q8_PANEL;
+            int32_t iq = 0, ir = 0;
+            for (size_t b = 0; b < nb; b++) {
+                const uint8_t *ch = w->panels + sk_q8_quants_at(w, nb, p, b);
+                const int8_t *xq = a->q + (r * nb + b) * SK_QK8_0, *xr = a->r + (r * nb + b) * SK_QK8_0;
+                for (int j = 0; j < SK_QK8_0; j++) {
+                    const int32_t wq = (int8_t)ch[((size_t)(j / 4) * SK_Q8_PANEL + c) * 4 + (size_t)(j % 4)];
+                    iq += (int32_t)xq[j] * wq;
+                    ir += (int32_t)xr[j] * wq;
+                }
+            }
+            uint16_t wbits;
+            memcpy(&wbits, w->panels + sk_q8_meta_at(w, nb, p, 0) + c * 2, sizeof wbits);
+            const float wd = sk_f16_to_f32(wbits), xs = a->xs[r * nb];
+            const float yq = fmaf(xs * 128.0f * wd, (float)iq, w->bias ? w->bias[o] : 0.0f);
+            y[r * ldy + o] = yq + fmaf(xs * wd, (float)ir, 0.0f);
         }
 }
 
@@ -327,9 +351,21 @@ void sk_q8_ws_free(sk_q8_ws *ws) {
     if (!ws) return;
     sk_q8_act_free(&ws->act);
     free(ws->xo);
-    ws->xo = NULL;
-    ws->xo_cap = 0;
+    free(ws->xs_q);
+    free(ws->y_r);
+    ws->xo = ws->xs_q = ws->y_r = NULL;
+    ws->xo_cap = ws->xs_q_cap = ws->y_r_cap = 0;
+}
 
+/* Grow *buf to hold n floats (its contents need not survive). */
+static int grow_floats(float **buf, size_t *cap, size_t n) {
+    if (n <= *cap) return 0;
+    float *p = sk_malloc_array(n, sizeof(float));
+    if (!p) return SKYCMD_E_NOMEM;
+    free(*buf);
+    *buf = p;
+    *cap = n;
+    return 0;
 }
 
 typedef struct q8_job {
@@ -338,13 +374,32 @@ typedef struct q8_job {
     const float *xo;
     float *y;
     size_t ldy;
+    /* two-pass row activations (q8.h): the two single-pass views of a, the r pass's
+     * weights (no bias) and its output [rows][n_out] */
+    sk_q8_act aq, ar;
+    sk_q8_packed wr;
+    float *y_r;
+    int fused;      /* the AMX kernel takes both passes in one sweep */
     size_t next;    /* the next piece to claim (atomic): see pool.h */
 } q8_job;
 
 /* Outputs [o0, o1): the int8 product, then the outlier columns in f32. */
 static void q8_part_range(const q8_job *j, size_t o0, size_t o1) {
     if (o0 >= o1) return;
-    sk_q8_gemm(j->a, &j->w->p, o0, o1, j->y, j->ldy);
+    if (j->y_r && j->fused) {
+        sk_q8_gemm_amx_row2(j->a, &j->w->p, o0, o1, j->y, j->ldy);
+    } else if (j->y_r) {
+        const size_t m = j->w->p.n_out;
+        sk_q8_gemm(&j->aq, &j->w->p, o0, o1, j->y, j->ldy);
+        sk_q8_gemm(&j->ar, &j->wr, o0, o1, j->y_r, m);
+        for (size_t r = 0; r < j->a->n_rows; r++) {
+            float *yr = j->y + r * j->ldy;
+            const float *rr = j->y_r + r * m;
+            for (size_t o = o0; o < o1; o++) yr[o] += rr[o];
+        }
+    } else {
+        sk_q8_gemm(j->a, &j->w->p, o0, o1, j->y, j->ldy);
+    }
     const size_t no = j->w->n_outl;
     if (!no) return;
     for (size_t r = 0; r < j->a->n_rows; r++) {
@@ -382,21 +437,43 @@ int sk_q8_linear(struct sk_pool *pool, sk_q8_ws *ws, const sk_q8_weights *w, int
     if (sk_q8_act_reserve(&ws->act, n_rows, k)) return SKYCMD_E_NOMEM;
     if (no) {
         size_t need;
-        if (sk_mul_size(n_rows, no, &need)) return SKYCMD_E_NOMEM;
-        if (need > ws->xo_cap) {
-            float *p = sk_malloc_array(need, sizeof(float));
-            if (!p) return SKYCMD_E_NOMEM;
-            free(ws->xo);
-            ws->xo = p;
-            ws->xo_cap = need;
-        }
+        if (sk_mul_size(n_rows, no, &need) || grow_floats(&ws->xo, &ws->xo_cap, need))
+            return SKYCMD_E_NOMEM;
         for (size_t r = 0; r < n_rows; r++)
             for (size_t c = 0; c < no; c++) ws->xo[r * no + c] = x[r * ldx + w->outl[c]];
     }
-    if (w->p.row_sum128) mode = SK_Q8_ACT_ROW;  /* the only activations such weights take */
-
+    /* the only activations row-scaled weights take: one scale per row, two passes where
+     * two were asked */
+    if (w->p.row_sum128)
+        mode = mode == SK_Q8_ACT_Q8X2 || mode == SK_Q8_ACT_ROW2 ? SK_Q8_ACT_ROW2 : SK_Q8_ACT_ROW;
     sk_q8_quantize_act(x, ldx, n_rows, k, mode, no ? w->is_outl : NULL, &ws->act);
-    q8_job j = {&ws->act, w, ws->xo, y, ldy, 0};
+    q8_job j;
+    memset(&j, 0, sizeof j);
+    j.a = &ws->act;
+    j.w = w;
+    j.xo = ws->xo;
+    j.y = y;
+    j.ldy = ldy;
+    if (mode == SK_Q8_ACT_ROW2) {
+        const size_t nxs = n_rows * ws->act.n_blocks;
+        size_t ny;
+        if (sk_mul_size(n_rows, w->p.n_out, &ny) || grow_floats(&ws->xs_q, &ws->xs_q_cap, nxs) ||
+            grow_floats(&ws->y_r, &ws->y_r_cap, ny))
+            return SKYCMD_E_NOMEM;
+        /* the q pass's scale is d = 128 x the stored d / 128: exact */
+        for (size_t i = 0; i < nxs; i++) ws->xs_q[i] = ws->act.xs[i] * 128.0f;
+        j.aq = ws->act;
+        j.aq.two_pass = 0;
+        j.aq.xs = ws->xs_q;
+        j.ar = j.aq;
+        j.ar.xs = ws->act.xs;
+        j.ar.q = ws->act.r;
+        j.ar.qb = ws->act.rb;
+        j.wr = w->p;
+        j.wr.bias = NULL;
+        j.y_r = ws->y_r;
+        j.fused = sk_q8_uses_tiles();
+    }
     const double work = (double)n_rows * (double)k * (double)w->p.n_out;
     if (sk_pool_size(pool) <= 1 || work < 524288.0 || w->p.n_out < 16)
         q8_part_range(&j, 0, w->p.n_out);

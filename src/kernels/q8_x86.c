@@ -303,11 +303,11 @@ VNNI INLINE __m512i q8_cvt512(__m512 s) {
 VNNI void sk_q8_quantize_act_avx512(const float *x, size_t ldx, size_t n_rows, size_t k,
                                     int mode, sk_q8_act *a) {
     const size_t nb = k / 32;
-    const int two = mode == SK_Q8_ACT_Q8X2;
+    const int two = mode == SK_Q8_ACT_Q8X2 || mode == SK_Q8_ACT_ROW2;
     a->two_pass = two;
     a->n_rows = n_rows;
     a->n_blocks = nb;
-    const int row = mode == SK_Q8_ACT_ROW;
+    const int row = mode == SK_Q8_ACT_ROW || mode == SK_Q8_ACT_ROW2;
     const __m128i bias = _mm_set1_epi8((char)0x80);
     for (size_t r = 0; r < n_rows; r++) {
         const float *xr = x + r * ldx;
@@ -373,13 +373,13 @@ AVX2 INLINE __m256i pack32(__m256i a, __m256i b, __m256i c, __m256i d) {
 AVX2 void sk_q8_quantize_act_avx2(const float *x, size_t ldx, size_t n_rows, size_t k,
                                   int mode, sk_q8_act *a) {
     const size_t nb = k / 32;
-    const int two = mode == SK_Q8_ACT_Q8X2;
+    const int two = mode == SK_Q8_ACT_Q8X2 || mode == SK_Q8_ACT_ROW2;
     a->two_pass = two;
     a->n_rows = n_rows;
     a->n_blocks = nb;
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256i bias = _mm256_set1_epi8((char)0x80);
-    const int row = mode == SK_Q8_ACT_ROW;
+    const int row = mode == SK_Q8_ACT_ROW || mode == SK_Q8_ACT_ROW2;
     for (size_t r = 0; r < n_rows; r++) {
         const float *xr = x + r * ldx;
         float row_max = 0.0f;

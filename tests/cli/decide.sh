@@ -71,6 +71,16 @@ same=$("$CLI" decide "$T/pico.gguf" - < "$SRC/examples/flappy-drone.json") || fa
 [ $? -eq 2 ] || fail "--f32 with --q8-row must exit 2"
 "$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --f32 --bf16x3 >/dev/null 2>&1
 [ $? -eq 2 ] || fail "--f32 with --bf16x3 must exit 2"
+# --q8-row takes two-pass row activations, and one pass with --q8-fast (other answers);
+# --q8 and --no-calib are other weights modes
+"$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --q8-row --q8 >/dev/null 2>&1
+[ $? -eq 2 ] || fail "--q8-row with --q8 must exit 2"
+"$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --q8-row --no-calib >/dev/null 2>&1
+[ $? -eq 2 ] || fail "--q8-row with --no-calib must exit 2"
+row2=$("$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --q8-row) || fail "decide --q8-row"
+row1=$("$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --q8-row --q8-fast) \
+  || fail "decide --q8-row --q8-fast"
+[ "$row1" != "$row2" ] || fail "--q8-row --q8-fast (one pass) answered as --q8-row (two passes)"
 x3=$("$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --bf16x3) || fail "decide --bf16x3"
 f32=$("$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --f32) || fail "decide --f32"
 if "$CLI" --version | grep -q '^cpu features:.* amx-bf16'; then

@@ -315,7 +315,7 @@ static void q8_rounding_checks(void) {
 static void q8_quantize_checks(void) {
     static const size_t shapes[][2] = {{1, 32}, {3, 64}, {5, 96}, {7, 256}, {2, 1024}};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
-        for (int mode = SK_Q8_ACT_Q8X2; mode <= SK_Q8_ACT_ROW; mode++) {
+        for (int mode = SK_Q8_ACT_Q8X2; mode <= SK_Q8_ACT_ROW2; mode++) {
             const size_t n = shapes[si][0], k = shapes[si][1], ldx = k + si, nq = n * k;
             float *x = malloc((n * ldx + 1) * sizeof(float));
             for (size_t i = 0; i < n * ldx; i++) x[i] = frand() * (i % 37 == 0 ? 20.0f : 1.0f);
