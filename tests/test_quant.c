@@ -491,6 +491,23 @@ Test(outliers, exact_cols_scale) {
     for (int j = 32; j < 64; j++) cr_assert(fabsf(de[j] - w[j]) <= d * 0.5f + 1e-7f);
 }
 
+/* The largest |y - x . W^T| of two products y1 and y2 ([rows][n_out]) against the exact one
+ * in double, and (mag, may be NULL) the largest |x . W^T|. */
+static void max_errors(const float *x, const float *W, size_t rows, size_t n_in, size_t n_out,
+                       const float *y1, const float *y2, double *e1, double *e2, double *mag) {
+    *e1 = *e2 = 0.0;
+    double m = 0.0;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t o = 0; o < n_out; o++) {
+            double s = 0;
+            for (size_t i = 0; i < n_in; i++) s += (double)x[r * n_in + i] * W[o * n_in + i];
+            *e1 = fmax(*e1, fabs(y1[r * n_out + o] - s));
+            *e2 = fmax(*e2, fabs(y2[r * n_out + o] - s));
+            m = fmax(m, fabs(s));
+        }
+    if (mag) *mag = m;
+}
+
 Test(outliers, q8_linear_adds_outlier_columns_in_f32) {
     const size_t n_in = 64, n_out = 8, rows = 3;
     float W[8 * 64], x[3 * 64], cm[64];
@@ -514,14 +531,8 @@ Test(outliers, q8_linear_adds_outlier_columns_in_f32) {
     float y1[24], y2[24];
     cr_assert_eq(sk_q8_linear(NULL, &ws, &with.w, SK_Q8_ACT_Q8X2, x, n_in, rows, y1, n_out), 0);
     cr_assert_eq(sk_q8_linear(NULL, &ws, &plain.w, SK_Q8_ACT_Q8X2, x, n_in, rows, y2, n_out), 0);
-    double e1 = 0, e2 = 0;
-    for (size_t r = 0; r < rows; r++)
-        for (size_t o = 0; o < n_out; o++) {
-            double s = 0;
-            for (size_t i = 0; i < n_in; i++) s += (double)x[r * n_in + i] * W[o * n_in + i];
-            e1 = fmax(e1, fabs(y1[r * n_out + o] - s));
-            e2 = fmax(e2, fabs(y2[r * n_out + o] - s));
-        }
+    double e1, e2;
+    max_errors(x, W, rows, n_in, n_out, y1, y2, &e1, &e2, NULL);
     cr_log_info("outlier path max error %g, plain %g", e1, e2);
     cr_assert(e1 < e2, "outlier columns must help: %g vs %g", e1, e2);
     sk_q8_ws_free(&ws);
@@ -1032,15 +1043,8 @@ Test(q8_rows, linear_takes_row_activations_and_outlier_columns) {
     cr_assert(memcmp(y[0], y[1], sizeof y[0]) == 0 && memcmp(y[2], y[3], sizeof y[0]) == 0,
               "a row-scaled product takes one or two passes, as asked");
     cr_assert_eq(sk_q8_linear(NULL, &ws, &plain.w, SK_Q8_ACT_ROW, x, n_in, rows, yp, n_out), 0);
-    double e1 = 0, e2 = 0, mag = 0;
-    for (size_t r = 0; r < rows; r++)
-        for (size_t o = 0; o < n_out; o++) {
-            double s = 0;
-            for (size_t i = 0; i < n_in; i++) s += (double)x[r * n_in + i] * W[o * n_in + i];
-            e1 = fmax(e1, fabs(y[0][r * n_out + o] - s));
-            e2 = fmax(e2, fabs(yp[r * n_out + o] - s));
-            mag = fmax(mag, fabs(s));
-        }
+    double e1, e2, mag;
+    max_errors(x, W, rows, n_in, n_out, y[0], yp, &e1, &e2, &mag);
     cr_log_info("row-scaled: outlier path max error %g, plain %g (largest output %g)", e1, e2, mag);
     cr_assert(e1 < 0.02 * mag, "row-scaled with outlier columns: error %g of %g", e1, mag);
     cr_assert(e1 < e2, "outlier columns must help the row scales: %g vs %g", e1, e2);
@@ -1096,14 +1100,8 @@ Test(q8_rows, two_passes_take_the_activation_error_down) {
     sk_q8_force_kernel(-1);
     sk_q8_act_free(&a);
     free(yd);
-    double e1 = 0, e2 = 0;
-    for (size_t r = 0; r < rows; r++)
-        for (size_t o = 0; o < n_out; o++) {
-            double s = 0;
-            for (size_t i = 0; i < n_in; i++) s += (double)x[r * n_in + i] * W[o * n_in + i];
-            e1 = fmax(e1, fabs(y1[r * n_out + o] - s));
-            e2 = fmax(e2, fabs(y2[r * n_out + o] - s));
-        }
+    double e1, e2;
+    max_errors(x, W, rows, n_in, n_out, y1, y2, &e1, &e2, NULL);
     cr_log_info("row activations: one pass max error %g, two passes %g", e1, e2);
     cr_assert(e1 > 0.0, "one pass must have an error here");
     cr_assert(e2 < e1 / 30.0, "two passes: error %g, one pass %g", e2, e1);

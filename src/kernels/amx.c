@@ -268,28 +268,13 @@ static const amx_cfg q8row_pairs_cfg = {
 };
 
 /* One C tile's sums (nr rows from r0, panel p, nc outputs valid) to y: the reference's one
- * float step. */
-AMXI8 static inline void q8row_store(const int32_t *sums, const sk_q8_act *a, const sk_q8_packed *w,
-                                     size_t r0, size_t nr, size_t p, size_t nc, float *y, size_t ldy) {
-    const size_t nb = w->n_in / 32, o = p * SK_Q8_PANEL;
-    const __mmask16 m = (__mmask16)((1u << nc) - 1u);
-    const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256(
-        (const __m256i *)(w->panels + sk_q8_meta_at(w, nb, p, 0))));
-    const __m512 bias = w->bias ? _mm512_maskz_loadu_ps(m, w->bias + o) : _mm512_setzero_ps();
-    for (size_t r = 0; r < nr; r++) {
-        const __m512 sc = _mm512_mul_ps(_mm512_set1_ps(a->xs[(r0 + r) * nb]), wd);
-        const __m512 v = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(_mm512_load_si512(sums + r * 16)), bias);
-        _mm512_mask_storeu_ps(y + (r0 + r) * ldy + o, m, v);
-    }
-}
-
-/* Two-pass row activations (SK_Q8_ACT_ROW2, a->xs = d / 128) in one sweep: the q and r
- * sums of the same rows, from C tiles side by side, to y = fmaf(128 xs wd, (float)isum_q,
- * bias) + fmaf(xs wd, (float)isum_r, 0), the two single-pass products sk_q8_linear adds
- * elsewhere (q8.h), bit for bit, with each weight tile loaded once for both passes. */
-AMXI8 static inline void q8row_store2(const int32_t *sq, const int32_t *sr, const sk_q8_act *a,
-                                      const sk_q8_packed *w, size_t r0, size_t nr, size_t p,
-                                      size_t nc, float *y, size_t ldy) {
+ * float step. sr: two-pass row activations (SK_Q8_ACT_ROW2, a->xs = d / 128), the r pass's
+ * sums of the same rows from the C tile beside: y = fmaf(128 xs wd, (float)isum_q, bias) +
+ * fmaf(xs wd, (float)isum_r, 0), the two single-pass products sk_q8_linear adds elsewhere
+ * (q8.h), bit for bit, with each weight tile loaded once for both passes. */
+AMXI8 static inline void q8row_store(const int32_t *sq, const int32_t *sr, const sk_q8_act *a,
+                                     const sk_q8_packed *w, size_t r0, size_t nr, size_t p,
+                                     size_t nc, float *y, size_t ldy) {
     const size_t nb = w->n_in / 32, o = p * SK_Q8_PANEL;
     const __mmask16 m = (__mmask16)((1u << nc) - 1u);
     const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256(
@@ -297,20 +282,27 @@ AMXI8 static inline void q8row_store2(const int32_t *sq, const int32_t *sr, cons
     const __m512 bias = w->bias ? _mm512_maskz_loadu_ps(m, w->bias + o) : _mm512_setzero_ps();
     for (size_t r = 0; r < nr; r++) {
         const float xs = a->xs[(r0 + r) * nb];
-        const __m512 scq = _mm512_mul_ps(_mm512_set1_ps(xs * 128.0f), wd);
-        const __m512 scr = _mm512_mul_ps(_mm512_set1_ps(xs), wd);
-        const __m512 vq = _mm512_fmadd_ps(scq, _mm512_cvtepi32_ps(_mm512_load_si512(sq + r * 16)), bias);
-        const __m512 vr = _mm512_fmadd_ps(scr, _mm512_cvtepi32_ps(_mm512_load_si512(sr + r * 16)),
-                                          _mm512_setzero_ps());
-        _mm512_mask_storeu_ps(y + (r0 + r) * ldy + o, m, _mm512_add_ps(vq, vr));
+        const __m512 iq = _mm512_cvtepi32_ps(_mm512_load_si512(sq + r * 16));
+        __m512 v;
+        if (sr) {
+            const __m512 scq = _mm512_mul_ps(_mm512_set1_ps(xs * 128.0f), wd);
+            const __m512 scr = _mm512_mul_ps(_mm512_set1_ps(xs), wd);
+            v = _mm512_add_ps(_mm512_fmadd_ps(scq, iq, bias),
+                              _mm512_fmadd_ps(scr, _mm512_cvtepi32_ps(_mm512_load_si512(sr + r * 16)),
+                                              _mm512_setzero_ps()));
+        } else {
+            v = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(xs), wd), iq, bias);
+        }
+        _mm512_mask_storeu_ps(y + (r0 + r) * ldy + o, m, v);
     }
 }
 
 /* Rows r0 .. r0 + h - 1 (and r0 + h .. r0 + 2h - 1 when two_r; h = the configured tile rows),
  * panels p (and p + 1 when two_p): C0 = A4.B6, C1 = A4.B7, C2 = A5.B6, C3 = A5.B7 over
- * every block. fused (two-pass row activations): A5 holds the r pass of rows r0 .. r0 + h -
- * 1 instead, two_r is 1, and the outputs are q8row_store2's. [pf, pf + pf_len): weights the
- * caller takes next, fetched into L2 a slice per block step meanwhile. */
+ * every block. fused (two-pass row activations): A5 holds the r pass of rows r0 .. r0 +
+ * h - 1 instead, two_r is 1, and the outputs are q8row_store's two-pass ones.
+ * [pf, pf + pf_len): weights the caller takes next, fetched into L2 a slice per block step
+ * meanwhile. */
 AMXI8 static void q8row_block(const sk_q8_act *a, const sk_q8_packed *w, size_t r0, size_t h,
                               size_t p, int two_r, int two_p, int fused, const uint8_t *pf,
                               size_t pf_len, size_t o1, float *y, size_t ldy) {
@@ -366,7 +358,7 @@ AMXI8 static void q8row_block(const sk_q8_act *a, const sk_q8_packed *w, size_t 
         for (int ip = 0; ip < 1 + two_p; ip++) {
             const size_t pp = p + (size_t)ip, o = pp * SK_Q8_PANEL;
             const size_t nc = o1 - o < SK_Q8_PANEL ? o1 - o : SK_Q8_PANEL;
-            q8row_store2(sums[ip], sums[2 + ip], a, w, r0, h, pp, nc, y, ldy);
+            q8row_store(sums[ip], sums[2 + ip], a, w, r0, h, pp, nc, y, ldy);
         }
         return;
     }
@@ -375,7 +367,7 @@ AMXI8 static void q8row_block(const sk_q8_act *a, const sk_q8_packed *w, size_t 
         if ((ir && !two_r) || (ip && !two_p)) continue;
         const size_t pp = p + (size_t)ip, o = pp * SK_Q8_PANEL;
         const size_t nc = o1 - o < SK_Q8_PANEL ? o1 - o : SK_Q8_PANEL;
-        q8row_store(sums[i], a, w, r0 + h * (size_t)ir, h, pp, nc, y, ldy);
+        q8row_store(sums[i], NULL, a, w, r0 + h * (size_t)ir, h, pp, nc, y, ldy);
     }
 }
 
@@ -420,7 +412,7 @@ AMXI8 static void q8row_sweep(const sk_q8_act *a, const sk_q8_packed *w, size_t 
 
 /* Whole 16-row blocks first, then the n_rows % 16 rows left over on tiles configured with
  * that many rows (no tile reads past the activations). fused: a holds two-pass row
- * activations (q8row_store2). */
+ * activations (q8row_store). */
 AMXI8 static void q8row_gemm_amx(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
                                  float *y, size_t ldy, int fused) {
     const size_t full = a->n_rows / 16 * 16, tail = a->n_rows - full;
