@@ -387,7 +387,8 @@ SKYCMD_API const skycmd_tokenizer *skycmd_model_tokenizer(const skycmd_model *mo
  * mode the model computes with (SKYCMD_WEIGHTS_BF16X3 reads SKYCMD_WEIGHTS_F32 where the
  * CPU has no usable BF16 matrix unit); "int8_stored" is 1 when the file stores a calibrated
  * int8 model (skycmd_quantize with SKYCMD_WEIGHTS_Q8), which SKYCMD_WEIGHTS_Q8 takes as it
- * is, else 0. */
+ * is, 2 when it stores the row-scaled one (skycmd_quantize with SKYCMD_WEIGHTS_Q8_ROW),
+ * which SKYCMD_WEIGHTS_Q8_ROW takes as it is, else 0. */
 SKYCMD_API int skycmd_model_get_int(const skycmd_model *model, const char *name,
                                     int64_t *value);
 

@@ -8,7 +8,10 @@
  * activations, on models of every kind the golden set has (the trained built-in model,
  * checkpoints made by laya's classes with sequential and parallel option layouts, BPE and
  * SentencePiece tokenizers, a random model with planted massive channels, so outlier
- * columns exist). Besides:
+ * columns exist). The same for the row-scaled int8 (quantize --calibrated --q8-row,
+ * SKYCMD_WEIGHTS_Q8_ROW) against --q8-row at load, whose decision-head q and kv (rows of one
+ * tensor) stay F16/F32 in the file and are quantized at load with the columns their keys
+ * name. Besides:
  *  - the stored file's load calibrates nothing (its log has no calibration event, and says
  *    the file stores its calibration), the source's does; skycmd_model_get_int's
  *    "int8_stored" tells the two apart;
@@ -19,7 +22,8 @@
  *    Q8_0 file (nothing left to calibrate); a plain re-typing drops the skycmd.int8.* keys;
  *  - hostile keys (a version from the future, unsorted or out-of-range columns, a wrong
  *    count, non-finite weights, wrong types) are refused by an int8 load with a message
- *    naming the key, and ignored by an f32 load.
+ *    naming the key, and ignored by an f32 load; a file that says row-scaled over blocks
+ *    that are not is refused by a --q8-row load naming the row.
  */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp (test_util.h) */
 #include <criterion/criterion.h>
@@ -47,7 +51,7 @@ typedef struct logbook {
 static void on_log(void *ud, int level, const char *msg) {
     logbook *b = ud;
     (void)level;
-    if (strstr(msg, "int8: calibrated")) b->calibrated++;
+    if (strstr(msg, "calibrated") && strstr(msg, "matrix products on")) b->calibrated++;
     if (strstr(msg, "the file stores its calibration")) b->stored++;
 }
 
@@ -80,12 +84,14 @@ static int open_status(const char *path, int weights, char *msg, size_t cap) {
     return st;
 }
 
-/* calibrated: 0 re-type to Q8_0, else calibrate on that many compute threads */
+/* calibrated: 0 re-type to Q8_0, else calibrate on that many compute threads, the int8 of
+ * g_weights (SKYCMD_WEIGHTS_Q8 or _Q8_ROW) */
+static int g_weights = SKYCMD_WEIGHTS_Q8;
 static int quantize(const char *in, const char *out, int calibrated, char *msg, size_t cap) {
     skycmd_options *o = skycmd_options_new();
     skycmd_error *err = skycmd_error_new();
     cr_assert(o && err);
-    if (calibrated) cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_Q8), SKYCMD_OK);
+    if (calibrated) cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_WEIGHTS, g_weights), SKYCMD_OK);
     if (calibrated > 1) cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_THREADS, calibrated), SKYCMD_OK);
     int st = skycmd_quantize(in, out, o, err);
     if (msg) snprintf(msg, cap, "%s", st ? skycmd_error_message(err) : "");
@@ -154,22 +160,23 @@ static int count_outliers(const char *path, size_t *with_outliers, size_t *two_p
     return version;
 }
 
-/* The stored file against --q8 at load on its source. */
+/* The stored file against --q8 (g_weights: or --q8-row) at load on its source. */
 static void check_model(const char *src, const char *label) {
     char out[1200], msg[512];
-    snprintf(out, sizeof out, "%s/%s-cal.gguf", g_dir, label);
+    const int rows = g_weights == SKYCMD_WEIGHTS_Q8_ROW;
+    snprintf(out, sizeof out, "%s/%s-cal%s.gguf", g_dir, label, rows ? "-rows" : "");
     cr_assert_eq(quantize(src, out, 1, msg, sizeof msg), SKYCMD_OK, "%s: %s", label, msg);
     size_t n_outl, n_x2;
     cr_assert_eq(count_outliers(out, &n_outl, &n_x2), (int)SK_INT8_STORE_VERSION, "%s", label);
 
     logbook at_load = {0, 0}, stored = {0, 0};
-    skycmd_model *a = open_with(src, SKYCMD_WEIGHTS_Q8, &at_load);
-    skycmd_model *b = open_with(out, SKYCMD_WEIGHTS_Q8, &stored);
+    skycmd_model *a = open_with(src, g_weights, &at_load);
+    skycmd_model *b = open_with(out, g_weights, &stored);
     int64_t v = -1;
     cr_assert_eq(skycmd_model_get_int(a, "int8_stored", &v), SKYCMD_OK);
     cr_assert_eq(v, 0, "%s: the source stores no int8", label);
     cr_assert_eq(skycmd_model_get_int(b, "int8_stored", &v), SKYCMD_OK);
-    cr_assert_eq(v, 1, "%s: the stored file's int8_stored", label);
+    cr_assert_eq(v, rows ? 2 : 1, "%s: the stored file's int8_stored", label);
     cr_assert_gt(at_load.calibrated, 0, "%s: the source's --q8 load calibrates", label);
     cr_assert_eq(stored.calibrated, 0, "%s: the stored file's load calibrated again", label);
     cr_assert_eq(stored.stored, 1, "%s: the stored load's summary", label);
@@ -189,14 +196,22 @@ static void check_model(const char *src, const char *label) {
     cr_assert(strstr(z, "\"answers\"") != NULL);
     free(z);
     skycmd_model_free(c);
-    fprintf(stderr, "int8_store %s: %zu matrices with outlier columns, %zu two-pass under --q8-fast\n",
-            label, n_outl, n_x2);
+    fprintf(stderr, "int8_store %s%s: %zu matrices with outlier columns, %zu two-pass under --q8-fast\n",
+            label, rows ? " (rows)" : "", n_outl, n_x2);
+}
+
+/* The row-scaled int8 stored (--calibrated --q8-row) against --q8-row at load. */
+static void check_model_rows(const char *src, const char *label) {
+    g_weights = SKYCMD_WEIGHTS_Q8_ROW;
+    check_model(src, label);
+    g_weights = SKYCMD_WEIGHTS_Q8;
 }
 
 TestSuite(int8_store, .init = setup, .fini = teardown, .timeout = 600);
 
 Test(int8_store, trained_flappy) {
     check_model(SKYCMD_BINARY_DIR "/share/skycmd/models/s1-pico-flappy.gguf", "flappy");
+    check_model_rows(SKYCMD_BINARY_DIR "/share/skycmd/models/s1-pico-flappy.gguf", "flappy");
 }
 
 Test(int8_store, laya_parallel_checkpoint) {
@@ -204,6 +219,7 @@ Test(int8_store, laya_parallel_checkpoint) {
     snprintf(gguf, sizeof gguf, "%s/parallel.gguf", g_dir);
     convert_dir(SKYCMD_FIXTURES "/golden/ckpt/laya-parallel", gguf);
     check_model(gguf, "laya-parallel");
+    check_model_rows(gguf, "laya-parallel");
 }
 
 Test(int8_store, mmbert_spm_checkpoint) {
@@ -211,6 +227,7 @@ Test(int8_store, mmbert_spm_checkpoint) {
     snprintf(gguf, sizeof gguf, "%s/mmbert.gguf", g_dir);
     convert_dir(SKYCMD_FIXTURES "/golden/ckpt/mmbert-tiny", gguf);
     check_model(gguf, "mmbert-tiny");
+    check_model_rows(gguf, "mmbert-tiny");
 }
 
 Test(int8_store, random_massive_channels) {
@@ -233,6 +250,61 @@ Test(int8_store, random_massive_channels) {
     cr_assert(n1 == n3 && memcmp(b1, b3, n1) == 0, "3 compute threads wrote another file");
     free(b1);
     free(b3);
+    /* the row-scaled one: outlier columns in the encoder's keys and in the head's parts */
+    check_model_rows(gguf, "s1-nano-massive");
+    snprintf(out, sizeof out, "%s/s1-nano-massive-cal-rows.gguf", g_dir);
+    count_outliers(out, &n_outl, &n_x2);
+    cr_assert_gt(n_outl, 0, "row-scaled: planted massive channels give outlier columns");
+    cr_assert_eq(n_x2, 0, "row-scaled: no two_pass keys");
+    sk_gguf *g = NULL;
+    sk_err e;
+    sk_err_clear(&e);
+    cr_assert_eq(sk_gguf_open_file(out, &g, &e), SKYCMD_OK, "%s", e.msg);
+    cr_assert_eq(sk_int8_store_row_scaled(g, &e), 1);
+    size_t parts = 0;
+    for (size_t i = 0; i < sk_gguf_n_kv(g); i++) {
+        sk_str k = sk_gguf_kv_key(g, i);
+        parts += memchr(k.ptr, '@', (size_t)k.len) != NULL;
+    }
+    sk_gguf_close(g);
+    cr_assert_gt(parts, 0, "row-scaled: the head's q keeps its columns under tensor@row");
+}
+
+/* A file that says row-scaled over blocks with scales of their own (a block-scaled stored
+ * file with the key added), and a key of another type: refused by --q8-row loads. */
+Test(int8_store, row_scaled_key_checked) {
+    char gguf[1200], cal[1200], bad[1200], msg[512];
+    snprintf(gguf, sizeof gguf, "%s/nano.gguf", g_dir);
+    snprintf(cal, sizeof cal, "%s/nano-cal.gguf", g_dir);
+    random_model("s1-nano", 4, gguf);
+    cr_assert_eq(quantize(gguf, cal, 1, NULL, 0), SKYCMD_OK);
+    for (int as_bool = 1; as_bool >= 0; as_bool--) {
+        sk_gguf *g = NULL;
+        sk_err e;
+        sk_err_clear(&e);
+        cr_assert_eq(sk_gguf_open_file(cal, &g, &e), SKYCMD_OK, "%s", e.msg);
+        sk_gguf_writer *w = sk_gguf_writer_new((uint32_t)sk_gguf_alignment(g));
+        cr_assert(w);
+        for (size_t i = 0; i < sk_gguf_n_kv(g); i++)
+            cr_assert_eq(sk_gguf_writer_add_value(w, sk_gguf_kv_key(g, i), sk_gguf_kv_value(g, i)), 0);
+        if (as_bool) cr_assert_eq(sk_gguf_writer_add_bool(w, SK_INT8_STORE_ROWS_KEY, 1), 0);
+        else cr_assert_eq(sk_gguf_writer_add_u32(w, SK_INT8_STORE_ROWS_KEY, 1), 0);
+        for (size_t i = 0; i < sk_gguf_n_tensors(g); i++) {
+            const sk_gguf_tensor *t = sk_gguf_tensor_at(g, i);
+            char name[256];
+            snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+            cr_assert_eq(sk_gguf_writer_add_tensor(w, name, t->n_dims, t->ne, t->type, t->data, t->nbytes, 0, &e), 0);
+        }
+        snprintf(bad, sizeof bad, "%s/bad-rows-%d.gguf", g_dir, as_bool);
+        cr_assert_eq(sk_gguf_writer_write(w, bad, NULL, NULL, &e), SKYCMD_OK, "%s", e.msg);
+        sk_gguf_writer_free(w);
+        sk_gguf_close(g);
+        cr_assert_eq(open_status(bad, SKYCMD_WEIGHTS_Q8_ROW, msg, sizeof msg), SKYCMD_E_FORMAT,
+                     "row key %s: %s", as_bool ? "over block scales" : "as u32", msg);
+        cr_assert(strstr(msg, as_bool ? "another scale than the row's first" : SK_INT8_STORE_ROWS_KEY),
+                  "%s", msg);
+        cr_assert_eq(open_status(bad, SKYCMD_WEIGHTS_F32, msg, sizeof msg), SKYCMD_OK, "%s", msg);
+    }
 }
 
 /* Every outlier column's quant is round(w / d) clamped to +-127 in its block's scale. */
@@ -300,9 +372,18 @@ Test(int8_store, requantizing) {
     cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_Q8), SKYCMD_OK);
     cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_TYPE, SKYCMD_TYPE_F16), SKYCMD_OK);
     cr_assert_eq(skycmd_quantize(gguf, again, o, err), SKYCMD_E_INVALID_ARGUMENT);
-    cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_TYPE, SKYCMD_TYPE_Q8_0), SKYCMD_OK);
     cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_Q8_ROW), SKYCMD_OK);
     cr_assert_eq(skycmd_quantize(gguf, again, o, err), SKYCMD_E_INVALID_ARGUMENT);
+    cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_TYPE, SKYCMD_TYPE_Q8_0), SKYCMD_OK);
+    cr_assert_eq(skycmd_options_set_int(o, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_BF16X3), SKYCMD_OK);
+    cr_assert_eq(skycmd_quantize(gguf, again, o, err), SKYCMD_E_INVALID_ARGUMENT);
+    /* a row-scaled stored file is no input for another --calibrated run either */
+    g_weights = SKYCMD_WEIGHTS_Q8_ROW;
+    snprintf(out, sizeof out, "%s/pico-cal-rows.gguf", g_dir);
+    cr_assert_eq(quantize(gguf, out, 1, msg, sizeof msg), SKYCMD_OK, "%s", msg);
+    cr_assert_eq(quantize(out, again, 1, msg, sizeof msg), SKYCMD_E_INVALID_ARGUMENT);
+    g_weights = SKYCMD_WEIGHTS_Q8;
+    cr_assert(strstr(msg, "already stores a calibrated int8 model"), "%s", msg);
     skycmd_options_free(o);
     skycmd_error_free(err);
 }

@@ -33,7 +33,7 @@ export type TensorType = 'f32' | 'f16' | 'q8_0' | 'bf16' | number;
 /** Options of a call (skycmd_option keys); a call ignores options it does not use. */
 export interface Options {
   /** Open: how matrices are kept (default 'f32', exact; 'bf16x3': AMX-BF16 tiles or arm64 BFMMLA where usable, within 1e-4).
-   *  Quantize: 'q8' stores the calibrated int8 that opening with 'q8' makes (no type/headType then). */
+   *  Quantize: 'q8' ('q8_row') stores the calibrated int8 that opening with 'q8' ('q8_row') makes (no type/headType then). */
   weights?: 'f32' | 'q8' | 'q8_plain' | 'bf16x3' | 'q8_row' | number;
   /** Open: sequence budget instead of decision.max_tokens. */
   maxTokens?: number;

@@ -215,7 +215,8 @@ function convert(layaDir, outPath, opts) {
 }
 
 /** Re-types the tensors of a GGUF file (type, headType, signal, onProgress) on the pool;
- * {weights: 'q8'} stores the calibrated int8 that opening with weights 'q8' makes instead. */
+ * {weights: 'q8'} ('q8_row') stores the calibrated int8 that opening with weights 'q8'
+ * ('q8_row') makes instead. */
 function quantize(inPath, outPath, opts) {
   return fileOp('quantize', 'quantize', inPath, outPath, opts);
 }

@@ -256,7 +256,10 @@ int skycmd_model_get_int(const skycmd_model *model, const char *name, int64_t *v
         case 11: *value = hp->n_layer; break;
         case 12: *value = hp->n_head_dec; break;
         case 13: *value = sk_model_weights_mode(model->m); break;
-        case 14: *value = sk_int8_store_version(model->g, NULL) > 0; break;
+        case 14:
+            *value = sk_int8_store_version(model->g, NULL) > 0
+                         ? 1 + (sk_int8_store_row_scaled(model->g, NULL) == 1) : 0;
+            break;
         }
         return SKYCMD_OK;
     }

@@ -1,10 +1,12 @@
 /*
  * quantize.c - the public skycmd_quantize(): re-type a GGUF file's tensors under the
  * converter's type policy (src/quant/quant.h), keeping every metadata key; or, with
- * SKYCMD_OPT_WEIGHTS = SKYCMD_WEIGHTS_Q8, store the calibrated int8 model that weights mode
- * makes at load (src/quant/int8_store.h): the file is loaded once as --q8 loads it, its
- * matrices quantized there are written as their Q8_0 bytes with their outlier columns in
- * keys, every other tensor as it is. The output is written atomically.
+ * SKYCMD_OPT_WEIGHTS = SKYCMD_WEIGHTS_Q8 or SKYCMD_WEIGHTS_Q8_ROW, store the calibrated int8
+ * model that weights mode makes at load (src/quant/int8_store.h): the file is loaded once
+ * as --q8 (or --q8-row) loads it, its matrices quantized there are written as their Q8_0
+ * bytes with their outlier columns in keys (a part of a tensor, the row mode's head q and
+ * kv: only its keys, the tensor as it is), every other tensor as it is. The output is
+ * written atomically.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,8 @@ static int type_ok(int64_t t) {
 
 typedef struct stored_matrix {
     const sk_gguf_tensor *t;
+    size_t row0;            /* its first row in t */
+    int part;               /* rows of t, not all of it: keys only, t written as it is */
     const uint8_t *bytes;   /* ROW_MAJOR Q8_0, the model's */
     uint64_t nbytes;
     size_t n_out;
@@ -37,6 +41,7 @@ typedef struct stored_matrix {
 
 typedef struct stored_int8 {
     const sk_gguf *g;
+    int rows;         /* the row-scaled int8 (SKYCMD_WEIGHTS_Q8_ROW) */
     skycmd_tokenizer *tok;
     stored_matrix *v;
     size_t n, cap;
@@ -53,9 +58,9 @@ static int stored_calib_build(void *ud, size_t max_len, size_t head_max_len, sk_
     return sk_calib_sequences_tok(s->g, s->tok, max_len, head_max_len, seqs, e);
 }
 
-static int stored_collect(void *ud, const sk_gguf_tensor *t, uint8_t *rowmajor, size_t n_out,
-                          size_t n_in, const uint32_t *outl, size_t n_outl, const float *w_outl,
-                          int two_pass) {
+static int stored_collect(void *ud, const sk_gguf_tensor *t, size_t row0, uint8_t *rowmajor,
+                          size_t n_out, size_t n_in, const uint32_t *outl, size_t n_outl,
+                          const float *w_outl, int two_pass) {
     stored_int8 *s = ud;
     if (s->n == s->cap) {
         const size_t cap = s->cap ? 2 * s->cap : 16;
@@ -64,10 +69,11 @@ static int stored_collect(void *ud, const sk_gguf_tensor *t, uint8_t *rowmajor, 
         s->v = v;
         s->cap = cap;
     }
+    const int part = row0 != 0 || (uint64_t)n_out != t->ne[1];
     /* readers that do not know the keys (llama.cpp) see the outlier weights in the blocks */
-    sk_int8_store_fill_outliers(rowmajor, n_out, n_in, outl, n_outl, w_outl);
-    stored_matrix m = {t, rowmajor, sk_ggml_row_size(SK_GGML_Q8_0, n_in) * n_out, n_out, outl,
-                       n_outl, w_outl, two_pass};
+    if (!part) sk_int8_store_fill_outliers(rowmajor, n_out, n_in, outl, n_outl, w_outl);
+    stored_matrix m = {t, row0, part, rowmajor, sk_ggml_row_size(SK_GGML_Q8_0, n_in) * n_out,
+                       n_out, outl, n_outl, w_outl, two_pass};
     s->v[s->n++] = m;
     return 0;
 }
@@ -78,7 +84,7 @@ static int stored_tensor(void *ud, const sk_gguf_tensor *t, const char *name, ui
     (void)name;
     (void)e;
     for (size_t i = 0; i < s->n; i++)
-        if (s->v[i].t == t) {
+        if (s->v[i].t == t && !s->v[i].part) {
             *type = SK_GGML_Q8_0;
             *data = s->v[i].bytes;
             *nbytes = s->v[i].nbytes;
@@ -96,13 +102,19 @@ static int stored_keys(void *ud, sk_gguf_writer *w, sk_err *e) {
     const stored_int8 *s = ud;
     int rc = sk_gguf_writer_add_u32(w, SK_INT8_STORE_VERSION_KEY, SK_INT8_STORE_VERSION);
     if (rc) return sk_fail(e, rc, "cannot write " SK_INT8_STORE_VERSION_KEY);
+    if (s->rows && (rc = sk_gguf_writer_add_bool(w, SK_INT8_STORE_ROWS_KEY, 1)))
+        return sk_fail(e, rc, "cannot write " SK_INT8_STORE_ROWS_KEY);
     for (size_t i = 0; i < s->n && !rc; i++) {
         const stored_matrix *m = &s->v[i];
         char name[256];
-        if (m->t->name.len >= sizeof name)
-            return sk_fail(e, SKYCMD_E_UNSUPPORTED, "a tensor name longer than 255 bytes");
-        memcpy(name, m->t->name.ptr, (size_t)m->t->name.len);
-        name[m->t->name.len] = '\0';
+        if (m->t->name.len >= 200)
+            return sk_fail(e, SKYCMD_E_UNSUPPORTED, "a tensor name longer than 199 bytes");
+        if (m->part) {
+            sk_int8_store_part_name(name, sizeof name, m->t->name, m->row0);
+        } else {
+            memcpy(name, m->t->name.ptr, (size_t)m->t->name.len);
+            name[m->t->name.len] = '\0';
+        }
         rc = sk_int8_store_put(w, name, m->n_out, m->outl, m->n_outl, m->w_outl, m->two_pass, e);
     }
     return rc;
@@ -113,19 +125,20 @@ static int stored_write_progress(void *ud, uint64_t done, uint64_t total) {
     return sk_share_report(s->write, total ? (double)done / (double)total : 1.0, NULL) != 0;
 }
 
-/* Load in_path as SKYCMD_WEIGHTS_Q8 loads it, keeping the quantized matrices' bytes, and
- * write them with the rest of the file as it is. Progress: the reading and the load (the
- * calibration is nearly all of it), then the writing. */
-static int quantize_stored(const char *in_path, const char *out_path, const skycmd_options *opts,
-                           sk_err *e) {
+/* Load in_path as weights (SKYCMD_WEIGHTS_Q8 or _Q8_ROW) loads it, keeping the quantized
+ * matrices' bytes, and write them with the rest of the file as it is. Progress: the reading
+ * and the load (the calibration is nearly all of it), then the writing. */
+static int quantize_stored(const char *in_path, const char *out_path, int weights,
+                           const skycmd_options *opts, sk_err *e) {
     sk_progress pg = {opts ? opts->progress : NULL, opts ? opts->progress_ud : NULL, 0, 0};
     const sk_share whole = sk_share_whole(&pg);
-    const double first = sk_model_read_share(SKYCMD_WEIGHTS_Q8, 1.0);
+    const double first = sk_model_read_share(weights, 1.0);
     const sk_share read = sk_share_part(whole, 0.0, 0.95 * first),
                    load = sk_share_part(whole, 0.95 * first, 0.95);
     stored_int8 s;
     memset(&s, 0, sizeof s);
     s.write = sk_share_part(whole, 0.95, 1.0);
+    s.rows = weights == SKYCMD_WEIGHTS_Q8_ROW;
     sk_gguf *g = NULL;
     sk_model *m = NULL;
     int rc = sk_share_report(whole, 0.0, e);
@@ -142,9 +155,9 @@ static int quantize_stored(const char *in_path, const char *out_path, const skyc
     }
     if (!rc) {
         const sk_calib_source calib = {stored_calib_build, &s, 1, sk_opt_threads(opts)};
-        sk_opt_log(opts, 1, "quantizing %s: the int8 of SKYCMD_WEIGHTS_Q8, calibrated once and "
-                   "stored", in_path);
-        rc = sk_model_load_calib(g, SKYCMD_WEIGHTS_Q8, &calib, opts ? opts->log : NULL,
+        sk_opt_log(opts, 1, "quantizing %s: the int8 of %s, calibrated once and stored", in_path,
+                   s.rows ? "SKYCMD_WEIGHTS_Q8_ROW" : "SKYCMD_WEIGHTS_Q8");
+        rc = sk_model_load_calib(g, weights, &calib, opts ? opts->log : NULL,
                                  opts ? opts->log_ud : NULL, load, &m, e);
     }
     if (!rc && (rc = sk_model_int8_each(m, stored_collect, &s)))
@@ -164,7 +177,8 @@ static int quantize_stored(const char *in_path, const char *out_path, const skyc
         o.over = &over;
         rc = sk_quantize_gguf(g, &o, out_path, e);
         if (!rc)
-            sk_opt_log(opts, 1, "%s: %zu matrices stored as calibrated Q8_0", out_path, s.n);
+            sk_opt_log(opts, 1, "%s: %zu matrices stored as calibrated %sQ8_0", out_path, s.n,
+                       s.rows ? "row-scaled " : "");
     }
     if (!rc) rc = sk_share_report(whole, 1.0, e);
     sk_model_free(m);
@@ -188,17 +202,18 @@ int skycmd_quantize(const char *in_path, const char *out_path, const skycmd_opti
         return sk_api_fail(err, SKYCMD_E_INVALID_ARGUMENT,
                            "quantize: type must be F32, F16, BF16 or Q8_0");
     const int64_t weights = sk_opt_int(opts, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_F32);
-    if (weights != SKYCMD_WEIGHTS_F32 && weights != SKYCMD_WEIGHTS_Q8)
+    if (weights != SKYCMD_WEIGHTS_F32 && weights != SKYCMD_WEIGHTS_Q8 &&
+        weights != SKYCMD_WEIGHTS_Q8_ROW)
         return sk_api_fail(err, SKYCMD_E_INVALID_ARGUMENT, "quantize: SKYCMD_OPT_WEIGHTS must "
-                           "be SKYCMD_WEIGHTS_Q8 (store the calibrated int8) or SKYCMD_WEIGHTS_F32 "
-                           "(re-type under the policy, the default)");
-    if (weights == SKYCMD_WEIGHTS_Q8) {
+                           "be SKYCMD_WEIGHTS_Q8 or _Q8_ROW (store that calibrated int8) or "
+                           "SKYCMD_WEIGHTS_F32 (re-type under the policy, the default)");
+    if (weights == SKYCMD_WEIGHTS_Q8 || weights == SKYCMD_WEIGHTS_Q8_ROW) {
         if (type != SKYCMD_TYPE_Q8_0 || head != SKYCMD_TYPE_F32)
             return sk_api_fail(err, SKYCMD_E_INVALID_ARGUMENT, "quantize: the calibrated int8 "
-                               "(SKYCMD_WEIGHTS_Q8) writes Q8_0 and keeps every other tensor's "
-                               "type: no SKYCMD_OPT_TYPE or _HEAD_TYPE with it");
+                               "(SKYCMD_WEIGHTS_Q8 or _Q8_ROW) writes Q8_0 and keeps every other "
+                               "tensor's type: no SKYCMD_OPT_TYPE or _HEAD_TYPE with it");
         sk_err e = {0};
-        int s = quantize_stored(in_path, out_path, opts, &e);
+        int s = quantize_stored(in_path, out_path, (int)weights, opts, &e);
         /* the input's errors named once (the reader's already start with its path), the
          * output's by the writer */
         const size_t on = strlen(out_path), in = strlen(in_path);

@@ -836,10 +836,11 @@ void cli_note_int8_stored(const char *cmd, const skycmd_model *model, int weight
     int64_t stored = 0, weights = 0;
     if (weights_given || cli_is_quiet() || !isatty(STDERR_FILENO)) return;
     if (skycmd_model_get_int(model, "int8_stored", &stored) != SKYCMD_OK || !stored) return;
-    if (skycmd_model_get_int(model, "weights", &weights) == SKYCMD_OK && weights == SKYCMD_WEIGHTS_Q8)
-        return;
-    fprintf(stderr, "skycmd %s: note: the model file stores a calibrated int8 model; --q8 (or "
-            "--q8-fast) runs it, this run computes in f32 on its Q8_0 values\n", cmd);
+    const int64_t mode = stored == 2 ? SKYCMD_WEIGHTS_Q8_ROW : SKYCMD_WEIGHTS_Q8;
+    if (skycmd_model_get_int(model, "weights", &weights) == SKYCMD_OK && weights == mode) return;
+    fprintf(stderr, "skycmd %s: note: the model file stores a calibrated int8 model; %s runs "
+            "it, this run computes in f32 on its Q8_0 values\n", cmd,
+            stored == 2 ? "--q8-row (or --q8-row --q8-fast)" : "--q8 (or --q8-fast)");
 }
 
 int cli_default_weights(void) {

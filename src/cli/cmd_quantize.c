@@ -5,7 +5,8 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: skycmd quantize <in.gguf> <out.gguf> [--type f32|f16|bf16|q8_0]\n"
             "                       [--head-type f32|f16|bf16|q8_0] [-q]\n"
-            "       skycmd quantize <in.gguf> <out.gguf> --calibrated [--compute-threads N] [-q]\n"
+            "       skycmd quantize <in.gguf> <out.gguf> --calibrated [--q8-row]\n"
+            "                       [--compute-threads N] [-q]\n"
             "\n"
             "Re-type the tensors of a GGUF file with the converter's type policy; every\n"
             "metadata key is kept (general.file_type is updated). <in.gguf> '-' reads standard\n"
@@ -17,6 +18,8 @@ static void usage(FILE *out) {
             "                 calibrated Q8_0 matrices with their outlier columns (in\n"
             "                 skycmd.int8.* keys), the most sensitive matrices and every other\n"
             "                 tensor as they are (<in.gguf>: an F16 or F32 file)\n"
+            "  --q8-row       with --calibrated: the int8 of --q8-row instead (one scale per\n"
+            "                 row, its outlier columns), for decide/serve/bench --q8-row\n"
             "  --compute-threads N  threads of --calibrated's forward passes (0 = one per\n"
             "                 core; default 1); the output is the same file for any N\n"
             "  -q, --quiet    no progress line and no summary on stderr (errors still are)\n"
@@ -31,7 +34,8 @@ static void usage(FILE *out) {
             "Recommended int8 deployment: quantize --calibrated, then decide/serve/bench --q8\n"
             "(or --q8-fast) on its output: the calibration runs once, here (minutes for a\n"
             "base-sized model), the loads take seconds and answer exactly as --q8 on the\n"
-            "source. A plain q8_0 file has lost the exact weights of the outlier columns and\n"
+            "source (--calibrated --q8-row: the same for --q8-row, the faster int8). A plain\n"
+            "q8_0 file has lost the exact weights of the outlier columns and\n"
             "is less accurate (docs/quantization.md).\n"
             "\n"
             "exit status: 0 written, 1 error (message on stderr), 2 usage error\n");
@@ -39,9 +43,10 @@ static void usage(FILE *out) {
 
 int cmd_quantize(int argc, char **argv) {
     cli_model_args m = CLI_MODEL_ARGS_UNSET;
-    int quiet = 0, calibrated = 0;
+    int quiet = 0, calibrated = 0, q8_row = 0;
     int64_t threads = CLI_UNSET;
     const cli_opt opts[] = {CLI_OPTS_TYPE(m), {"--calibrated", NULL, CLI_FLAG, &calibrated, 0, 0, NULL},
+                            {"--q8-row", NULL, CLI_FLAG, &q8_row, 0, 0, NULL},
                             {"--compute-threads", NULL, CLI_INT, &threads, SKYCMD_OPT_THREADS, 0, NULL},
                             CLI_OPT_QUIET(quiet)};
     const cli_cmd cmd = {"quantize", usage, opts, sizeof opts / sizeof opts[0], 2, 2, 0};
@@ -51,6 +56,9 @@ int cmd_quantize(int argc, char **argv) {
     if (calibrated && (m.type != CLI_UNSET || m.head_type != CLI_UNSET))
         return cli_usage_error(&cmd, "--calibrated writes Q8_0 matrices and keeps every other "
                                "tensor's type: no --type or --head-type with it");
+    if (q8_row && !calibrated)
+        return cli_usage_error(&cmd, "--q8-row is for --calibrated (it stores --q8-row's "
+                               "calibrated int8)");
     if (threads != CLI_UNSET && !calibrated)
         return cli_usage_error(&cmd, "--compute-threads is for --calibrated (re-typing runs no "
                                "forward pass)");
@@ -60,7 +68,8 @@ int cmd_quantize(int argc, char **argv) {
     cli_run run;
     cli_set_quiet(quiet);
     if ((rc = cli_begin(&run, &cmd, "quantize"))) return rc;
-    if (calibrated && skycmd_options_set_int(run.opts, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_Q8)) {
+    if (calibrated && skycmd_options_set_int(run.opts, SKYCMD_OPT_WEIGHTS,
+                                             q8_row ? SKYCMD_WEIGHTS_Q8_ROW : SKYCMD_WEIGHTS_Q8)) {
         fprintf(stderr, "skycmd quantize: cannot set the int8 mode\n");
         return 1;
     }

@@ -146,7 +146,10 @@ static size_t pick_gptq(sk_linear *const *sites, size_t n_sites, const uint8_t *
     size_t n = 0;
     for (size_t i = 0; i < n_sites; i++) {
         gptq[i] = 0;
-        if (to_q8[i] != 1) continue;
+        /* not a part of a tensor (the row mode's head q and kv): a stored row-scaled model
+         * quantizes those at load, from its keys, without second moments */
+        if (to_q8[i] != 1 || sites[i]->row0 != 0 || sites[i]->p.n_out != sites[i]->src->ne[1])
+            continue;
         const double kk = (double)sites[i]->p.n_in * (double)sites[i]->p.n_in;
         if (mem + 4.0 * kk > SK_GPTQ_MEM_BUDGET || work + kk * (double)sites[i]->p.n_out > SK_GPTQ_WORK_BUDGET)
             continue;
@@ -531,12 +534,21 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
     }
     /* A file that stores a calibrated int8 model (int8_store.h): its Q8_0 matrices are the
      * calibration's, with their outlier columns in keys, and the matrices it left F16/F32
-     * were kept on purpose; --q8 then quantizes nothing here. */
-    const int stored = weights_mode == SKYCMD_WEIGHTS_Q8 ? sk_int8_store_version(g, e) : 0;
-    if (stored < 0) {
-        free(all);
-        free(to_q8);
-        return e ? e->status : SKYCMD_E_FORMAT;
+     * were kept on purpose; --q8 then quantizes nothing here. A stored row-scaled model
+     * (--q8-row's) does the same for --q8-row, except the head's q and kv (rows of one
+     * tensor), quantized here per row with the columns its keys give: no calibration. */
+    int stored = 0, stored_rows = 0;
+    if (weights_mode == SKYCMD_WEIGHTS_Q8 || weights_mode == SKYCMD_WEIGHTS_Q8_ROW) {
+        stored = sk_int8_store_version(g, e);
+        if (stored > 0) stored_rows = sk_int8_store_row_scaled(g, e);
+        if (stored < 0 || stored_rows < 0) {
+            free(all);
+            free(to_q8);
+            return e ? e->status : SKYCMD_E_FORMAT;
+        }
+        /* --q8-row on a stored block-scaled model requantizes its matrices per row, as on
+         * any Q8_0 file */
+        if (weights_mode == SKYCMD_WEIGHTS_Q8_ROW && !stored_rows) stored = 0;
     }
     /* Which matrices go int8: Q8_0 in the file (already int8, packed at load), or what the
      * converter's policy would make Q8_0 (encoder matrices whose rows split into 32; the decision head stays f32). */
@@ -545,11 +557,15 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
         char name[160];
         snprintf(name, sizeof name, "%.*s", (int)(L->src->name.len < 150 ? L->src->name.len : 150),
                  L->src->name.ptr);
-        if (L->src->type == SK_GGML_Q8_0 && weights_mode != SKYCMD_WEIGHTS_Q8_ROW) {
+        if (L->src->type == SK_GGML_Q8_0 && (weights_mode != SKYCMD_WEIGHTS_Q8_ROW || stored)) {
             to_q8[i] = 2;
             n_file++;
         } else if (stored) {
-            continue;
+            if (weights_mode == SKYCMD_WEIGHTS_Q8_ROW && row_head_linear(m, i, n_enc) &&
+                (L->row0 != 0 || L->p.n_out != L->src->ne[1]) && L->p.n_in % SK_QK8_0 == 0) {
+                to_q8[i] = 1;
+                n_quant++;
+            }
         } else if (sk_quant_policy(name, i >= n_enc, 2, L->p.n_in, SK_GGML_Q8_0, SK_GGML_F32) ==
                    SK_GGML_Q8_0 || (weights_mode == SKYCMD_WEIGHTS_Q8_ROW && row_head_linear(m, i, n_enc) &&
                     L->p.n_in % SK_QK8_0 == 0)) {
@@ -575,12 +591,14 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
     double *sens = sk_malloc_array(cap, sizeof(double)), *sens_a = sk_malloc_array(cap, sizeof(double));
     if (!keep || !sens || !fast_x2 || !sens_a || !gptq) rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
     /* GPTQ rounding for the matrices quantized here, with --q8 (calibrated block scales) */
-    if (!rc && weights_mode == SKYCMD_WEIGHTS_Q8 && n_quant > 0) n_gptq = pick_gptq(all, n, to_q8, gptq);
+    if (!rc && (weights_mode == SKYCMD_WEIGHTS_Q8 || (weights_mode == SKYCMD_WEIGHTS_Q8_ROW && !stored)) &&
+        n_quant > 0)
+        n_gptq = pick_gptq(all, n, to_q8, gptq);
     /* Progress: the calibration, the sensitivity probe (--q8) and the quantization, split by
      * their estimated cost (the calibration sequences are built first to count their
      * tokens; without a callback they are built where they were always built). */
     const int calibrated = (weights_mode == SKYCMD_WEIGHTS_Q8 || weights_mode == SKYCMD_WEIGHTS_Q8_ROW) &&
-                           n_quant > 0;
+                           n_quant > 0 && !stored;
     int8_prog pr = {SK_SHARE_NONE, 0.0, 0.0, 0, 0};
     sk_share part_cal = SK_SHARE_NONE, part_probe = SK_SHARE_NONE, part_quant = SK_SHARE_NONE;
     if (!rc && sk_share_active(prog)) {
@@ -630,7 +648,7 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
     /* Row-scaled int8: the calibration's max |x| per channel picks the outlier columns (a
      * massive channel would otherwise set the scale of every activation row); no GPTQ and
      * no sensitivity probe (one scale per row leaves no per-block choice to tune). */
-    if (!rc && weights_mode == SKYCMD_WEIGHTS_Q8_ROW && n_quant > 0) {
+    if (!rc && weights_mode == SKYCMD_WEIGHTS_Q8_ROW && n_quant > 0 && !stored) {
         pr.part = part_cal;
         rc = calibrate(m, &cs, all, n, gptq, &c, &pr, e);
         if (rc == SKYCMD_E_CANCELLED) sk_err_prefix(e, "int8 calibration");
@@ -668,6 +686,12 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
                 total_outl += no;
                 n_x2 += two_pass != 0;
             }
+            /* a stored row-scaled model's matrices: row sums from the blocks, and where the
+             * tiles run the products, their K = 64 order */
+            if (stored_rows && weights_mode == SKYCMD_WEIGHTS_Q8_ROW) {
+                if ((rc = sk_q8_rows_from_blocks(L->q8, name, e))) break;
+                if (sk_q8_uses_tiles()) n_pairs += (size_t)sk_q8_relayout_pairs(&L->q8->w.p, L->q8->panels);
+            }
             total_bytes += L->q8_bytes;
             total_pbytes += L->q8_pbytes;
             sk_model_log(log, log_ud, 0, "int8: %s rows %zu..%zu: Q8_0 from the file; relayout "
@@ -701,9 +725,24 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
             float *ms = NULL;
             if (c.sq && c.rows[i] > 0 && (ms = sk_malloc_array(n_in, sizeof(float))))
                 for (size_t j = 0; j < n_in; j++) ms[j] = (float)(c.sq[i][j] / (double)c.rows[i]);
-            if (weights_mode == SKYCMD_WEIGHTS_Q8_ROW)
-                rc = sk_q8_build_rows(w, n_out, n_in, L->bias, c.mx ? c.mx[i] : NULL, name, q,
-                                      &bytes, &pbytes, e);
+            if (weights_mode == SKYCMD_WEIGHTS_Q8_ROW && stored) {
+                /* a head part of a stored row-scaled model: its keys name the columns */
+                char part[256];
+                uint32_t *outl = NULL;
+                float *w_outl = NULL;
+                size_t no = 0;
+                int two_pass;
+                sk_int8_store_part_name(part, sizeof part, L->src->name, L->row0);
+                rc = sk_int8_store_get(g, part, n_out, n_in, &outl, &no, &w_outl, &two_pass, e);
+                if (!rc)
+                    rc = sk_q8_build_rows_outl(w, n_out, n_in, L->bias, NULL, outl, no, NULL, 0, name,
+                                               q, &bytes, &pbytes, e);
+                free(outl);
+                free(w_outl);
+            } else if (weights_mode == SKYCMD_WEIGHTS_Q8_ROW)
+                rc = sk_q8_build_rows_outl(w, n_out, n_in, L->bias, c.mx ? c.mx[i] : NULL, NULL, 0,
+                                           c.xtx ? c.xtx[i] : NULL, calib && calib->keep_rowmajor,
+                                           name, q, &bytes, &pbytes, e);
             else
                 rc = sk_q8_build(w, n_out, n_in, L->bias, c.mx ? c.mx[i] : NULL, ms,
                                  c.xtx ? c.xtx[i] : NULL, calib && calib->keep_rowmajor, name, q,
@@ -767,9 +806,9 @@ int sk_model_int8_each(const sk_model *m, sk_int8_matrix_fn fn, void *ud) {
     for (size_t i = 0; i < n && !rc; i++) {
         const sk_linear *L = all[i];
         const sk_q8_owned *q = L->q8;
-        if (!q || !q->rowmajor || L->row0 != 0 || L->p.n_out != L->src->ne[1]) continue;
-        rc = fn(ud, L->src, q->rowmajor, q->w.p.n_out, q->w.p.n_in, q->w.outl, q->w.n_outl,
-                q->w.w_outl, q->fast_x2);
+        if (!q || !q->rowmajor) continue;
+        rc = fn(ud, L->src, L->row0, q->rowmajor, q->w.p.n_out, q->w.p.n_in, q->w.outl,
+                q->w.n_outl, q->w.w_outl, q->fast_x2);
     }
     free(all);
     return rc;

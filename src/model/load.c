@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "model_internal.h"
+#include "../quant/int8_store.h"
 #include "../quant/quant.h"
 #include "../util/platform.h"
 
@@ -249,7 +250,8 @@ static int load_linear2(sk_model *m, const sk_gguf *g, const char *prefix /* < 1
     /* With an int8 weights mode a Q8_0 matrix goes from the file's bytes to int8 panels;
      * anything else is packed as f32 or 16-bit panels. */
     const int q8_direct = (m->weights_mode == SKYCMD_WEIGHTS_Q8 ||
-                           m->weights_mode == SKYCMD_WEIGHTS_Q8_PLAIN) && t->type == SK_GGML_Q8_0;
+                           m->weights_mode == SKYCMD_WEIGHTS_Q8_PLAIN || m->q8_file_rows) &&
+                          t->type == SK_GGML_Q8_0;
     const float *w = NULL;
     const uint16_t *w16 = NULL;
     void *owned = NULL;
@@ -507,6 +509,9 @@ int sk_model_load_calib(const sk_gguf *g, int weights_mode, const sk_calib_sourc
     sk_model *m = calloc(1, sizeof *m);
     if (!m) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
     m->weights_mode = weights_mode;
+    /* (a key of the wrong type is reported by sk_model_to_int8, which reads them again) */
+    m->q8_file_rows = weights_mode == SKYCMD_WEIGHTS_Q8_ROW && sk_int8_store_version(g, NULL) > 0 &&
+                      sk_int8_store_row_scaled(g, NULL) == 1;
     int rc = sk_read_hparams(g, &m->hp, e);
     if (rc) {
         free(m);

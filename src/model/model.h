@@ -97,13 +97,16 @@ int sk_model_load_calib(const sk_gguf *g, int weights_mode, const sk_calib_sourc
  * memory). An estimate: only how evenly done/total moves with time depends on it. */
 double sk_model_read_share(int weights_mode, double read_factor);
 /* The matrices quantized at a load whose calibration source had keep_rowmajor, in the model's
- * order (whole file tensors: the encoder's), each with its tensor, its ROW_MAJOR Q8_0 bytes
- * (the model's own; fn may rewrite the quants of outlier columns, which the model's product
- * never reads), its outlier columns and their exact weights, and whether it keeps two-pass
- * activations under --q8-fast. Stops at fn's first non-zero return, which it returns. */
-typedef int (*sk_int8_matrix_fn)(void *ud, const sk_gguf_tensor *t, uint8_t *rowmajor,
-                                 size_t n_out, size_t n_in, const uint32_t *outl, size_t n_outl,
-                                 const float *w_outl, int two_pass);
+ * order, each with its tensor and first row there (a matrix of n_out rows from row0: the
+ * whole tensor, or a part of it such as the head's q and kv, rows of one attn_qkv), its
+ * ROW_MAJOR Q8_0 bytes (the model's own; fn may rewrite the quants of outlier columns,
+ * which the model's product never reads), its outlier columns and their exact weights, and
+ * whether it keeps two-pass activations under --q8-fast. Stops at fn's first non-zero
+ * return, which it returns. */
+typedef int (*sk_int8_matrix_fn)(void *ud, const sk_gguf_tensor *t, size_t row0,
+                                 uint8_t *rowmajor, size_t n_out, size_t n_in,
+                                 const uint32_t *outl, size_t n_outl, const float *w_outl,
+                                 int two_pass);
 int sk_model_int8_each(const sk_model *m, sk_int8_matrix_fn fn, void *ud);
 void sk_model_free(sk_model *m);
 const sk_hparams *sk_model_hparams(const sk_model *m);

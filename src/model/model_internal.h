@@ -73,7 +73,9 @@ struct sk_model {
     sk_hparams hp;
     uint64_t n_params;
     int weights_mode;   /* SKYCMD_WEIGHTS_*: with an int8 mode, Q8_0 matrices of the file are
-                           packed straight into int8 panels (no f32 stage) */
+                           packed straight into int8 panels (no f32 stage; SKYCMD_WEIGHTS_Q8_ROW
+                           only on a file that stores its row-scaled int8: q8_file_rows) */
+    int q8_file_rows;   /* the file stores --q8-row's int8 and the mode is _Q8_ROW */
     /* token_embd.weight stays in the file (any supported type): only the rows of a
      * sequence are widened, at lookup, so a large vocabulary costs no f32 copy. */
     const sk_gguf_tensor *tok_embd;

@@ -38,6 +38,20 @@ int sk_int8_store_version(const sk_gguf *g, sk_err *e) {
     return (int)v;
 }
 
+int sk_int8_store_row_scaled(const sk_gguf *g, sk_err *e) {
+    if (sk_gguf_find_key(g, SK_INT8_STORE_ROWS_KEY) < 0) return 0;
+    int v = 0;
+    if (sk_gguf_get_bool(g, SK_INT8_STORE_ROWS_KEY, &v) != SKYCMD_OK) {
+        sk_fail(e, SKYCMD_E_FORMAT, SK_INT8_STORE_ROWS_KEY " is not a bool");
+        return -1;
+    }
+    return v != 0;
+}
+
+void sk_int8_store_part_name(char *buf, size_t cap, sk_str tensor, size_t row0) {
+    snprintf(buf, cap, "%.*s@%zu", (int)(tensor.len < 200 ? tensor.len : 200), tensor.ptr, row0);
+}
+
 int sk_int8_store_put(sk_gguf_writer *w, const char *tensor, size_t n_out, const uint32_t *outl,
                       size_t n_outl, const float *w_outl, int two_pass, sk_err *e) {
     char key[320];

@@ -16,6 +16,16 @@
  *                                             weights (the product adds x[:, cols] . W^T)
  *      skycmd.int8.<tensor>.two_pass          bool true: under single-pass activations
  *                                             (--q8-fast) this product keeps two-pass ones
+ *      skycmd.int8.row_scaled                 bool true: the model is the row-scaled int8
+ *                                             of SKYCMD_WEIGHTS_Q8_ROW (quantize
+ *                                             --calibrated --q8-row): every block of a row
+ *                                             of its Q8_0 matrices carries the row's scale.
+ *                                             A product that takes only some rows of a
+ *                                             tensor (the decision head's q and kv, rows of
+ *                                             one attn_qkv) keeps its tensor F16/F32 and
+ *                                             its outlier keys under <tensor>@<first row>
+ *                                             (sk_int8_store_part_name): the load quantizes
+ *                                             it per row with those columns, no calibration
  *    A matrix without outlier columns has neither outlier key; two_pass only when true.
  *  - sk_int8_store_version(g): 0 when the file has no stored int8, SK_INT8_STORE_VERSION when
  *    it has; -1 (with e: SKYCMD_E_UNSUPPORTED, or SKYCMD_E_FORMAT for a value that is not
@@ -45,6 +55,12 @@
 #define SK_INT8_STORE_VERSION_KEY "skycmd.int8.version"
 
 int sk_int8_store_version(const sk_gguf *g, sk_err *e);
+/* sk_int8_store_row_scaled(g): 1 when the file marks its stored int8 row-scaled, 0 when not;
+ * -1 (with e: SKYCMD_E_FORMAT) when the key is not a bool. sk_int8_store_part_name: the
+ * name a part of a tensor keeps its keys under (tensor@row0). */
+#define SK_INT8_STORE_ROWS_KEY "skycmd.int8.row_scaled"
+int sk_int8_store_row_scaled(const sk_gguf *g, sk_err *e);
+void sk_int8_store_part_name(char *buf, size_t cap, sk_str tensor, size_t row0);
 int sk_int8_store_put(sk_gguf_writer *w, const char *tensor, size_t n_out, const uint32_t *outl,
                       size_t n_outl, const float *w_outl, int two_pass, sk_err *e);
 int sk_int8_store_get(const sk_gguf *g, const char *tensor, size_t n_out, size_t n_in,

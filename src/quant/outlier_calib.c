@@ -166,13 +166,52 @@ int sk_q8_from_q8_0(const uint8_t *rowmajor, size_t n_out, size_t n_in, const fl
     return 0;
 }
 
-/* The outlier columns of W from the calibration's max |x| per channel (sk_quant_pick_outliers)
+int sk_q8_rows_from_blocks(sk_q8_owned *q, const char *name, sk_err *e) {
+    const sk_q8_packed *w = &q->w.p;
+    const size_t n_out = w->n_out, n_in = w->n_in, nb = n_in / SK_QK8_0;
+    if (n_in > SK_Q8_ROW_MAX_IN)
+        return sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: %zu inputs are more than row-scaled int8 "
+                       "sums exactly (%d)", name, n_in, SK_Q8_ROW_MAX_IN);
+    if (w->pairs || w->row_sum128)
+        return sk_fail(e, SKYCMD_E_INTERNAL, "tensor %s: already row-scaled", name);
+    int32_t *rs = sk_malloc_array(n_out ? n_out : 1, sizeof(int32_t));
+    if (!rs) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory reading tensor %s", name);
+    for (size_t o = 0; o < n_out; o++) {
+        const size_t p = o / SK_Q8_PANEL, c = o % SK_Q8_PANEL;
+        uint16_t d0, d;
+        int32_t sum = 0;
+        memcpy(&d0, w->panels + sk_q8_meta_at(w, nb, p, 0) + c * 2, sizeof d0);
+        for (size_t b = 0; b < nb; b++) {
+            const uint8_t *meta = w->panels + sk_q8_meta_at(w, nb, p, b);
+            int16_t s;
+            memcpy(&d, meta + c * 2, sizeof d);
+            memcpy(&s, meta + (SK_Q8_CHUNK_SUMS - SK_Q8_CHUNK_SCALES) + c * 2, sizeof s);
+            if (d != d0) {
+                free(rs);
+                return sk_fail(e, SKYCMD_E_FORMAT, "tensor %s: row %zu: Q8_0 block %zu has another "
+                               "scale than the row's first (the file says its matrices are "
+                               "row-scaled)", name, o, b);
+            }
+            sum += s;
+        }
+        rs[o] = sum * 128;  /* |sum| <= 128 * 65536 */
+    }
+    q->row_sum128 = rs;
+    q->w.p.row_sum128 = rs;
+    return 0;
+}
+
+/* The outlier columns of W from the calibration's max |x| per channel (sk_quant_pick_outliers),
+ * or the given ones (given: sorted, distinct, < n_in, at most n_in / 16; chan_max NULL),
  * with their exact f32 weights, into out; *n_outl of them. 0, or -1 out of memory. */
 static int pick_outlier_columns(const float *W, size_t n_out, size_t n_in, const float *chan_max,
-                                sk_q8_owned *out, size_t *n_outl) {
+                                const uint32_t *given, size_t n_given, sk_q8_owned *out,
+                                size_t *n_outl) {
     out->outl = sk_malloc_array(n_in / 16 + 1, sizeof(uint32_t));
     if (!out->outl) return -1;
-    const size_t no = sk_quant_pick_outliers(chan_max, n_in, SK_OUTLIER_RATIO, out->outl);
+    size_t no = n_given <= n_in / 16 ? n_given : n_in / 16;
+    if (chan_max) no = sk_quant_pick_outliers(chan_max, n_in, SK_OUTLIER_RATIO, out->outl);
+    else if (no) memcpy(out->outl, given, no * sizeof(uint32_t));
     *n_outl = no;
     if (!no) return 0;
     out->is_outl = calloc(n_in, 1);
@@ -245,7 +284,7 @@ int sk_q8_build(const float *W, size_t n_out, size_t n_in, const float *bias,
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory quantizing tensor %s", name);
     }
     size_t no = 0;
-    if (chan_max && pick_outlier_columns(W, n_out, n_in, chan_max, out, &no)) goto nomem;
+    if (chan_max && pick_outlier_columns(W, n_out, n_in, chan_max, NULL, 0, out, &no)) goto nomem;
     const size_t row_bytes = n_in / SK_QK8_0 * SK_Q8_0_BLOCK_BYTES;
     float *colw = NULL;
     if (chan_ms) {
@@ -276,6 +315,15 @@ nomem:
 int sk_q8_build_rows(const float *W, size_t n_out, size_t n_in, const float *bias,
                      const float *chan_max, const char *name, sk_q8_owned *out,
                      size_t *relayout_bytes, size_t *panel_bytes, sk_err *e) {
+    return sk_q8_build_rows_outl(W, n_out, n_in, bias, chan_max, NULL, 0, NULL, 0, name, out,
+                                 relayout_bytes, panel_bytes, e);
+}
+
+int sk_q8_build_rows_outl(const float *W, size_t n_out, size_t n_in, const float *bias,
+                          const float *chan_max, const uint32_t *outl, size_t n_outl,
+                          const float *xtx, int keep_rowmajor, const char *name,
+                          sk_q8_owned *out, size_t *relayout_bytes, size_t *panel_bytes,
+                          sk_err *e) {
     if (n_in > SK_Q8_ROW_MAX_IN)
         return sk_fail(e, SKYCMD_E_UNSUPPORTED, "tensor %s: %zu inputs are more than row-scaled "
                        "int8 sums exactly (%d)", name, n_in, SK_Q8_ROW_MAX_IN);
@@ -286,9 +334,18 @@ int sk_q8_build_rows(const float *W, size_t n_out, size_t n_in, const float *bia
     out->row_sum128 = sk_malloc_array(n_out, sizeof(int32_t));
     size_t no = 0;
     if (!canon || !out->row_sum128) goto nomem;
-    if (chan_max && pick_outlier_columns(W, n_out, n_in, chan_max, out, &no)) goto nomem;
+    if ((chan_max || n_outl) && pick_outlier_columns(W, n_out, n_in, chan_max, outl, n_outl, out, &no))
+        goto nomem;
     const size_t nb = n_in / SK_QK8_0, row_bytes = nb * SK_Q8_0_BLOCK_BYTES;
-    for (size_t o = 0; o < n_out; o++) {
+    /* GPTQ rounding in the row scales where the calibration took the second moments */
+    out->gptq = xtx && sk_quantize_q8_0_gptq_rows(W, n_out, n_in, xtx, no ? out->is_outl : NULL, canon) == 0;
+    for (size_t o = 0; o < n_out && out->gptq; o++) {
+        int32_t sum = 0;
+        for (size_t i = 0; i < n_in; i++)
+            sum += (int8_t)canon[o * row_bytes + i / SK_QK8_0 * SK_Q8_0_BLOCK_BYTES + 2 + i % SK_QK8_0];
+        out->row_sum128[o] = sum * 128;
+    }
+    for (size_t o = 0; o < n_out && !out->gptq; o++) {
         const float *w0 = W + o * n_in;
         float amax = 0.0f;
         for (size_t i = 0; i < n_in; i++) {
@@ -313,8 +370,8 @@ int sk_q8_build_rows(const float *W, size_t n_out, size_t n_in, const float *bia
         out->row_sum128[o] = sum * 128;  /* |sum| <= 127 * 65536 */
     }
     out->w.p.row_sum128 = out->row_sum128;
-    return finish_build(canon, 0, n_out, n_in, nbytes, pbytes, no, name, out, relayout_bytes,
-                        panel_bytes, e);
+    return finish_build(canon, keep_rowmajor, n_out, n_in, nbytes, pbytes, no, name, out,
+                        relayout_bytes, panel_bytes, e);
 nomem:
     free(canon);
     sk_q8_owned_free(out);

@@ -59,4 +59,19 @@ err=$("$CLI" quantize "$T/cal.gguf" "$T/x.gguf" --calibrated 2>&1); rc=$?
 [ $rc -eq 1 ] || fail "--calibrated of a stored file must exit 1 (got $rc)"
 echo "$err" | grep -q "already stores a calibrated int8 model" || fail "message: $err"
 [ ! -e "$T/x.gguf" ] || fail "a failed quantize left its output"
+# --calibrated --q8-row: the int8 of decide --q8-row stored once, answering as --q8-row on the
+# source (two passes and one); --q8-row alone is a usage error
+"$CLI" quantize "$T/f16.gguf" "$T/rows.gguf" --calibrated --q8-row 2>/dev/null ||
+  fail "quantize --calibrated --q8-row"
+"$CLI" inspect "$T/rows.gguf" | grep -q 'skycmd.int8.row_scaled (bool) = true' ||
+  fail "--calibrated --q8-row must write skycmd.int8.row_scaled"
+for mode in --q8-row "--q8-row --q8-fast"; do
+  a=$("$CLI" decide "$T/f16.gguf" "$SRC/examples/flappy-drone.json" $mode) || fail "decide $mode on the source"
+  b=$("$CLI" decide "$T/rows.gguf" "$SRC/examples/flappy-drone.json" $mode) || fail "decide $mode on the stored file"
+  [ "$a" = "$b" ] || fail "decide $mode: the stored row-scaled file answers otherwise:
+$a
+$b"
+done
+"$CLI" quantize "$T/f16.gguf" "$T/x.gguf" --q8-row >/dev/null 2>&1; [ $? -eq 2 ] ||
+  fail "--q8-row without --calibrated must exit 2"
 echo "quantize CLI: ok"

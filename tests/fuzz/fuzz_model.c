@@ -10,11 +10,12 @@
  * a fixed text. Nothing is run through the forward pass (that is not a parser, and is far
  * too slow for a fuzzer). An accepted model that stores a calibrated int8 model
  * (int8_stored: a valid skycmd.int8.version, src/quant/int8_store.h) is opened a second
- * time as --q8 opens it, where its skycmd.int8.* keys are read; no calibration runs for such
- * a file, so that costs no more than the first open. (Any other --q8 open would calibrate
+ * time as --q8 opens it (--q8-row for a stored row-scaled one: int8_stored 2), where its
+ * skycmd.int8.* keys are read; no calibration runs for such a file, so that costs no more
+ * than the first open. (Any other --q8 open would calibrate
  * the model, 100x the cost of an open; a damaged version key is test_int8_store's.) Seeds: corpus/model/ (tools/golden/make_fuzz_model_seeds.py:
  * s1-pico's structure at hidden size 32 with a 407-token vocabulary, ~100 KB, with F16 and
- * Q8_0 encoders and one written by `skycmd quantize --calibrated`, with outlier columns; the
+ * Q8_0 encoders and two written by `skycmd quantize --calibrated` (and `--q8-row`); the
  * s1-pico-sized seeds made each execution 5x slower and found nothing more).
  */
 #include <stdint.h>
@@ -30,7 +31,7 @@ static const char *const k_params[] = {
     "encoder.block_count", "decision.head_count", "weights", "int8_stored", "no-such-parameter"};
 
 static skycmd_error *g_err;
-static skycmd_options *g_q8;
+static skycmd_options *g_q8, *g_q8row;
 
 /* An open that fails must fail cleanly: no model, the status in the error, a message. */
 static void check_failure(int st, const skycmd_model *m) {
@@ -44,7 +45,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argv;
     g_err = skycmd_error_new();
     g_q8 = skycmd_options_new();
-    if (!g_err || !g_q8 || skycmd_options_set_int(g_q8, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_Q8)) __builtin_trap();
+    g_q8row = skycmd_options_new();
+    if (!g_err || !g_q8 || !g_q8row || skycmd_options_set_int(g_q8, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_Q8) ||
+        skycmd_options_set_int(g_q8row, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_Q8_ROW))
+        __builtin_trap();
     return 0;
 }
 
@@ -83,7 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (skycmd_model_free(m) != SKYCMD_OK) __builtin_trap();
     if (stored) {  /* the skycmd.int8.* keys, read by the q8 open alone */
         m = NULL;
-        st = skycmd_model_open_buffer(copy, size, g_q8, &m, g_err);
+        st = skycmd_model_open_buffer(copy, size, stored == 2 ? g_q8row : g_q8, &m, g_err);
         if (st != SKYCMD_OK) check_failure(st, m);
         else if (skycmd_model_free(m) != SKYCMD_OK) __builtin_trap();
     }

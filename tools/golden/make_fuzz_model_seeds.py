@@ -14,7 +14,7 @@ makes the Q8_0 seed and the calibrated-int8 seed with the CLI:
 
   python3 tools/golden/make_fuzz_model_seeds.py build/skycmd
 
-writes tests/fuzz/corpus/model/{tiny-f16,tiny-q8_0,tiny-int8-store}.gguf.
+writes tests/fuzz/corpus/model/{tiny-f16,tiny-q8_0,tiny-int8-store,tiny-int8-rows}.gguf.
 """
 import os
 import subprocess
@@ -115,9 +115,12 @@ def main():
     w.close()
     subprocess.run([sky, "quantize", f16, os.path.join(OUT, "tiny-q8_0.gguf"), "--type", "q8_0", "-q"], check=True)
     subprocess.run([sky, "quantize", f16, os.path.join(OUT, "tiny-int8-store.gguf"), "--calibrated", "-q"], check=True)
-    for n in ("tiny-f16", "tiny-q8_0", "tiny-int8-store"):
+    subprocess.run([sky, "quantize", f16, os.path.join(OUT, "tiny-int8-rows.gguf"), "--calibrated", "--q8-row",
+                    "-q"], check=True)
+    modes = {"tiny-int8-store": ["--q8"], "tiny-int8-rows": ["--q8-row"]}
+    for n in ("tiny-f16", "tiny-q8_0", "tiny-int8-store", "tiny-int8-rows"):
         p = os.path.join(OUT, n + ".gguf")
-        subprocess.run([sky, "decide", p, "-", "--no-progress", "--q8" if n == "tiny-int8-store" else "--f32"],
+        subprocess.run([sky, "decide", p, "-", "--no-progress", *modes.get(n, ["--f32"])],
                        input=b'{"state":"vy 0 dx 36","questions":{"a":{"type":"noul","instructions":"Crash?"}}}',
                        check=True, stdout=subprocess.DEVNULL)
         print("%s: %d bytes, answers" % (p, os.path.getsize(p)))

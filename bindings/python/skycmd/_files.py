@@ -53,18 +53,21 @@ def convert(laya_dir: PathLike, out_path: PathLike, *, type: Union[Type, str, No
 
 
 def quantize(in_path: PathLike, out_path: PathLike, type: Union[Type, str] = Type.Q8_0, *,
-             head_type: Union[Type, str, None] = None, calibrated: bool = False,
+             head_type: Union[Type, str, None] = None, calibrated: Union[bool, str] = False,
              progress: Optional[Progress] = None, log: Optional[Log] = None) -> None:
     """Re-type the tensors of a GGUF file (every metadata key kept). The GIL is released.
 
-    calibrated=True stores the int8 model that Weights.Q8 makes at load (no other type
-    then): a model opened from out_path with Weights.Q8 skips the calibration and answers
-    exactly as one opened from in_path with Weights.Q8."""
+    calibrated=True (or "q8") stores the int8 model that Weights.Q8 makes at load (no other
+    type then): a model opened from out_path with Weights.Q8 skips the calibration and
+    answers exactly as one opened from in_path with Weights.Q8. calibrated="q8_row" does the
+    same for Weights.Q8_ROW."""
     pairs: OptionPairs = []
     if calibrated:
+        if calibrated not in (True, "q8", "q8_row"):
+            raise ValueError("quantize: calibrated is True, \"q8\" or \"q8_row\"")
         if head_type is not None or _enum(Type, type) != Type.Q8_0:
             raise ValueError("quantize: calibrated=True writes Q8_0 and keeps every other tensor's type")
-        pairs.append((OPT_WEIGHTS, int(Weights.Q8)))
+        pairs.append((OPT_WEIGHTS, int(Weights.Q8_ROW if calibrated == "q8_row" else Weights.Q8)))
     else:
         _types(pairs, type, head_type)
     _skycmd.quantize(in_path, out_path, pairs, progress, log)

@@ -673,6 +673,19 @@ def test_quantize_calibrated_answers_as_q8_at_load(model_path, tmp_path, example
     assert not (tmp_path / "x.gguf").exists()
 
 
+def test_quantize_calibrated_rows_answers_as_q8_row_at_load(model_path, tmp_path, example):
+    out = tmp_path / "rows.gguf"
+    skycmd.quantize(model_path, out, calibrated="q8_row")
+    keys = {m["key"]: m for m in skycmd.inspect_json(out)["metadata"]}
+    assert "skycmd.int8.row_scaled" in keys
+    with skycmd.Model.open(model_path, weights="q8_row") as a, \
+            skycmd.Model.open(out, weights="q8_row") as b:
+        assert a.decide(example) == b.decide(example)
+        assert b.get_int("int8_stored") == 2
+    with pytest.raises(ValueError):
+        skycmd.quantize(model_path, tmp_path / "x.gguf", calibrated="rows")
+
+
 def test_progress_exception_cancels(model_path, tmp_path):
     out = tmp_path / "cancelled.gguf"
     calls = []

@@ -271,7 +271,8 @@ pub enum Weights {
     Q8Plain = 2,
     /// AMX-BF16 tiles (bf16 hi+lo, within 1e-4 of laya) where usable, else exactly F32
     Bf16x3 = 3,
-    /// int8 with one scale per weight row and per activation row (the fastest int8 mode)
+    /// int8 with one scale per weight row and per activation row; two-pass activations
+    /// (Activations::Q8x2, the default) or one (Activations::Q8: the fastest int8 mode)
     Q8Row = 4,
 }
 
