@@ -137,6 +137,12 @@ static int forward_seq(const sk_model *m, sk_scratch *s, const sk_calib_seq *q, 
     return sk_model_forward_batch(m, s, &one, 1, e);
 }
 
+/* Whether L takes only some rows of its tensor (the decision head's q and kv, rows of one
+ * attn_qkv). */
+static int linear_is_part(const sk_linear *L) {
+    return L->row0 != 0 || L->p.n_out != L->src->ne[1];
+}
+
 /* Which of the sites quantized here (to_q8[i] == 1) get second moments for GPTQ rounding
  * (gptq[i] = 1): in order, while their memory (k^2 floats) and rounding work (n_out k^2)
  * fit the budgets; the rest keep the per-block scale search. Returns their count. */
@@ -148,8 +154,7 @@ static size_t pick_gptq(sk_linear *const *sites, size_t n_sites, const uint8_t *
         gptq[i] = 0;
         /* not a part of a tensor (the row mode's head q and kv): a stored row-scaled model
          * quantizes those at load, from its keys, without second moments */
-        if (to_q8[i] != 1 || sites[i]->row0 != 0 || sites[i]->p.n_out != sites[i]->src->ne[1])
-            continue;
+        if (to_q8[i] != 1 || linear_is_part(sites[i])) continue;
         const double kk = (double)sites[i]->p.n_in * (double)sites[i]->p.n_in;
         if (mem + 4.0 * kk > SK_GPTQ_MEM_BUDGET || work + kk * (double)sites[i]->p.n_out > SK_GPTQ_WORK_BUDGET)
             continue;
@@ -562,7 +567,7 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
             n_file++;
         } else if (stored) {
             if (weights_mode == SKYCMD_WEIGHTS_Q8_ROW && row_head_linear(m, i, n_enc) &&
-                (L->row0 != 0 || L->p.n_out != L->src->ne[1]) && L->p.n_in % SK_QK8_0 == 0) {
+                linear_is_part(L) && L->p.n_in % SK_QK8_0 == 0) {
                 to_q8[i] = 1;
                 n_quant++;
             }
@@ -646,8 +651,8 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
         }
     }
     /* Row-scaled int8: the calibration's max |x| per channel picks the outlier columns (a
-     * massive channel would otherwise set the scale of every activation row); no GPTQ and
-     * no sensitivity probe (one scale per row leaves no per-block choice to tune). */
+     * massive channel would otherwise set the scale of every activation row), and its
+     * second moments give GPTQ rounding where pick_gptq took them; no sensitivity probe. */
     if (!rc && weights_mode == SKYCMD_WEIGHTS_Q8_ROW && n_quant > 0 && !stored) {
         pr.part = part_cal;
         rc = calibrate(m, &cs, all, n, gptq, &c, &pr, e);
@@ -671,7 +676,7 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
         snprintf(name, sizeof name, "%.*s", (int)(L->src->name.len < 150 ? L->src->name.len : 150),
                  L->src->name.ptr);
         if (L->q8) {   /* packed from the file's Q8_0 bytes at load */
-            if (stored && L->row0 == 0 && L->p.n_out == L->src->ne[1]) {
+            if (stored && !linear_is_part(L)) {
                 uint32_t *outl;
                 float *w_outl;
                 size_t no;
