@@ -270,43 +270,6 @@ Test(int8_store, random_massive_channels) {
     cr_assert_gt(parts, 0, "row-scaled: the head's q keeps its columns under tensor@row");
 }
 
-/* A file that says row-scaled over blocks with scales of their own (a block-scaled stored
- * file with the key added), and a key of another type: refused by --q8-row loads. */
-Test(int8_store, row_scaled_key_checked) {
-    char gguf[1200], cal[1200], bad[1200], msg[512];
-    snprintf(gguf, sizeof gguf, "%s/nano.gguf", g_dir);
-    snprintf(cal, sizeof cal, "%s/nano-cal.gguf", g_dir);
-    random_model("s1-nano", 4, gguf);
-    cr_assert_eq(quantize(gguf, cal, 1, NULL, 0), SKYCMD_OK);
-    for (int as_bool = 1; as_bool >= 0; as_bool--) {
-        sk_gguf *g = NULL;
-        sk_err e;
-        sk_err_clear(&e);
-        cr_assert_eq(sk_gguf_open_file(cal, &g, &e), SKYCMD_OK, "%s", e.msg);
-        sk_gguf_writer *w = sk_gguf_writer_new((uint32_t)sk_gguf_alignment(g));
-        cr_assert(w);
-        for (size_t i = 0; i < sk_gguf_n_kv(g); i++)
-            cr_assert_eq(sk_gguf_writer_add_value(w, sk_gguf_kv_key(g, i), sk_gguf_kv_value(g, i)), 0);
-        if (as_bool) cr_assert_eq(sk_gguf_writer_add_bool(w, SK_INT8_STORE_ROWS_KEY, 1), 0);
-        else cr_assert_eq(sk_gguf_writer_add_u32(w, SK_INT8_STORE_ROWS_KEY, 1), 0);
-        for (size_t i = 0; i < sk_gguf_n_tensors(g); i++) {
-            const sk_gguf_tensor *t = sk_gguf_tensor_at(g, i);
-            char name[256];
-            snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
-            cr_assert_eq(sk_gguf_writer_add_tensor(w, name, t->n_dims, t->ne, t->type, t->data, t->nbytes, 0, &e), 0);
-        }
-        snprintf(bad, sizeof bad, "%s/bad-rows-%d.gguf", g_dir, as_bool);
-        cr_assert_eq(sk_gguf_writer_write(w, bad, NULL, NULL, &e), SKYCMD_OK, "%s", e.msg);
-        sk_gguf_writer_free(w);
-        sk_gguf_close(g);
-        cr_assert_eq(open_status(bad, SKYCMD_WEIGHTS_Q8_ROW, msg, sizeof msg), SKYCMD_E_FORMAT,
-                     "row key %s: %s", as_bool ? "over block scales" : "as u32", msg);
-        cr_assert(strstr(msg, as_bool ? "another scale than the row's first" : SK_INT8_STORE_ROWS_KEY),
-                  "%s", msg);
-        cr_assert_eq(open_status(bad, SKYCMD_WEIGHTS_F32, msg, sizeof msg), SKYCMD_OK, "%s", msg);
-    }
-}
-
 /* Every outlier column's quant is round(w / d) clamped to +-127 in its block's scale. */
 Test(int8_store, outlier_quants_for_other_readers) {
     char gguf[1200], out[1200];
@@ -390,8 +353,11 @@ Test(int8_store, requantizing) {
 
 /* ------------------------------------------------------------ hostile keys --- */
 
+/* BAD_ROWS_*: the row-scaled key added, over block scales that differ within a row (a
+ * --q8-row load must refuse the file naming the row), or as a u32 */
 typedef enum { BAD_VERSION, BAD_VERSION_TYPE, BAD_UNSORTED, BAD_RANGE, BAD_COUNT, BAD_NAN,
-               BAD_COLS_TYPE, BAD_ONLY_COLS, BAD_TWO_PASS_TYPE, BAD_TOO_MANY, N_BAD } bad_kind;
+               BAD_COLS_TYPE, BAD_ONLY_COLS, BAD_TWO_PASS_TYPE, BAD_TOO_MANY, BAD_ROWS_BLOCKS,
+               BAD_ROWS_TYPE, N_BAD } bad_kind;
 
 /* A copy of the stored file at in with one of its int8 keys spoiled as kind says. */
 static void spoil(const char *in, const char *out, bad_kind kind) {
@@ -456,6 +422,11 @@ static void spoil(const char *in, const char *out, bad_kind kind) {
         }
         cr_assert_eq(sk_gguf_writer_add_value(w, k, v), 0);
     }
+    if (kind == BAD_ROWS_BLOCKS || kind == BAD_ROWS_TYPE) {
+        cr_assert_eq(kind == BAD_ROWS_BLOCKS ? sk_gguf_writer_add_bool(w, SK_INT8_STORE_ROWS_KEY, 1)
+                                             : sk_gguf_writer_add_u32(w, SK_INT8_STORE_ROWS_KEY, 1), 0);
+        done = 1;
+    }
     if (kind == BAD_TOO_MANY) {
         /* as many columns as inputs (the bound is n_in / 16) on the first Q8_0 matrix */
         for (size_t i = 0; i < sk_gguf_n_tensors(g) && !done; i++) {
@@ -496,15 +467,17 @@ Test(int8_store, hostile_keys) {
     cr_assert_eq(quantize(gguf, cal, 1, NULL, 0), SKYCMD_OK);
     static const char *const names[N_BAD] = {"version", "version type", "unsorted", "range", "count",
                                              "nan", "columns type", "columns alone", "two_pass type",
-                                             "too many"};
+                                             "too many", "row-scaled over blocks", "row-scaled type"};
     static const char *const expect[N_BAD] = {SK_INT8_STORE_VERSION_KEY, SK_INT8_STORE_VERSION_KEY,
                                               "outlier_columns", "outlier_columns", "outlier_weights",
                                               "outlier_weights", "outlier_columns", "outlier_columns",
-                                              "two_pass", "outlier_columns"};
+                                              "two_pass", "outlier_columns",
+                                              "another scale than the row's first", SK_INT8_STORE_ROWS_KEY};
     for (int k = 0; k < N_BAD; k++) {
         snprintf(bad, sizeof bad, "%s/bad-%d.gguf", g_dir, k);
         spoil(cal, bad, (bad_kind)k);
-        const int st = open_status(bad, SKYCMD_WEIGHTS_Q8, msg, sizeof msg);
+        const int rows = k == BAD_ROWS_BLOCKS || k == BAD_ROWS_TYPE;
+        const int st = open_status(bad, rows ? SKYCMD_WEIGHTS_Q8_ROW : SKYCMD_WEIGHTS_Q8, msg, sizeof msg);
         cr_assert(st == SKYCMD_E_FORMAT || (k == BAD_VERSION && st == SKYCMD_E_UNSUPPORTED),
                   "%s: status %d (%s)", names[k], st, msg);
         cr_assert(strstr(msg, expect[k]) != NULL, "%s: the message does not name %s: %s", names[k],
