@@ -152,9 +152,7 @@ static size_t pick_gptq(sk_linear *const *sites, size_t n_sites, const uint8_t *
     size_t n = 0;
     for (size_t i = 0; i < n_sites; i++) {
         gptq[i] = 0;
-        /* not a part of a tensor (the row mode's head q and kv): a stored row-scaled model
-         * quantizes those at load, from its keys, without second moments */
-        if (to_q8[i] != 1 || linear_is_part(sites[i])) continue;
+        if (to_q8[i] != 1) continue;
         const double kk = (double)sites[i]->p.n_in * (double)sites[i]->p.n_in;
         if (mem + 4.0 * kk > SK_GPTQ_MEM_BUDGET || work + kk * (double)sites[i]->p.n_out > SK_GPTQ_WORK_BUDGET)
             continue;
@@ -596,9 +594,7 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
     double *sens = sk_malloc_array(cap, sizeof(double)), *sens_a = sk_malloc_array(cap, sizeof(double));
     if (!keep || !sens || !fast_x2 || !sens_a || !gptq) rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
     /* GPTQ rounding for the matrices quantized here, with --q8 (calibrated block scales) */
-    if (!rc && (weights_mode == SKYCMD_WEIGHTS_Q8 || (weights_mode == SKYCMD_WEIGHTS_Q8_ROW && !stored)) &&
-        n_quant > 0)
-        n_gptq = pick_gptq(all, n, to_q8, gptq);
+    if (!rc && weights_mode == SKYCMD_WEIGHTS_Q8 && n_quant > 0) n_gptq = pick_gptq(all, n, to_q8, gptq);
     /* Progress: the calibration, the sensitivity probe (--q8) and the quantization, split by
      * their estimated cost (the calibration sequences are built first to count their
      * tokens; without a callback they are built where they were always built). */
@@ -651,8 +647,9 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
         }
     }
     /* Row-scaled int8: the calibration's max |x| per channel picks the outlier columns (a
-     * massive channel would otherwise set the scale of every activation row), and its
-     * second moments give GPTQ rounding where pick_gptq took them; no sensitivity probe. */
+     * massive channel would otherwise set the scale of every activation row); no GPTQ (in
+     * row scales it raised large's error at 128 tokens 2x: docs/quantization.md §5) and no
+     * sensitivity probe. */
     if (!rc && weights_mode == SKYCMD_WEIGHTS_Q8_ROW && n_quant > 0 && !stored) {
         pr.part = part_cal;
         rc = calibrate(m, &cs, all, n, gptq, &c, &pr, e);
@@ -740,14 +737,13 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
                 sk_int8_store_part_name(part, sizeof part, L->src->name, L->row0);
                 rc = sk_int8_store_get(g, part, n_out, n_in, &outl, &no, &w_outl, &two_pass, e);
                 if (!rc)
-                    rc = sk_q8_build_rows_outl(w, n_out, n_in, L->bias, NULL, outl, no, NULL, 0, name,
-                                               q, &bytes, &pbytes, e);
+                    rc = sk_q8_build_rows_outl(w, n_out, n_in, L->bias, NULL, outl, no, 0, name, q,
+                                               &bytes, &pbytes, e);
                 free(outl);
                 free(w_outl);
             } else if (weights_mode == SKYCMD_WEIGHTS_Q8_ROW)
                 rc = sk_q8_build_rows_outl(w, n_out, n_in, L->bias, c.mx ? c.mx[i] : NULL, NULL, 0,
-                                           c.xtx ? c.xtx[i] : NULL, calib && calib->keep_rowmajor,
-                                           name, q, &bytes, &pbytes, e);
+                                           calib && calib->keep_rowmajor, name, q, &bytes, &pbytes, e);
             else
                 rc = sk_q8_build(w, n_out, n_in, L->bias, c.mx ? c.mx[i] : NULL, ms,
                                  c.xtx ? c.xtx[i] : NULL, calib && calib->keep_rowmajor, name, q,

@@ -315,15 +315,14 @@ nomem:
 int sk_q8_build_rows(const float *W, size_t n_out, size_t n_in, const float *bias,
                      const float *chan_max, const char *name, sk_q8_owned *out,
                      size_t *relayout_bytes, size_t *panel_bytes, sk_err *e) {
-    return sk_q8_build_rows_outl(W, n_out, n_in, bias, chan_max, NULL, 0, NULL, 0, name, out,
+    return sk_q8_build_rows_outl(W, n_out, n_in, bias, chan_max, NULL, 0, 0, name, out,
                                  relayout_bytes, panel_bytes, e);
 }
 
 int sk_q8_build_rows_outl(const float *W, size_t n_out, size_t n_in, const float *bias,
                           const float *chan_max, const uint32_t *outl, size_t n_outl,
-                          const float *xtx, int keep_rowmajor, const char *name,
-                          sk_q8_owned *out, size_t *relayout_bytes, size_t *panel_bytes,
-                          sk_err *e) {
+                          int keep_rowmajor, const char *name, sk_q8_owned *out,
+                          size_t *relayout_bytes, size_t *panel_bytes, sk_err *e) {
     if (n_in > SK_Q8_ROW_MAX_IN)
         return sk_fail(e, SKYCMD_E_UNSUPPORTED, "tensor %s: %zu inputs are more than row-scaled "
                        "int8 sums exactly (%d)", name, n_in, SK_Q8_ROW_MAX_IN);
@@ -337,15 +336,7 @@ int sk_q8_build_rows_outl(const float *W, size_t n_out, size_t n_in, const float
     if ((chan_max || n_outl) && pick_outlier_columns(W, n_out, n_in, chan_max, outl, n_outl, out, &no))
         goto nomem;
     const size_t nb = n_in / SK_QK8_0, row_bytes = nb * SK_Q8_0_BLOCK_BYTES;
-    /* GPTQ rounding in the row scales where the calibration took the second moments */
-    out->gptq = xtx && sk_quantize_q8_0_gptq_rows(W, n_out, n_in, xtx, no ? out->is_outl : NULL, canon) == 0;
-    for (size_t o = 0; o < n_out && out->gptq; o++) {
-        int32_t sum = 0;
-        for (size_t i = 0; i < n_in; i++)
-            sum += (int8_t)canon[o * row_bytes + i / SK_QK8_0 * SK_Q8_0_BLOCK_BYTES + 2 + i % SK_QK8_0];
-        out->row_sum128[o] = sum * 128;
-    }
-    for (size_t o = 0; o < n_out && !out->gptq; o++) {
+    for (size_t o = 0; o < n_out; o++) {
         const float *w0 = W + o * n_in;
         float amax = 0.0f;
         for (size_t i = 0; i < n_in; i++) {

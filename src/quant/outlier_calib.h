@@ -86,14 +86,12 @@ int sk_q8_build_rows(const float *W, size_t n_out, size_t n_in, const float *bia
                      const float *chan_max, const char *name, sk_q8_owned *out,
                      size_t *relayout_bytes, size_t *panel_bytes, sk_err *e);
 /* The same with the outlier columns given (outl: sorted, distinct, < n_in, n_outl at most
- * n_in / 16; a stored row-scaled model's keys) when chan_max is NULL, GPTQ rounding in the
- * row scales with xtx (sk_quantize_q8_0_gptq_rows; out->gptq says whether it ran), and
- * keep_rowmajor as sk_q8_build's. */
+ * n_in / 16; a stored row-scaled model's keys) when chan_max is NULL, and keep_rowmajor as
+ * sk_q8_build's. */
 int sk_q8_build_rows_outl(const float *W, size_t n_out, size_t n_in, const float *bias,
                           const float *chan_max, const uint32_t *outl, size_t n_outl,
-                          const float *xtx, int keep_rowmajor, const char *name,
-                          sk_q8_owned *out, size_t *relayout_bytes, size_t *panel_bytes,
-                          sk_err *e);
+                          int keep_rowmajor, const char *name, sk_q8_owned *out,
+                          size_t *relayout_bytes, size_t *panel_bytes, sk_err *e);
 /* Make a Q8_0 matrix from a file (sk_q8_from_q8_0, not in pair order) row-scaled: every block
  * of a row must carry the row's first scale (SKYCMD_E_FORMAT naming the row otherwise: a
  * file is hostile input), and row_sum128 is taken from the panels' block sums. 0 or an

@@ -209,22 +209,8 @@ static int cholesky_lower(double *a, size_t k) {
     return 0;
 }
 
-/* row_scaled: one scale per row (sk_quantize_q8_0_gptq_rows), else per block. */
-static int gptq(const float *W, size_t n_out, size_t n_in, const float *xtx,
-                const uint8_t *is_outlier, int row_scaled, uint8_t *out);
-
 int sk_quantize_q8_0_gptq(const float *W, size_t n_out, size_t n_in, const float *xtx,
                           const uint8_t *is_outlier, uint8_t *out) {
-    return gptq(W, n_out, n_in, xtx, is_outlier, 0, out);
-}
-
-int sk_quantize_q8_0_gptq_rows(const float *W, size_t n_out, size_t n_in, const float *xtx,
-                               const uint8_t *is_outlier, uint8_t *out) {
-    return gptq(W, n_out, n_in, xtx, is_outlier, 1, out);
-}
-
-static int gptq(const float *W, size_t n_out, size_t n_in, const float *xtx,
-                const uint8_t *is_outlier, int row_scaled, uint8_t *out) {
     const size_t k = n_in, nb = n_in / SK_QK8_0;
     if (k == 0 || nb * SK_QK8_0 != k || !xtx) return -1;
     double *h = malloc(k * k * sizeof *h), *inv = malloc(k * k * sizeof *inv);
@@ -280,14 +266,13 @@ static int gptq(const float *W, size_t n_out, size_t n_in, const float *xtx,
     if (!scale) goto done;
     for (size_t b = 0; b < nb; b++) {
         /* the block's scale from the weights as the updates so far left them (ggml's rule on
-         * the columns the int8 product sees); row-scaled: the row's, from the weights as
-         * given (the rule of sk_q8_build_rows), in every block */
+         * the columns the int8 product sees) */
         for (size_t o = 0; o < n_out; o++) {
-            const float *wb = row_scaled ? W + o * k : w + o * k + b * SK_QK8_0;
-            const size_t c0 = row_scaled ? 0 : b * SK_QK8_0, nc = row_scaled ? k : SK_QK8_0;
+            const float *wb = w + o * k + b * SK_QK8_0;
             float amax = 0.0f;
-            for (size_t j = 0; j < nc; j++)
-                if (!(is_outlier && is_outlier[c0 + j]) && fabsf(wb[j]) > amax) amax = fabsf(wb[j]);
+            for (int j = 0; j < SK_QK8_0; j++)
+                if (!(is_outlier && is_outlier[b * SK_QK8_0 + (size_t)j]) && fabsf(wb[j]) > amax)
+                    amax = fabsf(wb[j]);
             const uint16_t dh = sk_f32_to_f16(amax / 127.0f);
             uint8_t *ob = out + o * row_bytes + b * SK_Q8_0_BLOCK_BYTES;
             ob[0] = (uint8_t)(dh & 0xff);

@@ -112,9 +112,5 @@ void sk_quantize_q8_0_weighted(const float *x, const uint8_t *is_outlier, const 
 #define SK_GPTQ_DAMP 0.1
 int sk_quantize_q8_0_gptq(const float *W, size_t n_out, size_t n_in, const float *xtx,
                           const uint8_t *is_outlier, uint8_t *out);
-/* The same with one scale per row, f16(max |w| / 127) over the row's columns that are not
- * outliers, of W as given (sk_q8_build_rows' rule), in every block of the row. */
-int sk_quantize_q8_0_gptq_rows(const float *W, size_t n_out, size_t n_in, const float *xtx,
-                               const uint8_t *is_outlier, uint8_t *out);
 
 #endif /* SK_QUANT_H */
