@@ -255,7 +255,8 @@ Test(int8_store, random_massive_channels) {
     snprintf(out, sizeof out, "%s/s1-nano-massive-cal-rows.gguf", g_dir);
     count_outliers(out, &n_outl, &n_x2);
     cr_assert_gt(n_outl, 0, "row-scaled: planted massive channels give outlier columns");
-    cr_assert_eq(n_x2, 0, "row-scaled: no two_pass keys");
+    /* the probe's sites for --q8-row --q8-fast: a third of them (int8.c probe_rows) */
+    cr_assert_gt(n_x2, 0, "row-scaled: the two-pass sites of --q8-fast are stored");
     sk_gguf *g = NULL;
     sk_err e;
     sk_err_clear(&e);
@@ -359,14 +360,36 @@ typedef enum { BAD_VERSION, BAD_VERSION_TYPE, BAD_UNSORTED, BAD_RANGE, BAD_COUNT
                BAD_COLS_TYPE, BAD_ONLY_COLS, BAD_TWO_PASS_TYPE, BAD_TOO_MANY, BAD_ROWS_BLOCKS,
                BAD_ROWS_TYPE, N_BAD } bad_kind;
 
+/* The file at in (*g) and a writer of its alignment for a copy: keys first, then
+ * write_with_tensors. */
+static sk_gguf_writer *copy_begin(const char *in, sk_gguf **g) {
+    sk_err e;
+    sk_err_clear(&e);
+    cr_assert_eq(sk_gguf_open_file(in, g, &e), SKYCMD_OK, "%s", e.msg);
+    sk_gguf_writer *w = sk_gguf_writer_new((uint32_t)sk_gguf_alignment(*g));
+    cr_assert(w);
+    return w;
+}
+
+/* Write w (keys added) to out with every tensor of g, then free both. */
+static void write_with_tensors(sk_gguf *g, sk_gguf_writer *w, const char *out) {
+    sk_err e;
+    sk_err_clear(&e);
+    for (size_t i = 0; i < sk_gguf_n_tensors(g); i++) {
+        const sk_gguf_tensor *t = sk_gguf_tensor_at(g, i);
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        cr_assert_eq(sk_gguf_writer_add_tensor(w, name, t->n_dims, t->ne, t->type, t->data, t->nbytes, 0, &e), 0);
+    }
+    cr_assert_eq(sk_gguf_writer_write(w, out, NULL, NULL, &e), SKYCMD_OK, "%s", e.msg);
+    sk_gguf_writer_free(w);
+    sk_gguf_close(g);
+}
+
 /* A copy of the stored file at in with one of its int8 keys spoiled as kind says. */
 static void spoil(const char *in, const char *out, bad_kind kind) {
     sk_gguf *g = NULL;
-    sk_err e;
-    sk_err_clear(&e);
-    cr_assert_eq(sk_gguf_open_file(in, &g, &e), SKYCMD_OK, "%s", e.msg);
-    sk_gguf_writer *w = sk_gguf_writer_new((uint32_t)sk_gguf_alignment(g));
-    cr_assert(w);
+    sk_gguf_writer *w = copy_begin(in, &g);
     int done = 0;
     for (size_t i = 0; i < sk_gguf_n_kv(g); i++) {
         sk_str k = sk_gguf_kv_key(g, i);
@@ -448,15 +471,7 @@ static void spoil(const char *in, const char *out, bad_kind kind) {
         }
     }
     cr_assert(done, "kind %d: nothing to spoil in %s", (int)kind, in);
-    for (size_t i = 0; i < sk_gguf_n_tensors(g); i++) {
-        const sk_gguf_tensor *t = sk_gguf_tensor_at(g, i);
-        char name[256];
-        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
-        cr_assert_eq(sk_gguf_writer_add_tensor(w, name, t->n_dims, t->ne, t->type, t->data, t->nbytes, 0, &e), 0);
-    }
-    cr_assert_eq(sk_gguf_writer_write(w, out, NULL, NULL, &e), SKYCMD_OK, "%s", e.msg);
-    sk_gguf_writer_free(w);
-    sk_gguf_close(g);
+    write_with_tensors(g, w, out);
 }
 
 Test(int8_store, hostile_keys) {
@@ -485,4 +500,47 @@ Test(int8_store, hostile_keys) {
         cr_assert_eq(open_status(bad, SKYCMD_WEIGHTS_F32, msg, sizeof msg), SKYCMD_OK,
                      "%s: the f32 load reads the keys: %s", names[k], msg);
     }
+}
+
+/* A head part's two_pass key (tensor@row, which the probe writes when it picks the part) is
+ * read: with every part of a stored row-scaled file given one, two-pass activations answer
+ * as before, and single-pass ones differ (those parts now run two passes). */
+Test(int8_store, row_part_two_pass_read) {
+    char gguf[1200], rows[1200], marked[1200];
+    snprintf(gguf, sizeof gguf, "%s/nano.gguf", g_dir);
+    snprintf(rows, sizeof rows, "%s/nano-rows.gguf", g_dir);
+    snprintf(marked, sizeof marked, "%s/nano-rows-x2.gguf", g_dir);
+    random_model("s1-nano", 4, gguf);
+    g_weights = SKYCMD_WEIGHTS_Q8_ROW;
+    cr_assert_eq(quantize(gguf, rows, 1, NULL, 0), SKYCMD_OK);
+    g_weights = SKYCMD_WEIGHTS_Q8;
+    sk_gguf *g = NULL;
+    sk_gguf_writer *w = copy_begin(rows, &g);
+    size_t added = 0;
+    for (size_t i = 0; i < sk_gguf_n_kv(g); i++)
+        cr_assert_eq(sk_gguf_writer_add_value(w, sk_gguf_kv_key(g, i), sk_gguf_kv_value(g, i)), 0);
+    for (size_t i = 0; i < sk_gguf_n_kv(g); i++) {
+        sk_str k = sk_gguf_kv_key(g, i);
+        const char *at = memchr(k.ptr, '@', (size_t)k.len);
+        if (!at || k.len < 16 || memcmp(k.ptr + k.len - 16, ".outlier_columns", 16) != 0) continue;
+        char key[320];
+        snprintf(key, sizeof key, "%.*s.two_pass", (int)(k.len - 16), k.ptr);
+        if (sk_gguf_find_key(g, key) >= 0) continue;
+        cr_assert_eq(sk_gguf_writer_add_bool(w, key, 1), 0);
+        added++;
+    }
+    cr_assert_gt(added, 0, "no head part without a two_pass key to mark");
+    write_with_tensors(g, w, marked);
+    skycmd_model *a = open_with(rows, SKYCMD_WEIGHTS_Q8_ROW, NULL);
+    skycmd_model *b = open_with(marked, SKYCMD_WEIGHTS_Q8_ROW, NULL);
+    char *a2 = answers(a, SKYCMD_ACT_Q8X2), *b2 = answers(b, SKYCMD_ACT_Q8X2);
+    char *a1 = answers(a, SKYCMD_ACT_Q8), *b1 = answers(b, SKYCMD_ACT_Q8);
+    cr_expect_str_eq(a2, b2, "two-pass activations changed by a two_pass key");
+    cr_expect_str_neq(a1, b1, "single-pass activations: %zu head parts' two_pass keys ignored", added);
+    free(a2);
+    free(b2);
+    free(a1);
+    free(b1);
+    skycmd_model_free(a);
+    skycmd_model_free(b);
 }

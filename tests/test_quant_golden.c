@@ -187,11 +187,14 @@ static void report(const char *model, const char *path, double v, double mean, d
 #define TOL_FAST 4e-2
 /* One scale per weight row and per activation row (q8.h): coarser than Q8_0's blocks of
  * 32, the granularity class of ONNX Runtime's dynamic int8 (one scale per tensor). With one
- * pass the laya-made checkpoints measured 3.8e-2 to 6.4e-2, most of it from the activation
- * rows; two passes (the default) take that part away and leave the row-scaled weights' error
- * (1.0e-2 to 2.9e-2 there). The figures are in docs/quantization.md. */
+ * pass everywhere the laya-made checkpoints measured 3.8e-2 to 6.4e-2, most of it from the
+ * activation rows; two passes (the default) take that part away and leave the row-scaled
+ * weights' error (1.0e-2 to 2.9e-2 there). One pass keeps two at the third of the sites
+ * the load's probe finds most sensitive (int8.c probe_rows): s1-micro 3.5e-2, 6.2e-2
+ * without that choice, so TOL_ROW_FAST fails when the probe picks badly. The figures are
+ * in docs/quantization.md. */
 #define TOL_ROW 4e-2
-#define TOL_ROW_FAST 8e-2
+#define TOL_ROW_FAST 5e-2
 
 static void run_model(const char *name) {
     gm m;

@@ -8,6 +8,8 @@ length and thread count it measures, interleaved round by round (A, B, C, ... A,
   skycmd q8-fast    the same with --q8-fast (int8 weights made at load)
   skycmd q8         --q8 on the file `skycmd quantize --calibrated` made (the recommended
                     int8 deployment; made once, kept in --work)
+  skycmd q8-row     --q8-row (q8-row-fast: and --q8-fast) on the file `skycmd quantize
+                    --calibrated --q8-row` made (made once, kept in --work)
                     (--sky picks the variants: also f32-avx512 / q8-fast-vnni, the same with
                     SKYCMD_KERNELS=avx512, i.e. no AMX, and bf16x3, bench --bf16x3)
   ort fp32          the laya model exported with torch.onnx.export (the five inputs and two
@@ -216,10 +218,11 @@ SKY_VARIANTS = {
     "q8-fast-vnni": (["--q8-fast"], {"SKYCMD_KERNELS": "avx512"}),
     # row-scaled int8 (one scale per weight row and per activation row, the head's blocks
     # too): ONNX Runtime's dynamic-int8 kind of method, with calibrated outlier columns
-    # (two-pass activations; q8-row-fast: one pass)
-    "q8-row": (["--q8-row"], {}),
-    "q8-row-vnni": (["--q8-row"], {"SKYCMD_KERNELS": "avx512"}),
-    "q8-row-fast": (["--q8-row", "--q8-fast"], {}),
+    # (two-pass activations; q8-row-fast: one pass, two at the sites the probe chose), on
+    # the file `skycmd quantize --calibrated --q8-row` made once (kept in the work directory)
+    "q8-row": (["--q8-row"], {}, "rows"),
+    "q8-row-vnni": (["--q8-row"], {"SKYCMD_KERNELS": "avx512"}, "rows"),
+    "q8-row-fast": (["--q8-row", "--q8-fast"], {}, "rows"),
     # the same on the Q8_0 GGUF (compare.py's q8 file): no calibration at load, which on
     # base takes minutes of CPU with the sensitivity probe and GPTQ, so a round stays short;
     # the int8 kernels and the f32 head are the same, the calibrated mode's f32-kept
@@ -289,19 +292,21 @@ def variant(body, j, n):
     return {"state": " | ".join(parts[k:] + parts[:k]), "questions": body["questions"]}
 
 
-def stored_calibrated(a, gguf):
-    """The calibrated int8 file of gguf (`skycmd quantize --calibrated`), made once."""
-    out = gguf.replace(".f32.gguf", ".calibrated.gguf")
+def stored_calibrated(a, gguf, rows=False):
+    """The calibrated int8 file of gguf (`skycmd quantize --calibrated`, with rows: and
+    `--q8-row`), made once."""
+    out = gguf.replace(".f32.gguf", ".rows.gguf" if rows else ".calibrated.gguf")
     if not os.path.exists(out):
         t0 = time.perf_counter()
         # (the file is the same bytes for any thread count: all of them)
-        C.run([a.skycmd, "quantize", gguf, out, "--calibrated", "-q",
-               "--compute-threads", str(os.cpu_count() or 1)])
-        C.log("quantize --calibrated %s: %.1f s" % (os.path.basename(gguf), time.perf_counter() - t0))
+        C.run([a.skycmd, "quantize", gguf, out, "--calibrated", *(["--q8-row"] if rows else []),
+               "-q", "--compute-threads", str(os.cpu_count() or 1)])
+        C.log("quantize --calibrated%s %s: %.1f s" % (" --q8-row" if rows else "",
+                                                      os.path.basename(gguf), time.perf_counter() - t0))
     return out
 
 
-def accuracy(a, laya_dir, gguf, q8file, body, peers, work, stored=None):
+def accuracy(a, laya_dir, gguf, q8file, body, peers, work, stored=None, rows=None):
     """max and mean |dp| against laya fp32 over every probability of a.acc_requests requests
     (one 3-question request holds only 6 probabilities: the max over so few is one draw of
     an int8 method's rounding noise, so a comparison of two int8 methods needs more)."""
@@ -339,8 +344,8 @@ def accuracy(a, laya_dir, gguf, q8file, body, peers, work, stored=None):
     for name, model, extra in (("skycmd f32", gguf, ["--f32"]), ("skycmd bf16x3", gguf, ["--bf16x3"]),
                                ("skycmd q8-fast", gguf, ["--q8-fast"]),
                                ("skycmd q8-fast (Q8_0 file)", q8file, ["--q8-fast"]),
-                               ("skycmd q8-row", gguf, ["--q8-row"]),
-                               ("skycmd q8-row-fast", gguf, ["--q8-row", "--q8-fast"]),
+                               ("skycmd q8-row", rows, ["--q8-row"]),
+                               ("skycmd q8-row-fast", rows, ["--q8-row", "--q8-fast"]),
                                ("skycmd q8 (stored calibrated)", stored, ["--q8"]),
                                ("skycmd q8-fast (stored calibrated)", stored, ["--q8-fast"])):
         if model is None:
@@ -378,6 +383,8 @@ def run_config(a, preset, tokens, threads_list, work):
         quantize_int8(fp32, int8)
     stored = stored_calibrated(a, gguf) if any(
         SKY_VARIANTS[v][2:] == ("stored",) for v in a.sky_list) else None
+    rows = stored_calibrated(a, gguf, True) if any(
+        SKY_VARIANTS[v][2:] == ("rows",) for v in a.sky_list) else None
     results = []
     for threads in threads_list:
         peers = {"ort fp32": OrtPeer(laya_dir, fp32, threads, body, pw, "fp32"),
@@ -389,14 +396,14 @@ def run_config(a, preset, tokens, threads_list, work):
         if torch_peer:
             for _ in range(a.warmup):
                 torch_peer.round(body, 1)
-        acc = accuracy(a, laya_dir, gguf, _q8, body, peers, pw, stored) if threads == threads_list[0] else None
+        acc = accuracy(a, laya_dir, gguf, _q8, body, peers, pw, stored, rows) if threads == threads_list[0] else None
         rounds = []
         for r in range(a.rounds):
             la = C.loadavg()
             row = {"loadavg": la}
             for v in a.sky_list:
                 flags, env = SKY_VARIANTS[v][:2]
-                model = {("q8file",): _q8, ("stored",): stored}.get(SKY_VARIANTS[v][2:], gguf)
+                model = {("q8file",): _q8, ("stored",): stored, ("rows",): rows}.get(SKY_VARIANTS[v][2:], gguf)
                 row["skycmd " + v] = sky_round(ns, model, threads, a.sky_iters, flags, env)
             for n, p in peers.items():
                 row[n] = p.round(body, a.iters, a.request_only)

@@ -485,6 +485,74 @@ static int probe_sites(sk_model *m, calib_seqs *cs, sk_linear *const *all, size_
     return rc;
 }
 
+/* Row-scaled int8's choice for single-pass activations (--q8-row --q8-fast): the model as
+ * it will run (every site int8) answers the six probe sequences with two-pass activations
+ * everywhere, then once per site with that site alone on one pass; the RMS change of the
+ * scorer logits is what one pass adds there (sens_a[i]), and the SK_ROW_X2_SHARE-th of the
+ * sites where it is largest keep two passes under --q8-fast (fast_x2). In context, so no
+ * f32 pass and no second quantization: one int8 pass per site. The share: a third took a
+ * random base's one-pass error at 128 tokens from 5.7e-2 to 3.3e-2 of laya (a quarter:
+ * 3.7e-2, a half: 2.2e-2, two passes everywhere: 2.5e-2), s1-micro's from 6.2e-2 to
+ * 3.5e-2, at about the speed of one pass (docs/quantization.md §5). */
+#define SK_ROW_X2_SHARE 3
+static double probe_rows_cost(const sk_model *m, size_t probe_tokens, size_t n_sites) {
+    return SK_COST_FWD * SK_COST_INT8_PASS * model_macs(m) * (double)probe_tokens * (double)(n_sites + 1);
+}
+
+static int probe_rows(sk_model *m, calib_seqs *cs, sk_linear *const *all, size_t n,
+                      double *sens_a, size_t *n_x2, int8_prog *pr, sk_err *e) {
+    *n_x2 = 0;
+    int rc = calib_seqs_get(m, cs, e);
+    if (rc) return rc;
+    const sk_calib_seq *seqs = cs->v;
+    size_t total = 0, n_sites = 0, nl = 0;
+    for (size_t i = 0; i < SK_CALIB_N_SEQS; i++) total += seqs[i].n;
+    for (size_t i = 0; i < n; i++) {
+        sens_a[i] = -1.0;
+        if (all[i]->q8) {
+            all[i]->q8->fast_x2 = 1;   /* the reference: two passes everywhere */
+            n_sites++;
+        }
+    }
+    float *ref = sk_malloc_array(total ? total : 1, sizeof(float));
+    float *got = sk_malloc_array(total ? total : 1, sizeof(float));
+    sk_scratch *s = sk_scratch_new(m);
+    sk_scratch_set_pool(s, cs->pool);
+    prog_attach(s, pr);
+    if (!ref || !got || !s) rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory for the probe");
+    if (!rc) sk_scratch_set_activations(s, SK_Q8_ACT_Q8);
+    const double per = 1.0 / (double)(n_sites + 1);
+    size_t done = 0;
+    if (!rc) rc = run_prompts(m, s, seqs, 1, ref, &nl, pr, 0.0, per, e);
+    for (size_t i = 0; i < n && !rc; i++) {
+        sk_q8_owned *q = all[i]->q8;
+        if (!q) continue;
+        done++;
+        q->fast_x2 = 0;
+        rc = run_prompts(m, s, seqs, 1, got, &nl, pr, per * (double)done, per * (double)(done + 1), e);
+        q->fast_x2 = 1;
+        double sa = 0.0;
+        for (size_t t = 0; t < nl; t++) sa += ((double)got[t] - ref[t]) * ((double)got[t] - ref[t]);
+        sens_a[i] = nl ? sqrt(sa / (double)nl) : 0.0;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (all[i]->q8) all[i]->q8->fast_x2 = 0;
+    const size_t cap = !n_sites ? 0 : n_sites / SK_ROW_X2_SHARE ? n_sites / SK_ROW_X2_SHARE : 1;
+    while (!rc && *n_x2 < cap) {
+        size_t best = SIZE_MAX;
+        for (size_t i = 0; i < n; i++)
+            if (all[i]->q8 && !all[i]->q8->fast_x2 && (best == SIZE_MAX || sens_a[i] > sens_a[best]))
+                best = i;
+        if (best == SIZE_MAX) break;
+        all[best]->q8->fast_x2 = 1;
+        (*n_x2)++;
+    }
+    free(ref);
+    free(got);
+    sk_scratch_free(s);
+    return rc;
+}
+
 /* Row-scaled int8 also takes the decision head's block Linears (a tenth of a base
  * question's products, and in f32 four times the cost of int8: ONNX Runtime's dynamic int8
  * quantizes them too), except the last block's kv (the folded attention reads its float
@@ -517,7 +585,9 @@ double sk_int8_cost_guess(const sk_model *m, int weights_mode) {
         return SK_COST_FWD * macs * calib_tokens + (8.0 * L + 1.0) * SK_COST_FWD * macs * probe_tokens +
                2.0 * SK_COST_Q8_ELEM * enc;
     case SKYCMD_WEIGHTS_Q8_ROW:
-        return SK_COST_FWD * macs * calib_tokens + SK_COST_Q8_ROW_ELEM * macs;
+        /* calibration, the quantization, the probe (an int8 pass, and one per site) */
+        return SK_COST_FWD * macs * calib_tokens + SK_COST_Q8_ROW_ELEM * macs +
+               (4.0 * L + 1.0) * SK_COST_FWD * SK_COST_INT8_PASS * macs * probe_tokens;
     default:
         return SK_COST_Q8_ELEM * enc;
     }
@@ -616,15 +686,21 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
                 if (gptq[i]) xtx += (double)all[i]->p.n_in * (double)all[i]->p.n_in / 2.0;
             c_cal = (SK_COST_FWD * model_macs(m) + SK_COST_MAC * xtx) * (double)tokens;
             if (vocab_site(m, all, gptq)) c_cal += vocab_cost(m, all[0]->p.n_in);
-            if (weights_mode == SKYCMD_WEIGHTS_Q8)
-                c_probe = probe_cost(m, prompts_tokens(cs.v, 1), all, n, to_q8);
+            c_probe = weights_mode == SKYCMD_WEIGHTS_Q8
+                          ? probe_cost(m, prompts_tokens(cs.v, 1), all, n, to_q8)
+                          : probe_rows_cost(m, prompts_tokens(cs.v, 1), n_quant);
         }
         for (size_t i = 0; i < n; i++)
             if (to_q8[i] == 1) c_quant += quant_cost(all[i], weights_mode, gptq[i]);
         const double sum = c_cal + c_probe + c_quant > 0.0 ? c_cal + c_probe + c_quant : 1.0;
         part_cal = sk_share_part(prog, 0.0, c_cal / sum);
-        part_probe = sk_share_part(prog, c_cal / sum, (c_cal + c_probe) / sum);
-        part_quant = sk_share_part(prog, (c_cal + c_probe) / sum, 1.0);
+        if (weights_mode == SKYCMD_WEIGHTS_Q8_ROW) {   /* the row probe runs on the int8 model */
+            part_quant = sk_share_part(prog, c_cal / sum, (c_cal + c_quant) / sum);
+            part_probe = sk_share_part(prog, (c_cal + c_quant) / sum, 1.0);
+        } else {
+            part_probe = sk_share_part(prog, c_cal / sum, (c_cal + c_probe) / sum);
+            part_quant = sk_share_part(prog, (c_cal + c_probe) / sum, 1.0);
+        }
     }
     if (!rc && weights_mode == SKYCMD_WEIGHTS_Q8 && n_quant > 0) {
         pr.part = part_cal;
@@ -736,6 +812,10 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
                 int two_pass;
                 sk_int8_store_part_name(part, sizeof part, L->src->name, L->row0);
                 rc = sk_int8_store_get(g, part, n_out, n_in, &outl, &no, &w_outl, &two_pass, e);
+                if (!rc && two_pass) {
+                    fast_x2[i] = 1;
+                    n_x2++;
+                }
                 if (!rc)
                     rc = sk_q8_build_rows_outl(w, n_out, n_in, L->bias, NULL, outl, no, 0, name, q,
                                                &bytes, &pbytes, e);
@@ -777,6 +857,21 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
         if ((rc = sk_share_report(part_quant, q_cost > 0.0 ? q_done / q_cost : 1.0, e)))
             sk_err_prefix(e, "int8 quantization");
     }
+    if (!rc) rc = sk_share_report(part_quant, 1.0, e);
+    if (!rc && weights_mode == SKYCMD_WEIGHTS_Q8_ROW && !stored && n_quant > 0) {
+        pr.part = part_probe;
+        rc = probe_rows(m, &cs, all, n, sens_a, &n_x2, &pr, e);
+        if (rc == SKYCMD_E_CANCELLED) sk_err_prefix(e, "int8 sensitivity probe");
+        for (size_t i = 0; !rc && i < n; i++) {
+            if (sens_a[i] < 0.0) continue;
+            char name[160];
+            linear_name(all[i], name, sizeof name);
+            sk_model_log(log, log_ud, 0, "int8 rows: %s: single-pass activations change the logits "
+                 "by %.3g (RMS)%s", name, sens_a[i],
+                 all[i]->q8->fast_x2 ? ": two-pass activations under --q8-fast" : "");
+        }
+        if (!rc) rc = sk_share_report(part_probe, 1.0, e);
+    }
     if (!rc)
         sk_model_log(log, log_ud, 1, "int8: %zu matrices Q8_0 (%zu quantized at load%s, %zu from the "
              "file; %zu kept in f32 by sensitivity, %zu with two-pass activations under --q8-fast), %zu outlier columns in f32; prepacked once: ROW_MAJOR -> INPUT_BLOCK_MAJOR "
@@ -784,7 +879,6 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
              stored ? " (the file stores its calibration)" :
              weights_mode == SKYCMD_WEIGHTS_Q8 ? " with calibration" : weights_mode == SKYCMD_WEIGHTS_Q8_ROW ? " per row, calibrated outlier columns" : " without calibration",
              n_file, n_keep, n_x2, total_outl, total_bytes, total_pbytes, n_pairs, sk_q8_kernel_name());
-    if (!rc) rc = sk_share_report(part_quant, 1.0, e);
     free(w);
     free(keep);
     free(gptq);

@@ -227,6 +227,7 @@ double sk_int8_cost_guess(const sk_model *m, int weights_mode);
 #define SK_COST_LOAD_BYTE 0.8          /* checking and packing a tensor, per byte */
 #define SK_COST_AMX_ELEM 2.0           /* the AMX-BF16 relayout, per matrix element (a guess) */
 #define SK_COST_FWD 0.025              /* a forward pass, per token and multiply-add */
+#define SK_COST_INT8_PASS 0.2         /* ... of an int8 model, as a share of SK_COST_FWD (0.19 on base, AMX) */
 #define SK_COST_Q8_ELEM 6.0            /* quantizing a matrix (scale search), per element */
 #define SK_COST_Q8_ROW_ELEM 9.0        /* ... one scale per row, per element */
 #define SK_COST_MAC 0.5                /* second moments and GPTQ, per multiply-add */
@@ -234,9 +235,9 @@ double sk_int8_cost_guess(const sk_model *m, int weights_mode);
  * over the 24 for a base and an mmbert-small random model) */
 #define SK_GUESS_CALIB_SEQ_TOKENS 110.0
 /* per byte of the file, the int8 conversion after the load (sk_model_read_share's guess
- * before the file is parsed; a base-sized model: 390, 7.8 and 0.66 s) */
+ * before the file is parsed; a base-sized model: 390, 28 and 0.66 s) */
 #define SK_COST_GUESS_Q8_BYTE 1360.0
-#define SK_COST_GUESS_Q8_ROW_BYTE 27.0
+#define SK_COST_GUESS_Q8_ROW_BYTE 97.0
 #define SK_COST_GUESS_Q8_PLAIN_BYTE 2.3
 
 /* load.c: one event to the options' log callback (nothing without one), formatted into at
