@@ -169,7 +169,10 @@ typedef enum skycmd_option {
                                      * on open and quantize options, of the int8
                                      * calibration (results the same for any count)      */
     SKYCMD_OPT_WEIGHTS        = 2,  /* skycmd_weights: how a model keeps its matrices      */
-    SKYCMD_OPT_ACTIVATIONS    = 3,  /* skycmd_activations: int8 activation mode            */
+    SKYCMD_OPT_ACTIVATIONS    = 3,  /* skycmd_activations: int8 activation mode of a
+                                     * session; on open options, SKYCMD_ACT_Q8 has a
+                                     * SKYCMD_WEIGHTS_Q8_ROW open make its single-pass
+                                     * choice (see there)                                */
     SKYCMD_OPT_TYPE           = 4,  /* skycmd_type of encoder matrices (convert, quantize) */
     SKYCMD_OPT_HEAD_TYPE      = 5,  /* skycmd_type of the decision head                    */
     SKYCMD_OPT_SEED           = 6,  /* seed of random models                              */
@@ -248,7 +251,15 @@ typedef enum skycmd_weights {
                                   * activation row (int32 sums over whole rows), calibrated
                                   * outlier columns kept in f32; SKYCMD_ACT_Q8X2 runs each
                                   * product twice (the rounding residual as a second pass),
-                                  * SKYCMD_ACT_Q8 once: the fastest int8 mode              */
+                                  * SKYCMD_ACT_Q8 once but where a probe finds one pass
+                                  * changes the answers most (a third of the matrices
+                                  * keep two): the fastest int8 mode. The probe (an int8
+                                  * pass per matrix: seconds on a base-sized model) runs
+                                  * in skycmd_model_open when its options set
+                                  * SKYCMD_OPT_ACTIVATIONS to SKYCMD_ACT_Q8, else in the
+                                  * first skycmd_session_set_int of SKYCMD_ACT_Q8 on one of
+                                  * the model's sessions (others asking meanwhile wait);
+                                  * a file skycmd_quantize stored holds its result        */
 } skycmd_weights;
 
 typedef enum skycmd_activations {
@@ -435,7 +446,9 @@ SKYCMD_API size_t      skycmd_request_question_count(const skycmd_request *req);
 
 /* ---------------------------------------------------------------- sessions -------- */
 /* A session holds the scratch memory of one thread (SKYCMD_OPT_THREADS,
- * SKYCMD_OPT_ACTIVATIONS, SKYCMD_OPT_MAX_LEN, SKYCMD_OPT_HEAD_MAX_LEN). */
+ * SKYCMD_OPT_ACTIVATIONS, SKYCMD_OPT_MAX_LEN, SKYCMD_OPT_HEAD_MAX_LEN). Setting
+ * SKYCMD_OPT_ACTIVATIONS to SKYCMD_ACT_Q8 on a SKYCMD_WEIGHTS_Q8_ROW model may run its
+ * probe first (SKYCMD_WEIGHTS_Q8_ROW), on the session's threads. */
 SKYCMD_API int  skycmd_session_new(skycmd_model *model, skycmd_session **out);
 SKYCMD_API void skycmd_session_free(skycmd_session *session);
 SKYCMD_API int  skycmd_session_set_int(skycmd_session *session, int option, int64_t value);

@@ -26,6 +26,8 @@
 #include "kernels/q8.h"
 #include "prompt/outlier_calib_seqs.h"
 #include "quant/quant.h"
+#include "api/handles.h"
+#include "model/model_internal.h"
 
 #define QDIR SKYCMD_FIXTURES "/quant"
 
@@ -742,6 +744,87 @@ Test(q8_model, int8_modes_log_relayouts_and_are_thread_independent) {
     skycmd_options *bad = skycmd_options_new();
     cr_assert_neq(skycmd_options_set_int(bad, SKYCMD_OPT_WEIGHTS, 7), SKYCMD_OK);
     skycmd_options_free(bad);
+    unlink(path);
+    rmdir(dir);
+    skycmd_options_free(o);
+    skycmd_error_free(err);
+}
+
+static void clear_fast_x2(sk_model *m) {
+    sk_linear *lin[] = {&m->cls, &m->cls_out};
+    for (uint32_t l = 0; l < m->hp.n_layer; l++) {
+        sk_linear *e[] = {&m->enc[l].qkv, &m->enc[l].out, &m->enc[l].up, &m->enc[l].down};
+        for (size_t k = 0; k < 4; k++)
+            if (e[k]->q8) e[k]->q8->fast_x2 = 0;
+    }
+    for (uint32_t j = 0; j < m->hp.n_head_layers; j++) {
+        sk_linear *h[] = {&m->head[j].q, &m->head[j].kv, &m->head[j].out, &m->head[j].up, &m->head[j].down};
+        for (size_t k = 0; k < 5; k++)
+            if (h[k]->q8) h[k]->q8->fast_x2 = 0;
+    }
+    for (size_t k = 0; k < 2; k++)
+        if (lin[k]->q8) lin[k]->q8->fast_x2 = 0;
+}
+
+/* Row-scaled int8's single-pass choice (the probe of which matrices keep two passes under
+ * SKYCMD_ACT_Q8): made in the open when its options name SKYCMD_ACT_Q8, else by the first
+ * session that sets it; the two give the same answers, bitwise, and differ from one pass
+ * everywhere (the choice matters). A load that defers it logs no choice and runs no probe. */
+Test(q8_model, row_choice_deferred_to_the_first_single_pass_session_is_the_loads) {
+    char dir[] = "/tmp/skq8r-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char path[600];
+    snprintf(path, sizeof path, "%s/m.gguf", dir);
+    skycmd_options *o = skycmd_options_new();
+    skycmd_error *err = skycmd_error_new();
+    skycmd_options_set_int(o, SKYCMD_OPT_TYPE, SKYCMD_TYPE_F16);
+    skycmd_options_set_int(o, SKYCMD_OPT_MASSIVE, 2);
+    cr_assert_eq(skycmd_random_model("s1-nano", path, o, err), SKYCMD_OK, "%s", skycmd_error_message(err));
+    const char *body =
+        "{\"state\": \"turn 3, two enemies ahead, shield at 40%\", \"questions\": {"
+        "\"act\": {\"type\": \"choice\", \"instructions\": \"what now?\", \"criteria\": "
+        "{\"attack\": \"hit them\", \"hide\": \"take cover\", \"run\": \"leave\"}},"
+        "\"risk\": {\"type\": \"noul\", \"instructions\": \"is it dangerous?\"}}}";
+    skycmd_model *m[2] = {NULL, NULL};
+    logrec lr[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+    for (int eager = 0; eager < 2; eager++) {
+        skycmd_options *mo = skycmd_options_new();
+        skycmd_options_set_int(mo, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_Q8_ROW);
+        if (eager) skycmd_options_set_int(mo, SKYCMD_OPT_ACTIVATIONS, SKYCMD_ACT_Q8);
+        skycmd_options_set_log(mo, on_log, &lr[eager]);
+        cr_assert_eq(skycmd_model_open(path, mo, &m[eager], err), SKYCMD_OK, "%s", skycmd_error_message(err));
+        skycmd_options_free(mo);
+    }
+    cr_assert_gt(lr[1].fast_x2, 0, "the eager load chose no matrix to keep two passes");
+    cr_assert_eq(lr[0].fast_x2, 0, "the deferred load made the choice anyway");
+    /* two passes: the choice is not read */
+    char *e2 = decide_with(m[1], body, 1, SKYCMD_ACT_Q8X2), *d2 = decide_with(m[0], body, 1, SKYCMD_ACT_Q8X2);
+    cr_assert_str_eq(e2, d2, "two-pass answers differ between the loads");
+    /* one pass everywhere, as the deferred model ran before the choice existed: every
+     * product's fast_x2 cleared on a third model */
+    skycmd_options *mo = skycmd_options_new();
+    skycmd_options_set_int(mo, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_Q8_ROW);
+    skycmd_options_set_int(mo, SKYCMD_OPT_ACTIVATIONS, SKYCMD_ACT_Q8);
+    skycmd_model *all1 = NULL;
+    cr_assert_eq(skycmd_model_open(path, mo, &all1, err), SKYCMD_OK, "%s", skycmd_error_message(err));
+    skycmd_options_free(mo);
+    clear_fast_x2(all1->m);
+    char *one = decide_with(all1, body, 1, SKYCMD_ACT_Q8);
+    /* the deferred choice, by a session with two threads (the probe's passes on them) */
+    char *e1 = decide_with(m[1], body, 1, SKYCMD_ACT_Q8), *d1 = decide_with(m[0], body, 2, SKYCMD_ACT_Q8);
+    cr_assert_str_eq(e1, d1, "the first single-pass session's choice differs from the load's");
+    cr_assert_str_neq(e1, one, "the choice changed nothing: one pass everywhere answers the same");
+    cr_assert_str_neq(e1, e2, "single-pass activations changed nothing");
+    char *d1b = decide_with(m[0], body, 1, SKYCMD_ACT_Q8);   /* made once: the same again */
+    cr_assert_str_eq(d1, d1b);
+    for (int k = 0; k < 2; k++) cr_assert_eq(skycmd_model_free(m[k]), SKYCMD_OK);
+    cr_assert_eq(skycmd_model_free(all1), SKYCMD_OK);
+    skycmd_string_free(e2);
+    skycmd_string_free(d2);
+    skycmd_string_free(one);
+    skycmd_string_free(e1);
+    skycmd_string_free(d1);
+    skycmd_string_free(d1b);
     unlink(path);
     rmdir(dir);
     skycmd_options_free(o);

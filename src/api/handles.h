@@ -2,9 +2,11 @@
  * handles.h - definitions of the decide-side public handles: model, session, request and
  * response (model.c, session.c, request.c, response.c).
  *
- *  - skycmd_model: immutable after open (weights, tokenizer, temperatures, limits, name);
- *    the only mutable field is the atomic session count, so skycmd_model_free can refuse
- *    (SKYCMD_E_BUSY) while sessions exist.
+ *  - skycmd_model: immutable after open (weights, tokenizer, temperatures, limits, name),
+ *    but for the atomic session count, so skycmd_model_free can refuse (SKYCMD_E_BUSY)
+ *    while sessions exist, and a row-scaled int8 model's deferred single-pass choice
+ *    (sk_model_row_choice), made under row_mu by the first session that asks for
+ *    single-pass activations (sk_api_model_row_choice).
  *  - skycmd_session: one thread's scratch, prompt work buffers and error message. Buffers
  *    grow to the largest request seen and are reused: a warm session allocates only the
  *    response it returns.
@@ -23,6 +25,7 @@
 #include "../model/model.h"
 #include "../prompt/prompt.h"
 #include "../tokenizer/tokenizer.h"
+#include "../util/platform.h"
 #include "../engine/engine.h"
 #include "../engine/multipass.h"
 
@@ -41,7 +44,15 @@ struct skycmd_model {
     int32_t cls, sep, mask;
     char *mask_text;
     atomic_size_t sessions;
+    sk_mutex row_mu;            /* serialises sk_api_model_row_choice */
+    int row_mu_ok;
 };
+
+/* model.c: the model's deferred single-pass choice made now, if its load left it
+ * (SKYCMD_WEIGHTS_Q8_ROW opened without SKYCMD_ACT_Q8 in its options), on pool's threads
+ * (NULL: one); at once otherwise. Called by a session before it switches to SKYCMD_ACT_Q8,
+ * so no single-pass forward call runs before the choice exists. */
+int sk_api_model_row_choice(skycmd_model *mod, sk_pool *pool, sk_err *e);
 
 struct skycmd_session {
     uint32_t tag;

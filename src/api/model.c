@@ -24,6 +24,7 @@ static void model_destroy(skycmd_model *m) {
         sk_tokenizer_free(m->tok);
     }
     sk_model_free(m->m);
+    if (m->row_mu_ok) sk_platform_mutex_destroy(&m->row_mu);
     sk_gguf_close(m->g);
     free(m->gguf_buf);
     free(m->name);
@@ -43,6 +44,14 @@ static int calib_build(void *ud, size_t max_len, size_t head_max_len, sk_calib_s
     return sk_calib_sequences_tok(mod->g, mod->tok, max_len, head_max_len, seqs, e);
 }
 
+int sk_api_model_row_choice(skycmd_model *mod, sk_pool *pool, sk_err *e) {
+    const sk_calib_source calib = {calib_build, mod, 0, 0, 0};
+    sk_platform_mutex_lock(&mod->row_mu);
+    const int rc = sk_model_row_choice(mod->m, mod->g, &calib, pool, NULL, NULL, SK_SHARE_NONE, e);
+    sk_platform_mutex_unlock(&mod->row_mu);
+    return rc;
+}
+
 static int model_init(skycmd_model *mod, const char *path, const skycmd_options *opts,
                       sk_share prog, sk_err *e) {
     int rc;
@@ -57,7 +66,10 @@ static int model_init(skycmd_model *mod, const char *path, const skycmd_options 
     archz[arch.len] = '\0';
 
     int weights = (int)sk_opt_int(opts, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_F32);
-    const sk_calib_source calib = {calib_build, mod, 0, sk_opt_threads(opts)};
+    /* the row probe runs in the open (with its progress) when the options ask for
+     * single-pass activations, else when a session first does (sk_api_model_row_choice) */
+    const int defer = sk_opt_int(opts, SKYCMD_OPT_ACTIVATIONS, SKYCMD_ACT_Q8X2) != SKYCMD_ACT_Q8;
+    const sk_calib_source calib = {calib_build, mod, 0, sk_opt_threads(opts), defer};
     if ((rc = sk_model_load_calib(g, weights, &calib, opts ? opts->log : NULL,
                                   opts ? opts->log_ud : NULL, prog, &mod->m, e)))
         return rc;
@@ -159,6 +171,11 @@ static int open_common(const char *path, const void *data, size_t size, const sk
     skycmd_model *mod = calloc(1, sizeof *mod);
     if (!mod) return sk_api_fail(err, SKYCMD_E_NOMEM, "out of memory opening the model");
     mod->tag = SK_TAG_MODEL;
+    if (sk_platform_mutex_init(&mod->row_mu)) {
+        free(mod);
+        return sk_api_fail(err, SKYCMD_E_NOMEM, "model open: cannot make a lock");
+    }
+    mod->row_mu_ok = 1;
     const int dir = path && is_directory(path);
     /* Progress (none without a callback): one sequence over the whole open, the reading of
      * the file (or the checkpoint's conversion) first, then the load (model.h), each with

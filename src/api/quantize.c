@@ -154,7 +154,7 @@ static int quantize_stored(const char *in_path, const char *out_path, int weight
             rc = e->status;
     }
     if (!rc) {
-        const sk_calib_source calib = {stored_calib_build, &s, 1, sk_opt_threads(opts)};
+        const sk_calib_source calib = {stored_calib_build, &s, 1, sk_opt_threads(opts), 0};
         sk_opt_log(opts, 1, "quantizing %s: the int8 of %s, calibrated once and stored", in_path,
                    s.rows ? "SKYCMD_WEIGHTS_Q8_ROW" : "SKYCMD_WEIGHTS_Q8");
         rc = sk_model_load_calib(g, weights, &calib, opts ? opts->log : NULL,

@@ -137,6 +137,15 @@ int skycmd_session_set_int(skycmd_session *s, int option, int64_t value) {
         s->pool = pool;
         s->threads = value;
     } else {
+        /* a row-scaled model opened without single-pass activations in its options makes
+         * their choice now, on this session's threads (the first session to ask waits) */
+        sk_err e = {0};
+        int rc;
+        if (value == SKYCMD_ACT_Q8 && (rc = sk_api_model_row_choice(s->model, s->pool, &e))) {
+            snprintf(s->errmsg, sizeof s->errmsg, "single-pass activations: %.*s",
+                     (int)(sizeof s->errmsg - 32), e.msg);
+            return rc;
+        }
         s->activations = value;
         sk_scratch_set_activations(s->scratch, (int)value);
     }

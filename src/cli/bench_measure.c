@@ -331,6 +331,10 @@ static int load_model(const bench_args *A, bench_run *r) {
         fprintf(stderr, "skycmd bench: weights mode %d: %s\n", r->weights, skycmd_strerror(st));
         return 1;
     }
+    if (r->acts >= 0 && (st = skycmd_options_set_int(r->opts, SKYCMD_OPT_ACTIVATIONS, r->acts))) {
+        fprintf(stderr, "skycmd bench: int8 activations: %s\n", skycmd_strerror(st));
+        return 1;
+    }
     if (A->max_tokens > 0 &&
         (st = skycmd_options_set_int(r->opts, SKYCMD_OPT_MAX_TOKENS, A->max_tokens))) {
         fprintf(stderr, "skycmd bench: --max-tokens %lld: %s\n", A->max_tokens, skycmd_strerror(st));

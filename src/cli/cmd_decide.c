@@ -387,6 +387,9 @@ int cmd_decide(int argc, char **argv) {
         return rc;
     }
     int st = skycmd_options_set_int(run.opts, SKYCMD_OPT_WEIGHTS, weights);
+    /* single-pass activations named at the open: a row-scaled model's choice for them
+     * is made in the load, with its progress */
+    if (!st && acts != CLI_UNSET) st = skycmd_options_set_int(run.opts, SKYCMD_OPT_ACTIVATIONS, acts);
     if (!st && random) {
         if (cli_temp_new(&run.tmp, cmd.name, "model.gguf")) {
             rc = cli_abort(&run, 1);

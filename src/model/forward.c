@@ -39,7 +39,12 @@ void sk_model_linear(sk_scratch *s, const sk_linear *L, const float *x, size_t l
         for (size_t i = 0; i < s->n_calib_sites; i++)
             if (s->calib_sites[i] == L) sk_calib_record(s->calib, i, x, ldx, n_rows);
     if (L->q8) {
-        const int mode = L->q8->fast_x2 ? SK_Q8_ACT_Q8X2 : s->act_mode;
+        /* fast_x2 is read only under single-pass activations: sessions with two passes
+         * never read what a row probe (int8.c, sk_model_row_choice) sets at their side */
+        const int mode = L->q8 == s->one_pass_site ||
+                                 (s->act_mode == SK_Q8_ACT_Q8 && !L->q8->fast_x2)
+                             ? SK_Q8_ACT_Q8
+                             : SK_Q8_ACT_Q8X2;
         if (sk_q8_linear(s->pool, &s->q8ws, &L->q8->w, mode, x, ldx, n_rows, y, ldy))
             s->q8_oom = 1;
         return;

@@ -378,6 +378,25 @@ static int run_prompts(sk_model *m, sk_scratch *s, const sk_calib_seq *seqs, int
  * with ggml's plain rounding instead saves 5 % of the load but picked sites that left
  * laya-parallel at 1.9e-2 instead of 1.6e-2, measured with the eighth of the time.) */
 #define SK_SITE_KEEP_SHARE 4
+
+/* Marks (mark[i] = 1) up to cap of the sites with the largest score, of those that have one
+ * (score >= 0), are not marked yet and not excluded (exclude NULL: none); returns how many
+ * it marked. Ties go to the first site. */
+static size_t mark_largest(const double *score, const uint8_t *exclude, uint8_t *mark, size_t n,
+                           size_t cap) {
+    size_t marked = 0;
+    while (marked < cap) {
+        size_t best = SIZE_MAX;
+        for (size_t i = 0; i < n; i++)
+            if (score[i] >= 0.0 && !mark[i] && !(exclude && exclude[i]) &&
+                (best == SIZE_MAX || score[i] > score[best]))
+                best = i;
+        if (best == SIZE_MAX) break;
+        mark[best] = 1;
+        marked++;
+    }
+    return marked;
+}
 /* The probe's cost (SK_COST_* units): the reference pass, then per site quantized here a
  * quantization and two passes. */
 static double probe_cost(const sk_model *m, size_t probe_tokens, sk_linear *const *all, size_t n,
@@ -416,7 +435,7 @@ static int probe_sites(sk_model *m, calib_seqs *cs, sk_linear *const *all, size_
     if (!ref || !got || !got1 || !s) rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory for calibration");
     if (!rc) rc = run_prompts(m, s, seqs, 1, ref, &nl, pr, 0.0, pass / cost, e);
     for (size_t i = 0; i < n && !rc; i++) {
-        sens[i] = -1.0;
+        sens[i] = sens_a[i] = -1.0;
         if (to_q8[i] != 1) continue;
         sk_linear *L = all[i];
         const double qc = SK_COST_Q8_ELEM * (double)L->p.n_in * (double)L->p.n_out;
@@ -455,27 +474,10 @@ static int probe_sites(sk_model *m, calib_seqs *cs, sk_linear *const *all, size_
     }
     if (!rc && n_probed > 1) {
         const size_t cap = n_probed / SK_SITE_KEEP_SHARE ? n_probed / SK_SITE_KEEP_SHARE : 1;
-        while (*n_keep < cap) {
-            size_t best = SIZE_MAX;
-            for (size_t i = 0; i < n; i++)
-                if (to_q8[i] == 1 && !keep[i] && (best == SIZE_MAX || sens[i] > sens[best]))
-                    best = i;
-            if (best == SIZE_MAX) break;
-            keep[best] = 1;
-            (*n_keep)++;
-        }
+        *n_keep = mark_largest(sens, NULL, keep, n, cap);
         /* --q8-fast: the products of the same number of sites (of those left int8) whose
          * single-pass activations change the logits most keep two-pass activations */
-        while (*n_x2 < cap) {
-            size_t best = SIZE_MAX;
-            for (size_t i = 0; i < n; i++)
-                if (to_q8[i] == 1 && !keep[i] && !fast_x2[i] &&
-                    (best == SIZE_MAX || sens_a[i] > sens_a[best]))
-                    best = i;
-            if (best == SIZE_MAX) break;
-            fast_x2[best] = 1;
-            (*n_x2)++;
-        }
+        *n_x2 = mark_largest(sens_a, keep, fast_x2, n, cap);
     }
     free(w);
     free(ref);
@@ -487,20 +489,21 @@ static int probe_sites(sk_model *m, calib_seqs *cs, sk_linear *const *all, size_
 
 /* Row-scaled int8's choice for single-pass activations (--q8-row --q8-fast): the model as
  * it will run (every site int8) answers the six probe sequences with two-pass activations
- * everywhere, then once per site with that site alone on one pass; the RMS change of the
- * scorer logits is what one pass adds there (sens_a[i]), and the SK_ROW_X2_SHARE-th of the
- * sites where it is largest keep two passes under --q8-fast (fast_x2). In context, so no
- * f32 pass and no second quantization: one int8 pass per site. The share: a third took a
- * random base's one-pass error at 128 tokens from 5.7e-2 to 3.3e-2 of laya (a quarter:
- * 3.7e-2, a half: 2.2e-2, two passes everywhere: 2.5e-2), s1-micro's from 6.2e-2 to
- * 3.5e-2, at about the speed of one pass (docs/quantization.md §5). */
+ * everywhere, then once per site with that site alone on one pass (the scratch's
+ * one_pass_site: the model itself is not written); the RMS change of the scorer logits is
+ * what one pass adds there (sens_a[i]), and the SK_ROW_X2_SHARE-th of the sites where it is
+ * largest keep two passes under --q8-fast (x2[i] = 1). In context, so no f32 pass and no
+ * second quantization: one int8 pass per site. The share: a third took a random base's
+ * one-pass error at 128 tokens from 5.7e-2 to 3.3e-2 of laya (a quarter: 3.7e-2, a half:
+ * 2.2e-2, two passes everywhere: 2.5e-2), s1-micro's from 6.2e-2 to 3.5e-2, at about the
+ * speed of one pass (docs/quantization.md §5). */
 #define SK_ROW_X2_SHARE 3
-static double probe_rows_cost(const sk_model *m, size_t probe_tokens, size_t n_sites) {
+static double probe_rows_cost(const sk_model *m, double probe_tokens, size_t n_sites) {
     return SK_COST_FWD * SK_COST_INT8_PASS * model_macs(m) * (double)probe_tokens * (double)(n_sites + 1);
 }
 
 static int probe_rows(sk_model *m, calib_seqs *cs, sk_linear *const *all, size_t n,
-                      double *sens_a, size_t *n_x2, int8_prog *pr, sk_err *e) {
+                      double *sens_a, uint8_t *x2, size_t *n_x2, int8_prog *pr, sk_err *e) {
     *n_x2 = 0;
     int rc = calib_seqs_get(m, cs, e);
     if (rc) return rc;
@@ -509,47 +512,84 @@ static int probe_rows(sk_model *m, calib_seqs *cs, sk_linear *const *all, size_t
     for (size_t i = 0; i < SK_CALIB_N_SEQS; i++) total += seqs[i].n;
     for (size_t i = 0; i < n; i++) {
         sens_a[i] = -1.0;
-        if (all[i]->q8) {
-            all[i]->q8->fast_x2 = 1;   /* the reference: two passes everywhere */
-            n_sites++;
-        }
+        x2[i] = 0;
+        n_sites += all[i]->q8 != NULL;
     }
     float *ref = sk_malloc_array(total ? total : 1, sizeof(float));
     float *got = sk_malloc_array(total ? total : 1, sizeof(float));
-    sk_scratch *s = sk_scratch_new(m);
+    sk_scratch *s = sk_scratch_new(m);   /* two-pass activations: the reference */
     sk_scratch_set_pool(s, cs->pool);
     prog_attach(s, pr);
     if (!ref || !got || !s) rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory for the probe");
-    if (!rc) sk_scratch_set_activations(s, SK_Q8_ACT_Q8);
     const double per = 1.0 / (double)(n_sites + 1);
     size_t done = 0;
     if (!rc) rc = run_prompts(m, s, seqs, 1, ref, &nl, pr, 0.0, per, e);
     for (size_t i = 0; i < n && !rc; i++) {
-        sk_q8_owned *q = all[i]->q8;
-        if (!q) continue;
+        if (!all[i]->q8) continue;
         done++;
-        q->fast_x2 = 0;
+        s->one_pass_site = all[i]->q8;
         rc = run_prompts(m, s, seqs, 1, got, &nl, pr, per * (double)done, per * (double)(done + 1), e);
-        q->fast_x2 = 1;
+        s->one_pass_site = NULL;
         double sa = 0.0;
         for (size_t t = 0; t < nl; t++) sa += ((double)got[t] - ref[t]) * ((double)got[t] - ref[t]);
         sens_a[i] = nl ? sqrt(sa / (double)nl) : 0.0;
     }
-    for (size_t i = 0; i < n; i++)
-        if (all[i]->q8) all[i]->q8->fast_x2 = 0;
-    const size_t cap = !n_sites ? 0 : n_sites / SK_ROW_X2_SHARE ? n_sites / SK_ROW_X2_SHARE : 1;
-    while (!rc && *n_x2 < cap) {
-        size_t best = SIZE_MAX;
-        for (size_t i = 0; i < n; i++)
-            if (all[i]->q8 && !all[i]->q8->fast_x2 && (best == SIZE_MAX || sens_a[i] > sens_a[best]))
-                best = i;
-        if (best == SIZE_MAX) break;
-        all[best]->q8->fast_x2 = 1;
-        (*n_x2)++;
-    }
+    if (!rc) *n_x2 = mark_largest(sens_a, NULL, x2, n, !n_sites ? 0 : n_sites / SK_ROW_X2_SHARE ? n_sites / SK_ROW_X2_SHARE : 1);
     free(ref);
     free(got);
     sk_scratch_free(s);
+    return rc;
+}
+
+/* The log of a probe's findings, a line per site probed (sens_a >= 0): for --q8 (sens
+ * given) the site alone against f32, then what single-pass activations add; the sites kept
+ * in f32 (keep, or NULL) and those with two passes under --q8-fast (x2). */
+static void log_probe(skycmd_log_fn log, void *log_ud, sk_linear *const *all, size_t n,
+                      const double *sens, const double *sens_a, const uint8_t *keep,
+                      const uint8_t *x2) {
+    for (size_t i = 0; i < n; i++) {
+        if (sens_a[i] < 0.0) continue;
+        char name[160], alone[64] = "";
+        linear_name(all[i], name, sizeof name);
+        if (sens) snprintf(alone, sizeof alone, "sensitivity %.3g (RMS logit change, alone), ", sens[i]);
+        sk_model_log(log, log_ud, 0, "int8: %s: %ssingle-pass activations change the logits by "
+             "%.3g (RMS)%s%s", name, alone, sens_a[i],
+             keep && keep[i] ? ": among the most sensitive, kept in f32" : "",
+             x2[i] ? ": two-pass activations under --q8-fast" : "");
+    }
+}
+
+int sk_model_row_choice(sk_model *m, const sk_gguf *g, const sk_calib_source *calib,
+                        struct sk_pool *pool, skycmd_log_fn log, void *log_ud, sk_share prog,
+                        sk_err *e) {
+    if (!m || !m->row_choice_pending) return sk_share_report(prog, 1.0, e);
+    size_t n, n_enc, n_x2 = 0;
+    sk_linear **all = model_linears(m, &n, &n_enc);
+    if (!all) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
+    const int threads = calib && calib->threads > 0 ? calib->threads : 1;
+    sk_pool *own = !pool && threads > 1 ? sk_pool_new(threads) : NULL;
+    calib_seqs cs = {calib, g, 0, {{0}}, pool ? pool : own};
+    int8_prog pr = {prog, 0.0, 0.0, 0, 0};
+    const size_t cap = n ? n : 1;
+    double *sens_a = sk_malloc_array(cap, sizeof(double));
+    uint8_t *x2 = calloc(cap, 1);
+    int rc = sens_a && x2 ? probe_rows(m, &cs, all, n, sens_a, x2, &n_x2, &pr, e)
+                          : sk_fail(e, SKYCMD_E_NOMEM, "out of memory for the probe");
+    if (rc == SKYCMD_E_CANCELLED) sk_err_prefix(e, "int8 sensitivity probe");
+    if (!rc) {
+        for (size_t i = 0; i < n; i++)
+            if (all[i]->q8) all[i]->q8->fast_x2 = x2[i];
+        m->row_choice_pending = 0;
+        log_probe(log, log_ud, all, n, NULL, sens_a, NULL, x2);
+        sk_model_log(log, log_ud, 1, "int8 rows: %zu of the matrices keep two-pass activations "
+             "under --q8-fast (a probe of the six sequences, one int8 pass per matrix)", n_x2);
+        rc = sk_share_report(prog, 1.0, e);
+    }
+    free(sens_a);
+    free(x2);
+    calib_seqs_free(&cs);
+    sk_pool_free(own);
+    free(all);
     return rc;
 }
 
@@ -572,7 +612,7 @@ static double quant_cost(const sk_linear *L, int weights_mode, int gptq) {
            (gptq ? SK_COST_MAC * (elems * k + k * k * k / 3.0) : 0.0);
 }
 
-double sk_int8_cost_guess(const sk_model *m, int weights_mode) {
+double sk_int8_cost_guess(const sk_model *m, int weights_mode, int row_choice) {
     const double d = m->hp.n_embd, ff = m->hp.n_ff, L = m->hp.n_layer;
     const double enc = L * (3 * d * d + d * d + 2 * ff * d + ff * d), macs = model_macs(m);
     /* the sequences' tokens (about the same for every model: the calibration's prompts) */
@@ -584,10 +624,14 @@ double sk_int8_cost_guess(const sk_model *m, int weights_mode) {
          * and two passes), the quantization */
         return SK_COST_FWD * macs * calib_tokens + (8.0 * L + 1.0) * SK_COST_FWD * macs * probe_tokens +
                2.0 * SK_COST_Q8_ELEM * enc;
-    case SKYCMD_WEIGHTS_Q8_ROW:
-        /* calibration, the quantization, the probe (an int8 pass, and one per site) */
+    case SKYCMD_WEIGHTS_Q8_ROW: {
+        /* calibration, the quantization, the probe unless deferred (its sites: the
+         * encoder's four matrices a layer, the head blocks' five but the last kv) */
+        const double H = m->hp.n_head_layers;
+        const size_t sites = (size_t)(4.0 * L + (H > 0 ? 5.0 * H - 1.0 : 0.0));
         return SK_COST_FWD * macs * calib_tokens + SK_COST_Q8_ROW_ELEM * macs +
-               (4.0 * L + 1.0) * SK_COST_FWD * SK_COST_INT8_PASS * macs * probe_tokens;
+               (row_choice ? probe_rows_cost(m, probe_tokens, sites) : 0.0);
+    }
     default:
         return SK_COST_Q8_ELEM * enc;
     }
@@ -670,6 +714,9 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
      * tokens; without a callback they are built where they were always built). */
     const int calibrated = (weights_mode == SKYCMD_WEIGHTS_Q8 || weights_mode == SKYCMD_WEIGHTS_Q8_ROW) &&
                            n_quant > 0 && !stored;
+    /* the row probe (single-pass activations' choice), now or when a session first asks
+     * for single-pass activations (sk_model_row_choice) */
+    const int row_probe = weights_mode == SKYCMD_WEIGHTS_Q8_ROW && calibrated;
     int8_prog pr = {SK_SHARE_NONE, 0.0, 0.0, 0, 0};
     sk_share part_cal = SK_SHARE_NONE, part_probe = SK_SHARE_NONE, part_quant = SK_SHARE_NONE;
     if (!rc && sk_share_active(prog)) {
@@ -686,21 +733,14 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
                 if (gptq[i]) xtx += (double)all[i]->p.n_in * (double)all[i]->p.n_in / 2.0;
             c_cal = (SK_COST_FWD * model_macs(m) + SK_COST_MAC * xtx) * (double)tokens;
             if (vocab_site(m, all, gptq)) c_cal += vocab_cost(m, all[0]->p.n_in);
-            c_probe = weights_mode == SKYCMD_WEIGHTS_Q8
-                          ? probe_cost(m, prompts_tokens(cs.v, 1), all, n, to_q8)
-                          : probe_rows_cost(m, prompts_tokens(cs.v, 1), n_quant);
+            if (weights_mode == SKYCMD_WEIGHTS_Q8) c_probe = probe_cost(m, prompts_tokens(cs.v, 1), all, n, to_q8);
         }
         for (size_t i = 0; i < n; i++)
             if (to_q8[i] == 1) c_quant += quant_cost(all[i], weights_mode, gptq[i]);
         const double sum = c_cal + c_probe + c_quant > 0.0 ? c_cal + c_probe + c_quant : 1.0;
         part_cal = sk_share_part(prog, 0.0, c_cal / sum);
-        if (weights_mode == SKYCMD_WEIGHTS_Q8_ROW) {   /* the row probe runs on the int8 model */
-            part_quant = sk_share_part(prog, c_cal / sum, (c_cal + c_quant) / sum);
-            part_probe = sk_share_part(prog, (c_cal + c_quant) / sum, 1.0);
-        } else {
-            part_probe = sk_share_part(prog, c_cal / sum, (c_cal + c_probe) / sum);
-            part_quant = sk_share_part(prog, (c_cal + c_probe) / sum, 1.0);
-        }
+        part_probe = sk_share_part(prog, c_cal / sum, (c_cal + c_probe) / sum);
+        part_quant = sk_share_part(prog, (c_cal + c_probe) / sum, 1.0);
     }
     if (!rc && weights_mode == SKYCMD_WEIGHTS_Q8 && n_quant > 0) {
         pr.part = part_cal;
@@ -712,15 +752,7 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
         pr.part = part_probe;
         if (!rc) rc = probe_sites(m, &cs, all, n, to_q8, &c, keep, sens, &n_keep, fast_x2, sens_a, &n_x2, &pr, e);
         if (rc == SKYCMD_E_CANCELLED) sk_err_prefix(e, "int8 sensitivity probe");
-        for (size_t i = 0; !rc && i < n; i++) {
-            if (to_q8[i] != 1) continue;
-            char name[160];
-            linear_name(all[i], name, sizeof name);
-            sk_model_log(log, log_ud, 0, "int8: %s: sensitivity %.3g (RMS logit change, alone), %.3g more "
-                 "with single-pass activations%s%s", name, sens[i], sens_a[i],
-                 keep[i] ? ": among the most sensitive, kept in f32" : "",
-                 fast_x2[i] ? ": two-pass activations under --q8-fast" : "");
-        }
+        if (!rc) log_probe(log, log_ud, all, n, sens, sens_a, keep, fast_x2);
     }
     /* Row-scaled int8: the calibration's max |x| per channel picks the outlier columns (a
      * massive channel would otherwise set the scale of every activation row); no GPTQ (in
@@ -858,27 +890,20 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
             sk_err_prefix(e, "int8 quantization");
     }
     if (!rc) rc = sk_share_report(part_quant, 1.0, e);
-    if (!rc && weights_mode == SKYCMD_WEIGHTS_Q8_ROW && !stored && n_quant > 0) {
-        pr.part = part_probe;
-        rc = probe_rows(m, &cs, all, n, sens_a, &n_x2, &pr, e);
-        if (rc == SKYCMD_E_CANCELLED) sk_err_prefix(e, "int8 sensitivity probe");
-        for (size_t i = 0; !rc && i < n; i++) {
-            if (sens_a[i] < 0.0) continue;
-            char name[160];
-            linear_name(all[i], name, sizeof name);
-            sk_model_log(log, log_ud, 0, "int8 rows: %s: single-pass activations change the logits "
-                 "by %.3g (RMS)%s", name, sens_a[i],
-                 all[i]->q8->fast_x2 ? ": two-pass activations under --q8-fast" : "");
-        }
-        if (!rc) rc = sk_share_report(part_probe, 1.0, e);
-    }
+    /* the row probe runs on the model as it runs, once loaded (sk_model_row_choice) */
+    if (!rc && row_probe) m->row_choice_pending = 1;
+    char x2_note[96];
+    if (m->row_choice_pending)
+        snprintf(x2_note, sizeof x2_note, "two-pass activations under --q8-fast chosen by a probe");
+    else
+        snprintf(x2_note, sizeof x2_note, "%zu with two-pass activations under --q8-fast", n_x2);
     if (!rc)
         sk_model_log(log, log_ud, 1, "int8: %zu matrices Q8_0 (%zu quantized at load%s, %zu from the "
-             "file; %zu kept in f32 by sensitivity, %zu with two-pass activations under --q8-fast), %zu outlier columns in f32; prepacked once: ROW_MAJOR -> INPUT_BLOCK_MAJOR "
+             "file; %zu kept in f32 by sensitivity, %s), %zu outlier columns in f32; prepacked once: ROW_MAJOR -> INPUT_BLOCK_MAJOR "
              "%zu bytes, panels %zu bytes (%zu in the tiles' K = 64 order); kernel %s", n_quant + n_file - n_keep, n_quant - n_keep,
              stored ? " (the file stores its calibration)" :
              weights_mode == SKYCMD_WEIGHTS_Q8 ? " with calibration" : weights_mode == SKYCMD_WEIGHTS_Q8_ROW ? " per row, calibrated outlier columns" : " without calibration",
-             n_file, n_keep, n_x2, total_outl, total_bytes, total_pbytes, n_pairs, sk_q8_kernel_name());
+             n_file, n_keep, x2_note, total_outl, total_bytes, total_pbytes, n_pairs, sk_q8_kernel_name());
     free(w);
     free(keep);
     free(gptq);

@@ -468,9 +468,10 @@ double sk_model_read_share(int weights_mode, double read_factor) {
 }
 
 /* Split the load's share between the tensors (check and pack, by bytes) and what follows
- * them (the int8 conversion, the AMX-BF16 relayout), by their estimated cost. */
-static void plan_progress(sk_model *m, const sk_gguf *g, int weights_mode, sk_share prog,
-                          sk_share *post) {
+ * them (*post: the int8 conversion and the AMX-BF16 relayout, *post_int8, then a row-scaled
+ * model's probe unless deferred, *post_probe: row_choice), by their estimated cost. */
+static void plan_progress(sk_model *m, const sk_gguf *g, int weights_mode, int row_choice,
+                          sk_share prog, sk_share *post, sk_share *post_int8, sk_share *post_probe) {
     uint64_t bytes = 0, matrix_elems = 0;
     for (size_t i = 0; i < sk_gguf_n_tensors(g); i++) {
         const sk_gguf_tensor *t = sk_gguf_tensor_at(g, i);
@@ -484,15 +485,20 @@ static void plan_progress(sk_model *m, const sk_gguf *g, int weights_mode, sk_sh
     m->load_total = bytes;
     m->load_done = 0;
     const double c_load = SK_COST_LOAD_BYTE * (double)bytes;
-    double c_post = 0.0;
+    double c_post = 0.0, c_probe = 0.0;
     if (weights_mode == SKYCMD_WEIGHTS_BF16X3 && sk_bf16x3_unit())
         c_post += SK_COST_AMX_ELEM * (double)matrix_elems;
     if (weights_mode == SKYCMD_WEIGHTS_Q8 || weights_mode == SKYCMD_WEIGHTS_Q8_ROW ||
-        weights_mode == SKYCMD_WEIGHTS_Q8_PLAIN)
-        c_post += sk_int8_cost_guess(m, weights_mode);
-    const double split = c_load + c_post > 0.0 ? c_load / (c_load + c_post) : 1.0;
+        weights_mode == SKYCMD_WEIGHTS_Q8_PLAIN) {
+        c_post += sk_int8_cost_guess(m, weights_mode, 0);
+        c_probe = sk_int8_cost_guess(m, weights_mode, row_choice) - sk_int8_cost_guess(m, weights_mode, 0);
+    }
+    const double sum = c_load + c_post + c_probe;
+    const double split = sum > 0.0 ? c_load / sum : 1.0, split2 = sum > 0.0 ? (c_load + c_post) / sum : 1.0;
     m->load_share = sk_share_part(prog, 0.0, split);
     *post = sk_share_part(prog, split, 1.0);
+    *post_int8 = sk_share_part(prog, split, split2);
+    *post_probe = sk_share_part(prog, split2, 1.0);
 }
 
 int sk_model_load_calib(const sk_gguf *g, int weights_mode, const sk_calib_source *calib,
@@ -550,10 +556,11 @@ int sk_model_load_calib(const sk_gguf *g, int weights_mode, const sk_calib_sourc
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
     }
     char name[128];
-    sk_share post = SK_SHARE_NONE;
+    sk_share post = SK_SHARE_NONE, post_int8 = SK_SHARE_NONE, post_probe = SK_SHARE_NONE;
     rc = check_tensor(g, "token_embd.weight", d, hp->n_vocab, &m->tok_embd, e);
     if (!rc && sk_share_active(prog)) {
-        plan_progress(m, g, weights_mode, prog, &post);
+        plan_progress(m, g, weights_mode, !(calib && calib->defer_row_choice), prog, &post,
+                      &post_int8, &post_probe);
         rc = sk_share_report(m->load_share, 0.0, e);
     }
     if (!rc) {
@@ -613,11 +620,14 @@ int sk_model_load_calib(const sk_gguf *g, int weights_mode, const sk_calib_sourc
     if (!rc && weights_mode == SKYCMD_WEIGHTS_BF16X3)
         rc = sk_model_to_bf16x3(m, log, log_ud, e);
     else if (!rc && weights_mode != SKYCMD_WEIGHTS_F32) {
-        rc = sk_model_to_int8(m, g, weights_mode, calib, log, log_ud, post, e);
+        rc = sk_model_to_int8(m, g, weights_mode, calib, log, log_ud, post_int8, e);
         if (!rc) rc = sk_model_int8_floats_to_amx_bf16(m, log, log_ud, e);
     }
     if (!rc && hp->n_head_layers > 0)
         rc = build_key_transposes(m, &m->head[hp->n_head_layers - 1], e);
+    /* a row-scaled model's single-pass choice, on the model as it runs */
+    if (!rc && !(calib && calib->defer_row_choice))
+        rc = sk_model_row_choice(m, g, calib, NULL, log, log_ud, post_probe, e);
     /* The int8 modes freed every replaced matrix's f32/16-bit panels, blocks of a few MB
      * that glibc's free() keeps in the heap between the int8 blocks made after them (on a
      * base-sized model from a Laya directory: 140 MB kept). */

@@ -79,6 +79,10 @@ typedef struct sk_calib_source {
                            for sk_model_int8_each (skycmd_quantize storing the result) */
     int threads;        /* compute threads of the calibration's forward passes (0 or 1: one);
                            the result does not depend on it */
+    int defer_row_choice; /* 1: SKYCMD_WEIGHTS_Q8_ROW quantized at load leaves its choice of
+                             the products that keep two-pass activations under single-pass
+                             ones (a probe: an int8 pass per matrix) to sk_model_row_choice;
+                             0: the load makes it (and reports it as progress) */
 } sk_calib_source;
 /* sk_model_load_ex with the calibration sequences' source (NULL: the loader builds them
  * from g with sk_calib_sequences, decoding g's tokenizer itself; src/api/model.c hands its
@@ -108,6 +112,21 @@ typedef int (*sk_int8_matrix_fn)(void *ud, const sk_gguf_tensor *t, size_t row0,
                                  const uint32_t *outl, size_t n_outl, const float *w_outl,
                                  int two_pass);
 int sk_model_int8_each(const sk_model *m, sk_int8_matrix_fn fn, void *ud);
+/* A row-scaled int8 model quantized at load makes its single-pass choice here: a probe of
+ * the calibration sequences calib builds (NULL: from g), an int8 pass per matrix, on pool's
+ * threads (NULL: calib's threads), on the model as it runs, so the choice is the same,
+ * bitwise, whenever it is made. Then single-pass activations (SKYCMD_ACT_Q8) keep two
+ * passes at the matrices where one pass changes the answers most; before it they run one
+ * pass everywhere. The load calls it last unless calib->defer_row_choice. A no-op on any
+ * other model, or once made. Logs each matrix's finding at level 0 and a summary at 1;
+ * reports progress to prog (stopping with SKYCMD_E_CANCELLED when it asks). The caller
+ * serialises calls on one model and keeps single-pass forward calls on m away until it
+ * returns; two-pass ones may run meanwhile (the probe writes only what they do not read:
+ * forward.c). */
+struct sk_pool;
+int sk_model_row_choice(sk_model *m, const sk_gguf *g, const sk_calib_source *calib,
+                        struct sk_pool *pool, skycmd_log_fn log, void *log_ud, sk_share prog,
+                        sk_err *e);
 void sk_model_free(sk_model *m);
 const sk_hparams *sk_model_hparams(const sk_model *m);
 /* Number of parameters stored in the file's model tensors. */

@@ -76,6 +76,8 @@ struct sk_model {
                            packed straight into int8 panels (no f32 stage; SKYCMD_WEIGHTS_Q8_ROW
                            only on a file that stores its row-scaled int8: q8_file_rows) */
     int q8_file_rows;   /* the file stores --q8-row's int8 and the mode is _Q8_ROW */
+    int row_choice_pending; /* row-scaled int8 quantized at load whose single-pass choice
+                               (the row probe) is deferred: sk_model_row_choice makes it */
     /* token_embd.weight stays in the file (any supported type): only the rows of a
      * sequence are widened, at lookup, so a large vocabulary costs no f32 copy. */
     const sk_gguf_tensor *tok_embd;
@@ -128,6 +130,9 @@ struct sk_scratch {
     void *stop_ud;
     /* int8 path */
     int act_mode;                      /* SK_Q8_ACT_* */
+    /* the row probe's (int8.c): this product alone runs one int8 pass whatever act_mode
+     * and its fast_x2 say (NULL: none), so the probe never writes the shared model */
+    const sk_q8_owned *one_pass_site;
     sk_q8_ws q8ws;
     int q8_oom;                        /* a workspace could not grow during a forward call */
     sk_calib *calib;                   /* load-time calibration record, else NULL */
@@ -216,8 +221,9 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
                      sk_share prog, sk_err *e);
 /* int8.c: the estimated cost (SK_COST_* units) of sk_model_to_int8 on m, from its
  * hyper-parameters alone (the calibration sequences are not built yet): how the load's
- * progress splits between the tensors and the int8 conversion. */
-double sk_int8_cost_guess(const sk_model *m, int weights_mode);
+ * progress splits between the tensors and the int8 conversion. row_choice: a row-scaled
+ * conversion runs its probe (not deferred: sk_calib_source.defer_row_choice). */
+double sk_int8_cost_guess(const sk_model *m, int weights_mode, int row_choice);
 
 /* The load's progress is split by estimated cost, in nanoseconds of one core as measured on
  * an AMD EPYC (Zen 4, a shared 2-vCPU guest) with `skycmd_model_open` of a random base

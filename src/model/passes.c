@@ -101,6 +101,7 @@ static int reserve_split(const sk_model *m, sk_scratch *s, size_t n, int g, sk_e
     }
     for (int i = 0; i < g - 1; i++) {  /* one thread each (no pool), the caller's modes */
         s->sub[i]->act_mode = s->act_mode;
+        s->sub[i]->one_pass_site = s->one_pass_site;
         s->sub[i]->unfolded = s->unfolded;
     }
     return SKYCMD_OK;

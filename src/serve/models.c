@@ -98,6 +98,8 @@ static struct loaded_model *open_one(int i, uint64_t generation, char *why, size
     uint64_t t = now_us();
     struct load_progress progress = {i, t, t};
     skycmd_options_set_int(opts, SKYCMD_OPT_WEIGHTS, cfg->weights);
+    /* (a row-scaled model then makes its single-pass choice in the load, with progress) */
+    if (cfg->activations >= 0) skycmd_options_set_int(opts, SKYCMD_OPT_ACTIVATIONS, cfg->activations);
     if (cfg->max_tokens > 0) skycmd_options_set_int(opts, SKYCMD_OPT_MAX_TOKENS, cfg->max_tokens);
     skycmd_options_set_string(opts, SKYCMD_OPT_MODEL_NAME, cfg->models[i].name);
     skycmd_options_set_progress(opts, on_load_progress, &progress);

@@ -86,6 +86,39 @@ void sk_platform_once(sk_once *once, void (*fn)(void)) {
 #endif
 }
 
+int sk_platform_mutex_init(sk_mutex *mu) {
+#if SKYCMD_THREADS
+    return pthread_mutex_init(mu, NULL) ? -1 : 0;
+#else
+    *mu = 0;
+    return 0;
+#endif
+}
+
+void sk_platform_mutex_lock(sk_mutex *mu) {
+#if SKYCMD_THREADS
+    (void)pthread_mutex_lock(mu);
+#else
+    (void)mu;
+#endif
+}
+
+void sk_platform_mutex_unlock(sk_mutex *mu) {
+#if SKYCMD_THREADS
+    (void)pthread_mutex_unlock(mu);
+#else
+    (void)mu;
+#endif
+}
+
+void sk_platform_mutex_destroy(sk_mutex *mu) {
+#if SKYCMD_THREADS
+    (void)pthread_mutex_destroy(mu);
+#else
+    (void)mu;
+#endif
+}
+
 int sk_platform_cpu_count(void) {
     sk_cpuset s;
     long n = sk_platform_affinity_get(&s);

@@ -39,6 +39,9 @@
  *    compute pool runs every job on its caller (kernels/pool.c) and sk_platform_affinity_set
  *    does not exist. sk_platform_once(once, fn) calls fn exactly once over all the calls on
  *    the same once (initialised with SK_ONCE_INIT): pthread_once, or a flag without threads.
+ *    sk_mutex: a lock (pthread_mutex_t; nothing without threads, where there is no other
+ *    thread to exclude). sk_platform_mutex_init returns 0, or -1 when the system cannot
+ *    make one; lock/unlock/destroy as pthread's, on an initialised mutex.
  *  - Memory that holds a file: sk_platform_map_read(fd, size) gives a read-only view of a
  *    file's first size bytes (mmap; where the system has no mmap (WASI) a heap copy read
  *    with pread), NULL with errno on failure. sk_platform_pages_alloc(size) gives size
@@ -96,9 +99,11 @@
 #include <pthread.h>
 typedef pthread_once_t sk_once;
 #define SK_ONCE_INIT PTHREAD_ONCE_INIT
+typedef pthread_mutex_t sk_mutex;
 #else
 typedef int sk_once;
 #define SK_ONCE_INIT 0
+typedef int sk_mutex;
 #endif
 
 #define SK_CPUSET_MAX 1024 /* CPU numbers a set holds (the pool's thread limit) */
@@ -132,6 +137,10 @@ int sk_platform_affinity_get(sk_cpuset *out);
 int sk_platform_affinity_set(pthread_t thread, const sk_cpuset *set);
 #endif
 void sk_platform_once(sk_once *once, void (*fn)(void));
+int sk_platform_mutex_init(sk_mutex *mu);
+void sk_platform_mutex_lock(sk_mutex *mu);
+void sk_platform_mutex_unlock(sk_mutex *mu);
+void sk_platform_mutex_destroy(sk_mutex *mu);
 double sk_platform_strtod_c(const char *s, char **end);
 int sk_platform_file_id(int fd, uint64_t id[7]);
 int sk_platform_path_id(const char *path, uint64_t id[7]);

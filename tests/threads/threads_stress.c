@@ -11,6 +11,10 @@
  *   - then one such session alone, whose helper the budget lends every pass (a small
  *     model's multi-question batch split by sequence, src/model/passes.c), once with
  *     helpers that are late for every group, whose groups the caller then publishes;
+ *   - a row-scaled int8 model opened without single-pass activations: two threads' sessions
+ *     ask for them at once (the first makes the model's choice of the products that keep
+ *     two passes, the other waits) while a third decides with two passes; every answer
+ *     must be the one of a model that made the choice in its open;
  *   - a bare sk_pool hammered with budgeted and all-thread jobs.
  * usage: threads_stress <work_dir>   exit status 0 = pass, 1 = failure (message on stderr).
  */
@@ -120,6 +124,49 @@ static void *monitor(void *arg) {
     return NULL;
 }
 
+/* Section 3's threads: a session of g_row set to activation mode *arg, deciding every
+ * request ROUNDS times against g_row_ref[mode]. */
+static skycmd_model *g_row;
+static char *g_row_ref[2][NREQ];
+
+static void *row_thread(void *arg) {
+    const int act = *(const int *)arg;
+    skycmd_session *s = NULL;
+    if (skycmd_session_new(g_row, &s) != SKYCMD_OK || skycmd_session_set_int(s, SKYCMD_OPT_THREADS, 2) != SKYCMD_OK) {
+        fail("row session", NULL);
+        skycmd_session_free(s);
+        return NULL;
+    }
+    if (skycmd_session_set_int(s, SKYCMD_OPT_ACTIVATIONS, act) != SKYCMD_OK) {
+        fail("row activations", skycmd_session_errmsg(s));
+        skycmd_session_free(s);
+        return NULL;
+    }
+    for (int r = 0; r < ROUNDS && !__atomic_load_n(&g_fail, __ATOMIC_RELAXED); r++)
+        for (int i = 0; i < NREQ; i++) {
+            char *j = decide_json(s, g_req[i]);
+            if (j && strcmp(j, g_row_ref[act][i]) != 0)
+                fail(act ? "row model: single-pass answer differs from the open's choice"
+                         : "row model: two-pass answer differs", j);
+            free(j);
+        }
+    skycmd_session_free(s);
+    return NULL;
+}
+
+/* Opens the s1-nano at path as row-scaled int8, with single-pass activations named in the
+ * options (eager) or not. */
+static skycmd_model *open_rows(const char *path, int eager, skycmd_error *err) {
+    skycmd_options *o = skycmd_options_new();
+    skycmd_model *m = NULL;
+    if (!o || skycmd_options_set_int(o, SKYCMD_OPT_WEIGHTS, SKYCMD_WEIGHTS_Q8_ROW) != SKYCMD_OK ||
+        (eager && skycmd_options_set_int(o, SKYCMD_OPT_ACTIVATIONS, SKYCMD_ACT_Q8) != SKYCMD_OK) ||
+        skycmd_model_open(path, o, &m, err) != SKYCMD_OK)
+        fail("row model open", skycmd_error_message(err));
+    skycmd_options_free(o);
+    return m;
+}
+
 static void count(void *ctx, int ith, int nth) {
     int *c = ctx;
     if (ith < 0 || ith >= nth) fail("pool: thread index out of range", NULL);
@@ -202,6 +249,30 @@ int main(int argc, char **argv) {
     if (sk_compute_budget() >= 2 && sk_split_caller_published() == published)
         fail("late helpers: the caller never published a helper's group", NULL);
     if (sk_compute_in_use() != 0) fail("budget units not returned after late helpers", NULL);
+
+    /* 3. the deferred single-pass choice of a row-scaled model, asked for by two threads at
+     * once beside a two-pass one */
+    snprintf(path, sizeof path, "%s/threads_stress_rows_%d.gguf", argv[1], (int)getpid());
+    if (skycmd_random_model("s1-nano", path, NULL, err) != SKYCMD_OK) fail("row model", skycmd_error_message(err));
+    skycmd_model *eager = open_rows(path, 1, err);
+    g_row = open_rows(path, 0, err);
+    unlink(path);
+    for (int act = 0; act < 2 && eager && g_row; act++) {
+        skycmd_session *s = NULL;
+        if (skycmd_session_new(eager, &s) != SKYCMD_OK || skycmd_session_set_int(s, SKYCMD_OPT_ACTIVATIONS, act) != SKYCMD_OK)
+            fail("row reference session", NULL);
+        for (int i = 0; i < NREQ && s; i++) g_row_ref[act][i] = decide_json(s, g_req[i]);
+        skycmd_session_free(s);
+    }
+    if (!g_fail) {
+        static const int acts[NTHR] = {SKYCMD_ACT_Q8, SKYCMD_ACT_Q8, SKYCMD_ACT_Q8X2};
+        for (int i = 0; i < NTHR; i++) pthread_create(&th[i], NULL, row_thread, (void *)&acts[i]);
+        for (int i = 0; i < NTHR; i++) pthread_join(th[i], NULL);
+    }
+    for (int act = 0; act < 2; act++)
+        for (int i = 0; i < NREQ; i++) free(g_row_ref[act][i]);
+    if (skycmd_model_free(eager) != SKYCMD_OK || skycmd_model_free(g_row) != SKYCMD_OK) fail("row model free", NULL);
+    if (sk_compute_in_use() != 0) fail("budget units not returned after the row model", NULL);
 
     /* 2. a bare pool: budgeted and all-thread jobs */
     sk_pool *p = sk_pool_new(3);
