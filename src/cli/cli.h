@@ -281,6 +281,8 @@ void cli_note_int8_stored(const char *cmd, const skycmd_model *model, int weight
  * are not known to beat one FMLA chain (not measured here; docs/platforms.md), so they are
  * not the default. */
 int cli_default_weights(void);
+/* --int8, the recommended int8 (decide, bench, serve): --q8-row --q8-fast, and alone */
+#define CLI_INT8_CLASH "--int8 excludes --q8, --q8-fast, --q8-row, --no-calib, --bf16x3 and --f32"
 
 /* ------------------------------------------------------------ decide --batch --- */
 /* `skycmd decide --batch`: one request per line of in_path ("-": stdin), answers to

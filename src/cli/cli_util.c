@@ -840,7 +840,7 @@ void cli_note_int8_stored(const char *cmd, const skycmd_model *model, int weight
     if (skycmd_model_get_int(model, "weights", &weights) == SKYCMD_OK && weights == mode) return;
     fprintf(stderr, "skycmd %s: note: the model file stores a calibrated int8 model; %s runs "
             "it, this run computes in f32 on its Q8_0 values\n", cmd,
-            stored == 2 ? "--q8-row (or --q8-row --q8-fast)" : "--q8 (or --q8-fast)");
+            stored == 2 ? "--int8 (or --q8-row)" : "--q8 (or --q8-fast)");
 }
 
 int cli_default_weights(void) {

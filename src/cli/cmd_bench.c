@@ -27,20 +27,21 @@ static void usage(FILE *out) {
             "  --seed N             seed of --random (default 42)\n"
             "  --type T             encoder matrix type of --random: f32 (default), f16, bf16, q8_0\n"
             "compute:\n"
-            "  --q8                 the most accurate int8 (docs/quantization.md): calibrated\n"
-            "                       Q8_0 weights (outlier columns in f32), two-pass activations;\n"
-            "                       made at load, or stored once by skycmd quantize\n"
-            "  --q8-fast            Q8_0 weights, single-pass int8 activations\n"
-            "  --q8-row             int8 with one scale per weight row and per activation\n"
-            "                       row (calibrated outlier columns), two-pass activations;\n"
-            "                       with --q8-fast one pass (two at the third of the\n"
-            "                       matrices the calibration chose): the fast int8. skycmd\n"
-            "                       quantize stores it too, so loads skip the calibration\n"
-            "  --no-calib           Q8_0 weights without calibration (alone: two-pass activations)\n"
+            "  --int8               the int8 to use: one scale per weight row and per\n"
+            "                       activation row (calibrated outlier columns), single-pass\n"
+            "                       activations but at the third of the matrices where a\n"
+            "                       probe finds one pass costs most; made at load (timed), or\n"
+            "                       stored once by skycmd quantize --int8 (--q8-row --q8-fast)\n"
             "  --bf16x3             matrix products as bf16 hi+lo, three products (within 1e-4\n"
             "                       of laya) on AMX-BF16 tiles (the default there) or arm64\n"
             "                       BFMMLA (FEAT_BF16); the f32 path where the CPU has neither\n"
             "  --f32                f32 products on the FMA kernels everywhere (the exact path)\n"
+            "other int8 modes (docs/quantization.md):\n"
+            "  --q8                 calibrated Q8_0 weights (outlier columns in f32), two-pass\n"
+            "                       activations: the int8 closest to laya, slower than --int8\n"
+            "  --q8-fast            --q8's weights, single-pass activations\n"
+            "  --q8-row             --int8's weights, two-pass activations everywhere\n"
+            "  --no-calib           Q8_0 weights without calibration (alone: two-pass activations)\n"
             "  --compute-threads N  compute threads of the session (0 = one per core; default 1)\n"
             "  --threads N          alias of --compute-threads, kept for a release\n"
             "request:\n"
@@ -131,8 +132,9 @@ static const char *clash(const bench_args *a) {
 /* Fill a from the arguments: CLI_CONTINUE, or the exit status (0 after --help). */
 static int parse_args(int argc, char **argv, bench_args *a) {
     *a = (bench_args){NULL, NULL, NULL, 42, 3, 0, 0, 3, 1, 200, 3.0, -1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0};
-    int no_single = 0;
+    int no_single = 0, int8 = 0;
     const cli_opt opts[] = {
+        {"--int8", NULL, CLI_FLAG, &int8, 0, 0, NULL},
         {"--q8", NULL, CLI_FLAG, &a->q8, 0, 0, NULL},
         {"--q8-fast", NULL, CLI_FLAG, &a->q8_fast, 0, 0, NULL},
         {"--no-calib", NULL, CLI_FLAG, &a->no_calib, 0, 0, NULL},
@@ -171,7 +173,10 @@ static int parse_args(int argc, char **argv, bench_args *a) {
     if (!a->model_path == !a->preset) {
         return cli_usage_error(&cmd, "give either MODEL.gguf or --random PRESET");
     }
-    const char *why = clash(a);
+    const char *why = int8 && (a->q8 || a->q8_fast || a->q8_row || a->no_calib || a->bf16x3 || a->f32)
+                          ? CLI_INT8_CLASH
+                          : clash(a);
+    if (int8) a->q8_row = a->q8_fast = 1;
     if (why) {
         fprintf(stderr, "skycmd bench: %s\n", why);
         return 2;

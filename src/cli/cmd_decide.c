@@ -40,20 +40,21 @@ static void usage(FILE *out) {
             "  --type T           encoder matrix type of --random: f32, f16 (default), bf16, q8_0\n"
             "  --head-type T      decision head type of --random (default f32)\n"
             "compute:\n"
-            "  --q8               the most accurate int8 (docs/quantization.md): calibrated\n"
-            "                     Q8_0 weights (outlier columns in f32), two-pass activations;\n"
-            "                     made at load, or stored once by skycmd quantize\n"
-            "  --q8-fast          Q8_0 weights, single-pass int8 activations\n"
-            "  --q8-row           int8 with one scale per weight row and per activation row\n"
-            "                     (calibrated outlier columns), two-pass activations; with\n"
-            "                     --q8-fast one pass (two at the third of the matrices the\n"
-            "                     calibration chose): the fast int8. skycmd quantize stores\n"
-            "                     it too, so loads skip the calibration\n"
-            "  --no-calib         Q8_0 weights without calibration (alone: two-pass activations)\n"
+            "  --int8             the int8 to use: one scale per weight row and per activation\n"
+            "                     row (calibrated outlier columns), single-pass activations but\n"
+            "                     at the third of the matrices where a probe finds one pass\n"
+            "                     costs most; made at load, or stored once by skycmd quantize\n"
+            "                     --int8 so that loads skip the calibration (--q8-row --q8-fast)\n"
             "  --bf16x3           matrix products as bf16 hi+lo, three products (within 1e-4\n"
             "                     of laya) on AMX-BF16 tiles (the default there) or arm64\n"
             "                     BFMMLA (FEAT_BF16); plain f32 where the CPU has neither\n"
             "  --f32              f32 products on the FMA kernels everywhere (the exact path)\n"
+            "other int8 modes (docs/quantization.md):\n"
+            "  --q8               calibrated Q8_0 weights (outlier columns in f32), two-pass\n"
+            "                     activations: the int8 closest to laya, slower than --int8\n"
+            "  --q8-fast          --q8's weights, single-pass activations\n"
+            "  --q8-row           --int8's weights, two-pass activations everywhere\n"
+            "  --no-calib         Q8_0 weights without calibration (alone: two-pass activations)\n"
             "  --compute-threads N  compute threads (0 = one per core; default 1), also of\n"
             "                     the calibration an int8 mode runs at load\n"
             "  --threads N        alias of --compute-threads, kept for a release\n"
@@ -265,7 +266,7 @@ int cmd_decide(int argc, char **argv) {
     cli_model_args m = CLI_MODEL_ARGS_UNSET;
     const char *random = NULL, *name = NULL, *min_conf = NULL;
     int64_t threads = CLI_UNSET, max_tokens = CLI_UNSET;
-    int pretty = 0, q8 = 0, q8_fast = 0, q8_row = 0, bf16x3 = 0, f32 = 0, no_calib = 0, is_long = 0, report_truncation = 0;
+    int pretty = 0, int8 = 0, q8 = 0, q8_fast = 0, q8_row = 0, bf16x3 = 0, f32 = 0, no_calib = 0, is_long = 0, report_truncation = 0;
     int64_t window = CLI_UNSET, stride = CLI_UNSET, group = CLI_UNSET;
     const char *batch = NULL, *output = NULL;
     int64_t jobs = CLI_UNSET, batch_window = CLI_UNSET;
@@ -274,6 +275,7 @@ int cmd_decide(int argc, char **argv) {
         {"--random", NULL, CLI_STRING, &random, 0, 0, NULL},
         CLI_OPTS_SEED(m),
         CLI_OPTS_TYPE(m),
+        {"--int8", NULL, CLI_FLAG, &int8, 0, 0, NULL},
         {"--q8", NULL, CLI_FLAG, &q8, 0, 0, NULL},
         {"--q8-fast", NULL, CLI_FLAG, &q8_fast, 0, 0, NULL},
         {"--q8-row", NULL, CLI_FLAG, &q8_row, 0, 0, NULL},
@@ -351,6 +353,9 @@ int cmd_decide(int argc, char **argv) {
     if (!random && (m.seed != CLI_UNSET || m.massive != CLI_UNSET || m.type != CLI_UNSET ||
                     m.head_type != CLI_UNSET))
         return cli_usage_error(&cmd, "--seed, --massive, --type and --head-type only apply with --random");
+    if (int8 && (q8 || q8_fast || q8_row || no_calib || bf16x3 || f32))
+        return cli_usage_error(&cmd, CLI_INT8_CLASH);
+    if (int8) q8_row = q8_fast = 1;
     if (q8 && q8_fast) return cli_usage_error(&cmd, "--q8 and --q8-fast exclude each other");
     if (q8_row && (q8 || no_calib))
         return cli_usage_error(&cmd, "--q8-row excludes --q8 and --no-calib");

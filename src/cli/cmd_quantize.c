@@ -5,6 +5,7 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: skycmd quantize <in.gguf> <out.gguf> [--type f32|f16|bf16|q8_0]\n"
             "                       [--head-type f32|f16|bf16|q8_0] [-q]\n"
+            "       skycmd quantize <in.gguf> <out.gguf> --int8 [--compute-threads N] [-q]\n"
             "       skycmd quantize <in.gguf> <out.gguf> --calibrated [--q8-row]\n"
             "                       [--compute-threads N] [-q]\n"
             "\n"
@@ -14,6 +15,9 @@ static void usage(FILE *out) {
             "\n"
             "  --type T       encoder matrices (default q8_0; token embeddings stay f16 under q8_0)\n"
             "  --head-type T  decision head: head blocks, token_types, cls.* (default f32)\n"
+            "  --int8         store the int8 that decide/serve/bench --int8 make at load\n"
+            "                 (row-scaled, calibrated, with the probe's choice of two-pass\n"
+            "                 matrices), so that their loads skip it (--calibrated --q8-row)\n"
             "  --calibrated   store the int8 model that decide's q8 mode makes at load:\n"
             "                 calibrated Q8_0 matrices with their outlier columns (in\n"
             "                 skycmd.int8.* keys), the most sensitive matrices and every other\n"
@@ -31,12 +35,12 @@ static void usage(FILE *out) {
             "and renamed: on failure nothing is left behind. On a terminal a progress line (ETA)\n"
             "is drawn and a summary printed (size written, time, rate).\n"
             "\n"
-            "Int8 deployment: quantize --calibrated, then decide/serve/bench --q8 (or\n"
-            "--q8-fast) on its output, the most accurate int8; --calibrated --q8-row, then\n"
-            "--q8-row (or --q8-row --q8-fast), the fast int8. The calibration runs once, here\n"
-            "(minutes for a base-sized --q8, seconds for --q8-row); the loads take seconds and\n"
-            "answer exactly as the same flags on the source. A plain q8_0 file has lost the\n"
-            "exact weights of the outlier columns and is less accurate\n"
+            "Int8 deployment: quantize --int8, then decide/serve/bench --int8 on its output\n"
+            "(or --q8-row). For the int8 closest to laya, slower: quantize --calibrated, then\n"
+            "--q8 (or --q8-fast). The calibration runs once, here (half a minute for a\n"
+            "base-sized --int8, minutes for --calibrated); the loads take well under a second\n"
+            "and answer exactly as the same flags on the source. A plain q8_0 file has lost\n"
+            "the exact weights of the outlier columns and is less accurate\n"
             "(docs/quantization.md).\n"
             "\n"
             "exit status: 0 written, 1 error (message on stderr), 2 usage error\n");
@@ -44,9 +48,10 @@ static void usage(FILE *out) {
 
 int cmd_quantize(int argc, char **argv) {
     cli_model_args m = CLI_MODEL_ARGS_UNSET;
-    int quiet = 0, calibrated = 0, q8_row = 0;
+    int quiet = 0, calibrated = 0, q8_row = 0, int8 = 0;
     int64_t threads = CLI_UNSET;
-    const cli_opt opts[] = {CLI_OPTS_TYPE(m), {"--calibrated", NULL, CLI_FLAG, &calibrated, 0, 0, NULL},
+    const cli_opt opts[] = {CLI_OPTS_TYPE(m), {"--int8", NULL, CLI_FLAG, &int8, 0, 0, NULL},
+                            {"--calibrated", NULL, CLI_FLAG, &calibrated, 0, 0, NULL},
                             {"--q8-row", NULL, CLI_FLAG, &q8_row, 0, 0, NULL},
                             {"--compute-threads", NULL, CLI_INT, &threads, SKYCMD_OPT_THREADS, 0, NULL},
                             CLI_OPT_QUIET(quiet)};
@@ -54,8 +59,11 @@ int cmd_quantize(int argc, char **argv) {
     const char *pos[2];
     int n_pos, rc = cli_parse(&cmd, argc, argv, pos, &n_pos);
     if (rc != CLI_CONTINUE) return rc;
+    if (int8 && (calibrated || q8_row))
+        return cli_usage_error(&cmd, "--int8 is --calibrated --q8-row: not with either");
+    if (int8) calibrated = q8_row = 1;
     if (calibrated && (m.type != CLI_UNSET || m.head_type != CLI_UNSET))
-        return cli_usage_error(&cmd, "--calibrated writes Q8_0 matrices and keeps every other "
+        return cli_usage_error(&cmd, "--calibrated and --int8 write int8 matrices and keep every other "
                                "tensor's type: no --type or --head-type with it");
     if (q8_row && !calibrated)
         return cli_usage_error(&cmd, "--q8-row is for --calibrated (it stores --q8-row's "

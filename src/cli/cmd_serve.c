@@ -27,21 +27,23 @@ static void usage(FILE *out) {
             "                           \"model\" picks one by NAME (default NAME: the model's own\n"
             "                           name); absent, \"jev-latest\" or \"default\" = the first model.\n"
             "                           Without --model: the built-in s1-pico-flappy (as decide)\n"
-            "      --q8                 the most accurate int8: calibrated Q8_0 matrices\n"
-            "                           (outlier columns in f32), made at load or taken from\n"
-            "                           a file skycmd quantize stored\n"
-            "      --no-calib           with --q8: plain Q8_0, no outlier columns\n"
-            "      --q8-fast            --q8 plus single-pass int8 activations\n"
-            "      --q8-row             int8 with one scale per weight row and per\n"
+            "      --int8               the int8 to use: one scale per weight row and per\n"
             "                           activation row (calibrated outlier columns),\n"
-            "                           two-pass activations; with --q8-fast one pass (two\n"
-            "                           at the third of the matrices the calibration\n"
-            "                           chose): the fast int8. skycmd quantize stores it\n"
-            "                           too, so loads skip the calibration\n"
+            "                           single-pass activations but at the third of the\n"
+            "                           matrices where a probe finds one pass costs most;\n"
+            "                           made at load, or stored once by skycmd quantize\n"
+            "                           --int8 (the same as --q8-row --q8-fast)\n"
             "      --bf16x3             matrix products as bf16 hi+lo, three products (within\n"
             "                           1e-4 of laya) on AMX-BF16 tiles (the default there) or\n"
             "                           arm64 BFMMLA (FEAT_BF16); plain f32 where neither\n"
             "      --f32                f32 products on the FMA kernels everywhere (exact path)\n"
+            "    other int8 modes (docs/quantization.md):\n"
+            "      --q8                 calibrated Q8_0 matrices (outlier columns in f32),\n"
+            "                           two-pass activations: the int8 closest to laya,\n"
+            "                           slower than --int8\n"
+            "      --no-calib           with --q8: plain Q8_0, no outlier columns\n"
+            "      --q8-fast            --q8 plus single-pass int8 activations\n"
+            "      --q8-row             --int8's weights, two-pass activations everywhere\n"
             "      --max-tokens N       override decision.max_tokens (sequence budget)\n"
             "network:\n"
             "      --host HOST          address to bind (default 127.0.0.1, loopback only)\n"
@@ -217,7 +219,7 @@ static void set_defaults(struct serve_config *cfg) {
 
 /* The flags that pick the weights mode, and the API key as given. */
 typedef struct serve_flags {
-    int q8, no_calib, q8_fast, q8_row, bf16x3, f32, print_config;
+    int int8, q8, no_calib, q8_fast, q8_row, bf16x3, f32, print_config;
     const char *key, *key_file;
 } serve_flags;
 
@@ -266,6 +268,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg, serve_fla
                     CLI_NUM_SIZE),
         CLI_OPT_NUM("--max-connections", NULL, cfg->max_connections, 1, 65536, CLI_NUM_SIZE),
         CLI_OPT_NUM("--max-tokens", NULL, cfg->max_tokens, 1, INT32_MAX, CLI_NUM_SIZE),
+        {"--int8", NULL, CLI_FLAG, &f->int8, 0, 0, NULL},
         {"--q8", NULL, CLI_FLAG, &f->q8, 0, 0, NULL},
         {"--no-calib", NULL, CLI_FLAG, &f->no_calib, 0, 0, NULL},
         {"--q8-fast", NULL, CLI_FLAG, &f->q8_fast, 0, 0, NULL},
@@ -280,7 +283,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg, serve_fla
     const cli_cmd cmd = {"serve", usage, opts, sizeof opts / sizeof opts[0], 0, 0, 0};
     /* every option also from SKYCMD_<NAME> (docs/serve.md "Configuration") */
     static const char *const lists[] = {"--model", NULL};
-    static const char *const weights[] = {"--q8", "--no-calib", "--q8-fast", "--q8-row", "--bf16x3", "--f32", NULL};
+    static const char *const weights[] = {"--int8", "--q8", "--no-calib", "--q8-fast", "--q8-row", "--bf16x3", "--f32", NULL};
     static const char *const key[] = {"--api-key", "--api-key-file", NULL};
     static const char *const *const groups[] = {weights, key, NULL};
     *args = cli_env_args(&cmd, "SKYCMD_", lists, groups, argc, argv, n_args);
@@ -299,7 +302,8 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg, serve_fla
 static int apply_flags(struct serve_config *cfg, const serve_flags *f) {
     const int any_q8 = f->q8 || f->q8_fast || f->no_calib;
     const char *clash = NULL;
-    if (f->no_calib && !f->q8) clash = "--no-calib needs --q8";
+    if (f->int8 && (any_q8 || f->q8_row || f->bf16x3 || f->f32)) clash = CLI_INT8_CLASH;
+    else if (f->no_calib && !f->q8) clash = "--no-calib needs --q8";
     else if (f->q8_row && (f->q8 || f->no_calib)) clash = "--q8-row excludes --q8 and --no-calib";
     else if (f->bf16x3 && (any_q8 || f->q8_row))
         clash = "--bf16x3 excludes --q8, --q8-fast, --q8-row and --no-calib";
@@ -311,8 +315,8 @@ static int apply_flags(struct serve_config *cfg, const serve_flags *f) {
         return 2;
     }
     if (f->q8 || f->q8_fast) cfg->weights = f->no_calib ? SKYCMD_WEIGHTS_Q8_PLAIN : SKYCMD_WEIGHTS_Q8;
-    if (f->q8_fast) cfg->activations = SKYCMD_ACT_Q8;
-    if (f->q8_row) cfg->weights = SKYCMD_WEIGHTS_Q8_ROW;
+    if (f->q8_fast || f->int8) cfg->activations = SKYCMD_ACT_Q8;
+    if (f->q8_row || f->int8) cfg->weights = SKYCMD_WEIGHTS_Q8_ROW;
     if (f->f32) cfg->weights = SKYCMD_WEIGHTS_F32;
     if (f->bf16x3) cfg->weights = SKYCMD_WEIGHTS_BF16X3;
     if (f->key_file) cfg->api_key = read_key_file(f->key_file);

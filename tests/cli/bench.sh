@@ -66,6 +66,11 @@ grep -q '"mode":"f32"' "$T/c.json" || fail "capped default mode: $(grep -o '"mod
   fail "bench --bf16x3"
 case " $features " in *" amx-bf16 "*|*" bf16 "*) want=bf16x3 ;; *) want=f32 ;; esac
 grep -q "\"mode\":\"$want\"" "$T/x.json" || fail "--bf16x3 with '$features': $(grep -o '"mode":"[^"]*"' "$T/x.json")"
+# --int8 runs the row-scaled int8 with single-pass activations (--q8-row --q8-fast), alone
+"$CLI" bench "$T/p.gguf" --int8 --iters 1 --warmup 0 --peak-ms 0 --no-single --json > "$T/i.json" ||
+  fail "bench --int8"
+grep -q '"mode":"q8-row-fast"' "$T/i.json" || fail "--int8 mode: $(grep -o '"mode":"[^"]*"' "$T/i.json")"
+"$CLI" bench x.gguf --int8 --q8 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--int8 with --q8 must exit 2"
 
 # the request bench times is the one it saves; decide must count the same tokens
 "$CLI" bench "$T/p.gguf" --save-request "$T/req.json" || fail "--save-request"

@@ -81,6 +81,14 @@ row2=$("$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --q8-row) 
 row1=$("$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --q8-row --q8-fast) \
   || fail "decide --q8-row --q8-fast"
 [ "$row1" != "$row2" ] || fail "--q8-row --q8-fast (one pass) answered as --q8-row (two passes)"
+# --int8, the recommended int8, is --q8-row --q8-fast, and takes no other compute flag
+int8=$("$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --int8) || fail "decide --int8"
+[ "$int8" = "$row1" ] || fail "--int8 answered otherwise than --q8-row --q8-fast"
+for extra in --q8 --q8-fast --q8-row --no-calib --bf16x3 --f32; do
+  err=$("$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --int8 $extra 2>&1 >/dev/null)
+  [ $? -eq 2 ] || fail "--int8 with $extra must exit 2"
+  echo "$err" | grep -q -- "--int8 excludes" || fail "--int8 $extra: $err"
+done
 x3=$("$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --bf16x3) || fail "decide --bf16x3"
 f32=$("$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --f32) || fail "decide --f32"
 if "$CLI" --version | grep -q '^cpu features:.* amx-bf16'; then

@@ -74,4 +74,16 @@ $b"
 done
 "$CLI" quantize "$T/f16.gguf" "$T/x.gguf" --q8-row >/dev/null 2>&1; [ $? -eq 2 ] ||
   fail "--q8-row without --calibrated must exit 2"
+# --int8 is --calibrated --q8-row, byte for byte, and the file --int8 loads (decide --int8 on
+# it answers as on the source); with either of those flags it is a usage error
+"$CLI" quantize "$T/f16.gguf" "$T/int8.gguf" --int8 -q || fail "quantize --int8"
+cmp -s "$T/int8.gguf" "$T/rows.gguf" || fail "quantize --int8 wrote another file than --calibrated --q8-row"
+a=$("$CLI" decide "$T/f16.gguf" "$SRC/examples/flappy-drone.json" --int8) || fail "decide --int8 on the source"
+b=$("$CLI" decide "$T/int8.gguf" "$SRC/examples/flappy-drone.json" --int8) || fail "decide --int8 on the stored file"
+[ "$a" = "$b" ] || fail "decide --int8: the stored file answers otherwise"
+for extra in --calibrated --q8-row; do
+  "$CLI" quantize "$T/f16.gguf" "$T/x.gguf" --int8 $extra >/dev/null 2>&1; [ $? -eq 2 ] ||
+    fail "quantize --int8 $extra must exit 2"
+done
+[ ! -e "$T/x.gguf" ] || fail "a refused quantize left its output"
 echo "quantize CLI: ok"

@@ -26,6 +26,7 @@ KEY_FILE = os.path.join(ARGS.work_dir, "key.txt")
 ROWS = {
     "--model": ({"SKYCMD_MODEL": "a=/m/a.gguf,/m/b.gguf"}, "models",
                 [{"name": "a", "path": "/m/a.gguf"}, {"name": None, "path": "/m/b.gguf"}]),
+    "--int8": ({"SKYCMD_INT8": "1"}, "weights", "q8-row"),
     "--q8": ({"SKYCMD_Q8": "1"}, "weights", "q8"),
     "--no-calib": ({"SKYCMD_Q8": "yes", "SKYCMD_NO_CALIB": "true"}, "weights", "q8-plain"),
     "--q8-fast": ({"SKYCMD_Q8_FAST": "on"}, "activations", 1),
