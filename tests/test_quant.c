@@ -296,13 +296,25 @@ static uint8_t *random_q8(size_t n_out, size_t n_in) {
     return b;
 }
 
-#if defined(__aarch64__)
 typedef void (*q8_gemm_fn)(const sk_q8_act *, const sk_q8_packed *, size_t, size_t, float *, size_t);
 
-/* The aarch64 kernels this CPU runs (and this compiler built), by name. */
-static size_t arm_kernels(q8_gemm_fn fn[2], const char *name[2]) {
+/* The SIMD int8 kernels this CPU runs (and this compiler built), by name: AVX2 and AVX-512
+ * VNNI on x86-64, dotprod and i8mm on aarch64 (a warning names those it cannot run). */
+static size_t simd_kernels(q8_gemm_fn fn[2], const char *name[2]) {
     const int f = sk_cpu_features();
     size_t n = 0;
+#if defined(__x86_64__)
+    if (f & SK_CPU_AVX2) {
+        fn[n] = sk_q8_gemm_avx2;
+        name[n++] = "avx2";
+    }
+    if ((f & SK_CPU_AVX512VNNI) && (f & SK_CPU_AVX512BW)) {
+        fn[n] = sk_q8_gemm_vnni;
+        name[n++] = "vnni";
+    } else {
+        cr_log_warn("no AVX-512 VNNI on this CPU: the VNNI kernel was not run");
+    }
+#elif defined(__aarch64__)
     if ((f & SK_CPU_DOTPROD) && SK_Q8_HAVE_DOTPROD) {
         fn[n] = sk_q8_gemm_dotprod;
         name[n++] = "dotprod";
@@ -311,25 +323,33 @@ static size_t arm_kernels(q8_gemm_fn fn[2], const char *name[2]) {
         fn[n] = sk_q8_gemm_i8mm;
         name[n++] = "i8mm";
     }
+#else
+    (void)f;
+    (void)fn;
+    (void)name;
+#endif
     return n;
 }
 
-/* Every aarch64 kernel against the reference bit for bit (memcmp): the whole output range
- * and sub-ranges (o0 a multiple of 16, o1 anywhere: partial panels and halves), into a
- * padded y (ldy = n_out + 5) whose cells outside the range must stay as they were. */
-static void arm_kernels_agree(const sk_q8_act *a, const sk_q8_packed *p, const char *what) {
+/* Every SIMD kernel against the reference bit for bit (memcmp): the whole output range
+ * and sub-ranges (o0 a multiple of 16, o1 anywhere: partial panels, halves, and pairs of
+ * panels that start at an odd one), into a padded y (ldy = n_out + 5) whose cells outside
+ * the range must stay as they were. */
+static void simd_kernels_agree(const sk_q8_act *a, const sk_q8_packed *p, const char *what) {
     q8_gemm_fn fn[2];
     const char *name[2];
-    const size_t nk = arm_kernels(fn, name), n_rows = a->n_rows, n_out = p->n_out;
+    const size_t nk = simd_kernels(fn, name), n_rows = a->n_rows, n_out = p->n_out;
     const size_t ldy = n_out + 5, cells = n_rows * ldy;
     float *y0 = malloc(cells * sizeof(float)), *y1 = malloc(cells * sizeof(float));
-    size_t ranges[6][2], nr = 0;
+    size_t ranges[8][2], nr = 0;
     ranges[nr][0] = 0, ranges[nr++][1] = n_out;
     if (n_out > 1) ranges[nr][0] = 0, ranges[nr++][1] = n_out - 1;
     if (n_out > 8) ranges[nr][0] = 0, ranges[nr++][1] = 9;
     if (n_out > 16) ranges[nr][0] = 16, ranges[nr++][1] = n_out;
     if (n_out > 21) ranges[nr][0] = 16, ranges[nr++][1] = 21;
     if (n_out > 32) ranges[nr][0] = 32, ranges[nr++][1] = n_out;
+    if (n_out > 33) ranges[nr][0] = 16, ranges[nr++][1] = 33;
+    if (n_out > 48) ranges[nr][0] = 0, ranges[nr++][1] = 47;
     for (size_t k = 0; k < nk; k++)
         for (size_t i = 0; i < nr; i++) {
             for (size_t c = 0; c < cells; c++) y0[c] = y1[c] = -7.25f - (float)c;
@@ -343,7 +363,6 @@ static void arm_kernels_agree(const sk_q8_act *a, const sk_q8_packed *p, const c
     free(y0);
     free(y1);
 }
-#endif
 
 static void kernels_agree(size_t n_rows, size_t n_in, size_t n_out, int mode, int with_bias) {
     uint8_t *w = random_q8(n_out, n_in);
@@ -378,25 +397,7 @@ static void kernels_agree(size_t n_rows, size_t n_in, size_t n_out, int mode, in
             cr_assert(fabs(y0[r * n_out + o] - s) <= 1e-5 * (mag + 1), "ref %g vs %g",
                       (double)y0[r * n_out + o], s);
         }
-#if defined(__x86_64__)
-    const int f = sk_cpu_features();
-    if (f & SK_CPU_AVX2) {
-        memset(y1, 0, n_rows * n_out * sizeof(float));
-        sk_q8_gemm_avx2(&a, &p, 0, n_out, y1, n_out);
-        cr_assert(memcmp(y0, y1, n_rows * n_out * sizeof(float)) == 0,
-                  "avx2 differs from the reference (%zux%zux%zu mode %d)", n_rows, n_in, n_out, mode);
-    }
-    if ((f & SK_CPU_AVX512VNNI) && (f & SK_CPU_AVX512BW)) {
-        memset(y1, 0, n_rows * n_out * sizeof(float));
-        sk_q8_gemm_vnni(&a, &p, 0, n_out, y1, n_out);
-        cr_assert(memcmp(y0, y1, n_rows * n_out * sizeof(float)) == 0,
-                  "vnni differs from the reference (%zux%zux%zu mode %d)", n_rows, n_in, n_out, mode);
-    } else {
-        cr_log_warn("no AVX-512 VNNI on this CPU: the VNNI kernel was not run");
-    }
-#elif defined(__aarch64__)
-    arm_kernels_agree(&a, &p, "per-block scales");
-#endif
+    simd_kernels_agree(&a, &p, "per-block scales");
     sk_q8_act_free(&a);
     free(pan);
     free(w);
@@ -692,22 +693,28 @@ static char *decide_with(skycmd_model *m, const char *body, int threads, int act
     return out;
 }
 
-Test(q8_model, int8_modes_log_relayouts_and_are_thread_independent) {
-    char dir[] = "/tmp/skq8m-XXXXXX";
+/* An s1-nano with two massive channels, F16, written to dir (a mkdtemp template)/m.gguf. */
+static void nano_massive(char *dir, char *path, size_t cap, skycmd_error *err) {
     cr_assert(mkdtemp(dir));
-    char path[600];
-    snprintf(path, sizeof path, "%s/m.gguf", dir);
+    snprintf(path, cap, "%s/m.gguf", dir);
     skycmd_options *o = skycmd_options_new();
-    skycmd_error *err = skycmd_error_new();
     skycmd_options_set_int(o, SKYCMD_OPT_TYPE, SKYCMD_TYPE_F16);
     skycmd_options_set_int(o, SKYCMD_OPT_MASSIVE, 2);
-    cr_assert_eq(skycmd_random_model("s1-nano", path, o, err), SKYCMD_OK, "%s",
-                 skycmd_error_message(err));
-    const char *body =
-        "{\"state\": \"turn 3, two enemies ahead, shield at 40%\", \"questions\": {"
-        "\"act\": {\"type\": \"choice\", \"instructions\": \"what now?\", \"criteria\": "
-        "{\"attack\": \"hit them\", \"hide\": \"take cover\", \"run\": \"leave\"}},"
-        "\"risk\": {\"type\": \"noul\", \"instructions\": \"is it dangerous?\"}}}";
+    cr_assert_eq(skycmd_random_model("s1-nano", path, o, err), SKYCMD_OK, "%s", skycmd_error_message(err));
+    skycmd_options_free(o);
+}
+
+static const char k_q8_body[] =
+    "{\"state\": \"turn 3, two enemies ahead, shield at 40%\", \"questions\": {"
+    "\"act\": {\"type\": \"choice\", \"instructions\": \"what now?\", \"criteria\": "
+    "{\"attack\": \"hit them\", \"hide\": \"take cover\", \"run\": \"leave\"}},"
+    "\"risk\": {\"type\": \"noul\", \"instructions\": \"is it dangerous?\"}}}";
+
+Test(q8_model, int8_modes_log_relayouts_and_are_thread_independent) {
+    char dir[] = "/tmp/skq8m-XXXXXX", path[600];
+    skycmd_error *err = skycmd_error_new();
+    nano_massive(dir, path, sizeof path, err);
+    const char *body = k_q8_body;
     char *ref[2] = {NULL, NULL};
     for (int mode = SKYCMD_WEIGHTS_Q8; mode <= SKYCMD_WEIGHTS_Q8_PLAIN; mode++) {
         skycmd_options *mo = skycmd_options_new();
@@ -746,7 +753,6 @@ Test(q8_model, int8_modes_log_relayouts_and_are_thread_independent) {
     skycmd_options_free(bad);
     unlink(path);
     rmdir(dir);
-    skycmd_options_free(o);
     skycmd_error_free(err);
 }
 
@@ -771,20 +777,10 @@ static void clear_fast_x2(sk_model *m) {
  * session that sets it; the two give the same answers, bitwise, and differ from one pass
  * everywhere (the choice matters). A load that defers it logs no choice and runs no probe. */
 Test(q8_model, row_choice_deferred_to_the_first_single_pass_session_is_the_loads) {
-    char dir[] = "/tmp/skq8r-XXXXXX";
-    cr_assert(mkdtemp(dir));
-    char path[600];
-    snprintf(path, sizeof path, "%s/m.gguf", dir);
-    skycmd_options *o = skycmd_options_new();
+    char dir[] = "/tmp/skq8m-XXXXXX", path[600];
     skycmd_error *err = skycmd_error_new();
-    skycmd_options_set_int(o, SKYCMD_OPT_TYPE, SKYCMD_TYPE_F16);
-    skycmd_options_set_int(o, SKYCMD_OPT_MASSIVE, 2);
-    cr_assert_eq(skycmd_random_model("s1-nano", path, o, err), SKYCMD_OK, "%s", skycmd_error_message(err));
-    const char *body =
-        "{\"state\": \"turn 3, two enemies ahead, shield at 40%\", \"questions\": {"
-        "\"act\": {\"type\": \"choice\", \"instructions\": \"what now?\", \"criteria\": "
-        "{\"attack\": \"hit them\", \"hide\": \"take cover\", \"run\": \"leave\"}},"
-        "\"risk\": {\"type\": \"noul\", \"instructions\": \"is it dangerous?\"}}}";
+    nano_massive(dir, path, sizeof path, err);
+    const char *body = k_q8_body;
     skycmd_model *m[2] = {NULL, NULL};
     logrec lr[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
     for (int eager = 0; eager < 2; eager++) {
@@ -827,7 +823,6 @@ Test(q8_model, row_choice_deferred_to_the_first_single_pass_session_is_the_loads
     skycmd_string_free(d1b);
     unlink(path);
     rmdir(dir);
-    skycmd_options_free(o);
     skycmd_error_free(err);
 }
 
@@ -1011,25 +1006,7 @@ static void rows_agree(size_t n_rows, size_t n_in, size_t n_out, int with_bias, 
             cr_assert(fabs(y0[r * n_out + o] - s) <= 1e-6 * (mag + 1), "ref %g vs %g (%zux%zux%zu)",
                       (double)y0[r * n_out + o], s, n_rows, n_in, n_out);
         }
-#if defined(__x86_64__)
-    const int f = sk_cpu_features();
-    if (f & SK_CPU_AVX2) {
-        memset(y1, 0, n_rows * n_out * sizeof(float));
-        sk_q8_gemm_avx2(&a, &q.w.p, 0, n_out, y1, n_out);
-        cr_assert(memcmp(y0, y1, n_rows * n_out * sizeof(float)) == 0,
-                  "row-scaled avx2 differs from the reference (%zux%zux%zu)", n_rows, n_in, n_out);
-    }
-    if ((f & SK_CPU_AVX512VNNI) && (f & SK_CPU_AVX512BW)) {
-        memset(y1, 0, n_rows * n_out * sizeof(float));
-        sk_q8_gemm_vnni(&a, &q.w.p, 0, n_out, y1, n_out);
-        cr_assert(memcmp(y0, y1, n_rows * n_out * sizeof(float)) == 0,
-                  "row-scaled vnni differs from the reference (%zux%zux%zu)", n_rows, n_in, n_out);
-    } else {
-        cr_log_warn("no AVX-512 VNNI on this CPU: the row-scaled VNNI kernel was not run");
-    }
-#elif defined(__aarch64__)
-    arm_kernels_agree(&a, &q.w.p, "row-scaled");
-#endif
+    simd_kernels_agree(&a, &q.w.p, "row-scaled");
     /* the dispatcher (on AMX CPUs the tile kernel, with these short row counts mostly its
      * VNNI tail: tests/test_amx.c covers the tiles) */
     memset(y1, 0, n_rows * n_out * sizeof(float));
@@ -1081,21 +1058,13 @@ Test(q8_rows, int32_sums_exact_at_the_input_limit) {
         }
     sk_q8_gemm(&a, &q.w.p, 0, n_out, y1, n_out);
     cr_assert(memcmp(y0, y1, sizeof y0) == 0, "%s kernel differs at the limit", sk_q8_kernel_name());
-#if defined(__x86_64__)
-    const int f = sk_cpu_features();
-    if ((f & SK_CPU_AVX512VNNI) && (f & SK_CPU_AVX512BW)) {
-        sk_q8_gemm_vnni(&a, &q.w.p, 0, n_out, y1, n_out);
-        cr_assert(memcmp(y0, y1, sizeof y0) == 0, "vnni kernel differs at the limit");
-    }
-#elif defined(__aarch64__)
     q8_gemm_fn fn[2];
     const char *name[2];
-    for (size_t k = 0, nk = arm_kernels(fn, name); k < nk; k++) {
+    for (size_t k = 0, nk = simd_kernels(fn, name); k < nk; k++) {
         memset(y1, 0, sizeof y1);
         fn[k](&a, &q.w.p, 0, n_out, y1, n_out);
         cr_assert(memcmp(y0, y1, sizeof y0) == 0, "%s kernel differs at the limit", name[k]);
     }
-#endif
     sk_q8_act_free(&a);
     sk_q8_owned_free(&q);
     free(W);
@@ -1212,7 +1181,7 @@ Test(q8_arm, sdot_and_smmla_kernels_ran) {
         cr_skip_test("no SMMLA (FEAT_I8MM) here: the i8mm kernel was not tested");
     q8_gemm_fn fn[2];
     const char *name[2];
-    cr_assert_eq(arm_kernels(fn, name), 2);
+    cr_assert_eq(simd_kernels(fn, name), 2);
 }
 
 /* Extremes the random data does not reach: infinities, subnormal maxima (1 / d infinite),

@@ -113,6 +113,9 @@ static PEAK_UNUSED double peak_now(void) {
  * depends on every accumulator, so nothing is optimized away. x*a + b with a just below 1
  * keeps the values finite for any number of rounds. */
 #define PEAK_ROUND 64 /* FMAs per accumulator per round */
+/* OP(j) for the chains j = 0..15, spelled out so each chain is a named register variable */
+#define PEAK_16(OP) OP(0) OP(1) OP(2) OP(3) OP(4) OP(5) OP(6) OP(7) \
+                    OP(8) OP(9) OP(10) OP(11) OP(12) OP(13) OP(14) OP(15)
 
 #if PEAK_X86
 __attribute__((target("avx512f"))) static PEAK_UNUSED float peak_run_avx512(uint64_t reps) {
@@ -172,22 +175,31 @@ __attribute__((target("avx2,fma"))) static PEAK_UNUSED float peak_run_avx2(uint6
     return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
 }
 
-/* 16 chains of vpdpbusd: acc += u8 x s8 dot products of 4, 16 lanes. */
+/* 16 chains of vpdpbusd: acc += u8 x s8 dot products of 4, 16 lanes. Sixteen named
+ * accumulators, not an array: GCC kept an array of them in memory, a load and a store
+ * around every vpdpbusd, which halved the measured peak on an AMX Xeon. */
 __attribute__((target("avx512f,avx512vnni"))) static PEAK_UNUSED float peak_run_vnni512(uint64_t reps) {
     const __m512i a = _mm512_set1_epi8(1), b = _mm512_set1_epi8(-1);
-    __m512i x[16];
-    for (int j = 0; j < 16; j++) x[j] = _mm512_set1_epi32(j);
+#define PEAK_VNNI_INIT(j) __m512i x##j = _mm512_set1_epi32(j);
+#define PEAK_VNNI_STEP(j) x##j = _mm512_dpbusd_epi32(x##j, a, b);
+    PEAK_16(PEAK_VNNI_INIT)
     for (uint64_t r = 0; r < reps; r++) {
-        for (int k = 0; k < PEAK_ROUND; k++)
-            for (int j = 0; j < 16; j++) x[j] = _mm512_dpbusd_epi32(x[j], a, b);
-        __asm__ volatile("" : "+v"(x[0]), "+v"(x[1]), "+v"(x[2]), "+v"(x[3]), "+v"(x[4]),
-                         "+v"(x[5]), "+v"(x[6]), "+v"(x[7]));
-        __asm__ volatile("" : "+v"(x[8]), "+v"(x[9]), "+v"(x[10]), "+v"(x[11]), "+v"(x[12]),
-                         "+v"(x[13]), "+v"(x[14]), "+v"(x[15]));
+        for (int k = 0; k < PEAK_ROUND; k++) {
+            PEAK_16(PEAK_VNNI_STEP)
+        }
+        __asm__ volatile("" : "+v"(x0), "+v"(x1), "+v"(x2), "+v"(x3), "+v"(x4), "+v"(x5),
+                         "+v"(x6), "+v"(x7));
+        __asm__ volatile("" : "+v"(x8), "+v"(x9), "+v"(x10), "+v"(x11), "+v"(x12), "+v"(x13),
+                         "+v"(x14), "+v"(x15));
     }
-    __m512i s = x[0];
-    for (int j = 1; j < 16; j++) s = _mm512_add_epi32(s, x[j]);
+    const __m512i s = _mm512_add_epi32(
+        _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(x0, x1), _mm512_add_epi32(x2, x3)),
+                         _mm512_add_epi32(_mm512_add_epi32(x4, x5), _mm512_add_epi32(x6, x7))),
+        _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(x8, x9), _mm512_add_epi32(x10, x11)),
+                         _mm512_add_epi32(_mm512_add_epi32(x12, x13), _mm512_add_epi32(x14, x15))));
     return (float)_mm512_reduce_add_epi32(s);
+#undef PEAK_VNNI_INIT
+#undef PEAK_VNNI_STEP
 }
 #endif
 
@@ -197,39 +209,50 @@ __attribute__((target("avx512f,avx512vnni"))) static PEAK_UNUSED float peak_run_
 #  else
 #    define PEAK_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
 #  endif
-/* 16 chains of SDOT: acc += s8 x s8 dot products of 4, 4 lanes. */
+/* 16 chains of SDOT: acc += s8 x s8 dot products of 4, 4 lanes (named accumulators, as
+ * peak_run_vnni512's). */
 PEAK_DOTPROD static PEAK_UNUSED float peak_run_sdot(uint64_t reps) {
     const int8x16_t a = vdupq_n_s8(1), b = vdupq_n_s8(-1);
-    int32x4_t x[16];
-    for (int j = 0; j < 16; j++) x[j] = vdupq_n_s32(j);
+#define PEAK_SDOT_INIT(j) int32x4_t x##j = vdupq_n_s32(j);
+#define PEAK_SDOT_STEP(j) x##j = vdotq_s32(x##j, a, b);
+    PEAK_16(PEAK_SDOT_INIT)
     for (uint64_t r = 0; r < reps; r++) {
-        for (int k = 0; k < PEAK_ROUND; k++)
-            for (int j = 0; j < 16; j++) x[j] = vdotq_s32(x[j], a, b);
-        __asm__ volatile("" : "+w"(x[0]), "+w"(x[1]), "+w"(x[2]), "+w"(x[3]), "+w"(x[4]),
-                         "+w"(x[5]), "+w"(x[6]), "+w"(x[7]));
-        __asm__ volatile("" : "+w"(x[8]), "+w"(x[9]), "+w"(x[10]), "+w"(x[11]), "+w"(x[12]),
-                         "+w"(x[13]), "+w"(x[14]), "+w"(x[15]));
+        for (int k = 0; k < PEAK_ROUND; k++) {
+            PEAK_16(PEAK_SDOT_STEP)
+        }
+        __asm__ volatile("" : "+w"(x0), "+w"(x1), "+w"(x2), "+w"(x3), "+w"(x4), "+w"(x5),
+                         "+w"(x6), "+w"(x7));
+        __asm__ volatile("" : "+w"(x8), "+w"(x9), "+w"(x10), "+w"(x11), "+w"(x12), "+w"(x13),
+                         "+w"(x14), "+w"(x15));
     }
-    int32x4_t s = x[0];
-    for (int j = 1; j < 16; j++) s = vaddq_s32(s, x[j]);
+    const int32x4_t s = vaddq_s32(
+        vaddq_s32(vaddq_s32(vaddq_s32(x0, x1), vaddq_s32(x2, x3)), vaddq_s32(vaddq_s32(x4, x5), vaddq_s32(x6, x7))),
+        vaddq_s32(vaddq_s32(vaddq_s32(x8, x9), vaddq_s32(x10, x11)), vaddq_s32(vaddq_s32(x12, x13), vaddq_s32(x14, x15))));
     return (float)vaddvq_s32(s);
+#undef PEAK_SDOT_INIT
+#undef PEAK_SDOT_STEP
 }
 
 static PEAK_UNUSED float peak_run_neon(uint64_t reps) {
     const float32x4_t a = vdupq_n_f32(0.9999999f), b = vdupq_n_f32(1e-7f);
-    float32x4_t x[16];
-    for (int j = 0; j < 16; j++) x[j] = vdupq_n_f32(1.0f + 0.01f * (float)j);
+#define PEAK_NEON_INIT(j) float32x4_t x##j = vdupq_n_f32(1.0f + 0.01f * (float)(j));
+#define PEAK_NEON_STEP(j) x##j = vfmaq_f32(b, x##j, a);
+    PEAK_16(PEAK_NEON_INIT)
     for (uint64_t r = 0; r < reps; r++) {
-        for (int k = 0; k < PEAK_ROUND; k++)
-            for (int j = 0; j < 16; j++) x[j] = vfmaq_f32(b, x[j], a);
-        __asm__ volatile("" : "+w"(x[0]), "+w"(x[1]), "+w"(x[2]), "+w"(x[3]), "+w"(x[4]),
-                         "+w"(x[5]), "+w"(x[6]), "+w"(x[7]));
-        __asm__ volatile("" : "+w"(x[8]), "+w"(x[9]), "+w"(x[10]), "+w"(x[11]), "+w"(x[12]),
-                         "+w"(x[13]), "+w"(x[14]), "+w"(x[15]));
+        for (int k = 0; k < PEAK_ROUND; k++) {
+            PEAK_16(PEAK_NEON_STEP)
+        }
+        __asm__ volatile("" : "+w"(x0), "+w"(x1), "+w"(x2), "+w"(x3), "+w"(x4), "+w"(x5),
+                         "+w"(x6), "+w"(x7));
+        __asm__ volatile("" : "+w"(x8), "+w"(x9), "+w"(x10), "+w"(x11), "+w"(x12), "+w"(x13),
+                         "+w"(x14), "+w"(x15));
     }
-    float32x4_t s = x[0];
-    for (int j = 1; j < 16; j++) s = vaddq_f32(s, x[j]);
+    const float32x4_t s = vaddq_f32(
+        vaddq_f32(vaddq_f32(vaddq_f32(x0, x1), vaddq_f32(x2, x3)), vaddq_f32(vaddq_f32(x4, x5), vaddq_f32(x6, x7))),
+        vaddq_f32(vaddq_f32(vaddq_f32(x8, x9), vaddq_f32(x10, x11)), vaddq_f32(vaddq_f32(x12, x13), vaddq_f32(x14, x15))));
     return vaddvq_f32(s);
+#undef PEAK_NEON_INIT
+#undef PEAK_NEON_STEP
 }
 #endif
 

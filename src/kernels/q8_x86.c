@@ -50,31 +50,60 @@ VNNI INLINE void block_vnni(const uint8_t *ch, const uint8_t *x, size_t xstride,
     }
 }
 
-/* Row-scaled weights (q8.h): the 8 rows' int32 sums run over all blocks, starting from
- * -128 * the row sums of the weights (the correction of the biased activations), and the
- * float step comes once at the end. */
+/* Row-scaled weights (q8.h): the rows' int32 sums run over all blocks, starting from -128 *
+ * the row sums of the weights (the correction of the biased activations), and the float
+ * step comes once at the end. A tile is 8 rows x np panels (np = 1 or 2; nc outputs of the
+ * last): two panels give 16 independent vpdpbusd chains, which cover its latency at two
+ * per cycle (8 chains held the kernel at 64 % of the peak), and each activation broadcast
+ * serves both. The sums are exact, so the result is the reference's whatever the tile. */
 VNNI INLINE void tile_vnni_rows(const sk_q8_act *a, const sk_q8_packed *w, size_t r0, int nr,
-                                size_t p, size_t nc, float *y, size_t ldy) {
+                                size_t p, const int np, size_t nc, float *y, size_t ldy) {
     const size_t nb = w->n_in / 32, o = p * SK_Q8_PANEL;
-    const __mmask16 m = (__mmask16)((1u << nc) - 1u);
-    const uint8_t *ch = w->panels + p * nb * SK_Q8_CHUNK;
-    const __m512i neg = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                         _mm512_maskz_loadu_epi32(m, w->row_sum128 + o));
-    __m512i s[VR];
+    const __mmask16 full = (__mmask16)0xFFFF, last = (__mmask16)((1u << nc) - 1u);
+    const __mmask16 m0 = np == 2 ? full : last, m1 = last;
+    const uint8_t *ch0 = w->panels + p * nb * SK_Q8_CHUNK, *ch1 = ch0 + nb * SK_Q8_CHUNK;
+    const __m512i neg0 = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                          _mm512_maskz_loadu_epi32(m0, w->row_sum128 + o));
+    const __m512i neg1 = np == 2 ? _mm512_sub_epi32(_mm512_setzero_si512(),
+                                                    _mm512_maskz_loadu_epi32(m1, w->row_sum128 + o + SK_Q8_PANEL))
+                                 : _mm512_setzero_si512();
+    __m512i s0[VR], s1[VR];
 #pragma GCC unroll 8
-    for (int r = 0; r < VR; r++) s[r] = neg;
+    for (int r = 0; r < VR; r++) {
+        s0[r] = neg0;
+        s1[r] = neg1;
+    }
     const size_t xstride = nb * 32;
-    for (size_t b = 0; b < nb; b++, ch += SK_Q8_CHUNK)
-        block_vnni(ch, a->qb + (r0 * nb + b) * 32, xstride, nr, s);
-    const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256(
-        (const __m256i *)(w->panels + p * nb * SK_Q8_CHUNK + SK_Q8_CHUNK_SCALES)));
-    const __m512 bias = w->bias ? _mm512_maskz_loadu_ps(m, w->bias + o) : _mm512_setzero_ps();
+    for (size_t b = 0; b < nb; b++) {
+        const uint8_t *x = a->qb + (r0 * nb + b) * 32, *c0 = ch0 + b * SK_Q8_CHUNK, *c1 = ch1 + b * SK_Q8_CHUNK;
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+            const __m512i W0 = _mm512_load_si512((const void *)(c0 + j * 64));
+            const __m512i W1 = np == 2 ? _mm512_load_si512((const void *)(c1 + j * 64)) : W0;
+#pragma GCC unroll 8
+            for (int r = 0; r < VR; r++) {
+                if (r >= nr) break;
+                const __m512i X = _mm512_set1_epi32(ld32(x + (size_t)r * xstride + 4 * j));
+                s0[r] = _mm512_dpbusd_epi32(s0[r], X, W0);
+                if (np == 2) s1[r] = _mm512_dpbusd_epi32(s1[r], X, W1);
+            }
+        }
+    }
+    const __m512 wd0 = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(ch0 + SK_Q8_CHUNK_SCALES)));
+    const __m512 wd1 = np == 2 ? _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(ch1 + SK_Q8_CHUNK_SCALES)))
+                               : wd0;
+    const __m512 bias0 = w->bias ? _mm512_maskz_loadu_ps(m0, w->bias + o) : _mm512_setzero_ps();
+    const __m512 bias1 = w->bias && np == 2 ? _mm512_maskz_loadu_ps(m1, w->bias + o + SK_Q8_PANEL)
+                                            : _mm512_setzero_ps();
 #pragma GCC unroll 8
     for (int r = 0; r < VR; r++) {
         if (r >= nr) break;
-        const __m512 sc = _mm512_mul_ps(_mm512_set1_ps(a->xs[(r0 + (size_t)r) * nb]), wd);
-        _mm512_mask_storeu_ps(y + (r0 + (size_t)r) * ldy + o, m,
-                              _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(s[r]), bias));
+        const __m512 xs = _mm512_set1_ps(a->xs[(r0 + (size_t)r) * nb]);
+        float *yr = y + (r0 + (size_t)r) * ldy + o;
+        _mm512_mask_storeu_ps(yr, m0, _mm512_fmadd_ps(_mm512_mul_ps(xs, wd0), _mm512_cvtepi32_ps(s0[r]), bias0));
+        if (np == 2)
+            _mm512_mask_storeu_ps(yr + SK_Q8_PANEL, m1,
+                                  _mm512_fmadd_ps(_mm512_mul_ps(xs, wd1), _mm512_cvtepi32_ps(s1[r]), bias1));
     }
 }
 
@@ -124,13 +153,24 @@ VNNI INLINE void gemm_vnni_t(const sk_q8_act *a, const sk_q8_packed *w, size_t o
     const size_t n = a->n_rows;
     for (size_t p = o0 / SK_Q8_PANEL; p * SK_Q8_PANEL < o1; p++) {
         const size_t nc = o1 - p * SK_Q8_PANEL < SK_Q8_PANEL ? o1 - p * SK_Q8_PANEL : SK_Q8_PANEL;
+        if (rows) {
+            /* two panels a tile where a second one starts before o1 */
+            const int np = o1 > (p + 1) * SK_Q8_PANEL ? 2 : 1;
+            const size_t left = o1 - (p + (size_t)np - 1) * SK_Q8_PANEL;
+            const size_t nl = left < SK_Q8_PANEL ? left : SK_Q8_PANEL;
+            for (size_t r0 = 0; r0 < n; r0 += VR) {
+                const int nr = n - r0 < VR ? (int)(n - r0) : VR;
+                if (np == 2 && nr == VR) tile_vnni_rows(a, w, r0, VR, p, 2, nl, y, ldy);
+                else if (np == 2) tile_vnni_rows(a, w, r0, nr, p, 2, nl, y, ldy);
+                else if (nr == VR) tile_vnni_rows(a, w, r0, VR, p, 1, nl, y, ldy);
+                else tile_vnni_rows(a, w, r0, nr, p, 1, nl, y, ldy);
+            }
+            p += (size_t)np - 1;
+            continue;
+        }
         for (size_t r0 = 0; r0 < n; r0 += VR) {
             const int nr = n - r0 < VR ? (int)(n - r0) : VR;
-            if (rows && nr == VR)
-                tile_vnni_rows(a, w, r0, VR, p, nc, y, ldy);
-            else if (rows)
-                tile_vnni_rows(a, w, r0, nr, p, nc, y, ldy);
-            else if (nr == VR)
+            if (nr == VR)
                 tile_vnni(a, w, r0, VR, p, nc, y, ldy);
             else
                 tile_vnni(a, w, r0, nr, p, nc, y, ldy);
