@@ -116,6 +116,9 @@ static void gemm_suite(gemm_fn fn, const char *name) {
         {1, 1, 1},   {1, 64, 1},   {5, 64, 16},  {6, 64, 16},  {7, 64, 17},   {8, 33, 31},
         {9, 100, 33}, {13, 257, 48}, {17, 300, 70}, {40, 600, 40}, {3, 1024, 100}, {33, 64, 192},
         {2, 70, 130}, {4, 64, 256}, {12, 40, 80}, {20, 1500, 90}, {10, 16, 65},
+        /* past the AVX-512 kernel's 512-row blocks: 3 rows to the small-row kernel; a
+         * partial 8-row tile at the end */
+        {523, 300, 40}, {1030, 64, 33},
     };
     double worst = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
@@ -133,7 +136,9 @@ static void gemm_suite(gemm_fn fn, const char *name) {
  * small-row tiles and the duplicated rows of a partial tile all run the same FMA chain):
  * the batch-equals-one-at-a-time guarantee of the forward pass rests on it. */
 static void gemm_rows_independent(gemm_fn fn, const char *name) {
-    enum { N = 23, K = 300, M = 100 };  /* K above the k-blocking, M a partial panel group */
+    /* K above the k-blocking, M a partial panel group; calls of up to 23 rows, and one of
+     * N (past the AVX-512 kernel's 512-row blocks) */
+    enum { N = 530, K = 300, M = 100 };
     static float x[N * K], w[M * K], b[M + SK_PANEL], y[N * M], y1[M];
     static float pk[((M + SK_PANEL - 1) / SK_PANEL) * SK_PANEL * K] __attribute__((aligned(64)));
     for (size_t i = 0; i < N * K; i++) x[i] = frand();
@@ -142,7 +147,7 @@ static void gemm_rows_independent(gemm_fn fn, const char *name) {
     for (size_t i = 0; i < M; i++) b[i] = frand();
     sk_pack(w, K, M, K, pk);
     sk_packed P = {pk, b, K, M, K * SK_PANEL, SK_PACK_F32, 0};
-    for (size_t n = 1; n <= N; n++) {
+    for (size_t n = 1; n <= N; n = n < 23 ? n + 1 : n < N ? N : N + 1) {
         fn(x, K, n, &P, y, M);
         for (size_t r = 0; r < n; r++) {
             fn(x + r * K, K, 1, &P, y1, M);
