@@ -126,7 +126,31 @@ jobs=$(nproc)
 configure() {  # configure CPU: the build directory, tests run under qemu -cpu CPU
   cmake -S . -B "$build" -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/$triplet.cmake \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSKYCMD_WERROR=ON -DSKYCMD_QEMU_CPU="$1" \
-    -DSKYCMD_QEMU_LD_PREFIX="$deps/root" >/dev/null
+    -DSKYCMD_QEMU_LD_PREFIX="$deps/root" -DSKYCMD_TEST_TIMES_DIR="$times" >/dev/null
+}
+# The sub-tests' times under the emulator (each Criterion test writes its XML report into
+# $times), the slowest five printed: a new sub-test among them likely belongs in $heavy
+# below (two such, 3 minutes each under qemu, once went unnoticed and doubled this stage;
+# the slowest kept on purpose take 1-3 minutes on a loaded 2-core machine). One over
+# $budget seconds fails the stage by name.
+times=$build/test-times budget=300
+timed_ctest() {  # timed_ctest NAME ENV... ctest ARGS...: a counted ctest run and the budget check
+  local name=$1
+  shift
+  rm -rf "$times" && mkdir -p "$times"
+  run "$name" env "$@"
+  run "$name: no sub-test over ${budget} s" sub_test_budget
+}
+sub_test_budget() {
+  local all=$times/all.txt
+  awk '/<testsuite / { match($0, /name="[^"]*"/); suite = substr($0, RSTART + 6, RLENGTH - 7) }
+       /<testcase / && !/status="SKIPPED"/ {
+         match($0, /name="[^"]*"/); name = substr($0, RSTART + 6, RLENGTH - 7)
+         match($0, /time="[^"]*"/); print substr($0, RSTART + 6, RLENGTH - 7), suite "/" name }' \
+    "$times"/*.xml | sort -rn > "$all"
+  echo "-- slowest sub-tests: $(head -5 "$all" | awk '{ printf "%s%s %.0f s", (NR > 1 ? ", " : ""), $2, $1 }')"
+  awk -v budget="$budget" '$1 > budget { print "-- over the budget (add it to $heavy): " $2 " " $1 " s"; over = 1 }
+                           END { exit over }' "$all"
 }
 
 stage "cross build ($triplet-gcc $($triplet-gcc -dumpversion), -Werror)"
@@ -167,6 +191,7 @@ heavy=('int8_attrib/*' 'int8_memory/*' amx/bf16x3_is_the_tiles_where_usable_else
   model/batch_split_caller_takes_over_late_helpers_groups
   pyjson/float_repr_fast_matches_reference_search pyjson/value_count_limit
   q8_model/int8_modes_log_relayouts_and_are_thread_independent
+  q8_model/row_choice_deferred_to_the_first_single_pass_session_is_the_loads
   q8_rows/int32_sums_exact_at_the_input_limit quant_golden/checkpoints_calibrated_vs_plain
   quant_golden/s1_micro quant_golden/s1_nano_massive random/layout_and_sizes
   state_bound/identical_ids_where_used state_bound/one_word_states
@@ -185,7 +210,7 @@ stage "ctest under qemu -cpu max (NEON, dotprod, i8mm, bf16)"
 # requests (26 or 27 of 80): the whole sets made test_golden 1,000 s of this stage, two thirds
 # of it in the requests, the rest in converting and loading each checkpoint)
 export SKYCMD_GOLDEN_STRIDE=3
-run "ctest -cpu max" env CRITERION_TEST_PATTERN="$pattern" SKYCMD_FLAPPY_STRIDE=10 \
+timed_ctest "ctest -cpu max" CRITERION_TEST_PATTERN="$pattern" SKYCMD_FLAPPY_STRIDE=10 \
   ctest --test-dir "$build" --output-on-failure -j"$jobs" -R "$selected" -E "$excluded"
 
 # the bf16x3 mode on BFMMLA (FEAT_BF16, which -cpu max has; test_amx checks that it ran)
@@ -201,11 +226,11 @@ stage "kernels and golden s1-pico under qemu -cpu cortex-a53 (NEON only)"
 configure cortex-a53
 # (of the golden models only s1-pico and laya_5x_f32_d128 here: the larger ones ran above)
 numeric_pattern="!($(IFS='|'; echo "${heavy[*]}")|golden/@(s1_micro|s1_nano_massive|mmbert_tiny|laya_parallel|laya_5x_bf16_odd)_f32)"
-run "ctest -cpu cortex-a53" env CRITERION_TEST_PATTERN="$numeric_pattern" \
+timed_ctest "ctest -cpu cortex-a53" CRITERION_TEST_PATTERN="$numeric_pattern" \
   ctest --test-dir "$build" --output-on-failure -j"$jobs" -R "$numeric"
 
 stage "kernels and golden s1-pico with SKYCMD_KERNELS=scalar (the reference path)"
-run "ctest scalar" env SKYCMD_KERNELS=scalar CRITERION_TEST_PATTERN="$numeric_pattern" \
+timed_ctest "ctest scalar" SKYCMD_KERNELS=scalar CRITERION_TEST_PATTERN="$numeric_pattern" \
   ctest --test-dir "$build" --output-on-failure -j"$jobs" -R "$numeric"
 configure max
 
