@@ -13,13 +13,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cli.h"
 #include "skycmd.h"
 
 typedef struct bench_args {
     const char *model_path, *preset, *save_request;
     long long seed, questions, tokens, iters, warmup, threads, peak_ms;
     double seconds;
-    int type, q8, q8_fast, no_calib, json, single, drop_cache, bf16x3, q8_row, f32;
+    int type, json, single, drop_cache;
+    cli_compute compute;   /* the compute flags, resolved into: */
+    int weights, acts;     /* skycmd_weights; skycmd_activations or CLI_UNSET */
     long long max_tokens;  /* 0: the model's decision.max_tokens */
 } bench_args;
 

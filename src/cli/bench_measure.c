@@ -365,8 +365,7 @@ static int load_model(const bench_args *A, bench_run *r) {
         return 1;
     }
     if (!A->json)
-        cli_note_int8_stored("bench", r->model, A->q8 || A->q8_fast || A->no_calib || A->bf16x3 ||
-                                                    A->q8_row || A->f32);
+        cli_note_int8_stored("bench", r->model, cli_compute_named(&A->compute));
     /* the default (bf16x3) runs the f32 path where the CPU has no BF16 matrix unit (AMX-BF16
      * tiles, FEAT_BF16) */
     if (get_or(r->model, "weights", r->weights) == SKYCMD_WEIGHTS_F32) r->mode = "f32";
@@ -588,19 +587,14 @@ static void probe_peak(const bench_args *A, bench_run *r) {
 
 /* The weights mode and activations the flags ask for, and the mode's name. */
 static void pick_mode(const bench_args *A, bench_run *r) {
-    r->weights = A->f32 ? SKYCMD_WEIGHTS_F32 : A->bf16x3 ? SKYCMD_WEIGHTS_BF16X3 : cli_default_weights();
-    r->acts = -1;
+    const cli_compute *c = &A->compute;
+    r->weights = A->weights;
+    r->acts = A->acts;
     r->mode = r->weights == SKYCMD_WEIGHTS_F32 ? "f32" : "bf16x3";
-    if (A->q8_row) {
-        r->weights = SKYCMD_WEIGHTS_Q8_ROW;
-        r->acts = A->q8_fast ? SKYCMD_ACT_Q8 : SKYCMD_ACT_Q8X2;
-        r->mode = A->q8_fast ? "q8-row-fast" : "q8-row";
-    } else if (A->q8 || A->q8_fast || A->no_calib) {
-        r->weights = A->no_calib ? SKYCMD_WEIGHTS_Q8_PLAIN : SKYCMD_WEIGHTS_Q8;
-        r->acts = A->q8_fast ? SKYCMD_ACT_Q8 : SKYCMD_ACT_Q8X2;
-        r->mode = A->q8_fast ? (A->no_calib ? "q8-fast-no-calib" : "q8-fast")
-                             : (A->no_calib ? "q8-no-calib" : "q8");
-    }
+    if (c->q8_row)
+        r->mode = c->q8_fast ? "q8-row-fast" : "q8-row";
+    else if (c->q8 || c->q8_fast || c->no_calib)
+        r->mode = c->q8_fast ? (c->no_calib ? "q8-fast-no-calib" : "q8-fast") : (c->no_calib ? "q8-no-calib" : "q8");
 }
 
 int bench_measure(const bench_args *A, bench_run *r) {

@@ -281,8 +281,28 @@ void cli_note_int8_stored(const char *cmd, const skycmd_model *model, int weight
  * are not known to beat one FMLA chain (not measured here; docs/platforms.md), so they are
  * not the default. */
 int cli_default_weights(void);
-/* --int8, the recommended int8 (decide, bench, serve): --q8-row --q8-fast, and alone */
-#define CLI_INT8_CLASH "--int8 excludes --q8, --q8-fast, --q8-row, --no-calib, --bf16x3 and --f32"
+
+/* The compute flags of decide, bench and serve, under one set of rules: --int8 (the int8 to
+ * use: --q8-row --q8-fast, and alone), --bf16x3, --f32, and the other int8 modes --q8,
+ * --q8-fast, --q8-row and --no-calib (alone: plain Q8_0 weights, two-pass activations). */
+typedef struct cli_compute {
+    int int8, q8, q8_fast, q8_row, no_calib, bf16x3, f32;
+} cli_compute;
+#define CLI_COMPUTE_OPTS(c)                                                                  \
+    {"--int8", NULL, CLI_FLAG, &(c)->int8, 0, 0, NULL},                                      \
+        {"--q8", NULL, CLI_FLAG, &(c)->q8, 0, 0, NULL},                                      \
+        {"--q8-fast", NULL, CLI_FLAG, &(c)->q8_fast, 0, 0, NULL},                            \
+        {"--q8-row", NULL, CLI_FLAG, &(c)->q8_row, 0, 0, NULL},                              \
+        {"--no-calib", NULL, CLI_FLAG, &(c)->no_calib, 0, 0, NULL},                          \
+        {"--bf16x3", NULL, CLI_FLAG, &(c)->bf16x3, 0, 0, NULL},                              \
+        {"--f32", NULL, CLI_FLAG, &(c)->f32, 0, 0, NULL}
+/* Check that c's flags go together; when they do, expand --int8 into c->q8_row and
+ * c->q8_fast and set *weights (skycmd_weights: cli_default_weights() when no flag names one)
+ * and *activations (skycmd_activations of the int8 modes, else CLI_UNSET: the library's
+ * default). Returns NULL, or the message naming the clash. */
+const char *cli_compute_resolve(cli_compute *c, int *weights, int *activations);
+/* Whether any compute flag was given (cli_note_int8_stored's weights_given). */
+int cli_compute_named(const cli_compute *c);
 
 /* ------------------------------------------------------------ decide --batch --- */
 /* `skycmd decide --batch`: one request per line of in_path ("-": stdin), answers to

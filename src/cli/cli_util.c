@@ -847,3 +847,27 @@ int cli_default_weights(void) {
     /* skycmd_cpu_features() lists AMX only where the kernels may use it (SKYCMD_KERNELS caps) */
     return strstr(skycmd_cpu_features(), "amx-bf16") ? SKYCMD_WEIGHTS_BF16X3 : SKYCMD_WEIGHTS_F32;
 }
+
+const char *cli_compute_resolve(cli_compute *c, int *weights, int *activations) {
+    const int q8_block = c->q8 || c->q8_fast || c->no_calib;
+    if (c->int8 && (q8_block || c->q8_row || c->bf16x3 || c->f32))
+        return "--int8 excludes --q8, --q8-fast, --q8-row, --no-calib, --bf16x3 and --f32";
+    if (c->q8 && c->q8_fast) return "--q8 and --q8-fast exclude each other";
+    if (c->q8_row && (c->q8 || c->no_calib)) return "--q8-row excludes --q8 and --no-calib";
+    if (c->bf16x3 && (q8_block || c->q8_row))
+        return "--bf16x3 excludes --q8, --q8-fast, --q8-row and --no-calib";
+    if (c->f32 && (q8_block || c->q8_row || c->bf16x3))
+        return "--f32 excludes --q8, --q8-fast, --q8-row, --no-calib and --bf16x3";
+    if (c->int8) c->q8_row = c->q8_fast = 1;
+    *weights = c->f32 ? SKYCMD_WEIGHTS_F32 : c->bf16x3 ? SKYCMD_WEIGHTS_BF16X3 : cli_default_weights();
+    *activations = CLI_UNSET;
+    if (q8_block || c->q8_row) {
+        *weights = c->q8_row ? SKYCMD_WEIGHTS_Q8_ROW : c->no_calib ? SKYCMD_WEIGHTS_Q8_PLAIN : SKYCMD_WEIGHTS_Q8;
+        *activations = c->q8_fast ? SKYCMD_ACT_Q8 : SKYCMD_ACT_Q8X2;
+    }
+    return NULL;
+}
+
+int cli_compute_named(const cli_compute *c) {
+    return c->int8 || c->q8 || c->q8_fast || c->q8_row || c->no_calib || c->bf16x3 || c->f32;
+}

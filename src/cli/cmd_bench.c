@@ -116,31 +116,13 @@ static int report(const cli_cmd *cmd, const cli_error *e) {
     }
 }
 
-/* The flags that exclude each other; NULL when they go together. */
-static const char *clash(const bench_args *a) {
-    const int any_q8 = a->q8 || a->q8_fast || a->no_calib;
-    if (a->type >= 0 && !a->preset) return "--type only applies to --random";
-    if (a->bf16x3 && any_q8) return "--bf16x3 excludes --q8, --q8-fast and --no-calib";
-    if (a->q8 && a->q8_fast) return "--q8 and --q8-fast exclude each other";
-    if (a->q8_row && (a->q8 || a->no_calib || a->bf16x3))
-        return "--q8-row excludes --q8, --no-calib and --bf16x3";
-    if (a->f32 && (any_q8 || a->bf16x3 || a->q8_row))
-        return "--f32 excludes --q8, --q8-fast, --q8-row, --no-calib and --bf16x3";
-    return NULL;
-}
-
 /* Fill a from the arguments: CLI_CONTINUE, or the exit status (0 after --help). */
 static int parse_args(int argc, char **argv, bench_args *a) {
-    *a = (bench_args){NULL, NULL, NULL, 42, 3, 0, 0, 3, 1, 200, 3.0, -1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0};
-    int no_single = 0, int8 = 0;
+    *a = (bench_args){.seed = 42, .questions = 3, .warmup = 3, .threads = 1, .peak_ms = 200,
+                      .seconds = 3.0, .type = -1, .single = 1};
+    int no_single = 0;
     const cli_opt opts[] = {
-        {"--int8", NULL, CLI_FLAG, &int8, 0, 0, NULL},
-        {"--q8", NULL, CLI_FLAG, &a->q8, 0, 0, NULL},
-        {"--q8-fast", NULL, CLI_FLAG, &a->q8_fast, 0, 0, NULL},
-        {"--no-calib", NULL, CLI_FLAG, &a->no_calib, 0, 0, NULL},
-        {"--q8-row", NULL, CLI_FLAG, &a->q8_row, 0, 0, NULL},
-        {"--bf16x3", NULL, CLI_FLAG, &a->bf16x3, 0, 0, NULL},
-        {"--f32", NULL, CLI_FLAG, &a->f32, 0, 0, NULL},
+        CLI_COMPUTE_OPTS(&a->compute),
         {"--json", NULL, CLI_FLAG, &a->json, 0, 0, NULL},
         {"--drop-cache", NULL, CLI_FLAG, &a->drop_cache, 0, 0, NULL},
         {"--no-single", NULL, CLI_FLAG, &no_single, 0, 0, NULL},
@@ -173,10 +155,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
     if (!a->model_path == !a->preset) {
         return cli_usage_error(&cmd, "give either MODEL.gguf or --random PRESET");
     }
-    const char *why = int8 && (a->q8 || a->q8_fast || a->q8_row || a->no_calib || a->bf16x3 || a->f32)
-                          ? CLI_INT8_CLASH
-                          : clash(a);
-    if (int8) a->q8_row = a->q8_fast = 1;
+    const char *why = a->type >= 0 && !a->preset ? "--type only applies to --random"
+                                                  : cli_compute_resolve(&a->compute, &a->weights, &a->acts);
     if (why) {
         fprintf(stderr, "skycmd bench: %s\n", why);
         return 2;

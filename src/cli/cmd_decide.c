@@ -266,7 +266,8 @@ int cmd_decide(int argc, char **argv) {
     cli_model_args m = CLI_MODEL_ARGS_UNSET;
     const char *random = NULL, *name = NULL, *min_conf = NULL;
     int64_t threads = CLI_UNSET, max_tokens = CLI_UNSET;
-    int pretty = 0, int8 = 0, q8 = 0, q8_fast = 0, q8_row = 0, bf16x3 = 0, f32 = 0, no_calib = 0, is_long = 0, report_truncation = 0;
+    int pretty = 0, is_long = 0, report_truncation = 0;
+    cli_compute compute = {0};
     int64_t window = CLI_UNSET, stride = CLI_UNSET, group = CLI_UNSET;
     const char *batch = NULL, *output = NULL;
     int64_t jobs = CLI_UNSET, batch_window = CLI_UNSET;
@@ -275,13 +276,7 @@ int cmd_decide(int argc, char **argv) {
         {"--random", NULL, CLI_STRING, &random, 0, 0, NULL},
         CLI_OPTS_SEED(m),
         CLI_OPTS_TYPE(m),
-        {"--int8", NULL, CLI_FLAG, &int8, 0, 0, NULL},
-        {"--q8", NULL, CLI_FLAG, &q8, 0, 0, NULL},
-        {"--q8-fast", NULL, CLI_FLAG, &q8_fast, 0, 0, NULL},
-        {"--q8-row", NULL, CLI_FLAG, &q8_row, 0, 0, NULL},
-        {"--bf16x3", NULL, CLI_FLAG, &bf16x3, 0, 0, NULL},
-        {"--f32", NULL, CLI_FLAG, &f32, 0, 0, NULL},
-        {"--no-calib", NULL, CLI_FLAG, &no_calib, 0, 0, NULL},
+        CLI_COMPUTE_OPTS(&compute),
         {"--max-tokens", NULL, CLI_INT, &max_tokens, SKYCMD_OPT_MAX_TOKENS, 0, NULL},
         {"--model-name", NULL, CLI_STRING, &name, SKYCMD_OPT_MODEL_NAME, 0, NULL},
         /* set on the open's options (the int8 calibration at load runs on these threads)
@@ -353,16 +348,9 @@ int cmd_decide(int argc, char **argv) {
     if (!random && (m.seed != CLI_UNSET || m.massive != CLI_UNSET || m.type != CLI_UNSET ||
                     m.head_type != CLI_UNSET))
         return cli_usage_error(&cmd, "--seed, --massive, --type and --head-type only apply with --random");
-    if (int8 && (q8 || q8_fast || q8_row || no_calib || bf16x3 || f32))
-        return cli_usage_error(&cmd, CLI_INT8_CLASH);
-    if (int8) q8_row = q8_fast = 1;
-    if (q8 && q8_fast) return cli_usage_error(&cmd, "--q8 and --q8-fast exclude each other");
-    if (q8_row && (q8 || no_calib))
-        return cli_usage_error(&cmd, "--q8-row excludes --q8 and --no-calib");
-    if (bf16x3 && (q8 || q8_fast || no_calib || q8_row))
-        return cli_usage_error(&cmd, "--bf16x3 excludes --q8, --q8-fast, --q8-row and --no-calib");
-    if (f32 && (q8 || q8_fast || no_calib || q8_row || bf16x3))
-        return cli_usage_error(&cmd, "--f32 excludes --q8, --q8-fast, --q8-row, --no-calib and --bf16x3");
+    int weights, acts;
+    const char *clash = cli_compute_resolve(&compute, &weights, &acts);
+    if (clash) return cli_usage_error(&cmd, "%s", clash);
     if (!is_long && (window != CLI_UNSET || stride != CLI_UNSET))
         return cli_usage_error(&cmd, "--window and --stride only apply with --long");
     if (is_long && group != CLI_UNSET && group != 0)
@@ -376,13 +364,6 @@ int cmd_decide(int argc, char **argv) {
     size_t len = 0;
     if (req_path && cli_read_input(cmd.name, req_path, DECIDE_MAX_BODY, &body, &len)) return 1;
 
-    int weights = f32 ? SKYCMD_WEIGHTS_F32 : bf16x3 ? SKYCMD_WEIGHTS_BF16X3 : cli_default_weights();
-    int acts = CLI_UNSET;
-    if (q8 || q8_fast || no_calib) {
-        weights = no_calib ? SKYCMD_WEIGHTS_Q8_PLAIN : SKYCMD_WEIGHTS_Q8;
-        acts = q8_fast ? SKYCMD_ACT_Q8 : SKYCMD_ACT_Q8X2;
-    }
-    if (q8_row) weights = SKYCMD_WEIGHTS_Q8_ROW;
     skycmd_model *model = NULL;
     skycmd_session *sess = NULL;
     char *resp = NULL;
@@ -434,7 +415,7 @@ int cmd_decide(int argc, char **argv) {
         goto out;
     }
     cli_temp_free(&run.tmp); /* the model keeps its mapping; the name is not needed */
-    cli_note_int8_stored(cmd.name, model, f32 || bf16x3 || q8 || q8_fast || q8_row || no_calib);
+    cli_note_int8_stored(cmd.name, model, cli_compute_named(&compute));
     rc = 1;
     if (batch) {
         const cli_batch_args ba = {batch, output, jobs, batch_window, threads, acts, fail_fast, !quiet};

@@ -41,7 +41,8 @@ static void usage(FILE *out) {
             "      --q8                 calibrated Q8_0 matrices (outlier columns in f32),\n"
             "                           two-pass activations: the int8 closest to laya,\n"
             "                           slower than --int8\n"
-            "      --no-calib           with --q8: plain Q8_0, no outlier columns\n"
+            "      --no-calib           Q8_0 weights without calibration (alone: two-pass\n"
+            "                           activations)\n"
             "      --q8-fast            --q8 plus single-pass int8 activations\n"
             "      --q8-row             --int8's weights, two-pass activations everywhere\n"
             "      --max-tokens N       override decision.max_tokens (sequence budget)\n"
@@ -219,7 +220,8 @@ static void set_defaults(struct serve_config *cfg) {
 
 /* The flags that pick the weights mode, and the API key as given. */
 typedef struct serve_flags {
-    int int8, q8, no_calib, q8_fast, q8_row, bf16x3, f32, print_config;
+    cli_compute compute;
+    int print_config;
     const char *key, *key_file;
 } serve_flags;
 
@@ -268,13 +270,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg, serve_fla
                     CLI_NUM_SIZE),
         CLI_OPT_NUM("--max-connections", NULL, cfg->max_connections, 1, 65536, CLI_NUM_SIZE),
         CLI_OPT_NUM("--max-tokens", NULL, cfg->max_tokens, 1, INT32_MAX, CLI_NUM_SIZE),
-        {"--int8", NULL, CLI_FLAG, &f->int8, 0, 0, NULL},
-        {"--q8", NULL, CLI_FLAG, &f->q8, 0, 0, NULL},
-        {"--no-calib", NULL, CLI_FLAG, &f->no_calib, 0, 0, NULL},
-        {"--q8-fast", NULL, CLI_FLAG, &f->q8_fast, 0, 0, NULL},
-        {"--q8-row", NULL, CLI_FLAG, &f->q8_row, 0, 0, NULL},
-        {"--bf16x3", NULL, CLI_FLAG, &f->bf16x3, 0, 0, NULL},
-        {"--f32", NULL, CLI_FLAG, &f->f32, 0, 0, NULL},
+        CLI_COMPUTE_OPTS(&f->compute),
         {"--log-format", NULL, CLI_CHOICE, &cfg->log_format, 0, 0, log_formats},
         {"--access-log", NULL, CLI_FLAG, &cfg->access_log, 0, 0, NULL},
         {"--verbose", "-v", CLI_FLAG, &cfg->verbose, 0, 0, NULL},
@@ -299,26 +295,15 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg, serve_fla
 
 /* The weights mode from the flags (after checking that they go together); the API key
  * from --api-key, --api-key-file or $SKYCMD_API_KEY. Returns 0, else the exit status. */
-static int apply_flags(struct serve_config *cfg, const serve_flags *f) {
-    const int any_q8 = f->q8 || f->q8_fast || f->no_calib;
-    const char *clash = NULL;
-    if (f->int8 && (any_q8 || f->q8_row || f->bf16x3 || f->f32)) clash = CLI_INT8_CLASH;
-    else if (f->no_calib && !f->q8) clash = "--no-calib needs --q8";
-    else if (f->q8_row && (f->q8 || f->no_calib)) clash = "--q8-row excludes --q8 and --no-calib";
-    else if (f->bf16x3 && (any_q8 || f->q8_row))
-        clash = "--bf16x3 excludes --q8, --q8-fast, --q8-row and --no-calib";
-    else if (f->f32 && (any_q8 || f->q8_row || f->bf16x3))
-        clash = "--f32 excludes --q8, --q8-fast, --q8-row, --no-calib and --bf16x3";
-    else if (f->key && f->key_file) clash = "give --api-key or --api-key-file, not both";
+static int apply_flags(struct serve_config *cfg, serve_flags *f) {
+    int acts;
+    const char *clash = cli_compute_resolve(&f->compute, &cfg->weights, &acts);
+    if (!clash && f->key && f->key_file) clash = "give --api-key or --api-key-file, not both";
     if (clash) {
         fprintf(stderr, "skycmd serve: %s\n", clash);
         return 2;
     }
-    if (f->q8 || f->q8_fast) cfg->weights = f->no_calib ? SKYCMD_WEIGHTS_Q8_PLAIN : SKYCMD_WEIGHTS_Q8;
-    if (f->q8_fast || f->int8) cfg->activations = SKYCMD_ACT_Q8;
-    if (f->q8_row || f->int8) cfg->weights = SKYCMD_WEIGHTS_Q8_ROW;
-    if (f->f32) cfg->weights = SKYCMD_WEIGHTS_F32;
-    if (f->bf16x3) cfg->weights = SKYCMD_WEIGHTS_BF16X3;
+    cfg->activations = acts == CLI_UNSET ? -1 : acts;
     if (f->key_file) cfg->api_key = read_key_file(f->key_file);
     else if (f->key && *f->key) cfg->api_key = strdup(f->key);
     return f->key_file && !cfg->api_key ? 2 : 0;

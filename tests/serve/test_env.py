@@ -20,15 +20,15 @@ from serve_common import (Server, check, ensure_model, eq, main_guard, parse_arg
 
 ARGS = parse_args(__doc__)
 
-# option -> (its variables, the --print-config key, the value printed). Options whose
-# variable needs another one (--no-calib needs --q8) set both.
+# option -> (its variables, the --print-config key, the value printed); --no-calib alone is
+# plain Q8_0 weights, as in decide and bench.
 KEY_FILE = os.path.join(ARGS.work_dir, "key.txt")
 ROWS = {
     "--model": ({"SKYCMD_MODEL": "a=/m/a.gguf,/m/b.gguf"}, "models",
                 [{"name": "a", "path": "/m/a.gguf"}, {"name": None, "path": "/m/b.gguf"}]),
     "--int8": ({"SKYCMD_INT8": "1"}, "weights", "q8-row"),
-    "--q8": ({"SKYCMD_Q8": "1"}, "weights", "q8"),
-    "--no-calib": ({"SKYCMD_Q8": "yes", "SKYCMD_NO_CALIB": "true"}, "weights", "q8-plain"),
+    "--q8": ({"SKYCMD_Q8": "yes"}, "weights", "q8"),
+    "--no-calib": ({"SKYCMD_NO_CALIB": "true"}, "weights", "q8-plain"),
     "--q8-fast": ({"SKYCMD_Q8_FAST": "on"}, "activations", 1),
     "--q8-row": ({"SKYCMD_Q8_ROW": "1"}, "weights", "q8-row"),
     "--bf16x3": ({"SKYCMD_BF16X3": "1", "SKYCMD_F32": "0"}, "weights", "bf16x3"),
