@@ -46,9 +46,12 @@ static int calib_build(void *ud, size_t max_len, size_t head_max_len, sk_calib_s
 
 int sk_api_model_row_choice(skycmd_model *mod, sk_pool *pool, sk_err *e) {
     const sk_calib_source calib = {calib_build, mod, 0, 0, 0};
+    sk_calib_inputs *in = sk_calib_inputs_new(mod->g, &calib, pool, NULL, NULL);
+    if (!in) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
     sk_platform_mutex_lock(&mod->row_mu);
-    const int rc = sk_model_row_choice(mod->m, mod->g, &calib, pool, NULL, NULL, SK_SHARE_NONE, e);
+    const int rc = sk_model_row_choice(mod->m, in, NULL, NULL, SK_SHARE_NONE, e);
     sk_platform_mutex_unlock(&mod->row_mu);
+    sk_calib_inputs_free(in);
     return rc;
 }
 

@@ -62,27 +62,51 @@ static sk_linear **model_linears(sk_model *m, size_t *n, size_t *n_enc) {
 
 /* The calibration's input sequences, built on first use by the source handed down
  * (src/api/model.c: the model's own tokenizer, decoded once per load) or, without one, by
- * sk_calib_sequences on the file; shared by calibrate() and probe_sites(). */
-typedef struct calib_seqs {
+ * sk_calib_sequences on the file, and the passes' threads; shared by calibrate(),
+ * probe_sites() and probe_rows() (model.h: sk_calib_inputs). */
+struct sk_calib_inputs {
     const sk_calib_source *src;
     const sk_gguf *g;
     int built;
     sk_calib_seq v[SK_CALIB_N_SEQS];
-    sk_pool *pool;  /* the passes' threads (sk_calib_source.threads), or NULL for one */
-} calib_seqs;
+    sk_pool *pool;  /* the passes' threads, or NULL for one */
+    sk_pool *own;   /* pool when started here (sk_calib_source.threads) */
+    skycmd_log_fn log;
+    void *log_ud;
+};
 
-static int calib_seqs_get(const sk_model *m, calib_seqs *cs, sk_err *e) {
+sk_calib_inputs *sk_calib_inputs_new(const sk_gguf *g, const sk_calib_source *calib, sk_pool *pool,
+                                     skycmd_log_fn log, void *log_ud) {
+    sk_calib_inputs *in = calloc(1, sizeof *in);
+    if (!in) return NULL;
+    in->src = calib;
+    in->g = g;
+    in->pool = pool;
+    in->log = log;
+    in->log_ud = log_ud;
+    return in;
+}
+
+void sk_calib_inputs_free(sk_calib_inputs *in) {
+    if (!in) return;
+    if (in->built) sk_calib_sequences_free(in->v);
+    sk_pool_free(in->own);
+    free(in);
+}
+
+/* The sequences, built on first use; the threads of the passes that read them started then
+ * too, where the source asks for more than one and no pool was lent. */
+static int calib_seqs_get(const sk_model *m, sk_calib_inputs *cs, sk_err *e) {
     if (cs->built) return SKYCMD_OK;
     int rc = cs->src ? cs->src->build(cs->src->ud, m->hp.max_tokens, m->hp.max_head_tokens, cs->v, e)
                      : sk_calib_sequences(cs->g, m->hp.max_tokens, m->hp.max_head_tokens, cs->v, e);
     if (rc) return rc;
     cs->built = 1;
+    const int threads = cs->src && cs->src->threads > 0 ? cs->src->threads : 1;
+    if (!cs->pool && threads > 1 && !(cs->pool = cs->own = sk_pool_new(threads)))
+        sk_model_log(cs->log, cs->log_ud, 1, "int8: no compute threads for the calibration (%d asked): one runs it",
+                     threads);
     return SKYCMD_OK;
-}
-
-static void calib_seqs_free(calib_seqs *cs) {
-    if (cs->built) sk_calib_sequences_free(cs->v);
-    cs->built = 0;
 }
 
 /* ------------------------------------------------------------------ progress ------- */
@@ -186,7 +210,7 @@ static double vocab_cost(const sk_model *m, size_t k) {
  * moments at the sites gptq marks. Progress: pr->part, the passes by tokens, then the
  * vocabulary's moments. */
 static int vocab_moments(const sk_model *m, float *xtx, size_t k, sk_share prog, sk_err *e);
-static int calibrate(sk_model *m, calib_seqs *cs, sk_linear *const *sites, size_t n_sites,
+static int calibrate(sk_model *m, sk_calib_inputs *cs, sk_linear *const *sites, size_t n_sites,
                      const uint8_t *gptq, sk_calib *c, int8_prog *pr, sk_err *e) {
     size_t *k = sk_malloc_array(n_sites, sizeof(size_t));
     if (!k) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory for calibration");
@@ -409,7 +433,7 @@ static double probe_cost(const sk_model *m, size_t probe_tokens, sk_linear *cons
     return c;
 }
 
-static int probe_sites(sk_model *m, calib_seqs *cs, sk_linear *const *all, size_t n,
+static int probe_sites(sk_model *m, sk_calib_inputs *cs, sk_linear *const *all, size_t n,
                        const uint8_t *to_q8, const sk_calib *c, uint8_t *keep, double *sens,
                        size_t *n_keep, uint8_t *fast_x2, double *sens_a, size_t *n_x2,
                        int8_prog *pr, sk_err *e) {
@@ -502,7 +526,7 @@ static double probe_rows_cost(const sk_model *m, double probe_tokens, size_t n_s
     return SK_COST_FWD * SK_COST_INT8_PASS * model_macs(m) * (double)probe_tokens * (double)(n_sites + 1);
 }
 
-static int probe_rows(sk_model *m, calib_seqs *cs, sk_linear *const *all, size_t n,
+static int probe_rows(sk_model *m, sk_calib_inputs *cs, sk_linear *const *all, size_t n,
                       double *sens_a, uint8_t *x2, size_t *n_x2, int8_prog *pr, sk_err *e) {
     *n_x2 = 0;
     int rc = calib_seqs_get(m, cs, e);
@@ -534,7 +558,9 @@ static int probe_rows(sk_model *m, calib_seqs *cs, sk_linear *const *all, size_t
         for (size_t t = 0; t < nl; t++) sa += ((double)got[t] - ref[t]) * ((double)got[t] - ref[t]);
         sens_a[i] = nl ? sqrt(sa / (double)nl) : 0.0;
     }
-    if (!rc) *n_x2 = mark_largest(sens_a, NULL, x2, n, !n_sites ? 0 : n_sites / SK_ROW_X2_SHARE ? n_sites / SK_ROW_X2_SHARE : 1);
+    /* a third of the sites keep two passes (at least one where there are any) */
+    const size_t n_keep_x2 = n_sites / SK_ROW_X2_SHARE ? n_sites / SK_ROW_X2_SHARE : n_sites ? 1 : 0;
+    if (!rc) *n_x2 = mark_largest(sens_a, NULL, x2, n, n_keep_x2);
     free(ref);
     free(got);
     sk_scratch_free(s);
@@ -559,21 +585,17 @@ static void log_probe(skycmd_log_fn log, void *log_ud, sk_linear *const *all, si
     }
 }
 
-int sk_model_row_choice(sk_model *m, const sk_gguf *g, const sk_calib_source *calib,
-                        struct sk_pool *pool, skycmd_log_fn log, void *log_ud, sk_share prog,
-                        sk_err *e) {
+int sk_model_row_choice(sk_model *m, sk_calib_inputs *in, skycmd_log_fn log, void *log_ud,
+                        sk_share prog, sk_err *e) {
     if (!m || !m->row_choice_pending) return sk_share_report(prog, 1.0, e);
     size_t n, n_enc, n_x2 = 0;
     sk_linear **all = model_linears(m, &n, &n_enc);
     if (!all) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
-    const int threads = calib && calib->threads > 0 ? calib->threads : 1;
-    sk_pool *own = !pool && threads > 1 ? sk_pool_new(threads) : NULL;
-    calib_seqs cs = {calib, g, 0, {{0}}, pool ? pool : own};
     int8_prog pr = {prog, 0.0, 0.0, 0, 0};
     const size_t cap = n ? n : 1;
     double *sens_a = sk_malloc_array(cap, sizeof(double));
     uint8_t *x2 = calloc(cap, 1);
-    int rc = sens_a && x2 ? probe_rows(m, &cs, all, n, sens_a, x2, &n_x2, &pr, e)
+    int rc = sens_a && x2 ? probe_rows(m, in, all, n, sens_a, x2, &n_x2, &pr, e)
                           : sk_fail(e, SKYCMD_E_NOMEM, "out of memory for the probe");
     if (rc == SKYCMD_E_CANCELLED) sk_err_prefix(e, "int8 sensitivity probe");
     if (!rc) {
@@ -587,8 +609,6 @@ int sk_model_row_choice(sk_model *m, const sk_gguf *g, const sk_calib_source *ca
     }
     free(sens_a);
     free(x2);
-    calib_seqs_free(&cs);
-    sk_pool_free(own);
     free(all);
     return rc;
 }
@@ -612,34 +632,35 @@ static double quant_cost(const sk_linear *L, int weights_mode, int gptq) {
            (gptq ? SK_COST_MAC * (elems * k + k * k * k / 3.0) : 0.0);
 }
 
-double sk_int8_cost_guess(const sk_model *m, int weights_mode, int row_choice) {
+/* The guesses' tokens: about the same for every model (the calibration's prompts). */
+static const double k_calib_tokens = SK_CALIB_N_SEQS * SK_GUESS_CALIB_SEQ_TOKENS;
+static const double k_probe_tokens = SK_N_PROBE * SK_GUESS_CALIB_SEQ_TOKENS;
+
+double sk_int8_cost_guess(const sk_model *m, int weights_mode) {
     const double d = m->hp.n_embd, ff = m->hp.n_ff, L = m->hp.n_layer;
     const double enc = L * (3 * d * d + d * d + 2 * ff * d + ff * d), macs = model_macs(m);
-    /* the sequences' tokens (about the same for every model: the calibration's prompts) */
-    const double calib_tokens = SK_CALIB_N_SEQS * SK_GUESS_CALIB_SEQ_TOKENS;
-    const double probe_tokens = SK_N_PROBE * SK_GUESS_CALIB_SEQ_TOKENS;
     switch (weights_mode) {
     case SKYCMD_WEIGHTS_Q8:
         /* calibration, the probe (a reference pass, and per encoder matrix a quantization
          * and two passes), the quantization */
-        return SK_COST_FWD * macs * calib_tokens + (8.0 * L + 1.0) * SK_COST_FWD * macs * probe_tokens +
+        return SK_COST_FWD * macs * k_calib_tokens + (8.0 * L + 1.0) * SK_COST_FWD * macs * k_probe_tokens +
                2.0 * SK_COST_Q8_ELEM * enc;
-    case SKYCMD_WEIGHTS_Q8_ROW: {
-        /* calibration, the quantization, the probe unless deferred (its sites: the
-         * encoder's four matrices a layer, the head blocks' five but the last kv) */
-        const double H = m->hp.n_head_layers;
-        const size_t sites = (size_t)(4.0 * L + (H > 0 ? 5.0 * H - 1.0 : 0.0));
-        return SK_COST_FWD * macs * calib_tokens + SK_COST_Q8_ROW_ELEM * macs +
-               (row_choice ? probe_rows_cost(m, probe_tokens, sites) : 0.0);
-    }
+    case SKYCMD_WEIGHTS_Q8_ROW:   /* calibration, the quantization */
+        return SK_COST_FWD * macs * k_calib_tokens + SK_COST_Q8_ROW_ELEM * macs;
     default:
         return SK_COST_Q8_ELEM * enc;
     }
 }
 
-int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
-                     const sk_calib_source *calib, skycmd_log_fn log, void *log_ud,
-                     sk_share prog, sk_err *e) {
+double sk_int8_row_choice_cost_guess(const sk_model *m) {
+    /* its sites: the encoder's four matrices a layer, the head blocks' five but the last kv */
+    const double L = m->hp.n_layer, H = m->hp.n_head_layers;
+    return probe_rows_cost(m, k_probe_tokens, (size_t)(4.0 * L + (H > 0 ? 5.0 * H - 1.0 : 0.0)));
+}
+
+int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, sk_calib_inputs *in,
+                     skycmd_log_fn log, void *log_ud, sk_share prog, sk_err *e) {
+    const sk_calib_source *calib = in->src;
     size_t n, n_enc, n_quant = 0, n_file = 0;
     sk_linear **all = model_linears(m, &n, &n_enc);
     const size_t cap = all ? n : 1;
@@ -695,13 +716,7 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
     /* The calibration and the probe run forward passes, on the threads the caller lends
      * (their results are bitwise those of one thread: forward.c), so a stored int8 model
      * is the same file whatever the thread count. */
-    calib_seqs cs = {calib, g, 0, {{0}}, NULL};
-    const int threads = calib && calib->threads > 0 ? calib->threads : 1;
-    if (threads > 1 && n_quant > 0 &&
-        (weights_mode == SKYCMD_WEIGHTS_Q8 || weights_mode == SKYCMD_WEIGHTS_Q8_ROW) &&
-        !(cs.pool = sk_pool_new(threads)))
-        sk_model_log(log, log_ud, 1, "int8: no compute threads for the calibration (%d asked): one runs it",
-             threads);
+    sk_calib_inputs *cs = in;
     int rc = SKYCMD_OK;
     size_t n_gptq = 0, n_keep = 0, n_x2 = 0;
     uint8_t *keep = calloc(cap, 1), *fast_x2 = calloc(cap, 1), *gptq = calloc(cap, 1);
@@ -722,18 +737,18 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
     if (!rc && sk_share_active(prog)) {
         double c_cal = 0.0, c_probe = 0.0, c_quant = 0.0;
         if (calibrated) {
-            rc = calib_seqs_get(m, &cs, e);
+            rc = calib_seqs_get(m, cs, e);
             if (rc) sk_err_prefix(e, "calibration prompts");
         }
         if (!rc && calibrated) {
             size_t tokens = 0;
             double xtx = 0.0;
-            for (size_t i = 0; i < SK_CALIB_N_SEQS; i++) tokens += cs.v[i].n;
+            for (size_t i = 0; i < SK_CALIB_N_SEQS; i++) tokens += cs->v[i].n;
             for (size_t i = 0; i < n; i++)
                 if (gptq[i]) xtx += (double)all[i]->p.n_in * (double)all[i]->p.n_in / 2.0;
             c_cal = (SK_COST_FWD * model_macs(m) + SK_COST_MAC * xtx) * (double)tokens;
             if (vocab_site(m, all, gptq)) c_cal += vocab_cost(m, all[0]->p.n_in);
-            if (weights_mode == SKYCMD_WEIGHTS_Q8) c_probe = probe_cost(m, prompts_tokens(cs.v, 1), all, n, to_q8);
+            if (weights_mode == SKYCMD_WEIGHTS_Q8) c_probe = probe_cost(m, prompts_tokens(cs->v, 1), all, n, to_q8);
         }
         for (size_t i = 0; i < n; i++)
             if (to_q8[i] == 1) c_quant += quant_cost(all[i], weights_mode, gptq[i]);
@@ -744,13 +759,13 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
     }
     if (!rc && weights_mode == SKYCMD_WEIGHTS_Q8 && n_quant > 0) {
         pr.part = part_cal;
-        rc = calibrate(m, &cs, all, n, gptq, &c, &pr, e);
+        rc = calibrate(m, cs, all, n, gptq, &c, &pr, e);
         if (rc == SKYCMD_E_CANCELLED) sk_err_prefix(e, "int8 calibration");
         if (!rc)
             sk_model_log(log, log_ud, 1, "int8: calibrated %zu matrix products on %d templated sequences "
                  "(%zu with second moments for GPTQ rounding)", n, SK_CALIB_N_SEQS, n_gptq);
         pr.part = part_probe;
-        if (!rc) rc = probe_sites(m, &cs, all, n, to_q8, &c, keep, sens, &n_keep, fast_x2, sens_a, &n_x2, &pr, e);
+        if (!rc) rc = probe_sites(m, cs, all, n, to_q8, &c, keep, sens, &n_keep, fast_x2, sens_a, &n_x2, &pr, e);
         if (rc == SKYCMD_E_CANCELLED) sk_err_prefix(e, "int8 sensitivity probe");
         if (!rc) log_probe(log, log_ud, all, n, sens, sens_a, keep, fast_x2);
     }
@@ -760,7 +775,7 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
      * sensitivity probe. */
     if (!rc && weights_mode == SKYCMD_WEIGHTS_Q8_ROW && n_quant > 0 && !stored) {
         pr.part = part_cal;
-        rc = calibrate(m, &cs, all, n, gptq, &c, &pr, e);
+        rc = calibrate(m, cs, all, n, gptq, &c, &pr, e);
         if (rc == SKYCMD_E_CANCELLED) sk_err_prefix(e, "int8 calibration");
         if (!rc)
             sk_model_log(log, log_ud, 1, "int8 rows: calibrated %zu matrix products on %d templated "
@@ -911,8 +926,6 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
     free(fast_x2);
     free(sens_a);
     sk_calib_free(&c);
-    calib_seqs_free(&cs);
-    sk_pool_free(cs.pool);
     free(all);
     free(to_q8);
     return rc;

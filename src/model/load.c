@@ -490,8 +490,8 @@ static void plan_progress(sk_model *m, const sk_gguf *g, int weights_mode, int r
         c_post += SK_COST_AMX_ELEM * (double)matrix_elems;
     if (weights_mode == SKYCMD_WEIGHTS_Q8 || weights_mode == SKYCMD_WEIGHTS_Q8_ROW ||
         weights_mode == SKYCMD_WEIGHTS_Q8_PLAIN) {
-        c_post += sk_int8_cost_guess(m, weights_mode, 0);
-        c_probe = sk_int8_cost_guess(m, weights_mode, row_choice) - sk_int8_cost_guess(m, weights_mode, 0);
+        c_post += sk_int8_cost_guess(m, weights_mode);
+        if (row_choice && weights_mode == SKYCMD_WEIGHTS_Q8_ROW) c_probe = sk_int8_row_choice_cost_guess(m);
     }
     const double sum = c_load + c_post + c_probe;
     const double split = sum > 0.0 ? c_load / sum : 1.0, split2 = sum > 0.0 ? (c_load + c_post) / sum : 1.0;
@@ -617,17 +617,23 @@ int sk_model_load_calib(const sk_gguf *g, int weights_mode, const sk_calib_sourc
     if (!rc) rc = load_linear(m, g, "cls.output", d, 1, 1, &m->cls_out, e);
     if (!rc) rc = sk_share_report(m->load_share, 1.0, e);
     m->load_share = SK_SHARE_NONE;
+    /* the calibration's sequences and threads, for the conversion and the row probe */
+    sk_calib_inputs *in = NULL;
+    if (!rc && weights_mode != SKYCMD_WEIGHTS_F32 && weights_mode != SKYCMD_WEIGHTS_BF16X3 &&
+        !(in = sk_calib_inputs_new(g, calib, NULL, log, log_ud)))
+        rc = sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
     if (!rc && weights_mode == SKYCMD_WEIGHTS_BF16X3)
         rc = sk_model_to_bf16x3(m, log, log_ud, e);
     else if (!rc && weights_mode != SKYCMD_WEIGHTS_F32) {
-        rc = sk_model_to_int8(m, g, weights_mode, calib, log, log_ud, post_int8, e);
+        rc = sk_model_to_int8(m, g, weights_mode, in, log, log_ud, post_int8, e);
         if (!rc) rc = sk_model_int8_floats_to_amx_bf16(m, log, log_ud, e);
     }
     if (!rc && hp->n_head_layers > 0)
         rc = build_key_transposes(m, &m->head[hp->n_head_layers - 1], e);
     /* a row-scaled model's single-pass choice, on the model as it runs */
     if (!rc && !(calib && calib->defer_row_choice))
-        rc = sk_model_row_choice(m, g, calib, NULL, log, log_ud, post_probe, e);
+        rc = sk_model_row_choice(m, in, log, log_ud, post_probe, e);
+    sk_calib_inputs_free(in);
     /* The int8 modes freed every replaced matrix's f32/16-bit panels, blocks of a few MB
      * that glibc's free() keeps in the heap between the int8 blocks made after them (on a
      * base-sized model from a Laya directory: 140 MB kept). */

@@ -112,9 +112,18 @@ typedef int (*sk_int8_matrix_fn)(void *ud, const sk_gguf_tensor *t, size_t row0,
                                  const uint32_t *outl, size_t n_outl, const float *w_outl,
                                  int two_pass);
 int sk_model_int8_each(const sk_model *m, sk_int8_matrix_fn fn, void *ud);
+/* The int8 calibration's inputs for a load (int8.c): the sequences calib builds (NULL: the
+ * file g's, sk_calib_sequences), built on first use, and the forward passes' threads: pool
+ * (NULL: calib->threads of their own, started then; log says when they cannot be). The
+ * conversion (sk_model_to_int8) and the row probe (sk_model_row_choice) share them, so a
+ * load that runs both builds each once. NULL when out of memory. */
+struct sk_pool;
+typedef struct sk_calib_inputs sk_calib_inputs;
+sk_calib_inputs *sk_calib_inputs_new(const sk_gguf *g, const sk_calib_source *calib, struct sk_pool *pool,
+                                     skycmd_log_fn log, void *log_ud);
+void sk_calib_inputs_free(sk_calib_inputs *in);
 /* A row-scaled int8 model quantized at load makes its single-pass choice here: a probe of
- * the calibration sequences calib builds (NULL: from g), an int8 pass per matrix, on pool's
- * threads (NULL: calib's threads), on the model as it runs, so the choice is the same,
+ * in's sequences, an int8 pass per matrix, on its threads, on the model as it runs, so the choice is the same,
  * bitwise, whenever it is made. Then single-pass activations (SKYCMD_ACT_Q8) keep two
  * passes at the matrices where one pass changes the answers most; before it they run one
  * pass everywhere. The load calls it last unless calib->defer_row_choice. A no-op on any
@@ -123,10 +132,8 @@ int sk_model_int8_each(const sk_model *m, sk_int8_matrix_fn fn, void *ud);
  * serialises calls on one model and keeps single-pass forward calls on m away until it
  * returns; two-pass ones may run meanwhile (the probe writes only what they do not read:
  * forward.c). */
-struct sk_pool;
-int sk_model_row_choice(sk_model *m, const sk_gguf *g, const sk_calib_source *calib,
-                        struct sk_pool *pool, skycmd_log_fn log, void *log_ud, sk_share prog,
-                        sk_err *e);
+int sk_model_row_choice(sk_model *m, sk_calib_inputs *in, skycmd_log_fn log, void *log_ud,
+                        sk_share prog, sk_err *e);
 void sk_model_free(sk_model *m);
 const sk_hparams *sk_model_hparams(const sk_model *m);
 /* Number of parameters stored in the file's model tensors. */

@@ -211,19 +211,19 @@ void sk_attention_parallel(sk_scratch *s, const seq_rows *sr, const float *qkv, 
                            size_t ldo);
 
 /* int8.c: replace the encoder matrices the converter's policy makes Q8_0 by int8 panels
- * (weights_mode SKYCMD_WEIGHTS_Q8: calibrated first on the sequences calib builds, NULL:
- * sk_calib_sequences on g). Reports its progress to prog (calibration passes by tokens and
+ * (weights_mode SKYCMD_WEIGHTS_Q8: calibrated first on in's sequences, on its threads).
+ * Reports its progress to prog (calibration passes by tokens and
  * layers, the sensitivity probe and the quantization by matrices) and stops with
  * SKYCMD_E_CANCELLED when its callback asks, between two layers of a pass or two matrices;
  * what it made is then freed with the model. */
-int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode,
-                     const sk_calib_source *calib, skycmd_log_fn log, void *log_ud,
-                     sk_share prog, sk_err *e);
+int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, sk_calib_inputs *in,
+                     skycmd_log_fn log, void *log_ud, sk_share prog, sk_err *e);
 /* int8.c: the estimated cost (SK_COST_* units) of sk_model_to_int8 on m, from its
- * hyper-parameters alone (the calibration sequences are not built yet): how the load's
- * progress splits between the tensors and the int8 conversion. row_choice: a row-scaled
- * conversion runs its probe (not deferred: sk_calib_source.defer_row_choice). */
-double sk_int8_cost_guess(const sk_model *m, int weights_mode, int row_choice);
+ * hyper-parameters alone (the calibration sequences are not built yet), and that of a
+ * row-scaled model's single-pass choice (sk_model_row_choice): how the load's progress
+ * splits between the tensors, the int8 conversion and the probe. */
+double sk_int8_cost_guess(const sk_model *m, int weights_mode);
+double sk_int8_row_choice_cost_guess(const sk_model *m);
 
 /* The load's progress is split by estimated cost, in nanoseconds of one core as measured on
  * an AMD EPYC (Zen 4, a shared 2-vCPU guest) with `skycmd_model_open` of a random base
