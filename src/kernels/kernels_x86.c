@@ -28,11 +28,16 @@
 #include <string.h>
 
 #define SK_KC 256
-/* Rows per block of the AVX-512 GEMM (a multiple of its 8-row tile): 512 rows x SK_KC floats
- * of x are 512 KB, which stay in L2 beside a panel pair and its outputs. Large's 512-token
- * requests (1536 rows) went from 61-63 % to 68-69 % of the FMA peak on an AMX Xeon guest
- * (256 rows cost 128-token requests a little); a base request's 384 rows are one block. */
-#define SK_MC 512
+/* Rows per block of the AVX-512 GEMM (multiples of its 8-row tile), so that the block's
+ * SK_KC-wide slice of x stays in L2 while every panel pair passes over it. Up to SK_MC_ONE
+ * rows go in one block; more in blocks of SK_MC, small enough that the slice fits L2's sets
+ * whatever x's row stride: at large's d = 1024 (4 KB rows) every row's slice starts in the
+ * same sets, and 512-row blocks overfilled them. Measured with one thread on an AMX Xeon
+ * guest (FMA peak 248 GFLOP/s): large's GEMMs at 1536 rows 175-183 GFLOP/s in 512-row
+ * blocks, 205-209 in blocks of 128 to 256; base's 384 rows (a 128-token request) 213-221 as
+ * one block, 211-219 in blocks of 192. */
+#define SK_MC 192
+#define SK_MC_ONE 384
 
 #define AVX2 __attribute__((target("avx2,fma")))
 #define AVX2F __attribute__((target("avx2,fma,f16c")))
@@ -301,10 +306,11 @@ AVX512 INLINE void gemm_avx512_t(const float *x, size_t ldx, size_t n_rows, cons
                 default: kern_small_avx512(xr, ldx, base, w->pstride, rs, npp, kc, yr, ldy, nc, bias, k0 > 0, wt, 4); break;
                 }
             }
-        /* rows in blocks of SK_MC, so the block's kc-wide slice of x stays in L2 while every
-         * panel pair passes over it (the tiles, and so every sum's order, stay the same) */
-        for (size_t m0 = 0; m0 < n_main; m0 += SK_MC) {
-            const size_t m1 = n_main - m0 < SK_MC ? n_main : m0 + SK_MC;
+        /* rows in blocks (SK_MC above), so the block's kc-wide slice of x stays in L2 while
+         * every panel pair passes over it (the tiles, and so every sum's order, stay the same) */
+        const size_t mc = n_main <= SK_MC_ONE ? n_main : SK_MC;
+        for (size_t m0 = 0; m0 < n_main; m0 += mc) {
+            const size_t m1 = n_main - m0 < mc ? n_main : m0 + mc;
             for (size_t p = 0; p < np; p += 2) {
                 const size_t pa = p * w->pstride + k0 * rs;
                 const int two = p + 1 < np;
