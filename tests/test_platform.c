@@ -18,9 +18,11 @@
  *    file open for writing refuses one, the break's signal kills nothing; elsewhere the
  *    documented "cannot guard";
  *  - strtod in the C locale; sigtimedwait-like wait times out and takes a pending signal;
- *    peak RSS positive; idle priority either granted or refused with an errno value.
+ *    peak RSS positive, the resident set now following 48 MiB mapped and unmapped; idle
+ *    priority either granted or refused with an errno value.
  */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -319,6 +322,19 @@ static void *idle_thread(void *arg) {
 Test(platform, rss_priority_cache_tcp) {
     const long kb = sp_peak_rss_kb();
     cr_assert(kb > 100 && kb < 64L * 1024 * 1024, "peak RSS %ld KiB", kb);
+    /* the resident set now: 48 MiB touched are in it, and unmapped are not (mmap, not
+     * malloc: a sanitizer's allocator keeps freed blocks) */
+    const size_t big = (size_t)48 << 20;
+    const long r0 = sp_rss_kb();
+    char *p = mmap(NULL, big, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert(p != MAP_FAILED && r0 > 100, "RSS %ld KiB", r0);
+    memset(p, 1, big);
+    const long r1 = sp_rss_kb();
+    cr_assert(r1 - r0 >= 46L * 1024 && r1 - r0 <= 56L * 1024, "RSS %ld -> %ld KiB after 48 MiB", r0, r1);
+    cr_assert_leq(r1, sp_peak_rss_kb(), "the peak is at least the resident set now");
+    cr_assert_eq(munmap(p, big), 0);
+    const long r2 = sp_rss_kb();
+    cr_assert(r1 - r2 >= 46L * 1024, "RSS %ld -> %ld KiB after freeing 48 MiB", r1, r2);
     /* idle priority: granted (Linux SCHED_IDLE) or refused with an errno value; either way
      * in a thread of its own, so that this test's thread keeps its priority */
     pthread_t t;

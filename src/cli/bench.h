@@ -72,7 +72,9 @@ typedef struct bench_run {
     int64_t max_tokens;
     /* the figures */
     double gen_s, t_open, t_load, t_first;
-    long rss_before, rss; /* KiB */
+    long rss_before, rss;  /* KiB: before the load, the peak */
+    long rss_loaded;       /* KiB resident after the load (model, no session buffers), or -1 */
+    long scratch;          /* KiB a session's buffers add for the request (resident), or -1 */
     int64_t req_tokens;
     double req_flops;
     bench_kind kind[BENCH_KINDS];

@@ -383,6 +383,7 @@ static int load_model(const bench_args *A, bench_run *r) {
         return 1;
     }
     r->t_load = now_s() - t0;
+    r->rss_loaded = sp_rss_kb();   /* (the session's buffers are made by its first decide) */
     r->threads = A->threads ? (long)A->threads : sysconf(_SC_NPROCESSORS_ONLN);
     if (r->threads < 1) r->threads = 1;
     return 0;
@@ -515,6 +516,25 @@ static int time_requests(const bench_args *A, bench_run *r) {
     return 0;
 }
 
+/* The resident memory of a session's buffers for the timed request: a second session on the
+ * model, set as the first, answers it once while the first keeps its own, and the resident
+ * set grows by what it made (a figure for the issue's "int8 weights plus scratch"). -1 where
+ * the system does not say, or the second session cannot be made. */
+static void measure_scratch(const bench_args *A, bench_run *r) {
+    r->scratch = -1;
+    skycmd_session *s = NULL;
+    skycmd_response *resp = NULL;
+    const long before = sp_rss_kb();
+    if (before < 0 || skycmd_session_new(r->model, &s) != SKYCMD_OK) return;
+    const int ok = (A->threads == 1 || skycmd_session_set_int(s, SKYCMD_OPT_THREADS, A->threads) == SKYCMD_OK) &&
+                   (r->acts < 0 || skycmd_session_set_int(s, SKYCMD_OPT_ACTIVATIONS, r->acts) == SKYCMD_OK) &&
+                   skycmd_decide(s, r->req, &resp) == SKYCMD_OK;
+    const long after = sp_rss_kb();
+    skycmd_response_free(resp);
+    skycmd_session_free(s);
+    if (ok && after >= 0) r->scratch = after - before;
+}
+
 /* The single-question requests, kinds interleaved. */
 static int time_singles(const bench_args *A, bench_run *r) {
     size_t scap = A->iters ? (size_t)A->iters : 1000;
@@ -616,7 +636,8 @@ int bench_measure(const bench_args *A, bench_run *r) {
     if (!rc) rc = first_calls(A, r);
     if (!rc) rc = time_requests(A, r);
     if (!rc && A->single) rc = time_singles(A, r);
-    if (!rc) probe_peak(A, r);
+    if (!rc) probe_peak(A, r);   /* (reads the peak RSS: before the second session below) */
+    if (!rc) measure_scratch(A, r);
     return rc;
 }
 

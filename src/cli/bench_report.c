@@ -45,6 +45,12 @@ static void json_num(const char *key, double v, int last) {
     else printf("\"%s\":null%s", key, last ? "" : ",");
 }
 
+/* A KiB figure as bytes, null when unknown (< 0); never the last member. */
+static void json_kib_bytes(const char *key, long kib) {
+    if (kib >= 0) printf("\"%s\":%.0f,", key, (double)kib * 1024.0);
+    else printf("\"%s\":null,", key);
+}
+
 static void json_stats_ms(const char *key, const bench_stats *s, int last) {
     printf("\"%s\":{\"n\":%zu,", key, s->n);
     json_num("median_ms", s->median * 1e3, 0);
@@ -92,6 +98,8 @@ static void report_json(const bench_args *A, const bench_run *r) {
     printf("\"peak_rss_bytes\":%.0f,\"rss_before_load_bytes\":%.0f,", d.rss_bytes,
            (double)r->rss_before * 1024.0);
     json_num("rss_over_gguf", d.rss_bytes / d.gguf_bytes, 0);
+    json_kib_bytes("rss_after_load_bytes", r->rss_loaded);
+    json_kib_bytes("session_scratch_bytes", r->scratch);
     printf("\"request_tokens\":%lld,", (long long)r->req_tokens);
     json_num("request_gflop", r->req_flops * 1e-9, 0);
     printf("\"kinds\":{");
@@ -170,6 +178,9 @@ static void report_text(const bench_args *A, const bench_run *r) {
     printf("  first decide           %.3f ms\n", r->t_first * 1e3);
     printf("  peak RSS               %.1f MB (%.2fx the GGUF; %.1f MB before the load)\n",
            d.rss_bytes / 1e6, d.rss_bytes / d.gguf_bytes, (double)r->rss_before * 1024.0 / 1e6);
+    if (r->rss_loaded >= 0 && r->scratch >= 0)
+        printf("  resident               %.1f MB after the load; a session's buffers %.1f MB\n",
+               (double)r->rss_loaded * 1024.0 / 1e6, (double)r->scratch * 1024.0 / 1e6);
     printf("  request                %lld questions, %lld tokens, %.3f GFLOP\n", A->questions,
            (long long)r->req_tokens, r->req_flops * 1e-9);
     for (int k = 0; k < N_KINDS; k++)

@@ -176,6 +176,28 @@ long sp_peak_rss_kb(void) {
 #endif
 }
 
+long sp_rss_kb(void) {
+#if defined(__linux__)
+    FILE *f = fopen("/proc/self/status", "r");
+    long kb = -1;
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "VmRSS: %ld kB", &kb) == 1) break;
+        fclose(f);
+    }
+    return kb;
+#elif defined(__APPLE__)
+    mach_task_basic_info_data_t info;
+    mach_msg_type_number_t count = MACH_TASK_BASIC_INFO_COUNT;
+    if (task_info(mach_task_self(), MACH_TASK_BASIC_INFO, (task_info_t)&info, &count) != KERN_SUCCESS)
+        return -1;
+    return (long)(info.resident_size / 1024);
+#else
+    return -1;
+#endif
+}
+
 int sp_drop_file_cache(int fd) {
 #if defined(__linux__)
     return posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);

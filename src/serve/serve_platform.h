@@ -30,6 +30,8 @@
  *  - sp_peak_rss_kb(): the process's peak resident set in KiB (Linux VmHWM, which a parent
  *    does not leave behind across fork + execve; elsewhere getrusage's ru_maxrss, in bytes
  *    on macOS); -1 when unknown.
+ *  - sp_rss_kb(): the process's resident set now, in KiB (Linux VmRSS, macOS the task's
+ *    resident_size); -1 when unknown.
  *  - sp_drop_file_cache(fd): asks the system to drop fd's file from the page cache (Linux
  *    posix_fadvise DONTNEED): 0, or an errno value (ENOTSUP on macOS).
  *  - sp_tcp_bytes_received(fd): the kernel's count of bytes received on a TCP socket (Linux
@@ -52,6 +54,7 @@ double sp_idle_seconds(void);
 long sp_exe_path(char *buf, size_t n);
 int sp_sigtimedwait(const sigset_t *set, const struct timespec *timeout);
 long sp_peak_rss_kb(void);
+long sp_rss_kb(void);
 int sp_drop_file_cache(int fd);
 uint64_t sp_tcp_bytes_received(int fd);
 

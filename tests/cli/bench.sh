@@ -34,6 +34,16 @@ for k in load_ms peak_rss_bytes request per_question single_question questions_p
   grep -q "\"$k\"" "$T/b.json" || fail "JSON lacks $k"
 done
 grep -q '"request":{"n":4,' "$T/b.json" || fail "--iters 4 not honoured"
+# the resident set after the load and a second session's buffers (Linux: numbers; each
+# below the peak, the buffers more than nothing)
+if [ "$(uname -s)" = Linux ] && command -v python3 >/dev/null; then
+  python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+loaded, scratch, peak = d["rss_after_load_bytes"], d["session_scratch_bytes"], d["peak_rss_bytes"]
+assert 0 < loaded <= peak, (loaded, peak)
+assert 0 < scratch < peak, (scratch, peak)' "$T/b.json" || fail "resident figures: $(grep -oE '"(rss_after_load|session_scratch|peak_rss)_bytes":[^,]*' "$T/b.json" | tr '\n' ' ')"
+fi
 grep -q '"gguf_bytes":'"$(stat -c %s "$T/p.gguf")"',' "$T/b.json" || fail "gguf_bytes is not the file size"
 
 # the kernels that ran: named for this CPU's architecture, and the scalar reference when
