@@ -80,7 +80,7 @@ int main(int argc, char **argv) {
     }
     const peak_isa f32[] = {PEAK_SCALAR, PEAK_AVX2, PEAK_AVX512, PEAK_NEON};
     /* the int8 dot-product peak of the instructions the int8 kernels use */
-    const peak_isa i8[] = {PEAK_VNNI512, PEAK_SDOT};
+    const peak_isa i8[] = {PEAK_VNNI512, PEAK_MADDUBS, PEAK_SDOT};
     if (json) printf("{\"threads\":%ld,\"ms\":%ld,\"peak_gflops\":{", threads, ms);
     print_peaks(f32, sizeof f32 / sizeof f32[0], "GFLOP/s", ms, threads, json);
     if (json) printf("},\"peak_int8_gops\":{");

@@ -569,6 +569,21 @@ static int time_singles(const bench_args *A, bench_run *r) {
     return 0;
 }
 
+/* The int8 products of the int8 kernel named in kernels ("... int8=NAME"): vpdpbusd under
+ * the VNNI and AMX kernels (the AMX one's tails and row sums are VNNI), the AVX2 sequence,
+ * sdot; PEAK_SCALAR for the scalar kernel or one this CPU cannot probe. */
+static peak_isa int8_peak_isa(const char *kernels) {
+    const char *k = kernels ? strstr(kernels, "int8=") : NULL;
+    peak_isa isa = PEAK_SCALAR;
+    if (k) {
+        k += strlen("int8=");
+        if (!strncmp(k, "vnni", 4) || !strncmp(k, "amx", 3)) isa = PEAK_VNNI512;
+        else if (!strncmp(k, "avx2", 4)) isa = PEAK_MADDUBS;
+        else if (!strncmp(k, "dotprod", 7) || !strncmp(k, "i8mm", 4)) isa = PEAK_SDOT;
+    }
+    return peak_isa_supported(isa) ? isa : PEAK_SCALAR;
+}
+
 /* The FMA peak of the ISA the kernels dispatch to (after the timing so it does not heat the
  * other measurements), the peak RSS and the load average at the end. */
 static void probe_peak(const bench_args *A, bench_run *r) {
@@ -586,9 +601,10 @@ static void probe_peak(const bench_args *A, bench_run *r) {
         r->peakT = r->threads > 1 ? peak_measure(isa, (int)r->threads, (double)A->peak_ms * 1e-3)
                                   : r->peak1;
     }
-    /* a model computing with int8 weights is held against the int8 dot-product peak */
+    /* a model computing with int8 weights is held against the peak of the int8 products its
+     * kernel runs (skycmd_kernels: "int8=NAME") */
     int64_t w = -1;
-    const peak_isa i8 = peak_best_int8();
+    const peak_isa i8 = int8_peak_isa(r->kernels);
     r->int8_isa = NULL;
     r->peak8_1 = r->peak8_T = NAN;
     if (skycmd_model_get_int(r->model, "weights", &w) == SKYCMD_OK &&

@@ -43,14 +43,16 @@
 
 #define PEAK_UNUSED __attribute__((unused))
 
-/* The f32 ISAs, then the int8 dot-product instructions (PEAK_VNNI512, PEAK_SDOT). */
+/* The f32 ISAs, then the int8 products of the int8 kernels: the dot-product instructions
+ * (PEAK_VNNI512, PEAK_SDOT) and AVX2's sequence without one (PEAK_MADDUBS). */
 typedef enum peak_isa {
-    PEAK_SCALAR = 0, PEAK_AVX2 = 1, PEAK_AVX512 = 2, PEAK_NEON = 3, PEAK_VNNI512 = 4, PEAK_SDOT = 5
+    PEAK_SCALAR = 0, PEAK_AVX2 = 1, PEAK_AVX512 = 2, PEAK_NEON = 3, PEAK_VNNI512 = 4, PEAK_SDOT = 5,
+    PEAK_MADDUBS = 6
 } peak_isa;
 
 static PEAK_UNUSED const char *peak_isa_name(peak_isa isa) {
-    static const char *const names[] = {"baseline", "avx2", "avx512", "neon", "vpdpbusd", "sdot"};
-    return names[(unsigned)isa < 6 ? isa : 0];
+    static const char *const names[] = {"baseline", "avx2", "avx512", "neon", "vpdpbusd", "sdot", "maddubs"};
+    return names[(unsigned)isa < sizeof names / sizeof names[0] ? isa : 0];
 }
 
 #if PEAK_X86
@@ -66,6 +68,7 @@ static PEAK_UNUSED int peak_x86_has(peak_isa isa) {
     if ((xlo & 0x6u) != 0x6u || __get_cpuid_max(0, NULL) < 7) return 0;
     __cpuid_count(7, 0, a, b, c, d);
     if (isa == PEAK_AVX2) return fma && ((b >> 5) & 1);
+    if (isa == PEAK_MADDUBS) return ((b >> 5) & 1) != 0;
     if (isa == PEAK_VNNI512) return (xlo & 0xE0u) == 0xE0u && ((b >> 16) & 1) && ((c >> 11) & 1);
     return isa == PEAK_AVX512 && (xlo & 0xE0u) == 0xE0u && ((b >> 16) & 1);
 }
@@ -73,7 +76,8 @@ static PEAK_UNUSED int peak_x86_has(peak_isa isa) {
 
 static PEAK_UNUSED int peak_isa_supported(peak_isa isa) {
 #if PEAK_X86
-    if (isa == PEAK_AVX512 || isa == PEAK_AVX2 || isa == PEAK_VNNI512) return peak_x86_has(isa);
+    if (isa == PEAK_AVX512 || isa == PEAK_AVX2 || isa == PEAK_VNNI512 || isa == PEAK_MADDUBS)
+        return peak_x86_has(isa);
 #endif
 #if PEAK_ARM && defined(__linux__)
     if (isa == PEAK_SDOT) return (getauxval(AT_HWCAP) >> 20) & 1; /* HWCAP_ASIMDDP */
@@ -93,13 +97,6 @@ static PEAK_UNUSED peak_isa peak_best_isa(void) {
     if (peak_isa_supported(PEAK_AVX512)) return PEAK_AVX512;
     if (peak_isa_supported(PEAK_AVX2)) return PEAK_AVX2;
     if (peak_isa_supported(PEAK_NEON)) return PEAK_NEON;
-    return PEAK_SCALAR;
-}
-
-/* The int8 dot-product instruction this CPU runs, or PEAK_SCALAR if none. */
-static PEAK_UNUSED peak_isa peak_best_int8(void) {
-    if (peak_isa_supported(PEAK_VNNI512)) return PEAK_VNNI512;
-    if (peak_isa_supported(PEAK_SDOT)) return PEAK_SDOT;
     return PEAK_SCALAR;
 }
 
@@ -201,6 +198,32 @@ __attribute__((target("avx512f,avx512vnni"))) static PEAK_UNUSED float peak_run_
 #undef PEAK_VNNI_INIT
 #undef PEAK_VNNI_STEP
 }
+
+/* The AVX2 int8 kernel's own sequence, which has no dot-product instruction (q8_x86.c):
+ * per row and 32 inputs sign (x by the weights' signs), maddubs (|w| x that, pairs into
+ * s16), madd with ones (pairs into s32) and add, 32 products per four instructions. Four
+ * chains; an empty asm makes each chain's weights opaque at every step, so none of the
+ * four is hoisted out of the loop (and none is emitted for it). */
+__attribute__((target("avx2"))) static PEAK_UNUSED float peak_run_maddubs(uint64_t reps) {
+    const __m256i x = _mm256_set1_epi8(3), aw = _mm256_set1_epi8(2), ones = _mm256_set1_epi16(1);
+#define PEAK_MB_INIT(j) __m256i s##j = _mm256_setzero_si256(), w##j = _mm256_set1_epi8((char)(j - 2));
+#define PEAK_MB_STEP(j)                                                                        \
+    __asm__("" : "+x"(w##j));                                                                  \
+    s##j = _mm256_add_epi32(s##j, _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(x, w##j)), ones));
+    PEAK_MB_INIT(0) PEAK_MB_INIT(1) PEAK_MB_INIT(2) PEAK_MB_INIT(3)
+    for (uint64_t r = 0; r < reps; r++) {
+        for (int k = 0; k < PEAK_ROUND; k++) {
+            PEAK_MB_STEP(0) PEAK_MB_STEP(1) PEAK_MB_STEP(2) PEAK_MB_STEP(3)
+        }
+        __asm__ volatile("" : "+x"(s0), "+x"(s1), "+x"(s2), "+x"(s3));
+    }
+    const __m256i s = _mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3));
+    const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    return (float)(_mm_cvtsi128_si32(h) + _mm_extract_epi32(h, 1) + _mm_extract_epi32(h, 2) +
+                   _mm_extract_epi32(h, 3));
+#undef PEAK_MB_INIT
+#undef PEAK_MB_STEP
+}
 #endif
 
 #if PEAK_ARM
@@ -272,6 +295,7 @@ static PEAK_UNUSED float peak_run_scalar(uint64_t reps) {
  * 4 products each lane of a dot-product instruction adds. */
 static PEAK_UNUSED double peak_round_flops(peak_isa isa) {
     if (isa == PEAK_VNNI512) return 16.0 * 16 * 4 * 2 * PEAK_ROUND;
+    if (isa == PEAK_MADDUBS) return 4.0 * 32 * 2 * PEAK_ROUND;
     if (isa == PEAK_SDOT) return 16.0 * 4 * 4 * 2 * PEAK_ROUND;
     if (isa == PEAK_AVX512) return 16.0 * 16 * 2 * PEAK_ROUND;
     if (isa == PEAK_AVX2) return 12.0 * 8 * 2 * PEAK_ROUND;
@@ -284,6 +308,7 @@ static PEAK_UNUSED float peak_run(peak_isa isa, uint64_t reps) {
     if (isa == PEAK_AVX512) return peak_run_avx512(reps);
     if (isa == PEAK_AVX2) return peak_run_avx2(reps);
     if (isa == PEAK_VNNI512) return peak_run_vnni512(reps);
+    if (isa == PEAK_MADDUBS) return peak_run_maddubs(reps);
 #endif
 #if PEAK_ARM
     if (isa == PEAK_NEON) return peak_run_neon(reps);

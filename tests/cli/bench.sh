@@ -60,6 +60,15 @@ case " $features " in
   *" neon "*) best=neon ;; *" avx512f "*) best=avx512 ;; *" avx2 "*) best=avx2 ;; *) best=scalar ;;
 esac
 grep -q "\"kernels\":\"f32=$best " "$T/b.json" || fail "features '$features' but $(grep -o '"kernels":"[^"]*"' "$T/b.json")"
+# an int8 model is held against the peak of the products its int8 kernel runs: with the
+# kernels capped at AVX2, the AVX2 sequence (maddubs), not the CPU's best dot product
+case " $features " in
+  *" avx2 "*)
+    SKYCMD_KERNELS=avx2 "$CLI" bench "$T/p.gguf" --int8 --iters 1 --warmup 0 --peak-ms 5 --no-single \
+      --json > "$T/i.json" || fail "bench --int8 with SKYCMD_KERNELS=avx2"
+    grep -q '"kernels":"f32=avx2 int8=avx2"' "$T/i.json" || fail "avx2 int8: $(grep -o '"kernels":"[^"]*"' "$T/i.json")"
+    grep -q '"int8_isa":"maddubs"' "$T/i.json" || fail "avx2 int8 peak: $(grep -o '"int8_isa":"[^"]*"' "$T/i.json")" ;;
+esac
 
 # the mode that ran: the default is bf16x3 where the AMX-BF16 tiles are usable, else f32
 # (arm64 BFMMLA only when --bf16x3 asks); --f32 is f32 everywhere, and so is the default with
