@@ -15,6 +15,11 @@
  *   the same with one-pass row activations (the built-in models)                     TOL_ROW_FAST
  * and, on the model with planted massive channels, plain at-load Q8_0 (no calibration, no
  * outlier columns) must be measurably worse than the outlier path (both printed).
+ * The recommended int8 (--int8: row-scaled, one pass but at the probe's sites) must also be
+ * at or below ONNX Runtime's dynamic int8 on every model in max |dp|, and at or below half
+ * of it in mean: ORT's
+ * figures are a fixture (ort-int8.json, tools/golden/make_ort_int8_golden.py: laya's model
+ * exported, quantize_dynamic, every golden request laya answers, against laya fp32).
  * Measured figures go to stderr and <build>/quant-golden-report.txt (docs/quantization.md).
  */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
@@ -182,6 +187,42 @@ static void report(const char *model, const char *path, double v, double mean, d
     }
 }
 
+/* ONNX Runtime dynamic int8's max and mean |dp| against laya fp32 on model name (the
+ * fixture ort-int8.json); 0 when the fixture has no figure for it (laya's ONNX agent takes
+ * no option_layout "parallel" checkpoint). */
+static int ort_int8(const char *name, double *max, double *mean) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/ort-int8.json", golden_dir());
+    cJSON *fx = tu_load_json(path);
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(fx, "models"), name);
+    const int found = cJSON_IsObject(m);
+    if (found) {
+        *max = cJSON_GetObjectItemCaseSensitive(m, "max")->valuedouble;
+        *mean = cJSON_GetObjectItemCaseSensitive(m, "mean")->valuedouble;
+        cr_assert(*max > 0 && *mean > 0 && *mean <= *max, "%s: ort-int8.json: max %g mean %g", name,
+                  *max, *mean);
+    }
+    cJSON_Delete(fx);
+    return found;
+}
+
+/* The recommended int8 (max v, mean mv) against ONNX Runtime int8 on model name: the max at
+ * or below ORT's, the mean at or below half of ORT's (the issue's "half of ORT int8's
+ * error", on the steadier of the two figures: measured 0.35-0.42x; with one matrix on two
+ * passes instead of the probe's third, 0.45-0.61x on five of the seven models). Printed
+ * beside it. Returns whether the fixture had a figure. */
+static int expect_within_ort(const char *name, const char *what, double v, double mv) {
+    double om, omean;
+    if (!ort_int8(name, &om, &omean)) return 0;
+    report(name, "ONNX Runtime dynamic int8 (fixture)", om, omean, 0);
+    fprintf(stderr, "  %s: %s at %.2fx ONNX Runtime int8's max error, %.2fx its mean\n", name, what,
+            v / om, mv / omean);
+    cr_expect_leq(v, om, "%s: %s max |dp| %.3g is above ONNX Runtime int8's %.3g", name, what, v, om);
+    cr_expect_leq(mv, 0.5 * omean, "%s: %s mean |dp| %.3g is above half of ONNX Runtime int8's %.3g",
+                  name, what, mv, omean);
+    return 1;
+}
+
 #define TOL_LOAD 2e-2
 #define TOL_FILE 3e-2
 #define TOL_FAST 4e-2
@@ -231,6 +272,7 @@ static void run_model(const char *name) {
     cr_expect_leq(row1, TOL_ROW_FAST, "%s: row-scaled int8, one-pass activations: %g", name, row1);
     cr_expect_leq(mr, mr1, "%s: two-pass row activations' mean error %g is above one pass's %g",
                   name, mr, mr1);
+    cr_expect(expect_within_ort(name, "--int8", row1, mr1), "%s: ort-int8.json has no figure", name);
     cr_expect_leq(load16, TOL_LOAD, "%s: F16 quantized at load: %g", name, load16);
     cr_expect_leq(load32, TOL_LOAD, "%s: F32 quantized at load: %g", name, load32);
     cr_expect_leq(file, TOL_FILE, "%s: Q8_0 file: %g", name, file);
@@ -262,7 +304,9 @@ Test(quant_golden, s1_micro, .timeout = 900, .fini = tu_scratch_remove) { run_mo
  * (SKYCMD_WEIGHTS_Q8_PLAIN) and from a Q8_0 file (skycmd_quantize: ggml's bytes). Against
  * the f32 answers, calibrated --q8 must stay within 2e-2 and at or below both plain
  * figures, in max and in mean |dp| over every probability (issue 19). The F16 conversion also
- * answers with row-scaled int8 (--q8-row), within TOL_ROW. */
+ * answers with row-scaled int8: --q8-row within TOL_ROW, and --int8 (one pass but at the
+ * probe's sites) within ONNX Runtime int8's max and half its mean, with a mean no lower
+ * than --q8-row's. */
 
 typedef struct flat {
     size_t n;
@@ -347,7 +391,7 @@ Test(quant_golden, checkpoints_calibrated_vs_plain, .timeout = 1800, .fini = tu_
             cr_assert_eq(skycmd_quantize(src, q8, o, err), SKYCMD_OK, "%s: %s", name, skycmd_error_message(err));
             skycmd_options_free(o);
             skycmd_error_free(err);
-            flat ref, cal, plain, file, rows;
+            flat ref, cal, plain, file, rows, fast;
             answer_flat(src, SKYCMD_WEIGHTS_F32, -1, &ref);
             answer_flat(src, SKYCMD_WEIGHTS_Q8, SKYCMD_ACT_Q8X2, &cal);
             answer_flat(src, SKYCMD_WEIGHTS_Q8_PLAIN, SKYCMD_ACT_Q8X2, &plain);
@@ -355,11 +399,14 @@ Test(quant_golden, checkpoints_calibrated_vs_plain, .timeout = 1800, .fini = tu_
             /* --q8-row on the shipping type only: its calibration is a second f32 pass over
              * the prompts, which under the sanitizers costs minutes per checkpoint */
             const int with_rows = types[ti] == SKYCMD_TYPE_F16;
-            if (with_rows) answer_flat(src, SKYCMD_WEIGHTS_Q8_ROW, -1, &rows);
+            if (with_rows) {
+                answer_flat(src, SKYCMD_WEIGHTS_Q8_ROW, -1, &rows);
+                answer_flat(src, SKYCMD_WEIGHTS_Q8_ROW, SKYCMD_ACT_Q8, &fast);
+            }
             double mc, mp, mf, mr;
             const double c = flat_max_dp(&ref, &cal, &mc), p = flat_max_dp(&ref, &plain, &mp),
                          f = flat_max_dp(&ref, &file, &mf);
-            char what[4][80];
+            char what[5][80];
             snprintf(what[0], sizeof what[0], "%s -> --q8 (calibrated) vs f32", tname[ti]);
             snprintf(what[1], sizeof what[1], "%s -> plain Q8_0 at load vs f32", tname[ti]);
             snprintf(what[2], sizeof what[2], "%s -> Q8_0 file vs f32", tname[ti]);
@@ -372,7 +419,16 @@ Test(quant_golden, checkpoints_calibrated_vs_plain, .timeout = 1800, .fini = tu_
                 report(name, what[3], rw, mr, TOL_ROW);
                 cr_expect_leq(rw, TOL_ROW, "%s %s: --q8-row max |dp| %.3g vs f32 (bound %g)", name,
                               tname[ti], rw, TOL_ROW);
+                double mr1;
+                const double rw1 = flat_max_dp(&ref, &fast, &mr1);
+                snprintf(what[4], sizeof what[4], "%s -> --int8 vs f32", tname[ti]);
+                report(name, what[4], rw1, mr1, TOL_ROW_FAST);
+                cr_expect_leq(mr, mr1, "%s: --q8-row's mean error %g is above --int8's %g", name, mr, mr1);
+                /* against f32 here, ORT's against laya fp32: the F16 conversion's own
+                 * distance from laya (<= 1.1e-3 on these) is part of both */
+                expect_within_ort(name, "--int8", rw1, mr1);
                 free(rows.p);
+                free(fast.p);
             }
             cr_expect_leq(c, TOL_LOAD, "%s %s: calibrated --q8 max |dp| %.3g vs f32 (bound %g)", name,
                           tname[ti], c, TOL_LOAD);
