@@ -45,8 +45,30 @@
 
 /* ------------------------------------------------------------------ AVX2 GEMM ---- */
 
-#define R2 6
 #define INLINE __attribute__((always_inline)) static inline
+
+/* Prefetches shared by the GEMMs (docs/performance.md §3). Inside a request each layer's
+ * weights arrive from memory once, and y (past L2 at 3072 and more outputs) from L3: left
+ * to the hardware, the first row tile of a panel waited for the panel's slice, and each
+ * tile of a later k block for its rows of y. So, before each tile, the loops fetch into L2
+ * that tile's share (lines [*line, *line + per_tile)) of the next panel's kc-line slice
+ * (next: NULL where there is none, or the panels are read in place: V's strided rows), and
+ * into L1 the rows of y the next tile reads (n_bytes from each). Prefetches never fault
+ * and change no result. Only past SK_PREFETCH_BYTES (weights, or y) do they run: the
+ * small models' matrices stay in cache, and there they cost s1-pico's f32 question 3 %. */
+#define SK_PREFETCH_BYTES ((size_t)1 << 20)
+INLINE void prefetch_panel_share(const char *next, size_t line_bytes, size_t kc, size_t per_tile,
+                                 size_t *line) {
+    if (!next) return;
+    for (const size_t end = *line + per_tile < kc ? *line + per_tile : kc; *line < end; ++*line)
+        _mm_prefetch(next + *line * line_bytes, _MM_HINT_T1);
+}
+INLINE void prefetch_y_rows(const float *y, size_t ldy, size_t rows, size_t n_bytes) {
+    for (size_t r = 0; r < rows; r++)
+        for (size_t b = 0; b < n_bytes; b += 64) _mm_prefetch((const char *)(y + r * ldy) + b, _MM_HINT_T0);
+}
+
+#define R2 6
 
 /* 8 panel elements at element index idx, widened to f32 (wt is a compile-time constant
  * in every caller, so each kernel instance has a single load path). */
@@ -112,14 +134,25 @@ AVX2F INLINE void kern_avx2(const float *const *xp, const void *panel, size_t pi
 AVX2F INLINE void gemm_avx2_t(const float *x, size_t ldx, size_t n_rows, const sk_packed *w,
                               float *y, size_t ldy, int wt) {
     const size_t k = w->n_in, m = w->n_out, np = (m + 15) / 16, rs = sk_packed_rstride(w);
+    const size_t esz = wt == SK_PACK_F32 ? 4 : 2, tiles = (n_rows + R2 - 1) / R2;
+    const int fetch_w = rs == SK_PANEL && k * m * esz >= SK_PREFETCH_BYTES;
+    const int fetch_y = n_rows * m * sizeof(float) >= SK_PREFETCH_BYTES;
     for (size_t k0 = 0; k0 < k; k0 += SK_KC) {
-        const size_t kc = k - k0 < SK_KC ? k - k0 : SK_KC;
+        const size_t kc = k - k0 < SK_KC ? k - k0 : SK_KC, per_tile = (kc + tiles - 1) / tiles;
         for (size_t p = 0; p < np; p++) {
             const size_t pidx = p * w->pstride + k0 * rs;
             const size_t nc = m - p * 16 < 16 ? m - p * 16 : 16;
             const float *bias = w->bias ? w->bias + p * 16 : NULL;
+            const char *next = fetch_w && p + 1 < np
+                                   ? (const char *)w->data + ((p + 1) * w->pstride + k0 * rs) * esz
+                                   : NULL;
+            size_t line = 0;
             for (size_t r0 = 0; r0 < n_rows; r0 += R2) {
+                prefetch_panel_share(next, esz * SK_PANEL, kc, per_tile, &line);
                 const size_t nr = n_rows - r0 < R2 ? n_rows - r0 : R2;
+                if (fetch_y && k0 > 0 && r0 + R2 < n_rows)
+                    prefetch_y_rows(y + (r0 + R2) * ldy + p * 16, ldy,
+                                    n_rows - r0 - R2 < R2 ? n_rows - r0 - R2 : R2, nc * sizeof(float));
                 const float *xp[R2];
                 for (size_t r = 0; r < R2; r++)
                     xp[r] = x + (r0 + (r < nr ? r : nr - 1)) * ldx + k0;
@@ -309,16 +342,30 @@ AVX512 INLINE void gemm_avx512_t(const float *x, size_t ldx, size_t n_rows, cons
         /* rows in blocks (SK_MC above), so the block's kc-wide slice of x stays in L2 while
          * every panel pair passes over it (the tiles, and so every sum's order, stay the same) */
         const size_t mc = n_main <= SK_MC_ONE ? n_main : SK_MC;
+        const size_t esz = wt == SK_PACK_F32 ? 4 : 2, line_step = esz * SK_PANEL;
+        const int fetch_w = rs == SK_PANEL && k * m * esz >= SK_PREFETCH_BYTES;
+        const int fetch_y = n_rows * m * sizeof(float) >= SK_PREFETCH_BYTES;
         for (size_t m0 = 0; m0 < n_main; m0 += mc) {
             const size_t m1 = n_main - m0 < mc ? n_main : m0 + mc;
+            const size_t tiles = (m1 - m0 + R5 - 1) / R5, per_tile = (kc + tiles - 1) / tiles;
             for (size_t p = 0; p < np; p += 2) {
                 const size_t pa = p * w->pstride + k0 * rs;
                 const int two = p + 1 < np;
                 const size_t pb = two ? (p + 1) * w->pstride + k0 * rs : 0;
                 const size_t rem = m - p * 16, nc = rem < 32 ? rem : 32;
                 const float *bias = w->bias ? w->bias + p * 16 : NULL;
+                const char *next = fetch_w && p + 2 < np
+                                       ? (const char *)w->data + ((p + 2) * w->pstride + k0 * rs) * esz
+                                       : NULL;
+                const char *next_b = next && p + 3 < np ? next + w->pstride * esz : NULL;
+                size_t line = 0, line_b = 0;
                 for (size_t r0 = m0; r0 < m1; r0 += R5) {
+                    prefetch_panel_share(next, line_step, kc, per_tile, &line);
+                    prefetch_panel_share(next_b, line_step, kc, per_tile, &line_b);
                     const size_t nr = m1 - r0 < R5 ? m1 - r0 : R5;
+                    if (fetch_y && k0 > 0 && r0 + R5 < m1)
+                        prefetch_y_rows(y + (r0 + R5) * ldy + p * 16, ldy,
+                                        m1 - r0 - R5 < R5 ? m1 - r0 - R5 : R5, nc * sizeof(float));
                     const float *xp[R5];
                     for (size_t r = 0; r < R5; r++)
                         xp[r] = x + (r0 + (r < nr ? r : nr - 1)) * ldx + k0;
