@@ -322,13 +322,18 @@ AVX512 INLINE void gemm_avx512_t(const float *x, size_t ldx, size_t n_rows, cons
     const size_t k = w->n_in, m = w->n_out, np = (m + 15) / 16, rs = sk_packed_rstride(w);
     /* rows past the last whole 8-row tile go to the small-row kernel when they are 1-4 */
     const size_t rem = n_rows % R5, n_main = rem && rem <= 4 ? n_rows - rem : n_rows;
+    /* rows in blocks (SK_MC above), so the block's kc-wide slice of x stays in L2 while
+     * every panel pair passes over it (the tiles, and so every sum's order, stay the same) */
+    const size_t mc = n_main <= SK_MC_ONE ? n_main : SK_MC;
+    const size_t esz = wt == SK_PACK_F32 ? 4 : 2, line_step = esz * SK_PANEL;
+    const int fetch_w = rs == SK_PANEL && k * m * esz >= SK_PREFETCH_BYTES;
+    const int fetch_y = n_rows * m * sizeof(float) >= SK_PREFETCH_BYTES;
     for (size_t k0 = 0; k0 < k; k0 += SK_KC) {
         const size_t kc = k - k0 < SK_KC ? k - k0 : SK_KC;
         if (n_main < n_rows)
             for (size_t p = 0; p < np; p += 4) {
                 const size_t npp = np - p < 4 ? np - p : 4, nc = m - p * 16 < 64 ? m - p * 16 : 64;
-                const void *base = (const char *)w->data +
-                                   (p * w->pstride + k0 * rs) * (wt == SK_PACK_F32 ? 4 : 2);
+                const void *base = (const char *)w->data + (p * w->pstride + k0 * rs) * esz;
                 const float *xr = x + n_main * ldx + k0;
                 float *yr = y + n_main * ldy + p * 16;
                 const float *bias = w->bias ? w->bias + p * 16 : NULL;
@@ -339,12 +344,6 @@ AVX512 INLINE void gemm_avx512_t(const float *x, size_t ldx, size_t n_rows, cons
                 default: kern_small_avx512(xr, ldx, base, w->pstride, rs, npp, kc, yr, ldy, nc, bias, k0 > 0, wt, 4); break;
                 }
             }
-        /* rows in blocks (SK_MC above), so the block's kc-wide slice of x stays in L2 while
-         * every panel pair passes over it (the tiles, and so every sum's order, stay the same) */
-        const size_t mc = n_main <= SK_MC_ONE ? n_main : SK_MC;
-        const size_t esz = wt == SK_PACK_F32 ? 4 : 2, line_step = esz * SK_PANEL;
-        const int fetch_w = rs == SK_PANEL && k * m * esz >= SK_PREFETCH_BYTES;
-        const int fetch_y = n_rows * m * sizeof(float) >= SK_PREFETCH_BYTES;
         for (size_t m0 = 0; m0 < n_main; m0 += mc) {
             const size_t m1 = n_main - m0 < mc ? n_main : m0 + mc;
             const size_t tiles = (m1 - m0 + R5 - 1) / R5, per_tile = (kc + tiles - 1) / tiles;
