@@ -281,6 +281,21 @@ def max_dp(ref, got):
     return max(abs(ref[k] - got[k]) for k in ref)
 
 
+def dp_stats(refs, gots, fold_case=False):
+    """Max and mean |dp| of answers gots against refs (request by request, the same keys:
+    fold_case compares them case-blind, for option names laya spells as Python's str of a
+    JSON value, "True", where skycmd keeps "true"; docs/compat.md)."""
+    if len(gots) != len(refs):
+        raise RuntimeError("%d answers to %d requests" % (len(gots), len(refs)))
+    d = []
+    for ref, got in zip(refs, gots):
+        if fold_case:
+            ref, got = ({k.lower(): v for k, v in x.items()} for x in (ref, got))
+        max_dp(ref, got)  # raises when the answer keys differ
+        d += [abs(ref[k] - got[k]) for k in ref]
+    return {"max": max(d), "mean": sum(d) / len(d), "n": len(d)}
+
+
 def variant(body, j, n):
     """Request j of n for the accuracy phase: the state's " | "-separated steps rotated by
     j/n of their count (same length, other tokens in other places); j = 0 is the body."""
@@ -331,15 +346,6 @@ def accuracy(a, laya_dir, gguf, q8file, body, peers, work, stored=None, rows=Non
         for b in bodies:
             f.write(json.dumps(b) + "\n")
 
-    def score(gots):
-        if len(gots) != len(refs):
-            raise RuntimeError("%d answers to %d requests" % (len(gots), len(refs)))
-        d = []
-        for ref, got in zip(refs, gots):
-            max_dp(ref, got)  # raises when the answer keys differ
-            d += [abs(ref[k] - got[k]) for k in ref]
-        return {"max": max(d), "mean": sum(d) / len(d), "n": len(d)}
-
     out = {}
     for name, model, extra in (("skycmd f32", gguf, ["--f32"]), ("skycmd bf16x3", gguf, ["--bf16x3"]),
                                ("skycmd q8-fast", gguf, ["--q8-fast"]),
@@ -357,9 +363,9 @@ def accuracy(a, laya_dir, gguf, q8file, body, peers, work, stored=None, rows=Non
         if name == "skycmd q8-fast (stored calibrated)" and "q8-fast-stored" not in a.sky_list:
             continue
         r = C.run([a.skycmd, "decide", model, "--batch", batch, "--no-progress", *extra]).stdout
-        out[name] = score([flat_probs(json.loads(line)) for line in r.splitlines() if line.strip()])
+        out[name] = dp_stats(refs, [flat_probs(json.loads(line)) for line in r.splitlines() if line.strip()])
     for name, p in peers.items():
-        out[name] = score([flat_probs(p.agent.system_one(b["state"], b["questions"])) for b in bodies])
+        out[name] = dp_stats(refs, [flat_probs(p.agent.system_one(b["state"], b["questions"])) for b in bodies])
     out["reference_spread"] = max(max(r.values()) for r in refs) - min(min(r.values()) for r in refs)
     out["requests"] = len(bodies)
     return out

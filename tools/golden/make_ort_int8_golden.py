@@ -72,20 +72,6 @@ def ask(agent, b):
     return P.flat_probs(agent.system_one(b["state"], b["questions"], **budgets))
 
 
-def score(refs, gots):
-    if len(refs) != len(gots):
-        raise RuntimeError("%d answers for %d requests" % (len(gots), len(refs)))
-    d = []
-    for r, g in zip(refs, gots):
-        # an option given as JSON true is "True" to laya (Python's str) and "true" here
-        # (docs/compat.md): the same option
-        r, g = ({k.lower(): v for k, v in x.items()} for x in (r, g))
-        if set(r) != set(g):
-            raise RuntimeError("answer keys differ: %s vs %s" % (sorted(r), sorted(g)))
-        d += [abs(r[k] - g[k]) for k in r]
-    return {"max": max(d), "mean": sum(d) / len(d), "n": len(d)}
-
-
 def run_model(a, m, bodies, work):
     P.unround_laya()
     from laya.agent import Agent
@@ -110,7 +96,7 @@ def run_model(a, m, bodies, work):
             C.log("%s: %s: %s" % (name, tag, e))
             continue
         oa.session = P.ort_session(path, 1)
-        out[tag] = score(refs, [ask(oa, b) for b in bodies])
+        out[tag] = P.dp_stats(refs, [ask(oa, b) for b in bodies], fold_case=True)
     f16 = os.path.join(mw, "model.f16.gguf")
     rows = os.path.join(mw, "model.int8.gguf")
     cal = os.path.join(mw, "model.calibrated.gguf")
@@ -124,7 +110,8 @@ def run_model(a, m, bodies, work):
     for tag, path, extra in (("skycmd f32", f16, ["--f32"]), ("skycmd --int8", rows, ["--int8"]),
                              ("skycmd --q8-row", rows, ["--q8-row"]), ("skycmd --q8", cal, ["--q8"])):
         r = C.run([a.skycmd, "decide", path, "--batch", batch, "--no-progress", *extra]).stdout
-        out[tag] = score(refs, [P.flat_probs(json.loads(x)) for x in r.splitlines() if x.strip()])
+        out[tag] = P.dp_stats(refs, [P.flat_probs(json.loads(x)) for x in r.splitlines() if x.strip()],
+                               fold_case=True)
     return out
 
 
