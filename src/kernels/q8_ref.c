@@ -179,25 +179,35 @@ void sk_q8_pack_panels(const uint8_t *kernel_order, size_t n_out, size_t n_in, u
         }
 }
 
+/* Row-scaled weights (row_sum128 set): the exact int32 sum over the whole row of output o
+ * (panel p, column c) with activation row r of one int8 plane (a->q, or a->r's second pass). */
+static int32_t row_isum(const int8_t *plane, const sk_q8_packed *w, size_t nb, size_t r,
+                        size_t p, size_t c) {
+    int32_t isum = 0;
+    for (size_t b = 0; b < nb; b++) {
+        const uint8_t *ch = w->panels + sk_q8_quants_at(w, nb, p, b);
+        const int8_t *xq = plane + (r * nb + b) * SK_QK8_0;
+        for (int j = 0; j < SK_QK8_0; j++)
+            isum += (int32_t)xq[j] * (int8_t)ch[((size_t)(j / 4) * SK_Q8_PANEL + c) * 4 + (size_t)(j % 4)];
+    }
+    return isum;
+}
+
+/* The row's weight scale (every block of a row-scaled row carries it; the first is read). */
+static float row_scale(const sk_q8_packed *w, size_t nb, size_t p, size_t c) {
+    uint16_t wbits;
+    memcpy(&wbits, w->panels + sk_q8_meta_at(w, nb, p, 0) + c * 2, sizeof wbits);
+    return sk_f16_to_f32(wbits);
+}
+
 void sk_q8_gemm_row2_ref(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
                          float *y, size_t ldy) {
     const size_t nb = w->n_in / SK_QK8_0;
     for (size_t r = 0; r < a->n_rows; r++)
         for (size_t o = o0; o < o1; o++) {
             const size_t p = o / SK_Q8_PANEL, c = o % SK_Q8_PANEL;
-            int32_t iq = 0, ir = 0;
-            for (size_t b = 0; b < nb; b++) {
-                const uint8_t *ch = w->panels + sk_q8_quants_at(w, nb, p, b);
-                const int8_t *xq = a->q + (r * nb + b) * SK_QK8_0, *xr = a->r + (r * nb + b) * SK_QK8_0;
-                for (int j = 0; j < SK_QK8_0; j++) {
-                    const int32_t wq = (int8_t)ch[((size_t)(j / 4) * SK_Q8_PANEL + c) * 4 + (size_t)(j % 4)];
-                    iq += (int32_t)xq[j] * wq;
-                    ir += (int32_t)xr[j] * wq;
-                }
-            }
-            uint16_t wbits;
-            memcpy(&wbits, w->panels + sk_q8_meta_at(w, nb, p, 0) + c * 2, sizeof wbits);
-            const float wd = sk_f16_to_f32(wbits), xs = a->xs[r * nb];
+            const int32_t iq = row_isum(a->q, w, nb, r, p, c), ir = row_isum(a->r, w, nb, r, p, c);
+            const float wd = row_scale(w, nb, p, c), xs = a->xs[r * nb];
             const float yq = fmaf(xs * 128.0f * wd, (float)iq, w->bias ? w->bias[o] : 0.0f);
             y[r * ldy + o] = yq + fmaf(xs * wd, (float)ir, 0.0f);
         }
@@ -210,18 +220,8 @@ static void gemm_rows_ref(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, 
     for (size_t r = 0; r < a->n_rows; r++)
         for (size_t o = o0; o < o1; o++) {
             const size_t p = o / SK_Q8_PANEL, c = o % SK_Q8_PANEL;
-            int32_t isum = 0;
-            for (size_t b = 0; b < nb; b++) {
-                const uint8_t *ch = w->panels + sk_q8_quants_at(w, nb, p, b);
-                const int8_t *xq = a->q + (r * nb + b) * SK_QK8_0;
-                for (int j = 0; j < SK_QK8_0; j++)
-                    isum += (int32_t)xq[j] *
-                            (int8_t)ch[((size_t)(j / 4) * SK_Q8_PANEL + c) * 4 + (size_t)(j % 4)];
-            }
-            uint16_t wbits;
-            memcpy(&wbits, w->panels + sk_q8_meta_at(w, nb, p, 0) + c * 2, sizeof wbits);
-            y[r * ldy + o] = fmaf(a->xs[r * nb] * sk_f16_to_f32(wbits), (float)isum,
-                                  w->bias ? w->bias[o] : 0.0f);
+            y[r * ldy + o] = fmaf(a->xs[r * nb] * row_scale(w, nb, p, c),
+                                  (float)row_isum(a->q, w, nb, r, p, c), w->bias ? w->bias[o] : 0.0f);
         }
 }
 
