@@ -12,8 +12,9 @@
  * a 16-bit shift) as they are loaded, so the three give identical results and each kernel
  * is instantiated once per element type with a single load path.
  *
- * Panels may also be a row-major matrix read in place (sk_packed.rstride), how attention
- * multiplies by V.
+ * Panels may also be a row-major matrix read in place (sk_packed.rstride). Attention no
+ * longer multiplies by V that way (forward.c's attn_unit copies it: a 4 KB-multiple row
+ * stride sends every k step to the same L1 sets).
  *
  * exp and erf: exp is accurate to a few ulp (Cephes-style range reduction and a degree-6
  * polynomial), so the softmax stays within ~1e-6 relative of the libm-based reference; GELU
@@ -52,7 +53,7 @@
  * to the hardware, the first row tile of a panel waited for the panel's slice, and each
  * tile of a later k block for its rows of y. So, before each tile, the loops fetch into L2
  * that tile's share (lines [*line, *line + per_tile)) of the next panel's kc-line slice
- * (next: NULL where there is none, or the panels are read in place: V's strided rows), and
+ * (next: NULL where there is none, or the panels are read in place: a strided matrix), and
  * into L1 the rows of y the next tile reads (n_bytes from each). Prefetches never fault
  * and change no result. Only past SK_PREFETCH_BYTES (weights, or y) do they run: the
  * small models' matrices stay in cache, and there they cost s1-pico's f32 question 3 %. */

@@ -254,10 +254,12 @@ static void attn_unit(const attn_job *j, struct attn_ws *ws, const attn_seq *as,
     block_keys(win, n, rbeg, rend - rbeg, SK_PANEL, &K0, &K1, NULL, NULL);
     const size_t NK = K1 - K0;
     sk_pack(as->k + K0 * as->ldkv + h * hd, as->ldkv, NK, hd, ws->kpack);  /* 16 keys x hd */
-    /* V as the second product's panels: read in place (row stride ldkv) when hd is whole
-     * panels; else copied, panel p holding V[K0 + j][h*hd + 16p + c] at [j][c] */
-    const int v_in_place = hd % SK_PANEL == 0;
-    const size_t vp = v_in_place ? 0 : (hd + SK_PANEL - 1) / SK_PANEL;
+    /* V copied into the second product's panels, panel p holding V[K0 + j][h*hd + 16p + c]
+     * at [j][c] (zero past hd), once per unit. Read in place instead, at V's row stride (3 d
+     * floats), the k steps fall into the same L1 sets whenever that stride is a multiple of
+     * 4 KB (large's 12 KB): large's 512-token request took 5-9 % more CPU (one thread, AMX
+     * Xeon guest, f32); base and 128 tokens were unchanged within the noise. */
+    const size_t vp = (hd + SK_PANEL - 1) / SK_PANEL;
     for (size_t p = 0; p < vp; p++) {
         float *dst = ws->vpack + p * NK * SK_PANEL;
         const size_t c0 = p * SK_PANEL, nc = hd - c0 < SK_PANEL ? hd - c0 : SK_PANEL;
@@ -282,12 +284,8 @@ static void attn_unit(const attn_job *j, struct attn_ws *ws, const attn_seq *as,
                         hd * SK_PANEL, SK_PACK_F32, 0};
         sk_gemm(as->q + r0 * as->ldq + h * hd, as->ldq, nr, &kw, ws->sc, ldsc);
         sk_attn_softmax_rows(ws->sc, ldsc, nr, nk, ka, kb, j->scale);
-        /* V in place (its rows as panel rows) when the head is whole panels wide */
-        sk_packed vw = v_in_place
-                           ? (sk_packed){as->v + lo16 * as->ldkv + h * hd, NULL, nk, hd, SK_PANEL,
-                                         SK_PACK_F32, as->ldkv}
-                           : (sk_packed){ws->vpack + (lo16 - K0) * SK_PANEL, NULL, nk, hd,
-                                         NK * SK_PANEL, SK_PACK_F32, 0};
+        const sk_packed vw = {ws->vpack + (lo16 - K0) * SK_PANEL, NULL, nk, hd, NK * SK_PANEL,
+                              SK_PACK_F32, 0};
         sk_gemm(ws->sc, ldsc, nr, &vw, as->out + r0 * as->ldo + h * hd, as->ldo);
     }
 }
