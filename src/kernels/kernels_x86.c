@@ -12,9 +12,9 @@
  * a 16-bit shift) as they are loaded, so the three give identical results and each kernel
  * is instantiated once per element type with a single load path.
  *
- * Panels may also be a row-major matrix read in place (sk_packed.rstride). Attention no
- * longer multiplies by V that way (forward.c's attn_unit copies it: a 4 KB-multiple row
- * stride sends every k step to the same L1 sets).
+ * Panels may also be a row-major matrix read in place (sk_packed.rstride). Attention
+ * copies V into panels instead (forward.c's attn_unit): at a row stride that is a multiple
+ * of 4 KB every k step of an in-place read lands in the same L1 sets.
  *
  * exp and erf: exp is accurate to a few ulp (Cephes-style range reduction and a degree-6
  * polynomial), so the softmax stays within ~1e-6 relative of the libm-based reference; GELU

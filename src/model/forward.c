@@ -255,10 +255,10 @@ static void attn_unit(const attn_job *j, struct attn_ws *ws, const attn_seq *as,
     const size_t NK = K1 - K0;
     sk_pack(as->k + K0 * as->ldkv + h * hd, as->ldkv, NK, hd, ws->kpack);  /* 16 keys x hd */
     /* V copied into the second product's panels, panel p holding V[K0 + j][h*hd + 16p + c]
-     * at [j][c] (zero past hd), once per unit. Read in place instead, at V's row stride (3 d
-     * floats), the k steps fall into the same L1 sets whenever that stride is a multiple of
-     * 4 KB (large's 12 KB): large's 512-token request took 5-9 % more CPU (one thread, AMX
-     * Xeon guest, f32); base and 128 tokens were unchanged within the noise. */
+     * at [j][c] (zero past hd), once per unit. Read in place, at V's row stride (3 d floats),
+     * the k steps fall into the same L1 sets whenever that stride is a multiple of 4 KB:
+     * at large's 12 KB the product alone ran at 89-91 GFLOP/s in place against 154-160
+     * copied, the copy included (one thread, docs/performance.md §3). */
     const size_t vp = (hd + SK_PANEL - 1) / SK_PANEL;
     for (size_t p = 0; p < vp; p++) {
         float *dst = ws->vpack + p * NK * SK_PANEL;
