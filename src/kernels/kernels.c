@@ -187,15 +187,19 @@ typedef struct gemm_job {
 /* Pieces per thread: enough that a helper that joins late still takes a share, few enough
  * that each piece stays a real product. */
 #define SK_GEMM_PIECES_PER_THREAD 3
+/* Outputs per unit when a product is split by outputs: the AVX-512 kernel's widest tile
+ * (three panels, kernels_x86.c). */
+#define SK_GEMM_GROUP (3 * SK_PANEL)
 
 static void gemm_part(void *ctx, int ith, int nth) {
     gemm_job *j = ctx;
     (void)ith;
-    /* rows in blocks of 8 (the AVX-512 micro-kernel height; a multiple of nothing else
-     * matters for identical results since rows are independent), or whole pairs of panels,
-     * so the AVX-512 kernel pairs them exactly as one thread would */
+    /* rows in blocks of 8 (the AVX-512 micro-kernel height), or whole groups of
+     * SK_GEMM_GROUP outputs, so the AVX-512 kernel takes its three-panel tiles as one thread
+     * would. Neither matters for the results (every output is the same chain of FMAs
+     * whatever tile computes it), only for the tiles' sizes. */
     const size_t m = j->w->n_out;
-    const size_t units = j->by_rows ? (j->n_rows + 7) / 8 : (m + 2 * SK_PANEL - 1) / (2 * SK_PANEL);
+    const size_t units = j->by_rows ? (j->n_rows + 7) / 8 : (m + SK_GEMM_GROUP - 1) / SK_GEMM_GROUP;
     size_t pieces = (size_t)nth * SK_GEMM_PIECES_PER_THREAD;
     if (pieces > units) pieces = units;
     for (;;) {
@@ -207,7 +211,7 @@ static void gemm_part(void *ctx, int ith, int nth) {
             if (r0 < r1) sk_gemm(j->x + r0 * j->ldx, j->ldx, r1 - r0, j->w, j->y + r0 * j->ldy, j->ldy);
             continue;
         }
-        size_t o0 = u0 * 2 * SK_PANEL, o1 = u1 * 2 * SK_PANEL < m ? u1 * 2 * SK_PANEL : m;
+        size_t o0 = u0 * SK_GEMM_GROUP, o1 = u1 * SK_GEMM_GROUP < m ? u1 * SK_GEMM_GROUP : m;
         if (o0 >= o1) continue;
         sk_packed v = *j->w;
         v.data = (const char *)v.data + (o0 / SK_PANEL) * v.pstride * sk_pack_elem_size(v.wtype);
@@ -225,8 +229,8 @@ void sk_gemm_pool(struct sk_pool *pool, const float *x, size_t ldx, size_t n_row
         sk_gemm(x, ldx, n_rows, w, y, ldy);
         return;
     }
-    const size_t pairs = (w->n_out + 2 * SK_PANEL - 1) / (2 * SK_PANEL);
-    gemm_job j = {x, ldx, n_rows, w, y, ldy, pairs < (size_t)nth * 2, 0};
+    const size_t groups = (w->n_out + SK_GEMM_GROUP - 1) / SK_GEMM_GROUP;
+    gemm_job j = {x, ldx, n_rows, w, y, ldy, groups < (size_t)nth * 2, 0};
     sk_pool_run(pool, gemm_part, &j);
 }
 

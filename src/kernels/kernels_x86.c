@@ -4,7 +4,7 @@
  * function when sk_cpu_features() reports the instructions.
  *
  * GEMM: the packed matrix is read panel by panel (16 outputs x k); a micro-kernel keeps an
- * R x 16 (AVX2: 6 x 16) or 8 x 32 (AVX-512: two panels) block of outputs in registers while
+ * R x 16 (AVX2: 6 x 16) or 8 x 48 (AVX-512: three panels) block of outputs in registers while
  * it walks k, broadcasting one x value per row per step. k is cut into blocks of SK_KC so a
  * panel block stays in L1 while every row block of x streams past it. Rows past the end of
  * a block reuse the last valid row (computed, not stored), so no padding of x is needed.
@@ -30,7 +30,7 @@
 
 #define SK_KC 256
 /* Rows per block of the AVX-512 GEMM (multiples of its 8-row tile), so that the block's
- * SK_KC-wide slice of x stays in L2 while every panel pair passes over it. Up to SK_MC_ONE
+ * SK_KC-wide slice of x stays in L2 while every group of panels passes over it. Up to SK_MC_ONE
  * rows go in one block; more in blocks of SK_MC, small enough that the slice fits L2's sets
  * whatever x's row stride: at large's d = 1024 (4 KB rows) every row's slice starts in the
  * same sets, and 512-row blocks overfilled them. Measured with one thread on an AMX Xeon
@@ -210,67 +210,59 @@ AVX512 INLINE __m512 ld16(const void *base, size_t idx, int wt) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-/* Two panels (32 outputs) at once; pb < 0 for a lone last panel. Indices are in elements. */
-AVX512 INLINE void kern_avx512(const float *const *xp, const void *base, size_t pa, size_t pb,
-                               size_t rs, int two, size_t k, float *y, size_t ldy, size_t nr,
+/* P panels (P = 1..3, a compile-time constant in every caller: 16 P outputs, nc of them
+ * real) by 8 rows. Three panels are the widest tile the 32 registers hold (24 accumulators,
+ * three panel rows and the broadcast): each broadcast x feeds three FMAs, and x is what
+ * streams from L2. Measured against two panels a tile, one thread on the Sapphire Rapids
+ * class guest of docs/performance.md 2.4.1: large's GEMMs alone 155-171 against 142-165
+ * GFLOP/s, a large 128-token f32 request 5-8 % less CPU. Indices are in elements. */
+AVX512 INLINE void kern_avx512(const float *const *xp, const void *base, size_t pa, size_t pstride,
+                               size_t rs, const int P, size_t k, float *y, size_t ldy, size_t nr,
                                size_t nc, const float *bias, int accumulate, int wt) {
-    __m512 c[R5][2];
-    const __mmask16 m0 = (__mmask16)(nc >= 16 ? 0xFFFF : (1u << nc) - 1);
-    const __mmask16 m1 = (__mmask16)(nc >= 32 ? 0xFFFF : nc <= 16 ? 0 : (1u << (nc - 16)) - 1);
-    if (accumulate) {
+    __m512 c[R5][3];
+    __mmask16 mk[3];
+#pragma GCC unroll 3
+    for (int p = 0; p < P; p++) {
+        const size_t lo = (size_t)p * 16;
+        mk[p] = (__mmask16)(nc >= lo + 16 ? 0xFFFF : nc <= lo ? 0 : (1u << (nc - lo)) - 1);
+    }
 #pragma GCC unroll 8
-        for (size_t r = 0; r < R5; r++) {
-            size_t rr = r < nr ? r : 0;
-            c[r][0] = _mm512_maskz_loadu_ps(m0, y + rr * ldy);
-            c[r][1] = _mm512_maskz_loadu_ps(m1, y + rr * ldy + 16);
-        }
-    } else {
-        __m512 b0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
-        __m512 b1 = (bias && two) ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
-#pragma GCC unroll 8
-        for (size_t r = 0; r < R5; r++) {
-            c[r][0] = b0;
-            c[r][1] = b1;
-        }
+    for (size_t r = 0; r < R5; r++) {
+        const size_t rr = r < nr ? r : 0;
+#pragma GCC unroll 3
+        for (int p = 0; p < P; p++)
+            c[r][p] = accumulate ? _mm512_maskz_loadu_ps(mk[p], y + rr * ldy + p * 16)
+                      : bias     ? _mm512_maskz_loadu_ps(mk[p], bias + p * 16)
+                                 : _mm512_setzero_ps();
     }
     const float *x0 = xp[0], *x1 = xp[1], *x2 = xp[2], *x3 = xp[3];
     const float *x4 = xp[4], *x5 = xp[5], *x6 = xp[6], *x7 = xp[7];
-    if (two) {
-        for (size_t i = 0; i < k; i++) {
-            const __m512 w0 = ld16(base, pa + i * rs, wt);
-            const __m512 w1 = ld16(base, pb + i * rs, wt);
-            __m512 a;
-#define STEP(R, X)                                   \
-    a = _mm512_set1_ps(X[i]);                        \
-    c[R][0] = _mm512_fmadd_ps(a, w0, c[R][0]);       \
-    c[R][1] = _mm512_fmadd_ps(a, w1, c[R][1]);
-            STEP(0, x0) STEP(1, x1) STEP(2, x2) STEP(3, x3)
-            STEP(4, x4) STEP(5, x5) STEP(6, x6) STEP(7, x7)
+    for (size_t i = 0; i < k; i++) {
+        __m512 w[3];
+#pragma GCC unroll 3
+        for (int p = 0; p < P; p++) w[p] = ld16(base, pa + p * pstride + i * rs, wt);
+        __m512 a;
+#define STEP(R, X)                                          \
+    a = _mm512_set1_ps(X[i]);                               \
+    _Pragma("GCC unroll 3") for (int p = 0; p < P; p++)     \
+        c[R][p] = _mm512_fmadd_ps(a, w[p], c[R][p]);
+        STEP(0, x0) STEP(1, x1) STEP(2, x2) STEP(3, x3)
+        STEP(4, x4) STEP(5, x5) STEP(6, x6) STEP(7, x7)
 #undef STEP
-        }
-    } else {
-        for (size_t i = 0; i < k; i++) {
-            const __m512 w0 = ld16(base, pa + i * rs, wt);
-#define STEP(R, X) c[R][0] = _mm512_fmadd_ps(_mm512_set1_ps(X[i]), w0, c[R][0]);
-            STEP(0, x0) STEP(1, x1) STEP(2, x2) STEP(3, x3)
-            STEP(4, x4) STEP(5, x5) STEP(6, x6) STEP(7, x7)
-#undef STEP
-        }
     }
-    if (nc == 32 && nr == R5) { /* a whole tile: plain stores (measured faster on Zen 5) */
+    if (nc == (size_t)P * 16 && nr == R5) { /* a whole tile: plain stores (measured faster on Zen 5) */
 #pragma GCC unroll 8
-        for (size_t r = 0; r < R5; r++) {
-            _mm512_storeu_ps(y + r * ldy, c[r][0]);
-            _mm512_storeu_ps(y + r * ldy + 16, c[r][1]);
-        }
+        for (size_t r = 0; r < R5; r++)
+#pragma GCC unroll 3
+            for (int p = 0; p < P; p++) _mm512_storeu_ps(y + r * ldy + p * 16, c[r][p]);
         return;
     }
 #pragma GCC unroll 8
     for (size_t r = 0; r < R5; r++)
-        if (r < nr) {
-            _mm512_mask_storeu_ps(y + r * ldy, m0, c[r][0]);
-            if (m1) _mm512_mask_storeu_ps(y + r * ldy + 16, m1, c[r][1]);
-        }
+        if (r < nr)
+#pragma GCC unroll 3
+            for (int p = 0; p < P; p++)
+                if (mk[p]) _mm512_mask_storeu_ps(y + r * ldy + p * 16, mk[p], c[r][p]);
 }
 
 /* R rows (1..4) by up to four panels (64 outputs): the tile for a few rows (the decision
@@ -324,7 +316,7 @@ AVX512 INLINE void gemm_avx512_t(const float *x, size_t ldx, size_t n_rows, cons
     /* rows past the last whole 8-row tile go to the small-row kernel when they are 1-4 */
     const size_t rem = n_rows % R5, n_main = rem && rem <= 4 ? n_rows - rem : n_rows;
     /* rows in blocks (SK_MC above), so the block's kc-wide slice of x stays in L2 while
-     * every panel pair passes over it (the tiles, and so every sum's order, stay the same) */
+     * every group of panels passes over it (the tiles, and so every sum's order, stay the same) */
     const size_t mc = n_main <= SK_MC_ONE ? n_main : SK_MC;
     const size_t esz = wt == SK_PACK_F32 ? 4 : 2, line_step = esz * SK_PANEL;
     const int fetch_w = rs == SK_PANEL && k * m * esz >= SK_PREFETCH_BYTES;
@@ -348,20 +340,20 @@ AVX512 INLINE void gemm_avx512_t(const float *x, size_t ldx, size_t n_rows, cons
         for (size_t m0 = 0; m0 < n_main; m0 += mc) {
             const size_t m1 = n_main - m0 < mc ? n_main : m0 + mc;
             const size_t tiles = (m1 - m0 + R5 - 1) / R5, per_tile = (kc + tiles - 1) / tiles;
-            for (size_t p = 0; p < np; p += 2) {
-                const size_t pa = p * w->pstride + k0 * rs;
-                const int two = p + 1 < np;
-                const size_t pb = two ? (p + 1) * w->pstride + k0 * rs : 0;
-                const size_t rem = m - p * 16, nc = rem < 32 ? rem : 32;
+            for (size_t p = 0; p < np; p += 3) {
+                const size_t P = np - p < 3 ? np - p : 3, pa = p * w->pstride + k0 * rs;
+                const size_t nc = m - p * 16 < 48 ? m - p * 16 : 48;
                 const float *bias = w->bias ? w->bias + p * 16 : NULL;
-                const char *next = fetch_w && p + 2 < np
-                                       ? (const char *)w->data + ((p + 2) * w->pstride + k0 * rs) * esz
-                                       : NULL;
-                const char *next_b = next && p + 3 < np ? next + w->pstride * esz : NULL;
-                size_t line = 0, line_b = 0;
+                /* the next group's panels, each tile fetching its share of their slices */
+                const char *next[3];
+                size_t line[3] = {0, 0, 0};
+                for (size_t q = 0; q < 3; q++)
+                    next[q] = fetch_w && p + 3 + q < np
+                                  ? (const char *)w->data + ((p + 3 + q) * w->pstride + k0 * rs) * esz
+                                  : NULL;
                 for (size_t r0 = m0; r0 < m1; r0 += R5) {
-                    prefetch_panel_share(next, line_step, kc, per_tile, &line);
-                    prefetch_panel_share(next_b, line_step, kc, per_tile, &line_b);
+                    for (size_t q = 0; q < 3; q++)
+                        prefetch_panel_share(next[q], line_step, kc, per_tile, &line[q]);
                     const size_t nr = m1 - r0 < R5 ? m1 - r0 : R5;
                     if (fetch_y && k0 > 0 && r0 + R5 < m1)
                         prefetch_y_rows(y + (r0 + R5) * ldy + p * 16, ldy,
@@ -369,8 +361,13 @@ AVX512 INLINE void gemm_avx512_t(const float *x, size_t ldx, size_t n_rows, cons
                     const float *xp[R5];
                     for (size_t r = 0; r < R5; r++)
                         xp[r] = x + (r0 + (r < nr ? r : nr - 1)) * ldx + k0;
-                    kern_avx512(xp, w->data, pa, pb, rs, two, kc, y + r0 * ldy + p * 16, ldy, nr,
-                                nc, bias, k0 > 0, wt);
+                    float *yt = y + r0 * ldy + p * 16;
+                    if (P == 3)
+                        kern_avx512(xp, w->data, pa, w->pstride, rs, 3, kc, yt, ldy, nr, nc, bias, k0 > 0, wt);
+                    else if (P == 2)
+                        kern_avx512(xp, w->data, pa, w->pstride, rs, 2, kc, yt, ldy, nr, nc, bias, k0 > 0, wt);
+                    else
+                        kern_avx512(xp, w->data, pa, w->pstride, rs, 1, kc, yt, ldy, nr, nc, bias, k0 > 0, wt);
                 }
             }
         }
