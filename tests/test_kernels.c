@@ -790,13 +790,17 @@ Test(kernels, gemm_pool_identical) {
     sk_pool_free(p);
 }
 
-/* F16 and BF16 panels give exactly the f32-panel result of the widened weights. */
+/* F16 and BF16 panels give exactly the f32-panel result of the widened weights: each row
+ * tile widening for itself (few rows), and with 32 rows or more the AVX-512 GEMM widening
+ * each group of panels once into its scratch (several k blocks, a partial last group and
+ * panel, a partial last row tile). */
 Test(kernels, gemm_f16_bf16_panels_exact) {
-    static const size_t shapes[][3] = {{7, 64, 17}, {13, 300, 48}, {9, 33, 70}};
+    static const size_t shapes[][3] = {{7, 64, 17}, {13, 300, 48}, {9, 33, 70},
+                                       {37, 300, 70}, {64, 520, 100}};
     gemm_fn fns[3];
     const char *names[3];
     const int nv = gemm_variants(fns, names);
-    for (size_t s = 0; s < 3; s++) {
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         size_t n = shapes[s][0], k = shapes[s][1], m = shapes[s][2], nf = sk_packed_floats(m, k);
         float *x = malloc(n * k * sizeof(float)), *wf = malloc(m * k * sizeof(float));
         uint16_t *wh = malloc(m * k * sizeof(uint16_t));

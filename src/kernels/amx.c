@@ -492,7 +492,7 @@ AMXI8 void sk_q8_gemm_amx(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, 
  *    (n_in rounded up to 32 with zeros): a 1024-byte B tile, row kk holding for each output
  *    c the pair (w[c][32s + 2kk], w[c][32s + 2kk + 1]); X3 follows it with the lo tile.
  *    pstride is 16 * n_in rounded up, in elements of sk_pack_elem_size() bytes (2 or 4).
- *  - The split activations go to a per-thread buffer (the only kernel that allocates: grown
+ *  - The split activations go to a per-thread buffer (sk_kernel_scratch's BF16 slot: grown
  *    on demand, freed when the thread exits). Rows are converted in chunks of at most
  *    ~512 KB, zero-padded to 16 rows, so the buffer is bounded and stays in L2; for each
  *    chunk, panels are taken 4 at a time (4 C tiles, 16 x 64 outputs) with the weights of
@@ -659,7 +659,7 @@ AMXBF static void bf_gemm(const float *x, size_t ldx, size_t n_rows, const sk_pa
     size_t chunk = (size_t)262144 / (kp * 2) / 16 * 16;
     if (chunk < 16) chunk = 16;
     const size_t want = (n_rows + 15) / 16 * 16 < chunk ? (n_rows + 15) / 16 * 16 : chunk;
-    uint16_t *buf = sk_kernel_scratch_u16(2 * want * kp);
+    uint16_t *buf = sk_kernel_scratch(SK_SCRATCH_BF16_SPLIT, 2 * want * kp * sizeof(uint16_t));
     if (!buf) {
         sk_gemm_amx_bf16_ref(x, ldx, n_rows, w, y, ldy);
         return;

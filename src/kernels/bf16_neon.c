@@ -17,7 +17,7 @@
  *    values: output 2j's four inputs, then output 2j + 1's, which is BFMMLA's weight operand
  *    as it lies; X3 follows each group's 64 hi values with the 64 lo values. pstride is 16 *
  *    n_in rounded up to 4, in elements of sk_pack_elem_size() bytes (4 for X3: hi + lo).
- *  - The split activations go to the per-thread scratch (sk_kernel_scratch_u16), rows in
+ *  - The split activations go to the per-thread scratch (sk_kernel_scratch), rows in
  *    chunks of at most ~512 KB (bounded, stays in L2), laid out as BFMMLA's activation
  *    operand: per pair of rows, per group of 4 inputs, 8 hi values (row 2q's four inputs,
  *    then row 2q + 1's) and the 8 lo values; an odd last row is paired with zeros and not
@@ -198,7 +198,7 @@ BF16 static void gemm_bfmmla(const float *x, size_t ldx, size_t n_rows, const sk
     size_t chunk = (size_t)262144 / (per_row ? per_row : 1) / 4 * 4;
     if (chunk < 4) chunk = 4;
     if (chunk > (n_rows + 3) / 4 * 4) chunk = (n_rows + 3) / 4 * 4;
-    uint16_t *xs = n_rows ? sk_kernel_scratch_u16(chunk * per_row) : NULL;
+    uint16_t *xs = n_rows ? sk_kernel_scratch(SK_SCRATCH_BF16_SPLIT, chunk * per_row * sizeof(uint16_t)) : NULL;
     if (!xs) {
         sk_gemm_neon_bf16_ref(x, ldx, n_rows, w, y, ldy);
         return;

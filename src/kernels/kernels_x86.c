@@ -22,6 +22,7 @@
  * accuracy class of the reference runtime's own float GELU (see gelu256).
  */
 #include "kernels.h"
+#include "pool.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -310,6 +311,40 @@ AVX512 INLINE void kern_small_avx512(const float *x, size_t ldx, const void *bas
             _mm512_mask_storeu_ps(y + (size_t)r * ldy + p * 16, m[p], c[r][p]);
 }
 
+/* 16-bit panels widened once per group and k block, not per row tile. Widening costs
+ * FMA-port work on x86 (vcvtph2ps), as much per panel row as the three FMAs of an 8-row
+ * tile's step share, so each tile that widens for itself computes at a fraction of the f32
+ * rate. With at least SK_WIDEN_MIN_TILES row tiles, the group's kc slice is widened into
+ * the thread's scratch (exactly: the same values), and the tiles read f32 from there. Base
+ * F16, a 128-token f32 request (one thread, Sapphire Rapids class guest, 2026-12-07): 3-10 %
+ * less CPU, about the F32 file's time. NULL (each tile widens) below the threshold, for a
+ * read-in-place matrix, f32 panels, or when there is no scratch. */
+#define SK_WIDEN_MIN_TILES 4
+AVX512 INLINE const float *widen_group(const sk_packed *w, size_t p, size_t P, size_t k0,
+                                       size_t kc, size_t tiles, int wt) {
+    if (wt == SK_PACK_F32 || w->rstride || tiles < SK_WIDEN_MIN_TILES) return NULL;
+    float *wide = sk_kernel_scratch(SK_SCRATCH_WIDE_PANELS, 3 * SK_KC * SK_PANEL * sizeof(float));
+    if (!wide) return NULL;
+    for (size_t q = 0; q < P; q++) {
+        const uint16_t *src = (const uint16_t *)w->data + (p + q) * w->pstride + k0 * SK_PANEL;
+        float *dst = wide + q * kc * SK_PANEL;
+        for (size_t e = 0; e < kc * SK_PANEL; e += 16) _mm512_storeu_ps(dst + e, ld16(src, e, wt));
+    }
+    return wide;
+}
+
+AVX512 INLINE void kern_avx512_f32_group(const float *const *xp, const float *wide, size_t kc,
+                                         size_t P, float *y, size_t ldy, size_t nr, size_t nc,
+                                         const float *bias, int accumulate) {
+    const size_t ps = kc * SK_PANEL;
+    if (P == 3)
+        kern_avx512(xp, wide, 0, ps, SK_PANEL, 3, kc, y, ldy, nr, nc, bias, accumulate, SK_PACK_F32);
+    else if (P == 2)
+        kern_avx512(xp, wide, 0, ps, SK_PANEL, 2, kc, y, ldy, nr, nc, bias, accumulate, SK_PACK_F32);
+    else
+        kern_avx512(xp, wide, 0, ps, SK_PANEL, 1, kc, y, ldy, nr, nc, bias, accumulate, SK_PACK_F32);
+}
+
 AVX512 INLINE void gemm_avx512_t(const float *x, size_t ldx, size_t n_rows, const sk_packed *w,
                                  float *y, size_t ldy, int wt) {
     const size_t k = w->n_in, m = w->n_out, np = (m + 15) / 16, rs = sk_packed_rstride(w);
@@ -351,6 +386,7 @@ AVX512 INLINE void gemm_avx512_t(const float *x, size_t ldx, size_t n_rows, cons
                     next[q] = fetch_w && p + 3 + q < np
                                   ? (const char *)w->data + ((p + 3 + q) * w->pstride + k0 * rs) * esz
                                   : NULL;
+                const float *wide = widen_group(w, p, P, k0, kc, tiles, wt);
                 for (size_t r0 = m0; r0 < m1; r0 += R5) {
                     for (size_t q = 0; q < 3; q++)
                         prefetch_panel_share(next[q], line_step, kc, per_tile, &line[q]);
@@ -362,7 +398,9 @@ AVX512 INLINE void gemm_avx512_t(const float *x, size_t ldx, size_t n_rows, cons
                     for (size_t r = 0; r < R5; r++)
                         xp[r] = x + (r0 + (r < nr ? r : nr - 1)) * ldx + k0;
                     float *yt = y + r0 * ldy + p * 16;
-                    if (P == 3)
+                    if (wide) /* the group's slice, widened: P panels of kc x 16 floats */
+                        kern_avx512_f32_group(xp, wide, kc, P, yt, ldy, nr, nc, bias, k0 > 0);
+                    else if (P == 3)
                         kern_avx512(xp, w->data, pa, w->pstride, rs, 3, kc, yt, ldy, nr, nc, bias, k0 > 0, wt);
                     else if (P == 2)
                         kern_avx512(xp, w->data, pa, w->pstride, rs, 2, kc, yt, ldy, nr, nc, bias, k0 > 0, wt);

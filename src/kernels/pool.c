@@ -51,21 +51,21 @@ void sk_compute_end(void) { __atomic_sub_fetch(&g_in_use, 1, __ATOMIC_ACQ_REL); 
 /* ------------------------------------------------------------- per-thread scratch ------- */
 
 typedef struct kernel_scratch {
-    uint16_t *p;
-    size_t cap;  /* elements */
+    void *p[SK_SCRATCH_SLOTS];
+    size_t cap[SK_SCRATCH_SLOTS];  /* bytes */
 } kernel_scratch;
 
-/* b grown to at least elems (64-byte aligned), or NULL (b unchanged). */
-static uint16_t *scratch_grow(kernel_scratch *b, size_t elems) {
-    if (elems > SIZE_MAX / 2 - 64) return NULL;
-    if (b->cap < elems) {
-        uint16_t *p = aligned_alloc(64, (elems * 2 + 63) / 64 * 64);
+/* b's slot grown to at least bytes (64-byte aligned), or NULL (the slot unchanged). */
+static void *scratch_grow(kernel_scratch *b, sk_scratch_slot slot, size_t bytes) {
+    if ((unsigned)slot >= SK_SCRATCH_SLOTS || bytes > SIZE_MAX - 64) return NULL;
+    if (b->cap[slot] < bytes) {
+        void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
         if (!p) return NULL;
-        free(b->p);
-        b->p = p;
-        b->cap = elems;
+        free(b->p[slot]);
+        b->p[slot] = p;
+        b->cap[slot] = bytes;
     }
-    return b->p;
+    return b->p[slot];
 }
 
 #if SKYCMD_THREADS
@@ -74,14 +74,15 @@ static pthread_once_t g_scratch_once = PTHREAD_ONCE_INIT;
 static int g_scratch_key_ok;
 static void scratch_free(void *v) {
     kernel_scratch *b = v;
-    if (b) free(b->p);
+    if (b)
+        for (int i = 0; i < SK_SCRATCH_SLOTS; i++) free(b->p[i]);
     free(b);
 }
 static void scratch_key_init(void) {
     g_scratch_key_ok = pthread_key_create(&g_scratch_key, scratch_free) == 0;
 }
 
-uint16_t *sk_kernel_scratch_u16(size_t elems) {
+void *sk_kernel_scratch(sk_scratch_slot slot, size_t bytes) {
     pthread_once(&g_scratch_once, scratch_key_init);
     if (!g_scratch_key_ok) return NULL;
     kernel_scratch *b = pthread_getspecific(g_scratch_key);
@@ -92,12 +93,12 @@ uint16_t *sk_kernel_scratch_u16(size_t elems) {
             return NULL;
         }
     }
-    return scratch_grow(b, elems);
+    return scratch_grow(b, slot, bytes);
 }
 #else
-uint16_t *sk_kernel_scratch_u16(size_t elems) {
+void *sk_kernel_scratch(sk_scratch_slot slot, size_t bytes) {
     static kernel_scratch one;  /* one thread */
-    return scratch_grow(&one, elems);
+    return scratch_grow(&one, slot, bytes);
 }
 #endif
 

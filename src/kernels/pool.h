@@ -74,9 +74,15 @@ int sk_compute_budget(void);
 int sk_compute_in_use(void);
 /* Test hook: set the budget to n units (n < 1 restores the core count). */
 void sk_compute_set_budget(int n);
-/* A 64-byte aligned buffer of at least elems 16-bit values, owned by the calling thread
- * (grown on demand, freed when the thread exits), or NULL: the BF16 kernels' split
- * activations, the only kernel memory that is not the caller's. */
-uint16_t *sk_kernel_scratch_u16(size_t elems);
+/* The per-thread buffers of the kernels, the only kernel memory that is not the caller's:
+ * one slot per use, so a kernel never overwrites another's. */
+typedef enum sk_scratch_slot {
+    SK_SCRATCH_BF16_SPLIT,   /* the BF16 kernels' split activations (amx.c, bf16_neon.c) */
+    SK_SCRATCH_WIDE_PANELS,  /* the AVX-512 f32 GEMM's 16-bit panels widened (kernels_x86.c) */
+    SK_SCRATCH_SLOTS
+} sk_scratch_slot;
+/* A 64-byte aligned buffer of at least bytes, owned by the calling thread (grown on demand,
+ * freed when the thread exits), or NULL. */
+void *sk_kernel_scratch(sk_scratch_slot slot, size_t bytes);
 
 #endif /* SK_POOL_H */

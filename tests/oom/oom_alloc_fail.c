@@ -19,7 +19,7 @@
  *               skycmd_decide, skycmd_response_json, the frees (model opened beforehand)
  *   convert     skycmd_convert of the model as a Laya directory to a GGUF file
  *   quantize    skycmd_quantize of the GGUF file to Q8_0
- * Bounded time: a clean run first records, for each allocation, its call stack (4 frames);
+ * Every run is on a thread of its own (run_once). Bounded time: a clean run first records, for each allocation, its call stack (4 frames);
  * then n takes every allocation up to OOM_DENSE (the start of each operation), the first
  * occurrence of every distinct call stack (so every allocation site fails at least once) and
  * every OOM_STRIDE-th allocation beyond. `oom_alloc_fail --all` fails every n instead;
@@ -32,6 +32,7 @@
 #include <cJSON.h>
 #include <dirent.h>
 #include <execinfo.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -255,13 +256,30 @@ struct op {
     int writes; /* leaves no file on failure */
 };
 
+/* Each run goes on a thread of its own: the library's per-thread buffers (the kernels'
+ * scratch, made on first use and freed when the thread exits) are then made and freed
+ * inside every run, so every run makes the same allocations and leaves none behind. */
+struct run_arg {
+    const struct op *o;
+    skycmd_error *err;
+    int st;
+};
+static void *run_thread(void *v) {
+    struct run_arg *a = v;
+    a->st = a->o->run(a->err);
+    return NULL;
+}
+
 static int run_once(const struct op *o, skycmd_error *err, long fail_at, long *count, long *live_delta) {
     atomic_store(&g_count, 0);
     atomic_store(&g_fail_at, fail_at);
     atomic_store(&g_failed, 0);
     atomic_store(&g_live, 0);
     atomic_store(&g_armed, 1);
-    int st = o->run(err);
+    struct run_arg a = {o, err, 0};
+    pthread_t t;
+    if (pthread_create(&t, NULL, run_thread, &a) != 0 || pthread_join(t, NULL) != 0) abort();
+    int st = a.st;
     atomic_store(&g_armed, 0);
     *count = atomic_load(&g_count);
     *live_delta = atomic_load(&g_live);
