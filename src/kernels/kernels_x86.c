@@ -311,14 +311,14 @@ AVX512 INLINE void kern_small_avx512(const float *x, size_t ldx, const void *bas
             _mm512_mask_storeu_ps(y + (size_t)r * ldy + p * 16, m[p], c[r][p]);
 }
 
-/* 16-bit panels widened once per group and k block, not per row tile. Widening costs
- * FMA-port work on x86 (vcvtph2ps), as much per panel row as the three FMAs of an 8-row
- * tile's step share, so each tile that widens for itself computes at a fraction of the f32
- * rate. With at least SK_WIDEN_MIN_TILES row tiles, the group's kc slice is widened into
- * the thread's scratch (exactly: the same values), and the tiles read f32 from there. Base
- * F16, a 128-token f32 request (one thread, Sapphire Rapids class guest, 2026-12-07): 3-10 %
- * less CPU, about the F32 file's time. NULL (each tile widens) below the threshold, for a
- * read-in-place matrix, f32 panels, or when there is no scratch. */
+/* 16-bit panels widened once per group and k block, not per row tile. Widening takes
+ * FMA-port work (vcvtph2ps), and a tile that widens for itself pays it for every panel row
+ * it reads: one conversion per 8 FMAs. With at least SK_WIDEN_MIN_TILES row tiles, the
+ * group's kc slice is widened into the thread's scratch (exactly: the same values) and the
+ * tiles read f32 from there. Base F16, a 128-token f32 request (one thread, Sapphire Rapids
+ * class guest, 2026-12-07): 3-10 % less CPU, about the F32 file's time. NULL (each tile
+ * widens) below the threshold, for a read-in-place matrix, for f32 panels, or when there is
+ * no scratch. */
 #define SK_WIDEN_MIN_TILES 4
 AVX512 INLINE const float *widen_group(const sk_packed *w, size_t p, size_t P, size_t k0,
                                        size_t kc, size_t tiles, int wt) {
