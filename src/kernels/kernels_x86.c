@@ -322,7 +322,8 @@ AVX512 INLINE void kern_small_avx512(const float *x, size_t ldx, const void *bas
 #define SK_WIDEN_MIN_TILES 4
 AVX512 INLINE const float *widen_group(const sk_packed *w, size_t p, size_t P, size_t k0,
                                        size_t kc, size_t tiles, int wt) {
-    if (wt == SK_PACK_F32 || w->rstride || tiles < SK_WIDEN_MIN_TILES) return NULL;
+    if (wt == SK_PACK_F32 || sk_packed_rstride(w) != SK_PANEL || tiles < SK_WIDEN_MIN_TILES)
+        return NULL;
     float *wide = sk_kernel_scratch(SK_SCRATCH_WIDE_PANELS, 3 * SK_KC * SK_PANEL * sizeof(float));
     if (!wide) return NULL;
     for (size_t q = 0; q < P; q++) {
@@ -333,16 +334,18 @@ AVX512 INLINE const float *widen_group(const sk_packed *w, size_t p, size_t P, s
     return wide;
 }
 
-AVX512 INLINE void kern_avx512_f32_group(const float *const *xp, const float *wide, size_t kc,
-                                         size_t P, float *y, size_t ldy, size_t nr, size_t nc,
-                                         const float *bias, int accumulate) {
-    const size_t ps = kc * SK_PANEL;
+/* kern_avx512 for a group of P = 1..3 panels (P known only at run time; the element type
+ * wt is a compile-time constant at each call, so each branch is one kernel instance). */
+AVX512 INLINE void kern_avx512_group(const float *const *xp, const void *base, size_t pa,
+                                     size_t pstride, size_t rs, size_t P, size_t k, float *y,
+                                     size_t ldy, size_t nr, size_t nc, const float *bias,
+                                     int accumulate, int wt) {
     if (P == 3)
-        kern_avx512(xp, wide, 0, ps, SK_PANEL, 3, kc, y, ldy, nr, nc, bias, accumulate, SK_PACK_F32);
+        kern_avx512(xp, base, pa, pstride, rs, 3, k, y, ldy, nr, nc, bias, accumulate, wt);
     else if (P == 2)
-        kern_avx512(xp, wide, 0, ps, SK_PANEL, 2, kc, y, ldy, nr, nc, bias, accumulate, SK_PACK_F32);
+        kern_avx512(xp, base, pa, pstride, rs, 2, k, y, ldy, nr, nc, bias, accumulate, wt);
     else
-        kern_avx512(xp, wide, 0, ps, SK_PANEL, 1, kc, y, ldy, nr, nc, bias, accumulate, SK_PACK_F32);
+        kern_avx512(xp, base, pa, pstride, rs, 1, k, y, ldy, nr, nc, bias, accumulate, wt);
 }
 
 AVX512 INLINE void gemm_avx512_t(const float *x, size_t ldx, size_t n_rows, const sk_packed *w,
@@ -399,13 +402,11 @@ AVX512 INLINE void gemm_avx512_t(const float *x, size_t ldx, size_t n_rows, cons
                         xp[r] = x + (r0 + (r < nr ? r : nr - 1)) * ldx + k0;
                     float *yt = y + r0 * ldy + p * 16;
                     if (wide) /* the group's slice, widened: P panels of kc x 16 floats */
-                        kern_avx512_f32_group(xp, wide, kc, P, yt, ldy, nr, nc, bias, k0 > 0);
-                    else if (P == 3)
-                        kern_avx512(xp, w->data, pa, w->pstride, rs, 3, kc, yt, ldy, nr, nc, bias, k0 > 0, wt);
-                    else if (P == 2)
-                        kern_avx512(xp, w->data, pa, w->pstride, rs, 2, kc, yt, ldy, nr, nc, bias, k0 > 0, wt);
+                        kern_avx512_group(xp, wide, 0, kc * SK_PANEL, SK_PANEL, P, kc, yt, ldy, nr,
+                                          nc, bias, k0 > 0, SK_PACK_F32);
                     else
-                        kern_avx512(xp, w->data, pa, w->pstride, rs, 1, kc, yt, ldy, nr, nc, bias, k0 > 0, wt);
+                        kern_avx512_group(xp, w->data, pa, w->pstride, rs, P, kc, yt, ldy, nr, nc,
+                                          bias, k0 > 0, wt);
                 }
             }
         }
