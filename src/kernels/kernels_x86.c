@@ -9,8 +9,9 @@
  * panel block stays in L1 while every row block of x streams past it. Rows past the end of
  * a block reuse the last valid row (computed, not stored), so no padding of x is needed.
  * Panels may hold f32, F16 or BF16 elements; 16-bit ones are widened exactly (vcvtph2ps or
- * a 16-bit shift) as they are loaded, so the three give identical results and each kernel
- * is instantiated once per element type with a single load path.
+ * a 16-bit shift), once per k block into the thread's scratch when enough row tiles read
+ * them (SK_WIDEN_MIN_TILES) or else as they are loaded, so the three give identical results
+ * and each kernel is instantiated once per element type with a single load path.
  *
  * Panels may also be a row-major matrix read in place (sk_packed.rstride). Attention
  * copies V into panels instead (forward.c's attn_unit): at a row stride that is a multiple
@@ -70,6 +71,20 @@ INLINE void prefetch_y_rows(const float *y, size_t ldy, size_t rows, size_t n_by
         for (size_t b = 0; b < n_bytes; b += 64) _mm_prefetch((const char *)(y + r * ldy) + b, _MM_HINT_T0);
 }
 
+/* 16-bit panels widened once per panel group and k block, not per row tile (both GEMMs).
+ * Widening takes FMA-port work (vcvtph2ps), and a tile that widens for itself pays it for
+ * every panel row it reads: one conversion per 8 (AVX2: 6) FMAs. With at least
+ * SK_WIDEN_MIN_TILES row tiles, the group's kc slice is widened into the thread's scratch
+ * (exactly: the same values) and the tiles read f32 from there. Base F16, a 128-token f32
+ * request (one thread, Sapphire Rapids class guest, 2026-12-07): AVX-512 3-10 % less CPU,
+ * about the F32 file's time. No widening (each tile widens) below the threshold, for a
+ * read-in-place matrix, for f32 panels, or when there is no scratch. */
+#define SK_WIDEN_MIN_TILES 4
+#define SK_WIDE_BYTES (3 * SK_KC * SK_PANEL * sizeof(float)) /* up to three panels' slices */
+INLINE int widen_wanted(const sk_packed *w, size_t tiles, int wt) {
+    return wt != SK_PACK_F32 && sk_packed_rstride(w) == SK_PANEL && tiles >= SK_WIDEN_MIN_TILES;
+}
+
 #define R2 6
 
 /* 8 panel elements at element index idx, widened to f32 (wt is a compile-time constant
@@ -79,6 +94,17 @@ AVX2F INLINE __m256 ld8(const void *base, size_t idx, int wt) {
     __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)base + idx));
     if (wt == SK_PACK_F16) return _mm256_cvtph_ps(h);
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* Panel p's k0 slice widened into the thread's scratch (see SK_WIDEN_MIN_TILES), or NULL. */
+AVX2F INLINE const float *widen_panel_avx2(const sk_packed *w, size_t p, size_t k0, size_t kc,
+                                           size_t tiles, int wt) {
+    if (!widen_wanted(w, tiles, wt)) return NULL;
+    float *wide = sk_kernel_scratch(SK_SCRATCH_WIDE_PANELS, SK_WIDE_BYTES);
+    if (!wide) return NULL;
+    const uint16_t *src = (const uint16_t *)w->data + p * w->pstride + k0 * SK_PANEL;
+    for (size_t e = 0; e < kc * SK_PANEL; e += 8) _mm256_storeu_ps(wide + e, ld8(src, e, wt));
+    return wide;
 }
 
 AVX2F INLINE void kern_avx2(const float *const *xp, const void *panel, size_t pidx, size_t rs,
@@ -149,6 +175,7 @@ AVX2F INLINE void gemm_avx2_t(const float *x, size_t ldx, size_t n_rows, const s
                                    ? (const char *)w->data + ((p + 1) * w->pstride + k0 * rs) * esz
                                    : NULL;
             size_t line = 0;
+            const float *wide = widen_panel_avx2(w, p, k0, kc, tiles, wt);
             for (size_t r0 = 0; r0 < n_rows; r0 += R2) {
                 prefetch_panel_share(next, esz * SK_PANEL, kc, per_tile, &line);
                 const size_t nr = n_rows - r0 < R2 ? n_rows - r0 : R2;
@@ -158,8 +185,12 @@ AVX2F INLINE void gemm_avx2_t(const float *x, size_t ldx, size_t n_rows, const s
                 const float *xp[R2];
                 for (size_t r = 0; r < R2; r++)
                     xp[r] = x + (r0 + (r < nr ? r : nr - 1)) * ldx + k0;
-                kern_avx2(xp, w->data, pidx, rs, kc, y + r0 * ldy + p * 16, ldy, nr, nc, bias,
-                          k0 > 0, wt);
+                if (wide) /* the panel's slice, widened: kc x 16 floats */
+                    kern_avx2(xp, wide, 0, SK_PANEL, kc, y + r0 * ldy + p * 16, ldy, nr, nc, bias,
+                              k0 > 0, SK_PACK_F32);
+                else
+                    kern_avx2(xp, w->data, pidx, rs, kc, y + r0 * ldy + p * 16, ldy, nr, nc, bias,
+                              k0 > 0, wt);
             }
         }
     }
@@ -311,20 +342,12 @@ AVX512 INLINE void kern_small_avx512(const float *x, size_t ldx, const void *bas
             _mm512_mask_storeu_ps(y + (size_t)r * ldy + p * 16, m[p], c[r][p]);
 }
 
-/* 16-bit panels widened once per group and k block, not per row tile. Widening takes
- * FMA-port work (vcvtph2ps), and a tile that widens for itself pays it for every panel row
- * it reads: one conversion per 8 FMAs. With at least SK_WIDEN_MIN_TILES row tiles, the
- * group's kc slice is widened into the thread's scratch (exactly: the same values) and the
- * tiles read f32 from there. Base F16, a 128-token f32 request (one thread, Sapphire Rapids
- * class guest, 2026-12-07): 3-10 % less CPU, about the F32 file's time. NULL (each tile
- * widens) below the threshold, for a read-in-place matrix, for f32 panels, or when there is
- * no scratch. */
-#define SK_WIDEN_MIN_TILES 4
+/* The group's P panels' k0 slices widened into the thread's scratch (see SK_WIDEN_MIN_TILES),
+ * or NULL. */
 AVX512 INLINE const float *widen_group(const sk_packed *w, size_t p, size_t P, size_t k0,
                                        size_t kc, size_t tiles, int wt) {
-    if (wt == SK_PACK_F32 || sk_packed_rstride(w) != SK_PANEL || tiles < SK_WIDEN_MIN_TILES)
-        return NULL;
-    float *wide = sk_kernel_scratch(SK_SCRATCH_WIDE_PANELS, 3 * SK_KC * SK_PANEL * sizeof(float));
+    if (!widen_wanted(w, tiles, wt)) return NULL;
+    float *wide = sk_kernel_scratch(SK_SCRATCH_WIDE_PANELS, SK_WIDE_BYTES);
     if (!wide) return NULL;
     for (size_t q = 0; q < P; q++) {
         const uint16_t *src = (const uint16_t *)w->data + (p + q) * w->pstride + k0 * SK_PANEL;
