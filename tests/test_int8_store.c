@@ -262,13 +262,16 @@ Test(int8_store, random_massive_channels) {
     sk_err_clear(&e);
     cr_assert_eq(sk_gguf_open_file(out, &g, &e), SKYCMD_OK, "%s", e.msg);
     cr_assert_eq(sk_int8_store_row_scaled(g, &e), 1);
-    size_t parts = 0;
+    size_t parts = 0, part_weights = 0;
     for (size_t i = 0; i < sk_gguf_n_kv(g); i++) {
         sk_str k = sk_gguf_kv_key(g, i);
-        parts += memchr(k.ptr, '@', (size_t)k.len) != NULL;
+        const int part = memchr(k.ptr, '@', (size_t)k.len) != NULL;
+        parts += part;
+        part_weights += part && k.len > 16 && memcmp(k.ptr + k.len - 16, ".outlier_weights", 16) == 0;
     }
     sk_gguf_close(g);
     cr_assert_gt(parts, 0, "row-scaled: the head's q keeps its columns under tensor@row");
+    cr_assert_eq(part_weights, 0, "row-scaled: a head part's weights are its tensor's, not keys");
 }
 
 /* Every outlier column's quant is round(w / d) clamped to +-127 in its block's scale. */

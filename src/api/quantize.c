@@ -115,7 +115,9 @@ static int stored_keys(void *ud, sk_gguf_writer *w, sk_err *e) {
             memcpy(name, m->t->name.ptr, (size_t)m->t->name.len);
             name[m->t->name.len] = '\0';
         }
-        rc = sk_int8_store_put(w, name, m->n_out, m->outl, m->n_outl, m->w_outl, m->two_pass, e);
+        /* a part's exact weights are its tensor's own, which stays F16/F32 */
+        rc = sk_int8_store_put(w, name, m->n_out, m->outl, m->n_outl, m->part ? NULL : m->w_outl,
+                               m->two_pass, e);
     }
     return rc;
 }

@@ -854,11 +854,10 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, sk_calib_i
                 /* a head part of a stored row-scaled model: its keys name the columns */
                 char part[256];
                 uint32_t *outl = NULL;
-                float *w_outl = NULL;
                 size_t no = 0;
                 int two_pass;
                 sk_int8_store_part_name(part, sizeof part, L->src->name, L->row0);
-                rc = sk_int8_store_get(g, part, n_out, n_in, &outl, &no, &w_outl, &two_pass, e);
+                rc = sk_int8_store_get(g, part, n_out, n_in, &outl, &no, NULL, &two_pass, e);
                 if (!rc && two_pass) {
                     fast_x2[i] = 1;
                     n_x2++;
@@ -867,7 +866,6 @@ int sk_model_to_int8(sk_model *m, const sk_gguf *g, int weights_mode, sk_calib_i
                     rc = sk_q8_build_rows_outl(w, n_out, n_in, L->bias, NULL, outl, no, 0, name, q,
                                                &bytes, &pbytes, e);
                 free(outl);
-                free(w_outl);
             } else if (weights_mode == SKYCMD_WEIGHTS_Q8_ROW)
                 rc = sk_q8_build_rows_outl(w, n_out, n_in, L->bias, c.mx ? c.mx[i] : NULL, NULL, 0,
                                            calib && calib->keep_rowmajor, name, q, &bytes, &pbytes, e);

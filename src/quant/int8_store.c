@@ -60,7 +60,7 @@ int sk_int8_store_put(sk_gguf_writer *w, const char *tensor, size_t n_out, const
         if (key_name(key, sizeof key, tensor, "outlier_columns"))
             return sk_fail(e, SKYCMD_E_UNSUPPORTED, "tensor %s: name too long for its int8 keys", tensor);
         rc = sk_gguf_writer_add_arr(w, key, SK_GGUF_U32, outl, n_outl);
-        if (!rc && key_name(key, sizeof key, tensor, "outlier_weights") == 0)
+        if (!rc && w_outl && key_name(key, sizeof key, tensor, "outlier_weights") == 0)
             rc = sk_gguf_writer_add_arr(w, key, SK_GGUF_F32, w_outl, (uint64_t)n_out * n_outl);
     }
     if (!rc && two_pass) {
@@ -91,7 +91,7 @@ static int get_array(const sk_gguf *g, const char *key, uint32_t elem_type, uint
 int sk_int8_store_get(const sk_gguf *g, const char *tensor, size_t n_out, size_t n_in,
                       uint32_t **outl, size_t *n_outl, float **w_outl, int *two_pass, sk_err *e) {
     *outl = NULL;
-    *w_outl = NULL;
+    if (w_outl) *w_outl = NULL;
     *n_outl = 0;
     *two_pass = 0;
     char kc[320], kw[320], kt[320];
@@ -100,38 +100,40 @@ int sk_int8_store_get(const sk_gguf *g, const char *tensor, size_t n_out, size_t
         return sk_fail(e, SKYCMD_E_UNSUPPORTED, "tensor %s: name too long for its int8 keys", tensor);
     if (sk_gguf_find_key(g, kt) >= 0 && sk_gguf_get_bool(g, kt, two_pass) != SKYCMD_OK)
         return sk_fail(e, SKYCMD_E_FORMAT, "%s: not a bool", kt);
-    const sk_gguf_value *v;
+    /* a part's weights are its tensor's own: its weights key, if any, is not read */
     const int has_cols = sk_gguf_find_key(g, kc) >= 0;
-    const int has_w = sk_gguf_find_key(g, kw) >= 0;
+    const int has_w = w_outl && sk_gguf_find_key(g, kw) >= 0;
     if (!has_cols && !has_w) return SKYCMD_OK;
-    if (!has_cols || !has_w)
+    if (w_outl && (!has_cols || !has_w))
         return sk_fail(e, SKYCMD_E_FORMAT, "%s: present without %s", has_cols ? kc : kw,
                        has_cols ? kw : kc);
+    const sk_gguf_value *v;
     if (sk_gguf_get_arr(g, kc, &v) != SKYCMD_OK || v->v.arr.elem_type != SK_GGUF_U32)
         return sk_fail(e, SKYCMD_E_FORMAT, "%s: not an array of u32", kc);
     const uint64_t no = v->v.arr.count;
     if (no == 0 || no > n_in / 16)
         return sk_fail(e, SKYCMD_E_FORMAT, "%s: %llu columns (1 to %zu for %zu inputs)", kc,
                        (unsigned long long)no, n_in / 16, n_in);
-    const uint8_t *cols = NULL, *ws = NULL;
-    int rc = get_array(g, kc, SK_GGUF_U32, no, &cols, e);
-    if (!rc) rc = get_array(g, kw, SK_GGUF_F32, (uint64_t)n_out * no, &ws, e);
-    if (rc == SKYCMD_E_NOT_FOUND) rc = sk_fail(e, SKYCMD_E_FORMAT, "%s: missing", kw);
-    if (rc) return rc;
+    const uint8_t *cols = v->v.arr.first, *ws = NULL;
+    if (w_outl) {
+        const int rc = get_array(g, kw, SK_GGUF_F32, (uint64_t)n_out * no, &ws, e);
+        if (rc) return rc;  /* present (has_w), so a format error already named */
+    }
     uint32_t *o = sk_malloc_array((size_t)no, sizeof(uint32_t));
-    float *w = sk_malloc_array(n_out * (size_t)no, sizeof(float));
-    if (!o || !w) {
+    float *w = w_outl ? sk_malloc_array(n_out * (size_t)no, sizeof(float)) : NULL;
+    if (!o || (w_outl && !w)) {
         free(o);
         free(w);
         return sk_fail(e, SKYCMD_E_NOMEM, "out of memory reading the int8 keys of %s", tensor);
     }
+    int rc = SKYCMD_OK;
     for (size_t c = 0; c < no && !rc; c++) {
         o[c] = rd_u32(cols + 4 * c);
         if (o[c] >= n_in || (c > 0 && o[c] <= o[c - 1]))
             rc = sk_fail(e, SKYCMD_E_FORMAT, "%s: element %zu (%u) is not an input channel "
                          "above the one before it (the matrix has %zu inputs)", kc, c, o[c], n_in);
     }
-    for (size_t i = 0; i < n_out * no && !rc; i++) {
+    for (size_t i = 0; w && i < n_out * no && !rc; i++) {
         const uint32_t bits = rd_u32(ws + 4 * i);
         memcpy(&w[i], &bits, sizeof bits);
         if (!isfinite(w[i]))
@@ -143,7 +145,7 @@ int sk_int8_store_get(const sk_gguf *g, const char *tensor, size_t n_out, size_t
         return rc;
     }
     *outl = o;
-    *w_outl = w;
+    if (w_outl) *w_outl = w;
     *n_outl = (size_t)no;
     return SKYCMD_OK;
 }

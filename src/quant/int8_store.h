@@ -25,15 +25,19 @@
  *                                             one attn_qkv) keeps its tensor F16/F32 and
  *                                             its outlier keys under <tensor>@<first row>
  *                                             (sk_int8_store_part_name): the load quantizes
- *                                             it per row with those columns, no calibration
+ *                                             it per row with those columns, no calibration.
+ *                                             A part has no outlier_weights key: its exact
+ *                                             weights are its tensor's own
  *    A matrix without outlier columns has neither outlier key; two_pass only when true.
  *  - sk_int8_store_version(g): 0 when the file has no stored int8, SK_INT8_STORE_VERSION when
  *    it has; -1 (with e: SKYCMD_E_UNSUPPORTED, or SKYCMD_E_FORMAT for a value that is not
  *    a u32) for a version this library cannot read.
- *  - sk_int8_store_put(w, tensor, ...) adds one matrix's keys to a writer.
+ *  - sk_int8_store_put(w, tensor, ...) adds one matrix's keys to a writer (a part's: w_outl
+ *    NULL, the columns alone).
  *  - sk_int8_store_get(g, tensor, n_out, n_in, ...) reads them back, checking every bound
  *    (a file is hostile input): SKYCMD_E_FORMAT naming the key. *outl and *w_outl are
- *    malloc'ed (NULL with *n_outl 0 when the matrix has none).
+ *    malloc'ed (NULL with *n_outl 0 when the matrix has none). A part's: w_outl NULL, the
+ *    columns alone (a weights key beside them is not read).
  *  - sk_int8_store_fill_outliers(rowmajor, ...): the Q8_0 quants of the outlier columns set to
  *    their weights in the block's scale, round(w / d) clamped to +-127, for readers that do
  *    not know the keys (llama.cpp): the calibration leaves them 0 under GPTQ rounding, and
