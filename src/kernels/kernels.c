@@ -188,7 +188,7 @@ typedef struct gemm_job {
  * that each piece stays a real product. */
 #define SK_GEMM_PIECES_PER_THREAD 3
 /* Outputs per unit when a product is split by outputs: the AVX-512 kernel's widest tile
- * (three panels, kernels_x86.c). */
+ * (three panels, gemm_x86.c). */
 #define SK_GEMM_GROUP (3 * SK_PANEL)
 
 static void gemm_part(void *ctx, int ith, int nth) {

@@ -11,7 +11,7 @@
  * 34). The last n_rows % 5 rows take a tile of R rows by several panels (1 x 64, 2 x 48,
  * 3 x 32, 4 x 16), so one or two rows (the decision head's marker rows) still run 16-24
  * independent accumulator chains instead of computing duplicate rows. k is cut into blocks
- * of SK_KC = 256 as in kernels_x86.c, so a panel block stays in L1 while the row blocks of x
+ * of SK_KC = 256 as in gemm_x86.c, so a panel block stays in L1 while the row blocks of x
  * stream past it. Every output, in every tile, is the same chain: the bias (or 0), then one
  * fused multiply-add per input in order of i, stored to y and reloaded between k blocks
  * (exact); so a row's result does not depend on the tile that computed it, nor on how many

@@ -78,7 +78,7 @@ void sk_compute_set_budget(int n);
  * one slot per use, so a kernel never overwrites another's. */
 typedef enum sk_scratch_slot {
     SK_SCRATCH_BF16_SPLIT,   /* the BF16 kernels' split activations (amx.c, bf16_neon.c) */
-    SK_SCRATCH_WIDE_PANELS,  /* the x86 f32 GEMMs' 16-bit panels widened (kernels_x86.c) */
+    SK_SCRATCH_WIDE_PANELS,  /* the x86 f32 GEMMs' 16-bit panels widened (gemm_x86.c) */
     SK_SCRATCH_SLOTS
 } sk_scratch_slot;
 /* A 64-byte aligned buffer of at least bytes, owned by the calling thread (grown on demand,

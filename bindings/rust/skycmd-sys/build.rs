@@ -124,7 +124,7 @@ mod bundled {
     }
 
     /// The SIMD kernel files; CMakeLists.txt gives them -falign-loops=64.
-    const ALIGNED_LOOP_FILES: [&str; 2] = ["kernels/kernels_x86.c", "kernels/q8_x86.c"];
+    const ALIGNED_LOOP_FILES: [&str; 3] = ["kernels/gemm_x86.c", "kernels/kernels_x86.c", "kernels/q8_x86.c"];
 
     struct Dep {
         include_paths: Vec<PathBuf>,
