@@ -138,7 +138,7 @@ static size_t cut_forward(const sk_cut_rules *r, const char *s, size_t n, size_t
 }
 
 /* Keeping the end, a run cut at k changes the tokens from k up to a frontier that moves
- * right merge by merge, in rank order (the argument of tok_bpe.c's run_margins, mirrored):
+ * right merge by merge, in rank order (the argument of tok_finish.c's run_margins, mirrored):
  * by the right token's length for a merge of two different tokens; for a merge of a token
  * with itself across the whole run of its copies, since those pair from the left and a
  * change at the run's start flips every pair after it. Where the frontier can end at most,

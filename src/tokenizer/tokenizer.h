@@ -112,12 +112,12 @@ struct skycmd_tokenizer {
     sk_run_merge *run_merges;  /* per class, that class's merges in rank order */
     size_t n_run_merges[3];
     /* The SentencePiece-style pipelines: what a space becomes (Replace or Metaspace), when a
-     * cut before a space splits their encoding (spm_space_cut in tok_bpe.c); else len 0. */
+     * cut before a space splits their encoding (spm_space_cut in tok_finish.c); else len 0. */
     const char *space_rep;
     uint32_t space_rep_len;
     /* Pairs of printable ASCII bytes x y that a cut between them could split wrongly: some
      * merge's result or added token holds them side by side, or one is no entry of its own.
-     * Bit x * 128 + y. pair_cuts: the pipeline allows such cuts (pair_cuts in tok_bpe.c). */
+     * Bit x * 128 + y. pair_cuts: the pipeline allows such cuts (pair_cuts in tok_finish.c). */
     uint64_t pair_join[256];
     int pair_cuts;
 
@@ -214,7 +214,7 @@ int sk_tokenizer_space_cut_safe(const skycmd_tokenizer *t);
  * class c with at least run_margin[c] + run_min bytes of the class before it; the
  * encoding of the text before such a cut is the whole text's except for tokens within its
  * last run_margin[c] bytes. Why it holds, and when a tokenizer gets none (0 for every
- * class): sk_tok_finish's run_margins in tok_bpe.c. */
+ * class): sk_tok_finish's run_margins in tok_finish.c. */
 void sk_tokenizer_cut_rules(const skycmd_tokenizer *t, sk_cut_rules *rules);
 
 /* A deterministic small byte-level BPE vocabulary of exactly vocab_size entries, written as
@@ -247,6 +247,8 @@ int sk_tok_parse_pipeline(skycmd_tokenizer *t, const void *normalizer, const voi
 int sk_tok_parse_pipeline_json(skycmd_tokenizer *t, const char *json, size_t len, sk_err *e);
 /* The normalizer chain applied to s (valid UTF-8), appended to out: SKYCMD_OK or _NOMEM. */
 int sk_tok_normalize(const skycmd_tokenizer *t, const char *s, size_t n, sk_buf *out);
+/* Every occurrence of a Replace step's pattern in s[0, n) replaced, appended to out. */
+void sk_tok_replace_all(sk_buf *out, const char *s, size_t n, const sk_step *st);
 /* Fill fallback_id[] (after the vocabulary map is built). */
 void sk_tok_set_fallback_ids(skycmd_tokenizer *t);
 /* Fill added[].pattern (normalized contents: the normalizer applied to them). */

@@ -162,7 +162,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 }
 
 /* The prompt's bounded state ids (src/prompt/prompt.c: exact cuts and run cuts, whose
- * margins rest on the argument in tok_bpe.c's run_margins) against the whole text's: every
+ * margins rest on the argument in tok_finish.c's run_margins) against the whole text's: every
  * id returned is the whole encoding's first (or, keeping the end, last), and at least need
  * of them. A text the whole encoding refuses is not compared (a piece may hold none of
  * what it refused). */
