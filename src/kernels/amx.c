@@ -267,50 +267,107 @@ static const amx_cfg q8row_pairs_cfg = {
     .rows = {16, 16, 16, 16, 16, 16, 16, 16},
 };
 
-/* One C tile's sums (nr rows from r0, panel p, nc outputs valid) to y: the reference's one
- * float step. sr: two-pass row activations (SK_Q8_ACT_ROW2, a->xs = d / 128), the r pass's
- * sums of the same rows from the C tile beside: y = fmaf(128 xs wd, (float)isum_q, bias) +
- * fmaf(xs wd, (float)isum_r, 0), the two single-pass products sk_q8_linear adds elsewhere
- * (q8.h), bit for bit, with each weight tile loaded once for both passes. */
-AMXI8 static inline void q8row_store(const int32_t *sq, const int32_t *sr, const sk_q8_act *a,
-                                     const sk_q8_packed *w, size_t r0, size_t nr, size_t p,
-                                     size_t nc, float *y, size_t ldy) {
-    const size_t nb = w->n_in / 32, o = p * SK_Q8_PANEL;
-    const __mmask16 m = (__mmask16)((1u << nc) - 1u);
-    const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256(
-        (const __m256i *)(w->panels + sk_q8_meta_at(w, nb, p, 0))));
-    const __m512 bias = w->bias ? _mm512_maskz_loadu_ps(m, w->bias + o) : _mm512_setzero_ps();
-    for (size_t r = 0; r < nr; r++) {
-        const float xs = a->xs[(r0 + r) * nb];
-        const __m512 iq = _mm512_cvtepi32_ps(_mm512_load_si512(sq + r * 16));
+/* The float step of the C tiles of a block, owed while the tile unit works on the next
+ * block (software pipelining, as q8_tile16 does): their sums wait in one half of the sweep's
+ * buffer, and a few of their output rows are finished at every step of the next block's
+ * reduction, so the vector work hides under the tiles' and no load waits on a tile store
+ * just issued. With the output lines fetched ahead (q8row_fetch_y), against the float step
+ * after each block and no fetch (skycmd-q8-gemm, 384 rows, 8 matrices in turn from memory,
+ * one thread, Sapphire Rapids class guest): base's 768 x 2304 1.84-1.95 against 1.57-1.65
+ * TOP/s, large's 1024 x 4096 1.88-1.91 against 1.48-1.51; a large 128-token --int8 request
+ * 336-360 against 373-392 ms (base's within the noise). Each output row is the reference's one float step:
+ * y = fmaf(xs * wd, (float)isum, bias); with two-pass row activations (sr, the r pass's sums
+ * of the same rows, a->xs = d / 128) fmaf(128 xs wd, (float)isum_q, bias) + fmaf(xs wd,
+ * (float)isum_r, 0), the two single-pass products sk_q8_linear adds elsewhere (q8.h), bit for
+ * bit. */
+typedef struct q8row_tile_out {
+    const int32_t *sq, *sr;  /* 16 x 16 int32 sums (sr: NULL but for two-pass activations) */
+    const float *xs;         /* the first row's activation scale (a->xs, a row every nb) */
+    float *y;                /* the first row's first output */
+    __m512 wd, bias;
+    __mmask16 m;
+} q8row_tile_out;
+typedef struct q8row_due {
+    q8row_tile_out t[4];
+    size_t n_tiles, h, nb, ldy;
+    size_t tile, row;        /* the next output row to finish */
+} q8row_due;
+
+/* Finishes the owed rows up to the unit-th (tile-major: tile i's row r is i h + r). */
+AMXI8 static inline void q8row_due_run(q8row_due *d, size_t unit) {
+    while (d->tile < d->n_tiles && d->tile * d->h + d->row < unit) {
+        const q8row_tile_out *t = &d->t[d->tile];
+        const size_t r = d->row;
+        const float xs = t->xs[r * d->nb];
+        const __m512 iq = _mm512_cvtepi32_ps(_mm512_load_si512(t->sq + r * 16));
         __m512 v;
-        if (sr) {
-            const __m512 scq = _mm512_mul_ps(_mm512_set1_ps(xs * 128.0f), wd);
-            const __m512 scr = _mm512_mul_ps(_mm512_set1_ps(xs), wd);
-            v = _mm512_add_ps(_mm512_fmadd_ps(scq, iq, bias),
-                              _mm512_fmadd_ps(scr, _mm512_cvtepi32_ps(_mm512_load_si512(sr + r * 16)),
+        if (t->sr) {
+            const __m512 scq = _mm512_mul_ps(_mm512_set1_ps(xs * 128.0f), t->wd);
+            const __m512 scr = _mm512_mul_ps(_mm512_set1_ps(xs), t->wd);
+            v = _mm512_add_ps(_mm512_fmadd_ps(scq, iq, t->bias),
+                              _mm512_fmadd_ps(scr, _mm512_cvtepi32_ps(_mm512_load_si512(t->sr + r * 16)),
                                               _mm512_setzero_ps()));
         } else {
-            v = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(xs), wd), iq, bias);
+            v = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(xs), t->wd), iq, t->bias);
         }
-        _mm512_mask_storeu_ps(y + (r0 + r) * ldy + o, m, v);
+        _mm512_mask_storeu_ps(t->y + r * d->ldy, t->m, v);
+        if (++d->row == d->h) {
+            d->row = 0;
+            d->tile++;
+        }
     }
+}
+
+/* Owes the float step of one C tile's sums: rows r0 .. r0 + h - 1, panel p (nc outputs). */
+AMXI8 static inline void q8row_due_add(q8row_due *d, const int32_t *sq, const int32_t *sr,
+                                       const sk_q8_act *a, const sk_q8_packed *w, size_t r0,
+                                       size_t p, size_t nc, float *y) {
+    const size_t o = p * SK_Q8_PANEL;
+    q8row_tile_out *t = &d->t[d->n_tiles++];
+    t->sq = sq;
+    t->sr = sr;
+    t->xs = a->xs + r0 * d->nb;
+    t->y = y + r0 * d->ldy + o;
+    t->m = (__mmask16)((1u << nc) - 1u);
+    t->wd = _mm512_cvtph_ps(_mm256_load_si256(
+        (const __m256i *)(w->panels + sk_q8_meta_at(w, d->nb, p, 0))));
+    t->bias = w->bias ? _mm512_maskz_loadu_ps(t->m, w->bias + o) : _mm512_setzero_ps();
+}
+
+/* Fetches the output lines [line, upto) of a block (rows from r0, panels p and p + 1 when
+ * two_p: line i is row i / 2's panel p + i % 2, or row i's panel p), returns upto. */
+AMXI8 static inline size_t q8row_fetch_y(const float *y, size_t ldy, size_t r0, size_t h, size_t p,
+                                         int two_p, size_t line, size_t upto) {
+    (void)h;
+    for (; line < upto; line++) {
+        const size_t r = two_p ? line / 2 : line, pp = p + (two_p ? line % 2 : 0);
+        _mm_prefetch((const char *)(y + (r0 + r) * ldy + pp * SK_Q8_PANEL), _MM_HINT_T0);
+    }
+    return line;
 }
 
 /* Rows r0 .. r0 + h - 1 (and r0 + h .. r0 + 2h - 1 when two_r; h = the configured tile rows),
  * panels p (and p + 1 when two_p): C0 = A4.B6, C1 = A4.B7, C2 = A5.B6, C3 = A5.B7 over
- * every block. fused (two-pass row activations): A5 holds the r pass of rows r0 .. r0 +
- * h - 1 instead, two_r is 1, and the outputs are q8row_store's two-pass ones.
- * [pf, pf + pf_len): weights the caller takes next, fetched into L2 a slice per block step
- * meanwhile. */
+ * every block, the sums stored to sums and owed to d (whose earlier block's rows are
+ * finished meanwhile). fused (two-pass row activations): A5 holds the r pass of rows r0 ..
+ * r0 + h - 1 instead, two_r is 1, and the outputs are two-pass ones. [pf, pf + pf_len):
+ * weights the caller takes next, fetched into L2 a slice per block step meanwhile. */
 AMXI8 static void q8row_block(const sk_q8_act *a, const sk_q8_packed *w, size_t r0, size_t h,
                               size_t p, int two_r, int two_p, int fused, const uint8_t *pf,
-                              size_t pf_len, size_t o1, float *y, size_t ldy) {
+                              size_t pf_len, size_t o1, int32_t (*sums)[256], q8row_due *d,
+                              float *y) {
     const size_t nb = w->n_in / 32, xstride = nb * 32, pstride = nb * SK_Q8_CHUNK;
     const uint8_t *b0 = w->panels + p * pstride, *b1 = b0 + pstride;
     const int8_t *x0 = a->q + r0 * xstride, *x1 = fused ? a->r + r0 * xstride : x0 + h * xstride;
     const size_t pf_step = (pf_len / nb + 63) / 64 * 64;
     const uint8_t *pf_end = pf + pf_len;
+    /* the owed rows, spread evenly over the steps of the reduction */
+    const size_t steps = w->pairs ? nb / 2 : nb, owed = d->n_tiles * d->h;
+    /* this block's output lines, fetched meanwhile into L1 for the next block's float step
+     * (y is written once and has no reason to be in cache: left to the stores, each line's
+     * fetch stalled them) */
+    const size_t y_lines = (two_r && !fused ? 2 * h : h) * (two_p ? 2 : 1);
+    size_t y_line = 0;
     TILE_ZERO(0);
     TILE_ZERO(1);
     TILE_ZERO(2);
@@ -331,6 +388,8 @@ AMXI8 static void q8row_block(const sk_q8_act *a, const sk_q8_packed *w, size_t 
                 TILE_DPBSSD(2, 5, 6);
                 if (two_p) TILE_DPBSSD(3, 5, 7);
             }
+            q8row_due_run(d, (t + 1) * owed / steps);
+            y_line = q8row_fetch_y(y, d->ldy, r0, h, p, two_p, y_line, (t + 1) * y_lines / steps);
         }
     }
     for (size_t b = 0; b < nb && !w->pairs; b++) {
@@ -348,26 +407,22 @@ AMXI8 static void q8row_block(const sk_q8_act *a, const sk_q8_packed *w, size_t 
             TILE_DPBSSD(2, 5, 6);
             if (two_p) TILE_DPBSSD(3, 5, 7);
         }
+        q8row_due_run(d, (b + 1) * owed / steps);
+        y_line = q8row_fetch_y(y, d->ldy, r0, h, p, two_p, y_line, (b + 1) * y_lines / steps);
     }
-    _Alignas(64) int32_t sums[4][256];
+    q8row_due_run(d, owed);
+    d->n_tiles = d->tile = d->row = 0;
     TILE_STORE(0, sums[0], 64);
     if (two_p) TILE_STORE(1, sums[1], 64);
     if (two_r) TILE_STORE(2, sums[2], 64);
     if (two_r && two_p) TILE_STORE(3, sums[3], 64);
-    if (fused) {
-        for (int ip = 0; ip < 1 + two_p; ip++) {
-            const size_t pp = p + (size_t)ip, o = pp * SK_Q8_PANEL;
-            const size_t nc = o1 - o < SK_Q8_PANEL ? o1 - o : SK_Q8_PANEL;
-            q8row_store(sums[ip], sums[2 + ip], a, w, r0, h, pp, nc, y, ldy);
-        }
-        return;
-    }
+    d->h = h;
     for (int i = 0; i < 4; i++) {
-        const int ir = i >> 1, ip = i & 1;
-        if ((ir && !two_r) || (ip && !two_p)) continue;
+        const int ir = fused ? 0 : i >> 1, ip = i & 1;
+        if ((fused && i >= 2) || (ir && !two_r) || (ip && !two_p)) continue;
         const size_t pp = p + (size_t)ip, o = pp * SK_Q8_PANEL;
         const size_t nc = o1 - o < SK_Q8_PANEL ? o1 - o : SK_Q8_PANEL;
-        q8row_store(sums[i], NULL, a, w, r0 + h * (size_t)ir, h, pp, nc, y, ldy);
+        q8row_due_add(d, sums[i], fused ? sums[2 + ip] : NULL, a, w, r0 + h * (size_t)ir, pp, nc, y);
     }
 }
 
@@ -377,7 +432,8 @@ AMXI8 static void q8row_block(const sk_q8_act *a, const sk_q8_packed *w, size_t 
  * sk_q8_gemm_amx); meanwhile the next group is fetched into L2, a slice per block. The
  * weights are the stream (a base question reads ~100 MB of them, from memory), so their
  * fetch has to overlap the tiles' work: swept without it, cold weights ran at ~1.1 TOP/s
- * against ~1.9 warm. */
+ * against ~1.9 warm. Each block's float step runs during the next block (q8row_due); the
+ * last one's after the sweep. */
 AMXI8 static void q8row_sweep(const sk_q8_act *a, const sk_q8_packed *w, size_t o0, size_t o1,
                               float *y, size_t ldy, size_t r0, size_t r1, size_t h, int fused) {
     const size_t rstep = fused ? h : 2 * h;
@@ -385,6 +441,9 @@ AMXI8 static void q8row_sweep(const sk_q8_act *a, const sk_q8_packed *w, size_t 
     size_t pg = (size_t)393216 / pstride / 2 * 2;
     if (pg < 2) pg = 2;
     const size_t row_pairs = (r1 - r0 + rstep - 1) / rstep;
+    _Alignas(64) int32_t sums[2][4][256];
+    q8row_due d = {.nb = w->n_in / 32, .ldy = ldy};
+    size_t half = 0;
     for (size_t pg0 = o0 / SK_Q8_PANEL; pg0 < pend; pg0 += pg) {
         const size_t pe = pg0 + pg < pend ? pg0 + pg : pend;
         const size_t next = pe < pend ? ((pe + pg < pend ? pe + pg : pend) - pe) * pstride : 0;
@@ -393,21 +452,22 @@ AMXI8 static void q8row_sweep(const sk_q8_act *a, const sk_q8_packed *w, size_t 
         const uint8_t *pf = w->panels + pe * pstride, *pf_end = pf + next;
         for (size_t r = r0; r < r1; r += rstep) {
             const int two_r = fused || r + 2 * h <= r1;
-            for (size_t p = pg0; p < pe; p += 2) {
+            for (size_t p = pg0; p < pe; p += 2, half ^= 1) {
                 const int two_p = p + 1 < pe;
                 const size_t len = (size_t)(pf_end - pf) < slice ? (size_t)(pf_end - pf) : slice;
                 if (fused && two_p)
-                    q8row_block(a, w, r, h, p, 1, 1, 1, pf, len, o1, y, ldy);
+                    q8row_block(a, w, r, h, p, 1, 1, 1, pf, len, o1, sums[half], &d, y);
                 else if (fused)
-                    q8row_block(a, w, r, h, p, 1, 0, 1, pf, len, o1, y, ldy);
+                    q8row_block(a, w, r, h, p, 1, 0, 1, pf, len, o1, sums[half], &d, y);
                 else if (two_r && two_p)
-                    q8row_block(a, w, r, h, p, 1, 1, 0, pf, len, o1, y, ldy);
+                    q8row_block(a, w, r, h, p, 1, 1, 0, pf, len, o1, sums[half], &d, y);
                 else
-                    q8row_block(a, w, r, h, p, two_r, two_p, 0, pf, len, o1, y, ldy);
+                    q8row_block(a, w, r, h, p, two_r, two_p, 0, pf, len, o1, sums[half], &d, y);
                 pf += len;
             }
         }
     }
+    q8row_due_run(&d, d.n_tiles * d.h);
 }
 
 /* Whole 16-row blocks first, then the n_rows % 16 rows left over on tiles configured with
