@@ -275,11 +275,11 @@ static const amx_cfg q8row_pairs_cfg = {
  * after each block and no fetch (skycmd-q8-gemm, 384 rows, 8 matrices in turn from memory,
  * one thread, Sapphire Rapids class guest): base's 768 x 2304 1.84-1.95 against 1.57-1.65
  * TOP/s, large's 1024 x 4096 1.88-1.91 against 1.48-1.51; a large 128-token --int8 request
- * 336-360 against 373-392 ms (base's within the noise). Each output row is the reference's one float step:
- * y = fmaf(xs * wd, (float)isum, bias); with two-pass row activations (sr, the r pass's sums
- * of the same rows, a->xs = d / 128) fmaf(128 xs wd, (float)isum_q, bias) + fmaf(xs wd,
- * (float)isum_r, 0), the two single-pass products sk_q8_linear adds elsewhere (q8.h), bit for
- * bit. */
+ * 336-360 against 373-392 ms (base's within the noise). Each output row is the reference's
+ * one float step: y = fmaf(xs * wd, (float)isum, bias); with two-pass row activations (sr,
+ * the r pass's sums of the same rows, a->xs = d / 128) fmaf(128 xs wd, (float)isum_q, bias) +
+ * fmaf(xs wd, (float)isum_r, 0), the two single-pass products sk_q8_linear adds elsewhere
+ * (q8.h), bit for bit. */
 typedef struct q8row_tile_out {
     const int32_t *sq, *sr;  /* 16 x 16 int32 sums (sr: NULL but for two-pass activations) */
     const float *xs;         /* the first row's activation scale (a->xs, a row every nb) */
@@ -336,9 +336,8 @@ AMXI8 static inline void q8row_due_add(q8row_due *d, const int32_t *sq, const in
 
 /* Fetches the output lines [line, upto) of a block (rows from r0, panels p and p + 1 when
  * two_p: line i is row i / 2's panel p + i % 2, or row i's panel p), returns upto. */
-AMXI8 static inline size_t q8row_fetch_y(const float *y, size_t ldy, size_t r0, size_t h, size_t p,
-                                         int two_p, size_t line, size_t upto) {
-    (void)h;
+AMXI8 static inline size_t q8row_fetch_y(const float *y, size_t ldy, size_t r0, size_t p, int two_p,
+                                         size_t line, size_t upto) {
     for (; line < upto; line++) {
         const size_t r = two_p ? line / 2 : line, pp = p + (two_p ? line % 2 : 0);
         _mm_prefetch((const char *)(y + (r0 + r) * ldy + pp * SK_Q8_PANEL), _MM_HINT_T0);
@@ -389,7 +388,7 @@ AMXI8 static void q8row_block(const sk_q8_act *a, const sk_q8_packed *w, size_t 
                 if (two_p) TILE_DPBSSD(3, 5, 7);
             }
             q8row_due_run(d, (t + 1) * owed / steps);
-            y_line = q8row_fetch_y(y, d->ldy, r0, h, p, two_p, y_line, (t + 1) * y_lines / steps);
+            y_line = q8row_fetch_y(y, d->ldy, r0, p, two_p, y_line, (t + 1) * y_lines / steps);
         }
     }
     for (size_t b = 0; b < nb && !w->pairs; b++) {
@@ -408,7 +407,7 @@ AMXI8 static void q8row_block(const sk_q8_act *a, const sk_q8_packed *w, size_t 
             if (two_p) TILE_DPBSSD(3, 5, 7);
         }
         q8row_due_run(d, (b + 1) * owed / steps);
-        y_line = q8row_fetch_y(y, d->ldy, r0, h, p, two_p, y_line, (b + 1) * y_lines / steps);
+        y_line = q8row_fetch_y(y, d->ldy, r0, p, two_p, y_line, (b + 1) * y_lines / steps);
     }
     q8row_due_run(d, owed);
     d->n_tiles = d->tile = d->row = 0;
