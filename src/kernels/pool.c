@@ -81,6 +81,19 @@ static void scratch_free(void *v) {
 static void scratch_key_init(void) {
     g_scratch_key_ok = pthread_key_create(&g_scratch_key, scratch_free) == 0;
 }
+/* A key's destructor runs when a thread exits, never for the thread that ends the process
+ * (main returning, exit()), so that thread's scratch would outlive the process reachable (a
+ * leak checker's "still reachable"). At exit, and when the library is unloaded, the
+ * calling thread's is freed here; the key is deleted too, so no later thread exit calls a
+ * destructor in unloaded code (other threads' scratch is then left to the process). */
+__attribute__((destructor)) static void scratch_at_unload(void) {
+    if (!g_scratch_key_ok) return;
+    kernel_scratch *b = pthread_getspecific(g_scratch_key);
+    pthread_setspecific(g_scratch_key, NULL);
+    scratch_free(b);
+    pthread_key_delete(g_scratch_key);
+    g_scratch_key_ok = 0;
+}
 
 void *sk_kernel_scratch(sk_scratch_slot slot, size_t bytes) {
     pthread_once(&g_scratch_once, scratch_key_init);

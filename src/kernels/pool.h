@@ -82,7 +82,8 @@ typedef enum sk_scratch_slot {
     SK_SCRATCH_SLOTS
 } sk_scratch_slot;
 /* A 64-byte aligned buffer of at least bytes, owned by the calling thread (grown on demand,
- * freed when the thread exits), or NULL. */
+ * freed when the thread exits; the thread that ends the process, at exit or when the
+ * library is unloaded, after which it is NULL), or NULL. */
 void *sk_kernel_scratch(sk_scratch_slot slot, size_t bytes);
 
 #endif /* SK_POOL_H */
