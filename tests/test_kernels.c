@@ -292,6 +292,45 @@ Test(kernels, gemm_panel_view) {
     free(pk);
 }
 
+/* The empty shapes, settled by sk_gemm for every kernel it dispatches to (kernels.h): with
+ * no inputs each output is its bias (0 without one), and no rows or no outputs write
+ * nothing, at every level this CPU has and for each panel type. */
+Test(kernels, gemm_empty_shapes) {
+    enum { N = 5, M = 37, LDY = 40 };
+    float bias[48], y[N * LDY], data[SK_PANEL] = {0};
+    for (size_t o = 0; o < 48; o++) bias[o] = (float)o - 20.5f;
+    const int types[3] = {SK_PACK_F32, SK_PACK_F16, SK_PACK_BF16};
+    const float x[N] = {1, 2, 3, 4, 5};
+    const int top = sk_kernels_level();
+    for (int lv = SK_LEVEL_SCALAR; lv <= top; lv++) {
+        sk_kernels_force_level(lv);
+        for (int t = 0; t < 3; t++)
+            for (int with_bias = 0; with_bias < 2; with_bias++) {
+                sk_packed P = {data, with_bias ? bias : NULL, 0, M, 0, types[t], 0};
+                for (size_t i = 0; i < N * LDY; i++) y[i] = -7.0f;
+                sk_gemm(x, 1, N, &P, y, LDY);
+                for (size_t r = 0; r < N; r++)
+                    for (size_t o = 0; o < LDY; o++) {
+                        const float want = o >= M ? -7.0f : with_bias ? bias[o] : 0.0f;
+                        cr_assert_eq(y[r * LDY + o], want, "level %s, type %d, bias %d: y[%zu][%zu] = %g",
+                                     sk_kernels_level_name(lv), types[t], with_bias, r, o,
+                                     (double)y[r * LDY + o]);
+                    }
+                /* no rows, or no outputs (with inputs): nothing written */
+                sk_packed Q = {data, bias, 1, M, SK_PANEL, types[t], 0};
+                sk_gemm(x, 1, 0, &Q, y, LDY);
+                Q.n_out = 0;
+                sk_gemm(x, 1, N, &Q, y, LDY);
+                for (size_t r = 0; r < N; r++)
+                    for (size_t o = 0; o < LDY; o++)
+                        cr_assert_eq(y[r * LDY + o], o >= M ? -7.0f : with_bias ? bias[o] : 0.0f,
+                                     "level %s: an empty product wrote y[%zu][%zu]",
+                                     sk_kernels_level_name(lv), r, o);
+            }
+    }
+    sk_kernels_force_level(-1);
+}
+
 Test(kernels, pack_layout) {
     float w[3 * 2] = {1, 2, 3, 4, 5, 6};  /* 3 outputs x 2 inputs */
     float pk[16 * 2];

@@ -191,17 +191,6 @@ AVX2F INLINE void gemm_avx2_t(const float *x, size_t ldx, size_t n_rows, const s
     }
 }
 
-static int gemm_trivial(const float *x, size_t n_rows, const sk_packed *w, float *y, size_t ldy) {
-    (void)x;
-    if (n_rows == 0 || w->n_out == 0) return 1;
-    if (w->n_in == 0) {
-        for (size_t r = 0; r < n_rows; r++)
-            for (size_t o = 0; o < w->n_out; o++) y[r * ldy + o] = w->bias ? w->bias[o] : 0.0f;
-        return 1;
-    }
-    return 0;
-}
-
 AVX2F static void gemm_avx2_f32(const float *x, size_t ldx, size_t n, const sk_packed *w,
                                 float *y, size_t ldy) {
     gemm_avx2_t(x, ldx, n, w, y, ldy, SK_PACK_F32);
@@ -217,7 +206,6 @@ AVX2F static void gemm_avx2_bf16(const float *x, size_t ldx, size_t n, const sk_
 
 void sk_gemm_avx2(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
                   size_t ldy) {
-    if (gemm_trivial(x, n_rows, w, y, ldy)) return;
     if (w->wtype == SK_PACK_F16)
         gemm_avx2_f16(x, ldx, n_rows, w, y, ldy);
     else if (w->wtype == SK_PACK_BF16)
@@ -446,7 +434,6 @@ AVX512 static void gemm_avx512_bf16(const float *x, size_t ldx, size_t n, const 
 
 void sk_gemm_avx512(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
                     size_t ldy) {
-    if (gemm_trivial(x, n_rows, w, y, ldy)) return;
     if (w->wtype == SK_PACK_F16)
         gemm_avx512_f16(x, ldx, n_rows, w, y, ldy);
     else if (w->wtype == SK_PACK_BF16)

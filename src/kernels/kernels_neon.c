@@ -249,12 +249,6 @@ GEMM_FN void gemm_bf16(const float *x, size_t ldx, size_t n, const sk_packed *w,
 
 void sk_gemm_neon(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
                   size_t ldy) {
-    if (n_rows == 0 || w->n_out == 0) return;
-    if (w->n_in == 0) {
-        for (size_t r = 0; r < n_rows; r++)
-            for (size_t o = 0; o < w->n_out; o++) y[r * ldy + o] = w->bias ? w->bias[o] : 0.0f;
-        return;
-    }
     if (w->wtype == SK_PACK_F16)
         gemm_f16(x, ldx, n_rows, w, y, ldy);
     else if (w->wtype == SK_PACK_BF16)

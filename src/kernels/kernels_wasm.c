@@ -197,11 +197,6 @@ void sk_gemm_wasm(const float *x, size_t ldx, size_t n_rows, const sk_packed *w,
         const size_t nc = m - p * SK_PANEL < SK_PANEL ? m - p * SK_PANEL : SK_PANEL;
         /* the bias is padded to whole panels (kernels.h) */
         const float *bias = w->bias ? w->bias + p * SK_PANEL : NULL;
-        if (k == 0) {
-            for (size_t r = 0; r < n_rows; r++)
-                for (size_t c = 0; c < nc; c++) y[r * ldy + p * SK_PANEL + c] = bias ? bias[c] : 0.0f;
-            continue;
-        }
         for (size_t k0 = 0; k0 < k; k0 += KC) {
             const size_t kc = k - k0 < KC ? k - k0 : KC;
             const size_t idx = p * w->pstride + k0 * rs;

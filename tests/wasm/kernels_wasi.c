@@ -5,7 +5,8 @@
  *  - GEMM: shapes as tests/test_kernels.c's (partial row tiles, partial panels, k over one
  *    block, strided x and y, F32/F16/BF16 panels, a row-major F32 matrix served in place,
  *    with and without bias): sk_gemm_wasm must give sk_gemm_scalar's results bit for bit,
- *    never write past n_out, and give a row the same result whatever rows share the call.
+ *    never write past n_out, and give a row the same result whatever rows share the call
+ *    (the shape with no inputs through sk_gemm, which settles it for every kernel).
  *  - sk_widen16_wasm: sk_widen16_ref's bits for all 65536 F16 and BF16 values at every
  *    alignment.
  *  - GELU/GEGLU, softmax (one row, and the level's rows with windows), LayerNorm and
@@ -399,15 +400,18 @@ static void check(size_t n, size_t k, size_t m, int wt, int with_bias, int inpla
     sk_packed P = {wdata, with_bias ? bias : NULL, k, m, inplace ? SK_PANEL : k * SK_PANEL, wt,
                    inplace ? ld : 0};
     for (size_t i = 0; i < n * ldy; i++) y0[i] = y1[i] = 12345.0f;
+    /* no inputs: sk_gemm settles that shape before it chooses a kernel (kernels.h) */
+    void (*const gemm)(const float *, size_t, size_t, const sk_packed *, float *, size_t) =
+        k ? sk_gemm_wasm : sk_gemm;
     sk_gemm_scalar(x, ldx, n, &P, y0, ldy);
-    sk_gemm_wasm(x, ldx, n, &P, y1, ldy);
+    gemm(x, ldx, n, &P, y1, ldy);
     g_checks++;
     for (size_t r = 0; r < n; r++) {
         if (memcmp(y0 + r * ldy, y1 + r * ldy, m * sizeof(float)) != 0)
             fail("n=%zu k=%zu m=%zu wtype %d: not the scalar reference's bits", n, k, m, wt);
         for (size_t o = m; o < ldy; o++)
             if (y1[r * ldy + o] != 12345.0f) fail("n=%zu k=%zu m=%zu wtype %d: wrote past n_out", n, k, m, wt);
-        sk_gemm_wasm(x + r * ldx, ldx, 1, &P, yr, m);
+        gemm(x + r * ldx, ldx, 1, &P, yr, m);
         if (memcmp(yr, y1 + r * ldy, m * sizeof(float)) != 0)
             fail("n=%zu k=%zu m=%zu wtype %d: a row differs from the row alone", n, k, m, wt);
     }
