@@ -41,6 +41,32 @@
 #define AVX2F __attribute__((target("avx2,fma,f16c")))
 #define AVX512 __attribute__((target("avx512f,avx2,fma,f16c")))
 
+/* A GEMM template instantiated once per panel type (NAME_f32, NAME_f16, NAME_bf16), each
+ * its own function so that the type is a constant inside it, and the ISA's entry point PUBLIC
+ * choosing among them. */
+#define GEMM_PER_TYPE(ATTR, TEMPLATE, NAME, PUBLIC)                                          \
+    ATTR static void NAME##_f32(const float *x, size_t ldx, size_t n, const sk_packed *w,     \
+                                float *y, size_t ldy) {                                       \
+        TEMPLATE(x, ldx, n, w, y, ldy, SK_PACK_F32);                                          \
+    }                                                                                         \
+    ATTR static void NAME##_f16(const float *x, size_t ldx, size_t n, const sk_packed *w,     \
+                                float *y, size_t ldy) {                                       \
+        TEMPLATE(x, ldx, n, w, y, ldy, SK_PACK_F16);                                          \
+    }                                                                                         \
+    ATTR static void NAME##_bf16(const float *x, size_t ldx, size_t n, const sk_packed *w,    \
+                                 float *y, size_t ldy) {                                      \
+        TEMPLATE(x, ldx, n, w, y, ldy, SK_PACK_BF16);                                         \
+    }                                                                                         \
+    void PUBLIC(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,      \
+                size_t ldy) {                                                                 \
+        if (w->wtype == SK_PACK_F16)                                                          \
+            NAME##_f16(x, ldx, n_rows, w, y, ldy);                                            \
+        else if (w->wtype == SK_PACK_BF16)                                                    \
+            NAME##_bf16(x, ldx, n_rows, w, y, ldy);                                           \
+        else                                                                                  \
+            NAME##_f32(x, ldx, n_rows, w, y, ldy);                                            \
+    }
+
 /* ------------------------------------------------------------------ AVX2 GEMM ---- */
 
 #define INLINE __attribute__((always_inline)) static inline
@@ -191,28 +217,7 @@ AVX2F INLINE void gemm_avx2_t(const float *x, size_t ldx, size_t n_rows, const s
     }
 }
 
-AVX2F static void gemm_avx2_f32(const float *x, size_t ldx, size_t n, const sk_packed *w,
-                                float *y, size_t ldy) {
-    gemm_avx2_t(x, ldx, n, w, y, ldy, SK_PACK_F32);
-}
-AVX2F static void gemm_avx2_f16(const float *x, size_t ldx, size_t n, const sk_packed *w,
-                                float *y, size_t ldy) {
-    gemm_avx2_t(x, ldx, n, w, y, ldy, SK_PACK_F16);
-}
-AVX2F static void gemm_avx2_bf16(const float *x, size_t ldx, size_t n, const sk_packed *w,
-                                 float *y, size_t ldy) {
-    gemm_avx2_t(x, ldx, n, w, y, ldy, SK_PACK_BF16);
-}
-
-void sk_gemm_avx2(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
-                  size_t ldy) {
-    if (w->wtype == SK_PACK_F16)
-        gemm_avx2_f16(x, ldx, n_rows, w, y, ldy);
-    else if (w->wtype == SK_PACK_BF16)
-        gemm_avx2_bf16(x, ldx, n_rows, w, y, ldy);
-    else
-        gemm_avx2_f32(x, ldx, n_rows, w, y, ldy);
-}
+GEMM_PER_TYPE(AVX2F, gemm_avx2_t, gemm_avx2, sk_gemm_avx2)
 
 /* ------------------------------------------------------------------ AVX-512 GEMM - */
 
@@ -419,28 +424,7 @@ AVX512 INLINE void gemm_avx512_t(const float *x, size_t ldx, size_t n_rows, cons
     }
 }
 
-AVX512 static void gemm_avx512_f32(const float *x, size_t ldx, size_t n, const sk_packed *w,
-                                   float *y, size_t ldy) {
-    gemm_avx512_t(x, ldx, n, w, y, ldy, SK_PACK_F32);
-}
-AVX512 static void gemm_avx512_f16(const float *x, size_t ldx, size_t n, const sk_packed *w,
-                                   float *y, size_t ldy) {
-    gemm_avx512_t(x, ldx, n, w, y, ldy, SK_PACK_F16);
-}
-AVX512 static void gemm_avx512_bf16(const float *x, size_t ldx, size_t n, const sk_packed *w,
-                                    float *y, size_t ldy) {
-    gemm_avx512_t(x, ldx, n, w, y, ldy, SK_PACK_BF16);
-}
-
-void sk_gemm_avx512(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y,
-                    size_t ldy) {
-    if (w->wtype == SK_PACK_F16)
-        gemm_avx512_f16(x, ldx, n_rows, w, y, ldy);
-    else if (w->wtype == SK_PACK_BF16)
-        gemm_avx512_bf16(x, ldx, n_rows, w, y, ldy);
-    else
-        gemm_avx512_f32(x, ldx, n_rows, w, y, ldy);
-}
+GEMM_PER_TYPE(AVX512, gemm_avx512_t, gemm_avx512, sk_gemm_avx512)
 
 /* ------------------------------------------------------------------ AVX-512 pack - */
 
