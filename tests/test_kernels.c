@@ -292,12 +292,12 @@ Test(kernels, gemm_panel_view) {
     free(pk);
 }
 
-/* The empty shapes, settled by sk_gemm for every kernel it dispatches to (kernels.h): with
- * no inputs each output is its bias (0 without one), and no rows or no outputs write
+/* The empty shapes, which sk_gemm settles for every kernel it dispatches to (kernels.h):
+ * with no inputs each output is its bias (0 without one), and no rows or no outputs write
  * nothing, at every level this CPU has and for each panel type. */
 Test(kernels, gemm_empty_shapes) {
     enum { N = 5, M = 37, LDY = 40 };
-    float bias[48], y[N * LDY], data[SK_PANEL] = {0};
+    float bias[48], y[N * LDY], data[3 * SK_PANEL] = {0};  /* one input's three panels */
     for (size_t o = 0; o < 48; o++) bias[o] = (float)o - 20.5f;
     const int types[3] = {SK_PACK_F32, SK_PACK_F16, SK_PACK_BF16};
     const float x[N] = {1, 2, 3, 4, 5};

@@ -123,12 +123,12 @@ const char *skycmd_kernels(void) {
 }
 
 void sk_gemm(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y, size_t ldy) {
-    /* The empty shapes are settled here, once for every kernel: each ISA's GEMM is written
-     * for n_rows, n_out and n_in >= 1 (kernels.h). */
+    /* The empty shapes are settled here for every kernel (the ISA GEMMs are written for
+     * n_rows, n_out and n_in >= 1, kernels.h): nothing to write, or, with no inputs, the
+     * scalar definition, which makes each output its bias. */
     if (n_rows == 0 || w->n_out == 0) return;
     if (w->n_in == 0) {
-        for (size_t r = 0; r < n_rows; r++)
-            for (size_t o = 0; o < w->n_out; o++) y[r * ldy + o] = w->bias ? w->bias[o] : 0.0f;
+        sk_gemm_scalar(x, ldx, n_rows, w, y, ldy);
         return;
     }
     /* the BF16 layouts are made only where their kernel may run */

@@ -91,10 +91,10 @@ float sk_packed_elem(const sk_packed *w, size_t o, size_t i);
 void sk_gemm_ref(const float *x, size_t ldx, size_t n_rows, size_t n_in, const float *w,
                  const float *b, size_t n_out, float *y, size_t ldy);
 /* The same with a packed matrix (bias from w->bias). Any shape: with n_in = 0 each output is
- * its bias (or 0), and nothing is written when n_rows or n_out is 0. The kernels it
- * dispatches to (sk_gemm_scalar and the ISA GEMMs below) need not handle those: sk_gemm
- * settles them before choosing one, so callers of a kernel by name pass n_rows, n_out and
- * n_in >= 1 (sk_gemm_scalar, the definition, happens to give the same for any shape). */
+ * its bias (or 0), and nothing is written (or read) when n_rows or n_out is 0. sk_gemm
+ * settles those shapes itself and sends n_in = 0 to sk_gemm_scalar, the definition, which
+ * gives it for any shape; the ISA GEMMs below need not handle them, so callers of one by
+ * name pass n_rows, n_out and n_in >= 1. */
 void sk_gemm(const float *x, size_t ldx, size_t n_rows, const sk_packed *w, float *y, size_t ldy);
 /* sk_gemm split over the threads of a pool (NULL or 1 thread: plain sk_gemm) when the product
  * is large enough to pay for the hand-off. Each output is computed by one thread with the
