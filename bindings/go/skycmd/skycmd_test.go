@@ -432,7 +432,13 @@ func rssKiB(t *testing.T) int64 {
 //     session with its scratch) are caught here. The exact C-side check is valgrind in run-tests.sh;
 //   - the RSS must not grow by 16 MiB (headroom for the race detector): a leaked model
 //     (~1.5 MB mapped) per round would be ~450 MiB.
+//
+// The loop stays on one OS thread: the library keeps a kernel scratch buffer per thread
+// (freed when the thread exits; tens of KiB), and a goroutine moved onto new cgo threads
+// would add one per thread, bounded by the thread count but counted here as growth.
 func TestOpenDecideCloseLoop(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	path := testModel(t)
 	req := exampleRequest(t)
 	settle := func() {
