@@ -72,13 +72,13 @@ int sk_int8_store_put(sk_gguf_writer *w, const char *tensor, size_t n_out, const
     return SKYCMD_OK;
 }
 
-/* A fixed-size array key: SKYCMD_OK with *arr, SKYCMD_E_NOT_FOUND, or SKYCMD_E_FORMAT. */
+/* A present array key of elem_type and count elements: SKYCMD_OK with *first, or
+ * SKYCMD_E_FORMAT (named in e). */
 static int get_array(const sk_gguf *g, const char *key, uint32_t elem_type, uint64_t count,
                      const uint8_t **first, sk_err *e) {
     const sk_gguf_value *v;
-    int rc = sk_gguf_get_arr(g, key, &v);
-    if (rc == SKYCMD_E_NOT_FOUND) return rc;
-    if (rc || v->v.arr.elem_type != elem_type)
+    /* the caller has found the key: any failure here is the key's type */
+    if (sk_gguf_get_arr(g, key, &v) != SKYCMD_OK || v->v.arr.elem_type != elem_type)
         return sk_fail(e, SKYCMD_E_FORMAT, "%s: not an array of %s", key,
                        sk_gguf_value_type_name(elem_type));
     if (v->v.arr.count != count)
@@ -117,7 +117,7 @@ int sk_int8_store_get(const sk_gguf *g, const char *tensor, size_t n_out, size_t
     const uint8_t *cols = v->v.arr.first, *ws = NULL;
     if (w_outl) {
         const int rc = get_array(g, kw, SK_GGUF_F32, (uint64_t)n_out * no, &ws, e);
-        if (rc) return rc;  /* present (has_w), so a format error already named */
+        if (rc) return rc;
     }
     uint32_t *o = sk_malloc_array((size_t)no, sizeof(uint32_t));
     float *w = w_outl ? sk_malloc_array(n_out * (size_t)no, sizeof(float)) : NULL;
