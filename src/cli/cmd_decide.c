@@ -70,7 +70,7 @@ static void usage(FILE *out) {
             "  --report-truncation  add laya's usage.truncated, state_tokens, state_tokens_dropped,\n"
             "                     truncated_questions (and usage.options) to the response\n"
             "                     (a warning on stderr names anything cut either way)\n"
-            "batch (one request per line; output line k answers input line k):\n"
+            "batch (one request per line; one output line per non-blank input line, in order):\n"
             "  --batch FILE       answer every line of FILE ('-': stdin), streamed in windows;\n"
             "                     a bad line gets {\"error\":{\"line\",\"status\",\"message\"}}\n"
             "                     and is reported on stderr; blank lines are skipped. A\n"

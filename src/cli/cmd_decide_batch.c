@@ -9,8 +9,9 @@
  *    and each line its own answer or error). Answers are
  *    exactly those of single `skycmd decide` calls: the library's batches give each
  *    sequence the logits it would get alone.
- *  - Output line k answers input line k (blank input lines are skipped): the response JSON,
- *    or for a bad line {"error":{"line":N,"status":"SKYCMD_E_...","message":"..."}}; bad
+ *  - One output line per non-blank input line, in the input's order (blank lines are skipped
+ *    and give none, so a file without blank lines has output line k answering input line
+ *    k): the response JSON, or for a bad line {"error":{"line":N,"status":"SKYCMD_E_...","message":"..."}}; bad
  *    lines are also reported on stderr as "skycmd decide: FILE:N: message (STATUS)".
  *  - --jobs N answers with N threads, one session each; the output is the same for any N.
  *  - Progress is the CLI's one meter (progress_meter.h): a live line (requests, requests/s,

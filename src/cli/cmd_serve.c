@@ -15,8 +15,9 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: skycmd serve [--model [NAME=]PATH [--model ...]] [options]\n"
             "\n"
-            "Serve POST /v1/systemone (llama-server compatible envelope), GET /health (/healthz),\n"
-            "GET /v1/models, GET /metrics and GET /openapi.json (the contract) over HTTP/1.1.\n"
+            "Serve POST /v1/systemone (llama-server compatible envelope), GET /health (also\n"
+            "/v1/health, /healthz), GET /v1/models (also /models), GET /metrics and GET\n"
+            "/openapi.json (the contract) over HTTP/1.1.\n"
             "SIGTERM/SIGINT: the listening socket closes, requests in flight are answered, then\n"
             "exit 0; while the models load (/health: 503), the server stops at once, ending by\n"
             "the signal. SIGHUP: every --model is reloaded from its file (a failing file keeps\n"
