@@ -270,6 +270,12 @@ void cli_put_text(const cli_run *run, const char *text, FILE *f);
 int cli_abort(cli_run *run, int rc);
 /* Flush stdout; on failure (e.g. a full disk) print why and return 1, else 0. */
 int cli_flush_stdout(const char *cmd);
+/* 1 (after printing "standard input is closed") when fd 0 was closed at start, else 0. */
+int cli_stdin_closed(const char *cmd);
+/* First thing in main: hold a closed fd 0, 1 or 2 with /dev/null (so no file the program
+ * opens lands on it) and check at exit that what went to stdout was written (exit 1 with a
+ * message otherwise: --help into a full disk, a report into a closed pipe). */
+void cli_guard_std_fds(void);
 /* A note on stderr, when it is a terminal and the program is not quiet, that the model's
  * file stores a calibrated int8 model (quantize --calibrated) which this run does not use:
  * no weights flag was given (weights_given 0), so the default f32-class path runs on the

@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -557,6 +558,9 @@ void cli_put_text(const cli_run *run, const char *text, FILE *f) {
     fputs(text, f);
 }
 
+static int stdout_reported; /* a failed write to stdout was reported (no second message) */
+static int std_closed[3];   /* fds 0-2 were closed when the program started */
+
 /* Copy the finished `-` output file to stdout. */
 static int copy_to_stdout(cli_run *run) {
     FILE *in = fopen(run->out.path, "rb");
@@ -567,11 +571,17 @@ static int copy_to_stdout(cli_run *run) {
     char buf[1 << 16];
     size_t r;
     int failed = 0;
+    /* a reader that stops early (| head) ends the copy with EPIPE, not the process: the
+     * temporary file must still be removed */
+    void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);
     while (!failed && (r = fread(buf, 1, sizeof buf, in)) > 0) failed = fwrite(buf, 1, r, stdout) != r;
     failed |= ferror(in);
     fclose(in);
+    if (!failed) failed = fflush(stdout) != 0;
+    if (old_pipe != SIG_ERR) signal(SIGPIPE, old_pipe);
     if (failed) {
         fprintf(stderr, "skycmd %s: cannot write standard output: %s\n", run->cmd, strerror(errno));
+        stdout_reported = 1;
         return 1;
     }
     return cli_flush_stdout(run->cmd);
@@ -646,10 +656,42 @@ int cli_stdout_file(cli_run *run, const char **path) {
     return 0;
 }
 
+
 int cli_flush_stdout(const char *cmd) {
     if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
     fprintf(stderr, "skycmd %s: cannot write standard output: %s\n", cmd, strerror(errno));
+    stdout_reported = 1;
     return 1;
+}
+
+int cli_stdin_closed(const char *cmd) {
+    if (std_closed[0]) fprintf(stderr, "skycmd %s: standard input is closed\n", cmd);
+    return std_closed[0];
+}
+
+/* atexit: what a command printed to stdout without checking (help, version, reports)
+ * reaches it, or the exit status says it did not (a full disk, a closed pipe). */
+static void check_stdout_at_exit(void) {
+    if (stdout_reported || std_closed[1]) return;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return;
+    fprintf(stderr, "skycmd: cannot write standard output: %s\n", strerror(errno ? errno : EIO));
+    _exit(1);
+}
+
+void cli_guard_std_fds(void) {
+    /* A closed 0, 1 or 2 would be taken by the next file the program opens, and a model
+     * file could then be read as stdin or written over by printf: hold each with
+     * /dev/null, and remember a closed stdin so that reading "-" fails by name. */
+    for (int fd = 0; fd < 3; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        const int got = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+        if (got != fd) {
+            if (got >= 0) close(got);
+            _exit(127);
+        }
+        std_closed[fd] = 1;
+    }
+    atexit(check_stdout_at_exit);
 }
 
 /* ------------------------------------------------------------ files ------------ */
@@ -710,6 +752,9 @@ int cli_looks_like_model(const char *path) {
     struct stat sb;
     if (stat(path, &sb) != 0) return 0;
     if (S_ISDIR(sb.st_mode)) return 1;
+    /* a pipe or a device is read once, as the request: peeking at it would consume its
+     * first bytes (or wait for a writer) */
+    if (!S_ISREG(sb.st_mode)) return 0;
     FILE *f = fopen(path, "rb");
     if (!f) return 0;
     char magic[4];
@@ -720,6 +765,11 @@ int cli_looks_like_model(const char *path) {
 
 int cli_read_input(const char *cmd, const char *path, size_t max, char **buf, size_t *len) {
     int use_stdin = strcmp(path, "-") == 0;
+    if (use_stdin && cli_stdin_closed(cmd)) {
+        *buf = NULL;
+        *len = 0;
+        return 1;
+    }
     const char *shown = use_stdin ? "standard input" : path;
     FILE *f = use_stdin ? stdin : fopen(path, "rb");
     *buf = NULL;
@@ -807,6 +857,7 @@ int cli_stdin_file(cli_run *run, const char **path) {
     if (strcmp(*path, "-") != 0) return 0;
     cli_temp *t = &run->tmp;
     const char *cmd = run->cmd;
+    if (cli_stdin_closed(cmd)) return cli_abort(run, 1);
     if (cli_temp_new(t, cmd, "stdin")) return cli_abort(run, 1);
     FILE *out = fopen(t->path, "wb");
     if (!out) {

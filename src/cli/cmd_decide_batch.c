@@ -13,6 +13,9 @@
  *    and give none, so a file without blank lines has output line k answering input line
  *    k): the response JSON, or for a bad line {"error":{"line":N,"status":"SKYCMD_E_...","message":"..."}}; bad
  *    lines are also reported on stderr as "skycmd decide: FILE:N: message (STATUS)".
+ *  - -o FILE is written in place as the answers are made, opened (truncated) only once the
+ *    input has given its first lines, so an unreadable input leaves it as it was; the
+ *    input file itself is refused as the output.
  *  - --jobs N answers with N threads, one session each; the output is the same for any N.
  *  - Progress is the CLI's one meter (progress_meter.h): a live line (requests, requests/s,
  *    ETA from the bytes of the input file read) on stderr only when it is a terminal, and a
@@ -297,18 +300,36 @@ static int make_session(const char *cmd, skycmd_model *model, const cli_batch_ar
     return 0;
 }
 
+static FILE *open_output(const char *cmd, const char *path) {
+    FILE *f = fopen(path, "w");
+    if (!f) fprintf(stderr, "skycmd %s: cannot create %s: %s\n", cmd, path, strerror(errno));
+    return f;
+}
+
 int cli_decide_batch(const char *cmd, skycmd_model *model, const cli_batch_args *a) {
     const char *in_name = strcmp(a->in_path, "-") == 0 ? "<stdin>" : a->in_path;
+    if (strcmp(a->in_path, "-") == 0 && cli_stdin_closed(cmd)) return 1;
     FILE *in = strcmp(a->in_path, "-") == 0 ? stdin : fopen(a->in_path, "r");
     if (!in) {
         fprintf(stderr, "skycmd %s: cannot open %s: %s\n", cmd, a->in_path, strerror(errno));
         return 1;
     }
+    /* -o FILE is written in place as the answers are made (a stream, so a long run can be
+     * followed), but opened (and so truncated) only once the input has given its first
+     * lines: an input that cannot be read leaves it as it was. The input itself (or a link
+     * to it) is refused: the answers would replace the requests. */
     FILE *out = stdout;
-    if (a->out_path && strcmp(a->out_path, "-") != 0 && !(out = fopen(a->out_path, "w"))) {
-        fprintf(stderr, "skycmd %s: cannot create %s: %s\n", cmd, a->out_path, strerror(errno));
-        if (in != stdin) fclose(in);
-        return 1;
+    const char *out_file = a->out_path && strcmp(a->out_path, "-") != 0 ? a->out_path : NULL;
+    if (out_file) {
+        struct stat is, os;
+        if (fstat(fileno(in), &is) == 0 && stat(out_file, &os) == 0 && S_ISREG(os.st_mode) &&
+            is.st_dev == os.st_dev && is.st_ino == os.st_ino) {
+            fprintf(stderr, "skycmd %s: -o %s is the input file: the answers would replace the "
+                    "requests (name another file)\n", cmd, out_file);
+            if (in != stdin) fclose(in);
+            return 1;
+        }
+        out = NULL;
     }
     long jobs = a->jobs == CLI_UNSET ? 1 : a->jobs ? (long)a->jobs : sysconf(_SC_NPROCESSORS_ONLN);
     if (jobs < 1) jobs = 1;
@@ -385,6 +406,10 @@ int cli_decide_batch(const char *cmd, skycmd_model *model, const cli_batch_args 
             n++;
         }
         if (n == 0) break;
+        if (!out && !(out = open_output(cmd, out_file))) {
+            io_error = 1;
+            break;
+        }
         /* sort into length buckets and answer */
         g_sort_slots = b.slots;
         qsort(b.order, n, sizeof *b.order, by_length);
@@ -439,7 +464,8 @@ int cli_decide_batch(const char *cmd, skycmd_model *model, const cli_batch_args 
         if (ferror(out)) break;
     }
     cli_meter_erase(&b.meter);
-    int write_error = fflush(out) != 0 || ferror(out);
+    if (!out && !io_error && !(out = open_output(cmd, out_file))) io_error = 1; /* no lines */
+    int write_error = out && (fflush(out) != 0 || ferror(out));
     if (write_error)
         fprintf(stderr, "skycmd %s: writing %s: %s\n", cmd, a->out_path ? a->out_path : "<stdout>",
                 strerror(errno ? errno : EIO));
@@ -447,7 +473,9 @@ int cli_decide_batch(const char *cmd, skycmd_model *model, const cli_batch_args 
     if (first_bad) snprintf(first, sizeof first, " (first at line %llu)", (unsigned long long)first_bad);
     cli_meter_finish(&b.meter, b.answered + b.failed, NULL, ": %llu answered, %llu failed%s%s",
                      (unsigned long long)b.answered, (unsigned long long)b.failed, first,
-                     stop ? "; stopped (--fail-fast)" : "");
+                     stop ? "; stopped (--fail-fast)"
+                     : io_error ? "; stopped: an error above"
+                     : write_error ? "; the output could not be written" : "");
     rc = (b.failed || io_error || write_error) ? 1 : 0;
 out:
     pthread_mutex_lock(&b.mu);
@@ -472,7 +500,7 @@ out:
     pthread_cond_destroy(&b.cv);
     pthread_cond_destroy(&b.done_cv);
     if (in != stdin) fclose(in);
-    if (out != stdout && fclose(out) != 0 && rc == 0) {
+    if (out && out != stdout && fclose(out) != 0 && rc == 0) {
         fprintf(stderr, "skycmd %s: writing %s: %s\n", cmd, a->out_path, strerror(errno));
         rc = 1;
     }

@@ -53,6 +53,7 @@ static void version(void) {
 }
 
 int main(int argc, char **argv) {
+    cli_guard_std_fds();
     skycmd_error *err = skycmd_error_new();
     int st = skycmd_check_version(SKYCMD_VERSION_NUMBER, err);
     if (st != SKYCMD_OK) {
@@ -73,6 +74,11 @@ int main(int argc, char **argv) {
         if (k < 0) return 2;
         char *sub[] = {argv[2], "--help", NULL};
         return k_cmds[k].fn(2, sub);
+    }
+    if (strcmp(a, "help") == 0 && argc > 3) {
+        fprintf(stderr, "skycmd: unexpected argument '%s' after help %s\ntry 'skycmd --help'\n",
+                argv[3], argv[2]);
+        return 2;
     }
     if ((is_help || is_version) && argc > 2) {
         fprintf(stderr, "skycmd: unexpected argument '%s' after %s\ntry 'skycmd --help'\n", argv[2], a);

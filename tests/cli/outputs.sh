@@ -224,6 +224,67 @@ if [ $is_root -eq 1 ] && [ -c "$T/full" ]; then
 fi
 pass "decide --batch -o: a symlink's target, a FIFO, a directory refused"
 
+# --- decide --batch -o: nothing of the user's lost --------------------------------------
+# The input itself (by name or through a link) is refused, and the input stays; an output
+# file is opened only once the input has given lines, so an unreadable or missing input
+# leaves an existing output as it was and creates no new one; an empty input gives an
+# empty output.
+cp "$T/in.jsonl" "$T/keep.jsonl"
+ln -s in.jsonl "$T/in-link.jsonl"
+for o in "$T/in.jsonl" "$T/in-link.jsonl"; do
+  "$CLI" decide "$T/pico.gguf" --batch "$T/in.jsonl" -o "$o" >/dev/null 2>"$T/err"; rc=$?
+  [ $rc -eq 1 ] && grep -q "is the input file" "$T/err" || fail "decide --batch -o the input ($o): exit $rc: $(cat "$T/err")"
+  cmp -s "$T/in.jsonl" "$T/keep.jsonl" || fail "decide --batch -o the input ($o) changed the input"
+done
+"$CLI" decide "$T/pico.gguf" --batch "$T/in-link.jsonl" -o "$T/in.jsonl" >/dev/null 2>"$T/err"; rc=$?
+[ $rc -eq 1 ] && cmp -s "$T/in.jsonl" "$T/keep.jsonl" || fail "decide --batch LINK -o its target: exit $rc"
+printf 'precious\n' > "$T/prev.jsonl"
+for bad in "$T/adir" "$T/no-such-input"; do
+  "$CLI" decide "$T/pico.gguf" --batch "$bad" -o "$T/prev.jsonl" >/dev/null 2>"$T/err"; rc=$?
+  [ $rc -eq 1 ] && [ "$(cat "$T/prev.jsonl")" = precious ] ||
+    fail "decide --batch $bad -o an existing file: exit $rc, the file now holds: $(head -c 80 "$T/prev.jsonl")"
+  "$CLI" decide "$T/pico.gguf" --batch "$bad" -o "$T/new.jsonl" >/dev/null 2>&1
+  [ ! -e "$T/new.jsonl" ] || fail "decide --batch $bad -o a new name created it"
+done
+: > "$T/empty.jsonl"
+"$CLI" decide "$T/pico.gguf" --batch "$T/empty.jsonl" -o "$T/prev.jsonl" >/dev/null 2>&1 && [ ! -s "$T/prev.jsonl" ] ||
+  fail "decide --batch of an empty input must leave an empty output"
+pass "decide --batch -o: the input refused as the output, an unreadable input leaves the output as it was"
+
+# --- standard streams ----------------------------------------------------------------------
+# A closed stdin is not taken by the next file opened (the model would be read as the
+# requests); reading '-' then fails by name.
+"$CLI" decide "$T/pico.gguf" --batch - <&- >"$T/out" 2>"$T/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "standard input is closed" "$T/err" && [ ! -s "$T/out" ] ||
+  fail "decide --batch - with stdin closed: exit $rc: $(head -c 300 "$T/err")"
+# A request given as a pipe is read once, as the request (not peeked at as a model first),
+# and a FIFO likewise (no wait for a second writer).
+"$CLI" decide "$T/pico.gguf" - < "$SRC/examples/flappy-drone.json" > "$T/want" 2>/dev/null || fail "decide - (stdin)"
+"$CLI" decide "$T/pico.gguf" <(cat "$SRC/examples/flappy-drone.json") > "$T/got" 2>"$T/err" && cmp -s "$T/want" "$T/got" ||
+  fail "decide MODEL <(request): $(cat "$T/err")"
+if "$CLI" decide <(cat "$SRC/examples/flappy-drone.json") > "$T/got" 2>"$T/err"; then
+  grep -q '"answers"' "$T/got" || fail "decide <(request) on the built-in model: no answers"
+elif grep -q "built-in model .* is not installed" "$T/err"; then
+  skip "decide <(request) with the built-in model: not installed in this tree"
+else
+  fail "decide <(request) on the built-in model: $(cat "$T/err")"
+fi
+# stdout that cannot be written: exit 1 with the reason, for the help text too; a `-` output
+# whose reader stops early leaves no temporary file behind.
+if [ -w /dev/full ]; then
+  for args in "--help" "decide --help" "serve --print-config" "inspect $T/pico.gguf"; do
+    # shellcheck disable=SC2086
+    "$CLI" $args > /dev/full 2>"$T/err"; rc=$?
+    [ $rc -eq 1 ] && grep -q "No space left on device" "$T/err" || fail "skycmd $args > /dev/full: exit $rc: $(cat "$T/err")"
+  done
+else
+  skip "stdout onto /dev/full: no writable /dev/full"
+fi
+tmpd=$(mktemp -d "$T/tmpdir.XXXXXX")
+TMPDIR=$tmpd "$CLI" random s1-pico - 2>"$T/err" | head -c 4 >/dev/null
+[ -z "$(ls -A "$tmpd")" ] || fail "random - | head left a temporary file: $(ls -A "$tmpd")"
+pass "standard streams: closed stdin named, a pipe read once as the request, stdout failures reported"
+
 # --- a full disk under random --layout laya ------------------------------------------------
 if [ $is_root -ne 1 ]; then
   skip "random --layout laya on a full disk: needs root (mount -t tmpfs)"
