@@ -12,6 +12,7 @@
  *    (k floats each), not the file. Progress counts bytes of the labelled file.
  */
 #define _POSIX_C_SOURCE 200809L /* getline */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -311,7 +312,7 @@ int skycmd_calibrate(const char *model_path, const char *labelled_path, const ch
     }
     if (rc) return rc;
     FILE *fp = fopen(labelled_path, "rb");
-    if (!fp) rc = sk_fail(&e, SKYCMD_E_IO, "%s: cannot open", labelled_path);
+    if (!fp) rc = sk_fail_errno(&e, SKYCMD_E_IO, errno, "%s: cannot open: %s", labelled_path, strerror(errno));
     else rc = sk_calibrate_stream(model, model_path, fp, labelled_path, total, out_path, opts, report_json, &e);
     if (fp) fclose(fp);
     skycmd_model_free(model);
@@ -428,7 +429,8 @@ int sk_calibrate_stream(skycmd_model *model, const char *model_path, FILE *fp, c
         if (at_end) break;
     }
     if (ferror(fp)) {
-        rc = sk_fail(&e, SKYCMD_E_IO, "%s: read error", labelled_path);
+        const int er = errno;
+        rc = sk_fail_errno(&e, SKYCMD_E_IO, er, "%s: read error: %s", labelled_path, strerror(er));
         goto done;
     }
     if (c.set.n == 0) {

@@ -185,6 +185,9 @@ void cli_env_name(const char *prefix, const cli_opt *o, char *buf, size_t n);
 /* Print e in the shared wording ("skycmd <cmd>: <what is wrong>", a blank line and the
  * usage on stderr) and return 2. */
 int cli_report(const cli_cmd *cmd, const cli_error *e);
+/* What o accepts, for a message ("an integer in [1, 32]", "one of text, json"); "" when its
+ * kind has no rule to state (a call's own parser). */
+void cli_value_rule(const cli_opt *o, char *buf, size_t n);
 /* The candidate nearest to `word` (at most two edits away, or `word` a prefix of only it),
  * or NULL: for "did you mean" (an unknown option, an unknown command). `names` is an array
  * of n strings `stride` bytes apart (so the names of a struct array can be passed). */

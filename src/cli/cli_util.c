@@ -233,35 +233,41 @@ static int set_value(const cli_opt *o, const char *v) {
     return CLI_BAD_VALUE;
 }
 
-/* The shared wording of a value that o's kind refuses. */
-static int report_bad_value(const cli_cmd *cmd, const cli_opt *o, const char *v) {
+void cli_value_rule(const cli_opt *o, char *buf, size_t n) {
+    buf[0] = '\0';
     switch (o->kind) {
     case CLI_TYPE:
-        return cli_usage_error(cmd, "%s: '%s' is not a type (f32, f16, bf16, q8_0)", o->name, v);
+        snprintf(buf, n, "a type (f32, f16, bf16, q8_0)");
+        break;
     case CLI_CHOICE: {
-        char list[256] = "";
-        for (int k = 0; o->choices[k]; k++) {
-            size_t used = strlen(list);
-            snprintf(list + used, sizeof list - used, "%s%s", k ? ", " : "", o->choices[k]);
-        }
-        return cli_usage_error(cmd, "%s: '%s' is not one of %s", o->name, v, list);
+        size_t used = (size_t)snprintf(buf, n, "one of ");
+        for (int k = 0; o->choices[k] && used < n; k++)
+            used += (size_t)snprintf(buf + used, n - used, "%s%s", k ? ", " : "", o->choices[k]);
+        break;
     }
     case CLI_INT: {
         int64_t lo, hi;
         int_bounds(o, &lo, &hi);
-        return cli_usage_error(cmd, "%s: '%s' is not an integer in [%lld, %lld]", o->name, v,
-                               (long long)lo, (long long)hi);
+        snprintf(buf, n, "an integer in [%lld, %lld]", (long long)lo, (long long)hi);
+        break;
     }
     case CLI_NUMBER: {
-        const cli_number *n = (const cli_number *)o->dest;
-        return cli_usage_error(cmd, "%s: '%s' is not a%s in %c%lld, %lld]", o->name, v,
-                               n->flags & CLI_NUM_REAL ? " number" : "n integer",
-                               n->flags & CLI_NUM_ABOVE ? '(' : '[', (long long)n->lo,
-                               (long long)n->hi);
+        const cli_number *num = (const cli_number *)o->dest;
+        snprintf(buf, n, "a%s in %c%lld, %lld]", num->flags & CLI_NUM_REAL ? " number" : "n integer",
+                 num->flags & CLI_NUM_ABOVE ? '(' : '[', (long long)num->lo, (long long)num->hi);
+        break;
     }
     default:
-        return cli_usage_error(cmd, "%s: invalid value '%s'", o->name, v);
+        break;
     }
+}
+
+/* The shared wording of a value that o's kind refuses. */
+static int report_bad_value(const cli_cmd *cmd, const cli_opt *o, const char *v) {
+    char rule[256];
+    cli_value_rule(o, rule, sizeof rule);
+    if (!rule[0]) return cli_usage_error(cmd, "%s: invalid value '%s'", o->name, v);
+    return cli_usage_error(cmd, "%s: '%s' is not %s", o->name, v, rule);
 }
 
 int cli_check_preset(const cli_cmd *cmd, const char *what, const char *name) {

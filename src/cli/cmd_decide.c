@@ -308,6 +308,7 @@ int cmd_decide(int argc, char **argv) {
     if (!batch && (output || jobs != CLI_UNSET || batch_window != CLI_UNSET || fail_fast))
         return cli_usage_error(&cmd, "-o, --jobs, --batch-window and --fail-fast only apply with --batch");
     cli_set_quiet(quiet);
+    if (name && !name[0]) return cli_usage_error(&cmd, "--model-name is empty");
     if (batch && pretty) return cli_usage_error(&cmd, "--pretty does not apply with --batch (one JSON line per request)");
     if (batch && (is_long || report_truncation || window != CLI_UNSET || stride != CLI_UNSET || group != CLI_UNSET ||
                   min_conf))

@@ -57,6 +57,13 @@ int cmd_random(int argc, char **argv) {
     if ((rc = cli_check_preset(&cmd, "preset", pos[0]))) return rc;
     if (m.layout == SKYCMD_LAYOUT_LAYA && strcmp(pos[1], "-") == 0)
         return cli_usage_error(&cmd, "a Laya directory cannot be written to stdout");
+    if (m.layout == SKYCMD_LAYOUT_LAYA) { /* the GGUF writer's options: refused, not ignored */
+        const char *gguf_only = m.type != CLI_UNSET ? "--type" : m.head_type != CLI_UNSET ? "--head-type"
+                                : m.name ? "--name" : m.pre ? "--pre" : NULL;
+        if (gguf_only)
+            return cli_usage_error(&cmd, "%s applies to --layout gguf only (a Laya directory holds "
+                                   "F32 safetensors and its own tokenizer)", gguf_only);
+    }
 
     cli_run run;
     const char *out = pos[1];

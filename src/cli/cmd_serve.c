@@ -50,7 +50,8 @@ static void usage(FILE *out) {
             "network:\n"
             "      --host HOST          address to bind (default 127.0.0.1, loopback only)\n"
             "      --port PORT          TCP port (default 8080; 0 = any free port, printed)\n"
-            "      --api-key KEY        require 'Authorization: Bearer KEY' (all but /health)\n"
+            "      --api-key KEY        require 'Authorization: Bearer KEY' (all but /health and\n"
+            "                           /openapi.json)\n"
             "      --api-key-file F     read the key from file F (first line)\n"
             "      --max-connections N  open connections at most (default 512); past it new\n"
             "                           connections are closed at once\n"
@@ -228,9 +229,17 @@ typedef struct serve_flags {
 
 /* serve's own wording of a usage error: a bad value without the usage, and an argument
  * that is not an option (serve takes none) as an unknown option. */
-static int report(const cli_cmd *cmd, const cli_error *e) {
+/* A usage error; env_var: the SKYCMD_* variable the faulty option came from, or NULL. */
+static int report(const cli_cmd *cmd, const cli_error *e, const char *env_var) {
     if (e->fault == CLI_FAULT_BAD_VALUE) {
-        fprintf(stderr, "skycmd serve: invalid value '%s' for %s\n", e->value, e->arg);
+        char rule[256];
+        cli_value_rule(e->opt, rule, sizeof rule);
+        if (env_var)
+            fprintf(stderr, "skycmd serve: %s=%s: invalid value for %s%s%s\n", env_var, e->value,
+                    e->opt->name, rule[0] ? ", which takes " : "", rule);
+        else
+            fprintf(stderr, "skycmd serve: invalid value '%s' for %s%s%s\n", e->value, e->arg,
+                    rule[0] ? ", which takes " : "", rule);
         return 2;
     }
     if (e->fault == CLI_FAULT_NO_VALUE) return cli_usage_error(cmd, "%s needs a value", e->arg);
@@ -289,7 +298,17 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg, serve_fla
     int n_pos = 0;
     cli_error e;
     int rc = cli_scan(&cmd, *n_args, *args, pos, &n_pos, &e);
-    if (rc == CLI_FAULT) return report(&cmd, &e);
+    if (rc == CLI_FAULT) {
+        /* the environment's options come first, before argv[1..] */
+        char var[96];
+        const char *env_var = NULL;
+        for (int i = 1; i <= *n_args - argc && e.fault == CLI_FAULT_BAD_VALUE; i++)
+            if (e.value == (*args)[i]) {
+                cli_env_name("SKYCMD_", e.opt, var, sizeof var);
+                env_var = var;
+            }
+        return report(&cmd, &e, env_var);
+    }
     if (cfg->verbose) cfg->access_log = 1;
     return rc;
 }

@@ -428,11 +428,11 @@ int sk_read_file(const char *path, char **out, size_t *len, size_t max_len, sk_e
         }
         sk_buf_append(&b, chunk, n);
     }
-    int bad = ferror(fp);
+    const int bad = ferror(fp), er = errno;
     fclose(fp);
     if (bad) {
         sk_buf_free(&b);
-        return sk_fail(e, SKYCMD_E_IO, "%s: read error", path);
+        return sk_fail_errno(e, SKYCMD_E_IO, er, "%s: read error: %s", path, strerror(er));
     }
     size_t l = b.len;
     char *d = sk_buf_detach(&b);

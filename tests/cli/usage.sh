@@ -232,6 +232,13 @@ expect 0 -- tokenize "$P" ''
   fail "random - | quantize - - differs from quantize FILE"
 "$CLI" convert --random s1-pico - | cmp -s - "$P" || fail "convert --random s1-pico - differs"
 expect 2 -- random s1-pico - --layout laya
+# the GGUF writer's options are refused with --layout laya, not ignored (nothing written)
+for o in "--type q8_0" "--head-type f16" "--name x" "--pre gpt-2"; do
+  # shellcheck disable=SC2086
+  expect 2 -- random s1-pico "$T/laya-dir" --layout laya $o
+  [ ! -e "$T/laya-dir" ] || fail "random --layout laya $o wrote $T/laya-dir"
+done
+expect 2 -- decide "$SRC/examples/flappy-drone.json" --model-name ""
 expect 2 -- convert - "$T/a.gguf"
 if command -v script >/dev/null; then # stdout a terminal: refuse to write binary there
   script -qec "'$CLI' random s1-pico -" /dev/null > "$T/tty.txt" 2>&1; rc=$?

@@ -125,7 +125,10 @@ def command_line_wins():
 
 @test
 def bad_variables_are_usage_errors():
-    for env, what in (({"SKYCMD_VERBOSE": "maybe"}, "SKYCMD_VERBOSE"), ({"SKYCMD_PORT": "http"}, "--port"),
+    # a bad value names the variable it came from, the option it sets and what it takes
+    for env, what in (({"SKYCMD_VERBOSE": "maybe"}, "SKYCMD_VERBOSE"),
+                      ({"SKYCMD_PORT": "http"}, "SKYCMD_PORT=http: invalid value for --port, which takes an integer in [0, 65535]"),
+                      ({"SKYCMD_THREADS": "-3"}, "SKYCMD_THREADS=-3: invalid value for --threads"),
                       ({"SKYCMD_Q8": "1", "SKYCMD_F32": "1"}, "--f32 excludes")):
         p = subprocess.run([ARGS.cli, "serve", "--print-config"], capture_output=True, text=True,
                            env=clean_env(env), timeout=60)
