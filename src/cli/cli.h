@@ -319,7 +319,7 @@ int cli_compute_named(const cli_compute *c);
  * when not given. Returns the exit status. */
 typedef struct cli_batch_args {
     const char *in_path, *out_path;
-    int64_t jobs, window, threads;
+    int64_t jobs, window, threads, token_budget; /* CLI_UNSET: the session's default */
     int activations;
     int fail_fast, progress;
 } cli_batch_args;

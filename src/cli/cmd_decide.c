@@ -59,6 +59,8 @@ static void usage(FILE *out) {
             "                     the calibration an int8 mode runs at load\n"
             "  --threads N        alias of --compute-threads, kept for a release\n"
             "  --max-tokens N     sequence budget instead of the model's decision.max_tokens\n"
+            "  --max-token-budget N  the largest max_len / head_max_len a request may set\n"
+            "                     (default 8192, as laya serve's LAYA_MAX_TOKEN_BUDGET)\n"
             "long states and many options (laya's predict_long and LAYA_TOURNAMENT_GROUP):\n"
             "  --long             read a state longer than one sequence in overlapping windows\n"
             "                     (answers name their deciding window, usage.windows counts them)\n"
@@ -265,7 +267,7 @@ static void load_unguard(void) {
 int cmd_decide(int argc, char **argv) {
     cli_model_args m = CLI_MODEL_ARGS_UNSET;
     const char *random = NULL, *name = NULL, *min_conf = NULL;
-    int64_t threads = CLI_UNSET, max_tokens = CLI_UNSET;
+    int64_t threads = CLI_UNSET, max_tokens = CLI_UNSET, budget = CLI_UNSET;
     int pretty = 0, is_long = 0, report_truncation = 0;
     cli_compute compute = {0};
     int64_t window = CLI_UNSET, stride = CLI_UNSET, group = CLI_UNSET;
@@ -278,6 +280,7 @@ int cmd_decide(int argc, char **argv) {
         CLI_OPTS_TYPE(m),
         CLI_COMPUTE_OPTS(&compute),
         {"--max-tokens", NULL, CLI_INT, &max_tokens, SKYCMD_OPT_MAX_TOKENS, 0, NULL},
+        {"--max-token-budget", NULL, CLI_INT, &budget, 0, SKYCMD_OPT_MAX_TOKEN_BUDGET, NULL},
         {"--model-name", NULL, CLI_STRING, &name, SKYCMD_OPT_MODEL_NAME, 0, NULL},
         /* set on the open's options (the int8 calibration at load runs on these threads)
          * and on the session below */
@@ -419,7 +422,7 @@ int cmd_decide(int argc, char **argv) {
     cli_note_int8_stored(cmd.name, model, cli_compute_named(&compute));
     rc = 1;
     if (batch) {
-        const cli_batch_args ba = {batch, output, jobs, batch_window, threads, acts, fail_fast, !quiet};
+        const cli_batch_args ba = {batch, output, jobs, batch_window, threads, budget, acts, fail_fast, !quiet};
         rc = cli_decide_batch(cmd.name, model, &ba);
     } else if ((st = skycmd_session_new(model, &sess))) {
         fprintf(stderr, "skycmd decide: %s\n", skycmd_strerror(st));
@@ -430,6 +433,9 @@ int cmd_decide(int argc, char **argv) {
     } else if (acts != CLI_UNSET &&
                (st = skycmd_session_set_int(sess, SKYCMD_OPT_ACTIVATIONS, acts))) {
         fprintf(stderr, "skycmd decide: int8 activations: %s\n", skycmd_session_errmsg(sess));
+    } else if (budget != CLI_UNSET &&
+               (st = skycmd_session_set_int(sess, SKYCMD_OPT_MAX_TOKEN_BUDGET, budget))) {
+        fprintf(stderr, "skycmd decide: --max-token-budget: %s\n", skycmd_session_errmsg(sess));
     } else if (min_conf &&
                (st = skycmd_session_set_string(sess, SKYCMD_OPT_MIN_CONFIDENCE, min_conf))) {
         fprintf(stderr, "skycmd decide: --min-confidence: %s\n", skycmd_session_errmsg(sess));

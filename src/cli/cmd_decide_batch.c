@@ -292,6 +292,11 @@ static int make_session(const char *cmd, skycmd_model *model, const cli_batch_ar
                 skycmd_session_errmsg(*out));
         return 1;
     }
+    if (a->token_budget != CLI_UNSET &&
+        (st = skycmd_session_set_int(*out, SKYCMD_OPT_MAX_TOKEN_BUDGET, a->token_budget))) {
+        fprintf(stderr, "skycmd %s: --max-token-budget: %s\n", cmd, skycmd_session_errmsg(*out));
+        return 1;
+    }
     if (a->activations != CLI_UNSET &&
         (st = skycmd_session_set_int(*out, SKYCMD_OPT_ACTIVATIONS, a->activations))) {
         fprintf(stderr, "skycmd %s: int8 activations: %s\n", cmd, skycmd_session_errmsg(*out));

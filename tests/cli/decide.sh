@@ -37,6 +37,16 @@ echo "$err" | grep -q "nope: No such file or directory" || fail "convert of a mi
 "$CLI" random s1-pico "$T/pico.gguf" >/dev/null || fail "random s1-pico"
 # --compute-threads N (and its old name --threads) answer as one thread does
 one=$("$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --f32) || fail "decide --f32"
+# a body's max_len above the token budget is refused (laya serve's message) until
+# --max-token-budget raises the cap, for a single request and in a batch
+sed 's/^{/{"max_len": 9000, /' "$SRC/examples/flappy-drone.json" > "$T/ml.json"
+tr -d '\n' < "$T/ml.json" > "$T/ml.jsonl"; echo >> "$T/ml.jsonl"
+err=$("$CLI" decide "$T/pico.gguf" "$T/ml.json" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 1 ] && echo "$err" | grep -q "max_len exceeds server limit (9000 > 8192)" || fail "max_len 9000: exit $rc: $err"
+"$CLI" decide "$T/pico.gguf" "$T/ml.json" --max-token-budget 9000 | grep -q '"answers"' || fail "--max-token-budget 9000"
+"$CLI" decide "$T/pico.gguf" --batch "$T/ml.jsonl" -q | grep -q "exceeds server limit" || fail "batch: max_len 9000 not refused"
+"$CLI" decide "$T/pico.gguf" --batch "$T/ml.jsonl" -q --max-token-budget 9000 | grep -q '"answers"' ||
+  fail "batch: --max-token-budget 9000"
 for t in "--compute-threads 2" "--threads 2"; do
   [ "$("$CLI" decide "$T/pico.gguf" "$SRC/examples/flappy-drone.json" --f32 $t)" = "$one" ] || fail "decide $t differs"
 done
