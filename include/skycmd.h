@@ -332,7 +332,8 @@ SKYCMD_API int skycmd_quantize(const char *in_path, const char *out_path,
  *
  * A reference matrix of `type` (only SKYCMD_TYPE_Q8_0; else SKYCMD_E_UNSUPPORTED), three
  * blocks wide so the two orders differ, in file order (kernel_order = 0) or kernel order
- * (1). The bytes are static and owned by the library. */
+ * (1; any other value is SKYCMD_E_INVALID_ARGUMENT). The bytes are static and owned by the
+ * library. */
 SKYCMD_API int skycmd_packed_fixture(int type, int kernel_order, const uint8_t **bytes,
                                      size_t *n_bytes, int64_t *rows, int64_t *cols);
 /* Compare bytes that claim to be the fixture of `type` in the given order: SKYCMD_OK with

@@ -156,12 +156,16 @@ Test(batch, errors_and_edges) {
     skycmd_response *out[3] = {(skycmd_response *)1, (skycmd_response *)1, (skycmd_response *)1};
     /* a request that did not parse: misuse, named by index, nothing returned */
     cr_assert_eq(skycmd_decide_batch(s, list, 3, out), SKYCMD_E_MISUSE);
-    cr_assert(strstr(skycmd_session_errmsg(s), "request 1"), "%s", skycmd_session_errmsg(s));
+    cr_assert(strncmp(skycmd_session_errmsg(s), "request 1: ", 11) == 0, "%s", skycmd_session_errmsg(s));
     for (int i = 0; i < 3; i++) cr_assert_null(out[i]);
     /* n == 0 is a no-op; NULL arrays with n > 0 are refused; a NULL session is misuse */
     cr_assert_eq(skycmd_decide_batch(s, NULL, 0, NULL), SKYCMD_OK);
     cr_assert_eq(skycmd_decide_batch(s, NULL, 1, out), SKYCMD_E_INVALID_ARGUMENT);
     cr_assert_eq(skycmd_decide_batch(NULL, list, 1, out), SKYCMD_E_MISUSE);
+    /* a count no array can hold is refused before out is touched */
+    cr_assert_eq(skycmd_decide_batch(s, list, SIZE_MAX, out), SKYCMD_E_INVALID_ARGUMENT);
+    int st[1];
+    cr_assert_eq(skycmd_decide_each(s, list, SIZE_MAX / 2, out, st, NULL), SKYCMD_E_INVALID_ARGUMENT);
     /* the same request twice in one batch: two identical responses */
     list[1] = good;
     cr_assert_eq(skycmd_decide_batch(s, list, 2, out), SKYCMD_OK, "%s", skycmd_session_errmsg(s));

@@ -780,6 +780,19 @@ Test(convert, bad_arguments) {
     cr_assert(strstr(skycmd_error_message(err), "not empty"), "%s", skycmd_error_message(err));
     rm_rf(dir);
     skycmd_options_free(o);
+    /* GGUF strings are UTF-8: a --name or --pre that is not is refused, nothing written */
+    const char *bad_names[] = {"bad\xff\xfe", "\xc3"};
+    for (int k = 0; k < 2; k++)
+        for (int which = 0; which < 2; which++) {
+            skycmd_options *u = skycmd_options_new();
+            skycmd_options_set_string(u, which ? SKYCMD_OPT_PRE : SKYCMD_OPT_NAME, bad_names[k]);
+            char out[1200];
+            snprintf(out, sizeof out, "%s/bad-utf8.gguf", tmpdir());
+            cr_expect_eq(skycmd_random_model("s1-pico", out, u, err), SKYCMD_E_INVALID_ARGUMENT);
+            cr_expect(strstr(skycmd_error_message(err), "not valid UTF-8"), "%s", skycmd_error_message(err));
+            cr_expect(!exists(out));
+            skycmd_options_free(u);
+        }
     skycmd_error_free(err);
 }
 

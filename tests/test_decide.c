@@ -328,6 +328,10 @@ Test(decide, null_safety) {
     cr_expect_null(m);
     cr_expect(strstr(skycmd_error_message(err), "x.gguf") != NULL, "%s", skycmd_error_message(err));
     cr_expect_eq(skycmd_model_open_buffer("GGUF", 4, NULL, &m, err), SKYCMD_E_FORMAT);
+    /* a success clears what an earlier failure left in err, skycmd_check_version's too */
+    cr_expect_eq(skycmd_check_version(SKYCMD_VERSION_NUMBER, err), SKYCMD_OK);
+    cr_expect_eq(skycmd_error_status(err), SKYCMD_OK);
+    cr_expect_str_eq(skycmd_error_message(err), "");
     skycmd_error_free(err);
 }
 

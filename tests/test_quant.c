@@ -264,6 +264,15 @@ Test(layout, published_fixtures_and_our_prepack_agree) {
     free(mine);
     free(back);
     cr_assert_eq(skycmd_packed_fixture(SKYCMD_TYPE_F16, 0, &canon, &n1, &r, &c), SKYCMD_E_UNSUPPORTED);
+    /* an order other than 0 (file) or 1 (kernel) is refused, not taken as one of them */
+    for (int order = -1; order <= 2; order += 3) {
+        cr_expect_eq(skycmd_packed_fixture(SKYCMD_TYPE_Q8_0, order, &canon, &n1, &r, &c),
+                     SKYCMD_E_INVALID_ARGUMENT);
+        char *msg = (char *)1;
+        cr_expect_eq(skycmd_packed_disagreement(SKYCMD_TYPE_Q8_0, kern, n2, r2, c2, order, &msg),
+                     SKYCMD_E_INVALID_ARGUMENT);
+        cr_expect_null(msg);
+    }
 }
 
 Test(layout, transposed_weight_is_refused_with_the_fix) {

@@ -341,6 +341,11 @@ Test(api, public_functions) {
     cr_expect_neq(skycmd_tokenizer_open_json(FIX "/does-not-exist.json", &t, err), SKYCMD_OK);
     cr_expect_null(t);
     cr_expect(strlen(skycmd_error_message(err)) > 0);
+    /* the next success clears it */
+    cr_assert_eq(skycmd_tokenizer_open_json(FIX "/vocab1024/tokenizer.json", &t, err), SKYCMD_OK);
+    cr_expect_eq(skycmd_error_status(err), SKYCMD_OK);
+    cr_expect_str_eq(skycmd_error_message(err), "");
+    skycmd_tokenizer_free(t);
     skycmd_error_free(err);
 }
 

@@ -22,6 +22,11 @@ int sk_api_convert_opts(const skycmd_options *opts, sk_convert_opts *o, skycmd_e
     }
     if (o->name && !o->name[0]) return sk_api_fail(err, SKYCMD_E_INVALID_ARGUMENT, "empty --name");
     if (o->pre && !o->pre[0]) return sk_api_fail(err, SKYCMD_E_INVALID_ARGUMENT, "empty --pre");
+    /* GGUF strings are UTF-8 (general.name, tokenizer.ggml.pre) */
+    if (o->name && !sk_utf8_valid(o->name, strlen(o->name)))
+        return sk_api_fail(err, SKYCMD_E_INVALID_ARGUMENT, "--name is not valid UTF-8");
+    if (o->pre && !sk_utf8_valid(o->pre, strlen(o->pre)))
+        return sk_api_fail(err, SKYCMD_E_INVALID_ARGUMENT, "--pre is not valid UTF-8");
     return SKYCMD_OK;
 }
 

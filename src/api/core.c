@@ -27,7 +27,7 @@ int skycmd_check_version(unsigned header_version_number, skycmd_error *err) {
                            "version %u.%u.%u this program was built against",
                            SKYCMD_VERSION_STRING, header_version_number / 10000,
                            header_version_number / 100 % 100, header_version_number % 100);
-    return SKYCMD_OK;
+    return sk_api_report(err, NULL, SKYCMD_OK); /* a success clears err, as every call's */
 }
 
 /* One table gives both the names and the messages, so they cannot drift apart. */

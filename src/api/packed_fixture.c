@@ -49,7 +49,8 @@ static void fx_build(void) {
 
 int skycmd_packed_fixture(int type, int kernel_order, const uint8_t **bytes, size_t *n_bytes,
                           int64_t *rows, int64_t *cols) {
-    if (!bytes || !n_bytes || !rows || !cols) return SKYCMD_E_INVALID_ARGUMENT;
+    if (!bytes || !n_bytes || !rows || !cols || (kernel_order != 0 && kernel_order != 1))
+        return SKYCMD_E_INVALID_ARGUMENT;
     if (type != SKYCMD_TYPE_Q8_0) return SKYCMD_E_UNSUPPORTED;
     fx_build();
     *bytes = g_fx[kernel_order ? 1 : 0];
@@ -77,7 +78,7 @@ int skycmd_packed_disagreement(int type, const void *bytes, size_t n_bytes, int6
                                int64_t cols, int kernel_order, char **message) {
     if (!message) return SKYCMD_E_INVALID_ARGUMENT;
     *message = NULL;
-    if (!bytes) return SKYCMD_E_INVALID_ARGUMENT;
+    if (!bytes || (kernel_order != 0 && kernel_order != 1)) return SKYCMD_E_INVALID_ARGUMENT;
     if (type != SKYCMD_TYPE_Q8_0) return SKYCMD_E_UNSUPPORTED;
     fx_build();
     const char *order = kernel_order ? "INPUT_BLOCK_MAJOR (kernel order, block (o, b) at b*rows+o)"

@@ -348,15 +348,16 @@ static int decide_one(skycmd_session *s, const sk_request *r, skycmd_response **
     return rc ? rc : decide_planned(s, r, &p, out, e);
 }
 
+/* A request handle fit to answer; in a batch (n > 1) the message starts "request i: ", as
+ * every other failure of the batch names its request. */
 static int check_request(const skycmd_request *req, size_t i, size_t n, sk_err *e) {
-    char at[32] = "";
-    if (n > 1) snprintf(at, sizeof at, " %zu", i);
+    int rc = 0;
     if (!req || req->tag != SK_TAG_REQUEST)
-        return sk_fail(e, SKYCMD_E_MISUSE, "decide: invalid skycmd_request handle%s", at);
-    if (req->status)
-        return sk_fail(e, SKYCMD_E_MISUSE, "decide: the request%s did not parse: %s", at,
-                       req->errmsg);
-    return 0;
+        rc = sk_fail(e, SKYCMD_E_MISUSE, "decide: invalid skycmd_request handle");
+    else if (req->status)
+        rc = sk_fail(e, SKYCMD_E_MISUSE, "decide: the request did not parse: %s", req->errmsg);
+    if (rc && n > 1) sk_err_prefix(e, "request %zu", i);
+    return rc;
 }
 
 int skycmd_decide(skycmd_session *s, const skycmd_request *req, skycmd_response **out) {
@@ -371,10 +372,13 @@ int skycmd_decide(skycmd_session *s, const skycmd_request *req, skycmd_response 
 
 int skycmd_decide_batch(skycmd_session *s, const skycmd_request *const *reqs, size_t n,
                         skycmd_response **out) {
-    if (out)
+    /* no array of more than SIZE_MAX / sizeof(sk_plan) requests can exist (nor the plans) */
+    const int n_ok = n <= SIZE_MAX / sizeof(sk_plan);
+    if (out && n_ok)
         for (size_t i = 0; i < n; i++) out[i] = NULL;
     if (!session_ok(s)) return SKYCMD_E_MISUSE;
     sk_err e = {0};
+    if (!n_ok) return set_err(s, &e, sk_fail(&e, SKYCMD_E_INVALID_ARGUMENT, "decide_batch: n is %zu", n));
     if (n && (!out || !reqs))
         return set_err(s, &e, sk_fail(&e, SKYCMD_E_INVALID_ARGUMENT,
                                       "decide_batch: reqs or out is NULL"));
@@ -424,12 +428,14 @@ static int each_check(const skycmd_request *req, sk_err *e) {
 
 int skycmd_decide_each(skycmd_session *s, const skycmd_request *const *reqs, size_t n,
                        skycmd_response **out, int *status, char **errmsg) {
-    if (out)
+    const int n_ok = n <= SIZE_MAX / sizeof(sk_plan); /* as skycmd_decide_batch */
+    if (out && n_ok)
         for (size_t i = 0; i < n; i++) out[i] = NULL;
-    if (errmsg)
+    if (errmsg && n_ok)
         for (size_t i = 0; i < n; i++) errmsg[i] = NULL;
     if (!session_ok(s)) return SKYCMD_E_MISUSE;
     sk_err e = {0};
+    if (!n_ok) return set_err(s, &e, sk_fail(&e, SKYCMD_E_INVALID_ARGUMENT, "decide_each: n is %zu", n));
     if (n && (!reqs || !out || !status))
         return set_err(s, &e, sk_fail(&e, SKYCMD_E_INVALID_ARGUMENT,
                                       "decide_each: reqs, out or status is NULL"));

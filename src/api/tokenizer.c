@@ -44,7 +44,7 @@ int skycmd_tokenizer_open_json(const char *path, skycmd_tokenizer **out, skycmd_
     free(cpath);
     if (rc) return sk_api_report(err, &e, rc);
     (*out)->tag = SK_TAG_TOKENIZER; /* a handle from here on */
-    return SKYCMD_OK;
+    return sk_api_report(err, NULL, SKYCMD_OK);
 }
 
 int skycmd_tokenizer_free(skycmd_tokenizer *tok) {
