@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -764,6 +765,9 @@ Test(convert, bad_arguments) {
     cr_assert_eq(skycmd_convert(NULL, "x.gguf", NULL, err), SKYCMD_E_INVALID_ARGUMENT);
     cr_assert_eq(skycmd_convert("/nonexistent-dir", "/tmp/never.gguf", NULL, err), SKYCMD_E_IO);
     cr_assert(strstr(skycmd_error_message(err), "/nonexistent-dir"));
+    cr_assert_eq(skycmd_error_errno(err), ENOENT, "the system's reason travels as errno too");
+    cr_assert_eq(skycmd_random_model("s1-pico", "/nonexistent-dir/x.gguf", NULL, err), SKYCMD_E_IO);
+    cr_assert_eq(skycmd_error_errno(err), ENOENT, "%s", skycmd_error_message(err));
     cr_assert(!exists("/tmp/never.gguf"));
     cr_assert_eq(skycmd_random_model("nope", "/tmp/never.gguf", NULL, err), SKYCMD_E_INVALID_ARGUMENT);
     skycmd_options *o = skycmd_options_new();

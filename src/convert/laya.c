@@ -616,7 +616,8 @@ int sk_laya_open_dir(const char *dir, sk_laya **out, sk_err *e) {
     /* say what the path is before naming a file inside it */
     struct stat sb;
     if (stat(dir, &sb) != 0)
-        return sk_fail(e, SKYCMD_E_IO, "%s: %s (a Laya checkpoint is a directory)", dir, strerror(errno));
+        return sk_fail_errno(e, SKYCMD_E_IO, errno, "%s: %s (a Laya checkpoint is a directory)", dir,
+                             strerror(errno));
     if (!S_ISDIR(sb.st_mode))
         return sk_fail(e, SKYCMD_E_INVALID_ARGUMENT,
                        "%s is a file, not a Laya checkpoint directory (a .gguf file is already converted: "

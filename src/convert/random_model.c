@@ -331,14 +331,14 @@ int sk_random_open(const sk_random_ckpt *c, sk_laya **out, sk_err *e) {
 static int write_file(const char *path, const char *shown, const void *data, size_t n,
                       sk_err *e) {
     FILE *fp = fopen(path, "wb");
-    if (!fp) return sk_fail(e, SKYCMD_E_IO, "%s: cannot create: %s", shown, strerror(errno));
+    if (!fp) return sk_fail_errno(e, SKYCMD_E_IO, errno, "%s: cannot create: %s", shown, strerror(errno));
     /* the first failure's errno is the reason given (ENOSPC on a full disk, EIO, ...) */
     int er = 0;
     if (n && fwrite(data, 1, n, fp) != n) er = errno ? errno : EIO;
     if (fflush(fp) != 0 && !er) er = errno ? errno : EIO;
     if (!er && fsync(fileno(fp)) != 0) er = errno ? errno : EIO;
     if (fclose(fp) != 0 && !er) er = errno ? errno : EIO;
-    if (er) return sk_fail(e, SKYCMD_E_IO, "%s: write failed: %s", shown, strerror(er));
+    if (er) return sk_fail_errno(e, SKYCMD_E_IO, er, "%s: write failed: %s", shown, strerror(er));
     return SKYCMD_OK;
 }
 
@@ -398,10 +398,11 @@ int sk_random_write_dir(const sk_random_ckpt *c, const char *dir, sk_err *e) {
     snprintf(tmp, sizeof tmp, "%s", made);
     free(made);
     snprintf(p, sizeof p, "%s/encoder", tmp);
-    if (mkdir(p, 0755) != 0) s = sk_fail(e, SKYCMD_E_IO, "%s: cannot create: %s", p, strerror(errno));
+    if (mkdir(p, 0755) != 0)
+        s = sk_fail_errno(e, SKYCMD_E_IO, errno, "%s: cannot create: %s", p, strerror(errno));
     snprintf(p, sizeof p, "%s/tokenizer", tmp);
     if (!s && mkdir(p, 0755) != 0)
-        s = sk_fail(e, SKYCMD_E_IO, "%s: cannot create: %s", p, strerror(errno));
+        s = sk_fail_errno(e, SKYCMD_E_IO, errno, "%s: cannot create: %s", p, strerror(errno));
     const void *data[7] = {c->rl_config, c->config, c->enc_config, c->tokenizer, c->tok_config,
                            c->special_map, c->safetensors};
     for (int i = 0; i < 7 && !s; i++) {

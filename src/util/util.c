@@ -197,7 +197,7 @@ int sk_map_file(const char *path, sk_map *m, sk_err *e) {
     if (fstat(fd, &st) != 0) {
         int er = errno;
         close(fd);
-        return sk_fail(e, SKYCMD_E_IO, "%s: cannot stat: %s", path, strerror(er));
+        return sk_fail_errno(e, SKYCMD_E_IO, er, "%s: cannot stat: %s", path, strerror(er));
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
@@ -217,7 +217,7 @@ int sk_map_file(const char *path, sk_map *m, sk_err *e) {
     void *p = sk_platform_map_read(fd, size);
     int er = errno;
     close(fd);
-    if (!p) return sk_fail(e, SKYCMD_E_IO, "%s: cannot map: %s", path, strerror(er));
+    if (!p) return sk_fail_errno(e, SKYCMD_E_IO, er, "%s: cannot map: %s", path, strerror(er));
     m->data = p;
     m->size = size;
     m->base_ = p;
@@ -307,14 +307,14 @@ int sk_file_copy_read(const char *path, int keep_fd, sk_share prog, sk_file_copy
             int er = errno;
             close(fd);
             if (er == EINVAL) return sk_fail(e, SKYCMD_E_IO, "%s: not a regular file", path);
-            return sk_fail(e, SKYCMD_E_IO, "%s: cannot stat: %s", path, strerror(er));
+            return sk_fail_errno(e, SKYCMD_E_IO, er, "%s: cannot stat: %s", path, strerror(er));
         }
         /* with a guard on, no writer can open the file until the bytes are read: a file
          * rewritten in place (cp over it) is read whole before or after, never torn */
         const int guarded = read_guard_wait(fd);
         int status = SKYCMD_OK;
         if (guarded && sk_platform_file_id(fd, id0) != 0)  /* the size as the guard found it */
-            status = sk_fail(e, SKYCMD_E_IO, "%s: cannot stat: %s", path, strerror(errno));
+            status = sk_fail_errno(e, SKYCMD_E_IO, errno, "%s: cannot stat: %s", path, strerror(errno));
         else if (id0[2] > (uint64_t)(SIZE_MAX - page))
             status = sk_fail(e, SKYCMD_E_IO, "%s: file too large to read", path);
         const size_t size = status == SKYCMD_OK ? (size_t)id0[2] : 0;
@@ -347,7 +347,7 @@ int sk_file_copy_read(const char *path, int keep_fd, sk_share prog, sk_file_copy
         if (r < 0 || changed) {
             if (mapped) sk_platform_unmap(buf, mapped);
             close(fd);
-            if (r < 0) return sk_fail(e, SKYCMD_E_IO, "%s: read error: %s", path, strerror(er));
+            if (r < 0) return sk_fail_errno(e, SKYCMD_E_IO, er, "%s: read error: %s", path, strerror(er));
             continue;
         }
         if (mapped) sk_platform_pages_protect(buf, mapped, 0);
@@ -571,7 +571,7 @@ int sk_output_resolve(const char *path, char **target, sk_out_kind *kind, sk_err
             return SKYCMD_OK;
         }
     } else if (errno != ENOENT) {
-        return sk_fail(e, SKYCMD_E_IO, "%s: %s", path, strerror(errno));
+        return sk_fail_errno(e, SKYCMD_E_IO, errno, "%s: %s", path, strerror(errno));
     }
     /* a regular file, a directory or nothing (an absent path or a dangling link): the
      * directory entry to rename over is where the last component's links end */
@@ -586,7 +586,7 @@ int sk_output_resolve(const char *path, char **target, sk_out_kind *kind, sk_err
                 return SKYCMD_OK;
             }
             free(cur);
-            return sk_fail(e, SKYCMD_E_IO, "%s: %s", path, strerror(er));
+            return sk_fail_errno(e, SKYCMD_E_IO, er, "%s: %s", path, strerror(er));
         }
         if (!S_ISLNK(ls.st_mode)) {
             *target = cur;
@@ -595,14 +595,14 @@ int sk_output_resolve(const char *path, char **target, sk_out_kind *kind, sk_err
         }
         if (hops == 40) {
             free(cur);
-            return sk_fail(e, SKYCMD_E_IO, "%s: %s", path, strerror(ELOOP));
+            return sk_fail_errno(e, SKYCMD_E_IO, ELOOP, "%s: %s", path, strerror(ELOOP));
         }
         char *to = read_link(cur);
         if (!to) {
             const int er = errno;
             free(cur);
             if (er == ENOMEM) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
-            return sk_fail(e, SKYCMD_E_IO, "%s: cannot read the link: %s", path, strerror(er));
+            return sk_fail_errno(e, SKYCMD_E_IO, er, "%s: cannot read the link: %s", path, strerror(er));
         }
         char *next = link_next(cur, to);
         free(to);
@@ -723,7 +723,7 @@ int sk_atomic_open(sk_atomic_file *f, const char *path, sk_err *e) {
             int er = errno;
             atomic_clear(f);
             if (er == ENOMEM) return sk_fail(e, SKYCMD_E_NOMEM, "out of memory");
-            return sk_fail(e, SKYCMD_E_IO, "%s: cannot create: %s", path, strerror(er));
+            return sk_fail_errno(e, SKYCMD_E_IO, er, "%s: cannot create: %s", path, strerror(er));
         }
         /* the replaced file's permission bits carry over, as they do when cp overwrites; a
          * failure keeps the new file's default ones */
@@ -735,7 +735,7 @@ int sk_atomic_open(sk_atomic_file *f, const char *path, sk_err *e) {
         close(fd);
         if (f->tmp_path) remove(f->tmp_path);
         atomic_clear(f);
-        return sk_fail(e, SKYCMD_E_IO, "%s: cannot create: %s", path, strerror(er));
+        return sk_fail_errno(e, SKYCMD_E_IO, er, "%s: cannot create: %s", path, strerror(er));
     }
     f->fp = fp;
     return SKYCMD_OK;
@@ -744,7 +744,7 @@ int sk_atomic_open(sk_atomic_file *f, const char *path, sk_err *e) {
 int sk_atomic_write(sk_atomic_file *f, const void *data, size_t n, sk_err *e) {
     if (!f->fp) return sk_fail(e, SKYCMD_E_MISUSE, "write to a closed file");
     if (n && fwrite(data, 1, n, (FILE *)f->fp) != n)
-        return sk_fail(e, SKYCMD_E_IO, "%s: write failed: %s", f->shown, strerror(errno));
+        return sk_fail_errno(e, SKYCMD_E_IO, errno, "%s: write failed: %s", f->shown, strerror(errno));
     return SKYCMD_OK;
 }
 
@@ -754,14 +754,14 @@ int sk_atomic_close(sk_atomic_file *f, int status, sk_err *e) {
         if (status == 0) {
             /* a device or a FIFO has nothing to sync (fsync fails there with EINVAL) */
             if (fflush(fp) != 0 || (!f->stream && fsync(fileno(fp)) != 0))
-                status = sk_fail(e, SKYCMD_E_IO, "%s: write failed: %s", f->shown,
+                status = sk_fail_errno(e, SKYCMD_E_IO, errno, "%s: write failed: %s", f->shown,
                                  strerror(errno));
         }
         if (fclose(fp) != 0 && status == 0)
-            status = sk_fail(e, SKYCMD_E_IO, "%s: close failed: %s", f->shown, strerror(errno));
+            status = sk_fail_errno(e, SKYCMD_E_IO, errno, "%s: close failed: %s", f->shown, strerror(errno));
         if (!f->stream) {
             if (status == 0 && rename(f->tmp_path, f->final_path) != 0)
-                status = sk_fail(e, SKYCMD_E_IO, "%s: rename failed: %s", f->shown,
+                status = sk_fail_errno(e, SKYCMD_E_IO, errno, "%s: rename failed: %s", f->shown,
                                  strerror(errno));
             if (status != 0) remove(f->tmp_path);
         }
