@@ -46,7 +46,9 @@ func (r *Response) All() iter.Seq2[string, Answer] {
 func (m *Model) DecideEach(ctx context.Context, requests iter.Seq[string]) iter.Seq2[*Response, error] {
 	return m.each(ctx, func(yield func(eachItem) bool) {
 		for r := range requests {
-			if !yield(eachItem{json: r}) {
+			// A body with a NUL byte gets the library's verdict on all its bytes here (the
+			// group's C call would see it cut at the NUL).
+			if !yield(eachItem{json: r, err: requestBytesError("decide each", "", r)}) {
 				return
 			}
 		}

@@ -192,3 +192,27 @@ func TestDecideEach(t *testing.T) {
 		t.Fatalf("%d pairs with a close between groups, want 40", n)
 	}
 }
+
+// A body with a NUL byte is that item's own error, judged by the library on all its bytes
+// (not cut at the NUL and answered), and the stream goes on.
+func TestDecideEachNULByte(t *testing.T) {
+	m, err := Open(testModel(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	req := exampleRequest(t)
+	in := []string{req, strings.TrimRight(req, " \n") + "\x00garbage", req}
+	var got []error
+	for r, err := range m.DecideEach(context.Background(), slices.Values(in)) {
+		if (r == nil) == (err == nil) {
+			t.Fatalf("pair (%v, %v)", r, err)
+		}
+		got = append(got, err)
+	}
+	var e *Error
+	if len(got) != 3 || got[0] != nil || got[2] != nil || !errors.As(got[1], &e) || e.Status != ErrJSON ||
+		!strings.Contains(e.Message, "extra data") {
+		t.Fatalf("errors %v", got)
+	}
+}

@@ -2,7 +2,10 @@ package skycmd
 
 import (
 	"context"
+	"os"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/skycmd/libskycmd/bindings/go/internal/raw"
@@ -16,7 +19,12 @@ const progressInterval = 50 * time.Millisecond
 // it raises the options box's cancel flag when ctx ends (the C progress callback reads it
 // and the call fails with ErrCancelled) and hands the progress the box recorded to the
 // function. No callback crosses from C into Go.
-func call(ctx context.Context, op string, opts []Option, fn func(c raw.SkyCall, o raw.SkyOptions) int) (raw.SkyCall, error) {
+//
+// A panic in the progress function (or runtime.Goexit, e.g. t.FailNow) happens on the
+// watcher goroutine: it raises the cancel flag, and once the C call is over it is raised
+// again on the calling goroutine, where the caller's recover sees it. A call that completed
+// anyway is undone first: out (the output file, "" for none) is removed.
+func call(ctx context.Context, op string, opts []Option, out string, fn func(c raw.SkyCall, o raw.SkyOptions) int) (raw.SkyCall, error) {
 	if loadErr != nil {
 		return nil, loadErr
 	}
@@ -36,6 +44,11 @@ func call(ctx context.Context, op string, opts []Option, fn func(c raw.SkyCall, 
 		return nil, &Error{Op: op, Status: ErrNoMem}
 	}
 	var st int
+	var failed atomic.Pointer[callbackFailure]
+	var undo func() // removes the output of a call completed despite a failed callback
+	if out != "" && set.progress != nil {
+		undo = outputRemover(out)
+	}
 	if ctx.Done() == nil && set.progress == nil {
 		st = fn(c, o)
 	} else {
@@ -50,11 +63,18 @@ func call(ctx context.Context, op string, opts []Option, fn func(c raw.SkyCall, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			watch(ctx, o, set.progress, finished)
+			watch(ctx, o, guardProgress(set.progress, o, &failed), finished)
 		}()
 		st = fn(c, o)
 		close(finished)
 		wg.Wait()
+	}
+	if f := failed.Load(); f != nil {
+		raw.DeleteSkyCall(c)
+		if st == int(OK) && undo != nil {
+			undo()
+		}
+		f.rethrow()
 	}
 	if st != 0 {
 		e := callError(op, st, c).(*Error)
@@ -65,6 +85,54 @@ func call(ctx context.Context, op string, opts []Option, fn func(c raw.SkyCall, 
 		return nil, e
 	}
 	return c, nil
+}
+
+// callbackFailure is how the caller's progress function ended on the binding's goroutine
+// when it did not return: a panic (its value) or runtime.Goexit.
+type callbackFailure struct {
+	value  any
+	goexit bool
+}
+
+// rethrow raises the failure on the calling goroutine: the same panic value (the binding's
+// goroutine is not the caller's, so only this makes a recover of the caller see it), or
+// runtime.Goexit.
+func (f *callbackFailure) rethrow() {
+	if f.goexit {
+		runtime.Goexit()
+	}
+	panic(f.value)
+}
+
+// guardProgress wraps the caller's progress function for the watcher goroutine. When it
+// panics or calls runtime.Goexit, the failure goes into *failed, o's cancel flag is raised
+// (the library stops at its next progress report, leaving no output) and no further report
+// is made; the goroutine that made the call re-raises it (callbackFailure.rethrow).
+func guardProgress(progress func(done, total uint64), o raw.SkyOptions, failed *atomic.Pointer[callbackFailure]) func(done, total uint64) {
+	if progress == nil {
+		return nil
+	}
+	return func(done, total uint64) {
+		if failed.Load() != nil {
+			return
+		}
+		returned := false
+		defer func() {
+			if returned {
+				return
+			}
+			f := &callbackFailure{}
+			if r := recover(); r != nil {
+				f.value = r
+			} else {
+				f.goexit = true // recover is nil during runtime.Goexit, which goes on
+			}
+			failed.Store(f)
+			o.Cancel()
+		}()
+		progress(done, total)
+		returned = true
+	}
 }
 
 // watch cancels o when ctx ends and reports o's progress to progress (if any) every
@@ -101,8 +169,8 @@ func watch(ctx context.Context, o raw.SkyOptions, progress func(done, total uint
 	}
 }
 
-func run(ctx context.Context, op string, opts []Option, fn func(c raw.SkyCall, o raw.SkyOptions) int) error {
-	c, err := call(ctx, op, opts, fn)
+func run(ctx context.Context, op string, opts []Option, out string, fn func(c raw.SkyCall, o raw.SkyOptions) int) error {
+	c, err := call(ctx, op, opts, out, fn)
 	if err == nil {
 		raw.DeleteSkyCall(c)
 	}
@@ -114,7 +182,10 @@ func run(ctx context.Context, op string, opts []Option, fn func(c raw.SkyCall, o
 // report with an *Error of ErrCancelled that also matches ctx.Err() (errors.Is). On any
 // failure no partial output exists.
 func Convert(ctx context.Context, layaDir, outPath string, opts ...Option) error {
-	return run(ctx, "convert", opts, func(c raw.SkyCall, o raw.SkyOptions) int {
+	if err := firstError(nulArgument("convert", "laya dir", layaDir), nulArgument("convert", "out path", outPath)); err != nil {
+		return err
+	}
+	return run(ctx, "convert", opts, outPath, func(c raw.SkyCall, o raw.SkyOptions) int {
 		return c.Convert(layaDir, outPath, o)
 	})
 }
@@ -122,7 +193,10 @@ func Convert(ctx context.Context, layaDir, outPath string, opts ...Option) error
 // RandomModel writes a deterministic random model of a preset ("s1-pico", "s1-nano",
 // "s1-micro", "base", "large") (WithSeed, WithMassive, WithLayout).
 func RandomModel(preset, outPath string, opts ...Option) error {
-	return run(context.Background(), "random model", opts, func(c raw.SkyCall, o raw.SkyOptions) int {
+	if err := firstError(nulArgument("random model", "preset", preset), nulArgument("random model", "out path", outPath)); err != nil {
+		return err
+	}
+	return run(context.Background(), "random model", opts, outPath, func(c raw.SkyCall, o raw.SkyOptions) int {
 		return c.RandomModel(preset, outPath, o)
 	})
 }
@@ -130,7 +204,10 @@ func RandomModel(preset, outPath string, opts ...Option) error {
 // Quantize re-types the tensors of a GGUF file (WithType, WithHeadType, WithProgress);
 // ctx cancels it as it does Convert.
 func Quantize(ctx context.Context, inPath, outPath string, opts ...Option) error {
-	return run(ctx, "quantize", opts, func(c raw.SkyCall, o raw.SkyOptions) int {
+	if err := firstError(nulArgument("quantize", "in path", inPath), nulArgument("quantize", "out path", outPath)); err != nil {
+		return err
+	}
+	return run(ctx, "quantize", opts, outPath, func(c raw.SkyCall, o raw.SkyOptions) int {
 		return c.Quantize(inPath, outPath, o)
 	})
 }
@@ -138,7 +215,10 @@ func Quantize(ctx context.Context, inPath, outPath string, opts ...Option) error
 // Inspect returns the printed header, metadata and tensor table of a GGUF file
 // (WithMaxArray, WithJSON).
 func Inspect(path string, opts ...Option) (string, error) {
-	c, err := call(context.Background(), "inspect", opts, func(c raw.SkyCall, o raw.SkyOptions) int {
+	if err := nulArgument("inspect", "path", path); err != nil {
+		return "", err
+	}
+	c, err := call(context.Background(), "inspect", opts, "", func(c raw.SkyCall, o raw.SkyOptions) int {
 		return c.Inspect(path, o)
 	})
 	if err != nil {
@@ -146,4 +226,29 @@ func Inspect(path string, opts ...Option) (string, error) {
 	}
 	defer raw.DeleteSkyCall(c)
 	return c.TakeOutput(), nil
+}
+
+// outputRemover returns what removes the output a call is about to write at out: all of it
+// when nothing was there before the call (a GGUF file, or a Laya directory), else only a
+// regular file (which the call replaced); a directory that was there is left alone.
+func outputRemover(out string) func() {
+	before, err := os.Lstat(out)
+	existed := err == nil
+	return func() {
+		if !existed {
+			_ = os.RemoveAll(out)
+		} else if before.Mode().IsRegular() {
+			_ = os.Remove(out)
+		}
+	}
+}
+
+// firstError is the first non-nil error of errs.
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -3,8 +3,10 @@ package skycmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/skycmd/libskycmd/bindings/go/internal/raw"
@@ -45,7 +47,7 @@ func OpenContext(ctx context.Context, path string, opts ...Option) (*Model, erro
 // directory. When there is none: an *Error of ErrNotFound that matches fs.ErrNotExist and
 // names the places looked in.
 func DefaultModelPath() (string, error) {
-	c, err := call(context.Background(), "default model", nil, func(c raw.SkyCall, _ raw.SkyOptions) int {
+	c, err := call(context.Background(), "default model", nil, "", func(c raw.SkyCall, _ raw.SkyOptions) int {
 		return c.DefaultModelPath()
 	})
 	if err != nil {
@@ -99,6 +101,9 @@ func open(ctx context.Context, op, path string, opts []Option, openInto openFunc
 	if loadErr != nil {
 		return nil, loadErr
 	}
+	if err := nulArgument(op, "path", path); err != nil {
+		return nil, err
+	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -118,23 +123,29 @@ func open(ctx context.Context, op, path string, opts []Option, openInto openFunc
 		err error
 	}
 	// Progress reports stop when this call returns, also when it returns before the load ends.
+	// A panic (or runtime.Goexit) in the progress function cancels the load and is raised
+	// again on this goroutine (see call); it is recorded under progressMu, so the return
+	// below cannot miss one.
 	var progressMu sync.Mutex
 	returned := false
-	progress := set.progress
+	var failed atomic.Pointer[callbackFailure]
+	progress := guardProgress(set.progress, o, &failed)
 	if progress != nil {
+		guarded := progress
 		progress = func(done, total uint64) {
 			progressMu.Lock()
 			defer progressMu.Unlock()
 			if !returned {
-				set.progress(done, total)
+				guarded(done, total)
 			}
 		}
 	}
-	defer func() {
+	stopProgress := func() {
 		progressMu.Lock()
 		returned = true
 		progressMu.Unlock()
-	}()
+	}
+	defer stopProgress()
 	ch := make(chan result, 1)
 	go func() {
 		// watch raises the options' cancel flag when ctx ends and reports progress; it is
@@ -152,19 +163,32 @@ func open(ctx context.Context, op, path string, opts []Option, openInto openFunc
 		raw.DeleteSkyOptions(o)
 		ch <- result{m, err}
 	}()
+	closeLater := func() {
+		go func() {
+			if r := <-ch; r.m != nil {
+				_ = r.m.Close()
+			}
+		}()
+	}
 	select {
 	case r := <-ch:
+		if f := failed.Load(); f != nil {
+			if r.m != nil {
+				_ = r.m.Close()
+			}
+			f.rethrow()
+		}
 		var e *Error
 		if r.err != nil && errors.As(r.err, &e) && e.Status == ErrCancelled && ctx.Err() != nil {
 			e.cause = ctx.Err()
 		}
 		return r.m, r.err
 	case <-ctx.Done():
-		go func() {
-			if r := <-ch; r.m != nil {
-				_ = r.m.Close()
-			}
-		}()
+		closeLater()
+		stopProgress()
+		if f := failed.Load(); f != nil {
+			f.rethrow()
+		}
 		return nil, &Error{Op: op, Status: ErrCancelled, Message: "cancelled while the model was loading", cause: ctx.Err()}
 	}
 }
@@ -210,6 +234,9 @@ func (m *Model) Int(name string) (int64, error) {
 	defer m.mu.RUnlock()
 	if m.box == nil {
 		return 0, errClosed("model int")
+	}
+	if err := nulArgument("model int", "hyper-parameter name", name); err != nil {
+		return 0, err
 	}
 	v := m.box.GetInt(name)
 	if v < 0 {
@@ -337,6 +364,9 @@ func (m *Model) decide(request string) (*Response, error) {
 	if m.box == nil {
 		return nil, errClosed("decide")
 	}
+	if err := requestBytesError("decide", "", request); err != nil {
+		return nil, err
+	}
 	s, err := m.getSession()
 	if err != nil {
 		return nil, err
@@ -364,7 +394,10 @@ func (m *Model) decideBatch(requests []string) ([]*Response, error) {
 		return nil, &Error{Op: "decide batch", Status: ErrNoMem}
 	}
 	defer raw.DeleteSkyBatch(batch)
-	for _, req := range requests {
+	for i, req := range requests {
+		if err := requestBytesError("decide batch", fmt.Sprintf("request %d: ", i), req); err != nil {
+			return nil, err
+		}
 		if st := batch.Add(req); st != 0 {
 			return nil, newError("decide batch", st, batch.Message())
 		}

@@ -118,7 +118,9 @@ func WithPre(pre string) Option { return strOption(raw.SKYCMD_OPT_PRE, pre) }
 // WithProgress has Convert and Quantize (and Open/OpenContext, where the library reports
 // the load's progress) report their progress: fn(done, total) in the call's units (bytes or
 // tensors), at most every 50 ms while it changes and once at the end, always from one
-// goroutine of the binding (never from a C thread) and before the call returns.
+// goroutine of the binding (never from a C thread) and before the call returns. A panic in
+// fn cancels the call (a call that completed anyway is undone: its output file removed, the
+// model closed) and is re-raised with the same value on the goroutine that made the call.
 func WithProgress(fn func(done, total uint64)) Option {
 	return func(s *optionSet) { s.progress = fn }
 }
@@ -143,6 +145,11 @@ func build(op string, opts []Option) (raw.SkyOptions, *optionSet, error) {
 		}
 	}
 	for _, o := range set.strs {
+		// The value is a C string: a NUL byte would cut it short.
+		if err := nulArgument(op, "option "+optName(o.key), o.val); err != nil {
+			raw.DeleteSkyOptions(b)
+			return nil, nil, err
+		}
 		if st := b.SetString(o.key, o.val); st != 0 {
 			raw.DeleteSkyOptions(b)
 			return nil, nil, &Error{Op: op, Status: Status(st), Message: "option " + optName(o.key) + " is invalid"}

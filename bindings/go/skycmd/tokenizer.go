@@ -62,6 +62,9 @@ func OpenTokenizer(path string) (*Tokenizer, error) {
 	if loadErr != nil {
 		return nil, loadErr
 	}
+	if err := nulArgument("open tokenizer", "path", path); err != nil {
+		return nil, err
+	}
 	box := raw.NewSkyTokenizer()
 	if box.Swigcptr() == 0 {
 		return nil, &Error{Op: "open tokenizer", Status: ErrNoMem}
@@ -111,18 +114,18 @@ func (t *Tokenizer) use(op string, fn func(b raw.SkyTokenizer) error) error {
 }
 
 // Encode returns the ids of UTF-8 text, exactly as Hugging Face tokenizers encodes it with
-// add_special_tokens=False. Invalid UTF-8 is ErrInvalidArgument. The text ends at its
-// first NUL byte, if any.
+// add_special_tokens=False. Invalid UTF-8 is ErrInvalidArgument. All of text's bytes are
+// encoded, NUL bytes included (skycmd_tokenizer_encode takes the length).
 func (t *Tokenizer) Encode(text string) ([]int32, error) {
 	var ids []int32
 	err := t.use("encode", func(b raw.SkyTokenizer) error {
-		if st := b.Encode(text); st != 0 {
-			return newError("encode", st, b.Message())
+		got, _, st := encodeText(b, text, true)
+		if st != 0 {
+			return newError("encode", st, Status(st).Error())
 		}
-		n := b.IdCount()
-		ids = make([]int32, n)
-		for i := int64(0); i < n; i++ {
-			ids[i] = int32(b.TokenId(i))
+		ids = got
+		if ids == nil {
+			ids = []int32{}
 		}
 		return nil
 	})
@@ -133,10 +136,11 @@ func (t *Tokenizer) Encode(text string) ([]int32, error) {
 func (t *Tokenizer) Count(text string) (int, error) {
 	var n int
 	err := t.use("count tokens", func(b raw.SkyTokenizer) error {
-		if st := b.Count(text); st != 0 {
-			return newError("count tokens", st, b.Message())
+		_, got, st := encodeText(b, text, false)
+		if st != 0 {
+			return newError("count tokens", st, Status(st).Error())
 		}
-		n = int(b.TokenCount())
+		n = got
 		return nil
 	})
 	return n, err

@@ -176,9 +176,20 @@ fn cstring(op: &'static str, s: &str) -> Result<CString> {
     CString::new(s).map_err(|_| err(op, sys::SKYCMD_E_INVALID_ARGUMENT, "string contains a NUL byte"))
 }
 
+/// A path for the C API. On Unix its bytes exactly as the OS has them (a Linux path need not
+/// be UTF-8; the library passes the bytes to `open`), as `default_model_path` hands them back.
+/// Elsewhere it must be UTF-8 (the library's own encoding there). A NUL byte is refused.
+#[cfg(unix)]
 fn cpath(op: &'static str, p: &Path) -> Result<CString> {
-    let s = p.to_str().ok_or_else(|| err(op, sys::SKYCMD_E_INVALID_ARGUMENT, "path is not UTF-8"))?;
-    cstring(op, s)
+    use std::os::unix::ffi::OsStrExt;
+    CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| err(op, sys::SKYCMD_E_INVALID_ARGUMENT, "path contains a NUL byte"))
+}
+
+#[cfg(not(unix))]
+fn cpath(op: &'static str, p: &Path) -> Result<CString> {
+    let s = p.to_str().ok_or_else(|| err(op, sys::SKYCMD_E_INVALID_ARGUMENT, "path is not valid Unicode"))?;
+    CString::new(s).map_err(|_| err(op, sys::SKYCMD_E_INVALID_ARGUMENT, "path contains a NUL byte"))
 }
 
 /// An owned skycmd_error (handle-less calls report through it).

@@ -93,6 +93,38 @@ fn errors_bad_path_bad_json_invalid_request_closed_handle() {
     m.close().unwrap();
 }
 
+/// A Unix path need not be UTF-8: its bytes go to the library as they are (Go and Python
+/// open such a file too); a NUL byte in a path is still refused.
+#[cfg(unix)]
+#[test]
+fn non_utf8_paths_are_passed_as_bytes() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let Some(p) = model() else { return };
+    let dir = fixture().dir.join("non-utf8");
+    std::fs::create_dir_all(&dir).unwrap();
+    let odd = dir.join(OsStr::from_bytes(b"x\xff.gguf"));
+    assert!(odd.to_str().is_none());
+    std::fs::copy(&p, &odd).unwrap();
+    let m = Model::open(&odd, &Options::new()).unwrap();
+    check_answers(&m.decide(&request()).unwrap());
+    m.close().unwrap();
+    assert!(skycmd::inspect(&odd, &Options::new()).unwrap().contains("modern-bert"));
+    let q = dir.join(OsStr::from_bytes(b"q\xfe.gguf"));
+    skycmd::quantize(&odd, &q, &Options::new().tensor_type(Type::Q8_0)).unwrap();
+    assert!(q.exists());
+    let r = dir.join(OsStr::from_bytes(b"r\xfd.gguf"));
+    skycmd::random_model("s1-pico", &r, &Options::new()).unwrap();
+    assert!(r.exists());
+    // A missing non-UTF-8 file is the library's not-found error, not a refusal.
+    let e = Model::open(dir.join(OsStr::from_bytes(b"missing\xff.gguf")), &Options::new()).err().unwrap();
+    assert_eq!(e.status, Status::IO, "{e}");
+    assert!(e.is_not_found(), "{e}");
+    let e = Model::open(dir.join(OsStr::from_bytes(b"a\0b.gguf")), &Options::new()).err().unwrap();
+    assert_eq!(e.status, Status::INVALID_ARGUMENT, "{e}");
+    assert!(e.message.contains("NUL"), "{e}");
+}
+
 #[test]
 fn inspect_quantize_random() {
     let Some(p) = model() else { return };
