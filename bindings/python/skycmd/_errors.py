@@ -88,7 +88,7 @@ class InternalError(Error):
 
 class CancelledError(Error):
     """SKYCMD_E_CANCELLED: a progress callback asked to stop (its exception, if it raised one,
-    is the ``__cause__``)."""
+    is the ``__cause__``; a KeyboardInterrupt or SystemExit is raised itself instead)."""
 
 
 class NoSuchFileError(IoError, FileNotFoundError):

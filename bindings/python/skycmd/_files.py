@@ -11,25 +11,37 @@ from ._options import (OPT_HEAD_TYPE, OPT_JSON, OPT_LAYOUT, OPT_MASSIVE, OPT_MAX
                        Type, Weights, _enum, add)
 
 PathLike = Union[str, "os.PathLike[str]"]
-#: progress(done, total): raise (or return False) to cancel the call.
+#: progress(done, total): raise (or return False) to cancel the call: CancelledError, the
+#: exception its __cause__; a KeyboardInterrupt or SystemExit is raised again unchanged.
 Progress = Callable[[int, int], Any]
 #: log(level, message): 0 debug, 1 info, 2 warning. An exception in it is raised when the call
-#: returns (and, with progress, cancels the call at its next report).
+#: returns (and, with progress, cancels the call at its next report); a KeyboardInterrupt or
+#: SystemExit cancels the call at its next report even without progress, and is raised as is.
 Log = Callable[[int, str], Any]
 
 
+def _inspect(path: PathLike, pairs: OptionPairs) -> str:
+    try:
+        return _skycmd.inspect(path, pairs)
+    except FileNotFoundError as e:  # as Model.open: the path as given
+        e.filename = os.fspath(path)
+        raise
+
+
 def inspect(path: PathLike, *, max_array: Optional[int] = None) -> str:
-    """A GGUF file's header, metadata and tensor table as text (``skycmd inspect``)."""
+    """A GGUF file's header, metadata and tensor table as text (``skycmd inspect``). A path
+    that does not exist raises ``skycmd.NoSuchFileError`` (also ``FileNotFoundError``, with
+    ``filename``), as ``Model.open`` does."""
     pairs: OptionPairs = []
     add(pairs, OPT_MAX_ARRAY, max_array)
-    return _skycmd.inspect(path, pairs)
+    return _inspect(path, pairs)
 
 
 def inspect_json(path: PathLike, *, max_array: Optional[int] = None) -> Dict[str, Any]:
     """The same as one JSON document, parsed."""
     pairs: OptionPairs = [(OPT_JSON, 1)]
     add(pairs, OPT_MAX_ARRAY, max_array)
-    return _json.loads(_skycmd.inspect(path, pairs))
+    return _json.loads(_inspect(path, pairs))
 
 
 def _types(pairs: OptionPairs, type, head_type) -> None:
@@ -78,6 +90,9 @@ def random_model(preset: str, out_path: PathLike, *, seed: Optional[int] = None,
                  layout: Union[Layout, str, None] = None) -> None:
     """Write a random model ("s1-pico", "s1-nano", "s1-micro", "base", "large"), deterministic
     from ``seed``, as a GGUF file or a Laya directory (``layout="laya"``)."""
+    if not isinstance(preset, str):
+        raise TypeError(f"random_model: preset must be a str (e.g. \"s1-pico\"), not "
+                        f"{type(preset).__name__}")
     pairs: OptionPairs = []
     add(pairs, OPT_SEED, seed)
     add(pairs, OPT_MASSIVE, massive)

@@ -243,6 +243,7 @@ class Model:
     def decide_batch(self, requests: Sequence[RequestLike]) -> List[Response]:
         """Answer several requests together (their sequences share the model's batches; each
         answer equals what decide gives alone). All or nothing: an error names the request."""
+        _check_sequence("decide_batch", requests)
         raw = self._raw.decide_batch([encode_request(r) for r in requests])
         return [from_raw(r) for r in raw]
 
@@ -263,6 +264,7 @@ class Model:
         closed meanwhile: ``MisuseError``, out of memory in the library) is the error of each
         of its requests, as in the other bindings."""
         _check_group(group)
+        _check_sequence("decide_each", requests)
         return self._each(iter(requests), group)
 
     def _each(self, requests: Iterator[RequestLike],
@@ -282,6 +284,7 @@ class Model:
         ``executor`` (the loop's default one if None) while the event loop keeps running.
         ``requests`` may be an iterable or an async iterable."""
         _check_group(group)
+        _check_sequence("decide_each_async", requests)
         return self._each_async(requests, group, executor)
 
     async def _each_async(self, requests: Union[Iterable[RequestLike], AsyncIterable[RequestLike]],
@@ -319,6 +322,7 @@ class Model:
 
     async def decide_batch_async(self, requests: Sequence[RequestLike], *,
                                  executor: Optional[Executor] = None) -> List[Response]:
+        _check_sequence("decide_batch_async", requests)
         bodies = [encode_request(r) for r in requests]
         loop = asyncio.get_running_loop()
         raw = await loop.run_in_executor(executor, functools.partial(self._raw.decide_batch, bodies))
@@ -348,6 +352,14 @@ def _request(request, state, questions, model) -> Union[str, bytes]:
     if state is not None or questions is not None or model is not None:
         raise TypeError("give either a request or state=/questions=/model=, not both")
     return encode_request(request)
+
+
+def _check_sequence(what: str, requests: Any) -> None:
+    """One request where many are expected is refused: iterating a JSON text would make each
+    character a "request", a dict each of its keys."""
+    if isinstance(requests, (str, bytes, bytearray, memoryview, Mapping, Request)):
+        raise TypeError(f"{what} expects a sequence of requests, not a single "
+                        f"{type(requests).__name__} (wrap one request in a list)")
 
 
 def _check_group(group: int) -> None:

@@ -34,6 +34,23 @@
 
 static PyObject *error_factory; /* callable(status, message, errno) -> exception instance */
 
+/* A library message as a str. Messages name files, and a file name need not be UTF-8: its
+ * bytes are kept as lone surrogates (surrogateescape, as os.fsdecode), so os.fsencode(message)
+ * gives them back and the decoding never fails. */
+static PyObject *message_str(const char *message) {
+    if (!message) message = "";
+    return PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message), "surrogateescape");
+}
+
+/* factory(status, message, errno), the message decoded by message_str. */
+static PyObject *call_error_factory(int status, const char *message, int sys_errno) {
+    PyObject *msg = message_str(message);
+    if (!msg) return NULL;
+    PyObject *exc = PyObject_CallFunction(error_factory, "iOi", status, msg, sys_errno);
+    Py_DECREF(msg);
+    return exc;
+}
+
 /* Raises the package exception for (status, message, errno); returns NULL for `return
  * raise(...)`. `cause` (a reference that is stolen, may be NULL) becomes the exception's
  * __cause__. */
@@ -44,7 +61,7 @@ static PyObject *raise_status_errno(int status, const char *message, int sys_err
         Py_XDECREF(cause);
         return NULL;
     }
-    PyObject *exc = PyObject_CallFunction(error_factory, "isi", status, message, sys_errno);
+    PyObject *exc = call_error_factory(status, message, sys_errno);
     if (!exc) {
         Py_XDECREF(cause);
         return NULL;
@@ -59,9 +76,13 @@ static PyObject *raise_status_errno(int status, const char *message, int sys_err
  * item's error); NULL with an exception if the factory failed. */
 static PyObject *error_instance(int status, const char *message) {
     if (!message || !*message) message = skycmd_strerror(status);
-    if (!error_factory)
-        return PyObject_CallFunction(PyExc_RuntimeError, "s", message);
-    return PyObject_CallFunction(error_factory, "isi", status, message, 0);
+    if (!error_factory) {
+        PyObject *msg = message_str(message);
+        PyObject *exc = msg ? PyObject_CallOneArg(PyExc_RuntimeError, msg) : NULL;
+        Py_XDECREF(msg);
+        return exc;
+    }
+    return call_error_factory(status, message, 0);
 }
 
 static PyObject *raise_status_cause(int status, const char *message, PyObject *cause) {
@@ -84,7 +105,11 @@ static PyObject *raise_call_error(int status, const skycmd_error *err) {
  * the trampolines on a thread that does not hold the GIL. A Python exception in either
  * callable (or a progress return value of exactly False) cancels the call; the exception is
  * kept and becomes the __cause__ of the CancelledError raised (or is raised itself when the
- * call could not be cancelled: log messages of an open). */
+ * call could not be cancelled: log messages of an open).
+ * An exception that is not an Exception (KeyboardInterrupt, SystemExit, GeneratorExit) is
+ * never wrapped: the call is cancelled at its next progress report (with a log callable and
+ * no progress one, a progress trampoline is installed for this alone) and the very exception
+ * object is raised again, so `except Exception` does not swallow Ctrl-C or sys.exit(). */
 typedef struct callback_state {
     PyObject *progress; /* borrowed from the call's arguments; NULL when none */
     PyObject *log;      /* likewise */
@@ -106,11 +131,20 @@ static void keep_raised(callback_state *c) {
 #endif
 }
 
+/* True for a kept exception that must propagate as it is: a BaseException that is not an
+ * Exception (GIL held). */
+static int is_base_only(PyObject *e) {
+    return e && !PyObject_TypeCheck(e, (PyTypeObject *)PyExc_Exception);
+}
+
 static int progress_trampoline(void *user_data, uint64_t done, uint64_t total) {
     callback_state *c = user_data;
     PyGILState_STATE gil = PyGILState_Ensure();
     int cancel = 1;
-    if (!c->raised) {
+    if (!c->progress) {
+        /* installed for the log callable only: stop for KeyboardInterrupt/SystemExit */
+        cancel = is_base_only(c->raised);
+    } else if (!c->raised) {
         PyObject *r = PyObject_CallFunction(c->progress, "KK", (unsigned long long)done,
                                             (unsigned long long)total);
         if (!r) {
@@ -128,7 +162,9 @@ static void log_trampoline(void *user_data, int level, const char *message) {
     callback_state *c = user_data;
     PyGILState_STATE gil = PyGILState_Ensure();
     if (!c->raised) {
-        PyObject *r = PyObject_CallFunction(c->log, "is", level, message);
+        PyObject *msg = message_str(message);
+        PyObject *r = msg ? PyObject_CallFunction(c->log, "iO", level, msg) : NULL;
+        Py_XDECREF(msg);
         if (!r)
             keep_raised(c);
         else
@@ -216,7 +252,9 @@ static skycmd_options *make_options(PyObject *pairs, callback_state *callbacks) 
         skycmd_options_free(opts);
         return NULL;
     }
-    if (callbacks && callbacks->progress)
+    /* With a log callable alone the trampoline only checks for a KeyboardInterrupt or
+     * SystemExit the log raised (progress_trampoline). */
+    if (callbacks && (callbacks->progress || callbacks->log))
         skycmd_options_set_progress(opts, progress_trampoline, callbacks);
     if (callbacks && callbacks->log) skycmd_options_set_log(opts, log_trampoline, callbacks);
     return opts;
@@ -379,7 +417,10 @@ static PyObject *model_open_common(PyObject *path_bytes, PyObject *buffer_owner,
     Py_END_ALLOW_THREADS
     skycmd_options_free(opts);
     if (rc != SKYCMD_OK) {
-        raise_call_error(rc, err);
+        if (is_base_only(callbacks.raised)) /* cancelled for a KeyboardInterrupt, ...: as is */
+            raise_kept(&callbacks);
+        else
+            raise_call_error(rc, err);
         skycmd_error_free(err);
         goto fail;
     }
@@ -439,7 +480,7 @@ static PyObject *model_get_closed(ModelObject *self, void *unused) {
 static PyObject *model_get_name(ModelObject *self, void *unused) {
     (void)unused;
     if (model_check_open(self) < 0) return NULL;
-    return PyUnicode_FromString(skycmd_model_name(self->model));
+    return message_str(skycmd_model_name(self->model)); /* a file's metadata: any bytes */
 }
 
 static PyObject *model_get_idle_sessions(ModelObject *self, void *unused) {
@@ -448,6 +489,11 @@ static PyObject *model_get_idle_sessions(ModelObject *self, void *unused) {
 }
 
 static PyObject *model_get_int(ModelObject *self, PyObject *arg) {
+    if (!PyUnicode_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "get_int: name must be a str, not %.100s",
+                     Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
     const char *name = PyUnicode_AsUTF8(arg);
     if (!name) return NULL;
     if (model_check_open(self) < 0) return NULL;
@@ -537,6 +583,17 @@ static int request_bytes(PyObject *obj, const char **data, Py_ssize_t *len) {
     return -1;
 }
 
+/* decide_batch and decide_each take a sequence of requests: a str or bytes is one request
+ * (iterating it would make each character a "request"), refused with a TypeError. */
+static int refuse_single_request(const char *what, PyObject *arg) {
+    if (PyUnicode_Check(arg) || PyBytes_Check(arg) || PyByteArray_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "%s expects a sequence of requests, not a single %.100s "
+                     "(wrap one request in a list)", what, Py_TYPE(arg)->tp_name);
+        return -1;
+    }
+    return 0;
+}
+
 /* One request: parse, decide and write the wire JSON with the GIL released. */
 static PyObject *model_decide(ModelObject *self, PyObject *arg) {
     const char *json;
@@ -572,6 +629,7 @@ static PyObject *model_decide(ModelObject *self, PyObject *arg) {
 
 /* Many requests answered together (skycmd_decide_batch): a list of response tuples. */
 static PyObject *model_decide_batch(ModelObject *self, PyObject *arg) {
+    if (refuse_single_request("decide_batch", arg) < 0) return NULL;
     /* A tuple of our own: the texts are read with the GIL released, when another thread
      * could change a list the caller passed. */
     PyObject *seq = PySequence_Tuple(arg);
@@ -650,6 +708,7 @@ done:
  * Python generator (Model.decide_each) cuts a stream into such groups. Raises only for what
  * fails the whole group (a closed model, out of memory, an item that is not str/bytes). */
 static PyObject *model_decide_each(ModelObject *self, PyObject *arg) {
+    if (refuse_single_request("decide_each", arg) < 0) return NULL;
     PyObject *seq = PySequence_Tuple(arg); /* our own: read with the GIL released */
     if (!seq) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -809,6 +868,11 @@ static PyObject *tokenizer_close(TokenizerObject *self, PyObject *unused) {
 /* Token ids of a text (a list of int); with count_only, just their number. The GIL stays
  * held: tokenizing is short, and the tokenizer's lifetime then needs no other guard. */
 static PyObject *tokenizer_encode_common(TokenizerObject *self, PyObject *arg, int count_only) {
+    if (!PyUnicode_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "%s: text must be a str, not %.100s",
+                     count_only ? "count" : "encode", Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
     Py_ssize_t len;
     const char *text = PyUnicode_AsUTF8AndSize(arg, &len);
     if (!text) return NULL;
@@ -856,9 +920,11 @@ static PyObject *tokenizer_decode(TokenizerObject *self, PyObject *arg) {
         return PyErr_NoMemory();
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+        /* any id out of the int32 range is the same error, however large (not OverflowError) */
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(PySequence_Fast_GET_ITEM(seq, i), &overflow);
         if (v == -1 && PyErr_Occurred()) goto fail;
-        if (v < INT32_MIN || v > INT32_MAX) {
+        if (overflow || v < INT32_MIN || v > INT32_MAX) {
             raise_status(SKYCMD_E_INVALID_ARGUMENT, "a token id is out of the int32 range");
             goto fail;
         }
@@ -881,18 +947,20 @@ fail:
 }
 
 static PyObject *tokenizer_token(TokenizerObject *self, PyObject *arg) {
-    long id = PyLong_AsLong(arg);
+    int overflow = 0;
+    long long id = PyLong_AsLongLongAndOverflow(arg, &overflow);
     if (id == -1 && PyErr_Occurred()) return NULL;
     const skycmd_tokenizer *tok = tokenizer_get(self);
     if (!tok) return NULL;
-    if (id < INT32_MIN || id > INT32_MAX) Py_RETURN_NONE;
+    if (overflow || id < INT32_MIN || id > INT32_MAX) Py_RETURN_NONE; /* out of range, any size */
     return str_or_none(skycmd_tokenizer_token(tok, (int32_t)id));
 }
 
 static PyObject *tokenizer_special_id(TokenizerObject *self, PyObject *arg) {
-    long which = PyLong_AsLong(arg);
+    int overflow = 0;
+    long long which = PyLong_AsLongLongAndOverflow(arg, &overflow);
     if (which == -1 && PyErr_Occurred()) return NULL;
-    if (which < 0 || which > INT32_MAX) Py_RETURN_NONE;
+    if (overflow || which < 0 || which > INT32_MAX) Py_RETURN_NONE;
     const skycmd_tokenizer *tok = tokenizer_get(self);
     if (!tok) return NULL;
     int32_t id = skycmd_tokenizer_special_id(tok, (int)which);
@@ -1021,7 +1089,10 @@ static PyObject *two_path_call(PyObject *args, two_path_fn fn, int input_is_path
         Py_BEGIN_ALLOW_THREADS
         rc = fn(a, b, opts, err);
         Py_END_ALLOW_THREADS
-        if (rc != SKYCMD_OK) {
+        if (rc != SKYCMD_OK && is_base_only(callbacks.raised)) {
+            /* cancelled for a KeyboardInterrupt, SystemExit, ...: that exception, unwrapped */
+            raise_kept(&callbacks);
+        } else if (rc != SKYCMD_OK) {
             raise_status_errno(rc, skycmd_error_message(err), skycmd_error_errno(err), callbacks.raised);
             callbacks.raised = NULL;
         } else if (callbacks.raised) {

@@ -215,6 +215,43 @@ def test_error_not_gguf(tmp_path):
     assert e.value.message
 
 
+
+def test_error_non_utf8_file_name(tmp_path, model_path):
+    """A file name that is not UTF-8 keeps the library's error (status, errno, filename);
+    the message holds its bytes as surrogates (os.fsencode gives them back), as do the log
+    messages that name it."""
+    base = os.fsencode(tmp_path)
+    missing = base + b"/missing\xff.gguf"
+    for open_it in (skycmd.Model.open, skycmd.inspect, skycmd.inspect_json):
+        with pytest.raises(skycmd.NoSuchFileError) as e:
+            open_it(missing)
+        assert e.value.code == "SKYCMD_E_IO" and e.value.errno == errno.ENOENT
+        assert e.value.filename == missing
+        assert b"missing\xff.gguf" in os.fsencode(e.value.message)
+    with pytest.raises(skycmd.NoSuchFileError) as e:
+        skycmd.Tokenizer.open(base + b"/missing\xff.json")
+    assert e.value.errno == errno.ENOENT and e.value.filename == base + b"/missing\xff.json"
+    truncated = base + b"/truncated\xff.gguf"
+    with open(model_path, "rb") as f, open(truncated, "wb") as out:
+        out.write(f.read(100))
+    for open_it in (skycmd.Model.open, skycmd.inspect):
+        with pytest.raises(skycmd.FormatError) as e:
+            open_it(truncated)
+        assert e.value.code == "SKYCMD_E_FORMAT"
+        assert b"truncated\xff.gguf" in os.fsencode(e.value.message)
+    # the log messages of a quantize name its input
+    source = base + b"/model\xff.gguf"
+    with open(model_path, "rb") as f, open(source, "wb") as out:
+        out.write(f.read())
+    events = []
+    skycmd.quantize(source, base + b"/q8\xff.gguf", log=lambda level, msg: events.append(msg))
+    assert any("model\udcff.gguf" in msg for msg in events)
+    # a str path: inspect sets filename too
+    with pytest.raises(FileNotFoundError) as e:
+        skycmd.inspect(str(tmp_path / "missing.gguf"))
+    assert e.value.filename == str(tmp_path / "missing.gguf")
+
+
 def test_error_bad_json(model):
     with pytest.raises(skycmd.JsonError) as e:
         model.decide('{"state": "x", "questions": ')
@@ -708,6 +745,40 @@ def test_progress_exception_cancels(model_path, tmp_path):
         skycmd.quantize(model_path, out, "q8_0", progress=42)  # type: ignore[arg-type]
 
 
+
+@pytest.mark.parametrize("make", [KeyboardInterrupt, lambda: SystemExit(3)])
+def test_progress_base_exception_propagates(model_path, tmp_path, make):
+    """Ctrl-C or sys.exit() in a callback cancels the call (no output) and is raised as it
+    is, not as a CancelledError that `except Exception` would catch."""
+    out = tmp_path / "cancelled.gguf"
+    raised = make()
+
+    def progress(done, total):
+        raise raised
+
+    with pytest.raises(BaseException) as e:
+        skycmd.quantize(model_path, out, "q8_0", progress=progress)
+    assert e.value is raised and not out.exists()
+    # the log path: with and without a progress callable, the call is cancelled likewise
+    def log(level, msg):
+        raise raised
+
+    for progress in (None, lambda done, total: None):
+        with pytest.raises(BaseException) as e:
+            skycmd.quantize(model_path, out, "q8_0", progress=progress, log=log)
+        assert e.value is raised and not out.exists()
+    before = _skycmd.live_models()
+    with pytest.raises(BaseException) as e:
+        skycmd.Model.open(model_path, weights="q8", log=log)
+    assert e.value is raised and _skycmd.live_models() == before
+    # an ordinary exception in a log callable alone still cannot cancel: raised after
+    def failing_log(level, msg):
+        raise RuntimeError("log refused")
+
+    with pytest.raises(RuntimeError, match="log refused"):
+        skycmd.quantize(model_path, out, "q8_0", log=failing_log)
+
+
 def test_convert_tokenizer_and_cancel(tmp_path, example):
     laya = tmp_path / "laya"
     skycmd.random_model("s1-pico", laya, layout="laya", seed=3)
@@ -851,3 +922,38 @@ def test_log_callback(model_path, example):
     assert _skycmd.live_models() == before
     with pytest.raises(TypeError, match="callable"):
         skycmd.Model.open(model_path, log="print")  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ argument types --------
+
+def test_argument_type_errors(model, example_text, tmp_path):
+    """Arguments of the wrong Python type are TypeErrors naming the argument; one request
+    where a sequence of them is expected is refused, not read character by character."""
+    for one in (example_text, example_text.encode(), json.loads(example_text)):
+        with pytest.raises(TypeError, match="decide_batch expects a sequence of requests"):
+            model.decide_batch(one)
+        with pytest.raises(TypeError, match="decide_each expects a sequence of requests"):
+            model.decide_each(one)
+        with pytest.raises(TypeError, match="decide_batch_async expects a sequence"):
+            asyncio.run(model.decide_batch_async(one))
+    with pytest.raises(TypeError, match="decide_batch expects a sequence of requests"):
+        model._raw.decide_batch(example_text)
+    with pytest.raises(TypeError, match="decide_each expects a sequence of requests"):
+        model._raw.decide_each(example_text.encode())
+    with pytest.raises(TypeError, match="preset"):
+        skycmd.random_model(None, tmp_path / "x.gguf")  # type: ignore[arg-type]
+    assert not (tmp_path / "x.gguf").exists()
+    with pytest.raises(TypeError, match="get_int: name must be a str, not NoneType"):
+        model.get_int(None)  # type: ignore[arg-type]
+    tok = model.tokenizer
+    with pytest.raises(TypeError, match="encode: text must be a str, not NoneType"):
+        tok.encode(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="count: text must be a str, not bytes"):
+        tok.count(b"abc")  # type: ignore[arg-type]
+    # every id out of the int32 range is the same error, however large
+    for bad in (10**12, 2**70, -(2**70), 2**31):
+        with pytest.raises(skycmd.InvalidArgumentError):
+            tok.decode([bad])
+    assert tok.token(2**70) is None and tok._raw.special_id(2**70) is None
+    with pytest.raises(TypeError):
+        tok.decode(["a"])  # type: ignore[list-item]
