@@ -13,8 +13,22 @@
 %typemap(jni) const char *, char * "jbyteArray"
 %typemap(jtype) const char *, char * "byte[]"
 %typemap(jstype) const char *, char * "String"
-%typemap(javain) const char *, char *
-    "($javainput == null ? null : ($javainput + \"\\0\").getBytes(java.nio.charset.StandardCharsets.UTF_8))"
+%typemap(javain) const char *, char * "org.skycmd.internal.skycmd.cString($javainput, \"$javainput\")"
+/* A String with a NUL (U+0000) would reach C cut at it (the C strings end there): every
+ * string argument refuses it with an IllegalArgumentException naming the argument, never a
+ * silent truncation. */
+%pragma(java) modulecode=%{
+  /** The UTF-8 bytes of s with the terminating NUL (null: null); a NUL inside s throws. */
+  static byte[] cString(String s, String argument) {
+    if (s == null) return null;
+    int at = s.indexOf('\0');
+    if (at >= 0) {
+      throw new IllegalArgumentException(argument + " contains a NUL character (at index " + at
+          + "): the C library would cut the string there");
+    }
+    return (s + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8);
+  }
+%}
 %typemap(javaout) const char *, char * {
     byte[] utf8 = $jnicall;
     return utf8 == null ? null : new String(utf8, java.nio.charset.StandardCharsets.UTF_8);

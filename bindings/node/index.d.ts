@@ -161,7 +161,7 @@ export declare class Request {
 export declare function request(fields: { state: Content; questions: Entries<Question>; model?: string }): Request;
 
 /** A /v1/systemone request: a typed Request, JSON text, or an object (JSON.stringify). */
-export type RequestInput = Request | string | { state: unknown; questions: Record<string, unknown>; model?: string };
+export type RequestInput = Request | string | Uint8Array | { state: unknown; questions: Record<string, unknown>; model?: string };
 
 /** One item of Model.decideEach: the response, or the request's error. */
 export type EachResult = { readonly response: Response; readonly error?: undefined } | { readonly response?: undefined; readonly error: SkycmdError };

@@ -32,6 +32,7 @@
  */
 const path = require('path');
 const os = require('os');
+const fs = require('fs');
 
 function loadAddon() {
   const file = process.env.SKYCMD_NODE_ADDON || path.join(__dirname, 'build', 'Release', 'skycmd.node');
@@ -82,6 +83,54 @@ function workerError(op, e, file) {
   return e;
 }
 
+// ------------------------------------------------------------------ argument checks ----
+// A wrong type is a TypeError (code ERR_INVALID_ARG_TYPE), a string the C API would cut at
+// an embedded NUL a TypeError (ERR_INVALID_ARG_VALUE), a number that is no valid integer a
+// RangeError (ERR_OUT_OF_RANGE), as Node's own APIs report them: never a silent coercion.
+
+function received(v) {
+  if (v === null) return 'null';
+  if (v === undefined) return 'undefined';
+  if (typeof v === 'function') return `function ${v.name || '<anonymous>'}`;
+  if (typeof v === 'object') return v.constructor && v.constructor.name ? `an instance of ${v.constructor.name}` : 'an object';
+  let shown = typeof v === 'bigint' ? `${v}n` : String(v);
+  if (shown.length > 28) shown = `${shown.slice(0, 25)}...`;
+  return `type ${typeof v} (${typeof v === 'string' ? JSON.stringify(shown) : shown})`;
+}
+
+function argTypeError(name, what, v) {
+  const e = new TypeError(`The "${name}" argument must be ${what}. Received ${received(v)}`);
+  e.code = 'ERR_INVALID_ARG_TYPE';
+  return e;
+}
+
+/** A string argument that goes to C as a NUL-terminated string. */
+function cString(name, v) {
+  if (typeof v !== 'string') throw argTypeError(name, 'of type string', v);
+  const i = v.indexOf('\0');
+  if (i >= 0) {
+    const e = new TypeError(`The "${name}" argument must be a string without null bytes ` +
+      `(the C library would cut it at the one at index ${i})`);
+    e.code = 'ERR_INVALID_ARG_VALUE';
+    throw e;
+  }
+  return v;
+}
+
+/** An integer argument in [min, max]. */
+function intArg(name, v, min, max) {
+  if (typeof v !== 'number') throw argTypeError(name, 'of type number', v);
+  if (!Number.isInteger(v) || v < min || v > max) {
+    const e = new RangeError(`The value of "${name}" is out of range. It must be an integer >= ${min} and <= ${max}. Received ${v}`);
+    e.code = 'ERR_OUT_OF_RANGE';
+    throw e;
+  }
+  return v;
+}
+
+const INT32_MIN = -0x80000000;
+const INT32_MAX = 0x7fffffff;
+
 function check(op, status, message) {
   if (status !== 0) throw new SkycmdError(op, status, message);
 }
@@ -114,8 +163,9 @@ const ACTIVATIONS = { q8x2: 0, q8: 1 };
 const LAYOUTS = { gguf: 0, laya: 1 };
 
 function enumValue(table, v, what) {
-  if (typeof v === 'number') return v;
-  const k = String(v).toLowerCase();
+  if (typeof v === 'number') return intArg(what, v, INT32_MIN, INT32_MAX);
+  if (typeof v !== 'string') throw argTypeError(what, 'a string or a number', v);
+  const k = v.toLowerCase();
   if (!(k in table)) throw new SkycmdError('options', Status.INVALID_ARGUMENT, `unknown ${what} "${v}"`);
   return table[k];
 }
@@ -148,11 +198,11 @@ function buildOptions(op, opts) {
     if (!spec) throw new SkycmdError(op, Status.INVALID_ARGUMENT, `unknown option "${name}"`);
     const [key, kind, table] = spec;
     if (kind === 'str') {
-      check(op, box.setString(key, String(value)), `option ${name} is invalid`);
+      check(op, box.setString(key, cString(name, value)), `option ${name} is invalid`);
       continue;
     }
     let v = typeof value === 'boolean' ? (value ? 1 : 0) : value;
-    v = table ? enumValue(table, v, name) : Number(v);
+    v = table ? enumValue(table, v, name) : intArg(name, v, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
     if (kind === 'session') session.push(key, v);
     else check(op, box.setInt(key, v), `option ${name} is out of range`);
   }
@@ -177,78 +227,105 @@ function handleLess(op, opts, fn, file) {
   return c;
 }
 
-function cancelledError(op, signal) {
-  const e = new SkycmdError(op, Status.CANCELLED, 'cancelled before it started');
+function cancelledError(op, signal, message = 'cancelled before it started') {
+  const e = new SkycmdError(op, Status.CANCELLED, message);
   e.cause = signal.reason;
   return e;
 }
 
+/** Removes the output file a cancelled call wrote anyway (it finished before it saw the
+ * cancellation): a cancelled call leaves no output. */
+function removeOutput(file) {
+  if (!file) return;
+  try { fs.rmSync(file, { force: true }); } catch (_) { /* nothing more to do */ }
+}
+
+/** The SkycmdError of a rejected fileAsync/openModelAsync: an exception thrown by onProgress
+ * cancelled the call (its cause), else an aborted signal's reason is the cause. */
+function fileWorkerError(op, e, file, signal) {
+  const err = workerError(op, e, file);
+  if (!(err instanceof SkycmdError) || err.status !== Status.CANCELLED) return err;
+  if (e.callbackError !== undefined) err.cause = e.callbackError;
+  else if (signal && signal.aborted) err.cause = signal.reason;
+  return err;
+}
+
 // The libuv-pool form of a handle-less call: fileAsync in skycmd.i. An AbortSignal raises
 // the options box's cancel flag, which the C progress callback reads on the worker thread.
+// An exception thrown by onProgress cancels the call too: the promise rejects with
+// SKYCMD_E_CANCELLED whose cause is the exception, and no output is left. a and b are the
+// checked strings (b: the output file, '' for inspect).
 async function fileOp(op, nativeOp, a, b, opts) {
   ensureUsable();
   const signal = opts && opts.signal;
   const onProgress = opts && opts.onProgress;
   if (signal && signal.aborted) throw cancelledError(op, signal);
   const [o] = buildOptions(op, optionsOnly(opts));
+  const output = nativeOp === 'inspect' ? null : b;
   const abort = () => o.cancel();
   if (signal) signal.addEventListener('abort', abort, { once: true });
+  let result;
   try {
-    return await native.fileAsync(nativeOp, String(a), String(b), o,
-                                  typeof onProgress === 'function' ? onProgress : undefined);
+    result = await native.fileAsync(nativeOp, a, b, o, typeof onProgress === 'function' ? onProgress : undefined);
   } catch (e) {
     if (e && typeof e.status === 'number') {
-      const err = workerError(op, e, a);
-      if (e.status === Status.CANCELLED && signal && signal.aborted) err.cause = signal.reason;
-      throw err;
+      if (e.completed) removeOutput(output);
+      throw fileWorkerError(op, e, a, signal);
     }
     throw e;
   } finally {
     if (signal) signal.removeEventListener('abort', abort);
   }
+  // Aborted after the library's last progress report: the call finished anyway, but an
+  // aborted signal means SKYCMD_E_CANCELLED and no output.
+  if (signal && signal.aborted) {
+    removeOutput(output);
+    throw cancelledError(op, signal, 'cancelled');
+  }
+  return result;
 }
 
 /** Converts a Laya checkpoint directory to one GGUF file (type, headType, name, pre, signal,
  * onProgress) on the thread pool. */
-function convert(layaDir, outPath, opts) {
-  return fileOp('convert', 'convert', layaDir, outPath, opts);
+async function convert(layaDir, outPath, opts) {
+  return fileOp('convert', 'convert', cString('layaDir', layaDir), cString('outPath', outPath), opts);
 }
 
 /** Re-types the tensors of a GGUF file (type, headType, signal, onProgress) on the pool;
  * {weights: 'q8'} ('q8_row') stores the calibrated int8 that opening with weights 'q8'
  * ('q8_row') makes instead. */
-function quantize(inPath, outPath, opts) {
-  return fileOp('quantize', 'quantize', inPath, outPath, opts);
+async function quantize(inPath, outPath, opts) {
+  return fileOp('quantize', 'quantize', cString('inPath', inPath), cString('outPath', outPath), opts);
 }
 
 /** Writes a deterministic random model of a preset (seed, massive, layout) on the pool. */
-function randomModel(preset, outPath, opts) {
-  return fileOp('random model', 'random', preset, outPath, opts);
+async function randomModel(preset, outPath, opts) {
+  return fileOp('random model', 'random', cString('preset', preset), cString('outPath', outPath), opts);
 }
 
 /** Resolves to the printed header, metadata and tensor table of a GGUF file (maxArray, json). */
-function inspect(ggufPath, opts) {
-  return fileOp('inspect', 'inspect', ggufPath, '', opts);
+async function inspect(ggufPath, opts) {
+  return fileOp('inspect', 'inspect', cString('ggufPath', ggufPath), '', opts);
 }
 
 /** convert() on the calling thread (blocks the event loop). */
 function convertSync(layaDir, outPath, opts) {
-  handleLess('convert', opts, (c, o) => c.convert(String(layaDir), String(outPath), o));
+  handleLess('convert', opts, (c, o) => c.convert(cString('layaDir', layaDir), cString('outPath', outPath), o));
 }
 
 /** randomModel() on the calling thread. */
 function randomModelSync(preset, outPath, opts) {
-  handleLess('random model', opts, (c, o) => c.randomModel(String(preset), String(outPath), o));
+  handleLess('random model', opts, (c, o) => c.randomModel(cString('preset', preset), cString('outPath', outPath), o));
 }
 
 /** quantize() on the calling thread. */
 function quantizeSync(inPath, outPath, opts) {
-  handleLess('quantize', opts, (c, o) => c.quantize(String(inPath), String(outPath), o));
+  handleLess('quantize', opts, (c, o) => c.quantize(cString('inPath', inPath), cString('outPath', outPath), o));
 }
 
 /** inspect() on the calling thread. */
 function inspectSync(ggufPath, opts) {
-  return handleLess('inspect', opts, (c, o) => c.inspect(String(ggufPath), o), ggufPath).takeOutput();
+  return handleLess('inspect', opts, (c, o) => c.inspect(cString('ggufPath', ggufPath), o), ggufPath).takeOutput();
 }
 
 /** Where the library finds the built-in model s1-pico-flappy.gguf (skycmd_default_model_path):
@@ -480,13 +557,28 @@ class Request {
   toJSON() { return JSON.parse(this.json()); }
 }
 
+/** The requests of decideBatch: any iterable but a string (a string is one request). */
+function requestsArg(requests) {
+  if (requests === null || typeof requests !== 'object' || typeof requests[Symbol.iterator] !== 'function') {
+    throw argTypeError('requests', 'an iterable of requests', requests);
+  }
+  return requests;
+}
+
 /** request({state, questions, model?}) is new Request(...). */
 function request(fields) { return new Request(fields); }
 
+/** The JSON text of a request: a string, a Buffer/Uint8Array holding the JSON (UTF-8), a
+ * Request, or a plain request object. A raw NUL can never be part of JSON text (the C string
+ * would end there): refused, as any other type. */
 function requestText(request) {
-  if (typeof request === 'string') return request;
-  if (request instanceof Request) return request.json();
-  return JSON.stringify(request);
+  let text;
+  if (typeof request === 'string') text = request;
+  else if (request instanceof Request) return request.json();
+  else if (request instanceof Uint8Array) text = Buffer.from(request.buffer, request.byteOffset, request.byteLength).toString('utf8');
+  else if (request !== null && typeof request === 'object') return JSON.stringify(request);
+  else throw argTypeError('request', 'a string, a Buffer, a Request or a request object', request);
+  return cString('request', text);
 }
 
 // Native models open right now (for leak checks).
@@ -519,7 +611,7 @@ class Model {
     const [o, session] = buildOptions('open', optionsOnly(opts));
     const c = new native.SkyCall();
     const box = new native.SkyModel();
-    const st = c.openModel(String(ggufPath), o, box);
+    const st = c.openModel(cString('ggufPath', ggufPath), o, box);
     if (st !== 0) throw callError('open', st, c, ggufPath);
     return new Model(box, session);
   }
@@ -531,6 +623,7 @@ class Model {
    * that finished loading anyway is freed. */
   static async openAsync(ggufPath, opts) {
     ensureUsable();
+    cString('ggufPath', ggufPath);
     const signal = opts && opts.signal;
     const onProgress = opts && opts.onProgress;
     if (signal && signal.aborted) throw cancelledError('open', signal);
@@ -539,18 +632,17 @@ class Model {
     const abort = () => o.cancel();
     if (signal) signal.addEventListener('abort', abort, { once: true });
     try {
-      await native.openModelAsync(String(ggufPath), o, box,
+      await native.openModelAsync(ggufPath, o, box,
                                   typeof onProgress === 'function' ? onProgress : undefined);
     } catch (e) {
-      const err = workerError('open', e, ggufPath);
-      if (err instanceof SkycmdError && err.status === Status.CANCELLED && signal && signal.aborted) err.cause = signal.reason;
-      throw err;
+      // onProgress threw (the cause; a model that loaded anyway is freed) or the signal aborted
+      throw fileWorkerError('open', e, ggufPath, signal);
     } finally {
       if (signal) signal.removeEventListener('abort', abort);
     }
     if (signal && signal.aborted) { // aborted after the load finished: the model is not wanted
       if (box.close() !== 0) throw new SkycmdError('open', Status.INTERNAL, 'cannot free an aborted model');
-      throw cancelledError('open', signal);
+      throw cancelledError('open', signal, 'cancelled');
     }
     return new Model(box, session);
   }
@@ -591,7 +683,7 @@ class Model {
   /** A hyper-parameter by GGUF-style name ("embedding_length", "decision.max_tokens", ...). */
   intParameter(name) {
     this._usable('model int');
-    const v = this._res.box.getInt(String(name));
+    const v = this._res.box.getInt(cString('name', name));
     if (v < 0) throw new SkycmdError('model int', Status.NOT_FOUND, `no hyper-parameter ${name}`);
     return v;
   }
@@ -654,7 +746,7 @@ class Model {
    * All or nothing: a failure names the request ("request 2: ..."). */
   async decideBatch(requests) {
     this._usable('decide batch');
-    const texts = Array.from(requests, requestText);
+    const texts = Array.from(requestsArg(requests), requestText);
     this._pending++;
     try {
       const plains = await native.decideBatchAsync(this._res.box, texts, this._session);
@@ -704,11 +796,12 @@ class Model {
       let text;
       try {
         text = requestText(item);
-      } catch (e) { // e.g. JSON.stringify of a cyclic object
-        out[i] = { error: e instanceof SkycmdError ? e : new SkycmdError('decide each', Status.INVALID_ARGUMENT, String(e && e.message)) };
+      } catch (e) { // e.g. JSON.stringify of a cyclic object, a value that is no request
+        const msg = e && e.code === 'ERR_INVALID_ARG_TYPE' ? `request ${typeof item} is not a request` : String(e && e.message);
+        out[i] = { error: e instanceof SkycmdError ? e : new SkycmdError('decide each', Status.INVALID_ARGUMENT, msg) };
         return;
       }
-      if (typeof text !== 'string') {
+      if (typeof text !== 'string') { // JSON.stringify of a value it leaves out
         out[i] = { error: new SkycmdError('decide each', Status.INVALID_ARGUMENT, `request ${typeof item} is not a request`) };
         return;
       }
@@ -738,7 +831,7 @@ class Model {
   decideBatchSync(requests) {
     this._usable('decide batch');
     const batch = new native.SkyBatch();
-    for (const r of requests) check('decide batch', batch.add(requestText(r)), batch.message());
+    for (const r of requestsArg(requests)) check('decide batch', batch.add(requestText(r)), batch.message());
     const s = this._takeSession();
     try {
       check('decide batch', s.decideBatch(batch), s.message());
@@ -793,7 +886,7 @@ class Tokenizer {
   static open(jsonPath) {
     ensureUsable();
     const box = new native.SkyTokenizer();
-    const st = box.openJson(String(jsonPath));
+    const st = box.openJson(cString('jsonPath', jsonPath));
     // A file that does not exist: code 'ENOENT' with errno and path, as Model.open.
     if (st !== 0) throw new SkycmdError('open tokenizer', st, box.message(), box.osError(), jsonPath);
     return new Tokenizer(box, null);
@@ -806,10 +899,11 @@ class Tokenizer {
     return this._box;
   }
 
-  /** The ids of UTF-8 text, as HF tokenizers encodes it without special tokens (up to a NUL). */
+  /** The ids of UTF-8 text, as HF tokenizers encodes it without special tokens (a string; one
+   * with a NUL character is refused: the C call would end the text there). */
   encode(text) {
     const b = this._usable('encode');
-    check('encode', b.encode(String(text)), b.message());
+    check('encode', b.encode(cString('text', text)), b.message());
     const n = b.idCount();
     const ids = new Int32Array(n);
     for (let i = 0; i < n; i++) ids[i] = b.tokenId(i);
@@ -819,22 +913,25 @@ class Tokenizer {
   /** How many ids encode(text) gives. */
   countTokens(text) {
     const b = this._usable('count tokens');
-    check('count tokens', b.count(String(text)), b.message());
+    check('count tokens', b.count(cString('text', text)), b.message());
     return b.tokenCount();
   }
 
   /** The UTF-8 text of ids (an array or Int32Array). */
   decode(ids) {
     const b = this._usable('decode');
+    if (ids === null || typeof ids !== 'object' || typeof ids[Symbol.iterator] !== 'function') {
+      throw argTypeError('ids', 'an array or an Int32Array of token ids', ids);
+    }
     b.clearIds();
-    for (const id of ids) check('decode', b.appendId(id), b.message());
+    for (const id of ids) check('decode', b.appendId(intArg('ids[]', id, INT32_MIN, INT32_MAX)), b.message());
     check('decode', b.decode(), b.message());
     return b.decodedText();
   }
 
   /** The vocabulary entry of an id (byte-level form, e.g. "Ġthe"), or undefined. */
   token(id) {
-    const t = this._usable('token').token(id);
+    const t = this._usable('token').token(intArg('id', id, INT32_MIN, INT32_MAX));
     return t === '' ? undefined : t;
   }
 

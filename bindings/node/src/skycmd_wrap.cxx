@@ -3427,29 +3427,56 @@ public:
         skycmd_error_free(err);
     }
 
+    /* An exception thrown by onProgress cancels the call (the options box's cancel flag, read
+     * at the library's next progress report; no more reports reach onProgress) and becomes the
+     * `callbackError` of the SKYCMD_E_CANCELLED rejection (the JS layer's `cause`). It must
+     * not escape: node-addon-api would report it as an uncaught Node-API callback exception
+     * (DEP0168, or a crash with --force-node-api-uncaught-exceptions-policy) and the call
+     * would go on. */
     void OnProgress(const uint64_t *data, size_t count) override {
-        if (progress_ref_.IsEmpty() || count < 2) return;
-        Napi::Env env = Env();
-        Napi::HandleScope scope(env);
-        progress_ref_.Call({Napi::Number::New(env, (double)data[0]), Napi::Number::New(env, (double)data[1])});
+        if (progress_ref_.IsEmpty() || count < 2 || !callback_error_.IsEmpty() || callback_failed_) return;
+        try {
+            Napi::Env env = Env();
+            Napi::HandleScope scope(env);
+            progress_ref_.Call({Napi::Number::New(env, (double)data[0]), Napi::Number::New(env, (double)data[1])});
+        } catch (const Napi::Error &e) {
+            callback_failed_ = true;
+            __atomic_store_n(&opts_->cancel, 1, __ATOMIC_RELEASE);
+            try { callback_error_ = Napi::Persistent(e.Value()); } catch (const Napi::Error &) {}
+        }
     }
 
+    /* OnOK/OnError never let a C++ exception out: when the environment is being torn down (a
+     * worker_threads Worker terminated while the work ran) every Node-API call fails and
+     * node-addon-api throws Napi::Error, which would abort the whole process. */
     void OnOK() override {
-        Napi::Env env = Env();
-        Napi::HandleScope scope(env);
-        if (status_ != SKYCMD_OK) { deferred_.Reject(sky_napi_error(env, status_, message_, os_error_).Value()); return; }
-        if (target_) {
-            if (target_->h) { /* the box was filled meanwhile: refuse, the model is freed */
-                deferred_.Reject(sky_napi_error(env, SKYCMD_E_MISUSE, "model box is already open").Value());
+        try {
+            Napi::Env env = Env();
+            Napi::HandleScope scope(env);
+            if (callback_failed_) { /* onProgress threw: cancelled, whatever the library did */
+                Napi::Error e = sky_napi_error(env, SKYCMD_E_CANCELLED, "cancelled: the onProgress callback threw");
+                if (!callback_error_.IsEmpty()) e.Set("callbackError", callback_error_.Value());
+                e.Set("completed", Napi::Boolean::New(env, status_ == SKYCMD_OK)); /* its output was written */
+                deferred_.Reject(e.Value());
                 return;
             }
-            target_->h = model_;
-            model_ = NULL;
+            if (status_ != SKYCMD_OK) { deferred_.Reject(sky_napi_error(env, status_, message_, os_error_).Value()); return; }
+            if (target_) {
+                if (target_->h) { /* the box was filled meanwhile: refuse, the model is freed */
+                    deferred_.Reject(sky_napi_error(env, SKYCMD_E_MISUSE, "model box is already open").Value());
+                    return;
+                }
+                target_->h = model_;
+                model_ = NULL;
+            }
+            deferred_.Resolve(has_output_ ? Napi::Value(Napi::String::New(env, output_)) : env.Undefined());
+        } catch (const Napi::Error &) { /* the environment is going away */
         }
-        deferred_.Resolve(has_output_ ? Napi::Value(Napi::String::New(env, output_)) : env.Undefined());
     }
 
-    void OnError(const Napi::Error &e) override { deferred_.Reject(e.Value()); }
+    void OnError(const Napi::Error &e) override {
+        try { deferred_.Reject(e.Value()); } catch (const Napi::Error &) {}
+    }
 
 private:
     static int Report(void *user_data, uint64_t done, uint64_t total) {
@@ -3465,6 +3492,8 @@ private:
     Napi::Promise::Deferred deferred_;
     Napi::ObjectReference opts_ref_, target_ref_;
     Napi::FunctionReference progress_ref_;
+    Napi::ObjectReference callback_error_; /* what onProgress threw (a Napi::Error's object) */
+    bool callback_failed_ = false;
     std::string op_, a_, b_;
     SkyOptions *opts_;
     SkyModel *target_ = NULL;
@@ -3576,7 +3605,22 @@ public:
         skycmd_session_free(s);
     }
 
+    /* Never lets a C++ exception out (see SkyFileWorker::OnOK): a Worker terminated while the
+     * decide ran tears its environment down, every Node-API call then fails, and an escaping
+     * Napi::Error would abort the process. */
     void OnOK() override {
+        try {
+            Resolve();
+        } catch (const Napi::Error &) { /* the environment is going away */
+        }
+    }
+
+    void OnError(const Napi::Error &e) override {
+        try { deferred_.Reject(e.Value()); } catch (const Napi::Error &) {}
+    }
+
+private:
+    void Resolve() {
         Napi::Env env = Env();
         Napi::HandleScope scope(env);
         if (status_ != SKYCMD_OK) {
@@ -3610,9 +3654,6 @@ public:
         deferred_.Resolve(all);
     }
 
-    void OnError(const Napi::Error &e) override { deferred_.Reject(e.Value()); }
-
-private:
     /* skycmd_decide_each on the worker thread: a request whose parse failed goes to C as it
      * is (C reports its parse status and message in its slot); no memory to parse it at all
      * fails that slot here. */
@@ -7960,7 +8001,9 @@ Napi::Value _wrap_skyOpenModelBuffer(const Napi::CallbackInfo &info) {
         SWIG_exception_fail(SWIG_TypeError, "in method 'skyOpenModelBuffer', the model bytes must be a Buffer or Uint8Array");
       }
       Napi::Uint8Array bytes = info[1].As<Napi::Uint8Array>();
-      arg2 = (char *)bytes.Data();
+      /* An empty buffer may have no data pointer: give the library a valid empty one, so it
+         * reports what the other bindings report ("not a GGUF file: only 0 bytes"). */
+      arg2 = (char *)(bytes.Data() ? (void *)bytes.Data() : (void *)"");
       arg3 = bytes.ByteLength();
     }
   }

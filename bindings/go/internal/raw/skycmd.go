@@ -98,181 +98,181 @@ typedef _gostring_ swig_type_68;
 typedef long long swig_type_69;
 typedef long long swig_type_70;
 typedef _gostring_ swig_type_71;
-extern void _wrap_Swig_free_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern uintptr_t _wrap_Swig_malloc_raw_2f451d17ff9d9b2b(swig_intgo arg1);
-extern swig_intgo _wrap_SKYCMD_HEADER_VERSION_NUMBER_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_VERSION_NUMBER_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_skycmd_version_number_raw_2f451d17ff9d9b2b(void);
-extern swig_type_1 _wrap_skycmd_version_string_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_skycmd_abi_version_raw_2f451d17ff9d9b2b(void);
-extern swig_type_2 _wrap_skycmd_build_id_raw_2f451d17ff9d9b2b(void);
-extern swig_type_3 _wrap_skycmd_cpu_features_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OK_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_E_INVALID_ARGUMENT_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_E_MISUSE_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_E_NOMEM_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_E_IO_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_E_FORMAT_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_E_UNSUPPORTED_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_E_BUSY_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_E_JSON_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_E_REQUEST_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_E_TOO_LARGE_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_E_VERSION_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_E_NOT_FOUND_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_E_INTERNAL_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_E_CANCELLED_raw_2f451d17ff9d9b2b(void);
-extern swig_type_4 _wrap_skycmd_status_name_raw_2f451d17ff9d9b2b(swig_intgo arg1);
-extern swig_type_5 _wrap_skycmd_strerror_raw_2f451d17ff9d9b2b(swig_intgo arg1);
-extern swig_intgo _wrap_SKYCMD_OPT_THREADS_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_WEIGHTS_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_ACTIVATIONS_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_TYPE_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_HEAD_TYPE_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_SEED_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_MASSIVE_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_MAX_ARRAY_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_JSON_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_MAX_TOKENS_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_LAYOUT_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_LONG_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_WINDOW_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_STRIDE_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_REPORT_TRUNCATION_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_TOURNAMENT_GROUP_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_AUTO_TOURNAMENT_GROUP_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_MAX_LEN_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_HEAD_MAX_LEN_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_MAX_TOKEN_BUDGET_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_CALIB_ABSTENTION_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_CALIB_ABSTAIN_MIN_N_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_CALIB_CONSERVATIVE_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_NAME_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_PRE_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_MODEL_NAME_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_MIN_CONFIDENCE_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_OPT_CALIB_TARGET_ERROR_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_TYPE_F32_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_TYPE_F16_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_TYPE_Q8_0_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_TYPE_BF16_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_WEIGHTS_F32_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_WEIGHTS_Q8_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_WEIGHTS_Q8_PLAIN_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_WEIGHTS_BF16X3_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_WEIGHTS_Q8_ROW_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_ACT_Q8X2_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_ACT_Q8_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_LAYOUT_GGUF_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_LAYOUT_LAYA_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_SPECIAL_CLS_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_SPECIAL_SEP_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_SPECIAL_MASK_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_SPECIAL_PAD_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_SPECIAL_UNK_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_QTYPE_CHOICE_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_QTYPE_SCORE_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_QTYPE_NOUL_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_ABSTENTION_NONE_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_ABSTENTION_PASSED_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_ABSTENTION_ABSTAINED_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_SKYCMD_ABSTENTION_UNEVALUATED_raw_2f451d17ff9d9b2b(void);
-extern uintptr_t _wrap_new_SkyOptions_raw_2f451d17ff9d9b2b(void);
-extern void _wrap_delete_SkyOptions_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_intgo _wrap_SkyOptions_setInt_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_intgo arg2, swig_type_6 arg3);
-extern swig_intgo _wrap_SkyOptions_setString_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_intgo arg2, swig_type_7 arg3);
-extern void _wrap_SkyOptions_cancel_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern _Bool _wrap_SkyOptions_cancelled_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_type_8 _wrap_SkyOptions_progressDone_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_type_9 _wrap_SkyOptions_progressTotal_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_type_10 _wrap_SkyOptions_progressCalls_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern uintptr_t _wrap_new_SkyCall_raw_2f451d17ff9d9b2b(void);
-extern void _wrap_delete_SkyCall_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_intgo _wrap_SkyCall_status_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_type_11 _wrap_SkyCall_message_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_intgo _wrap_SkyCall_osError_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern _Bool _wrap_SkyCall_fileNotFound_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_intgo _wrap_SkyCall_defaultModelPath_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_intgo _wrap_SkyCall_checkVersion_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_SkyCall_inspect_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_12 arg2, uintptr_t arg3);
-extern swig_type_13 _wrap_SkyCall_takeOutput_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_intgo _wrap_SkyCall_convert_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_14 arg2, swig_type_15 arg3, uintptr_t arg4);
-extern swig_intgo _wrap_SkyCall_randomModel_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_16 arg2, swig_type_17 arg3, uintptr_t arg4);
-extern swig_intgo _wrap_SkyCall_quantize_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_18 arg2, swig_type_19 arg3, uintptr_t arg4);
-extern swig_intgo _wrap_SkyCall_openModel_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_20 arg2, uintptr_t arg3, uintptr_t arg4);
-extern uintptr_t _wrap_new_SkyModel_raw_2f451d17ff9d9b2b(void);
-extern void _wrap_delete_SkyModel_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern _Bool _wrap_SkyModel_isOpen_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_intgo _wrap_SkyModel_close_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_type_21 _wrap_SkyModel_name_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_type_22 _wrap_SkyModel_getInt_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_23 arg2);
-extern uintptr_t _wrap_new_SkyTokenizer_raw_2f451d17ff9d9b2b(void);
-extern void _wrap_delete_SkyTokenizer_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_intgo _wrap_SkyTokenizer_fromModel_raw_2f451d17ff9d9b2b(uintptr_t arg1, uintptr_t arg2);
-extern swig_intgo _wrap_SkyTokenizer_openJson_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_24 arg2);
-extern swig_intgo _wrap_SkyTokenizer_osError_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern _Bool _wrap_SkyTokenizer_fileNotFound_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern _Bool _wrap_SkyTokenizer_isOpen_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern void _wrap_SkyTokenizer_close_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_type_25 _wrap_SkyTokenizer_message_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_intgo _wrap_SkyTokenizer_encode_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_26 arg2);
-extern swig_intgo _wrap_SkyTokenizer_count_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_27 arg2);
-extern swig_type_28 _wrap_SkyTokenizer_tokenCount_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_type_29 _wrap_SkyTokenizer_idCount_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_intgo _wrap_SkyTokenizer_tokenId_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_30 arg2);
-extern void _wrap_SkyTokenizer_clearIds_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_intgo _wrap_SkyTokenizer_appendId_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_intgo arg2);
-extern swig_intgo _wrap_SkyTokenizer_decode_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_type_31 _wrap_SkyTokenizer_decodedText_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_type_32 _wrap_SkyTokenizer_token_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_intgo arg2);
-extern swig_type_33 _wrap_SkyTokenizer_vocabSize_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_intgo _wrap_SkyTokenizer_specialId_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_intgo arg2);
-extern uintptr_t _wrap_new_SkySession_raw_2f451d17ff9d9b2b(void);
-extern void _wrap_delete_SkySession_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_intgo _wrap_SkySession_open_raw_2f451d17ff9d9b2b(uintptr_t arg1, uintptr_t arg2);
-extern _Bool _wrap_SkySession_isOpen_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern void _wrap_SkySession_close_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_intgo _wrap_SkySession_setInt_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_intgo arg2, swig_type_34 arg3);
-extern swig_intgo _wrap_SkySession_decide_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_35 arg2, uintptr_t arg3);
-extern swig_intgo _wrap_SkySession_decideBatch_raw_2f451d17ff9d9b2b(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_36 _wrap_SkySession_message_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern uintptr_t _wrap_new_SkyBatch_raw_2f451d17ff9d9b2b(void);
-extern void _wrap_delete_SkyBatch_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_intgo _wrap_SkyBatch_add_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_37 arg2);
-extern swig_type_38 _wrap_SkyBatch_count_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern _Bool _wrap_SkyBatch_answered_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_intgo _wrap_SkyBatch_takeResponse_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_39 arg2, uintptr_t arg3);
-extern swig_type_40 _wrap_SkyBatch_message_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern uintptr_t _wrap_new_SkyResponse_raw_2f451d17ff9d9b2b(void);
-extern void _wrap_delete_SkyResponse_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern void _wrap_SkyResponse_close_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern _Bool _wrap_SkyResponse_isOpen_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_type_41 _wrap_SkyResponse_json_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_type_42 _wrap_SkyResponse_inputTokens_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_type_43 _wrap_SkyResponse_model_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_type_44 _wrap_SkyResponse_answerCount_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_type_45 _wrap_SkyResponse_answerId_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_46 arg2);
-extern swig_intgo _wrap_SkyResponse_answerType_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_47 arg2);
-extern swig_type_48 _wrap_SkyResponse_answerChoice_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_49 arg2);
-extern double _wrap_SkyResponse_answerValue_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_50 arg2);
-extern double _wrap_SkyResponse_answerConfidence_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_51 arg2);
-extern _Bool _wrap_SkyResponse_answerHasConfidence_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_52 arg2);
-extern swig_type_53 _wrap_SkyResponse_optionCount_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_54 arg2);
-extern swig_type_55 _wrap_SkyResponse_optionKey_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_56 arg2, swig_type_57 arg3);
-extern double _wrap_SkyResponse_optionProbability_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_58 arg2, swig_type_59 arg3);
-extern swig_type_60 _wrap_SkyResponse_optionLegend_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_61 arg2, swig_type_62 arg3);
-extern swig_type_63 _wrap_skyHeapInUse_raw_2f451d17ff9d9b2b(void);
-extern swig_intgo _wrap_skyOpenModelBuffer_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_64 arg2, uintptr_t arg3, uintptr_t arg4);
-extern uintptr_t _wrap_new_SkyEach_raw_2f451d17ff9d9b2b(void);
-extern void _wrap_delete_SkyEach_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_intgo _wrap_SkyEach_add_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_65 arg2);
-extern swig_type_66 _wrap_SkyEach_count_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_intgo _wrap_SkyEach_decide_raw_2f451d17ff9d9b2b(uintptr_t arg1, uintptr_t arg2);
-extern swig_intgo _wrap_SkyEach_slotStatus_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_67 arg2);
-extern swig_type_68 _wrap_SkyEach_slotMessage_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_69 arg2);
-extern swig_intgo _wrap_SkyEach_takeResponse_raw_2f451d17ff9d9b2b(uintptr_t arg1, swig_type_70 arg2, uintptr_t arg3);
-extern void _wrap_SkyEach_clear_raw_2f451d17ff9d9b2b(uintptr_t arg1);
-extern swig_type_71 _wrap_SkyEach_message_raw_2f451d17ff9d9b2b(uintptr_t arg1);
+extern void _wrap_Swig_free_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern uintptr_t _wrap_Swig_malloc_raw_f69f86b09d8703e2(swig_intgo arg1);
+extern swig_intgo _wrap_SKYCMD_HEADER_VERSION_NUMBER_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_VERSION_NUMBER_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_skycmd_version_number_raw_f69f86b09d8703e2(void);
+extern swig_type_1 _wrap_skycmd_version_string_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_skycmd_abi_version_raw_f69f86b09d8703e2(void);
+extern swig_type_2 _wrap_skycmd_build_id_raw_f69f86b09d8703e2(void);
+extern swig_type_3 _wrap_skycmd_cpu_features_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OK_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_E_INVALID_ARGUMENT_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_E_MISUSE_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_E_NOMEM_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_E_IO_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_E_FORMAT_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_E_UNSUPPORTED_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_E_BUSY_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_E_JSON_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_E_REQUEST_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_E_TOO_LARGE_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_E_VERSION_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_E_NOT_FOUND_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_E_INTERNAL_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_E_CANCELLED_raw_f69f86b09d8703e2(void);
+extern swig_type_4 _wrap_skycmd_status_name_raw_f69f86b09d8703e2(swig_intgo arg1);
+extern swig_type_5 _wrap_skycmd_strerror_raw_f69f86b09d8703e2(swig_intgo arg1);
+extern swig_intgo _wrap_SKYCMD_OPT_THREADS_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_WEIGHTS_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_ACTIVATIONS_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_TYPE_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_HEAD_TYPE_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_SEED_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_MASSIVE_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_MAX_ARRAY_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_JSON_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_MAX_TOKENS_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_LAYOUT_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_LONG_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_WINDOW_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_STRIDE_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_REPORT_TRUNCATION_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_TOURNAMENT_GROUP_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_AUTO_TOURNAMENT_GROUP_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_MAX_LEN_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_HEAD_MAX_LEN_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_MAX_TOKEN_BUDGET_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_CALIB_ABSTENTION_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_CALIB_ABSTAIN_MIN_N_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_CALIB_CONSERVATIVE_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_NAME_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_PRE_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_MODEL_NAME_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_MIN_CONFIDENCE_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_OPT_CALIB_TARGET_ERROR_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_TYPE_F32_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_TYPE_F16_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_TYPE_Q8_0_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_TYPE_BF16_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_WEIGHTS_F32_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_WEIGHTS_Q8_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_WEIGHTS_Q8_PLAIN_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_WEIGHTS_BF16X3_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_WEIGHTS_Q8_ROW_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_ACT_Q8X2_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_ACT_Q8_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_LAYOUT_GGUF_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_LAYOUT_LAYA_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_SPECIAL_CLS_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_SPECIAL_SEP_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_SPECIAL_MASK_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_SPECIAL_PAD_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_SPECIAL_UNK_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_QTYPE_CHOICE_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_QTYPE_SCORE_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_QTYPE_NOUL_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_ABSTENTION_NONE_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_ABSTENTION_PASSED_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_ABSTENTION_ABSTAINED_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_SKYCMD_ABSTENTION_UNEVALUATED_raw_f69f86b09d8703e2(void);
+extern uintptr_t _wrap_new_SkyOptions_raw_f69f86b09d8703e2(void);
+extern void _wrap_delete_SkyOptions_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_intgo _wrap_SkyOptions_setInt_raw_f69f86b09d8703e2(uintptr_t arg1, swig_intgo arg2, swig_type_6 arg3);
+extern swig_intgo _wrap_SkyOptions_setString_raw_f69f86b09d8703e2(uintptr_t arg1, swig_intgo arg2, swig_type_7 arg3);
+extern void _wrap_SkyOptions_cancel_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern _Bool _wrap_SkyOptions_cancelled_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_type_8 _wrap_SkyOptions_progressDone_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_type_9 _wrap_SkyOptions_progressTotal_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_type_10 _wrap_SkyOptions_progressCalls_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern uintptr_t _wrap_new_SkyCall_raw_f69f86b09d8703e2(void);
+extern void _wrap_delete_SkyCall_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_intgo _wrap_SkyCall_status_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_type_11 _wrap_SkyCall_message_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_intgo _wrap_SkyCall_osError_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern _Bool _wrap_SkyCall_fileNotFound_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_intgo _wrap_SkyCall_defaultModelPath_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_intgo _wrap_SkyCall_checkVersion_raw_f69f86b09d8703e2(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_SkyCall_inspect_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_12 arg2, uintptr_t arg3);
+extern swig_type_13 _wrap_SkyCall_takeOutput_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_intgo _wrap_SkyCall_convert_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_14 arg2, swig_type_15 arg3, uintptr_t arg4);
+extern swig_intgo _wrap_SkyCall_randomModel_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_16 arg2, swig_type_17 arg3, uintptr_t arg4);
+extern swig_intgo _wrap_SkyCall_quantize_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_18 arg2, swig_type_19 arg3, uintptr_t arg4);
+extern swig_intgo _wrap_SkyCall_openModel_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_20 arg2, uintptr_t arg3, uintptr_t arg4);
+extern uintptr_t _wrap_new_SkyModel_raw_f69f86b09d8703e2(void);
+extern void _wrap_delete_SkyModel_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern _Bool _wrap_SkyModel_isOpen_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_intgo _wrap_SkyModel_close_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_type_21 _wrap_SkyModel_name_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_type_22 _wrap_SkyModel_getInt_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_23 arg2);
+extern uintptr_t _wrap_new_SkyTokenizer_raw_f69f86b09d8703e2(void);
+extern void _wrap_delete_SkyTokenizer_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_intgo _wrap_SkyTokenizer_fromModel_raw_f69f86b09d8703e2(uintptr_t arg1, uintptr_t arg2);
+extern swig_intgo _wrap_SkyTokenizer_openJson_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_24 arg2);
+extern swig_intgo _wrap_SkyTokenizer_osError_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern _Bool _wrap_SkyTokenizer_fileNotFound_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern _Bool _wrap_SkyTokenizer_isOpen_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern void _wrap_SkyTokenizer_close_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_type_25 _wrap_SkyTokenizer_message_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_intgo _wrap_SkyTokenizer_encode_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_26 arg2);
+extern swig_intgo _wrap_SkyTokenizer_count_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_27 arg2);
+extern swig_type_28 _wrap_SkyTokenizer_tokenCount_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_type_29 _wrap_SkyTokenizer_idCount_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_intgo _wrap_SkyTokenizer_tokenId_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_30 arg2);
+extern void _wrap_SkyTokenizer_clearIds_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_intgo _wrap_SkyTokenizer_appendId_raw_f69f86b09d8703e2(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_SkyTokenizer_decode_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_type_31 _wrap_SkyTokenizer_decodedText_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_type_32 _wrap_SkyTokenizer_token_raw_f69f86b09d8703e2(uintptr_t arg1, swig_intgo arg2);
+extern swig_type_33 _wrap_SkyTokenizer_vocabSize_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_intgo _wrap_SkyTokenizer_specialId_raw_f69f86b09d8703e2(uintptr_t arg1, swig_intgo arg2);
+extern uintptr_t _wrap_new_SkySession_raw_f69f86b09d8703e2(void);
+extern void _wrap_delete_SkySession_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_intgo _wrap_SkySession_open_raw_f69f86b09d8703e2(uintptr_t arg1, uintptr_t arg2);
+extern _Bool _wrap_SkySession_isOpen_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern void _wrap_SkySession_close_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_intgo _wrap_SkySession_setInt_raw_f69f86b09d8703e2(uintptr_t arg1, swig_intgo arg2, swig_type_34 arg3);
+extern swig_intgo _wrap_SkySession_decide_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_35 arg2, uintptr_t arg3);
+extern swig_intgo _wrap_SkySession_decideBatch_raw_f69f86b09d8703e2(uintptr_t arg1, uintptr_t arg2);
+extern swig_type_36 _wrap_SkySession_message_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern uintptr_t _wrap_new_SkyBatch_raw_f69f86b09d8703e2(void);
+extern void _wrap_delete_SkyBatch_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_intgo _wrap_SkyBatch_add_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_37 arg2);
+extern swig_type_38 _wrap_SkyBatch_count_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern _Bool _wrap_SkyBatch_answered_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_intgo _wrap_SkyBatch_takeResponse_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_39 arg2, uintptr_t arg3);
+extern swig_type_40 _wrap_SkyBatch_message_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern uintptr_t _wrap_new_SkyResponse_raw_f69f86b09d8703e2(void);
+extern void _wrap_delete_SkyResponse_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern void _wrap_SkyResponse_close_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern _Bool _wrap_SkyResponse_isOpen_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_type_41 _wrap_SkyResponse_json_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_type_42 _wrap_SkyResponse_inputTokens_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_type_43 _wrap_SkyResponse_model_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_type_44 _wrap_SkyResponse_answerCount_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_type_45 _wrap_SkyResponse_answerId_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_46 arg2);
+extern swig_intgo _wrap_SkyResponse_answerType_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_47 arg2);
+extern swig_type_48 _wrap_SkyResponse_answerChoice_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_49 arg2);
+extern double _wrap_SkyResponse_answerValue_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_50 arg2);
+extern double _wrap_SkyResponse_answerConfidence_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_51 arg2);
+extern _Bool _wrap_SkyResponse_answerHasConfidence_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_52 arg2);
+extern swig_type_53 _wrap_SkyResponse_optionCount_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_54 arg2);
+extern swig_type_55 _wrap_SkyResponse_optionKey_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_56 arg2, swig_type_57 arg3);
+extern double _wrap_SkyResponse_optionProbability_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_58 arg2, swig_type_59 arg3);
+extern swig_type_60 _wrap_SkyResponse_optionLegend_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_61 arg2, swig_type_62 arg3);
+extern swig_type_63 _wrap_skyHeapInUse_raw_f69f86b09d8703e2(void);
+extern swig_intgo _wrap_skyOpenModelBuffer_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_64 arg2, uintptr_t arg3, uintptr_t arg4);
+extern uintptr_t _wrap_new_SkyEach_raw_f69f86b09d8703e2(void);
+extern void _wrap_delete_SkyEach_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_intgo _wrap_SkyEach_add_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_65 arg2);
+extern swig_type_66 _wrap_SkyEach_count_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_intgo _wrap_SkyEach_decide_raw_f69f86b09d8703e2(uintptr_t arg1, uintptr_t arg2);
+extern swig_intgo _wrap_SkyEach_slotStatus_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_67 arg2);
+extern swig_type_68 _wrap_SkyEach_slotMessage_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_69 arg2);
+extern swig_intgo _wrap_SkyEach_takeResponse_raw_f69f86b09d8703e2(uintptr_t arg1, swig_type_70 arg2, uintptr_t arg3);
+extern void _wrap_SkyEach_clear_raw_f69f86b09d8703e2(uintptr_t arg1);
+extern swig_type_71 _wrap_SkyEach_message_raw_f69f86b09d8703e2(uintptr_t arg1);
 #undef intgo
 */
 import "C"
@@ -315,19 +315,19 @@ func swigCopyString(s string) string {
 
 func Swig_free(arg1 uintptr) {
 	_swig_i_0 := arg1
-	C._wrap_Swig_free_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	C._wrap_Swig_free_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 }
 
 func Swig_malloc(arg1 int) (_swig_ret uintptr) {
 	var swig_r uintptr
 	_swig_i_0 := arg1
-	swig_r = (uintptr)(C._wrap_Swig_malloc_raw_2f451d17ff9d9b2b(C.swig_intgo(_swig_i_0)))
+	swig_r = (uintptr)(C._wrap_Swig_malloc_raw_f69f86b09d8703e2(C.swig_intgo(_swig_i_0)))
 	return swig_r
 }
 
 func _swig_getSKYCMD_HEADER_VERSION_NUMBER() (_swig_ret uint) {
 	var swig_r uint
-	swig_r = (uint)(C._wrap_SKYCMD_HEADER_VERSION_NUMBER_raw_2f451d17ff9d9b2b())
+	swig_r = (uint)(C._wrap_SKYCMD_HEADER_VERSION_NUMBER_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
@@ -337,7 +337,7 @@ const SKYCMD_VERSION_MINOR int = 1
 const SKYCMD_VERSION_PATCH int = 0
 func _swig_getSKYCMD_VERSION_NUMBER() (_swig_ret int) {
 	var swig_r int
-	swig_r = (int)(C._wrap_SKYCMD_VERSION_NUMBER_raw_2f451d17ff9d9b2b())
+	swig_r = (int)(C._wrap_SKYCMD_VERSION_NUMBER_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
@@ -346,13 +346,13 @@ const SKYCMD_VERSION_STRING string = "0.1.0"
 const SKYCMD_ABI_VERSION int = 1
 func Skycmd_version_number() (_swig_ret uint) {
 	var swig_r uint
-	swig_r = (uint)(C._wrap_skycmd_version_number_raw_2f451d17ff9d9b2b())
+	swig_r = (uint)(C._wrap_skycmd_version_number_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 func Skycmd_version_string() (_swig_ret string) {
 	var swig_r string
-	swig_r_p := C._wrap_skycmd_version_string_raw_2f451d17ff9d9b2b()
+	swig_r_p := C._wrap_skycmd_version_string_raw_f69f86b09d8703e2()
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -361,13 +361,13 @@ func Skycmd_version_string() (_swig_ret string) {
 
 func Skycmd_abi_version() (_swig_ret uint) {
 	var swig_r uint
-	swig_r = (uint)(C._wrap_skycmd_abi_version_raw_2f451d17ff9d9b2b())
+	swig_r = (uint)(C._wrap_skycmd_abi_version_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 func Skycmd_build_id() (_swig_ret string) {
 	var swig_r string
-	swig_r_p := C._wrap_skycmd_build_id_raw_2f451d17ff9d9b2b()
+	swig_r_p := C._wrap_skycmd_build_id_raw_f69f86b09d8703e2()
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -376,7 +376,7 @@ func Skycmd_build_id() (_swig_ret string) {
 
 func Skycmd_cpu_features() (_swig_ret string) {
 	var swig_r string
-	swig_r_p := C._wrap_skycmd_cpu_features_raw_2f451d17ff9d9b2b()
+	swig_r_p := C._wrap_skycmd_cpu_features_raw_f69f86b09d8703e2()
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -386,105 +386,105 @@ func Skycmd_cpu_features() (_swig_ret string) {
 type Skycmd_status int
 func _swig_getSKYCMD_OK() (_swig_ret Skycmd_status) {
 	var swig_r Skycmd_status
-	swig_r = (Skycmd_status)(C._wrap_SKYCMD_OK_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_status)(C._wrap_SKYCMD_OK_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OK Skycmd_status = _swig_getSKYCMD_OK()
 func _swig_getSKYCMD_E_INVALID_ARGUMENT() (_swig_ret Skycmd_status) {
 	var swig_r Skycmd_status
-	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_INVALID_ARGUMENT_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_INVALID_ARGUMENT_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_E_INVALID_ARGUMENT Skycmd_status = _swig_getSKYCMD_E_INVALID_ARGUMENT()
 func _swig_getSKYCMD_E_MISUSE() (_swig_ret Skycmd_status) {
 	var swig_r Skycmd_status
-	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_MISUSE_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_MISUSE_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_E_MISUSE Skycmd_status = _swig_getSKYCMD_E_MISUSE()
 func _swig_getSKYCMD_E_NOMEM() (_swig_ret Skycmd_status) {
 	var swig_r Skycmd_status
-	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_NOMEM_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_NOMEM_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_E_NOMEM Skycmd_status = _swig_getSKYCMD_E_NOMEM()
 func _swig_getSKYCMD_E_IO() (_swig_ret Skycmd_status) {
 	var swig_r Skycmd_status
-	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_IO_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_IO_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_E_IO Skycmd_status = _swig_getSKYCMD_E_IO()
 func _swig_getSKYCMD_E_FORMAT() (_swig_ret Skycmd_status) {
 	var swig_r Skycmd_status
-	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_FORMAT_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_FORMAT_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_E_FORMAT Skycmd_status = _swig_getSKYCMD_E_FORMAT()
 func _swig_getSKYCMD_E_UNSUPPORTED() (_swig_ret Skycmd_status) {
 	var swig_r Skycmd_status
-	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_UNSUPPORTED_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_UNSUPPORTED_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_E_UNSUPPORTED Skycmd_status = _swig_getSKYCMD_E_UNSUPPORTED()
 func _swig_getSKYCMD_E_BUSY() (_swig_ret Skycmd_status) {
 	var swig_r Skycmd_status
-	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_BUSY_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_BUSY_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_E_BUSY Skycmd_status = _swig_getSKYCMD_E_BUSY()
 func _swig_getSKYCMD_E_JSON() (_swig_ret Skycmd_status) {
 	var swig_r Skycmd_status
-	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_JSON_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_JSON_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_E_JSON Skycmd_status = _swig_getSKYCMD_E_JSON()
 func _swig_getSKYCMD_E_REQUEST() (_swig_ret Skycmd_status) {
 	var swig_r Skycmd_status
-	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_REQUEST_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_REQUEST_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_E_REQUEST Skycmd_status = _swig_getSKYCMD_E_REQUEST()
 func _swig_getSKYCMD_E_TOO_LARGE() (_swig_ret Skycmd_status) {
 	var swig_r Skycmd_status
-	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_TOO_LARGE_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_TOO_LARGE_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_E_TOO_LARGE Skycmd_status = _swig_getSKYCMD_E_TOO_LARGE()
 func _swig_getSKYCMD_E_VERSION() (_swig_ret Skycmd_status) {
 	var swig_r Skycmd_status
-	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_VERSION_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_VERSION_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_E_VERSION Skycmd_status = _swig_getSKYCMD_E_VERSION()
 func _swig_getSKYCMD_E_NOT_FOUND() (_swig_ret Skycmd_status) {
 	var swig_r Skycmd_status
-	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_NOT_FOUND_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_NOT_FOUND_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_E_NOT_FOUND Skycmd_status = _swig_getSKYCMD_E_NOT_FOUND()
 func _swig_getSKYCMD_E_INTERNAL() (_swig_ret Skycmd_status) {
 	var swig_r Skycmd_status
-	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_INTERNAL_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_INTERNAL_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_E_INTERNAL Skycmd_status = _swig_getSKYCMD_E_INTERNAL()
 func _swig_getSKYCMD_E_CANCELLED() (_swig_ret Skycmd_status) {
 	var swig_r Skycmd_status
-	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_CANCELLED_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_status)(C._wrap_SKYCMD_E_CANCELLED_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
@@ -493,7 +493,7 @@ const SKYCMD_STATUS_COUNT int = 15
 func Skycmd_status_name(arg1 int) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_skycmd_status_name_raw_2f451d17ff9d9b2b(C.swig_intgo(_swig_i_0))
+	swig_r_p := C._wrap_skycmd_status_name_raw_f69f86b09d8703e2(C.swig_intgo(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -503,7 +503,7 @@ func Skycmd_status_name(arg1 int) (_swig_ret string) {
 func Skycmd_strerror(arg1 int) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_skycmd_strerror_raw_2f451d17ff9d9b2b(C.swig_intgo(_swig_i_0))
+	swig_r_p := C._wrap_skycmd_strerror_raw_f69f86b09d8703e2(C.swig_intgo(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -513,196 +513,196 @@ func Skycmd_strerror(arg1 int) (_swig_ret string) {
 type Skycmd_option int
 func _swig_getSKYCMD_OPT_THREADS() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_THREADS_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_THREADS_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_THREADS Skycmd_option = _swig_getSKYCMD_OPT_THREADS()
 func _swig_getSKYCMD_OPT_WEIGHTS() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_WEIGHTS_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_WEIGHTS_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_WEIGHTS Skycmd_option = _swig_getSKYCMD_OPT_WEIGHTS()
 func _swig_getSKYCMD_OPT_ACTIVATIONS() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_ACTIVATIONS_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_ACTIVATIONS_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_ACTIVATIONS Skycmd_option = _swig_getSKYCMD_OPT_ACTIVATIONS()
 func _swig_getSKYCMD_OPT_TYPE() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_TYPE_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_TYPE_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_TYPE Skycmd_option = _swig_getSKYCMD_OPT_TYPE()
 func _swig_getSKYCMD_OPT_HEAD_TYPE() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_HEAD_TYPE_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_HEAD_TYPE_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_HEAD_TYPE Skycmd_option = _swig_getSKYCMD_OPT_HEAD_TYPE()
 func _swig_getSKYCMD_OPT_SEED() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_SEED_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_SEED_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_SEED Skycmd_option = _swig_getSKYCMD_OPT_SEED()
 func _swig_getSKYCMD_OPT_MASSIVE() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_MASSIVE_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_MASSIVE_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_MASSIVE Skycmd_option = _swig_getSKYCMD_OPT_MASSIVE()
 func _swig_getSKYCMD_OPT_MAX_ARRAY() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_MAX_ARRAY_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_MAX_ARRAY_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_MAX_ARRAY Skycmd_option = _swig_getSKYCMD_OPT_MAX_ARRAY()
 func _swig_getSKYCMD_OPT_JSON() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_JSON_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_JSON_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_JSON Skycmd_option = _swig_getSKYCMD_OPT_JSON()
 func _swig_getSKYCMD_OPT_MAX_TOKENS() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_MAX_TOKENS_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_MAX_TOKENS_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_MAX_TOKENS Skycmd_option = _swig_getSKYCMD_OPT_MAX_TOKENS()
 func _swig_getSKYCMD_OPT_LAYOUT() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_LAYOUT_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_LAYOUT_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_LAYOUT Skycmd_option = _swig_getSKYCMD_OPT_LAYOUT()
 func _swig_getSKYCMD_OPT_LONG() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_LONG_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_LONG_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_LONG Skycmd_option = _swig_getSKYCMD_OPT_LONG()
 func _swig_getSKYCMD_OPT_WINDOW() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_WINDOW_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_WINDOW_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_WINDOW Skycmd_option = _swig_getSKYCMD_OPT_WINDOW()
 func _swig_getSKYCMD_OPT_STRIDE() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_STRIDE_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_STRIDE_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_STRIDE Skycmd_option = _swig_getSKYCMD_OPT_STRIDE()
 func _swig_getSKYCMD_OPT_REPORT_TRUNCATION() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_REPORT_TRUNCATION_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_REPORT_TRUNCATION_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_REPORT_TRUNCATION Skycmd_option = _swig_getSKYCMD_OPT_REPORT_TRUNCATION()
 func _swig_getSKYCMD_OPT_TOURNAMENT_GROUP() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_TOURNAMENT_GROUP_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_TOURNAMENT_GROUP_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_TOURNAMENT_GROUP Skycmd_option = _swig_getSKYCMD_OPT_TOURNAMENT_GROUP()
 func _swig_getSKYCMD_OPT_AUTO_TOURNAMENT_GROUP() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_AUTO_TOURNAMENT_GROUP_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_AUTO_TOURNAMENT_GROUP_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_AUTO_TOURNAMENT_GROUP Skycmd_option = _swig_getSKYCMD_OPT_AUTO_TOURNAMENT_GROUP()
 func _swig_getSKYCMD_OPT_MAX_LEN() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_MAX_LEN_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_MAX_LEN_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_MAX_LEN Skycmd_option = _swig_getSKYCMD_OPT_MAX_LEN()
 func _swig_getSKYCMD_OPT_HEAD_MAX_LEN() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_HEAD_MAX_LEN_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_HEAD_MAX_LEN_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_HEAD_MAX_LEN Skycmd_option = _swig_getSKYCMD_OPT_HEAD_MAX_LEN()
 func _swig_getSKYCMD_OPT_MAX_TOKEN_BUDGET() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_MAX_TOKEN_BUDGET_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_MAX_TOKEN_BUDGET_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_MAX_TOKEN_BUDGET Skycmd_option = _swig_getSKYCMD_OPT_MAX_TOKEN_BUDGET()
 func _swig_getSKYCMD_OPT_CALIB_ABSTENTION() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_CALIB_ABSTENTION_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_CALIB_ABSTENTION_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_CALIB_ABSTENTION Skycmd_option = _swig_getSKYCMD_OPT_CALIB_ABSTENTION()
 func _swig_getSKYCMD_OPT_CALIB_ABSTAIN_MIN_N() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_CALIB_ABSTAIN_MIN_N_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_CALIB_ABSTAIN_MIN_N_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_CALIB_ABSTAIN_MIN_N Skycmd_option = _swig_getSKYCMD_OPT_CALIB_ABSTAIN_MIN_N()
 func _swig_getSKYCMD_OPT_CALIB_CONSERVATIVE() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_CALIB_CONSERVATIVE_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_CALIB_CONSERVATIVE_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_CALIB_CONSERVATIVE Skycmd_option = _swig_getSKYCMD_OPT_CALIB_CONSERVATIVE()
 func _swig_getSKYCMD_OPT_NAME() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_NAME_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_NAME_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_NAME Skycmd_option = _swig_getSKYCMD_OPT_NAME()
 func _swig_getSKYCMD_OPT_PRE() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_PRE_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_PRE_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_PRE Skycmd_option = _swig_getSKYCMD_OPT_PRE()
 func _swig_getSKYCMD_OPT_MODEL_NAME() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_MODEL_NAME_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_MODEL_NAME_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_MODEL_NAME Skycmd_option = _swig_getSKYCMD_OPT_MODEL_NAME()
 func _swig_getSKYCMD_OPT_MIN_CONFIDENCE() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_MIN_CONFIDENCE_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_MIN_CONFIDENCE_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_OPT_MIN_CONFIDENCE Skycmd_option = _swig_getSKYCMD_OPT_MIN_CONFIDENCE()
 func _swig_getSKYCMD_OPT_CALIB_TARGET_ERROR() (_swig_ret Skycmd_option) {
 	var swig_r Skycmd_option
-	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_CALIB_TARGET_ERROR_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_option)(C._wrap_SKYCMD_OPT_CALIB_TARGET_ERROR_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
@@ -710,28 +710,28 @@ var SKYCMD_OPT_CALIB_TARGET_ERROR Skycmd_option = _swig_getSKYCMD_OPT_CALIB_TARG
 type Skycmd_type int
 func _swig_getSKYCMD_TYPE_F32() (_swig_ret Skycmd_type) {
 	var swig_r Skycmd_type
-	swig_r = (Skycmd_type)(C._wrap_SKYCMD_TYPE_F32_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_type)(C._wrap_SKYCMD_TYPE_F32_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_TYPE_F32 Skycmd_type = _swig_getSKYCMD_TYPE_F32()
 func _swig_getSKYCMD_TYPE_F16() (_swig_ret Skycmd_type) {
 	var swig_r Skycmd_type
-	swig_r = (Skycmd_type)(C._wrap_SKYCMD_TYPE_F16_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_type)(C._wrap_SKYCMD_TYPE_F16_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_TYPE_F16 Skycmd_type = _swig_getSKYCMD_TYPE_F16()
 func _swig_getSKYCMD_TYPE_Q8_0() (_swig_ret Skycmd_type) {
 	var swig_r Skycmd_type
-	swig_r = (Skycmd_type)(C._wrap_SKYCMD_TYPE_Q8_0_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_type)(C._wrap_SKYCMD_TYPE_Q8_0_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_TYPE_Q8_0 Skycmd_type = _swig_getSKYCMD_TYPE_Q8_0()
 func _swig_getSKYCMD_TYPE_BF16() (_swig_ret Skycmd_type) {
 	var swig_r Skycmd_type
-	swig_r = (Skycmd_type)(C._wrap_SKYCMD_TYPE_BF16_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_type)(C._wrap_SKYCMD_TYPE_BF16_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
@@ -739,35 +739,35 @@ var SKYCMD_TYPE_BF16 Skycmd_type = _swig_getSKYCMD_TYPE_BF16()
 type Skycmd_weights int
 func _swig_getSKYCMD_WEIGHTS_F32() (_swig_ret Skycmd_weights) {
 	var swig_r Skycmd_weights
-	swig_r = (Skycmd_weights)(C._wrap_SKYCMD_WEIGHTS_F32_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_weights)(C._wrap_SKYCMD_WEIGHTS_F32_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_WEIGHTS_F32 Skycmd_weights = _swig_getSKYCMD_WEIGHTS_F32()
 func _swig_getSKYCMD_WEIGHTS_Q8() (_swig_ret Skycmd_weights) {
 	var swig_r Skycmd_weights
-	swig_r = (Skycmd_weights)(C._wrap_SKYCMD_WEIGHTS_Q8_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_weights)(C._wrap_SKYCMD_WEIGHTS_Q8_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_WEIGHTS_Q8 Skycmd_weights = _swig_getSKYCMD_WEIGHTS_Q8()
 func _swig_getSKYCMD_WEIGHTS_Q8_PLAIN() (_swig_ret Skycmd_weights) {
 	var swig_r Skycmd_weights
-	swig_r = (Skycmd_weights)(C._wrap_SKYCMD_WEIGHTS_Q8_PLAIN_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_weights)(C._wrap_SKYCMD_WEIGHTS_Q8_PLAIN_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_WEIGHTS_Q8_PLAIN Skycmd_weights = _swig_getSKYCMD_WEIGHTS_Q8_PLAIN()
 func _swig_getSKYCMD_WEIGHTS_BF16X3() (_swig_ret Skycmd_weights) {
 	var swig_r Skycmd_weights
-	swig_r = (Skycmd_weights)(C._wrap_SKYCMD_WEIGHTS_BF16X3_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_weights)(C._wrap_SKYCMD_WEIGHTS_BF16X3_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_WEIGHTS_BF16X3 Skycmd_weights = _swig_getSKYCMD_WEIGHTS_BF16X3()
 func _swig_getSKYCMD_WEIGHTS_Q8_ROW() (_swig_ret Skycmd_weights) {
 	var swig_r Skycmd_weights
-	swig_r = (Skycmd_weights)(C._wrap_SKYCMD_WEIGHTS_Q8_ROW_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_weights)(C._wrap_SKYCMD_WEIGHTS_Q8_ROW_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
@@ -775,14 +775,14 @@ var SKYCMD_WEIGHTS_Q8_ROW Skycmd_weights = _swig_getSKYCMD_WEIGHTS_Q8_ROW()
 type Skycmd_activations int
 func _swig_getSKYCMD_ACT_Q8X2() (_swig_ret Skycmd_activations) {
 	var swig_r Skycmd_activations
-	swig_r = (Skycmd_activations)(C._wrap_SKYCMD_ACT_Q8X2_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_activations)(C._wrap_SKYCMD_ACT_Q8X2_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_ACT_Q8X2 Skycmd_activations = _swig_getSKYCMD_ACT_Q8X2()
 func _swig_getSKYCMD_ACT_Q8() (_swig_ret Skycmd_activations) {
 	var swig_r Skycmd_activations
-	swig_r = (Skycmd_activations)(C._wrap_SKYCMD_ACT_Q8_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_activations)(C._wrap_SKYCMD_ACT_Q8_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
@@ -790,14 +790,14 @@ var SKYCMD_ACT_Q8 Skycmd_activations = _swig_getSKYCMD_ACT_Q8()
 type Skycmd_layout int
 func _swig_getSKYCMD_LAYOUT_GGUF() (_swig_ret Skycmd_layout) {
 	var swig_r Skycmd_layout
-	swig_r = (Skycmd_layout)(C._wrap_SKYCMD_LAYOUT_GGUF_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_layout)(C._wrap_SKYCMD_LAYOUT_GGUF_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_LAYOUT_GGUF Skycmd_layout = _swig_getSKYCMD_LAYOUT_GGUF()
 func _swig_getSKYCMD_LAYOUT_LAYA() (_swig_ret Skycmd_layout) {
 	var swig_r Skycmd_layout
-	swig_r = (Skycmd_layout)(C._wrap_SKYCMD_LAYOUT_LAYA_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_layout)(C._wrap_SKYCMD_LAYOUT_LAYA_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
@@ -805,35 +805,35 @@ var SKYCMD_LAYOUT_LAYA Skycmd_layout = _swig_getSKYCMD_LAYOUT_LAYA()
 type Skycmd_special int
 func _swig_getSKYCMD_SPECIAL_CLS() (_swig_ret Skycmd_special) {
 	var swig_r Skycmd_special
-	swig_r = (Skycmd_special)(C._wrap_SKYCMD_SPECIAL_CLS_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_special)(C._wrap_SKYCMD_SPECIAL_CLS_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_SPECIAL_CLS Skycmd_special = _swig_getSKYCMD_SPECIAL_CLS()
 func _swig_getSKYCMD_SPECIAL_SEP() (_swig_ret Skycmd_special) {
 	var swig_r Skycmd_special
-	swig_r = (Skycmd_special)(C._wrap_SKYCMD_SPECIAL_SEP_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_special)(C._wrap_SKYCMD_SPECIAL_SEP_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_SPECIAL_SEP Skycmd_special = _swig_getSKYCMD_SPECIAL_SEP()
 func _swig_getSKYCMD_SPECIAL_MASK() (_swig_ret Skycmd_special) {
 	var swig_r Skycmd_special
-	swig_r = (Skycmd_special)(C._wrap_SKYCMD_SPECIAL_MASK_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_special)(C._wrap_SKYCMD_SPECIAL_MASK_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_SPECIAL_MASK Skycmd_special = _swig_getSKYCMD_SPECIAL_MASK()
 func _swig_getSKYCMD_SPECIAL_PAD() (_swig_ret Skycmd_special) {
 	var swig_r Skycmd_special
-	swig_r = (Skycmd_special)(C._wrap_SKYCMD_SPECIAL_PAD_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_special)(C._wrap_SKYCMD_SPECIAL_PAD_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_SPECIAL_PAD Skycmd_special = _swig_getSKYCMD_SPECIAL_PAD()
 func _swig_getSKYCMD_SPECIAL_UNK() (_swig_ret Skycmd_special) {
 	var swig_r Skycmd_special
-	swig_r = (Skycmd_special)(C._wrap_SKYCMD_SPECIAL_UNK_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_special)(C._wrap_SKYCMD_SPECIAL_UNK_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
@@ -841,21 +841,21 @@ var SKYCMD_SPECIAL_UNK Skycmd_special = _swig_getSKYCMD_SPECIAL_UNK()
 type Skycmd_qtype int
 func _swig_getSKYCMD_QTYPE_CHOICE() (_swig_ret Skycmd_qtype) {
 	var swig_r Skycmd_qtype
-	swig_r = (Skycmd_qtype)(C._wrap_SKYCMD_QTYPE_CHOICE_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_qtype)(C._wrap_SKYCMD_QTYPE_CHOICE_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_QTYPE_CHOICE Skycmd_qtype = _swig_getSKYCMD_QTYPE_CHOICE()
 func _swig_getSKYCMD_QTYPE_SCORE() (_swig_ret Skycmd_qtype) {
 	var swig_r Skycmd_qtype
-	swig_r = (Skycmd_qtype)(C._wrap_SKYCMD_QTYPE_SCORE_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_qtype)(C._wrap_SKYCMD_QTYPE_SCORE_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_QTYPE_SCORE Skycmd_qtype = _swig_getSKYCMD_QTYPE_SCORE()
 func _swig_getSKYCMD_QTYPE_NOUL() (_swig_ret Skycmd_qtype) {
 	var swig_r Skycmd_qtype
-	swig_r = (Skycmd_qtype)(C._wrap_SKYCMD_QTYPE_NOUL_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_qtype)(C._wrap_SKYCMD_QTYPE_NOUL_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
@@ -863,28 +863,28 @@ var SKYCMD_QTYPE_NOUL Skycmd_qtype = _swig_getSKYCMD_QTYPE_NOUL()
 type Skycmd_abstention int
 func _swig_getSKYCMD_ABSTENTION_NONE() (_swig_ret Skycmd_abstention) {
 	var swig_r Skycmd_abstention
-	swig_r = (Skycmd_abstention)(C._wrap_SKYCMD_ABSTENTION_NONE_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_abstention)(C._wrap_SKYCMD_ABSTENTION_NONE_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_ABSTENTION_NONE Skycmd_abstention = _swig_getSKYCMD_ABSTENTION_NONE()
 func _swig_getSKYCMD_ABSTENTION_PASSED() (_swig_ret Skycmd_abstention) {
 	var swig_r Skycmd_abstention
-	swig_r = (Skycmd_abstention)(C._wrap_SKYCMD_ABSTENTION_PASSED_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_abstention)(C._wrap_SKYCMD_ABSTENTION_PASSED_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_ABSTENTION_PASSED Skycmd_abstention = _swig_getSKYCMD_ABSTENTION_PASSED()
 func _swig_getSKYCMD_ABSTENTION_ABSTAINED() (_swig_ret Skycmd_abstention) {
 	var swig_r Skycmd_abstention
-	swig_r = (Skycmd_abstention)(C._wrap_SKYCMD_ABSTENTION_ABSTAINED_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_abstention)(C._wrap_SKYCMD_ABSTENTION_ABSTAINED_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
 var SKYCMD_ABSTENTION_ABSTAINED Skycmd_abstention = _swig_getSKYCMD_ABSTENTION_ABSTAINED()
 func _swig_getSKYCMD_ABSTENTION_UNEVALUATED() (_swig_ret Skycmd_abstention) {
 	var swig_r Skycmd_abstention
-	swig_r = (Skycmd_abstention)(C._wrap_SKYCMD_ABSTENTION_UNEVALUATED_raw_2f451d17ff9d9b2b())
+	swig_r = (Skycmd_abstention)(C._wrap_SKYCMD_ABSTENTION_UNEVALUATED_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
@@ -900,13 +900,13 @@ func (p SwigcptrSkyOptions) SwigIsSkyOptions() {
 
 func NewSkyOptions() (_swig_ret SkyOptions) {
 	var swig_r SkyOptions
-	swig_r = (SkyOptions)(SwigcptrSkyOptions(C._wrap_new_SkyOptions_raw_2f451d17ff9d9b2b()))
+	swig_r = (SkyOptions)(SwigcptrSkyOptions(C._wrap_new_SkyOptions_raw_f69f86b09d8703e2()))
 	return swig_r
 }
 
 func DeleteSkyOptions(arg1 SkyOptions) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_SkyOptions_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_SkyOptions_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 }
 
 func (arg1 SwigcptrSkyOptions) SetInt(arg2 int, arg3 int64) (_swig_ret int) {
@@ -914,7 +914,7 @@ func (arg1 SwigcptrSkyOptions) SetInt(arg2 int, arg3 int64) (_swig_ret int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (int)(C._wrap_SkyOptions_setInt_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_type_6(_swig_i_2)))
+	swig_r = (int)(C._wrap_SkyOptions_setInt_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_type_6(_swig_i_2)))
 	return swig_r
 }
 
@@ -923,7 +923,7 @@ func (arg1 SwigcptrSkyOptions) SetString(arg2 int, arg3 string) (_swig_ret int) 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (int)(C._wrap_SkyOptions_setString_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), *(*C.swig_type_7)(unsafe.Pointer(&_swig_i_2))))
+	swig_r = (int)(C._wrap_SkyOptions_setString_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), *(*C.swig_type_7)(unsafe.Pointer(&_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -932,34 +932,34 @@ func (arg1 SwigcptrSkyOptions) SetString(arg2 int, arg3 string) (_swig_ret int) 
 
 func (arg1 SwigcptrSkyOptions) Cancel() {
 	_swig_i_0 := arg1
-	C._wrap_SkyOptions_cancel_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	C._wrap_SkyOptions_cancel_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 }
 
 func (arg1 SwigcptrSkyOptions) Cancelled() (_swig_ret bool) {
 	var swig_r bool
 	_swig_i_0 := arg1
-	swig_r = (bool)(C._wrap_SkyOptions_cancelled_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (bool)(C._wrap_SkyOptions_cancelled_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrSkyOptions) ProgressDone() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_SkyOptions_progressDone_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_SkyOptions_progressDone_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrSkyOptions) ProgressTotal() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_SkyOptions_progressTotal_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_SkyOptions_progressTotal_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrSkyOptions) ProgressCalls() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_SkyOptions_progressCalls_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_SkyOptions_progressCalls_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
@@ -986,26 +986,26 @@ func (p SwigcptrSkyCall) SwigIsSkyCall() {
 
 func NewSkyCall() (_swig_ret SkyCall) {
 	var swig_r SkyCall
-	swig_r = (SkyCall)(SwigcptrSkyCall(C._wrap_new_SkyCall_raw_2f451d17ff9d9b2b()))
+	swig_r = (SkyCall)(SwigcptrSkyCall(C._wrap_new_SkyCall_raw_f69f86b09d8703e2()))
 	return swig_r
 }
 
 func DeleteSkyCall(arg1 SkyCall) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_SkyCall_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_SkyCall_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 }
 
 func (arg1 SwigcptrSkyCall) Status() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_SkyCall_status_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_SkyCall_status_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrSkyCall) Message() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_SkyCall_message_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_SkyCall_message_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -1015,21 +1015,21 @@ func (arg1 SwigcptrSkyCall) Message() (_swig_ret string) {
 func (arg1 SwigcptrSkyCall) OsError() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_SkyCall_osError_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_SkyCall_osError_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrSkyCall) FileNotFound() (_swig_ret bool) {
 	var swig_r bool
 	_swig_i_0 := arg1
-	swig_r = (bool)(C._wrap_SkyCall_fileNotFound_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (bool)(C._wrap_SkyCall_fileNotFound_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrSkyCall) DefaultModelPath() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_SkyCall_defaultModelPath_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_SkyCall_defaultModelPath_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
@@ -1037,7 +1037,7 @@ func (arg1 SwigcptrSkyCall) CheckVersion(arg2 uint) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int)(C._wrap_SkyCall_checkVersion_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1)))
+	swig_r = (int)(C._wrap_SkyCall_checkVersion_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1)))
 	return swig_r
 }
 
@@ -1046,7 +1046,7 @@ func (arg1 SwigcptrSkyCall) Inspect(arg2 string, arg3 SkyOptions) (_swig_ret int
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (int)(C._wrap_SkyCall_inspect_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), *(*C.swig_type_12)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2)))
+	swig_r = (int)(C._wrap_SkyCall_inspect_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), *(*C.swig_type_12)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -1056,7 +1056,7 @@ func (arg1 SwigcptrSkyCall) Inspect(arg2 string, arg3 SkyOptions) (_swig_ret int
 func (arg1 SwigcptrSkyCall) TakeOutput() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_SkyCall_takeOutput_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_SkyCall_takeOutput_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -1069,7 +1069,7 @@ func (arg1 SwigcptrSkyCall) Convert(arg2 string, arg3 string, arg4 SkyOptions) (
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := getSwigcptr(arg4)
-	swig_r = (int)(C._wrap_SkyCall_convert_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), *(*C.swig_type_14)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_15)(unsafe.Pointer(&_swig_i_2)), C.uintptr_t(_swig_i_3)))
+	swig_r = (int)(C._wrap_SkyCall_convert_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), *(*C.swig_type_14)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_15)(unsafe.Pointer(&_swig_i_2)), C.uintptr_t(_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -1085,7 +1085,7 @@ func (arg1 SwigcptrSkyCall) RandomModel(arg2 string, arg3 string, arg4 SkyOption
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := getSwigcptr(arg4)
-	swig_r = (int)(C._wrap_SkyCall_randomModel_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), *(*C.swig_type_16)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_17)(unsafe.Pointer(&_swig_i_2)), C.uintptr_t(_swig_i_3)))
+	swig_r = (int)(C._wrap_SkyCall_randomModel_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), *(*C.swig_type_16)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_17)(unsafe.Pointer(&_swig_i_2)), C.uintptr_t(_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -1101,7 +1101,7 @@ func (arg1 SwigcptrSkyCall) Quantize(arg2 string, arg3 string, arg4 SkyOptions) 
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := getSwigcptr(arg4)
-	swig_r = (int)(C._wrap_SkyCall_quantize_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), *(*C.swig_type_18)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_19)(unsafe.Pointer(&_swig_i_2)), C.uintptr_t(_swig_i_3)))
+	swig_r = (int)(C._wrap_SkyCall_quantize_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), *(*C.swig_type_18)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_19)(unsafe.Pointer(&_swig_i_2)), C.uintptr_t(_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -1117,7 +1117,7 @@ func (arg1 SwigcptrSkyCall) OpenModel(arg2 string, arg3 SkyOptions, arg4 SkyMode
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := getSwigcptr(arg4)
-	swig_r = (int)(C._wrap_SkyCall_openModel_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), *(*C.swig_type_20)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), C.uintptr_t(_swig_i_3)))
+	swig_r = (int)(C._wrap_SkyCall_openModel_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), *(*C.swig_type_20)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), C.uintptr_t(_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -1152,33 +1152,33 @@ func (p SwigcptrSkyModel) SwigIsSkyModel() {
 
 func NewSkyModel() (_swig_ret SkyModel) {
 	var swig_r SkyModel
-	swig_r = (SkyModel)(SwigcptrSkyModel(C._wrap_new_SkyModel_raw_2f451d17ff9d9b2b()))
+	swig_r = (SkyModel)(SwigcptrSkyModel(C._wrap_new_SkyModel_raw_f69f86b09d8703e2()))
 	return swig_r
 }
 
 func DeleteSkyModel(arg1 SkyModel) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_SkyModel_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_SkyModel_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 }
 
 func (arg1 SwigcptrSkyModel) IsOpen() (_swig_ret bool) {
 	var swig_r bool
 	_swig_i_0 := arg1
-	swig_r = (bool)(C._wrap_SkyModel_isOpen_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (bool)(C._wrap_SkyModel_isOpen_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrSkyModel) Close() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_SkyModel_close_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_SkyModel_close_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrSkyModel) Name() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_SkyModel_name_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_SkyModel_name_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -1189,7 +1189,7 @@ func (arg1 SwigcptrSkyModel) GetInt(arg2 string) (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int64)(C._wrap_SkyModel_getInt_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), *(*C.swig_type_23)(unsafe.Pointer(&_swig_i_1))))
+	swig_r = (int64)(C._wrap_SkyModel_getInt_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), *(*C.swig_type_23)(unsafe.Pointer(&_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -1216,20 +1216,20 @@ func (p SwigcptrSkyTokenizer) SwigIsSkyTokenizer() {
 
 func NewSkyTokenizer() (_swig_ret SkyTokenizer) {
 	var swig_r SkyTokenizer
-	swig_r = (SkyTokenizer)(SwigcptrSkyTokenizer(C._wrap_new_SkyTokenizer_raw_2f451d17ff9d9b2b()))
+	swig_r = (SkyTokenizer)(SwigcptrSkyTokenizer(C._wrap_new_SkyTokenizer_raw_f69f86b09d8703e2()))
 	return swig_r
 }
 
 func DeleteSkyTokenizer(arg1 SkyTokenizer) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_SkyTokenizer_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_SkyTokenizer_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 }
 
 func (arg1 SwigcptrSkyTokenizer) FromModel(arg2 SkyModel) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (int)(C._wrap_SkyTokenizer_fromModel_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
+	swig_r = (int)(C._wrap_SkyTokenizer_fromModel_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
 	return swig_r
 }
 
@@ -1237,7 +1237,7 @@ func (arg1 SwigcptrSkyTokenizer) OpenJson(arg2 string) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int)(C._wrap_SkyTokenizer_openJson_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), *(*C.swig_type_24)(unsafe.Pointer(&_swig_i_1))))
+	swig_r = (int)(C._wrap_SkyTokenizer_openJson_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), *(*C.swig_type_24)(unsafe.Pointer(&_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -1247,33 +1247,33 @@ func (arg1 SwigcptrSkyTokenizer) OpenJson(arg2 string) (_swig_ret int) {
 func (arg1 SwigcptrSkyTokenizer) OsError() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_SkyTokenizer_osError_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_SkyTokenizer_osError_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrSkyTokenizer) FileNotFound() (_swig_ret bool) {
 	var swig_r bool
 	_swig_i_0 := arg1
-	swig_r = (bool)(C._wrap_SkyTokenizer_fileNotFound_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (bool)(C._wrap_SkyTokenizer_fileNotFound_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrSkyTokenizer) IsOpen() (_swig_ret bool) {
 	var swig_r bool
 	_swig_i_0 := arg1
-	swig_r = (bool)(C._wrap_SkyTokenizer_isOpen_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (bool)(C._wrap_SkyTokenizer_isOpen_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrSkyTokenizer) Close() {
 	_swig_i_0 := arg1
-	C._wrap_SkyTokenizer_close_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	C._wrap_SkyTokenizer_close_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 }
 
 func (arg1 SwigcptrSkyTokenizer) Message() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_SkyTokenizer_message_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_SkyTokenizer_message_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -1284,7 +1284,7 @@ func (arg1 SwigcptrSkyTokenizer) Encode(arg2 string) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int)(C._wrap_SkyTokenizer_encode_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), *(*C.swig_type_26)(unsafe.Pointer(&_swig_i_1))))
+	swig_r = (int)(C._wrap_SkyTokenizer_encode_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), *(*C.swig_type_26)(unsafe.Pointer(&_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -1295,7 +1295,7 @@ func (arg1 SwigcptrSkyTokenizer) Count(arg2 string) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int)(C._wrap_SkyTokenizer_count_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), *(*C.swig_type_27)(unsafe.Pointer(&_swig_i_1))))
+	swig_r = (int)(C._wrap_SkyTokenizer_count_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), *(*C.swig_type_27)(unsafe.Pointer(&_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -1305,14 +1305,14 @@ func (arg1 SwigcptrSkyTokenizer) Count(arg2 string) (_swig_ret int) {
 func (arg1 SwigcptrSkyTokenizer) TokenCount() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_SkyTokenizer_tokenCount_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_SkyTokenizer_tokenCount_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrSkyTokenizer) IdCount() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_SkyTokenizer_idCount_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_SkyTokenizer_idCount_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
@@ -1320,34 +1320,34 @@ func (arg1 SwigcptrSkyTokenizer) TokenId(arg2 int64) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int)(C._wrap_SkyTokenizer_tokenId_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.swig_type_30(_swig_i_1)))
+	swig_r = (int)(C._wrap_SkyTokenizer_tokenId_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.swig_type_30(_swig_i_1)))
 	return swig_r
 }
 
 func (arg1 SwigcptrSkyTokenizer) ClearIds() {
 	_swig_i_0 := arg1
-	C._wrap_SkyTokenizer_clearIds_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	C._wrap_SkyTokenizer_clearIds_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 }
 
 func (arg1 SwigcptrSkyTokenizer) AppendId(arg2 int) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int)(C._wrap_SkyTokenizer_appendId_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1)))
+	swig_r = (int)(C._wrap_SkyTokenizer_appendId_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1)))
 	return swig_r
 }
 
 func (arg1 SwigcptrSkyTokenizer) Decode() (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
-	swig_r = (int)(C._wrap_SkyTokenizer_decode_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (int)(C._wrap_SkyTokenizer_decode_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrSkyTokenizer) DecodedText() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_SkyTokenizer_decodedText_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_SkyTokenizer_decodedText_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -1358,7 +1358,7 @@ func (arg1 SwigcptrSkyTokenizer) Token(arg2 int) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_SkyTokenizer_token_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+	swig_r_p := C._wrap_SkyTokenizer_token_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -1368,7 +1368,7 @@ func (arg1 SwigcptrSkyTokenizer) Token(arg2 int) (_swig_ret string) {
 func (arg1 SwigcptrSkyTokenizer) VocabSize() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_SkyTokenizer_vocabSize_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_SkyTokenizer_vocabSize_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
@@ -1376,7 +1376,7 @@ func (arg1 SwigcptrSkyTokenizer) SpecialId(arg2 int) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int)(C._wrap_SkyTokenizer_specialId_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1)))
+	swig_r = (int)(C._wrap_SkyTokenizer_specialId_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1)))
 	return swig_r
 }
 
@@ -1415,33 +1415,33 @@ func (p SwigcptrSkySession) SwigIsSkySession() {
 
 func NewSkySession() (_swig_ret SkySession) {
 	var swig_r SkySession
-	swig_r = (SkySession)(SwigcptrSkySession(C._wrap_new_SkySession_raw_2f451d17ff9d9b2b()))
+	swig_r = (SkySession)(SwigcptrSkySession(C._wrap_new_SkySession_raw_f69f86b09d8703e2()))
 	return swig_r
 }
 
 func DeleteSkySession(arg1 SkySession) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_SkySession_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_SkySession_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 }
 
 func (arg1 SwigcptrSkySession) Open(arg2 SkyModel) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (int)(C._wrap_SkySession_open_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
+	swig_r = (int)(C._wrap_SkySession_open_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
 	return swig_r
 }
 
 func (arg1 SwigcptrSkySession) IsOpen() (_swig_ret bool) {
 	var swig_r bool
 	_swig_i_0 := arg1
-	swig_r = (bool)(C._wrap_SkySession_isOpen_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (bool)(C._wrap_SkySession_isOpen_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrSkySession) Close() {
 	_swig_i_0 := arg1
-	C._wrap_SkySession_close_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	C._wrap_SkySession_close_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 }
 
 func (arg1 SwigcptrSkySession) SetInt(arg2 int, arg3 int64) (_swig_ret int) {
@@ -1449,7 +1449,7 @@ func (arg1 SwigcptrSkySession) SetInt(arg2 int, arg3 int64) (_swig_ret int) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (int)(C._wrap_SkySession_setInt_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_type_34(_swig_i_2)))
+	swig_r = (int)(C._wrap_SkySession_setInt_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_type_34(_swig_i_2)))
 	return swig_r
 }
 
@@ -1458,7 +1458,7 @@ func (arg1 SwigcptrSkySession) Decide(arg2 string, arg3 SkyResponse) (_swig_ret 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (int)(C._wrap_SkySession_decide_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), *(*C.swig_type_35)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2)))
+	swig_r = (int)(C._wrap_SkySession_decide_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), *(*C.swig_type_35)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -1469,14 +1469,14 @@ func (arg1 SwigcptrSkySession) DecideBatch(arg2 SkyBatch) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (int)(C._wrap_SkySession_decideBatch_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
+	swig_r = (int)(C._wrap_SkySession_decideBatch_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
 	return swig_r
 }
 
 func (arg1 SwigcptrSkySession) Message() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_SkySession_message_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_SkySession_message_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -1506,20 +1506,20 @@ func (p SwigcptrSkyBatch) SwigIsSkyBatch() {
 
 func NewSkyBatch() (_swig_ret SkyBatch) {
 	var swig_r SkyBatch
-	swig_r = (SkyBatch)(SwigcptrSkyBatch(C._wrap_new_SkyBatch_raw_2f451d17ff9d9b2b()))
+	swig_r = (SkyBatch)(SwigcptrSkyBatch(C._wrap_new_SkyBatch_raw_f69f86b09d8703e2()))
 	return swig_r
 }
 
 func DeleteSkyBatch(arg1 SkyBatch) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_SkyBatch_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_SkyBatch_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 }
 
 func (arg1 SwigcptrSkyBatch) Add(arg2 string) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int)(C._wrap_SkyBatch_add_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), *(*C.swig_type_37)(unsafe.Pointer(&_swig_i_1))))
+	swig_r = (int)(C._wrap_SkyBatch_add_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), *(*C.swig_type_37)(unsafe.Pointer(&_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -1529,14 +1529,14 @@ func (arg1 SwigcptrSkyBatch) Add(arg2 string) (_swig_ret int) {
 func (arg1 SwigcptrSkyBatch) Count() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_SkyBatch_count_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_SkyBatch_count_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrSkyBatch) Answered() (_swig_ret bool) {
 	var swig_r bool
 	_swig_i_0 := arg1
-	swig_r = (bool)(C._wrap_SkyBatch_answered_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (bool)(C._wrap_SkyBatch_answered_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
@@ -1545,14 +1545,14 @@ func (arg1 SwigcptrSkyBatch) TakeResponse(arg2 int64, arg3 SkyResponse) (_swig_r
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (int)(C._wrap_SkyBatch_takeResponse_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.swig_type_39(_swig_i_1), C.uintptr_t(_swig_i_2)))
+	swig_r = (int)(C._wrap_SkyBatch_takeResponse_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.swig_type_39(_swig_i_1), C.uintptr_t(_swig_i_2)))
 	return swig_r
 }
 
 func (arg1 SwigcptrSkyBatch) Message() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_SkyBatch_message_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_SkyBatch_message_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -1580,31 +1580,31 @@ func (p SwigcptrSkyResponse) SwigIsSkyResponse() {
 
 func NewSkyResponse() (_swig_ret SkyResponse) {
 	var swig_r SkyResponse
-	swig_r = (SkyResponse)(SwigcptrSkyResponse(C._wrap_new_SkyResponse_raw_2f451d17ff9d9b2b()))
+	swig_r = (SkyResponse)(SwigcptrSkyResponse(C._wrap_new_SkyResponse_raw_f69f86b09d8703e2()))
 	return swig_r
 }
 
 func DeleteSkyResponse(arg1 SkyResponse) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_SkyResponse_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_SkyResponse_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 }
 
 func (arg1 SwigcptrSkyResponse) Close() {
 	_swig_i_0 := arg1
-	C._wrap_SkyResponse_close_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	C._wrap_SkyResponse_close_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 }
 
 func (arg1 SwigcptrSkyResponse) IsOpen() (_swig_ret bool) {
 	var swig_r bool
 	_swig_i_0 := arg1
-	swig_r = (bool)(C._wrap_SkyResponse_isOpen_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (bool)(C._wrap_SkyResponse_isOpen_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrSkyResponse) Json() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_SkyResponse_json_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_SkyResponse_json_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -1614,14 +1614,14 @@ func (arg1 SwigcptrSkyResponse) Json() (_swig_ret string) {
 func (arg1 SwigcptrSkyResponse) InputTokens() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_SkyResponse_inputTokens_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_SkyResponse_inputTokens_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
 func (arg1 SwigcptrSkyResponse) Model() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_SkyResponse_model_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_SkyResponse_model_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -1631,7 +1631,7 @@ func (arg1 SwigcptrSkyResponse) Model() (_swig_ret string) {
 func (arg1 SwigcptrSkyResponse) AnswerCount() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_SkyResponse_answerCount_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_SkyResponse_answerCount_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
@@ -1639,7 +1639,7 @@ func (arg1 SwigcptrSkyResponse) AnswerId(arg2 int64) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_SkyResponse_answerId_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.swig_type_46(_swig_i_1))
+	swig_r_p := C._wrap_SkyResponse_answerId_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.swig_type_46(_swig_i_1))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -1650,7 +1650,7 @@ func (arg1 SwigcptrSkyResponse) AnswerType(arg2 int64) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int)(C._wrap_SkyResponse_answerType_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.swig_type_47(_swig_i_1)))
+	swig_r = (int)(C._wrap_SkyResponse_answerType_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.swig_type_47(_swig_i_1)))
 	return swig_r
 }
 
@@ -1658,7 +1658,7 @@ func (arg1 SwigcptrSkyResponse) AnswerChoice(arg2 int64) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_SkyResponse_answerChoice_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.swig_type_49(_swig_i_1))
+	swig_r_p := C._wrap_SkyResponse_answerChoice_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.swig_type_49(_swig_i_1))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -1669,7 +1669,7 @@ func (arg1 SwigcptrSkyResponse) AnswerValue(arg2 int64) (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (float64)(C._wrap_SkyResponse_answerValue_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.swig_type_50(_swig_i_1)))
+	swig_r = (float64)(C._wrap_SkyResponse_answerValue_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.swig_type_50(_swig_i_1)))
 	return swig_r
 }
 
@@ -1677,7 +1677,7 @@ func (arg1 SwigcptrSkyResponse) AnswerConfidence(arg2 int64) (_swig_ret float64)
 	var swig_r float64
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (float64)(C._wrap_SkyResponse_answerConfidence_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.swig_type_51(_swig_i_1)))
+	swig_r = (float64)(C._wrap_SkyResponse_answerConfidence_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.swig_type_51(_swig_i_1)))
 	return swig_r
 }
 
@@ -1685,7 +1685,7 @@ func (arg1 SwigcptrSkyResponse) AnswerHasConfidence(arg2 int64) (_swig_ret bool)
 	var swig_r bool
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (bool)(C._wrap_SkyResponse_answerHasConfidence_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.swig_type_52(_swig_i_1)))
+	swig_r = (bool)(C._wrap_SkyResponse_answerHasConfidence_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.swig_type_52(_swig_i_1)))
 	return swig_r
 }
 
@@ -1693,7 +1693,7 @@ func (arg1 SwigcptrSkyResponse) OptionCount(arg2 int64) (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int64)(C._wrap_SkyResponse_optionCount_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.swig_type_54(_swig_i_1)))
+	swig_r = (int64)(C._wrap_SkyResponse_optionCount_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.swig_type_54(_swig_i_1)))
 	return swig_r
 }
 
@@ -1702,7 +1702,7 @@ func (arg1 SwigcptrSkyResponse) OptionKey(arg2 int64, arg3 int64) (_swig_ret str
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r_p := C._wrap_SkyResponse_optionKey_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.swig_type_56(_swig_i_1), C.swig_type_57(_swig_i_2))
+	swig_r_p := C._wrap_SkyResponse_optionKey_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.swig_type_56(_swig_i_1), C.swig_type_57(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -1714,7 +1714,7 @@ func (arg1 SwigcptrSkyResponse) OptionProbability(arg2 int64, arg3 int64) (_swig
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (float64)(C._wrap_SkyResponse_optionProbability_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.swig_type_58(_swig_i_1), C.swig_type_59(_swig_i_2)))
+	swig_r = (float64)(C._wrap_SkyResponse_optionProbability_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.swig_type_58(_swig_i_1), C.swig_type_59(_swig_i_2)))
 	return swig_r
 }
 
@@ -1723,7 +1723,7 @@ func (arg1 SwigcptrSkyResponse) OptionLegend(arg2 int64, arg3 int64) (_swig_ret 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r_p := C._wrap_SkyResponse_optionLegend_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.swig_type_61(_swig_i_1), C.swig_type_62(_swig_i_2))
+	swig_r_p := C._wrap_SkyResponse_optionLegend_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.swig_type_61(_swig_i_1), C.swig_type_62(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -1753,7 +1753,7 @@ type SkyResponse interface {
 
 func SkyHeapInUse() (_swig_ret int64) {
 	var swig_r int64
-	swig_r = (int64)(C._wrap_skyHeapInUse_raw_2f451d17ff9d9b2b())
+	swig_r = (int64)(C._wrap_skyHeapInUse_raw_f69f86b09d8703e2())
 	return swig_r
 }
 
@@ -1763,7 +1763,7 @@ func SkyOpenModelBuffer(arg1 SkyCall, arg2 string, arg3 SkyOptions, arg4 SkyMode
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := getSwigcptr(arg4)
-	swig_r = (int)(C._wrap_skyOpenModelBuffer_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), *(*C.swig_type_64)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), C.uintptr_t(_swig_i_3)))
+	swig_r = (int)(C._wrap_skyOpenModelBuffer_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), *(*C.swig_type_64)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), C.uintptr_t(_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -1781,20 +1781,20 @@ func (p SwigcptrSkyEach) SwigIsSkyEach() {
 
 func NewSkyEach() (_swig_ret SkyEach) {
 	var swig_r SkyEach
-	swig_r = (SkyEach)(SwigcptrSkyEach(C._wrap_new_SkyEach_raw_2f451d17ff9d9b2b()))
+	swig_r = (SkyEach)(SwigcptrSkyEach(C._wrap_new_SkyEach_raw_f69f86b09d8703e2()))
 	return swig_r
 }
 
 func DeleteSkyEach(arg1 SkyEach) {
 	_swig_i_0 := getSwigcptr(arg1)
-	C._wrap_delete_SkyEach_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	C._wrap_delete_SkyEach_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 }
 
 func (arg1 SwigcptrSkyEach) Add(arg2 string) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int)(C._wrap_SkyEach_add_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), *(*C.swig_type_65)(unsafe.Pointer(&_swig_i_1))))
+	swig_r = (int)(C._wrap_SkyEach_add_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), *(*C.swig_type_65)(unsafe.Pointer(&_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -1804,7 +1804,7 @@ func (arg1 SwigcptrSkyEach) Add(arg2 string) (_swig_ret int) {
 func (arg1 SwigcptrSkyEach) Count() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
-	swig_r = (int64)(C._wrap_SkyEach_count_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0)))
+	swig_r = (int64)(C._wrap_SkyEach_count_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0)))
 	return swig_r
 }
 
@@ -1812,7 +1812,7 @@ func (arg1 SwigcptrSkyEach) Decide(arg2 SkySession) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (int)(C._wrap_SkyEach_decide_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
+	swig_r = (int)(C._wrap_SkyEach_decide_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1)))
 	return swig_r
 }
 
@@ -1820,7 +1820,7 @@ func (arg1 SwigcptrSkyEach) SlotStatus(arg2 int64) (_swig_ret int) {
 	var swig_r int
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int)(C._wrap_SkyEach_slotStatus_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.swig_type_67(_swig_i_1)))
+	swig_r = (int)(C._wrap_SkyEach_slotStatus_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.swig_type_67(_swig_i_1)))
 	return swig_r
 }
 
@@ -1828,7 +1828,7 @@ func (arg1 SwigcptrSkyEach) SlotMessage(arg2 int64) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_SkyEach_slotMessage_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.swig_type_69(_swig_i_1))
+	swig_r_p := C._wrap_SkyEach_slotMessage_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.swig_type_69(_swig_i_1))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -1840,19 +1840,19 @@ func (arg1 SwigcptrSkyEach) TakeResponse(arg2 int64, arg3 SkyResponse) (_swig_re
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (int)(C._wrap_SkyEach_takeResponse_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0), C.swig_type_70(_swig_i_1), C.uintptr_t(_swig_i_2)))
+	swig_r = (int)(C._wrap_SkyEach_takeResponse_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0), C.swig_type_70(_swig_i_1), C.uintptr_t(_swig_i_2)))
 	return swig_r
 }
 
 func (arg1 SwigcptrSkyEach) Clear() {
 	_swig_i_0 := arg1
-	C._wrap_SkyEach_clear_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	C._wrap_SkyEach_clear_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 }
 
 func (arg1 SwigcptrSkyEach) Message() (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
-	swig_r_p := C._wrap_SkyEach_message_raw_2f451d17ff9d9b2b(C.uintptr_t(_swig_i_0))
+	swig_r_p := C._wrap_SkyEach_message_raw_f69f86b09d8703e2(C.uintptr_t(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 

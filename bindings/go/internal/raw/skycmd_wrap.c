@@ -867,7 +867,7 @@ SWIGINTERN char const *SkyEach_message(struct SkyEach *self){ return self->msg ?
 extern "C" {
 #endif
 
-void _wrap_Swig_free_raw_2f451d17ff9d9b2b(void *_swig_go_0) {
+void _wrap_Swig_free_raw_f69f86b09d8703e2(void *_swig_go_0) {
   void *arg1 = 0 ;
   
   arg1 = *(void **)&_swig_go_0; 
@@ -877,7 +877,7 @@ void _wrap_Swig_free_raw_2f451d17ff9d9b2b(void *_swig_go_0) {
 }
 
 
-void *_wrap_Swig_malloc_raw_2f451d17ff9d9b2b(intgo _swig_go_0) {
+void *_wrap_Swig_malloc_raw_f69f86b09d8703e2(intgo _swig_go_0) {
   int arg1 ;
   void *result = 0 ;
   void *_swig_go_result;
@@ -890,7 +890,7 @@ void *_wrap_Swig_malloc_raw_2f451d17ff9d9b2b(intgo _swig_go_0) {
 }
 
 
-intgo _wrap_SKYCMD_HEADER_VERSION_NUMBER_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_HEADER_VERSION_NUMBER_raw_f69f86b09d8703e2() {
   unsigned int result;
   intgo _swig_go_result;
   
@@ -901,7 +901,7 @@ intgo _wrap_SKYCMD_HEADER_VERSION_NUMBER_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_VERSION_NUMBER_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_VERSION_NUMBER_raw_f69f86b09d8703e2() {
   int result;
   intgo _swig_go_result;
   
@@ -912,7 +912,7 @@ intgo _wrap_SKYCMD_VERSION_NUMBER_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_skycmd_version_number_raw_2f451d17ff9d9b2b() {
+intgo _wrap_skycmd_version_number_raw_f69f86b09d8703e2() {
   unsigned int result;
   intgo _swig_go_result;
   
@@ -923,7 +923,7 @@ intgo _wrap_skycmd_version_number_raw_2f451d17ff9d9b2b() {
 }
 
 
-_gostring_ _wrap_skycmd_version_string_raw_2f451d17ff9d9b2b() {
+_gostring_ _wrap_skycmd_version_string_raw_f69f86b09d8703e2() {
   char *result = 0 ;
   _gostring_ _swig_go_result;
   
@@ -934,7 +934,7 @@ _gostring_ _wrap_skycmd_version_string_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_skycmd_abi_version_raw_2f451d17ff9d9b2b() {
+intgo _wrap_skycmd_abi_version_raw_f69f86b09d8703e2() {
   unsigned int result;
   intgo _swig_go_result;
   
@@ -945,7 +945,7 @@ intgo _wrap_skycmd_abi_version_raw_2f451d17ff9d9b2b() {
 }
 
 
-_gostring_ _wrap_skycmd_build_id_raw_2f451d17ff9d9b2b() {
+_gostring_ _wrap_skycmd_build_id_raw_f69f86b09d8703e2() {
   char *result = 0 ;
   _gostring_ _swig_go_result;
   
@@ -956,7 +956,7 @@ _gostring_ _wrap_skycmd_build_id_raw_2f451d17ff9d9b2b() {
 }
 
 
-_gostring_ _wrap_skycmd_cpu_features_raw_2f451d17ff9d9b2b() {
+_gostring_ _wrap_skycmd_cpu_features_raw_f69f86b09d8703e2() {
   char *result = 0 ;
   _gostring_ _swig_go_result;
   
@@ -967,7 +967,7 @@ _gostring_ _wrap_skycmd_cpu_features_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OK_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OK_raw_f69f86b09d8703e2() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -979,7 +979,7 @@ intgo _wrap_SKYCMD_OK_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_E_INVALID_ARGUMENT_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_E_INVALID_ARGUMENT_raw_f69f86b09d8703e2() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -991,7 +991,7 @@ intgo _wrap_SKYCMD_E_INVALID_ARGUMENT_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_E_MISUSE_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_E_MISUSE_raw_f69f86b09d8703e2() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -1003,7 +1003,7 @@ intgo _wrap_SKYCMD_E_MISUSE_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_E_NOMEM_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_E_NOMEM_raw_f69f86b09d8703e2() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -1015,7 +1015,7 @@ intgo _wrap_SKYCMD_E_NOMEM_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_E_IO_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_E_IO_raw_f69f86b09d8703e2() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -1027,7 +1027,7 @@ intgo _wrap_SKYCMD_E_IO_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_E_FORMAT_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_E_FORMAT_raw_f69f86b09d8703e2() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -1039,7 +1039,7 @@ intgo _wrap_SKYCMD_E_FORMAT_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_E_UNSUPPORTED_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_E_UNSUPPORTED_raw_f69f86b09d8703e2() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -1051,7 +1051,7 @@ intgo _wrap_SKYCMD_E_UNSUPPORTED_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_E_BUSY_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_E_BUSY_raw_f69f86b09d8703e2() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -1063,7 +1063,7 @@ intgo _wrap_SKYCMD_E_BUSY_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_E_JSON_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_E_JSON_raw_f69f86b09d8703e2() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -1075,7 +1075,7 @@ intgo _wrap_SKYCMD_E_JSON_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_E_REQUEST_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_E_REQUEST_raw_f69f86b09d8703e2() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -1087,7 +1087,7 @@ intgo _wrap_SKYCMD_E_REQUEST_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_E_TOO_LARGE_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_E_TOO_LARGE_raw_f69f86b09d8703e2() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -1099,7 +1099,7 @@ intgo _wrap_SKYCMD_E_TOO_LARGE_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_E_VERSION_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_E_VERSION_raw_f69f86b09d8703e2() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -1111,7 +1111,7 @@ intgo _wrap_SKYCMD_E_VERSION_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_E_NOT_FOUND_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_E_NOT_FOUND_raw_f69f86b09d8703e2() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -1123,7 +1123,7 @@ intgo _wrap_SKYCMD_E_NOT_FOUND_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_E_INTERNAL_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_E_INTERNAL_raw_f69f86b09d8703e2() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -1135,7 +1135,7 @@ intgo _wrap_SKYCMD_E_INTERNAL_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_E_CANCELLED_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_E_CANCELLED_raw_f69f86b09d8703e2() {
   enum skycmd_status result;
   intgo _swig_go_result;
   
@@ -1147,7 +1147,7 @@ intgo _wrap_SKYCMD_E_CANCELLED_raw_2f451d17ff9d9b2b() {
 }
 
 
-_gostring_ _wrap_skycmd_status_name_raw_2f451d17ff9d9b2b(intgo _swig_go_0) {
+_gostring_ _wrap_skycmd_status_name_raw_f69f86b09d8703e2(intgo _swig_go_0) {
   int arg1 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1160,7 +1160,7 @@ _gostring_ _wrap_skycmd_status_name_raw_2f451d17ff9d9b2b(intgo _swig_go_0) {
 }
 
 
-_gostring_ _wrap_skycmd_strerror_raw_2f451d17ff9d9b2b(intgo _swig_go_0) {
+_gostring_ _wrap_skycmd_strerror_raw_f69f86b09d8703e2(intgo _swig_go_0) {
   int arg1 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1173,7 +1173,7 @@ _gostring_ _wrap_skycmd_strerror_raw_2f451d17ff9d9b2b(intgo _swig_go_0) {
 }
 
 
-intgo _wrap_SKYCMD_OPT_THREADS_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_THREADS_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1185,7 +1185,7 @@ intgo _wrap_SKYCMD_OPT_THREADS_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_WEIGHTS_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_WEIGHTS_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1197,7 +1197,7 @@ intgo _wrap_SKYCMD_OPT_WEIGHTS_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_ACTIVATIONS_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_ACTIVATIONS_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1209,7 +1209,7 @@ intgo _wrap_SKYCMD_OPT_ACTIVATIONS_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_TYPE_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_TYPE_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1221,7 +1221,7 @@ intgo _wrap_SKYCMD_OPT_TYPE_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_HEAD_TYPE_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_HEAD_TYPE_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1233,7 +1233,7 @@ intgo _wrap_SKYCMD_OPT_HEAD_TYPE_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_SEED_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_SEED_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1245,7 +1245,7 @@ intgo _wrap_SKYCMD_OPT_SEED_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_MASSIVE_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_MASSIVE_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1257,7 +1257,7 @@ intgo _wrap_SKYCMD_OPT_MASSIVE_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_MAX_ARRAY_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_MAX_ARRAY_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1269,7 +1269,7 @@ intgo _wrap_SKYCMD_OPT_MAX_ARRAY_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_JSON_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_JSON_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1281,7 +1281,7 @@ intgo _wrap_SKYCMD_OPT_JSON_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_MAX_TOKENS_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_MAX_TOKENS_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1293,7 +1293,7 @@ intgo _wrap_SKYCMD_OPT_MAX_TOKENS_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_LAYOUT_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_LAYOUT_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1305,7 +1305,7 @@ intgo _wrap_SKYCMD_OPT_LAYOUT_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_LONG_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_LONG_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1317,7 +1317,7 @@ intgo _wrap_SKYCMD_OPT_LONG_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_WINDOW_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_WINDOW_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1329,7 +1329,7 @@ intgo _wrap_SKYCMD_OPT_WINDOW_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_STRIDE_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_STRIDE_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1341,7 +1341,7 @@ intgo _wrap_SKYCMD_OPT_STRIDE_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_REPORT_TRUNCATION_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_REPORT_TRUNCATION_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1353,7 +1353,7 @@ intgo _wrap_SKYCMD_OPT_REPORT_TRUNCATION_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_TOURNAMENT_GROUP_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_TOURNAMENT_GROUP_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1365,7 +1365,7 @@ intgo _wrap_SKYCMD_OPT_TOURNAMENT_GROUP_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_AUTO_TOURNAMENT_GROUP_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_AUTO_TOURNAMENT_GROUP_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1377,7 +1377,7 @@ intgo _wrap_SKYCMD_OPT_AUTO_TOURNAMENT_GROUP_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_MAX_LEN_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_MAX_LEN_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1389,7 +1389,7 @@ intgo _wrap_SKYCMD_OPT_MAX_LEN_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_HEAD_MAX_LEN_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_HEAD_MAX_LEN_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1401,7 +1401,7 @@ intgo _wrap_SKYCMD_OPT_HEAD_MAX_LEN_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_MAX_TOKEN_BUDGET_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_MAX_TOKEN_BUDGET_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1413,7 +1413,7 @@ intgo _wrap_SKYCMD_OPT_MAX_TOKEN_BUDGET_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_CALIB_ABSTENTION_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_CALIB_ABSTENTION_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1425,7 +1425,7 @@ intgo _wrap_SKYCMD_OPT_CALIB_ABSTENTION_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_CALIB_ABSTAIN_MIN_N_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_CALIB_ABSTAIN_MIN_N_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1437,7 +1437,7 @@ intgo _wrap_SKYCMD_OPT_CALIB_ABSTAIN_MIN_N_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_CALIB_CONSERVATIVE_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_CALIB_CONSERVATIVE_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1449,7 +1449,7 @@ intgo _wrap_SKYCMD_OPT_CALIB_CONSERVATIVE_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_NAME_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_NAME_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1461,7 +1461,7 @@ intgo _wrap_SKYCMD_OPT_NAME_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_PRE_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_PRE_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1473,7 +1473,7 @@ intgo _wrap_SKYCMD_OPT_PRE_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_MODEL_NAME_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_MODEL_NAME_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1485,7 +1485,7 @@ intgo _wrap_SKYCMD_OPT_MODEL_NAME_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_MIN_CONFIDENCE_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_MIN_CONFIDENCE_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1497,7 +1497,7 @@ intgo _wrap_SKYCMD_OPT_MIN_CONFIDENCE_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_OPT_CALIB_TARGET_ERROR_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_OPT_CALIB_TARGET_ERROR_raw_f69f86b09d8703e2() {
   enum skycmd_option result;
   intgo _swig_go_result;
   
@@ -1509,7 +1509,7 @@ intgo _wrap_SKYCMD_OPT_CALIB_TARGET_ERROR_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_TYPE_F32_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_TYPE_F32_raw_f69f86b09d8703e2() {
   enum skycmd_type result;
   intgo _swig_go_result;
   
@@ -1521,7 +1521,7 @@ intgo _wrap_SKYCMD_TYPE_F32_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_TYPE_F16_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_TYPE_F16_raw_f69f86b09d8703e2() {
   enum skycmd_type result;
   intgo _swig_go_result;
   
@@ -1533,7 +1533,7 @@ intgo _wrap_SKYCMD_TYPE_F16_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_TYPE_Q8_0_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_TYPE_Q8_0_raw_f69f86b09d8703e2() {
   enum skycmd_type result;
   intgo _swig_go_result;
   
@@ -1545,7 +1545,7 @@ intgo _wrap_SKYCMD_TYPE_Q8_0_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_TYPE_BF16_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_TYPE_BF16_raw_f69f86b09d8703e2() {
   enum skycmd_type result;
   intgo _swig_go_result;
   
@@ -1557,7 +1557,7 @@ intgo _wrap_SKYCMD_TYPE_BF16_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_WEIGHTS_F32_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_WEIGHTS_F32_raw_f69f86b09d8703e2() {
   enum skycmd_weights result;
   intgo _swig_go_result;
   
@@ -1569,7 +1569,7 @@ intgo _wrap_SKYCMD_WEIGHTS_F32_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_WEIGHTS_Q8_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_WEIGHTS_Q8_raw_f69f86b09d8703e2() {
   enum skycmd_weights result;
   intgo _swig_go_result;
   
@@ -1581,7 +1581,7 @@ intgo _wrap_SKYCMD_WEIGHTS_Q8_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_WEIGHTS_Q8_PLAIN_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_WEIGHTS_Q8_PLAIN_raw_f69f86b09d8703e2() {
   enum skycmd_weights result;
   intgo _swig_go_result;
   
@@ -1593,7 +1593,7 @@ intgo _wrap_SKYCMD_WEIGHTS_Q8_PLAIN_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_WEIGHTS_BF16X3_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_WEIGHTS_BF16X3_raw_f69f86b09d8703e2() {
   enum skycmd_weights result;
   intgo _swig_go_result;
   
@@ -1605,7 +1605,7 @@ intgo _wrap_SKYCMD_WEIGHTS_BF16X3_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_WEIGHTS_Q8_ROW_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_WEIGHTS_Q8_ROW_raw_f69f86b09d8703e2() {
   enum skycmd_weights result;
   intgo _swig_go_result;
   
@@ -1617,7 +1617,7 @@ intgo _wrap_SKYCMD_WEIGHTS_Q8_ROW_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_ACT_Q8X2_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_ACT_Q8X2_raw_f69f86b09d8703e2() {
   enum skycmd_activations result;
   intgo _swig_go_result;
   
@@ -1629,7 +1629,7 @@ intgo _wrap_SKYCMD_ACT_Q8X2_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_ACT_Q8_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_ACT_Q8_raw_f69f86b09d8703e2() {
   enum skycmd_activations result;
   intgo _swig_go_result;
   
@@ -1641,7 +1641,7 @@ intgo _wrap_SKYCMD_ACT_Q8_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_LAYOUT_GGUF_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_LAYOUT_GGUF_raw_f69f86b09d8703e2() {
   enum skycmd_layout result;
   intgo _swig_go_result;
   
@@ -1653,7 +1653,7 @@ intgo _wrap_SKYCMD_LAYOUT_GGUF_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_LAYOUT_LAYA_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_LAYOUT_LAYA_raw_f69f86b09d8703e2() {
   enum skycmd_layout result;
   intgo _swig_go_result;
   
@@ -1665,7 +1665,7 @@ intgo _wrap_SKYCMD_LAYOUT_LAYA_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_SPECIAL_CLS_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_SPECIAL_CLS_raw_f69f86b09d8703e2() {
   enum skycmd_special result;
   intgo _swig_go_result;
   
@@ -1677,7 +1677,7 @@ intgo _wrap_SKYCMD_SPECIAL_CLS_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_SPECIAL_SEP_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_SPECIAL_SEP_raw_f69f86b09d8703e2() {
   enum skycmd_special result;
   intgo _swig_go_result;
   
@@ -1689,7 +1689,7 @@ intgo _wrap_SKYCMD_SPECIAL_SEP_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_SPECIAL_MASK_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_SPECIAL_MASK_raw_f69f86b09d8703e2() {
   enum skycmd_special result;
   intgo _swig_go_result;
   
@@ -1701,7 +1701,7 @@ intgo _wrap_SKYCMD_SPECIAL_MASK_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_SPECIAL_PAD_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_SPECIAL_PAD_raw_f69f86b09d8703e2() {
   enum skycmd_special result;
   intgo _swig_go_result;
   
@@ -1713,7 +1713,7 @@ intgo _wrap_SKYCMD_SPECIAL_PAD_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_SPECIAL_UNK_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_SPECIAL_UNK_raw_f69f86b09d8703e2() {
   enum skycmd_special result;
   intgo _swig_go_result;
   
@@ -1725,7 +1725,7 @@ intgo _wrap_SKYCMD_SPECIAL_UNK_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_QTYPE_CHOICE_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_QTYPE_CHOICE_raw_f69f86b09d8703e2() {
   enum skycmd_qtype result;
   intgo _swig_go_result;
   
@@ -1737,7 +1737,7 @@ intgo _wrap_SKYCMD_QTYPE_CHOICE_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_QTYPE_SCORE_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_QTYPE_SCORE_raw_f69f86b09d8703e2() {
   enum skycmd_qtype result;
   intgo _swig_go_result;
   
@@ -1749,7 +1749,7 @@ intgo _wrap_SKYCMD_QTYPE_SCORE_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_QTYPE_NOUL_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_QTYPE_NOUL_raw_f69f86b09d8703e2() {
   enum skycmd_qtype result;
   intgo _swig_go_result;
   
@@ -1761,7 +1761,7 @@ intgo _wrap_SKYCMD_QTYPE_NOUL_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_ABSTENTION_NONE_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_ABSTENTION_NONE_raw_f69f86b09d8703e2() {
   enum skycmd_abstention result;
   intgo _swig_go_result;
   
@@ -1773,7 +1773,7 @@ intgo _wrap_SKYCMD_ABSTENTION_NONE_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_ABSTENTION_PASSED_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_ABSTENTION_PASSED_raw_f69f86b09d8703e2() {
   enum skycmd_abstention result;
   intgo _swig_go_result;
   
@@ -1785,7 +1785,7 @@ intgo _wrap_SKYCMD_ABSTENTION_PASSED_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_ABSTENTION_ABSTAINED_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_ABSTENTION_ABSTAINED_raw_f69f86b09d8703e2() {
   enum skycmd_abstention result;
   intgo _swig_go_result;
   
@@ -1797,7 +1797,7 @@ intgo _wrap_SKYCMD_ABSTENTION_ABSTAINED_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_SKYCMD_ABSTENTION_UNEVALUATED_raw_2f451d17ff9d9b2b() {
+intgo _wrap_SKYCMD_ABSTENTION_UNEVALUATED_raw_f69f86b09d8703e2() {
   enum skycmd_abstention result;
   intgo _swig_go_result;
   
@@ -1809,7 +1809,7 @@ intgo _wrap_SKYCMD_ABSTENTION_UNEVALUATED_raw_2f451d17ff9d9b2b() {
 }
 
 
-struct SkyOptions *_wrap_new_SkyOptions_raw_2f451d17ff9d9b2b() {
+struct SkyOptions *_wrap_new_SkyOptions_raw_f69f86b09d8703e2() {
   struct SkyOptions *result = 0 ;
   struct SkyOptions *_swig_go_result;
   
@@ -1820,7 +1820,7 @@ struct SkyOptions *_wrap_new_SkyOptions_raw_2f451d17ff9d9b2b() {
 }
 
 
-void _wrap_delete_SkyOptions_raw_2f451d17ff9d9b2b(struct SkyOptions *_swig_go_0) {
+void _wrap_delete_SkyOptions_raw_f69f86b09d8703e2(struct SkyOptions *_swig_go_0) {
   struct SkyOptions *arg1 = 0 ;
   
   arg1 = *(struct SkyOptions **)&_swig_go_0; 
@@ -1830,7 +1830,7 @@ void _wrap_delete_SkyOptions_raw_2f451d17ff9d9b2b(struct SkyOptions *_swig_go_0)
 }
 
 
-intgo _wrap_SkyOptions_setInt_raw_2f451d17ff9d9b2b(struct SkyOptions *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
+intgo _wrap_SkyOptions_setInt_raw_f69f86b09d8703e2(struct SkyOptions *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
   struct SkyOptions *arg1 = 0 ;
   int arg2 ;
   int64_t arg3 ;
@@ -1847,7 +1847,7 @@ intgo _wrap_SkyOptions_setInt_raw_2f451d17ff9d9b2b(struct SkyOptions *_swig_go_0
 }
 
 
-intgo _wrap_SkyOptions_setString_raw_2f451d17ff9d9b2b(struct SkyOptions *_swig_go_0, intgo _swig_go_1, _gostring_ _swig_go_2) {
+intgo _wrap_SkyOptions_setString_raw_f69f86b09d8703e2(struct SkyOptions *_swig_go_0, intgo _swig_go_1, _gostring_ _swig_go_2) {
   struct SkyOptions *arg1 = 0 ;
   int arg2 ;
   char *arg3 = 0 ;
@@ -1871,7 +1871,7 @@ intgo _wrap_SkyOptions_setString_raw_2f451d17ff9d9b2b(struct SkyOptions *_swig_g
 }
 
 
-void _wrap_SkyOptions_cancel_raw_2f451d17ff9d9b2b(struct SkyOptions *_swig_go_0) {
+void _wrap_SkyOptions_cancel_raw_f69f86b09d8703e2(struct SkyOptions *_swig_go_0) {
   struct SkyOptions *arg1 = 0 ;
   
   arg1 = *(struct SkyOptions **)&_swig_go_0; 
@@ -1881,7 +1881,7 @@ void _wrap_SkyOptions_cancel_raw_2f451d17ff9d9b2b(struct SkyOptions *_swig_go_0)
 }
 
 
-bool _wrap_SkyOptions_cancelled_raw_2f451d17ff9d9b2b(struct SkyOptions *_swig_go_0) {
+bool _wrap_SkyOptions_cancelled_raw_f69f86b09d8703e2(struct SkyOptions *_swig_go_0) {
   struct SkyOptions *arg1 = 0 ;
   bool result;
   bool _swig_go_result;
@@ -1894,7 +1894,7 @@ bool _wrap_SkyOptions_cancelled_raw_2f451d17ff9d9b2b(struct SkyOptions *_swig_go
 }
 
 
-long long _wrap_SkyOptions_progressDone_raw_2f451d17ff9d9b2b(struct SkyOptions *_swig_go_0) {
+long long _wrap_SkyOptions_progressDone_raw_f69f86b09d8703e2(struct SkyOptions *_swig_go_0) {
   struct SkyOptions *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -1907,7 +1907,7 @@ long long _wrap_SkyOptions_progressDone_raw_2f451d17ff9d9b2b(struct SkyOptions *
 }
 
 
-long long _wrap_SkyOptions_progressTotal_raw_2f451d17ff9d9b2b(struct SkyOptions *_swig_go_0) {
+long long _wrap_SkyOptions_progressTotal_raw_f69f86b09d8703e2(struct SkyOptions *_swig_go_0) {
   struct SkyOptions *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -1920,7 +1920,7 @@ long long _wrap_SkyOptions_progressTotal_raw_2f451d17ff9d9b2b(struct SkyOptions 
 }
 
 
-long long _wrap_SkyOptions_progressCalls_raw_2f451d17ff9d9b2b(struct SkyOptions *_swig_go_0) {
+long long _wrap_SkyOptions_progressCalls_raw_f69f86b09d8703e2(struct SkyOptions *_swig_go_0) {
   struct SkyOptions *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -1933,7 +1933,7 @@ long long _wrap_SkyOptions_progressCalls_raw_2f451d17ff9d9b2b(struct SkyOptions 
 }
 
 
-struct SkyCall *_wrap_new_SkyCall_raw_2f451d17ff9d9b2b() {
+struct SkyCall *_wrap_new_SkyCall_raw_f69f86b09d8703e2() {
   struct SkyCall *result = 0 ;
   struct SkyCall *_swig_go_result;
   
@@ -1944,7 +1944,7 @@ struct SkyCall *_wrap_new_SkyCall_raw_2f451d17ff9d9b2b() {
 }
 
 
-void _wrap_delete_SkyCall_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0) {
+void _wrap_delete_SkyCall_raw_f69f86b09d8703e2(struct SkyCall *_swig_go_0) {
   struct SkyCall *arg1 = 0 ;
   
   arg1 = *(struct SkyCall **)&_swig_go_0; 
@@ -1954,7 +1954,7 @@ void _wrap_delete_SkyCall_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0) {
 }
 
 
-intgo _wrap_SkyCall_status_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0) {
+intgo _wrap_SkyCall_status_raw_f69f86b09d8703e2(struct SkyCall *_swig_go_0) {
   struct SkyCall *arg1 = 0 ;
   int result;
   intgo _swig_go_result;
@@ -1967,7 +1967,7 @@ intgo _wrap_SkyCall_status_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0) {
 }
 
 
-_gostring_ _wrap_SkyCall_message_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0) {
+_gostring_ _wrap_SkyCall_message_raw_f69f86b09d8703e2(struct SkyCall *_swig_go_0) {
   struct SkyCall *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -1980,7 +1980,7 @@ _gostring_ _wrap_SkyCall_message_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0
 }
 
 
-intgo _wrap_SkyCall_osError_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0) {
+intgo _wrap_SkyCall_osError_raw_f69f86b09d8703e2(struct SkyCall *_swig_go_0) {
   struct SkyCall *arg1 = 0 ;
   int result;
   intgo _swig_go_result;
@@ -1993,7 +1993,7 @@ intgo _wrap_SkyCall_osError_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0) {
 }
 
 
-bool _wrap_SkyCall_fileNotFound_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0) {
+bool _wrap_SkyCall_fileNotFound_raw_f69f86b09d8703e2(struct SkyCall *_swig_go_0) {
   struct SkyCall *arg1 = 0 ;
   bool result;
   bool _swig_go_result;
@@ -2006,7 +2006,7 @@ bool _wrap_SkyCall_fileNotFound_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0)
 }
 
 
-intgo _wrap_SkyCall_defaultModelPath_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0) {
+intgo _wrap_SkyCall_defaultModelPath_raw_f69f86b09d8703e2(struct SkyCall *_swig_go_0) {
   struct SkyCall *arg1 = 0 ;
   int result;
   intgo _swig_go_result;
@@ -2019,7 +2019,7 @@ intgo _wrap_SkyCall_defaultModelPath_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_
 }
 
 
-intgo _wrap_SkyCall_checkVersion_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0, intgo _swig_go_1) {
+intgo _wrap_SkyCall_checkVersion_raw_f69f86b09d8703e2(struct SkyCall *_swig_go_0, intgo _swig_go_1) {
   struct SkyCall *arg1 = 0 ;
   unsigned int arg2 ;
   int result;
@@ -2034,7 +2034,7 @@ intgo _wrap_SkyCall_checkVersion_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0
 }
 
 
-intgo _wrap_SkyCall_inspect_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, struct SkyOptions *_swig_go_2) {
+intgo _wrap_SkyCall_inspect_raw_f69f86b09d8703e2(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, struct SkyOptions *_swig_go_2) {
   struct SkyCall *arg1 = 0 ;
   char *arg2 = 0 ;
   SkyOptions *arg3 = 0 ;
@@ -2058,7 +2058,7 @@ intgo _wrap_SkyCall_inspect_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0, _go
 }
 
 
-_gostring_ _wrap_SkyCall_takeOutput_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0) {
+_gostring_ _wrap_SkyCall_takeOutput_raw_f69f86b09d8703e2(struct SkyCall *_swig_go_0) {
   struct SkyCall *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2072,7 +2072,7 @@ _gostring_ _wrap_SkyCall_takeOutput_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_g
 }
 
 
-intgo _wrap_SkyCall_convert_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct SkyOptions *_swig_go_3) {
+intgo _wrap_SkyCall_convert_raw_f69f86b09d8703e2(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct SkyOptions *_swig_go_3) {
   struct SkyCall *arg1 = 0 ;
   char *arg2 = 0 ;
   char *arg3 = 0 ;
@@ -2105,7 +2105,7 @@ intgo _wrap_SkyCall_convert_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0, _go
 }
 
 
-intgo _wrap_SkyCall_randomModel_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct SkyOptions *_swig_go_3) {
+intgo _wrap_SkyCall_randomModel_raw_f69f86b09d8703e2(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct SkyOptions *_swig_go_3) {
   struct SkyCall *arg1 = 0 ;
   char *arg2 = 0 ;
   char *arg3 = 0 ;
@@ -2138,7 +2138,7 @@ intgo _wrap_SkyCall_randomModel_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0,
 }
 
 
-intgo _wrap_SkyCall_quantize_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct SkyOptions *_swig_go_3) {
+intgo _wrap_SkyCall_quantize_raw_f69f86b09d8703e2(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, struct SkyOptions *_swig_go_3) {
   struct SkyCall *arg1 = 0 ;
   char *arg2 = 0 ;
   char *arg3 = 0 ;
@@ -2171,7 +2171,7 @@ intgo _wrap_SkyCall_quantize_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0, _g
 }
 
 
-intgo _wrap_SkyCall_openModel_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, struct SkyOptions *_swig_go_2, struct SkyModel *_swig_go_3) {
+intgo _wrap_SkyCall_openModel_raw_f69f86b09d8703e2(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, struct SkyOptions *_swig_go_2, struct SkyModel *_swig_go_3) {
   struct SkyCall *arg1 = 0 ;
   char *arg2 = 0 ;
   SkyOptions *arg3 = 0 ;
@@ -2197,7 +2197,7 @@ intgo _wrap_SkyCall_openModel_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0, _
 }
 
 
-struct SkyModel *_wrap_new_SkyModel_raw_2f451d17ff9d9b2b() {
+struct SkyModel *_wrap_new_SkyModel_raw_f69f86b09d8703e2() {
   struct SkyModel *result = 0 ;
   struct SkyModel *_swig_go_result;
   
@@ -2208,7 +2208,7 @@ struct SkyModel *_wrap_new_SkyModel_raw_2f451d17ff9d9b2b() {
 }
 
 
-void _wrap_delete_SkyModel_raw_2f451d17ff9d9b2b(struct SkyModel *_swig_go_0) {
+void _wrap_delete_SkyModel_raw_f69f86b09d8703e2(struct SkyModel *_swig_go_0) {
   struct SkyModel *arg1 = 0 ;
   
   arg1 = *(struct SkyModel **)&_swig_go_0; 
@@ -2218,7 +2218,7 @@ void _wrap_delete_SkyModel_raw_2f451d17ff9d9b2b(struct SkyModel *_swig_go_0) {
 }
 
 
-bool _wrap_SkyModel_isOpen_raw_2f451d17ff9d9b2b(struct SkyModel *_swig_go_0) {
+bool _wrap_SkyModel_isOpen_raw_f69f86b09d8703e2(struct SkyModel *_swig_go_0) {
   struct SkyModel *arg1 = 0 ;
   bool result;
   bool _swig_go_result;
@@ -2231,7 +2231,7 @@ bool _wrap_SkyModel_isOpen_raw_2f451d17ff9d9b2b(struct SkyModel *_swig_go_0) {
 }
 
 
-intgo _wrap_SkyModel_close_raw_2f451d17ff9d9b2b(struct SkyModel *_swig_go_0) {
+intgo _wrap_SkyModel_close_raw_f69f86b09d8703e2(struct SkyModel *_swig_go_0) {
   struct SkyModel *arg1 = 0 ;
   int result;
   intgo _swig_go_result;
@@ -2244,7 +2244,7 @@ intgo _wrap_SkyModel_close_raw_2f451d17ff9d9b2b(struct SkyModel *_swig_go_0) {
 }
 
 
-_gostring_ _wrap_SkyModel_name_raw_2f451d17ff9d9b2b(struct SkyModel *_swig_go_0) {
+_gostring_ _wrap_SkyModel_name_raw_f69f86b09d8703e2(struct SkyModel *_swig_go_0) {
   struct SkyModel *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2257,7 +2257,7 @@ _gostring_ _wrap_SkyModel_name_raw_2f451d17ff9d9b2b(struct SkyModel *_swig_go_0)
 }
 
 
-long long _wrap_SkyModel_getInt_raw_2f451d17ff9d9b2b(struct SkyModel *_swig_go_0, _gostring_ _swig_go_1) {
+long long _wrap_SkyModel_getInt_raw_f69f86b09d8703e2(struct SkyModel *_swig_go_0, _gostring_ _swig_go_1) {
   struct SkyModel *arg1 = 0 ;
   char *arg2 = 0 ;
   char *temp2 ;
@@ -2279,7 +2279,7 @@ long long _wrap_SkyModel_getInt_raw_2f451d17ff9d9b2b(struct SkyModel *_swig_go_0
 }
 
 
-struct SkyTokenizer *_wrap_new_SkyTokenizer_raw_2f451d17ff9d9b2b() {
+struct SkyTokenizer *_wrap_new_SkyTokenizer_raw_f69f86b09d8703e2() {
   struct SkyTokenizer *result = 0 ;
   struct SkyTokenizer *_swig_go_result;
   
@@ -2290,7 +2290,7 @@ struct SkyTokenizer *_wrap_new_SkyTokenizer_raw_2f451d17ff9d9b2b() {
 }
 
 
-void _wrap_delete_SkyTokenizer_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
+void _wrap_delete_SkyTokenizer_raw_f69f86b09d8703e2(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   
   arg1 = *(struct SkyTokenizer **)&_swig_go_0; 
@@ -2300,7 +2300,7 @@ void _wrap_delete_SkyTokenizer_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_g
 }
 
 
-intgo _wrap_SkyTokenizer_fromModel_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0, struct SkyModel *_swig_go_1) {
+intgo _wrap_SkyTokenizer_fromModel_raw_f69f86b09d8703e2(struct SkyTokenizer *_swig_go_0, struct SkyModel *_swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   SkyModel *arg2 = 0 ;
   int result;
@@ -2315,7 +2315,7 @@ intgo _wrap_SkyTokenizer_fromModel_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_sw
 }
 
 
-intgo _wrap_SkyTokenizer_openJson_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0, _gostring_ _swig_go_1) {
+intgo _wrap_SkyTokenizer_openJson_raw_f69f86b09d8703e2(struct SkyTokenizer *_swig_go_0, _gostring_ _swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   char *arg2 = 0 ;
   char *temp2 ;
@@ -2337,7 +2337,7 @@ intgo _wrap_SkyTokenizer_openJson_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swi
 }
 
 
-intgo _wrap_SkyTokenizer_osError_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
+intgo _wrap_SkyTokenizer_osError_raw_f69f86b09d8703e2(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   int result;
   intgo _swig_go_result;
@@ -2350,7 +2350,7 @@ intgo _wrap_SkyTokenizer_osError_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig
 }
 
 
-bool _wrap_SkyTokenizer_fileNotFound_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
+bool _wrap_SkyTokenizer_fileNotFound_raw_f69f86b09d8703e2(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   bool result;
   bool _swig_go_result;
@@ -2363,7 +2363,7 @@ bool _wrap_SkyTokenizer_fileNotFound_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_
 }
 
 
-bool _wrap_SkyTokenizer_isOpen_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
+bool _wrap_SkyTokenizer_isOpen_raw_f69f86b09d8703e2(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   bool result;
   bool _swig_go_result;
@@ -2376,7 +2376,7 @@ bool _wrap_SkyTokenizer_isOpen_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_g
 }
 
 
-void _wrap_SkyTokenizer_close_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
+void _wrap_SkyTokenizer_close_raw_f69f86b09d8703e2(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   
   arg1 = *(struct SkyTokenizer **)&_swig_go_0; 
@@ -2386,7 +2386,7 @@ void _wrap_SkyTokenizer_close_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go
 }
 
 
-_gostring_ _wrap_SkyTokenizer_message_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
+_gostring_ _wrap_SkyTokenizer_message_raw_f69f86b09d8703e2(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2399,7 +2399,7 @@ _gostring_ _wrap_SkyTokenizer_message_raw_2f451d17ff9d9b2b(struct SkyTokenizer *
 }
 
 
-intgo _wrap_SkyTokenizer_encode_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0, _gostring_ _swig_go_1) {
+intgo _wrap_SkyTokenizer_encode_raw_f69f86b09d8703e2(struct SkyTokenizer *_swig_go_0, _gostring_ _swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   char *arg2 = 0 ;
   char *temp2 ;
@@ -2421,7 +2421,7 @@ intgo _wrap_SkyTokenizer_encode_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_
 }
 
 
-intgo _wrap_SkyTokenizer_count_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0, _gostring_ _swig_go_1) {
+intgo _wrap_SkyTokenizer_count_raw_f69f86b09d8703e2(struct SkyTokenizer *_swig_go_0, _gostring_ _swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   char *arg2 = 0 ;
   char *temp2 ;
@@ -2443,7 +2443,7 @@ intgo _wrap_SkyTokenizer_count_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_g
 }
 
 
-long long _wrap_SkyTokenizer_tokenCount_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
+long long _wrap_SkyTokenizer_tokenCount_raw_f69f86b09d8703e2(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -2456,7 +2456,7 @@ long long _wrap_SkyTokenizer_tokenCount_raw_2f451d17ff9d9b2b(struct SkyTokenizer
 }
 
 
-long long _wrap_SkyTokenizer_idCount_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
+long long _wrap_SkyTokenizer_idCount_raw_f69f86b09d8703e2(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -2469,7 +2469,7 @@ long long _wrap_SkyTokenizer_idCount_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_
 }
 
 
-intgo _wrap_SkyTokenizer_tokenId_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0, long long _swig_go_1) {
+intgo _wrap_SkyTokenizer_tokenId_raw_f69f86b09d8703e2(struct SkyTokenizer *_swig_go_0, long long _swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   long long arg2 ;
   int result;
@@ -2484,7 +2484,7 @@ intgo _wrap_SkyTokenizer_tokenId_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig
 }
 
 
-void _wrap_SkyTokenizer_clearIds_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
+void _wrap_SkyTokenizer_clearIds_raw_f69f86b09d8703e2(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   
   arg1 = *(struct SkyTokenizer **)&_swig_go_0; 
@@ -2494,7 +2494,7 @@ void _wrap_SkyTokenizer_clearIds_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig
 }
 
 
-intgo _wrap_SkyTokenizer_appendId_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0, intgo _swig_go_1) {
+intgo _wrap_SkyTokenizer_appendId_raw_f69f86b09d8703e2(struct SkyTokenizer *_swig_go_0, intgo _swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   int arg2 ;
   int result;
@@ -2509,7 +2509,7 @@ intgo _wrap_SkyTokenizer_appendId_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swi
 }
 
 
-intgo _wrap_SkyTokenizer_decode_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
+intgo _wrap_SkyTokenizer_decode_raw_f69f86b09d8703e2(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   int result;
   intgo _swig_go_result;
@@ -2522,7 +2522,7 @@ intgo _wrap_SkyTokenizer_decode_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_
 }
 
 
-_gostring_ _wrap_SkyTokenizer_decodedText_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
+_gostring_ _wrap_SkyTokenizer_decodedText_raw_f69f86b09d8703e2(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2535,7 +2535,7 @@ _gostring_ _wrap_SkyTokenizer_decodedText_raw_2f451d17ff9d9b2b(struct SkyTokeniz
 }
 
 
-_gostring_ _wrap_SkyTokenizer_token_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0, intgo _swig_go_1) {
+_gostring_ _wrap_SkyTokenizer_token_raw_f69f86b09d8703e2(struct SkyTokenizer *_swig_go_0, intgo _swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   int arg2 ;
   char *result = 0 ;
@@ -2550,7 +2550,7 @@ _gostring_ _wrap_SkyTokenizer_token_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_s
 }
 
 
-long long _wrap_SkyTokenizer_vocabSize_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0) {
+long long _wrap_SkyTokenizer_vocabSize_raw_f69f86b09d8703e2(struct SkyTokenizer *_swig_go_0) {
   struct SkyTokenizer *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -2563,7 +2563,7 @@ long long _wrap_SkyTokenizer_vocabSize_raw_2f451d17ff9d9b2b(struct SkyTokenizer 
 }
 
 
-intgo _wrap_SkyTokenizer_specialId_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_swig_go_0, intgo _swig_go_1) {
+intgo _wrap_SkyTokenizer_specialId_raw_f69f86b09d8703e2(struct SkyTokenizer *_swig_go_0, intgo _swig_go_1) {
   struct SkyTokenizer *arg1 = 0 ;
   int arg2 ;
   int result;
@@ -2578,7 +2578,7 @@ intgo _wrap_SkyTokenizer_specialId_raw_2f451d17ff9d9b2b(struct SkyTokenizer *_sw
 }
 
 
-struct SkySession *_wrap_new_SkySession_raw_2f451d17ff9d9b2b() {
+struct SkySession *_wrap_new_SkySession_raw_f69f86b09d8703e2() {
   struct SkySession *result = 0 ;
   struct SkySession *_swig_go_result;
   
@@ -2589,7 +2589,7 @@ struct SkySession *_wrap_new_SkySession_raw_2f451d17ff9d9b2b() {
 }
 
 
-void _wrap_delete_SkySession_raw_2f451d17ff9d9b2b(struct SkySession *_swig_go_0) {
+void _wrap_delete_SkySession_raw_f69f86b09d8703e2(struct SkySession *_swig_go_0) {
   struct SkySession *arg1 = 0 ;
   
   arg1 = *(struct SkySession **)&_swig_go_0; 
@@ -2599,7 +2599,7 @@ void _wrap_delete_SkySession_raw_2f451d17ff9d9b2b(struct SkySession *_swig_go_0)
 }
 
 
-intgo _wrap_SkySession_open_raw_2f451d17ff9d9b2b(struct SkySession *_swig_go_0, struct SkyModel *_swig_go_1) {
+intgo _wrap_SkySession_open_raw_f69f86b09d8703e2(struct SkySession *_swig_go_0, struct SkyModel *_swig_go_1) {
   struct SkySession *arg1 = 0 ;
   SkyModel *arg2 = 0 ;
   int result;
@@ -2614,7 +2614,7 @@ intgo _wrap_SkySession_open_raw_2f451d17ff9d9b2b(struct SkySession *_swig_go_0, 
 }
 
 
-bool _wrap_SkySession_isOpen_raw_2f451d17ff9d9b2b(struct SkySession *_swig_go_0) {
+bool _wrap_SkySession_isOpen_raw_f69f86b09d8703e2(struct SkySession *_swig_go_0) {
   struct SkySession *arg1 = 0 ;
   bool result;
   bool _swig_go_result;
@@ -2627,7 +2627,7 @@ bool _wrap_SkySession_isOpen_raw_2f451d17ff9d9b2b(struct SkySession *_swig_go_0)
 }
 
 
-void _wrap_SkySession_close_raw_2f451d17ff9d9b2b(struct SkySession *_swig_go_0) {
+void _wrap_SkySession_close_raw_f69f86b09d8703e2(struct SkySession *_swig_go_0) {
   struct SkySession *arg1 = 0 ;
   
   arg1 = *(struct SkySession **)&_swig_go_0; 
@@ -2637,7 +2637,7 @@ void _wrap_SkySession_close_raw_2f451d17ff9d9b2b(struct SkySession *_swig_go_0) 
 }
 
 
-intgo _wrap_SkySession_setInt_raw_2f451d17ff9d9b2b(struct SkySession *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
+intgo _wrap_SkySession_setInt_raw_f69f86b09d8703e2(struct SkySession *_swig_go_0, intgo _swig_go_1, long long _swig_go_2) {
   struct SkySession *arg1 = 0 ;
   int arg2 ;
   int64_t arg3 ;
@@ -2654,7 +2654,7 @@ intgo _wrap_SkySession_setInt_raw_2f451d17ff9d9b2b(struct SkySession *_swig_go_0
 }
 
 
-intgo _wrap_SkySession_decide_raw_2f451d17ff9d9b2b(struct SkySession *_swig_go_0, _gostring_ _swig_go_1, struct SkyResponse *_swig_go_2) {
+intgo _wrap_SkySession_decide_raw_f69f86b09d8703e2(struct SkySession *_swig_go_0, _gostring_ _swig_go_1, struct SkyResponse *_swig_go_2) {
   struct SkySession *arg1 = 0 ;
   char *arg2 = 0 ;
   SkyResponse *arg3 = 0 ;
@@ -2678,7 +2678,7 @@ intgo _wrap_SkySession_decide_raw_2f451d17ff9d9b2b(struct SkySession *_swig_go_0
 }
 
 
-intgo _wrap_SkySession_decideBatch_raw_2f451d17ff9d9b2b(struct SkySession *_swig_go_0, struct SkyBatch *_swig_go_1) {
+intgo _wrap_SkySession_decideBatch_raw_f69f86b09d8703e2(struct SkySession *_swig_go_0, struct SkyBatch *_swig_go_1) {
   struct SkySession *arg1 = 0 ;
   SkyBatch *arg2 = 0 ;
   int result;
@@ -2693,7 +2693,7 @@ intgo _wrap_SkySession_decideBatch_raw_2f451d17ff9d9b2b(struct SkySession *_swig
 }
 
 
-_gostring_ _wrap_SkySession_message_raw_2f451d17ff9d9b2b(struct SkySession *_swig_go_0) {
+_gostring_ _wrap_SkySession_message_raw_f69f86b09d8703e2(struct SkySession *_swig_go_0) {
   struct SkySession *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2706,7 +2706,7 @@ _gostring_ _wrap_SkySession_message_raw_2f451d17ff9d9b2b(struct SkySession *_swi
 }
 
 
-struct SkyBatch *_wrap_new_SkyBatch_raw_2f451d17ff9d9b2b() {
+struct SkyBatch *_wrap_new_SkyBatch_raw_f69f86b09d8703e2() {
   struct SkyBatch *result = 0 ;
   struct SkyBatch *_swig_go_result;
   
@@ -2717,7 +2717,7 @@ struct SkyBatch *_wrap_new_SkyBatch_raw_2f451d17ff9d9b2b() {
 }
 
 
-void _wrap_delete_SkyBatch_raw_2f451d17ff9d9b2b(struct SkyBatch *_swig_go_0) {
+void _wrap_delete_SkyBatch_raw_f69f86b09d8703e2(struct SkyBatch *_swig_go_0) {
   struct SkyBatch *arg1 = 0 ;
   
   arg1 = *(struct SkyBatch **)&_swig_go_0; 
@@ -2727,7 +2727,7 @@ void _wrap_delete_SkyBatch_raw_2f451d17ff9d9b2b(struct SkyBatch *_swig_go_0) {
 }
 
 
-intgo _wrap_SkyBatch_add_raw_2f451d17ff9d9b2b(struct SkyBatch *_swig_go_0, _gostring_ _swig_go_1) {
+intgo _wrap_SkyBatch_add_raw_f69f86b09d8703e2(struct SkyBatch *_swig_go_0, _gostring_ _swig_go_1) {
   struct SkyBatch *arg1 = 0 ;
   char *arg2 = 0 ;
   char *temp2 ;
@@ -2749,7 +2749,7 @@ intgo _wrap_SkyBatch_add_raw_2f451d17ff9d9b2b(struct SkyBatch *_swig_go_0, _gost
 }
 
 
-long long _wrap_SkyBatch_count_raw_2f451d17ff9d9b2b(struct SkyBatch *_swig_go_0) {
+long long _wrap_SkyBatch_count_raw_f69f86b09d8703e2(struct SkyBatch *_swig_go_0) {
   struct SkyBatch *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -2762,7 +2762,7 @@ long long _wrap_SkyBatch_count_raw_2f451d17ff9d9b2b(struct SkyBatch *_swig_go_0)
 }
 
 
-bool _wrap_SkyBatch_answered_raw_2f451d17ff9d9b2b(struct SkyBatch *_swig_go_0) {
+bool _wrap_SkyBatch_answered_raw_f69f86b09d8703e2(struct SkyBatch *_swig_go_0) {
   struct SkyBatch *arg1 = 0 ;
   bool result;
   bool _swig_go_result;
@@ -2775,7 +2775,7 @@ bool _wrap_SkyBatch_answered_raw_2f451d17ff9d9b2b(struct SkyBatch *_swig_go_0) {
 }
 
 
-intgo _wrap_SkyBatch_takeResponse_raw_2f451d17ff9d9b2b(struct SkyBatch *_swig_go_0, long long _swig_go_1, struct SkyResponse *_swig_go_2) {
+intgo _wrap_SkyBatch_takeResponse_raw_f69f86b09d8703e2(struct SkyBatch *_swig_go_0, long long _swig_go_1, struct SkyResponse *_swig_go_2) {
   struct SkyBatch *arg1 = 0 ;
   long long arg2 ;
   SkyResponse *arg3 = 0 ;
@@ -2792,7 +2792,7 @@ intgo _wrap_SkyBatch_takeResponse_raw_2f451d17ff9d9b2b(struct SkyBatch *_swig_go
 }
 
 
-_gostring_ _wrap_SkyBatch_message_raw_2f451d17ff9d9b2b(struct SkyBatch *_swig_go_0) {
+_gostring_ _wrap_SkyBatch_message_raw_f69f86b09d8703e2(struct SkyBatch *_swig_go_0) {
   struct SkyBatch *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2805,7 +2805,7 @@ _gostring_ _wrap_SkyBatch_message_raw_2f451d17ff9d9b2b(struct SkyBatch *_swig_go
 }
 
 
-struct SkyResponse *_wrap_new_SkyResponse_raw_2f451d17ff9d9b2b() {
+struct SkyResponse *_wrap_new_SkyResponse_raw_f69f86b09d8703e2() {
   struct SkyResponse *result = 0 ;
   struct SkyResponse *_swig_go_result;
   
@@ -2816,7 +2816,7 @@ struct SkyResponse *_wrap_new_SkyResponse_raw_2f451d17ff9d9b2b() {
 }
 
 
-void _wrap_delete_SkyResponse_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0) {
+void _wrap_delete_SkyResponse_raw_f69f86b09d8703e2(struct SkyResponse *_swig_go_0) {
   struct SkyResponse *arg1 = 0 ;
   
   arg1 = *(struct SkyResponse **)&_swig_go_0; 
@@ -2826,7 +2826,7 @@ void _wrap_delete_SkyResponse_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_
 }
 
 
-void _wrap_SkyResponse_close_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0) {
+void _wrap_SkyResponse_close_raw_f69f86b09d8703e2(struct SkyResponse *_swig_go_0) {
   struct SkyResponse *arg1 = 0 ;
   
   arg1 = *(struct SkyResponse **)&_swig_go_0; 
@@ -2836,7 +2836,7 @@ void _wrap_SkyResponse_close_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0
 }
 
 
-bool _wrap_SkyResponse_isOpen_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0) {
+bool _wrap_SkyResponse_isOpen_raw_f69f86b09d8703e2(struct SkyResponse *_swig_go_0) {
   struct SkyResponse *arg1 = 0 ;
   bool result;
   bool _swig_go_result;
@@ -2849,7 +2849,7 @@ bool _wrap_SkyResponse_isOpen_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_
 }
 
 
-_gostring_ _wrap_SkyResponse_json_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0) {
+_gostring_ _wrap_SkyResponse_json_raw_f69f86b09d8703e2(struct SkyResponse *_swig_go_0) {
   struct SkyResponse *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2862,7 +2862,7 @@ _gostring_ _wrap_SkyResponse_json_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig
 }
 
 
-long long _wrap_SkyResponse_inputTokens_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0) {
+long long _wrap_SkyResponse_inputTokens_raw_f69f86b09d8703e2(struct SkyResponse *_swig_go_0) {
   struct SkyResponse *arg1 = 0 ;
   int64_t result;
   long long _swig_go_result;
@@ -2875,7 +2875,7 @@ long long _wrap_SkyResponse_inputTokens_raw_2f451d17ff9d9b2b(struct SkyResponse 
 }
 
 
-_gostring_ _wrap_SkyResponse_model_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0) {
+_gostring_ _wrap_SkyResponse_model_raw_f69f86b09d8703e2(struct SkyResponse *_swig_go_0) {
   struct SkyResponse *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;
@@ -2888,7 +2888,7 @@ _gostring_ _wrap_SkyResponse_model_raw_2f451d17ff9d9b2b(struct SkyResponse *_swi
 }
 
 
-long long _wrap_SkyResponse_answerCount_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0) {
+long long _wrap_SkyResponse_answerCount_raw_f69f86b09d8703e2(struct SkyResponse *_swig_go_0) {
   struct SkyResponse *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -2901,7 +2901,7 @@ long long _wrap_SkyResponse_answerCount_raw_2f451d17ff9d9b2b(struct SkyResponse 
 }
 
 
-_gostring_ _wrap_SkyResponse_answerId_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
+_gostring_ _wrap_SkyResponse_answerId_raw_f69f86b09d8703e2(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   char *result = 0 ;
@@ -2916,7 +2916,7 @@ _gostring_ _wrap_SkyResponse_answerId_raw_2f451d17ff9d9b2b(struct SkyResponse *_
 }
 
 
-intgo _wrap_SkyResponse_answerType_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
+intgo _wrap_SkyResponse_answerType_raw_f69f86b09d8703e2(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   int result;
@@ -2931,7 +2931,7 @@ intgo _wrap_SkyResponse_answerType_raw_2f451d17ff9d9b2b(struct SkyResponse *_swi
 }
 
 
-_gostring_ _wrap_SkyResponse_answerChoice_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
+_gostring_ _wrap_SkyResponse_answerChoice_raw_f69f86b09d8703e2(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   char *result = 0 ;
@@ -2946,7 +2946,7 @@ _gostring_ _wrap_SkyResponse_answerChoice_raw_2f451d17ff9d9b2b(struct SkyRespons
 }
 
 
-double _wrap_SkyResponse_answerValue_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
+double _wrap_SkyResponse_answerValue_raw_f69f86b09d8703e2(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   double result;
@@ -2961,7 +2961,7 @@ double _wrap_SkyResponse_answerValue_raw_2f451d17ff9d9b2b(struct SkyResponse *_s
 }
 
 
-double _wrap_SkyResponse_answerConfidence_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
+double _wrap_SkyResponse_answerConfidence_raw_f69f86b09d8703e2(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   double result;
@@ -2976,7 +2976,7 @@ double _wrap_SkyResponse_answerConfidence_raw_2f451d17ff9d9b2b(struct SkyRespons
 }
 
 
-bool _wrap_SkyResponse_answerHasConfidence_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
+bool _wrap_SkyResponse_answerHasConfidence_raw_f69f86b09d8703e2(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   bool result;
@@ -2991,7 +2991,7 @@ bool _wrap_SkyResponse_answerHasConfidence_raw_2f451d17ff9d9b2b(struct SkyRespon
 }
 
 
-long long _wrap_SkyResponse_optionCount_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
+long long _wrap_SkyResponse_optionCount_raw_f69f86b09d8703e2(struct SkyResponse *_swig_go_0, long long _swig_go_1) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   long long result;
@@ -3006,7 +3006,7 @@ long long _wrap_SkyResponse_optionCount_raw_2f451d17ff9d9b2b(struct SkyResponse 
 }
 
 
-_gostring_ _wrap_SkyResponse_optionKey_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+_gostring_ _wrap_SkyResponse_optionKey_raw_f69f86b09d8703e2(struct SkyResponse *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   long long arg3 ;
@@ -3023,7 +3023,7 @@ _gostring_ _wrap_SkyResponse_optionKey_raw_2f451d17ff9d9b2b(struct SkyResponse *
 }
 
 
-double _wrap_SkyResponse_optionProbability_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+double _wrap_SkyResponse_optionProbability_raw_f69f86b09d8703e2(struct SkyResponse *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   long long arg3 ;
@@ -3040,7 +3040,7 @@ double _wrap_SkyResponse_optionProbability_raw_2f451d17ff9d9b2b(struct SkyRespon
 }
 
 
-_gostring_ _wrap_SkyResponse_optionLegend_raw_2f451d17ff9d9b2b(struct SkyResponse *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
+_gostring_ _wrap_SkyResponse_optionLegend_raw_f69f86b09d8703e2(struct SkyResponse *_swig_go_0, long long _swig_go_1, long long _swig_go_2) {
   struct SkyResponse *arg1 = 0 ;
   long long arg2 ;
   long long arg3 ;
@@ -3057,7 +3057,7 @@ _gostring_ _wrap_SkyResponse_optionLegend_raw_2f451d17ff9d9b2b(struct SkyRespons
 }
 
 
-long long _wrap_skyHeapInUse_raw_2f451d17ff9d9b2b() {
+long long _wrap_skyHeapInUse_raw_f69f86b09d8703e2() {
   long long result;
   long long _swig_go_result;
   
@@ -3068,7 +3068,7 @@ long long _wrap_skyHeapInUse_raw_2f451d17ff9d9b2b() {
 }
 
 
-intgo _wrap_skyOpenModelBuffer_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, struct SkyOptions *_swig_go_2, struct SkyModel *_swig_go_3) {
+intgo _wrap_skyOpenModelBuffer_raw_f69f86b09d8703e2(struct SkyCall *_swig_go_0, _gostring_ _swig_go_1, struct SkyOptions *_swig_go_2, struct SkyModel *_swig_go_3) {
   SkyCall *arg1 = 0 ;
   char *arg2 = 0 ;
   size_t arg3 ;
@@ -3092,7 +3092,7 @@ intgo _wrap_skyOpenModelBuffer_raw_2f451d17ff9d9b2b(struct SkyCall *_swig_go_0, 
 }
 
 
-struct SkyEach *_wrap_new_SkyEach_raw_2f451d17ff9d9b2b() {
+struct SkyEach *_wrap_new_SkyEach_raw_f69f86b09d8703e2() {
   struct SkyEach *result = 0 ;
   struct SkyEach *_swig_go_result;
   
@@ -3103,7 +3103,7 @@ struct SkyEach *_wrap_new_SkyEach_raw_2f451d17ff9d9b2b() {
 }
 
 
-void _wrap_delete_SkyEach_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0) {
+void _wrap_delete_SkyEach_raw_f69f86b09d8703e2(struct SkyEach *_swig_go_0) {
   struct SkyEach *arg1 = 0 ;
   
   arg1 = *(struct SkyEach **)&_swig_go_0; 
@@ -3113,7 +3113,7 @@ void _wrap_delete_SkyEach_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0) {
 }
 
 
-intgo _wrap_SkyEach_add_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0, _gostring_ _swig_go_1) {
+intgo _wrap_SkyEach_add_raw_f69f86b09d8703e2(struct SkyEach *_swig_go_0, _gostring_ _swig_go_1) {
   struct SkyEach *arg1 = 0 ;
   char *arg2 = 0 ;
   char *temp2 ;
@@ -3135,7 +3135,7 @@ intgo _wrap_SkyEach_add_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0, _gostri
 }
 
 
-long long _wrap_SkyEach_count_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0) {
+long long _wrap_SkyEach_count_raw_f69f86b09d8703e2(struct SkyEach *_swig_go_0) {
   struct SkyEach *arg1 = 0 ;
   long long result;
   long long _swig_go_result;
@@ -3148,7 +3148,7 @@ long long _wrap_SkyEach_count_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0) {
 }
 
 
-intgo _wrap_SkyEach_decide_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0, struct SkySession *_swig_go_1) {
+intgo _wrap_SkyEach_decide_raw_f69f86b09d8703e2(struct SkyEach *_swig_go_0, struct SkySession *_swig_go_1) {
   struct SkyEach *arg1 = 0 ;
   SkySession *arg2 = 0 ;
   int result;
@@ -3163,7 +3163,7 @@ intgo _wrap_SkyEach_decide_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0, stru
 }
 
 
-intgo _wrap_SkyEach_slotStatus_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0, long long _swig_go_1) {
+intgo _wrap_SkyEach_slotStatus_raw_f69f86b09d8703e2(struct SkyEach *_swig_go_0, long long _swig_go_1) {
   struct SkyEach *arg1 = 0 ;
   long long arg2 ;
   int result;
@@ -3178,7 +3178,7 @@ intgo _wrap_SkyEach_slotStatus_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0, 
 }
 
 
-_gostring_ _wrap_SkyEach_slotMessage_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0, long long _swig_go_1) {
+_gostring_ _wrap_SkyEach_slotMessage_raw_f69f86b09d8703e2(struct SkyEach *_swig_go_0, long long _swig_go_1) {
   struct SkyEach *arg1 = 0 ;
   long long arg2 ;
   char *result = 0 ;
@@ -3193,7 +3193,7 @@ _gostring_ _wrap_SkyEach_slotMessage_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_
 }
 
 
-intgo _wrap_SkyEach_takeResponse_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0, long long _swig_go_1, struct SkyResponse *_swig_go_2) {
+intgo _wrap_SkyEach_takeResponse_raw_f69f86b09d8703e2(struct SkyEach *_swig_go_0, long long _swig_go_1, struct SkyResponse *_swig_go_2) {
   struct SkyEach *arg1 = 0 ;
   long long arg2 ;
   SkyResponse *arg3 = 0 ;
@@ -3210,7 +3210,7 @@ intgo _wrap_SkyEach_takeResponse_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0
 }
 
 
-void _wrap_SkyEach_clear_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0) {
+void _wrap_SkyEach_clear_raw_f69f86b09d8703e2(struct SkyEach *_swig_go_0) {
   struct SkyEach *arg1 = 0 ;
   
   arg1 = *(struct SkyEach **)&_swig_go_0; 
@@ -3220,7 +3220,7 @@ void _wrap_SkyEach_clear_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0) {
 }
 
 
-_gostring_ _wrap_SkyEach_message_raw_2f451d17ff9d9b2b(struct SkyEach *_swig_go_0) {
+_gostring_ _wrap_SkyEach_message_raw_f69f86b09d8703e2(struct SkyEach *_swig_go_0) {
   struct SkyEach *arg1 = 0 ;
   char *result = 0 ;
   _gostring_ _swig_go_result;

@@ -238,8 +238,9 @@ public final class Model implements AutoCloseable {
     public long intParameter(String name) {
         lock.readLock().lock();
         try {
+            java.util.Objects.requireNonNull(name, "name");
             if (state.box == null) throw closed("model int");
-            long v = state.box.getInt(name);
+            long v = state.box.getInt(Options.noNul("name", name));
             if (v < 0) throw new SkycmdException("model int", Status.NOT_FOUND.code(), "no hyper-parameter " + name);
             return v;
         } finally {
@@ -289,6 +290,7 @@ public final class Model implements AutoCloseable {
     public Response decide(String requestJson) {
         lock.readLock().lock();
         try {
+            Options.noNul("requestJson", requestJson);
             if (state.box == null) throw closed("decide");
             SkySession s = takeSession();
             SkyResponse r = new SkyResponse();
@@ -431,7 +433,11 @@ public final class Model implements AutoCloseable {
             if (state.box == null) throw closed("decide each");
             for (int i = 0; i < group.size(); i++) {
                 slot[i] = -1;
-                if (group.get(i) instanceof String json) {
+                if (group.get(i) instanceof String json && json.indexOf('\0') >= 0) {
+                    // a NUL would cut the C string: this request's own error, not the stream's
+                    group.set(i, new SkycmdException("decide each", Status.INVALID_ARGUMENT.code(),
+                        "the request contains a NUL character (at index " + json.indexOf('\0') + ")"));
+                } else if (group.get(i) instanceof String json) {
                     int st = each.add(json);
                     if (st != 0) throw new SkycmdException("decide each", st, each.message());
                     slot[i] = (int) each.count() - 1;

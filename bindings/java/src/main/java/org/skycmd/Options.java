@@ -48,7 +48,7 @@ public final class Options {
 
     public Options weights(Weights w) { return withInt(skycmd_option.SKYCMD_OPT_WEIGHTS, w.code, false); }
     public Options maxTokens(int n) { return withInt(skycmd_option.SKYCMD_OPT_MAX_TOKENS, n, false); }
-    public Options modelName(String s) { return withStr(skycmd_option.SKYCMD_OPT_MODEL_NAME, s); }
+    public Options modelName(String s) { return withStr(skycmd_option.SKYCMD_OPT_MODEL_NAME, noNul("modelName", s)); }
     public Options threads(int n) { return withInt(skycmd_option.SKYCMD_OPT_THREADS, n, true); }
     public Options activations(Activations a) { return withInt(skycmd_option.SKYCMD_OPT_ACTIVATIONS, a.code, true); }
     public Options type(Type t) { return withInt(skycmd_option.SKYCMD_OPT_TYPE, t.code, false); }
@@ -58,8 +58,21 @@ public final class Options {
     public Options layout(Layout l) { return withInt(skycmd_option.SKYCMD_OPT_LAYOUT, l.code, false); }
     public Options maxArray(int n) { return withInt(skycmd_option.SKYCMD_OPT_MAX_ARRAY, n, false); }
     public Options json(boolean on) { return withInt(skycmd_option.SKYCMD_OPT_JSON, on ? 1 : 0, false); }
-    public Options name(String s) { return withStr(skycmd_option.SKYCMD_OPT_NAME, s); }
-    public Options pre(String s) { return withStr(skycmd_option.SKYCMD_OPT_PRE, s); }
+    public Options name(String s) { return withStr(skycmd_option.SKYCMD_OPT_NAME, noNul("name", s)); }
+    public Options pre(String s) { return withStr(skycmd_option.SKYCMD_OPT_PRE, noNul("pre", s)); }
+
+    /**
+     * s itself; an IllegalArgumentException naming the argument if s contains a NUL character
+     * (U+0000): the C library takes NUL-terminated strings and would silently cut s there.
+     */
+    static String noNul(String argument, String s) {
+        int at = s == null ? -1 : s.indexOf('\0');
+        if (at >= 0) {
+            throw new IllegalArgumentException(argument + " contains a NUL character (at index " + at
+                + "): the C library would cut the string there");
+        }
+        return s;
+    }
 
     /** A C options bag with the call options; the caller deletes it. */
     SkyOptions toNative(String operation) {

@@ -95,7 +95,7 @@ public final class Tokenizer implements AutoCloseable {
     /** The token ids of UTF-8 text, as HF tokenizers encodes it with add_special_tokens=False. */
     public int[] encode(String text) {
         return with("tokenizer encode", t -> {
-            check("tokenizer encode", t, t.encode(text));
+            check("tokenizer encode", t, t.encode(Options.noNul("text", text)));
             int[] ids = new int[(int) t.idCount()];
             for (int i = 0; i < ids.length; i++) ids[i] = t.tokenId(i);
             return ids;
@@ -105,7 +105,7 @@ public final class Tokenizer implements AutoCloseable {
     /** The number of tokens of {@code text} (what {@link #encode} would return, not kept). */
     public int count(String text) {
         return with("tokenizer count", t -> {
-            check("tokenizer count", t, t.count(text));
+            check("tokenizer count", t, t.count(Options.noNul("text", text)));
             return (int) t.tokenCount();
         });
     }

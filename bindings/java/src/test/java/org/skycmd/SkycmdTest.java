@@ -822,4 +822,34 @@ class SkycmdTest {
             loader.shutdownNow();
         }
     }
+
+    /** A String with a NUL character is refused (the C string would end there), never cut. */
+    @Test
+    void stringsWithANulAreRefusedNotCut() throws IOException {
+        String req = request();
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new Options().modelName("a\0b"));
+        assertTrue(e.getMessage().contains("modelName"), e.getMessage());
+        try (Model mod = Model.open(model())) {
+            e = assertThrows(IllegalArgumentException.class, () -> mod.decide(req + "\0garbage"));
+            assertTrue(e.getMessage().contains("requestJson"), e.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> mod.decideBatch(List.of(req, req + "\0")));
+            Tokenizer tok = mod.tokenizer();
+            e = assertThrows(IllegalArgumentException.class, () -> tok.encode("ab\0cd"));
+            assertTrue(e.getMessage().contains("text"), e.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> tok.count("ab\0cd"));
+            assertThrows(IllegalArgumentException.class, () -> mod.intParameter("embedding_length\0x"));
+            List<Result> each = mod.decideEach(List.of(req + "\0", req)).toList();
+            assertEquals(2, each.size());
+            assertFalse(each.get(0).isOk());
+            assertEquals(Status.INVALID_ARGUMENT, each.get(0).error().get().status());
+            assertTrue(each.get(1).isOk());
+        }
+    }
+
+    @Test
+    void intParameterOfNullIsANullPointerException() {
+        try (Model mod = Model.open(model())) {
+            assertThrows(NullPointerException.class, () -> mod.intParameter(null));
+        }
+    }
 }

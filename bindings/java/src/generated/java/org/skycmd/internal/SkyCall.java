@@ -73,7 +73,7 @@ public class SkyCall {
   }
 
   public int inspect(String path, SkyOptions opts) {
-    return skycmdJNI.SkyCall_inspect(swigCPtr, this, (path == null ? null : (path + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), SkyOptions.getCPtr(opts), opts);
+    return skycmdJNI.SkyCall_inspect(swigCPtr, this, org.skycmd.internal.skycmd.cString(path, "path"), SkyOptions.getCPtr(opts), opts);
   }
 
   public String takeOutput() {
@@ -82,19 +82,19 @@ public class SkyCall {
   }
 
   public int convert(String laya_dir, String out_path, SkyOptions opts) {
-    return skycmdJNI.SkyCall_convert(swigCPtr, this, (laya_dir == null ? null : (laya_dir + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), (out_path == null ? null : (out_path + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), SkyOptions.getCPtr(opts), opts);
+    return skycmdJNI.SkyCall_convert(swigCPtr, this, org.skycmd.internal.skycmd.cString(laya_dir, "laya_dir"), org.skycmd.internal.skycmd.cString(out_path, "out_path"), SkyOptions.getCPtr(opts), opts);
   }
 
   public int randomModel(String preset, String out_path, SkyOptions opts) {
-    return skycmdJNI.SkyCall_randomModel(swigCPtr, this, (preset == null ? null : (preset + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), (out_path == null ? null : (out_path + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), SkyOptions.getCPtr(opts), opts);
+    return skycmdJNI.SkyCall_randomModel(swigCPtr, this, org.skycmd.internal.skycmd.cString(preset, "preset"), org.skycmd.internal.skycmd.cString(out_path, "out_path"), SkyOptions.getCPtr(opts), opts);
   }
 
   public int quantize(String in_path, String out_path, SkyOptions opts) {
-    return skycmdJNI.SkyCall_quantize(swigCPtr, this, (in_path == null ? null : (in_path + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), (out_path == null ? null : (out_path + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), SkyOptions.getCPtr(opts), opts);
+    return skycmdJNI.SkyCall_quantize(swigCPtr, this, org.skycmd.internal.skycmd.cString(in_path, "in_path"), org.skycmd.internal.skycmd.cString(out_path, "out_path"), SkyOptions.getCPtr(opts), opts);
   }
 
   public int openModel(String path, SkyOptions opts, SkyModel into) {
-    return skycmdJNI.SkyCall_openModel(swigCPtr, this, (path == null ? null : (path + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), SkyOptions.getCPtr(opts), opts, SkyModel.getCPtr(into), into);
+    return skycmdJNI.SkyCall_openModel(swigCPtr, this, org.skycmd.internal.skycmd.cString(path, "path"), SkyOptions.getCPtr(opts), opts, SkyModel.getCPtr(into), into);
   }
 
 }

@@ -48,7 +48,7 @@ public class SkyEach {
   }
 
   public int add(String request_json) {
-    return skycmdJNI.SkyEach_add(swigCPtr, this, (request_json == null ? null : (request_json + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+    return skycmdJNI.SkyEach_add(swigCPtr, this, org.skycmd.internal.skycmd.cString(request_json, "request_json"));
   }
 
   public long count() {

@@ -61,7 +61,7 @@ public class SkyModel {
   }
 
   public long getInt(String name) {
-    return skycmdJNI.SkyModel_getInt(swigCPtr, this, (name == null ? null : (name + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+    return skycmdJNI.SkyModel_getInt(swigCPtr, this, org.skycmd.internal.skycmd.cString(name, "name"));
   }
 
 }

@@ -52,7 +52,7 @@ public class SkyOptions {
   }
 
   public int setString(int option, String value) {
-    return skycmdJNI.SkyOptions_setString(swigCPtr, this, option, (value == null ? null : (value + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+    return skycmdJNI.SkyOptions_setString(swigCPtr, this, option, org.skycmd.internal.skycmd.cString(value, "value"));
   }
 
   public void cancel() {

@@ -64,7 +64,7 @@ public class SkySession {
   }
 
   public int decide(String request_json, SkyResponse into) {
-    return skycmdJNI.SkySession_decide(swigCPtr, this, (request_json == null ? null : (request_json + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), SkyResponse.getCPtr(into), into);
+    return skycmdJNI.SkySession_decide(swigCPtr, this, org.skycmd.internal.skycmd.cString(request_json, "request_json"), SkyResponse.getCPtr(into), into);
   }
 
   public int decideBatch(SkyBatch batch) {

@@ -52,7 +52,7 @@ public class SkyTokenizer {
   }
 
   public int openJson(String path) {
-    return skycmdJNI.SkyTokenizer_openJson(swigCPtr, this, (path == null ? null : (path + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+    return skycmdJNI.SkyTokenizer_openJson(swigCPtr, this, org.skycmd.internal.skycmd.cString(path, "path"));
   }
 
   public int osError() {
@@ -77,11 +77,11 @@ public class SkyTokenizer {
   }
 
   public int encode(String text) {
-    return skycmdJNI.SkyTokenizer_encode(swigCPtr, this, (text == null ? null : (text + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+    return skycmdJNI.SkyTokenizer_encode(swigCPtr, this, org.skycmd.internal.skycmd.cString(text, "text"));
   }
 
   public int count(String text) {
-    return skycmdJNI.SkyTokenizer_count(swigCPtr, this, (text == null ? null : (text + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+    return skycmdJNI.SkyTokenizer_count(swigCPtr, this, org.skycmd.internal.skycmd.cString(text, "text"));
   }
 
   public long tokenCount() {

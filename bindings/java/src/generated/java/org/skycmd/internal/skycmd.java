@@ -9,6 +9,18 @@
 package org.skycmd.internal;
 
 public class skycmd implements skycmdConstants {
+
+  /** The UTF-8 bytes of s with the terminating NUL (null: null); a NUL inside s throws. */
+  static byte[] cString(String s, String argument) {
+    if (s == null) return null;
+    int at = s.indexOf('\0');
+    if (at >= 0) {
+      throw new IllegalArgumentException(argument + " contains a NUL character (at index " + at
+          + "): the C library would cut the string there");
+    }
+    return (s + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8);
+  }
+
   public static long skycmd_version_number() {
     return skycmdJNI.skycmd_version_number();
   }
@@ -51,11 +63,11 @@ public class skycmd implements skycmdConstants {
   }
 
   public static int skyFileCallWithListener(SkyCall call, int op, String a, String b, SkyOptions opts, java.lang.Object listener) {
-    return skycmdJNI.skyFileCallWithListener(SkyCall.getCPtr(call), call, op, (a == null ? null : (a + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), (b == null ? null : (b + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), SkyOptions.getCPtr(opts), opts, listener);
+    return skycmdJNI.skyFileCallWithListener(SkyCall.getCPtr(call), call, op, org.skycmd.internal.skycmd.cString(a, "a"), org.skycmd.internal.skycmd.cString(b, "b"), SkyOptions.getCPtr(opts), opts, listener);
   }
 
   public static int skyOpenModelWithListener(SkyCall call, String path, SkyOptions opts, java.lang.Object listener, SkyModel into) {
-    return skycmdJNI.skyOpenModelWithListener(SkyCall.getCPtr(call), call, (path == null ? null : (path + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8)), SkyOptions.getCPtr(opts), opts, listener, SkyModel.getCPtr(into), into);
+    return skycmdJNI.skyOpenModelWithListener(SkyCall.getCPtr(call), call, org.skycmd.internal.skycmd.cString(path, "path"), SkyOptions.getCPtr(opts), opts, listener, SkyModel.getCPtr(into), into);
   }
 
 }
