@@ -2,6 +2,7 @@
  * (laya.calibrate) and write a copy of the GGUF file with only those keys changed. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -17,7 +18,8 @@ static void usage(FILE *out) {
             "\n"
             "LABELLED.jsonl: one /v1/systemone request per line plus its labels, either\n"
             "  \"expected\": {\"<question>\": <choice key | score level | noul true/false>}\n"
-            "or laya's \"targets\": {\"<question>\": [probability per option]} (docs/calibrate.md).\n"
+            "or laya's \"targets\": {\"<question>\": [probability per option]} (docs/calibrate.md);\n"
+            "'-' reads them from standard input.\n"
             "\n"
             "  -o, --output OUT.gguf  the model to write (omit with --dry-run)\n"
             "  --dry-run              fit and report only\n"
@@ -68,18 +70,23 @@ int cmd_calibrate(int argc, char **argv) {
         if (!target[0] || *end || !(v >= 0.0 && v <= 1.0))
             return cli_usage_error(&cmd, "--target-error must be a number in [0, 1], got '%s'", target);
     }
-    if (out && strcmp(out, pos[0]) == 0)
+    struct stat in_st, out_st; /* the same file by any name (./m.gguf, a link) */
+    if (out && (strcmp(out, pos[0]) == 0 ||
+                (stat(pos[0], &in_st) == 0 && stat(out, &out_st) == 0 && in_st.st_dev == out_st.st_dev &&
+                 in_st.st_ino == out_st.st_ino)))
         return cli_usage_error(&cmd, "the output must not be the input model");
     cli_run run;
     cli_set_quiet(quiet);
     if ((rc = cli_begin(&run, &cmd, "calibrate"))) return rc;
+    const char *labelled = pos[1];
+    if ((rc = cli_stdin_file(&run, &labelled))) return rc; /* '-': the labelled lines from stdin */
     /* the library reports bytes of the labelled file: show them */
     cli_meter_start(&run.meter, cmd.name, NULL, CLI_METER_BYTES, 0);
     int st = SKYCMD_OK;
     if (abst) st = skycmd_options_set_int(run.opts, SKYCMD_OPT_CALIB_ABSTENTION, 1);
     if (!st && no_cons) st = skycmd_options_set_int(run.opts, SKYCMD_OPT_CALIB_CONSERVATIVE, 0);
     char *report = NULL;
-    if (!st) st = skycmd_calibrate(pos[0], pos[1], out, run.opts, &report, run.err);
+    if (!st) st = skycmd_calibrate(pos[0], labelled, out, run.opts, &report, run.err);
     if (!st)
         cli_meter_finish(&run.meter, run.meter.updated ? run.meter.done : CLI_METER_UNKNOWN,
                          "of labelled requests", NULL);

@@ -38,6 +38,18 @@ PY
 "$CLI" inspect "$T/c.gguf" | grep -q 'decision.temperature.choice (f32)' || fail "no temperature key in the output"
 "$CLI" decide "$T/c.gguf" "$REQ" >/dev/null || fail "the calibrated model does not decide"
 "$CLI" calibrate "$T/m.gguf" "$T/l.jsonl" --dry-run | grep -q "ECE (15 bins)" || fail "text report"
+# the labelled lines from stdin ('-') fit the same temperatures as from the file
+"$CLI" calibrate "$T/m.gguf" - -o "$T/c2.gguf" --abstention < "$T/l.jsonl" >/dev/null 2>"$T/err" ||
+  fail "calibrate - (stdin): $(cat "$T/err")"
+cmp -s "$T/c.gguf" "$T/c2.gguf" || fail "calibrate from stdin wrote another model than from the file"
+# the input model by another name (./path, a link) is refused as the output, and left as it was
+cp "$T/m.gguf" "$T/m-keep.gguf"
+ln -s m.gguf "$T/m-link.gguf"
+for o in "$T/./m.gguf" "$T/m-link.gguf"; do
+  "$CLI" calibrate "$T/m.gguf" "$T/l.jsonl" -o "$o" >/dev/null 2>"$T/err"; rc=$?
+  [ $rc -eq 2 ] && grep -q "must not be the input model" "$T/err" || fail "calibrate -o $o (the input): exit $rc"
+  cmp -s "$T/m.gguf" "$T/m-keep.gguf" || fail "calibrate -o $o changed the input model"
+done
 
 printf '%s\n' '{"state":"a","questions":{"q":{"type":"noul","instructions":"i"}},"expected":{"q":true}}' \
   '{"state":"a","questions":{"q":{"type":"noul","instructions":"i"}}}' > "$T/bad.jsonl"
