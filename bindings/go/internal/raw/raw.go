@@ -3,7 +3,8 @@
 // cgo and the installed libskycmd alone (found by `pkg-config skycmd`), without SWIG. They
 // are made by bindings/generate.sh (pinned SWIG 4.5.1), never edited by hand; its --check
 // mode (run by bindings/run-tests.sh) fails when they are stale. This file only carries the
-// cgo flags, which apply to the whole package.
+// cgo flags, which apply to the whole package; bytes.go holds the two hand-written calls that
+// pass a string with its length.
 package raw
 
 // #cgo pkg-config: skycmd
