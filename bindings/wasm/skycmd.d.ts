@@ -149,19 +149,22 @@ export type RequestInput = Request | string | { readonly state: unknown; readonl
 
 export declare class Model {
   private constructor();
-  /** Opens a GGUF model from its bytes (copied into wasm memory). Needs init(). */
+  /** Opens a GGUF model from its bytes (copied into wasm memory). Needs init(). A name
+   * that is no string or holds a NUL: TypeError; 4 GiB or more: SKYCMD_E_NOMEM. */
   static fromBytes(bytes: ArrayBufferView | ArrayBuffer, options?: OpenOptions): Model;
   /** Downloads (fetch; in Node a file: URL is read from disk) and opens a GGUF model. */
   static fromUrl(url: string | URLLike, options?: UrlOptions): Promise<Model>;
   readonly info: ModelInfo;
   /** True after close(). */
   readonly closed: boolean;
+  /** A request of another type (or an object JSON cannot write): TypeError. */
   decide(request: RequestInput): Response;
-  /** All or nothing: a bad request throws, naming it ("request 2: ..."). */
+  /** All or nothing: a bad request throws, naming it ("request 2: ..."). requests: any
+   * iterable but a string (TypeError). */
   decideBatch(requests: Iterable<RequestInput>): Response[];
-  /** One item per request: its response or its error. */
+  /** One item per request: its response or its error (also for an item of a wrong type). */
   decideEach(requests: Iterable<RequestInput>): EachResult[];
-  /** Token ids of text (no special tokens). */
+  /** Token ids of text (no special tokens). Not a string, or an unpaired surrogate: TypeError. */
   tokenize(text: string): number[];
   /** Frees the model; idempotent. Later calls throw SKYCMD_E_MISUSE. */
   close(): void;

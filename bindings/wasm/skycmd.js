@@ -198,7 +198,7 @@ async function open(source) {
   try {
     resp = await fetch(url);
   } catch (e) { // the network, CORS or a refused scheme: fetch gives a bare TypeError
-    throw new SkycmdError(Status.IO, `${url}: ${e.message}`, 'fetch');
+    throw new SkycmdError(Status.IO, `${url}: ${fetchReason(e)}`, 'fetch');
   }
   if (!resp.ok) throw new SkycmdError(Status.IO, `${url}: HTTP ${resp.status} ${resp.statusText}`, 'fetch');
   return resp;
@@ -267,6 +267,124 @@ function guarded(op, fn) {
   }
 }
 
+// ------------------------------------------------------------------ argument checks ----
+// As the Node binding (bindings/node/index.js) reports them, never a silent coercion: a
+// wrong type is a TypeError (code ERR_INVALID_ARG_TYPE) naming the argument; a string the C
+// library would cut (an embedded NUL where it takes a C string) or that has no UTF-8 form
+// (an unpaired surrogate, which TextEncoder would silently replace by U+FFFD) a TypeError
+// (ERR_INVALID_ARG_VALUE); request text with an unpaired surrogate is malformed JSON
+// (SKYCMD_E_JSON, as the library says of an unpaired \u escape).
+
+function received(v) {
+  if (v === null) return 'null';
+  if (v === undefined) return 'undefined';
+  if (typeof v === 'function') return `function ${v.name || '<anonymous>'}`;
+  if (typeof v === 'object') return v.constructor && v.constructor.name ? `an instance of ${v.constructor.name}` : 'an object';
+  let shown = typeof v === 'bigint' ? `${v}n` : String(v);
+  if (shown.length > 28) shown = `${shown.slice(0, 25)}...`;
+  return `type ${typeof v} (${typeof v === 'string' ? JSON.stringify(shown) : shown})`;
+}
+
+function argTypeError(name, what, v) {
+  const e = new TypeError(`The "${name}" argument must be ${what}. Received ${received(v)}`);
+  e.code = 'ERR_INVALID_ARG_TYPE';
+  return e;
+}
+
+function argValueError(name, why) {
+  const e = new TypeError(`The "${name}" argument ${why}`);
+  e.code = 'ERR_INVALID_ARG_VALUE';
+  return e;
+}
+
+// An unpaired surrogate (UTF-16 code units, no u flag)
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** [index, 'U+XXXX'] of the first unpaired surrogate of s, or null. */
+function loneSurrogate(s) {
+  const m = LONE_SURROGATE.exec(s);
+  return m ? [m.index, `U+${s.charCodeAt(m.index).toString(16).toUpperCase()}`] : null;
+}
+
+/** A string argument with a UTF-8 form (cString: also without NUL, for a C string). */
+function textArg(name, v, cString = false) {
+  if (typeof v !== 'string') throw argTypeError(name, 'of type string', v);
+  const i = cString ? v.indexOf('\0') : -1;
+  if (i >= 0) throw argValueError(name, `must be a string without null bytes (the C library would cut it at the one at index ${i})`);
+  const lone = loneSurrogate(v);
+  if (lone) throw argValueError(name, `must be well-formed Unicode: the unpaired surrogate ${lone[1]} at index ${lone[0]} has no UTF-8 form`);
+  return v;
+}
+
+/** The requests of decideBatch/decideEach: any iterable but a string (a string is one request). */
+function requestsArg(requests) {
+  if (requests === null || typeof requests !== 'object' || typeof requests[Symbol.iterator] !== 'function') {
+    throw argTypeError('requests', 'an iterable of requests (an array: a string is one request)', requests);
+  }
+  return Array.from(requests);
+}
+
+/** The JSON text of a request: a string, a typed Request or a request object. A wrong type
+ * (or an object JSON cannot write) is a TypeError naming the argument; text with an
+ * unpaired surrogate SKYCMD_E_JSON. */
+function requestText(req, name = 'request') {
+  let text;
+  if (typeof req === 'string') {
+    text = req;
+  } else if (req instanceof Request) {
+    return req.json();
+  } else if (req !== null && typeof req === 'object') {
+    try {
+      text = JSON.stringify(req);
+    } catch (e) { // a cycle, a BigInt
+      throw argValueError(name, `cannot be written as JSON: ${String(e && e.message).split('\n')[0]}`);
+    }
+    if (typeof text !== 'string') throw argTypeError(name, 'a string, a Request or a request object', req);
+    return text; // JSON.stringify escapes unpaired surrogates (\udxxx): the library refuses them
+  } else {
+    throw argTypeError(name, 'a string, a Request or a request object', req);
+  }
+  const lone = loneSurrogate(text);
+  if (lone) {
+    throw new SkycmdError(Status.JSON, `malformed JSON at index ${lone[0]} of the request text: unpaired surrogate ${lone[1]} (not Unicode, no UTF-8 form)`, 'decide');
+  }
+  return text;
+}
+
+/** A URL argument: a string, a URL, or an object with a string href (another realm's URL). */
+function urlArg(name, url) {
+  if (typeof url === 'string' || url instanceof URL) return url;
+  if (url !== null && typeof url === 'object' && typeof url.href === 'string') return url.href;
+  throw argTypeError(name, 'a string or a URL', url);
+}
+
+/** The options object of an opening call (undefined and null: none). */
+function optionsArg(name, options) {
+  if (options === undefined || options === null) return {};
+  if (typeof options !== 'object') throw argTypeError(name, 'an object', options);
+  return options;
+}
+
+/** The model name option: undefined or a string the C library takes whole. */
+function nameOption(name) {
+  return name === undefined ? undefined : textArg('options.name', name, true);
+}
+
+/** What a failed fetch says (Node's fetch gives "fetch failed" and the reason as cause). */
+function fetchReason(e) {
+  let msg = e && e.message ? e.message : String(e);
+  const cause = e && e.cause;
+  if (cause) msg += ` (${cause.code && !String(cause.message).includes(cause.code) ? `${cause.code}: ` : ''}${cause.message || cause})`;
+  return msg;
+}
+
+/** Internal: the argument checks WorkerModel (worker-model.js) shares. Not part of the API. */
+export const _args = Object.freeze({ requestText, requestsArg, textArg, urlArg, optionsArg, nameOption, argTypeError });
+
+// wasm32 memory holds at most 4 GiB: a larger size cannot be allocated (and would wrap in
+// the i32 argument of malloc)
+const WASM32_MAX = 0xffffffff;
+
 // ------------------------------------------------------------------ memory helpers ------
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -285,6 +403,7 @@ function readCString(ptr) {
 class Scratch {
   constructor(x) { this.x = x; this.ptrs = []; }
   alloc(n) {
+    if (n > WASM32_MAX) throw new SkycmdError(Status.NOMEM, `out of WebAssembly memory (${n} bytes: more than wasm32's 4 GiB)`, 'alloc');
     const p = this.x.malloc(Math.max(1, n));
     if (!p) throw new SkycmdError(Status.NOMEM, `out of WebAssembly memory (${n} bytes)`, 'alloc');
     this.ptrs.push(p);
@@ -334,12 +453,6 @@ function freeHandles(h) {
   h.session = h.model = h.bytes = 0;
 }
 
-function requestText(req) {
-  if (typeof req === 'string') return req;
-  if (req instanceof Request) return req.json();
-  return JSON.stringify(req);
-}
-
 export class Model {
   constructor(token, handles) {
     if (token !== PRIVATE) throw new TypeError('use Model.fromBytes() or Model.fromUrl()');
@@ -349,10 +462,15 @@ export class Model {
   }
 
   /** Opens a GGUF model from its bytes (copied into wasm memory once). Needs init(). */
-  static fromBytes(bytes, { name } = {}) {
+  static fromBytes(bytes, options) {
     if (bytes instanceof ArrayBuffer) bytes = new Uint8Array(bytes);
     if (!ArrayBuffer.isView(bytes)) throw new TypeError('Model.fromBytes: bytes must be a Uint8Array or an ArrayBuffer');
+    const name = nameOption(optionsArg('options', options).name);
     const src = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    if (src.length > WASM32_MAX) {
+      lib();
+      throw new SkycmdError(Status.NOMEM, `out of WebAssembly memory for a ${src.length}-byte model (wasm32 memory holds at most 4 GiB)`, 'open');
+    }
     return guarded('open', (x) => {
       const s = new Scratch(x);
       const h = { bytes: 0, model: 0, session: 0 };
@@ -367,7 +485,7 @@ export class Model {
         if (name !== undefined) {
           opts = x.skycmd_options_new();
           if (!opts) throw new SkycmdError(Status.NOMEM, '', 'open');
-          const st = x.skycmd_options_set_string(opts, SKYCMD_OPT_MODEL_NAME, s.string(String(name))[0]);
+          const st = x.skycmd_options_set_string(opts, SKYCMD_OPT_MODEL_NAME, s.string(name)[0]);
           if (st) throw new SkycmdError(st, 'invalid model name', 'open');
         }
         const out = s.alloc(4);
@@ -393,7 +511,11 @@ export class Model {
 
   /** Downloads a GGUF model (fetch; a file: URL in Node is read from disk) and opens it.
    * onProgress(loaded, total) after each chunk; total is 0 when the server does not say. */
-  static async fromUrl(url, { onProgress, name } = {}) {
+  static async fromUrl(url, options) {
+    url = urlArg('url', url);
+    const { onProgress, name } = optionsArg('options', options);
+    if (onProgress !== undefined && typeof onProgress !== 'function') throw argTypeError('options.onProgress', 'a function', onProgress);
+    nameOption(name);
     lib(); // fail before downloading when init() has not run
     const got = await open(url);
     let bytes;
@@ -402,8 +524,14 @@ export class Model {
       if (onProgress) onProgress(bytes.length, bytes.length);
     } else {
       const total = Number(got.headers.get('content-length')) || 0;
+      // a connection lost mid-body rejects with a bare TypeError ("terminated")
+      const lost = (e, loaded) => new SkycmdError(Status.IO, `${got.url || url}: the download failed after ${loaded} bytes: ${fetchReason(e)}`, 'fetch');
       if (!got.body || !got.body.getReader) {
-        bytes = new Uint8Array(await got.arrayBuffer());
+        try {
+          bytes = new Uint8Array(await got.arrayBuffer());
+        } catch (e) {
+          throw lost(e, 0);
+        }
         if (onProgress) onProgress(bytes.length, total || bytes.length);
       } else {
         const reader = got.body.getReader();
@@ -411,7 +539,13 @@ export class Model {
         let loaded = 0;
         if (onProgress) onProgress(0, total);
         for (;;) {
-          const { done, value } = await reader.read();
+          let chunk;
+          try {
+            chunk = await reader.read();
+          } catch (e) {
+            throw lost(e, loaded);
+          }
+          const { done, value } = chunk;
           if (done) break;
           chunks.push(value);
           loaded += value.length;
@@ -460,7 +594,7 @@ export class Model {
   /** Answers one request (an object, a typed Request or JSON text): the response object. */
   decide(req) {
     const h = this._live('decide');
-    const text = requestText(req);
+    const text = requestText(req, 'request');
     return guarded('decide', (x) => {
       const s = new Scratch(x);
       try {
@@ -479,7 +613,14 @@ export class Model {
    * decide() gives alone). All or nothing: one bad request throws, naming it. */
   decideBatch(reqs) {
     const h = this._live('decide');
-    const texts = Array.from(reqs, requestText);
+    const texts = requestsArg(reqs).map((req, i) => {
+      try {
+        return requestText(req, `requests[${i}]`);
+      } catch (e) {
+        if (e instanceof SkycmdError) throw new SkycmdError(e.code, `request ${i}: ${e.message}`, 'decide');
+        throw e;
+      }
+    });
     if (texts.length === 0) return [];
     return guarded('decide', (x) => this._withParsed(x, texts, (ptrs, s) => {
       const n = texts.length;
@@ -494,8 +635,20 @@ export class Model {
    * {response} or {error: SkycmdError}; a bad request fails only its own item. */
   decideEach(reqs) {
     const h = this._live('decide');
-    const texts = Array.from(reqs, requestText);
-    if (texts.length === 0) return [];
+    // an item that is no request (a wrong type, a cycle, not Unicode) fails only its own slot
+    const items = requestsArg(reqs);
+    const results = new Array(items.length);
+    const texts = [];
+    const slots = [];
+    items.forEach((req, i) => {
+      try {
+        texts.push(requestText(req, 'request'));
+        slots.push(i);
+      } catch (e) {
+        results[i] = { error: e instanceof SkycmdError ? e : new SkycmdError(Status.INVALID_ARGUMENT, e.message, 'decide') };
+      }
+    });
+    if (texts.length === 0) return results;
     const each = (ptrs, s) => {
       const x = wasm.x;
       const n = texts.length;
@@ -507,7 +660,8 @@ export class Model {
       return takeResponses(x, out, n, { status, msgs });
     };
     each.each = true;
-    return guarded('decide', (x) => this._withParsed(x, texts, each));
+    guarded('decide', (x) => this._withParsed(x, texts, each)).forEach((r, k) => { results[slots[k]] = r; });
+    return results;
   }
 
   /** Parses texts into skycmd_requests, runs fn(array of pointers, scratch), frees
@@ -543,11 +697,12 @@ export class Model {
   /** The token ids of text (no special tokens), as Hugging Face tokenizers gives them. */
   tokenize(text) {
     const h = this._live('tokenize');
+    textArg('text', text); // a NUL is tokenized as any character: the length goes with it
     return guarded('tokenize', (x) => {
       const s = new Scratch(x);
       try {
         const tok = x.skycmd_model_tokenizer(h.model);
-        const [p, len] = s.string(String(text));
+        const [p, len] = s.string(text);
         const count = s.alloc(4);
         let st = x.skycmd_tokenizer_encode(tok, p, len, 0, 0, count);
         if (st) throw new SkycmdError(st, 'cannot tokenize the text', 'tokenize');

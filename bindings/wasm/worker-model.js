@@ -9,16 +9,14 @@
 //
 // Each WorkerModel owns one worker (one module instance, one thread): open several for
 // parallel answers. Calls run in the order made. Errors are SkycmdError, as with Model.
-import { SkycmdError, Status, Request } from './skycmd.js';
+import { SkycmdError, Status, _args } from './skycmd.js';
 
 const isNode = typeof process !== 'undefined' && !!(process.versions && process.versions.node);
 const WORKER_URL = new URL('./worker.js', import.meta.url);
 
-function requestText(req) {
-  if (typeof req === 'string') return req;
-  if (req instanceof Request) return req.json();
-  return JSON.stringify(req);
-}
+// The argument checks are Model's (skycmd.js), made here on the calling side: a wrong
+// argument throws (TypeError) or rejects (SkycmdError) as Model's call would.
+const { requestText, requestsArg, textArg, urlArg, optionsArg, nameOption } = _args;
 
 /** The worker behind one WorkerModel, the same shape in browsers and Node. */
 async function startWorker() {
@@ -45,6 +43,11 @@ async function startWorker() {
 }
 
 function rebuild(error) {
+  if (error.name === 'TypeError' || error.name === 'RangeError') {
+    const e = error.name === 'TypeError' ? new TypeError(error.message) : new RangeError(error.message);
+    if (error.errorCode) e.code = error.errorCode;
+    return e;
+  }
   return new SkycmdError(error.code, error.message, error.op);
 }
 
@@ -63,7 +66,11 @@ export class WorkerModel {
   /** Downloads (fetch, or a file in Node) and opens a GGUF model in a new worker.
    * options: onProgress(loaded, total), name, wasm (the module's URL; default skycmd.wasm
    * beside skycmd.js). A relative url is resolved against the page, as fetch would. */
-  static async fromUrl(url, { onProgress, name, wasm } = {}) {
+  static async fromUrl(url, options) {
+    url = urlArg('url', url);
+    const { onProgress, name, wasm } = optionsArg('options', options);
+    if (onProgress !== undefined && typeof onProgress !== 'function') throw _args.argTypeError('options.onProgress', 'a function', onProgress);
+    nameOption(name);
     const base = globalThis.location && globalThis.location.href;
     const abs = (u) => (u === undefined || !base ? (u instanceof URL ? u.href : u) : new URL(u, base).href);
     return WorkerModel._open({ url: abs(url), name, wasm: abs(wasm) }, [], onProgress);
@@ -71,9 +78,11 @@ export class WorkerModel {
 
   /** Opens a GGUF model from its bytes in a new worker. transfer: true moves the bytes'
    * buffer to the worker instead of copying it (it is then empty here). */
-  static async fromBytes(bytes, { name, wasm, transfer = false } = {}) {
+  static async fromBytes(bytes, options) {
+    const { name, wasm, transfer = false } = optionsArg('options', options);
     if (bytes instanceof ArrayBuffer) bytes = new Uint8Array(bytes);
     if (!ArrayBuffer.isView(bytes)) throw new TypeError('WorkerModel.fromBytes: bytes must be a Uint8Array or an ArrayBuffer');
+    nameOption(name);
     const base = globalThis.location && globalThis.location.href;
     const w = wasm !== undefined && base ? new URL(wasm, base).href : (wasm instanceof URL ? wasm.href : wasm);
     return WorkerModel._open({ bytes, name, wasm: w }, transfer ? [bytes.buffer] : [], undefined);
@@ -92,19 +101,46 @@ export class WorkerModel {
   }
 
   /** The response object of one request (an object, a typed Request or JSON text). */
-  decide(req) { return this._call('decide', { req: requestText(req) }); }
+  decide(req) { return this._call('decide', () => ({ req: requestText(req, 'request') })); }
 
   /** The responses of requests answered together; one bad request rejects, naming it. */
-  decideBatch(reqs) { return this._call('decideBatch', { reqs: Array.from(reqs, requestText) }); }
+  decideBatch(reqs) {
+    return this._call('decideBatch', () => ({
+      reqs: requestsArg(reqs).map((req, i) => {
+        try {
+          return requestText(req, `requests[${i}]`);
+        } catch (e) {
+          if (e instanceof SkycmdError) throw new SkycmdError(e.code, `request ${i}: ${e.message}`, 'decide');
+          throw e;
+        }
+      }),
+    }));
+  }
 
   /** One item per request, {response} or {error: SkycmdError}. */
   async decideEach(reqs) {
-    const items = await this._call('decideEach', { reqs: Array.from(reqs, requestText) });
-    return items.map((item) => (item.error ? { error: rebuild(item.error) } : item));
+    // an item that is no request fails only its own slot, as with Model
+    const results = [];
+    const texts = [];
+    const slots = [];
+    const items = await this._call('decideEach', () => {
+      requestsArg(reqs).forEach((req, i) => {
+        try {
+          texts.push(requestText(req, 'request'));
+          slots.push(i);
+          results.push(undefined);
+        } catch (e) {
+          results.push({ error: e instanceof SkycmdError ? e : new SkycmdError(Status.INVALID_ARGUMENT, e.message, 'decide') });
+        }
+      });
+      return { reqs: texts };
+    });
+    items.forEach((item, k) => { results[slots[k]] = item.error ? { error: rebuild(item.error) } : item; });
+    return results;
   }
 
   /** The token ids of text (no special tokens). */
-  tokenize(text) { return this._call('tokenize', { text: String(text) }); }
+  tokenize(text) { return this._call('tokenize', () => ({ text: textArg('text', text) })); }
 
   /** The model's name, hyper-parameters and kernels (as Model.info). */
   info() { return this._call('info', {}); }
@@ -123,8 +159,17 @@ export class WorkerModel {
     }
   }
 
+  /** args: the message's arguments, or a function making them (after the closed check, as
+   * Model checks that first; what it throws rejects the call). */
   _call(op, args, transfer = [], onProgress = undefined) {
     if (this._closed) return Promise.reject(new SkycmdError(Status.MISUSE, 'the model is closed', op));
+    if (typeof args === 'function') {
+      try {
+        args = args();
+      } catch (e) {
+        return Promise.reject(e);
+      }
+    }
     return this._send(op, args, transfer, onProgress);
   }
 

@@ -27,6 +27,10 @@ let model = null;
 
 function errorFields(e, op) {
   if (e instanceof SkycmdError) return { code: e.code, message: e.message, op: e.op || op };
+  // an argument error (Model's checks) stays what it is on the main side
+  if (e instanceof TypeError || e instanceof RangeError) {
+    return { name: e.name, errorCode: e.code, code: Status.INVALID_ARGUMENT, message: e.message, op };
+  }
   return { code: Status.INTERNAL, message: `${op}: ${e && e.message ? e.message : String(e)}`, op };
 }
 

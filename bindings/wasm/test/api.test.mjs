@@ -302,3 +302,136 @@ test('Model.fromUrl: file: URLs and HTTP with download progress', async () => {
     server.close();
   }
 });
+
+// ---- arguments: what a user gets wrong is a clear error, never a coercion or a crash ----
+
+const typeErr = (name) => (e) => e instanceof TypeError && !(e instanceof SkycmdError) && e.message.includes(`"${name}"`);
+
+test('wrong argument types are TypeErrors naming the argument, never a silent coercion', () => {
+  const m = Model.fromBytes(modelBytes);
+  try {
+    const cyclic = {};
+    cyclic.self = cyclic;
+    // decide: undefined used to reach the library as "" (SKYCMD_E_JSON), null/5 as JSON
+    for (const bad of [undefined, null, 5, true, () => 1, Symbol('s'), 10n, cyclic, { state: 'x', questions: 1n }]) {
+      assert.throws(() => m.decide(bad), typeErr('request'), String(typeof bad));
+    }
+    // decideBatch/decideEach: a number or a plain object used to answer [] (Array.from), a
+    // string was split into one-character requests
+    for (const bad of [5, {}, { length: 2 }, 'abc', flappyRequest, null, undefined]) {
+      assert.throws(() => m.decideBatch(bad), typeErr('requests'), String(bad).slice(0, 20));
+      assert.throws(() => m.decideEach(bad), typeErr('requests'), String(bad).slice(0, 20));
+    }
+    assert.throws(() => m.decideBatch([flappyRequest, undefined]), typeErr('requests[1]'));
+    assert.throws(() => m.decideBatch([flappyRequest, cyclic]), typeErr('requests[1]'));
+    assert.deepEqual(m.decideBatch(new Set([flappyRequest])), [m.decide(flappyRequest)], 'any iterable');
+    // tokenize: undefined used to be tokenized as the text "undefined"
+    for (const bad of [undefined, null, 5, {}, ['a']]) assert.throws(() => m.tokenize(bad), typeErr('text'), String(bad));
+    // the name option: coerced with String() and cut at a NUL before
+    for (const bad of [5, null, 'drone\u0000pilot', 'drone\ud800']) {
+      assert.throws(() => Model.fromBytes(modelBytes, { name: bad }), typeErr('options.name'), JSON.stringify(bad));
+    }
+    const noOptions = Model.fromBytes(modelBytes, null);
+    assert.equal(noOptions.info.name, 's1-pico-flappy');
+    noOptions.close();
+    assert.equal(m.decide(flappyRequest).answers.action.choice, 'thrust', 'the model answers after them');
+  } finally {
+    m.close();
+  }
+});
+
+test('text is never cut at a NUL nor silently re-encoded (unpaired surrogates)', () => {
+  const m = Model.fromBytes(modelBytes);
+  try {
+    const body = JSON.parse(flappyRequest);
+    const cut = m.decide({ ...body, state: 'vy 0 dx 36' });
+    const whole = m.decide({ ...body, state: 'vy 0 dx 36\u0000up 9 dn 7' });
+    assert.ok(whole.usage.input_tokens > cut.usage.input_tokens, 'the state was cut at its NUL');
+    assert.notDeepEqual(m.tokenize('vy\u0000up'), m.tokenize('vy'));
+    // a raw NUL in JSON text is malformed JSON, not the end of the text
+    assert.throws(() => m.decide(`${flappyRequest}\u0000{`), (e) => e.status === 'SKYCMD_E_JSON' && /extra data/.test(e.message));
+    // an unpaired surrogate: TextEncoder would make it U+FFFD and answer another request
+    const text = `{"state": "vy \ud800 dx", "questions": ${JSON.stringify(body.questions)}}`;
+    const json = (e) => e instanceof SkycmdError && e.status === 'SKYCMD_E_JSON' && /unpaired surrogate/.test(e.message);
+    assert.throws(() => m.decide(text), json);
+    assert.throws(() => m.decide({ ...body, state: 'vy \udc00 dx' }), json, 'as an object, as the library says');
+    assert.throws(() => m.decideBatch([flappyRequest, text]), (e) => json(e) && /^request 1: /.test(e.message));
+    assert.throws(() => m.tokenize('a\ud800b'), typeErr('text'));
+    assert.ok(m.tokenize('a\ud83d\ude00b').length > 0, 'a surrogate pair is fine');
+  } finally {
+    m.close();
+  }
+});
+
+test('decideEach: an item that is no request fails only its own slot', () => {
+  const m = Model.fromBytes(modelBytes);
+  try {
+    const cyclic = {};
+    cyclic.self = cyclic;
+    const lone = `{"state": "\ud800", "questions": {}}`;
+    const got = m.decideEach([flappyRequest, undefined, 5, cyclic, '{', lone, flappyRequest]);
+    assert.equal(got.length, 7);
+    const want = m.decide(flappyRequest);
+    assert.deepEqual(got[0], { response: want });
+    assert.deepEqual(got[6], { response: want });
+    for (const i of [1, 2, 3]) {
+      assert.ok(got[i].error instanceof SkycmdError, `item ${i}`);
+      assert.equal(got[i].error.status, 'SKYCMD_E_INVALID_ARGUMENT', `item ${i}`);
+      assert.match(got[i].error.message, /"request"/);
+    }
+    assert.equal(got[4].error.status, 'SKYCMD_E_JSON');
+    assert.equal(got[5].error.status, 'SKYCMD_E_JSON');
+    assert.deepEqual(m.decideEach([undefined]).map((r) => r.error.status), ['SKYCMD_E_INVALID_ARGUMENT']);
+  } finally {
+    m.close();
+  }
+});
+
+test('a model larger than wasm32 memory can hold is SKYCMD_E_NOMEM', (t) => {
+  let big;
+  try {
+    big = new Uint8Array(2 ** 32); // zero pages, never touched
+  } catch (e) {
+    t.skip(`no 4 GiB typed array here: ${e.message}`);
+    return;
+  }
+  // 2^32 bytes used to wrap to malloc(0) and fail with a bare RangeError
+  assert.throws(() => Model.fromBytes(big), (e) => e instanceof SkycmdError && e.status === 'SKYCMD_E_NOMEM' && /4 GiB/.test(e.message));
+  big = null;
+  const m = Model.fromBytes(modelBytes);
+  assert.equal(m.decide(flappyRequest).answers.action.choice, 'thrust');
+  m.close();
+});
+
+test('Model.fromUrl: a url that is no string or URL is a TypeError (not a file named "undefined")', async () => {
+  await assert.rejects(Model.fromUrl(undefined), typeErr('url'));
+  await assert.rejects(Model.fromUrl(5), typeErr('url'));
+  await assert.rejects(Model.fromUrl(flappyModel, { name: 5 }), typeErr('options.name'));
+  const m = await Model.fromUrl({ href: pathToFileURL(flappyModel).href }); // another realm's URL
+  assert.equal(m.info.name, 's1-pico-flappy');
+  m.close();
+});
+
+test('Model.fromUrl: a refused connection (with its reason) and a download cut short are SKYCMD_E_IO', async () => {
+  // a port nobody listens on (one just freed)
+  const probe = createServer();
+  await new Promise((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const port = probe.address().port;
+  await new Promise((resolve) => probe.close(resolve));
+  await assert.rejects(Model.fromUrl(`http://127.0.0.1:${port}/model.gguf`),
+    (e) => e instanceof SkycmdError && e.status === 'SKYCMD_E_IO' && /ECONNREFUSED/.test(e.message));
+  // the connection lost in the middle of the body: fetch's reader rejects with a TypeError
+  const server = createServer((req, res) => {
+    res.writeHead(200, { 'content-length': modelBytes.length });
+    res.write(modelBytes.subarray(0, 70000), () => res.destroy());
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const url = `http://127.0.0.1:${server.address().port}/model.gguf`;
+    await assert.rejects(Model.fromUrl(url, { onProgress: () => {} }),
+      (e) => e instanceof SkycmdError && e.status === 'SKYCMD_E_IO' && /download failed after \d+ bytes/.test(e.message));
+    await assert.rejects(Model.fromUrl(url), (e) => e instanceof SkycmdError && e.status === 'SKYCMD_E_IO');
+  } finally {
+    server.close();
+  }
+});

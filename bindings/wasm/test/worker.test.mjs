@@ -5,6 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { pathToFileURL } from 'node:url';
 import { init, Model, SkycmdError, Status, request, choice } from '../skycmd.js';
 import { WorkerModel } from '../worker-model.js';
@@ -85,6 +86,49 @@ test('the main thread runs while the worker decides', async () => {
     clearInterval(timer);
     // 200 answers take tens of milliseconds at least; the main thread's timer fired meanwhile
     assert.ok(ticks > 0, 'no timer tick while the worker decided');
+  } finally {
+    await m.close();
+  }
+});
+
+const typeErr = (name) => (e) => e instanceof TypeError && e.message.includes(`"${name}"`);
+
+test('a download cut short is SKYCMD_E_IO (not SKYCMD_E_INTERNAL)', async () => {
+  const server = createServer((req, res) => {
+    res.writeHead(200, { 'content-length': 1 << 20 });
+    res.write(readFileSync(flappyModel).subarray(0, 70000), () => res.destroy());
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    await assert.rejects(WorkerModel.fromUrl(`http://127.0.0.1:${server.address().port}/m.gguf`, { wasm }),
+      (e) => e instanceof SkycmdError && e.status === 'SKYCMD_E_IO' && /download failed/.test(e.message));
+  } finally {
+    server.close();
+  }
+});
+
+test('argument errors as Model gives them', async () => {
+  await assert.rejects(WorkerModel.fromUrl(undefined, { wasm }), typeErr('url'));
+  await assert.rejects(WorkerModel.fromBytes(readFileSync(flappyModel), { wasm, name: 'a\u0000b' }), typeErr('options.name'));
+  const m = await WorkerModel.fromBytes(readFileSync(flappyModel), { wasm });
+  try {
+    await assert.rejects(m.decide(undefined), typeErr('request'));
+    await assert.rejects(m.decideBatch(5), typeErr('requests'));
+    await assert.rejects(m.decideBatch(flappyRequest), typeErr('requests'));
+    await assert.rejects(m.decideEach({}), typeErr('requests'));
+    await assert.rejects(m.tokenize(undefined), typeErr('text'));
+    const lone = `{"state": "\ud800", "questions": {}}`;
+    await assert.rejects(m.decide(lone), (e) => e instanceof SkycmdError && e.status === 'SKYCMD_E_JSON');
+    const got = await m.decideEach([bodies[0], undefined, '{', bodies[1]]);
+    const want = local.decideEach([bodies[0], undefined, '{', bodies[1]]);
+    assert.deepEqual(got[0], want[0]);
+    assert.deepEqual(got[3], want[3]);
+    for (const i of [1, 2]) {
+      assert.ok(got[i].error instanceof SkycmdError, `item ${i}`);
+      assert.equal(got[i].error.status, want[i].error.status);
+      assert.equal(got[i].error.message, want[i].error.message);
+    }
+    assert.ok((await m.decide(bodies[0])).answers, 'the worker answers after them');
   } finally {
     await m.close();
   }
