@@ -233,11 +233,22 @@ function cancelledError(op, signal, message = 'cancelled before it started') {
   return e;
 }
 
-/** Removes the output file a cancelled call wrote anyway (it finished before it saw the
- * cancellation): a cancelled call leaves no output. */
-function removeOutput(file) {
-  if (!file) return;
-  try { fs.rmSync(file, { force: true }); } catch (_) { /* nothing more to do */ }
+/** What removes the output a call is about to write at file, should the call be cancelled
+ * after it wrote it anyway (it finished before it saw the cancellation): a cancelled call
+ * leaves no output. All of it when nothing was there before the call (a GGUF file, or a Laya
+ * directory); else only a regular file, which the call replaced. A device, a FIFO, a symbolic
+ * link or a directory that was there is never touched (the library writes a device or FIFO
+ * in place and a link's target, as docs/compat.md says), as the Go binding does. */
+function outputRemover(file) {
+  if (!file) return () => {};
+  let before = null;
+  try { before = fs.lstatSync(file); } catch (_) { /* absent: the call creates it */ }
+  return () => {
+    try {
+      if (!before) fs.rmSync(file, { recursive: true, force: true });
+      else if (before.isFile()) fs.rmSync(file, { force: true });
+    } catch (_) { /* nothing more to do */ }
+  };
 }
 
 /** The SkycmdError of a rejected fileAsync/openModelAsync: an exception thrown by onProgress
@@ -261,7 +272,7 @@ async function fileOp(op, nativeOp, a, b, opts) {
   const onProgress = opts && opts.onProgress;
   if (signal && signal.aborted) throw cancelledError(op, signal);
   const [o] = buildOptions(op, optionsOnly(opts));
-  const output = nativeOp === 'inspect' ? null : b;
+  const removeOutput = outputRemover(nativeOp === 'inspect' ? null : b);
   const abort = () => o.cancel();
   if (signal) signal.addEventListener('abort', abort, { once: true });
   let result;
@@ -269,7 +280,7 @@ async function fileOp(op, nativeOp, a, b, opts) {
     result = await native.fileAsync(nativeOp, a, b, o, typeof onProgress === 'function' ? onProgress : undefined);
   } catch (e) {
     if (e && typeof e.status === 'number') {
-      if (e.completed) removeOutput(output);
+      if (e.completed) removeOutput();
       throw fileWorkerError(op, e, a, signal);
     }
     throw e;
@@ -279,7 +290,7 @@ async function fileOp(op, nativeOp, a, b, opts) {
   // Aborted after the library's last progress report: the call finished anyway, but an
   // aborted signal means SKYCMD_E_CANCELLED and no output.
   if (signal && signal.aborted) {
-    removeOutput(output);
+    removeOutput();
     throw cancelledError(op, signal, 'cancelled');
   }
   return result;

@@ -87,6 +87,22 @@ test('a signal aborted at the last progress report makes quantize reject and lea
   assert.equal(fs.existsSync(out2), false);
 });
 
+test('a late abort removes only what the call made: a link and a device stay', async () => {
+  // the output named through a symbolic link: the library writes the link's target; the
+  // cancelled call must not delete the user's link (nor /dev/null, written in place)
+  const target = path.join(tmp, 'late-target.gguf');
+  const link = path.join(tmp, 'late-link.gguf');
+  fs.writeFileSync(target, 'old');
+  fs.symlinkSync(target, link);
+  for (const out of [link, '/dev/null']) {
+    const ac = new AbortController();
+    await assert.rejects(sky.quantize(modelPath, out, { type: 'q8_0', signal: ac.signal, onProgress: (d, t) => { if (d === t) ac.abort(); } }),
+      (e) => e.code === 'SKYCMD_E_CANCELLED');
+  }
+  assert.ok(fs.lstatSync(link).isSymbolicLink(), 'the link is still a link');
+  assert.ok(fs.statSync('/dev/null').isCharacterDevice(), '/dev/null is still a device');
+});
+
 test('a string with a NUL character is refused, never cut', async () => {
   const nul = (name) => isTypeError(name, 'ERR_INVALID_ARG_VALUE');
   assert.throws(() => sky.Model.open(`${modelPath}\0xyz`), nul('ggufPath'));
